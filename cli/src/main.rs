@@ -1,0 +1,406 @@
+//! `trawl`: turn performance captures into Parquet and answer questions
+//! with SQL. This crate is glue: argument parsing, terminal output and exit
+//! codes; the work is in trawl-ingest, trawl-symbolize and trawl-query.
+
+mod output;
+mod symbols;
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{bail, Context, Result};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use output::{Format, OutputOpts};
+use trawl_query::analyses::{self, HotspotKey, SampleFilter};
+use trawl_query::Session;
+
+#[derive(Parser)]
+#[command(name = "trawl", version, about = "perf.data and other performance captures → Parquet tables → SQL", long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Convert capture files into a capture directory of Parquet tables.
+    Ingest(IngestArgs),
+    /// (Re)symbolize a capture, e.g. after adding --debug-dir.
+    Symbolize {
+        capture: PathBuf,
+        #[command(flatten)]
+        sym: SymArgs,
+    },
+    /// Run SQL over the tables of one or more captures.
+    Sql(SqlArgs),
+    /// List tables, columns, types and their documentation.
+    Tables {
+        /// Captures (optional with --markdown).
+        captures: Vec<PathBuf>,
+        /// Print docs/tables.md (the documentation of every table).
+        #[arg(long)]
+        markdown: bool,
+    },
+    /// Named analyses.
+    #[command(subcommand)]
+    Report(Report),
+    /// Ingest the bundled fixtures and show what trawl answers.
+    Demo,
+}
+
+#[derive(Args)]
+struct IngestArgs {
+    /// Input files (format detected from content); `-` reads standard input.
+    #[arg(required = true)]
+    inputs: Vec<PathBuf>,
+    /// Capture directory to write (replaced if it is already a capture).
+    #[arg(short, long)]
+    output: PathBuf,
+    /// Fail at the first diagnostic instead of recording it.
+    #[arg(long)]
+    strict: bool,
+    /// Do not symbolize (run `trawl symbolize` later).
+    #[arg(long)]
+    no_symbolize: bool,
+    #[command(flatten)]
+    sym: SymArgs,
+}
+
+#[derive(Args, Clone, Default)]
+struct SymArgs {
+    /// Directory with binaries or debug files (searched by build-id, path
+    /// and name); repeatable.
+    #[arg(long = "debug-dir", value_name = "DIR")]
+    debug_dirs: Vec<PathBuf>,
+    /// Look up recorded paths below DIR first (captures from another machine).
+    #[arg(long, value_name = "DIR")]
+    symfs: Option<PathBuf>,
+    /// Kernel symbols in /proc/kallsyms format.
+    #[arg(long, value_name = "FILE")]
+    kallsyms: Option<PathBuf>,
+}
+
+#[derive(Args)]
+struct SqlArgs {
+    /// Captures (or directories of captures), then the query unless --file.
+    #[arg(required = true, num_args = 1..)]
+    args: Vec<String>,
+    /// Read the query (or `;`-separated statements) from a file.
+    #[arg(long, value_name = "FILE")]
+    file: Option<PathBuf>,
+    #[command(flatten)]
+    out: OutputOpts,
+}
+
+#[derive(Subcommand)]
+enum Report {
+    /// Functions (or modules, addresses) by exclusive and inclusive cost.
+    Hotspots(HotspotArgs),
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum ByArg {
+    Function,
+    Module,
+    Address,
+}
+
+#[derive(Args)]
+struct HotspotArgs {
+    /// Captures (or directories of captures).
+    #[arg(required = true)]
+    captures: Vec<PathBuf>,
+    #[arg(long, value_enum, default_value = "function")]
+    by: ByArg,
+    #[command(flatten)]
+    filter: FilterArgs,
+    /// Show at most N rows.
+    #[arg(long, short = 'n')]
+    limit: Option<usize>,
+    #[command(flatten)]
+    out: OutputOpts,
+}
+
+#[derive(Args, Clone, Default)]
+struct FilterArgs {
+    /// Event to analyse (default: the one with most samples).
+    #[arg(long)]
+    event: Option<String>,
+    /// Only these processes (repeatable).
+    #[arg(long)]
+    pid: Vec<i32>,
+    /// Only these threads (repeatable).
+    #[arg(long)]
+    tid: Vec<i32>,
+    /// Only these command names (repeatable).
+    #[arg(long)]
+    comm: Vec<String>,
+    /// Time range START..END in seconds on the capture clock, as `perf
+    /// script` prints times (either side may be omitted).
+    #[arg(long, value_name = "START..END")]
+    time: Option<String>,
+}
+
+fn parse_time_range(s: &str) -> Result<(Option<i64>, Option<i64>)> {
+    let (a, b) = s
+        .split_once("..")
+        .with_context(|| format!("--time {s:?}: expected START..END"))?;
+    let p = |x: &str| -> Result<Option<i64>> {
+        let x = x.trim();
+        if x.is_empty() {
+            return Ok(None);
+        }
+        let v: f64 = x
+            .parse()
+            .with_context(|| format!("--time: {x:?} is not a number of seconds"))?;
+        Ok(Some((v * 1e9).round() as i64))
+    };
+    Ok((p(a)?, p(b)?))
+}
+
+impl FilterArgs {
+    fn to_filter(&self) -> Result<SampleFilter> {
+        let (from, to) = match &self.time {
+            Some(t) => parse_time_range(t)?,
+            None => (None, None),
+        };
+        Ok(SampleFilter {
+            event: self.event.clone(),
+            pids: self.pid.clone(),
+            tids: self.tid.clone(),
+            comms: self.comm.clone(),
+            time_from_ns: from,
+            time_to_ns: to,
+        })
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            if output::is_broken_pipe(&e) {
+                return ExitCode::SUCCESS;
+            }
+            eprintln!("trawl: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?)
+}
+
+fn run(cli: Cli) -> Result<()> {
+    match cli.cmd {
+        Cmd::Ingest(a) => ingest(&a),
+        Cmd::Symbolize { capture, sym } => {
+            if !trawl_ingest::writer::is_capture(&capture) {
+                bail!("{}: not a trawl capture", capture.display());
+            }
+            let s = symbols::symbolize_capture(&capture, &sym.config())?;
+            eprintln!("{}", s.line());
+            Ok(())
+        }
+        Cmd::Sql(a) => runtime()?.block_on(sql(a)),
+        Cmd::Tables { captures, markdown } => {
+            if markdown {
+                print!("{}", trawl_ingest::schema::render_markdown());
+                return Ok(());
+            }
+            if captures.is_empty() {
+                bail!("name a capture, or use --markdown");
+            }
+            runtime()?.block_on(tables(captures))
+        }
+        Cmd::Report(Report::Hotspots(a)) => runtime()?.block_on(hotspots(a)),
+        Cmd::Demo => runtime()?.block_on(demo()),
+    }
+}
+
+impl SymArgs {
+    fn config(&self) -> trawl_symbolize::Config {
+        let mut c = trawl_symbolize::Config::standard();
+        c.debug_dirs = self.debug_dirs.clone();
+        c.symfs = self.symfs.clone();
+        c.kallsyms = self.kallsyms.clone();
+        c
+    }
+}
+
+fn ingest(a: &IngestArgs) -> Result<()> {
+    let opts = trawl_ingest::IngestOptions { strict: a.strict };
+    let cfg = a.sym.config();
+    let mut sym_line = None;
+    let summary = trawl_ingest::ingest(&a.inputs, &a.output, &opts, |staging| {
+        if !a.no_symbolize {
+            match symbols::symbolize_capture(staging, &cfg) {
+                Ok(s) => sym_line = Some(s.line()),
+                Err(e) => sym_line = Some(format!("symbolization failed: {e:#}")),
+            }
+        }
+        Ok(())
+    })?;
+    for s in &summary.inputs {
+        eprintln!(
+            "{}: {} ({} bytes): {} records, {} samples, {} diagnostics",
+            s.path,
+            s.format.name(),
+            s.bytes,
+            s.records,
+            s.samples,
+            s.diagnostics.len()
+        );
+        for d in s.diagnostics.iter().take(5) {
+            eprintln!("  {d}");
+        }
+        if s.diagnostics.len() > 5 {
+            eprintln!(
+                "  ... {} more in the `diagnostic` table",
+                s.diagnostics.len() - 5
+            );
+        }
+    }
+    if let Some(l) = sym_line {
+        eprintln!("{l}");
+    }
+    eprintln!("wrote {}", summary.out.display());
+    Ok(())
+}
+
+async fn sql(a: SqlArgs) -> Result<()> {
+    let mut args = a.args.clone();
+    let query = match &a.file {
+        Some(f) => {
+            std::fs::read_to_string(f).with_context(|| format!("reading {}", f.display()))?
+        }
+        None => {
+            if args.len() < 2 {
+                bail!("give one or more captures and then the query (or --file)");
+            }
+            args.pop().unwrap()
+        }
+    };
+    let dirs: Vec<PathBuf> = args.iter().map(PathBuf::from).collect();
+    let s = Session::open(&dirs).await?;
+    let Some(df) = s.run_script(&query).await? else {
+        bail!("no SQL statement given");
+    };
+    let batches = df.collect().await?;
+    output::write(&batches, &a.out)
+}
+
+async fn tables(captures: Vec<PathBuf>) -> Result<()> {
+    let s = Session::open(&captures).await?;
+    let q = "SELECT table_name, column_name, data_type, is_nullable FROM information_schema.columns \
+             WHERE table_schema = 'public' AND table_name NOT LIKE '\\_%' ESCAPE '\\' ORDER BY table_name, ordinal_position";
+    let df = s.sql(q).await?;
+    let batches = df.collect().await?;
+    // Add each column's documentation from the schema definitions.
+    use trawl_ingest::arrow::array::StringBuilder;
+    use trawl_ingest::arrow::datatypes::{DataType, Field, Schema};
+    let mut out = Vec::new();
+    for b in batches {
+        let t = trawl_query::string_values(b.column(0));
+        let c = trawl_query::string_values(b.column(1));
+        let mut doc = StringBuilder::new();
+        let mut rows = StringBuilder::new();
+        for i in 0..b.num_rows() {
+            let (tv, cv) = (t[i].as_deref().unwrap_or(""), c[i].as_deref().unwrap_or(""));
+            let def = trawl_ingest::schema::table(tv);
+            let d = if cv == "capture" {
+                Some("Name of the capture directory the row comes from.")
+            } else {
+                def.and_then(|d| d.columns.iter().find(|col| col.name == cv))
+                    .map(|col| col.doc)
+            };
+            doc.append_option(d);
+            let n = def.map(|_| "").unwrap_or("");
+            rows.append_value(n);
+        }
+        let mut cols = b.columns().to_vec();
+        cols.push(std::sync::Arc::new(doc.finish()));
+        let mut fields: Vec<Field> = b
+            .schema()
+            .fields()
+            .iter()
+            .map(|f| f.as_ref().clone())
+            .collect();
+        fields.push(Field::new("description", DataType::Utf8, true));
+        out.push(trawl_ingest::arrow::record_batch::RecordBatch::try_new(
+            std::sync::Arc::new(Schema::new(fields)),
+            cols,
+        )?);
+        let _ = rows;
+    }
+    output::write(&out, &OutputOpts::default())
+}
+
+async fn hotspots(a: HotspotArgs) -> Result<()> {
+    let s = Session::open(&a.captures).await?;
+    let event = analyses::select_samples(&s, &a.filter.to_filter()?).await?;
+    let key = match a.by {
+        ByArg::Function => HotspotKey::Function,
+        ByArg::Module => HotspotKey::Module,
+        ByArg::Address => HotspotKey::Address,
+    };
+    let mut df = analyses::hotspots(&s, key).await?;
+    if let Some(n) = a.limit {
+        df = df.limit(0, Some(n))?;
+    }
+    let batches = df.collect().await?;
+    if matches!(a.out.format, Format::Table) && a.out.output.is_none() {
+        eprintln!("event: {event}");
+    }
+    output::write(&batches, &a.out)
+}
+
+fn fixtures_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures")
+}
+
+async fn demo() -> Result<()> {
+    let fx = fixtures_dir().join("perf");
+    let input = fx.join("hot-fp.data");
+    if !input.is_file() {
+        bail!(
+            "bundled fixture {} not found (run from a checkout)",
+            input.display()
+        );
+    }
+    let tmp = tempfile::tempdir()?;
+    let cap = tmp.path().join("hot");
+    println!(
+        "$ trawl ingest fixtures/perf/hot-fp.data --debug-dir fixtures/perf/bin -o {}",
+        cap.display()
+    );
+    let args = IngestArgs {
+        inputs: vec![input],
+        output: cap.clone(),
+        strict: false,
+        no_symbolize: false,
+        sym: SymArgs {
+            debug_dirs: vec![fx.join("bin")],
+            ..Default::default()
+        },
+    };
+    ingest(&args)?;
+    println!("\n$ trawl report hotspots {} --limit 12", cap.display());
+    let s = Session::open(std::slice::from_ref(&cap)).await?;
+    let event = analyses::select_samples(&s, &SampleFilter::default()).await?;
+    println!("event: {event}");
+    let df = analyses::hotspots(&s, HotspotKey::Function)
+        .await?
+        .limit(0, Some(12))?;
+    output::write(&df.collect().await?, &OutputOpts::default())?;
+    let q = "SELECT comm, pid, count(*) AS samples, round(sum(period) / 1e6, 1) AS cpu_ms FROM perf_sample GROUP BY comm, pid ORDER BY samples DESC";
+    println!("\n$ trawl sql {} \"{q}\"", cap.display());
+    let df = s.sql(q).await?;
+    output::write(&df.collect().await?, &OutputOpts::default())?;
+    Ok(())
+}

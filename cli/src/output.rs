@@ -1,0 +1,127 @@
+//! Writing query results: aligned text table, CSV, JSON or Parquet.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use anyhow::{bail, Context, Result};
+use clap::{Args, ValueEnum};
+use trawl_ingest::arrow::record_batch::RecordBatch;
+
+#[derive(Clone, Copy, Debug, Default, ValueEnum)]
+pub enum Format {
+    #[default]
+    Table,
+    Csv,
+    Json,
+    Parquet,
+}
+
+#[derive(Args, Clone, Debug, Default)]
+pub struct OutputOpts {
+    /// Output format.
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: Format,
+    /// Write to FILE instead of standard output (required for parquet).
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+pub fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+            || c.to_string().contains("Broken pipe")
+    })
+}
+
+/// Dictionary columns are cast to plain strings for text output.
+fn plain(batches: &[RecordBatch]) -> Result<Vec<RecordBatch>> {
+    use trawl_ingest::arrow::compute::cast;
+    use trawl_ingest::arrow::datatypes::{DataType, Field, Schema};
+    let mut out = Vec::new();
+    for b in batches {
+        let mut cols = Vec::new();
+        let mut fields = Vec::new();
+        for (f, c) in b.schema().fields().iter().zip(b.columns()) {
+            if let DataType::Dictionary(_, v) = f.data_type() {
+                cols.push(cast(c, v)?);
+                fields.push(Field::new(f.name(), v.as_ref().clone(), f.is_nullable()));
+            } else {
+                cols.push(c.clone());
+                fields.push(f.as_ref().clone());
+            }
+        }
+        out.push(RecordBatch::try_new(
+            std::sync::Arc::new(Schema::new(fields)),
+            cols,
+        )?);
+    }
+    Ok(out)
+}
+
+pub fn write(batches: &[RecordBatch], o: &OutputOpts) -> Result<()> {
+    let batches = plain(batches)?;
+    match o.format {
+        Format::Parquet => {
+            let Some(path) = &o.output else {
+                bail!("--format parquet needs -o FILE");
+            };
+            let Some(first) = batches.first() else {
+                bail!("the query returned no batches");
+            };
+            let tmp = path.with_extension("parquet.trawl-tmp");
+            let f = std::fs::File::create(&tmp)
+                .with_context(|| format!("creating {}", tmp.display()))?;
+            let mut w =
+                trawl_ingest::parquet::arrow::ArrowWriter::try_new(f, first.schema(), None)?;
+            for b in &batches {
+                w.write(b)?;
+            }
+            w.close()?;
+            std::fs::rename(&tmp, path)?;
+            Ok(())
+        }
+        _ => {
+            let mut buf: Vec<u8> = Vec::new();
+            match o.format {
+                Format::Table => {
+                    let t = trawl_ingest::arrow::util::pretty::pretty_format_batches(&batches)?;
+                    writeln!(buf, "{t}")?;
+                }
+                Format::Csv => {
+                    let mut w = trawl_ingest::arrow::csv::WriterBuilder::new()
+                        .with_header(true)
+                        .build(&mut buf);
+                    for b in &batches {
+                        w.write(b)?;
+                    }
+                }
+                Format::Json => {
+                    let mut w = trawl_ingest::arrow::json::ArrayWriter::new(&mut buf);
+                    for b in &batches {
+                        w.write(b)?;
+                    }
+                    w.finish()?;
+                    if buf.is_empty() {
+                        buf.extend_from_slice(b"[]");
+                    }
+                    buf.push(b'\n');
+                }
+                Format::Parquet => unreachable!(),
+            }
+            match &o.output {
+                Some(p) => {
+                    let tmp = p.with_extension("trawl-tmp");
+                    std::fs::write(&tmp, &buf)?;
+                    std::fs::rename(&tmp, p)?;
+                }
+                None => {
+                    let mut out = std::io::stdout().lock();
+                    out.write_all(&buf)?;
+                    out.flush()?;
+                }
+            }
+            Ok(())
+        }
+    }
+}

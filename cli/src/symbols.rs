@@ -1,0 +1,129 @@
+//! The symbolization step: frames of a capture → `symbol` table.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use anyhow::Result;
+use trawl_ingest::capture::{self, SymbolFileRow, SymbolRow};
+use trawl_symbolize::{ModuleRequest, Status};
+
+pub struct Summary {
+    pub modules: usize,
+    pub addresses: usize,
+    pub resolved: usize,
+    pub failed: Vec<String>,
+}
+
+impl Summary {
+    pub fn line(&self) -> String {
+        let mut s = format!(
+            "symbolized {} of {} addresses in {} modules",
+            self.resolved, self.addresses, self.modules
+        );
+        for f in self.failed.iter().take(8) {
+            s.push_str(&format!("\n  {f}"));
+        }
+        if self.failed.len() > 8 {
+            s.push_str(&format!(
+                "\n  ... {} more in the `symbol_file` table",
+                self.failed.len() - 8
+            ));
+        }
+        s
+    }
+}
+
+pub fn symbolize_capture(dir: &Path, cfg: &trawl_symbolize::Config) -> Result<Summary> {
+    let modules = capture::read_modules(dir)?;
+    let addrs = capture::read_frame_addresses(dir)?;
+    let mut by_module: BTreeMap<i64, Vec<u64>> = BTreeMap::new();
+    for (m, pc) in addrs {
+        by_module.entry(m).or_default().push(pc);
+    }
+    let mut cfg = cfg.clone();
+    if let Some(k) = modules
+        .iter()
+        .find(|m| m.is_kernel && m.path == "[kernel.kallsyms]")
+    {
+        cfg.kernel_build_id = k.build_id.clone();
+    }
+    let mut reqs = Vec::new();
+    let mut ids = Vec::new();
+    let mut files = Vec::new();
+    for m in &modules {
+        let Some(a) = by_module.remove(&m.module_id) else {
+            continue;
+        };
+        if !m.is_file && !m.is_kernel {
+            files.push(SymbolFileRow {
+                module_id: m.module_id,
+                path: m.path.clone(),
+                binary: None,
+                symbols: None,
+                status: Status::NotAFile.as_str(),
+                message: None,
+            });
+            continue;
+        }
+        ids.push(m.module_id);
+        reqs.push(ModuleRequest {
+            path: m.path.clone(),
+            build_id: m.build_id.clone(),
+            kernel: m.is_kernel,
+            addresses: a,
+        });
+    }
+    let n_addr: usize = reqs.iter().map(|r| r.addresses.len()).sum();
+    let results = trawl_symbolize::symbolize(&cfg, reqs.clone());
+    let mut rows = Vec::new();
+    let mut resolved = 0;
+    let mut failed = Vec::new();
+    for ((id, req), res) in ids.iter().zip(&reqs).zip(results) {
+        if res.status != Status::Ok {
+            failed.push(format!(
+                "{}: {}{}",
+                req.path,
+                res.status.as_str(),
+                res.message
+                    .as_deref()
+                    .map(|m| format!(" ({m})"))
+                    .unwrap_or_default()
+            ));
+        }
+        let file = res
+            .symbols_file
+            .as_ref()
+            .map(|p| p.to_string_lossy().into_owned());
+        for (pc, hit) in req.addresses.iter().zip(&res.symbols) {
+            if hit.is_some() {
+                resolved += 1;
+            }
+            rows.push(SymbolRow {
+                module_id: *id,
+                rel_pc: *pc,
+                function: hit.as_ref().map(|h| h.name.clone()),
+                symbol_offset: hit.as_ref().map(|h| h.offset),
+                symbol_source: res.table.filter(|_| hit.is_some()),
+                symbol_file: file.clone().filter(|_| hit.is_some()),
+            });
+        }
+        files.push(SymbolFileRow {
+            module_id: *id,
+            path: req.path.clone(),
+            binary: res
+                .binary
+                .as_ref()
+                .map(|p| p.to_string_lossy().into_owned()),
+            symbols: file,
+            status: res.status.as_str(),
+            message: res.message.clone(),
+        });
+    }
+    capture::write_symbols(dir, &rows, &files)?;
+    Ok(Summary {
+        modules: ids.len(),
+        addresses: n_addr,
+        resolved,
+        failed,
+    })
+}

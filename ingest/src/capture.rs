@@ -1,0 +1,178 @@
+//! Reading back parts of a capture that later steps need (modules and frame
+//! addresses for symbolization) and writing the symbol tables.
+
+use std::collections::BTreeSet;
+use std::fs::File;
+use std::path::Path;
+
+use arrow::array::{
+    Array, ArrayRef, AsArray, Int64Builder, RecordBatch, StringBuilder, UInt64Builder,
+};
+use arrow::datatypes::{Int64Type, UInt64Type};
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+
+use crate::schema::{self, TableDef};
+use crate::writer::{replace_table, table_file};
+use crate::{Error, Result};
+
+fn read_table(dir: &Path, def: &TableDef) -> Result<Vec<RecordBatch>> {
+    let path = table_file(dir, def.name);
+    let f = File::open(&path).map_err(|e| Error::io(&path, e))?;
+    let reader = ParquetRecordBatchReaderBuilder::try_new(f)
+        .and_then(|b| b.with_batch_size(64 * 1024).build())
+        .map_err(|source| Error::Parquet {
+            table: def.name.into(),
+            source,
+        })?;
+    reader
+        .collect::<std::result::Result<Vec<_>, _>>()
+        .map_err(|source| Error::Arrow {
+            table: def.name.into(),
+            source,
+        })
+}
+
+fn col<'a>(b: &'a RecordBatch, name: &str) -> &'a ArrayRef {
+    b.column_by_name(name)
+        .unwrap_or_else(|| panic!("column {name} missing from a table trawl wrote"))
+}
+
+#[derive(Clone, Debug)]
+pub struct ModuleRow {
+    pub module_id: i64,
+    pub path: String,
+    pub build_id: Option<String>,
+    pub is_kernel: bool,
+    pub is_file: bool,
+}
+
+pub fn read_modules(dir: &Path) -> Result<Vec<ModuleRow>> {
+    let mut out = Vec::new();
+    for b in read_table(dir, &schema::PERF_MODULE)? {
+        let id = col(&b, "module_id").as_primitive::<Int64Type>();
+        let path = col(&b, "path").as_string::<i32>();
+        let bid = col(&b, "build_id").as_string::<i32>();
+        let k = col(&b, "is_kernel").as_boolean();
+        let f = col(&b, "is_file").as_boolean();
+        for i in 0..b.num_rows() {
+            out.push(ModuleRow {
+                module_id: id.value(i),
+                path: path.value(i).to_string(),
+                build_id: (!bid.is_null(i)).then(|| bid.value(i).to_string()),
+                is_kernel: k.value(i),
+                is_file: f.value(i),
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// Distinct (module_id, rel_pc) of all frames with a module.
+pub fn read_frame_addresses(dir: &Path) -> Result<BTreeSet<(i64, u64)>> {
+    let mut out = BTreeSet::new();
+    for b in read_table(dir, &schema::PERF_FRAME)? {
+        let m = col(&b, "module_id").as_primitive::<Int64Type>();
+        let pc = col(&b, "rel_pc").as_primitive::<UInt64Type>();
+        for i in 0..b.num_rows() {
+            if !m.is_null(i) {
+                out.insert((m.value(i), pc.value(i)));
+            }
+        }
+    }
+    Ok(out)
+}
+
+#[derive(Clone, Debug)]
+pub struct SymbolRow {
+    pub module_id: i64,
+    pub rel_pc: u64,
+    pub function: Option<String>,
+    pub symbol_offset: Option<u64>,
+    pub symbol_source: Option<&'static str>,
+    pub symbol_file: Option<String>,
+}
+
+#[derive(Clone, Debug)]
+pub struct SymbolFileRow {
+    pub module_id: i64,
+    pub path: String,
+    pub binary: Option<String>,
+    pub symbols: Option<String>,
+    pub status: &'static str,
+    pub message: Option<String>,
+}
+
+/// Writes (replacing) the `symbol` and `symbol_file` tables of a capture.
+pub fn write_symbols(dir: &Path, rows: &[SymbolRow], files: &[SymbolFileRow]) -> Result<()> {
+    let a = |b: &mut dyn arrow::array::ArrayBuilder| -> ArrayRef { b.finish() };
+    let mut batches = Vec::new();
+    for chunk in rows.chunks(256 * 1024) {
+        let mut m = Int64Builder::new();
+        let mut pc = UInt64Builder::new();
+        let mut f = StringBuilder::new();
+        let mut off = UInt64Builder::new();
+        let mut src = StringBuilder::new();
+        let mut file = StringBuilder::new();
+        for r in chunk {
+            m.append_value(r.module_id);
+            pc.append_value(r.rel_pc);
+            f.append_option(r.function.as_deref());
+            off.append_option(r.symbol_offset);
+            src.append_option(r.symbol_source);
+            file.append_option(r.symbol_file.as_deref());
+        }
+        batches.push(
+            RecordBatch::try_new(
+                schema::SYMBOL.schema(),
+                vec![
+                    a(&mut m),
+                    a(&mut pc),
+                    a(&mut f),
+                    a(&mut off),
+                    a(&mut src),
+                    a(&mut file),
+                ],
+            )
+            .map_err(|source| Error::Arrow {
+                table: "symbol".into(),
+                source,
+            })?,
+        );
+    }
+    if batches.is_empty() {
+        batches.push(RecordBatch::new_empty(schema::SYMBOL.schema()));
+    }
+    replace_table(dir, &schema::SYMBOL, &batches)?;
+
+    let mut m = Int64Builder::new();
+    let mut path = StringBuilder::new();
+    let mut bin = StringBuilder::new();
+    let mut syms = StringBuilder::new();
+    let mut status = StringBuilder::new();
+    let mut msg = StringBuilder::new();
+    for r in files {
+        m.append_value(r.module_id);
+        path.append_value(&r.path);
+        bin.append_option(r.binary.as_deref());
+        syms.append_option(r.symbols.as_deref());
+        status.append_value(r.status);
+        msg.append_option(r.message.as_deref());
+    }
+    let batch = RecordBatch::try_new(
+        schema::SYMBOL_FILE.schema(),
+        vec![
+            a(&mut m),
+            a(&mut path),
+            a(&mut bin),
+            a(&mut syms),
+            a(&mut status),
+            a(&mut msg),
+        ],
+    )
+    .map_err(|source| Error::Arrow {
+        table: "symbol_file".into(),
+        source,
+    })?;
+    replace_table(dir, &schema::SYMBOL_FILE, &[batch])?;
+    Ok(())
+}

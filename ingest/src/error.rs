@@ -1,0 +1,54 @@
+//! Errors of the ingest crate.
+//!
+//! Bad input is mostly *not* an error: readers keep what they can and record a
+//! [`Diagnostic`](crate::Diagnostic). An [`Error`] ends the run: unreadable
+//! files, an unrecognised format, an output that cannot be written, or the
+//! first diagnostic under `--strict`.
+
+use std::path::PathBuf;
+
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path}: unrecognised input format (first bytes {head:02x?}); known formats: perf.data (file and pipe mode)")]
+    UnknownFormat { path: PathBuf, head: Vec<u8> },
+    #[error("{path}@{offset}: {message}")]
+    BadInput {
+        path: PathBuf,
+        offset: u64,
+        message: String,
+    },
+    #[error("strict mode: {0}")]
+    Strict(String),
+    #[error("{path}: output already exists and is not a trawl capture; choose another directory")]
+    NotACapture { path: PathBuf },
+    #[error("writing {table}: {source}")]
+    Parquet {
+        table: String,
+        #[source]
+        source: parquet::errors::ParquetError,
+    },
+    #[error("building {table}: {source}")]
+    Arrow {
+        table: String,
+        #[source]
+        source: arrow::error::ArrowError,
+    },
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        Error::Io {
+            path: path.into(),
+            source,
+        }
+    }
+}

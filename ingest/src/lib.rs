@@ -1,0 +1,239 @@
+//! # trawl-ingest
+//!
+//! Capture files → typed records → Arrow batches → Parquet tables.
+//!
+//! Principal types: [`ingest`] (detect formats and convert inputs into a
+//! capture directory), [`schema`] (every table and column, documented),
+//! [`CaptureWriter`] (atomic capture output), [`Diagnostics`] (what a lenient
+//! reader skipped, and where).
+//!
+//! ```no_run
+//! use std::path::PathBuf;
+//! let summary = trawl_ingest::ingest(
+//!     &[PathBuf::from("perf.data")],
+//!     &PathBuf::from("capture"),
+//!     &trawl_ingest::IngestOptions::default(),
+//!     |_staging| Ok(()),
+//! )?;
+//! println!("{} samples", summary.inputs[0].samples);
+//! # Ok::<(), trawl_ingest::Error>(())
+//! ```
+//!
+//! Architecture invariant: parsers (`*/records.rs`, `*/reader.rs`) never see
+//! Arrow; converters (`*/convert.rs`) never see bytes; nothing here
+//! symbolizes.
+
+pub mod capture;
+pub mod diag;
+mod error;
+pub mod perf;
+pub mod schema;
+pub mod writer;
+
+pub use arrow;
+pub use diag::{Diagnostic, Diagnostics, Position, Severity};
+pub use error::{Error, Result};
+pub use parquet;
+pub use writer::CaptureWriter;
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use arrow::array::{ArrayRef, Int32Builder, Int64Builder, StringBuilder};
+
+/// Input formats trawl recognises from their first bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    PerfFile,
+    PerfPipe,
+}
+
+impl Format {
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::PerfFile => "perf.data",
+            Format::PerfPipe => "perf.data-pipe",
+        }
+    }
+}
+
+/// Detects the format from the first bytes of an input (at least 16).
+pub fn detect(head: &[u8]) -> Option<Format> {
+    match perf::reader::sniff(head)? {
+        true => Some(Format::PerfPipe),
+        false => Some(Format::PerfFile),
+    }
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct IngestOptions {
+    /// Fail at the first diagnostic instead of recording it.
+    pub strict: bool,
+}
+
+#[derive(Clone, Debug)]
+pub struct InputSummary {
+    pub path: String,
+    pub format: Format,
+    pub bytes: u64,
+    pub records: u64,
+    pub samples: u64,
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+#[derive(Clone, Debug)]
+pub struct IngestSummary {
+    pub out: PathBuf,
+    pub inputs: Vec<InputSummary>,
+}
+
+fn read_head(r: &mut dyn Read, n: usize) -> std::io::Result<Vec<u8>> {
+    let mut buf = vec![0u8; n];
+    let mut got = 0;
+    while got < n {
+        match r.read(&mut buf[got..]) {
+            Ok(0) => break,
+            Ok(k) => got += k,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    buf.truncate(got);
+    Ok(buf)
+}
+
+/// Converts `inputs` (paths, or `-` for standard input) into the capture
+/// directory `out`. `before_commit` runs on the staging directory after all
+/// tables are written and before the capture becomes visible (the CLI
+/// symbolizes there, so a capture appears complete or not at all).
+pub fn ingest(
+    inputs: &[PathBuf],
+    out: &Path,
+    opts: &IngestOptions,
+    before_commit: impl FnOnce(&Path) -> Result<()>,
+) -> Result<IngestSummary> {
+    let mut cap = CaptureWriter::create(out)?;
+    let mut conv = perf::convert::PerfConverter::new(&mut cap)?;
+    let mut summaries = Vec::new();
+    for (i, input) in inputs.iter().enumerate() {
+        let name = input.to_string_lossy().into_owned();
+        let mut diags = Diagnostics::new(name.clone(), opts.strict);
+        let (format, stream): (Format, Option<Box<dyn Read + Send>>) = if name == "-" {
+            let mut stdin = std::io::stdin();
+            let head = read_head(&mut stdin, 16).map_err(|e| Error::io("-", e))?;
+            let f = detect(&head).ok_or_else(|| Error::UnknownFormat {
+                path: "-".into(),
+                head: head.clone(),
+            })?;
+            let s: Box<dyn Read + Send> = Box::new(std::io::Cursor::new(head).chain(stdin));
+            (f, Some(s))
+        } else {
+            let mut f = std::fs::File::open(input).map_err(|e| Error::io(input, e))?;
+            let head = read_head(&mut f, 16).map_err(|e| Error::io(input, e))?;
+            let fmt = detect(&head).ok_or_else(|| Error::UnknownFormat {
+                path: input.clone(),
+                head: head.clone(),
+            })?;
+            (fmt, None)
+        };
+        conv.begin_source(i as i32);
+        let stats = match format {
+            Format::PerfFile => perf::ingest_perf(input, stream, false, &mut conv, &mut diags)?,
+            Format::PerfPipe => perf::ingest_perf(input, stream, true, &mut conv, &mut diags)?,
+        };
+        summaries.push(InputSummary {
+            path: name,
+            format,
+            bytes: stats.bytes,
+            records: stats.records,
+            samples: stats.samples,
+            diagnostics: diags.into_vec(),
+        });
+    }
+    let pairs = conv.finish(&mut cap)?;
+    write_source_tables(&mut cap, &summaries, pairs)?;
+    before_commit(cap.staging_dir())?;
+    let out = cap.commit()?;
+    Ok(IngestSummary {
+        out,
+        inputs: summaries,
+    })
+}
+
+fn write_source_tables(
+    cap: &mut CaptureWriter,
+    inputs: &[InputSummary],
+    meta: Vec<(i32, String, String)>,
+) -> Result<()> {
+    let a = |b: &mut dyn arrow::array::ArrayBuilder| -> ArrayRef { b.finish() };
+    let mut id = Int32Builder::new();
+    let mut path = StringBuilder::new();
+    let mut format = StringBuilder::new();
+    let mut bytes = Int64Builder::new();
+    let mut records = Int64Builder::new();
+    let mut ndiag = Int64Builder::new();
+    for (i, s) in inputs.iter().enumerate() {
+        id.append_value(i as i32);
+        path.append_value(&s.path);
+        format.append_value(s.format.name());
+        bytes.append_value(s.bytes as i64);
+        records.append_value(s.records as i64);
+        ndiag.append_value(s.diagnostics.len() as i64);
+    }
+    cap.write_table(
+        &schema::SOURCE,
+        vec![
+            a(&mut id),
+            a(&mut path),
+            a(&mut format),
+            a(&mut bytes),
+            a(&mut records),
+            a(&mut ndiag),
+        ],
+    )?;
+
+    let mut sid = Int32Builder::new();
+    let mut key = StringBuilder::new();
+    let mut value = StringBuilder::new();
+    for (s, k, v) in meta {
+        sid.append_value(s);
+        key.append_value(k);
+        value.append_value(v);
+    }
+    cap.write_table(
+        &schema::CAPTURE_META,
+        vec![a(&mut sid), a(&mut key), a(&mut value)],
+    )?;
+
+    let mut sid = Int32Builder::new();
+    let mut src = StringBuilder::new();
+    let mut off = Int64Builder::new();
+    let mut line = Int64Builder::new();
+    let mut sev = StringBuilder::new();
+    let mut kind = StringBuilder::new();
+    let mut msg = StringBuilder::new();
+    for (i, s) in inputs.iter().enumerate() {
+        for d in &s.diagnostics {
+            sid.append_value(i as i32);
+            src.append_value(&d.source);
+            off.append_option(d.position.byte_offset().map(|b| b as i64));
+            line.append_option(d.position.line().map(|l| l as i64));
+            sev.append_value(d.severity.as_str());
+            kind.append_value(d.kind);
+            msg.append_value(&d.message);
+        }
+    }
+    cap.write_table(
+        &schema::DIAGNOSTIC,
+        vec![
+            a(&mut sid),
+            a(&mut src),
+            a(&mut off),
+            a(&mut line),
+            a(&mut sev),
+            a(&mut kind),
+            a(&mut msg),
+        ],
+    )?;
+    Ok(())
+}

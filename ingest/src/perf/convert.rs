@@ -1,0 +1,1183 @@
+//! perf records → Arrow batches of the perf_* tables.
+//!
+//! One loop over the time-ordered records (samply's converter is the model):
+//! `handle_sample`, `handle_mmap`, `handle_comm`, ... fill column builders
+//! and flush a batch every [`BATCH_ROWS`] rows, so memory stays bounded by
+//! the number of distinct stacks, frames and mappings, not by the file size.
+//! The converter keeps each process's address space to turn an instruction
+//! address into (module, file offset) at the time of the sample.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use arrow::array::{
+    ArrayRef, BinaryBuilder, BooleanBuilder, Int32Builder, Int64Builder, ListBuilder,
+    StringBuilder, StringDictionaryBuilder, UInt32Builder, UInt64Builder,
+};
+use arrow::datatypes::{DataType, Field, Int32Type};
+
+use super::header::{flag, hex, EventDesc, Metadata};
+use super::reader::Item;
+use super::records::{CpuMode, Mmap, Record, Sample, SampleId};
+use crate::schema::{self, TableDef};
+use crate::writer::{CaptureWriter, TableWriter};
+use crate::Result;
+
+pub const BATCH_ROWS: usize = 64 * 1024;
+
+type Dict = StringDictionaryBuilder<Int32Type>;
+
+fn list_u64() -> ListBuilder<UInt64Builder> {
+    ListBuilder::new(UInt64Builder::new()).with_field(Arc::new(Field::new(
+        "item",
+        DataType::UInt64,
+        false,
+    )))
+}
+
+fn a<B: arrow::array::ArrayBuilder>(b: &mut B) -> ArrayRef {
+    b.finish()
+}
+
+/// A table being streamed: its writer plus a row count for flushing.
+struct Out {
+    w: TableWriter,
+    rows: usize,
+}
+
+impl Out {
+    fn new(cap: &mut CaptureWriter, def: &'static TableDef) -> Result<Out> {
+        Ok(Out {
+            w: cap.open_table(def)?,
+            rows: 0,
+        })
+    }
+}
+
+#[derive(Default)]
+struct SampleCols {
+    sample_id: Int64Builder,
+    source_id: Int32Builder,
+    time: Int64Builder,
+    pid: Int32Builder,
+    tid: Int32Builder,
+    cpu: UInt32Builder,
+    comm: Dict,
+    event_id: Int32Builder,
+    event: Dict,
+    period: Int64Builder,
+    ip: UInt64Builder,
+    cpu_mode: Dict,
+    stack_id: Int64Builder,
+    addr: UInt64Builder,
+    weight: UInt64Builder,
+    weight_ins_lat: UInt32Builder,
+    weight_var3: UInt32Builder,
+    data_src: UInt64Builder,
+    transaction: UInt64Builder,
+    phys_addr: UInt64Builder,
+    cgroup: UInt64Builder,
+    data_page_size: UInt64Builder,
+    code_page_size: UInt64Builder,
+    raw: BinaryBuilder,
+    n_read: Int32Builder,
+    n_branch: Int32Builder,
+    has_user_stack: BooleanBuilder,
+}
+
+impl SampleCols {
+    fn finish(&mut self) -> Vec<ArrayRef> {
+        vec![
+            a(&mut self.sample_id),
+            a(&mut self.source_id),
+            a(&mut self.time),
+            a(&mut self.pid),
+            a(&mut self.tid),
+            a(&mut self.cpu),
+            a(&mut self.comm),
+            a(&mut self.event_id),
+            a(&mut self.event),
+            a(&mut self.period),
+            a(&mut self.ip),
+            a(&mut self.cpu_mode),
+            a(&mut self.stack_id),
+            a(&mut self.addr),
+            a(&mut self.weight),
+            a(&mut self.weight_ins_lat),
+            a(&mut self.weight_var3),
+            a(&mut self.data_src),
+            a(&mut self.transaction),
+            a(&mut self.phys_addr),
+            a(&mut self.cgroup),
+            a(&mut self.data_page_size),
+            a(&mut self.code_page_size),
+            a(&mut self.raw),
+            a(&mut self.n_read),
+            a(&mut self.n_branch),
+            a(&mut self.has_user_stack),
+        ]
+    }
+}
+
+#[derive(Default)]
+struct ReadCols {
+    sample_id: Int64Builder,
+    idx: Int32Builder,
+    event_id: Int32Builder,
+    event: StringBuilder,
+    value: UInt64Builder,
+    kid: UInt64Builder,
+    lost: UInt64Builder,
+    enabled: UInt64Builder,
+    running: UInt64Builder,
+}
+
+#[derive(Default)]
+struct BranchCols {
+    sample_id: Int64Builder,
+    idx: Int32Builder,
+    from: UInt64Builder,
+    to: UInt64Builder,
+    mispred: BooleanBuilder,
+    predicted: BooleanBuilder,
+    in_tx: BooleanBuilder,
+    abort: BooleanBuilder,
+    cycles: UInt32Builder,
+    ty: UInt32Builder,
+    spec: UInt32Builder,
+    new_type: UInt32Builder,
+    privilege: UInt32Builder,
+    counters: UInt64Builder,
+    hw_idx: UInt64Builder,
+}
+
+struct UserStackCols {
+    sample_id: Int64Builder,
+    abi: UInt64Builder,
+    mask: UInt64Builder,
+    regs: ListBuilder<UInt64Builder>,
+    size: UInt64Builder,
+    stack: BinaryBuilder,
+    bytes: usize,
+}
+
+#[derive(Default)]
+struct StackCols {
+    stack_id: Int64Builder,
+    depth: Int32Builder,
+    frame_id: Int64Builder,
+}
+
+#[derive(Default)]
+struct FrameCols {
+    frame_id: Int64Builder,
+    module_id: Int64Builder,
+    rel_pc: UInt64Builder,
+    context: Dict,
+    pid: Int32Builder,
+    ip: UInt64Builder,
+}
+
+#[derive(Default)]
+struct MappingCols {
+    mapping_id: Int64Builder,
+    source_id: Int32Builder,
+    time: Int64Builder,
+    pid: Int32Builder,
+    tid: Int32Builder,
+    start: UInt64Builder,
+    length: UInt64Builder,
+    pgoff: UInt64Builder,
+    path: StringBuilder,
+    module_id: Int64Builder,
+    build_id: StringBuilder,
+    prot: UInt32Builder,
+    flags: UInt32Builder,
+    maj: UInt32Builder,
+    min: UInt32Builder,
+    ino: UInt64Builder,
+    executable: BooleanBuilder,
+    cpu_mode: Dict,
+}
+
+#[derive(Default)]
+struct TaskCols {
+    source_id: Int32Builder,
+    time: Int64Builder,
+    kind: Dict,
+    pid: Int32Builder,
+    tid: Int32Builder,
+    ppid: Int32Builder,
+    ptid: Int32Builder,
+    comm: StringBuilder,
+}
+
+#[derive(Default)]
+struct LostCols {
+    source_id: Int32Builder,
+    time: Int64Builder,
+    kind: StringBuilder,
+    event_id: Int32Builder,
+    count: UInt64Builder,
+    pid: Int32Builder,
+    tid: Int32Builder,
+    cpu: UInt32Builder,
+}
+
+#[derive(Clone, Debug)]
+struct MapEntry {
+    end: u64,
+    pgoff: u64,
+    module: i64,
+    is_file: bool,
+}
+
+/// A process's executable mappings, keyed by start address.
+type AddressSpace = BTreeMap<u64, MapEntry>;
+
+fn insert_mapping(space: &mut AddressSpace, start: u64, e: MapEntry) {
+    let end = e.end;
+    // Trim or split what the new mapping covers (perf's
+    // maps__fixup_overlap_and_insert).
+    let overlapping: Vec<u64> = space
+        .range(..end)
+        .rev()
+        .take_while(|(_, m)| m.end > start)
+        .map(|(&s, _)| s)
+        .collect();
+    for s in overlapping {
+        let old = space.remove(&s).unwrap();
+        if s < start {
+            let mut left = old.clone();
+            left.end = start;
+            space.insert(s, left);
+        }
+        if old.end > end {
+            let mut right = old.clone();
+            right.pgoff = old.pgoff + (end - s);
+            space.insert(end, right);
+        }
+    }
+    space.insert(start, e);
+}
+
+fn lookup_with_start(space: &AddressSpace, ip: u64) -> Option<(u64, &MapEntry)> {
+    space
+        .range(..=ip)
+        .next_back()
+        .filter(|(_, m)| ip < m.end)
+        .map(|(s, m)| (*s, m))
+}
+
+/// Is `path` a file whose offsets we can symbolize (as opposed to anonymous
+/// memory or a special mapping)?
+pub fn is_file_path(path: &str) -> bool {
+    (path.starts_with('/')
+        && !path.starts_with("//")
+        && !path.starts_with("/memfd:")
+        && !path.starts_with("/dev/zero")
+        && !path.starts_with("/SYSV"))
+        || path == "[vdso]"
+}
+
+fn module_name(path: &str, kernel: bool) -> String {
+    if kernel && path.starts_with("[kernel.kallsyms]") {
+        "[kernel.kallsyms]".to_string()
+    } else {
+        path.to_string()
+    }
+}
+
+#[derive(Default, Clone)]
+struct ThreadInfo {
+    ppid: Option<i32>,
+    comm: Option<Arc<str>>,
+    start: Option<i64>,
+    exec: Option<i64>,
+    end: Option<i64>,
+    samples: i64,
+}
+
+struct ModuleInfo {
+    path: String,
+    build_id: Option<String>,
+    is_kernel: bool,
+    is_file: bool,
+}
+
+/// Converts the records of one or more perf.data inputs into a capture.
+pub struct PerfConverter {
+    samples: SampleCols,
+    samples_out: Out,
+    reads: ReadCols,
+    reads_out: Out,
+    branches: BranchCols,
+    branches_out: Out,
+    ustack: UserStackCols,
+    ustack_out: Out,
+    stacks: StackCols,
+    stacks_out: Out,
+    frames: FrameCols,
+    frames_out: Out,
+    mappings: MappingCols,
+    mappings_out: Out,
+    tasks: TaskCols,
+    tasks_out: Out,
+    lost: LostCols,
+    lost_out: Out,
+
+    source_id: i32,
+    event_base: i32,
+    /// Per input: kernel id → global event id.
+    id_to_event: HashMap<u64, i32>,
+    event_names: Vec<Arc<str>>,
+    events: Vec<(i32, EventDesc)>,
+    metas: Vec<(i32, Metadata)>,
+
+    next_sample: i64,
+    next_mapping: i64,
+    spaces: HashMap<(i32, i32), AddressSpace>,
+    kernel_space: HashMap<i32, AddressSpace>,
+    modules: Vec<ModuleInfo>,
+    module_ids: HashMap<(String, Option<String>), i64>,
+    frame_ids: HashMap<(i64, u64, CpuMode), i64>,
+    stack_ids: HashMap<Vec<i64>, i64>,
+    comms: HashMap<(i32, i32), Arc<str>>,
+    threads: HashMap<(i32, i32, i32), ThreadInfo>,
+    chain: Vec<i64>,
+    pub samples_written: u64,
+}
+
+impl PerfConverter {
+    pub fn new(cap: &mut CaptureWriter) -> Result<Self> {
+        Ok(PerfConverter {
+            samples: Default::default(),
+            samples_out: Out::new(cap, &schema::PERF_SAMPLE)?,
+            reads: Default::default(),
+            reads_out: Out::new(cap, &schema::PERF_SAMPLE_READ)?,
+            branches: Default::default(),
+            branches_out: Out::new(cap, &schema::PERF_BRANCH)?,
+            ustack: UserStackCols {
+                sample_id: Default::default(),
+                abi: Default::default(),
+                mask: Default::default(),
+                regs: list_u64(),
+                size: Default::default(),
+                stack: Default::default(),
+                bytes: 0,
+            },
+            ustack_out: Out::new(cap, &schema::PERF_USER_STACK)?,
+            stacks: Default::default(),
+            stacks_out: Out::new(cap, &schema::PERF_STACK)?,
+            frames: Default::default(),
+            frames_out: Out::new(cap, &schema::PERF_FRAME)?,
+            mappings: Default::default(),
+            mappings_out: Out::new(cap, &schema::PERF_MAPPING)?,
+            tasks: Default::default(),
+            tasks_out: Out::new(cap, &schema::PERF_TASK_EVENT)?,
+            lost: Default::default(),
+            lost_out: Out::new(cap, &schema::PERF_LOST)?,
+            source_id: 0,
+            event_base: 0,
+            id_to_event: HashMap::new(),
+            event_names: Vec::new(),
+            events: Vec::new(),
+            metas: Vec::new(),
+            next_sample: 0,
+            next_mapping: 0,
+            spaces: HashMap::new(),
+            kernel_space: HashMap::new(),
+            modules: Vec::new(),
+            module_ids: HashMap::new(),
+            frame_ids: HashMap::new(),
+            stack_ids: HashMap::new(),
+            comms: HashMap::new(),
+            threads: HashMap::new(),
+            chain: Vec::new(),
+            samples_written: 0,
+        })
+    }
+
+    /// Starts a new input. Events of earlier inputs keep their ids.
+    pub fn begin_source(&mut self, source_id: i32) {
+        self.source_id = source_id;
+        self.event_base = self.events.len() as i32;
+        self.id_to_event.clear();
+    }
+
+    /// Makes the input's events known (call again when pipe-mode attributes
+    /// arrive; new events are appended).
+    pub fn sync_events(&mut self, events: &[EventDesc]) {
+        let have = self
+            .events
+            .iter()
+            .filter(|(s, _)| *s == self.source_id)
+            .count();
+        for (i, e) in events.iter().enumerate() {
+            let gid = self.event_base + i as i32;
+            if i >= have {
+                self.events.push((self.source_id, e.clone()));
+                self.event_names.push(e.name().into());
+            } else {
+                // Names can arrive late (EVENT_UPDATE, HEADER_FEATURE).
+                let idx = gid as usize;
+                if self.events[idx].1.name != e.name {
+                    self.events[idx].1 = e.clone();
+                    self.event_names[idx] = e.name().into();
+                }
+            }
+            for &id in &e.ids {
+                self.id_to_event.insert(id, gid);
+            }
+        }
+    }
+
+    pub fn end_source(&mut self, meta: &Metadata) {
+        self.metas.push((self.source_id, meta.clone()));
+    }
+
+    /// Handles one record.
+    pub fn handle(&mut self, item: &Item<'_>) -> Result<()> {
+        let gid = self.event_base + item.event as i32;
+        match &item.record {
+            Record::Sample(s) => self.handle_sample(gid, s)?,
+            Record::Mmap(m) => self.handle_mmap(m, &item.sample_id)?,
+            Record::Comm(c) => {
+                let name: Arc<str> = String::from_utf8_lossy(c.name).into();
+                let t = item.sample_id.time.map(|t| t as i64);
+                self.comms.insert((self.source_id, c.tid), name.clone());
+                let th = self.thread(c.pid, c.tid);
+                th.comm = Some(name.clone());
+                if c.exec {
+                    th.exec = t;
+                    // exec replaces the address space.
+                    self.spaces.remove(&(self.source_id, c.pid));
+                }
+                self.task_row(
+                    t,
+                    if c.exec { "exec" } else { "comm" },
+                    c.pid,
+                    c.tid,
+                    None,
+                    None,
+                    Some(&name),
+                );
+            }
+            Record::Fork(f) => {
+                let t = Some(f.time as i64);
+                let parent_comm = self
+                    .comms
+                    .get(&(self.source_id, f.ptid))
+                    .or_else(|| self.comms.get(&(self.source_id, f.ppid)))
+                    .cloned();
+                if let Some(c) = parent_comm.clone() {
+                    self.comms.insert((self.source_id, f.tid), c);
+                }
+                if f.pid != f.ppid {
+                    let parent = self.spaces.get(&(self.source_id, f.ppid)).cloned();
+                    if let Some(space) = parent {
+                        self.spaces.insert((self.source_id, f.pid), space);
+                    }
+                }
+                let th = self.thread(f.pid, f.tid);
+                th.ppid = Some(f.ppid);
+                th.start = t;
+                if th.comm.is_none() {
+                    th.comm = parent_comm;
+                }
+                self.task_row(t, "fork", f.pid, f.tid, Some(f.ppid), Some(f.ptid), None);
+            }
+            Record::Exit(f) => {
+                let t = Some(f.time as i64);
+                self.thread(f.pid, f.tid).end = t;
+                self.task_row(t, "exit", f.pid, f.tid, Some(f.ppid), Some(f.ptid), None);
+            }
+            Record::Lost { id, count } => {
+                let ev = self.id_to_event.get(id).copied().or(Some(gid));
+                self.lost_row(&item.sample_id, "lost", ev, *count)?;
+            }
+            Record::LostSamples { count } => {
+                self.lost_row(&item.sample_id, "lost_samples", Some(gid), *count)?;
+            }
+            Record::Other { .. } => {}
+        }
+        Ok(())
+    }
+
+    fn thread(&mut self, pid: i32, tid: i32) -> &mut ThreadInfo {
+        self.threads.entry((self.source_id, pid, tid)).or_default()
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn task_row(
+        &mut self,
+        t: Option<i64>,
+        kind: &str,
+        pid: i32,
+        tid: i32,
+        ppid: Option<i32>,
+        ptid: Option<i32>,
+        comm: Option<&str>,
+    ) {
+        let c = &mut self.tasks;
+        c.source_id.append_value(self.source_id);
+        c.time.append_option(t);
+        c.kind.append_value(kind);
+        c.pid.append_value(pid);
+        c.tid.append_value(tid);
+        c.ppid.append_option(ppid);
+        c.ptid.append_option(ptid);
+        c.comm.append_option(comm);
+        self.tasks_out.rows += 1;
+    }
+
+    fn lost_row(&mut self, sid: &SampleId, kind: &str, ev: Option<i32>, count: u64) -> Result<()> {
+        let c = &mut self.lost;
+        c.source_id.append_value(self.source_id);
+        c.time.append_option(sid.time.map(|t| t as i64));
+        c.kind.append_value(kind);
+        c.event_id.append_option(ev);
+        c.count.append_value(count);
+        c.pid.append_option(sid.pid);
+        c.tid.append_option(sid.tid);
+        c.cpu.append_option(sid.cpu);
+        self.lost_out.rows += 1;
+        Ok(())
+    }
+
+    fn module_id(&mut self, path: &str, build_id: Option<String>, kernel: bool) -> i64 {
+        let name = module_name(path, kernel);
+        let key = (name, build_id);
+        if let Some(&id) = self.module_ids.get(&key) {
+            return id;
+        }
+        let id = self.modules.len() as i64;
+        self.modules.push(ModuleInfo {
+            path: key.0.clone(),
+            build_id: key.1.clone(),
+            is_kernel: kernel,
+            is_file: !kernel && is_file_path(&key.0),
+        });
+        self.module_ids.insert(key, id);
+        id
+    }
+
+    fn handle_mmap(&mut self, m: &Mmap<'_>, sid: &SampleId) -> Result<()> {
+        let path = String::from_utf8_lossy(m.path).into_owned();
+        let kernel = m.cpu_mode().is_kernel();
+        let build_id = m.build_id.map(hex);
+        let module = self.module_id(&path, build_id.clone(), kernel);
+        let mid = self.next_mapping;
+        self.next_mapping += 1;
+        let c = &mut self.mappings;
+        c.mapping_id.append_value(mid);
+        c.source_id.append_value(self.source_id);
+        c.time.append_option(sid.time.map(|t| t as i64));
+        c.pid.append_value(m.pid);
+        c.tid.append_value(m.tid);
+        c.start.append_value(m.start);
+        c.length.append_value(m.len);
+        c.pgoff.append_value(m.pgoff);
+        c.path.append_value(&path);
+        c.module_id.append_value(module);
+        c.build_id.append_option(build_id.as_deref());
+        c.prot.append_option(m.prot);
+        c.flags.append_option(m.flags);
+        c.maj.append_option(m.dev.map(|d| d.0));
+        c.min.append_option(m.dev.map(|d| d.1));
+        c.ino.append_option(m.dev.map(|d| d.2));
+        c.executable.append_value(m.executable());
+        c.cpu_mode.append_value(m.cpu_mode().as_str());
+        self.mappings_out.rows += 1;
+        if !m.executable() || m.len == 0 {
+            return Ok(());
+        }
+        let entry = MapEntry {
+            end: m.start.saturating_add(m.len),
+            pgoff: m.pgoff,
+            module,
+            is_file: !kernel && is_file_path(&path),
+        };
+        if kernel {
+            insert_mapping(
+                self.kernel_space.entry(self.source_id).or_default(),
+                m.start,
+                entry,
+            );
+        } else {
+            insert_mapping(
+                self.spaces.entry((self.source_id, m.pid)).or_default(),
+                m.start,
+                entry,
+            );
+        }
+        Ok(())
+    }
+
+    fn frame(&mut self, pid: Option<i32>, ip: u64, mode: CpuMode) -> i64 {
+        let (module, rel) = {
+            let space = if mode.is_kernel() {
+                self.kernel_space.get(&self.source_id)
+            } else {
+                pid.and_then(|p| self.spaces.get(&(self.source_id, p)))
+            };
+            match space.and_then(|s| lookup_with_start(s, ip)) {
+                Some((start, m)) if m.is_file => (m.module, ip - start + m.pgoff),
+                Some((_, m)) => (m.module, ip),
+                None => (-1, ip),
+            }
+        };
+        let key = (module, rel, mode);
+        if let Some(&id) = self.frame_ids.get(&key) {
+            return id;
+        }
+        let id = self.frame_ids.len() as i64;
+        self.frame_ids.insert(key, id);
+        let c = &mut self.frames;
+        c.frame_id.append_value(id);
+        c.module_id.append_option((module >= 0).then_some(module));
+        c.rel_pc.append_value(rel);
+        c.context.append_value(mode.as_str());
+        c.pid.append_option(pid);
+        c.ip.append_value(ip);
+        self.frames_out.rows += 1;
+        id
+    }
+
+    fn handle_sample(&mut self, gid: i32, s: &Sample<'_>) -> Result<()> {
+        let sample_id = self.next_sample;
+        self.next_sample += 1;
+        let ev = &self.events[gid as usize].1;
+        let attr_period = (!ev.attr.freq() && ev.attr.sample_period_or_freq > 0)
+            .then_some(ev.attr.sample_period_or_freq);
+        let mode = s.cpu_mode();
+
+        // Call stack, leaf first, context markers turned into per-frame modes.
+        let mut chain = std::mem::take(&mut self.chain);
+        chain.clear();
+        if let Some(cc) = &s.callchain {
+            let mut cur = mode;
+            for v in cc.iter() {
+                if v >= super::records::context::MAX {
+                    if let Some(m) = CpuMode::from_context(v) {
+                        cur = m;
+                    }
+                    continue;
+                }
+                chain.push(self.frame(s.pid, v, cur));
+            }
+        }
+        if chain.is_empty() {
+            if let Some(ip) = s.ip {
+                chain.push(self.frame(s.pid, ip, mode));
+            }
+        }
+        let stack_id = if chain.is_empty() {
+            None
+        } else if let Some(&id) = self.stack_ids.get(&chain) {
+            Some(id)
+        } else {
+            let id = self.stack_ids.len() as i64;
+            for (d, f) in chain.iter().enumerate() {
+                self.stacks.stack_id.append_value(id);
+                self.stacks.depth.append_value(d as i32);
+                self.stacks.frame_id.append_value(*f);
+                self.stacks_out.rows += 1;
+            }
+            self.stack_ids.insert(chain.clone(), id);
+            Some(id)
+        };
+        self.chain = chain;
+
+        let comm = s
+            .tid
+            .and_then(|t| self.comms.get(&(self.source_id, t)).cloned())
+            .or_else(|| {
+                s.pid
+                    .and_then(|p| self.comms.get(&(self.source_id, p)).cloned())
+            });
+        if let (Some(p), Some(t)) = (s.pid, s.tid) {
+            self.thread(p, t).samples += 1;
+        }
+
+        let c = &mut self.samples;
+        c.sample_id.append_value(sample_id);
+        c.source_id.append_value(self.source_id);
+        c.time.append_option(s.time.map(|t| t as i64));
+        c.pid.append_option(s.pid);
+        c.tid.append_option(s.tid);
+        c.cpu.append_option(s.cpu);
+        match &comm {
+            Some(n) => c.comm.append_value(n.as_ref()),
+            None => c.comm.append_null(),
+        }
+        c.event_id.append_value(gid);
+        c.event
+            .append_value(self.event_names[gid as usize].as_ref());
+        c.period
+            .append_option(s.period.or(attr_period).map(|p| p as i64));
+        c.ip.append_option(s.ip);
+        c.cpu_mode.append_value(mode.as_str());
+        c.stack_id.append_option(stack_id);
+        c.addr.append_option(s.addr);
+        c.weight.append_option(s.weight.map(|w| w.weight));
+        c.weight_ins_lat
+            .append_option(s.weight.and_then(|w| w.ins_lat));
+        c.weight_var3.append_option(s.weight.and_then(|w| w.var3));
+        c.data_src.append_option(s.data_src);
+        c.transaction.append_option(s.transaction);
+        c.phys_addr.append_option(s.phys_addr);
+        c.cgroup.append_option(s.cgroup);
+        c.data_page_size.append_option(s.data_page_size);
+        c.code_page_size.append_option(s.code_page_size);
+        c.raw.append_option(s.raw);
+        c.n_read
+            .append_value(s.read.as_ref().map_or(0, |r| r.values.len() as i32));
+        c.n_branch
+            .append_value(s.branch.as_ref().map_or(0, |b| b.len() as i32));
+        c.has_user_stack
+            .append_value(s.user_regs.is_some() || s.user_stack.is_some());
+        self.samples_out.rows += 1;
+        self.samples_written += 1;
+
+        if let Some(r) = &s.read {
+            for (i, (value, kid, lost)) in r.values.iter().enumerate() {
+                // Without PERF_FORMAT_ID the members are the group in order.
+                let ev_id = match kid {
+                    Some(k) => self.id_to_event.get(k).copied(),
+                    None if r.values.len() == 1 => Some(gid),
+                    None => None,
+                };
+                let c = &mut self.reads;
+                c.sample_id.append_value(sample_id);
+                c.idx.append_value(i as i32);
+                c.event_id.append_option(ev_id);
+                c.event
+                    .append_option(ev_id.map(|e| self.event_names[e as usize].as_ref()));
+                c.value.append_value(*value);
+                c.kid.append_option(*kid);
+                c.lost.append_option(*lost);
+                c.enabled.append_option(r.time_enabled);
+                c.running.append_option(r.time_running);
+                self.reads_out.rows += 1;
+            }
+        }
+        if let Some(b) = &s.branch {
+            for (i, e) in b.iter().enumerate() {
+                let c = &mut self.branches;
+                c.sample_id.append_value(sample_id);
+                c.idx.append_value(i as i32);
+                c.from.append_value(e.from);
+                c.to.append_value(e.to);
+                c.mispred.append_value(e.mispred());
+                c.predicted.append_value(e.predicted());
+                c.in_tx.append_value(e.in_tx());
+                c.abort.append_value(e.abort());
+                c.cycles.append_value(e.cycles());
+                c.ty.append_value(e.br_type());
+                c.spec.append_value(e.spec());
+                c.new_type.append_value(e.new_type());
+                c.privilege.append_value(e.privilege());
+                c.counters.append_option(e.counters);
+                c.hw_idx.append_option(b.hw_idx);
+                self.branches_out.rows += 1;
+            }
+        }
+        if s.user_regs.is_some() || s.user_stack.is_some() {
+            let c = &mut self.ustack;
+            c.sample_id.append_value(sample_id);
+            let (abi, mask) = s.user_regs.as_ref().map_or((0, 0), |r| (r.abi, r.mask));
+            c.abi.append_value(abi);
+            c.mask.append_value(mask);
+            if let Some(r) = &s.user_regs {
+                c.regs
+                    .values()
+                    .append_slice(&r.regs.iter().collect::<Vec<_>>());
+            }
+            c.regs.append(true);
+            let st = s.user_stack.as_ref();
+            c.size.append_value(st.map_or(0, |s| s.size));
+            c.stack.append_value(st.map_or(&[][..], |s| s.data));
+            c.bytes += st.map_or(0, |s| s.data.len());
+            self.ustack_out.rows += 1;
+        }
+        if self.samples_out.rows >= BATCH_ROWS || self.ustack.bytes >= 64 << 20 {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    /// Writes the rows collected so far.
+    pub fn flush(&mut self) -> Result<()> {
+        if self.samples_out.rows > 0 {
+            let cols = self.samples.finish();
+            self.samples_out.w.write_columns(cols)?;
+            self.samples_out.rows = 0;
+        }
+        if self.reads_out.rows > 0 {
+            let c = &mut self.reads;
+            let cols = vec![
+                a(&mut c.sample_id),
+                a(&mut c.idx),
+                a(&mut c.event_id),
+                a(&mut c.event),
+                a(&mut c.value),
+                a(&mut c.kid),
+                a(&mut c.lost),
+                a(&mut c.enabled),
+                a(&mut c.running),
+            ];
+            self.reads_out.w.write_columns(cols)?;
+            self.reads_out.rows = 0;
+        }
+        if self.branches_out.rows > 0 {
+            let c = &mut self.branches;
+            let cols = vec![
+                a(&mut c.sample_id),
+                a(&mut c.idx),
+                a(&mut c.from),
+                a(&mut c.to),
+                a(&mut c.mispred),
+                a(&mut c.predicted),
+                a(&mut c.in_tx),
+                a(&mut c.abort),
+                a(&mut c.cycles),
+                a(&mut c.ty),
+                a(&mut c.spec),
+                a(&mut c.new_type),
+                a(&mut c.privilege),
+                a(&mut c.counters),
+                a(&mut c.hw_idx),
+            ];
+            self.branches_out.w.write_columns(cols)?;
+            self.branches_out.rows = 0;
+        }
+        if self.ustack_out.rows > 0 {
+            let c = &mut self.ustack;
+            let cols = vec![
+                a(&mut c.sample_id),
+                a(&mut c.abi),
+                a(&mut c.mask),
+                a(&mut c.regs),
+                a(&mut c.size),
+                a(&mut c.stack),
+            ];
+            c.bytes = 0;
+            self.ustack_out.w.write_columns(cols)?;
+            self.ustack_out.rows = 0;
+        }
+        if self.stacks_out.rows > 0 {
+            let c = &mut self.stacks;
+            let cols = vec![a(&mut c.stack_id), a(&mut c.depth), a(&mut c.frame_id)];
+            self.stacks_out.w.write_columns(cols)?;
+            self.stacks_out.rows = 0;
+        }
+        if self.frames_out.rows > 0 {
+            let c = &mut self.frames;
+            let cols = vec![
+                a(&mut c.frame_id),
+                a(&mut c.module_id),
+                a(&mut c.rel_pc),
+                a(&mut c.context),
+                a(&mut c.pid),
+                a(&mut c.ip),
+            ];
+            self.frames_out.w.write_columns(cols)?;
+            self.frames_out.rows = 0;
+        }
+        if self.mappings_out.rows > 0 {
+            let c = &mut self.mappings;
+            let cols = vec![
+                a(&mut c.mapping_id),
+                a(&mut c.source_id),
+                a(&mut c.time),
+                a(&mut c.pid),
+                a(&mut c.tid),
+                a(&mut c.start),
+                a(&mut c.length),
+                a(&mut c.pgoff),
+                a(&mut c.path),
+                a(&mut c.module_id),
+                a(&mut c.build_id),
+                a(&mut c.prot),
+                a(&mut c.flags),
+                a(&mut c.maj),
+                a(&mut c.min),
+                a(&mut c.ino),
+                a(&mut c.executable),
+                a(&mut c.cpu_mode),
+            ];
+            self.mappings_out.w.write_columns(cols)?;
+            self.mappings_out.rows = 0;
+        }
+        if self.tasks_out.rows > 0 {
+            let c = &mut self.tasks;
+            let cols = vec![
+                a(&mut c.source_id),
+                a(&mut c.time),
+                a(&mut c.kind),
+                a(&mut c.pid),
+                a(&mut c.tid),
+                a(&mut c.ppid),
+                a(&mut c.ptid),
+                a(&mut c.comm),
+            ];
+            self.tasks_out.w.write_columns(cols)?;
+            self.tasks_out.rows = 0;
+        }
+        if self.lost_out.rows > 0 {
+            let c = &mut self.lost;
+            let cols = vec![
+                a(&mut c.source_id),
+                a(&mut c.time),
+                a(&mut c.kind),
+                a(&mut c.event_id),
+                a(&mut c.count),
+                a(&mut c.pid),
+                a(&mut c.tid),
+                a(&mut c.cpu),
+            ];
+            self.lost_out.w.write_columns(cols)?;
+            self.lost_out.rows = 0;
+        }
+        Ok(())
+    }
+
+    /// Flushes the streamed tables and writes the summary tables (events,
+    /// modules, threads, build-ids, metadata pairs are returned for
+    /// `capture_meta`).
+    pub fn finish(mut self, cap: &mut CaptureWriter) -> Result<Vec<(i32, String, String)>> {
+        self.flush()?;
+        for out in [
+            self.samples_out,
+            self.reads_out,
+            self.branches_out,
+            self.ustack_out,
+            self.stacks_out,
+            self.frames_out,
+            self.mappings_out,
+            self.tasks_out,
+            self.lost_out,
+        ] {
+            cap.close_table(out.w)?;
+        }
+
+        // Events.
+        {
+            let mut id = Int32Builder::new();
+            let mut src = Int32Builder::new();
+            let mut name = StringBuilder::new();
+            let mut ty = UInt32Builder::new();
+            let mut config = UInt64Builder::new();
+            let mut config1 = UInt64Builder::new();
+            let mut config2 = UInt64Builder::new();
+            let mut st = UInt64Builder::new();
+            let mut rf = UInt64Builder::new();
+            let mut period = UInt64Builder::new();
+            let mut freq = UInt64Builder::new();
+            let mut bst = UInt64Builder::new();
+            let mut regs = UInt64Builder::new();
+            let mut stack = UInt32Builder::new();
+            let mut flags = UInt64Builder::new();
+            let mut eu = BooleanBuilder::new();
+            let mut ek = BooleanBuilder::new();
+            let mut clk = Int32Builder::new();
+            let mut ids = list_u64();
+            for (i, (s, e)) in self.events.iter().enumerate() {
+                let at = &e.attr;
+                id.append_value(i as i32);
+                src.append_value(*s);
+                name.append_value(self.event_names[i].as_ref());
+                ty.append_value(at.type_);
+                config.append_value(at.config);
+                config1.append_value(at.config1);
+                config2.append_value(at.config2);
+                st.append_value(at.sample_type);
+                rf.append_value(at.read_format);
+                period.append_option((!at.freq()).then_some(at.sample_period_or_freq));
+                freq.append_option(at.freq().then_some(at.sample_period_or_freq));
+                bst.append_value(at.branch_sample_type);
+                regs.append_value(at.sample_regs_user);
+                stack.append_value(at.sample_stack_user);
+                flags.append_value(at.flags);
+                eu.append_value(at.flags & flag::EXCLUDE_USER != 0);
+                ek.append_value(at.flags & flag::EXCLUDE_KERNEL != 0);
+                clk.append_option((at.flags & flag::USE_CLOCKID != 0).then_some(at.clockid));
+                ids.values().append_slice(&e.ids);
+                ids.append(true);
+            }
+            cap.write_table(
+                &schema::PERF_EVENT,
+                vec![
+                    a(&mut id),
+                    a(&mut src),
+                    a(&mut name),
+                    a(&mut ty),
+                    a(&mut config),
+                    a(&mut config1),
+                    a(&mut config2),
+                    a(&mut st),
+                    a(&mut rf),
+                    a(&mut period),
+                    a(&mut freq),
+                    a(&mut bst),
+                    a(&mut regs),
+                    a(&mut stack),
+                    a(&mut flags),
+                    a(&mut eu),
+                    a(&mut ek),
+                    a(&mut clk),
+                    a(&mut ids),
+                ],
+            )?;
+        }
+
+        // Build-id table, and build-ids for modules whose MMAP had none.
+        let mut bid_by_path: HashMap<&str, String> = HashMap::new();
+        {
+            let mut src = Int32Builder::new();
+            let mut pid = Int32Builder::new();
+            let mut path = StringBuilder::new();
+            let mut bid = StringBuilder::new();
+            let mut mode = Dict::new();
+            for (s, m) in &self.metas {
+                for e in &m.build_ids {
+                    src.append_value(*s);
+                    pid.append_value(e.pid);
+                    path.append_value(&e.path);
+                    let h = hex(&e.build_id);
+                    bid.append_value(&h);
+                    mode.append_value(CpuMode::from_misc(e.misc).as_str());
+                    let key = if CpuMode::from_misc(e.misc).is_kernel()
+                        && e.path.starts_with("[kernel.kallsyms]")
+                    {
+                        "[kernel.kallsyms]"
+                    } else {
+                        e.path.as_str()
+                    };
+                    bid_by_path.entry(key).or_insert(h);
+                }
+            }
+            cap.write_table(
+                &schema::PERF_BUILD_ID,
+                vec![
+                    a(&mut src),
+                    a(&mut pid),
+                    a(&mut path),
+                    a(&mut bid),
+                    a(&mut mode),
+                ],
+            )?;
+        }
+        {
+            let mut id = Int64Builder::new();
+            let mut path = StringBuilder::new();
+            let mut bid = StringBuilder::new();
+            let mut k = BooleanBuilder::new();
+            let mut f = BooleanBuilder::new();
+            for (i, m) in self.modules.iter().enumerate() {
+                id.append_value(i as i64);
+                path.append_value(&m.path);
+                bid.append_option(
+                    m.build_id
+                        .as_deref()
+                        .or_else(|| bid_by_path.get(m.path.as_str()).map(|s| s.as_str())),
+                );
+                k.append_value(m.is_kernel);
+                f.append_value(m.is_file);
+            }
+            cap.write_table(
+                &schema::PERF_MODULE,
+                vec![a(&mut id), a(&mut path), a(&mut bid), a(&mut k), a(&mut f)],
+            )?;
+        }
+
+        // Threads.
+        {
+            let mut rows: Vec<_> = self.threads.iter().collect();
+            rows.sort_by_key(|(k, _)| **k);
+            let mut src = Int32Builder::new();
+            let mut pid = Int32Builder::new();
+            let mut tid = Int32Builder::new();
+            let mut ppid = Int32Builder::new();
+            let mut comm = StringBuilder::new();
+            let mut start = Int64Builder::new();
+            let mut exec = Int64Builder::new();
+            let mut end = Int64Builder::new();
+            let mut n = Int64Builder::new();
+            for ((s, p, t), th) in rows {
+                src.append_value(*s);
+                pid.append_value(*p);
+                tid.append_value(*t);
+                ppid.append_option(th.ppid);
+                comm.append_option(th.comm.as_deref());
+                start.append_option(th.start);
+                exec.append_option(th.exec);
+                end.append_option(th.end);
+                n.append_value(th.samples);
+            }
+            cap.write_table(
+                &schema::PERF_THREAD,
+                vec![
+                    a(&mut src),
+                    a(&mut pid),
+                    a(&mut tid),
+                    a(&mut ppid),
+                    a(&mut comm),
+                    a(&mut start),
+                    a(&mut exec),
+                    a(&mut end),
+                    a(&mut n),
+                ],
+            )?;
+        }
+
+        let mut pairs = Vec::new();
+        for (s, m) in &self.metas {
+            for (k, v) in &m.pairs {
+                pairs.push((*s, k.clone(), v.clone()));
+            }
+            pairs.push((*s, "features".into(), m.feature_names()));
+        }
+        Ok(pairs)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lookup(space: &AddressSpace, ip: u64) -> Option<&MapEntry> {
+        space
+            .range(..=ip)
+            .next_back()
+            .map(|(s, m)| (*s, m))
+            .filter(|(_, m)| ip < m.end)
+            .map(|(s, m)| {
+                let _ = s;
+                m
+            })
+    }
+
+    fn e(end: u64, pgoff: u64, module: i64) -> MapEntry {
+        MapEntry {
+            end,
+            pgoff,
+            module,
+            is_file: true,
+        }
+    }
+
+    #[test]
+    fn overlapping_mmap_splits_the_old_mapping() {
+        let mut s = AddressSpace::new();
+        insert_mapping(&mut s, 0x1000, e(0x5000, 0, 1));
+        insert_mapping(&mut s, 0x2000, e(0x3000, 0, 2));
+        assert_eq!(lookup(&s, 0x1800).unwrap().module, 1);
+        assert_eq!(lookup(&s, 0x2800).unwrap().module, 2);
+        let (start, right) = lookup_with_start(&s, 0x4000).unwrap();
+        assert_eq!((start, right.module, right.pgoff), (0x3000, 1, 0x2000));
+        assert!(lookup(&s, 0x5000).is_none());
+        assert!(lookup(&s, 0x0fff).is_none());
+    }
+}

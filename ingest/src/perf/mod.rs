@@ -1,0 +1,81 @@
+//! perf.data (file and pipe mode, zstd-compressed or not).
+//!
+//! - [`header`]: file header, `perf_event_attr`, feature sections.
+//! - [`records`]: typed records and their decoders (no Arrow).
+//! - [`reader`]: the record stream with byte offsets and time ordering.
+//! - [`convert`]: typed records → Arrow batches of the `perf_*` tables.
+//! - [`writer`]: a small perf.data writer for tests and simulators.
+
+pub mod bytes;
+pub mod convert;
+pub mod header;
+pub mod reader;
+pub mod records;
+pub mod writer;
+
+use std::io::Read;
+use std::path::Path;
+
+use crate::diag::Diagnostics;
+use crate::Result;
+use convert::PerfConverter;
+use reader::PerfReader;
+
+/// What one perf.data input yielded.
+#[derive(Clone, Debug, Default)]
+pub struct PerfStats {
+    pub bytes: u64,
+    pub records: u64,
+    pub samples: u64,
+    pub pipe: bool,
+}
+
+/// Reads one perf.data input into the converter. `pipe` selects pipe mode
+/// (the stream is read once, no seeking).
+pub fn ingest_perf(
+    path: &Path,
+    stream: Option<Box<dyn Read + Send>>,
+    pipe: bool,
+    conv: &mut PerfConverter,
+    diags: &mut Diagnostics,
+) -> Result<PerfStats> {
+    let mut reader = match (pipe, stream) {
+        (true, Some(s)) => PerfReader::open_pipe(s, diags.source())?,
+        (true, None) => {
+            let f = std::fs::File::open(path).map_err(|e| crate::Error::io(path, e))?;
+            PerfReader::open_pipe(Box::new(f), diags.source())?
+        }
+        (false, _) => PerfReader::open_file(path, diags)?,
+    };
+    conv.sync_events(&reader.events);
+    let before = conv.samples_written;
+    let mut known_events = reader.events.len();
+    let mut names_seen: Vec<Option<String>> =
+        reader.events.iter().map(|e| e.name.clone()).collect();
+    loop {
+        // Pipe mode: attributes and names arrive in the stream.
+        if reader.events.len() != known_events
+            || reader
+                .events
+                .iter()
+                .zip(&names_seen)
+                .any(|(e, n)| &e.name != n)
+        {
+            conv.sync_events(&reader.events);
+            known_events = reader.events.len();
+            names_seen = reader.events.iter().map(|e| e.name.clone()).collect();
+        }
+        let Some(item) = reader.next_record(diags)? else {
+            break;
+        };
+        conv.handle(&item)?;
+    }
+    conv.sync_events(&reader.events);
+    conv.end_source(&reader.meta);
+    Ok(PerfStats {
+        bytes: reader.stats.bytes.max(reader.position()),
+        records: reader.stats.records,
+        samples: conv.samples_written - before,
+        pipe,
+    })
+}

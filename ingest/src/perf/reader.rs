@@ -1,0 +1,924 @@
+//! The perf.data record stream: file and pipe mode, zstd-compressed records
+//! (`perf record -z`), and perf's time ordering.
+//!
+//! The reader frames every record itself so that it always knows the byte
+//! offset it is at: a damaged file yields every record before the damage and
+//! a diagnostic naming the offset (linux-perf-data's iterator drops the
+//! records of the current round on an error, and its MMAP2 parser asserts on
+//! bad build-id lengths). Ordering follows perf's `ordered_events`: records
+//! are buffered per round and, at each FINISHED_ROUND, those not newer than
+//! the previous round's newest timestamp are delivered in time order.
+
+use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::io::{self, Read};
+
+use super::bytes::Cursor;
+use super::header::{
+    parse_attr_entries, parse_build_id_body, sample, Attr, EventDesc, FileHeader, Metadata,
+    Section, FILE_HEADER_SIZE, MAGIC_BE, MAGIC_LE, PIPE_HEADER_SIZE,
+};
+use super::records::{decode, rtype, Record, SampleId};
+use crate::diag::{Diagnostics, Position, Severity};
+use crate::{Error, Result};
+
+/// Records buffered for ordering beyond this many bytes are flushed early
+/// (perf does the same when its ordered-events queue is full).
+const MAX_QUEUED_BYTES: usize = 256 << 20;
+
+struct Queued {
+    ts: u64,
+    seq: u64,
+    record_type: u32,
+    misc: u16,
+    event: usize,
+    position: Position,
+    body: Vec<u8>,
+}
+
+impl PartialEq for Queued {
+    fn eq(&self, o: &Self) -> bool {
+        (self.ts, self.seq) == (o.ts, o.seq)
+    }
+}
+impl Eq for Queued {}
+impl PartialOrd for Queued {
+    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Queued {
+    // Reversed: BinaryHeap is a max-heap, we want the oldest first.
+    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
+        (o.ts, o.seq).cmp(&(self.ts, self.seq))
+    }
+}
+
+/// One record delivered by [`PerfReader::next_record`].
+pub struct Item<'a> {
+    /// Index into [`PerfReader::events`].
+    pub event: usize,
+    pub position: Position,
+    pub record: Record<'a>,
+    pub sample_id: SampleId,
+}
+
+/// Counts of what was read.
+#[derive(Clone, Debug, Default)]
+pub struct ReadStats {
+    pub bytes: u64,
+    pub records: u64,
+    pub compressed_records: u64,
+    pub decompressed_bytes: u64,
+}
+
+enum IdLayout {
+    Single,
+    /// Sample id at this byte offset; non-sample id this many bytes before
+    /// the end (when sample_id_all).
+    Known {
+        sample_off: Option<usize>,
+        nonsample_from_end: Option<usize>,
+    },
+}
+
+pub struct PerfReader {
+    input: Box<dyn Read + Send>,
+    pub be: bool,
+    pub pipe: bool,
+    /// Absolute offset of the next byte read from `input`.
+    pos: u64,
+    /// File mode: absolute end of the data section.
+    data_end: Option<u64>,
+    pub events: Vec<EventDesc>,
+    pub meta: Metadata,
+    id_to_event: HashMap<u64, usize>,
+    id_layout: IdLayout,
+    zstd: Option<zstd::stream::raw::Decoder<'static>>,
+    inflated: Vec<u8>,
+    inflated_pos: usize,
+    inflated_total: u64,
+    inflated_from: u64,
+    heap: BinaryHeap<Queued>,
+    heap_bytes: usize,
+    ready: VecDeque<Queued>,
+    limit: u64,
+    max_seen: u64,
+    seq: u64,
+    current: Option<Queued>,
+    pool: Vec<Vec<u8>>,
+    eof: bool,
+    warned_overflow: bool,
+    pub stats: ReadStats,
+}
+
+fn read_full(r: &mut dyn Read, buf: &mut [u8]) -> io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match r.read(&mut buf[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(n)
+}
+
+/// Is this the start of a perf.data file (file or pipe mode)?
+pub fn sniff(head: &[u8]) -> Option<bool> {
+    let magic = head.get(0..8)?;
+    if magic != MAGIC_LE && magic != MAGIC_BE {
+        return None;
+    }
+    let size = head.get(8..16)?;
+    let size = if magic == MAGIC_LE {
+        u64::from_le_bytes(size.try_into().ok()?)
+    } else {
+        u64::from_be_bytes(size.try_into().ok()?)
+    };
+    match size as usize {
+        PIPE_HEADER_SIZE => Some(true),
+        _ => Some(false),
+    }
+}
+
+impl PerfReader {
+    /// Opens a file-mode perf.data. Needs random access for the header,
+    /// attributes and feature sections.
+    pub fn open_file(path: &std::path::Path, diags: &mut Diagnostics) -> Result<PerfReader> {
+        use std::io::{Seek, SeekFrom};
+        let mut f = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+        let file_len = f.metadata().map_err(|e| Error::io(path, e))?.len();
+        let bad = |offset: u64, message: String| Error::BadInput {
+            path: path.into(),
+            offset,
+            message,
+        };
+        let mut hb = [0u8; FILE_HEADER_SIZE];
+        let n = read_full(&mut f, &mut hb).map_err(|e| Error::io(path, e))?;
+        let h = FileHeader::parse(&hb[..n])
+            .ok_or_else(|| bad(0, format!("perf.data header cut short ({n} of 104 bytes)")))?;
+        let be = h.be;
+        let read_at = |f: &mut std::fs::File, s: Section| -> io::Result<Vec<u8>> {
+            let avail = file_len.saturating_sub(s.offset);
+            let len = s.size.min(avail) as usize;
+            let mut buf = vec![0u8; len];
+            f.seek(SeekFrom::Start(s.offset))?;
+            let n = read_full(f, &mut buf)?;
+            buf.truncate(n);
+            Ok(buf)
+        };
+        // Attributes.
+        if h.attrs.offset.saturating_add(h.attrs.size) > file_len {
+            return Err(bad(
+                h.attrs.offset,
+                format!(
+                    "attribute section ({} bytes at {}) lies beyond the end of the file ({} bytes)",
+                    h.attrs.size, h.attrs.offset, file_len
+                ),
+            ));
+        }
+        let abuf = read_at(&mut f, h.attrs).map_err(|e| Error::io(path, e))?;
+        let entries = parse_attr_entries(&abuf, h.attr_size as usize, be).ok_or_else(|| {
+            bad(
+                h.attrs.offset,
+                format!("malformed attribute section (attr_size {})", h.attr_size),
+            )
+        })?;
+        if entries.is_empty() {
+            return Err(bad(h.attrs.offset, "file has no event attributes".into()));
+        }
+        let mut events = Vec::new();
+        for (attr, ids_sec) in entries {
+            let ids = if ids_sec.size > 0 && ids_sec.offset.saturating_add(ids_sec.size) <= file_len
+            {
+                let b = read_at(&mut f, ids_sec).map_err(|e| Error::io(path, e))?;
+                let mut c = Cursor::new(&b, be);
+                (0..b.len() / 8).filter_map(|_| c.u64()).collect()
+            } else {
+                if ids_sec.size > 0 {
+                    diags.report(
+                        Position::Byte(ids_sec.offset),
+                        Severity::Warning,
+                        "bad_ids_section",
+                        "event id section lies beyond the end of the file",
+                    )?;
+                }
+                Vec::new()
+            };
+            events.push(EventDesc {
+                attr,
+                name: None,
+                ids,
+            });
+        }
+        // Data section extent.
+        let mut data_end = h.data.offset.saturating_add(h.data.size);
+        let mut features_ok = true;
+        if h.data.size == 0 && file_len > h.data.offset {
+            diags.report(
+                Position::Byte(40),
+                Severity::Warning,
+                "data_size_zero",
+                format!(
+                    "header says the data section is empty but {} bytes follow it (perf record was killed before it finished the file?); reading records to the end of the file",
+                    file_len - h.data.offset
+                ),
+            )?;
+            data_end = file_len;
+            features_ok = false;
+        } else if data_end > file_len {
+            diags.report(
+                Position::Byte(file_len),
+                Severity::Error,
+                "truncated",
+                format!(
+                    "file is truncated: the data section should end at byte {data_end} but the file has {file_len} bytes; records up to the cut are kept, header features are lost"
+                ),
+            )?;
+            data_end = file_len;
+            features_ok = false;
+        }
+        // Feature sections.
+        let mut meta = Metadata::default();
+        let feature_ids = h.feature_ids();
+        if features_ok && !feature_ids.is_empty() {
+            let table = Section {
+                offset: h.data.offset + h.data.size,
+                size: feature_ids.len() as u64 * 16,
+            };
+            let tb = read_at(&mut f, table).map_err(|e| Error::io(path, e))?;
+            if (tb.len() as u64) < table.size {
+                diags.report(
+                    Position::Byte(table.offset),
+                    Severity::Error,
+                    "truncated",
+                    "feature section table is cut short; header metadata is lost",
+                )?;
+            } else {
+                let mut c = Cursor::new(&tb, be);
+                for id in feature_ids {
+                    let s = Section {
+                        offset: c.u64().unwrap_or(0),
+                        size: c.u64().unwrap_or(0),
+                    };
+                    if s.offset.saturating_add(s.size) > file_len || s.size > (1 << 30) {
+                        diags.report(
+                            Position::Byte(s.offset),
+                            Severity::Error,
+                            "bad_feature_section",
+                            format!("feature {id} section lies beyond the end of the file"),
+                        )?;
+                        continue;
+                    }
+                    let d = read_at(&mut f, s).map_err(|e| Error::io(path, e))?;
+                    if !meta.add_feature(id, &d, be) {
+                        diags.report(
+                            Position::Byte(s.offset),
+                            Severity::Warning,
+                            "bad_feature_section",
+                            format!("feature {id} section is malformed; skipped"),
+                        )?;
+                    }
+                }
+            }
+        }
+        if let Some(desc) = meta.event_desc.take() {
+            name_events(&mut events, &desc);
+            meta.event_desc = Some(desc);
+        }
+        f.seek(SeekFrom::Start(h.data.offset))
+            .map_err(|e| Error::io(path, e))?;
+        let input: Box<dyn Read + Send> = Box::new(io::BufReader::with_capacity(
+            1 << 20,
+            f.take(data_end.saturating_sub(h.data.offset)),
+        ));
+        let mut r = PerfReader::new(
+            input,
+            be,
+            false,
+            h.data.offset,
+            Some(data_end),
+            events,
+            meta,
+        );
+        r.stats.bytes = file_len;
+        r.rebuild_ids();
+        Ok(r)
+    }
+
+    /// Opens a pipe-mode stream (`perf record -o -`). Attributes arrive as
+    /// records; they are read as the stream goes.
+    pub fn open_pipe(mut input: Box<dyn Read + Send>, path: &str) -> Result<PerfReader> {
+        let mut hb = [0u8; PIPE_HEADER_SIZE];
+        let n = read_full(&mut input, &mut hb).map_err(|e| Error::io(path, e))?;
+        if n < PIPE_HEADER_SIZE {
+            return Err(Error::BadInput {
+                path: path.into(),
+                offset: 0,
+                message: "pipe header cut short".into(),
+            });
+        }
+        let be = &hb[0..8] == MAGIC_BE;
+        let input: Box<dyn Read + Send> = Box::new(io::BufReader::with_capacity(1 << 20, input));
+        Ok(PerfReader::new(
+            input,
+            be,
+            true,
+            PIPE_HEADER_SIZE as u64,
+            None,
+            Vec::new(),
+            Metadata::default(),
+        ))
+    }
+
+    fn new(
+        input: Box<dyn Read + Send>,
+        be: bool,
+        pipe: bool,
+        pos: u64,
+        data_end: Option<u64>,
+        events: Vec<EventDesc>,
+        meta: Metadata,
+    ) -> Self {
+        PerfReader {
+            input,
+            be,
+            pipe,
+            pos,
+            data_end,
+            events,
+            meta,
+            id_to_event: HashMap::new(),
+            id_layout: IdLayout::Single,
+            zstd: None,
+            inflated: Vec::new(),
+            inflated_pos: 0,
+            inflated_total: 0,
+            inflated_from: 0,
+            heap: BinaryHeap::new(),
+            heap_bytes: 0,
+            ready: VecDeque::new(),
+            limit: 0,
+            max_seen: 0,
+            seq: 0,
+            current: None,
+            pool: Vec::new(),
+            eof: false,
+            warned_overflow: false,
+            stats: ReadStats::default(),
+        }
+    }
+
+    fn rebuild_ids(&mut self) {
+        self.id_to_event.clear();
+        for (i, e) in self.events.iter().enumerate() {
+            for &id in &e.ids {
+                self.id_to_event.insert(id, i);
+            }
+        }
+        self.id_layout = if self.events.len() <= 1 {
+            IdLayout::Single
+        } else {
+            let a = &self.events[0].attr;
+            let st = a.sample_type;
+            let sample_off = if st & sample::IDENTIFIER != 0 {
+                Some(0)
+            } else if st & sample::ID != 0 {
+                Some(
+                    8 * (st & (sample::IP | sample::TID | sample::TIME | sample::ADDR)).count_ones()
+                        as usize,
+                )
+            } else {
+                None
+            };
+            let nonsample_from_end = if !a.sample_id_all() {
+                None
+            } else if st & sample::IDENTIFIER != 0 {
+                Some(8)
+            } else if st & sample::ID != 0 {
+                Some(
+                    8 * (st & (sample::ID | sample::STREAM_ID | sample::CPU | sample::IDENTIFIER))
+                        .count_ones() as usize,
+                )
+            } else {
+                None
+            };
+            IdLayout::Known {
+                sample_off,
+                nonsample_from_end,
+            }
+        };
+    }
+
+    /// Which event a kernel record belongs to: `None` when its id is unknown.
+    fn event_of(&self, record_type: u32, body: &[u8]) -> Option<usize> {
+        match self.id_layout {
+            IdLayout::Single => Some(0),
+            IdLayout::Known {
+                sample_off,
+                nonsample_from_end,
+            } => {
+                let off = if record_type == rtype::SAMPLE {
+                    sample_off
+                } else {
+                    match nonsample_from_end {
+                        Some(n) => body.len().checked_sub(n),
+                        None => return Some(0),
+                    }
+                };
+                let Some(off) = off else { return Some(0) };
+                let id = Cursor {
+                    buf: body,
+                    pos: off,
+                    be: self.be,
+                }
+                .u64()?;
+                self.id_to_event.get(&id).copied()
+            }
+        }
+    }
+
+    fn timestamp_of(&self, record_type: u32, body: &[u8], attr: &Attr) -> Option<u64> {
+        let st = attr.sample_type;
+        if st & sample::TIME == 0 {
+            return None;
+        }
+        if record_type == rtype::SAMPLE {
+            let off = 8 * (st & (sample::IDENTIFIER | sample::IP | sample::TID)).count_ones();
+            Cursor {
+                buf: body,
+                pos: off as usize,
+                be: self.be,
+            }
+            .u64()
+        } else if attr.sample_id_all() {
+            let from_end = 8
+                * (st
+                    & (sample::TIME
+                        | sample::ID
+                        | sample::STREAM_ID
+                        | sample::CPU
+                        | sample::IDENTIFIER))
+                    .count_ones() as usize;
+            let off = body.len().checked_sub(from_end)?;
+            Cursor {
+                buf: body,
+                pos: off,
+                be: self.be,
+            }
+            .u64()
+        } else {
+            None
+        }
+    }
+
+    /// The next record in time order, or `None` at the end of the input.
+    /// Records that cannot be decoded are reported and skipped.
+    pub fn next_record(&mut self, diags: &mut Diagnostics) -> Result<Option<Item<'_>>> {
+        // Find the next record that decodes; report and skip those that do not.
+        loop {
+            if let Some(q) = self.ready.pop_front() {
+                if let Some(old) = self.current.replace(q) {
+                    self.pool.push(old.body);
+                }
+                let q = self.current.as_ref().unwrap();
+                let Some(ev) = self.events.get(q.event) else {
+                    continue;
+                };
+                if let Err(msg) = decode(q.record_type, q.misc, &q.body, &ev.attr, self.be) {
+                    let (pos, rt) = (q.position, q.record_type);
+                    diags.report(
+                        pos,
+                        Severity::Error,
+                        "bad_record",
+                        format!("record type {rt}: {msg}; record skipped"),
+                    )?;
+                    continue;
+                }
+                break;
+            }
+            if self.eof {
+                if self.heap.is_empty() {
+                    return Ok(None);
+                }
+                while let Some(q) = self.heap.pop() {
+                    self.ready.push_back(q);
+                }
+                self.heap_bytes = 0;
+                continue;
+            }
+            if !self.pump(diags)? {
+                self.eof = true;
+            }
+        }
+        // Decoding is cheap; doing it again here keeps the borrow simple.
+        let q = self.current.as_ref().unwrap();
+        let attr = &self.events[q.event].attr;
+        let (record, sample_id) = decode(q.record_type, q.misc, &q.body, attr, self.be)
+            .expect("decoded successfully above");
+        Ok(Some(Item {
+            event: q.event,
+            position: q.position,
+            record,
+            sample_id,
+        }))
+    }
+
+    fn take_buf(&mut self, len: usize) -> Vec<u8> {
+        let mut b = self.pool.pop().unwrap_or_default();
+        b.clear();
+        b.resize(len, 0);
+        b
+    }
+
+    /// Reads and handles one record of the input. Returns false at the end.
+    fn pump(&mut self, diags: &mut Diagnostics) -> Result<bool> {
+        // Records inside decompressed data come first.
+        if self.inflated_pos < self.inflated.len() {
+            let avail = &self.inflated[self.inflated_pos..];
+            if avail.len() >= 8 {
+                let mut c = Cursor::new(avail, self.be);
+                let ty = c.u32().unwrap_or(0);
+                let misc = c.u16().unwrap_or(0);
+                let size = c.u16().unwrap_or(0) as usize;
+                let inner = self.inflated_total - (self.inflated.len() - self.inflated_pos) as u64;
+                let position = Position::Compressed {
+                    record: self.inflated_from,
+                    inner,
+                };
+                if size < 8 {
+                    diags.report(
+                        position,
+                        Severity::Error,
+                        "bad_record_size",
+                        format!("record size {size} < 8 inside compressed data; rest of the compressed stream skipped"),
+                    )?;
+                    self.inflated.clear();
+                    self.inflated_pos = 0;
+                    return Ok(true);
+                }
+                if avail.len() >= size {
+                    let from = self.inflated_pos + 8;
+                    let mut body = self.take_buf(size - 8);
+                    body.copy_from_slice(&self.inflated[from..from + size - 8]);
+                    self.inflated_pos += size;
+                    self.handle(ty, misc, body, position, diags)?;
+                    return Ok(true);
+                }
+            }
+            // Partial record: keep it for the next compressed chunk.
+            self.inflated.drain(..self.inflated_pos);
+            self.inflated_pos = 0;
+        }
+
+        let at = self.pos;
+        if let Some(end) = self.data_end {
+            if at >= end {
+                self.finish_inflated(diags)?;
+                return Ok(false);
+            }
+        }
+        let mut hdr = [0u8; 8];
+        let n = read_full(&mut self.input, &mut hdr).map_err(|e| Error::io("input", e))?;
+        if n == 0 {
+            self.finish_inflated(diags)?;
+            return Ok(false);
+        }
+        if n < 8 {
+            diags.report(
+                Position::Byte(at),
+                Severity::Error,
+                "truncated",
+                format!("input ends inside a record header ({n} of 8 bytes)"),
+            )?;
+            return Ok(false);
+        }
+        let mut c = Cursor::new(&hdr, self.be);
+        let ty = c.u32().unwrap_or(0);
+        let misc = c.u16().unwrap_or(0);
+        let size = c.u16().unwrap_or(0) as usize;
+        if size < 8 {
+            diags.report(
+                Position::Byte(at),
+                Severity::Error,
+                "bad_record_size",
+                format!("record of type {ty} has size {size} (< 8): the data is corrupt from here; the rest of the input is skipped"),
+            )?;
+            return Ok(false);
+        }
+        let mut body = self.take_buf(size - 8);
+        let got = read_full(&mut self.input, &mut body).map_err(|e| Error::io("input", e))?;
+        self.pos += 8 + got as u64;
+        if got < size - 8 {
+            diags.report(
+                Position::Byte(at),
+                Severity::Error,
+                "truncated",
+                format!(
+                    "input ends inside a record of type {ty} ({} of {size} bytes); the record is dropped",
+                    got + 8
+                ),
+            )?;
+            return Ok(false);
+        }
+        self.stats.records += 1;
+        // Payload that follows some user records outside their size.
+        let extra = match ty {
+            rtype::HEADER_TRACING_DATA => Cursor::new(&body, self.be).u32().unwrap_or(0) as u64,
+            rtype::AUXTRACE => Cursor::new(&body, self.be).u64().unwrap_or(0),
+            _ => 0,
+        };
+        if extra > 0 {
+            let copied = io::copy(&mut (&mut self.input).take(extra), &mut io::sink())
+                .map_err(|e| Error::io("input", e))?;
+            self.pos += copied;
+            if copied < extra {
+                diags.report(
+                    Position::Byte(at),
+                    Severity::Error,
+                    "truncated",
+                    format!("input ends inside the payload of a record of type {ty}"),
+                )?;
+                return Ok(false);
+            }
+        }
+        match ty {
+            rtype::COMPRESSED | rtype::COMPRESSED2 => {
+                self.inflate(ty, &body, at, diags)?;
+                self.pool.push(body);
+            }
+            _ => self.handle(ty, misc, body, Position::Byte(at), diags)?,
+        }
+        Ok(true)
+    }
+
+    fn finish_inflated(&mut self, diags: &mut Diagnostics) -> Result<()> {
+        if self.inflated_pos < self.inflated.len() {
+            let left = self.inflated.len() - self.inflated_pos;
+            diags.report(
+                Position::Compressed {
+                    record: self.inflated_from,
+                    inner: self.inflated_total - left as u64,
+                },
+                Severity::Error,
+                "truncated",
+                format!("compressed data ends inside a record ({left} bytes left over)"),
+            )?;
+            self.inflated.clear();
+            self.inflated_pos = 0;
+        }
+        Ok(())
+    }
+
+    fn inflate(&mut self, ty: u32, body: &[u8], at: u64, diags: &mut Diagnostics) -> Result<()> {
+        use zstd::stream::raw::{InBuffer, Operation, OutBuffer};
+        self.stats.compressed_records += 1;
+        let data = if ty == rtype::COMPRESSED2 {
+            let mut c = Cursor::new(body, self.be);
+            let n = c.u64().unwrap_or(u64::MAX) as usize;
+            match body.get(8..8usize.saturating_add(n)) {
+                Some(d) => d,
+                None => {
+                    diags.report(
+                        Position::Byte(at),
+                        Severity::Error,
+                        "bad_compressed",
+                        "COMPRESSED2 record's data size exceeds the record",
+                    )?;
+                    return Ok(());
+                }
+            }
+        } else {
+            body
+        };
+        if self.zstd.is_none() {
+            match zstd::stream::raw::Decoder::new() {
+                Ok(d) => self.zstd = Some(d),
+                Err(e) => {
+                    return Err(Error::BadInput {
+                        path: "zstd".into(),
+                        offset: at,
+                        message: e.to_string(),
+                    })
+                }
+            }
+        }
+        if self.inflated_pos > 0 {
+            self.inflated.drain(..self.inflated_pos);
+            self.inflated_pos = 0;
+        }
+        self.inflated_from = at;
+        let dec = self.zstd.as_mut().unwrap();
+        let mut input = InBuffer::around(data);
+        let mut chunk = vec![0u8; 1 << 16];
+        loop {
+            let mut out = OutBuffer::around(&mut chunk[..]);
+            match dec.run(&mut input, &mut out) {
+                Ok(_) => {
+                    let n = out.pos();
+                    self.inflated.extend_from_slice(&chunk[..n]);
+                    self.inflated_total += n as u64;
+                    self.stats.decompressed_bytes += n as u64;
+                    if input.pos() >= data.len() && n < chunk.len() {
+                        break;
+                    }
+                }
+                Err(e) => {
+                    diags.report(
+                        Position::Byte(at),
+                        Severity::Error,
+                        "bad_compressed",
+                        format!("zstd: {e}; the compressed record is skipped"),
+                    )?;
+                    let _ = dec.reinit();
+                    break;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Handles one framed record: header records update the metadata,
+    /// FINISHED_ROUND flushes, kernel records are queued in time order.
+    fn handle(
+        &mut self,
+        ty: u32,
+        misc: u16,
+        body: Vec<u8>,
+        position: Position,
+        diags: &mut Diagnostics,
+    ) -> Result<()> {
+        match ty {
+            rtype::FINISHED_ROUND => {
+                self.flush_until(self.limit);
+                self.limit = self.max_seen;
+                self.pool.push(body);
+            }
+            t if t <= rtype::MAX_KERNEL => {
+                if self.events.is_empty() {
+                    diags.report(
+                        position,
+                        Severity::Error,
+                        "no_attributes",
+                        format!("record of type {t} before any event attribute; skipped"),
+                    )?;
+                    return Ok(());
+                }
+                let Some(event) = self.event_of(t, &body) else {
+                    diags.report(
+                        position,
+                        Severity::Error,
+                        "unknown_event_id",
+                        format!(
+                            "record of type {t} carries an event id that no attribute has; skipped"
+                        ),
+                    )?;
+                    self.pool.push(body);
+                    return Ok(());
+                };
+                let ts = self.timestamp_of(t, &body, &self.events[event].attr);
+                self.seq += 1;
+                let q = Queued {
+                    ts: ts.unwrap_or(0),
+                    seq: self.seq,
+                    record_type: t,
+                    misc,
+                    event,
+                    position,
+                    body,
+                };
+                match ts {
+                    None => self.ready.push_back(q),
+                    Some(ts) => {
+                        self.max_seen = self.max_seen.max(ts);
+                        self.heap_bytes += q.body.len() + 64;
+                        self.heap.push(q);
+                        if self.heap_bytes > MAX_QUEUED_BYTES {
+                            if !self.warned_overflow {
+                                self.warned_overflow = true;
+                                diags.report(
+                                    position,
+                                    Severity::Warning,
+                                    "ordering_window",
+                                    "more than 256 MB of records without a FINISHED_ROUND: flushing early, some records may be out of time order",
+                                )?;
+                            }
+                            while self.heap_bytes > MAX_QUEUED_BYTES / 2 {
+                                let Some(q) = self.heap.pop() else { break };
+                                self.heap_bytes -= q.body.len() + 64;
+                                self.ready.push_back(q);
+                            }
+                        }
+                    }
+                }
+            }
+            rtype::HEADER_ATTR => {
+                let Some(attr) = Attr::parse(&body, self.be) else {
+                    diags.report(
+                        position,
+                        Severity::Error,
+                        "bad_attr",
+                        "malformed HEADER_ATTR record; skipped",
+                    )?;
+                    return Ok(());
+                };
+                let asz = (attr.size as usize).clamp(64, body.len());
+                let mut c = Cursor::new(&body[asz..], self.be);
+                let ids = (0..(body.len() - asz) / 8)
+                    .filter_map(|_| c.u64())
+                    .collect();
+                self.events.push(EventDesc {
+                    attr,
+                    name: None,
+                    ids,
+                });
+                self.rebuild_ids();
+            }
+            rtype::HEADER_FEATURE => {
+                let mut c = Cursor::new(&body, self.be);
+                let id = c.u64().unwrap_or(u64::MAX);
+                if id < 256 {
+                    let ok = self.meta.add_feature(id as u32, &body[8..], self.be);
+                    if !ok {
+                        diags.report(
+                            position,
+                            Severity::Warning,
+                            "bad_feature_section",
+                            format!("feature {id} record is malformed; skipped"),
+                        )?;
+                    }
+                    if let Some(desc) = self.meta.event_desc.take() {
+                        name_events(&mut self.events, &desc);
+                        self.meta.event_desc = Some(desc);
+                    }
+                }
+            }
+            rtype::HEADER_BUILD_ID => {
+                if let Some(e) = parse_build_id_body(&body, misc, self.be) {
+                    self.meta.build_ids.push(e);
+                }
+            }
+            rtype::EVENT_UPDATE => {
+                // struct perf_record_event_update { u64 type; u64 id; ... }
+                let mut c = Cursor::new(&body, self.be);
+                if let (Some(kind), Some(id)) = (c.u64(), c.u64()) {
+                    const PERF_EVENT_UPDATE_NAME: u64 = 2;
+                    if kind == PERF_EVENT_UPDATE_NAME {
+                        let name = String::from_utf8_lossy(c.cstr_rest()).into_owned();
+                        if let Some(&i) = self.id_to_event.get(&id) {
+                            self.events[i].name = Some(name);
+                        }
+                    }
+                }
+            }
+            t if t <= rtype::MAX_USER => {
+                // Known perf user records that carry nothing trawl keeps
+                // (event types, id index, thread/cpu maps, stat, time conv...).
+            }
+            t => {
+                diags.report(
+                    position,
+                    Severity::Warning,
+                    "unknown_record",
+                    format!(
+                        "unknown record type {t} ({} bytes); skipped",
+                        body.len() + 8
+                    ),
+                )?;
+            }
+        }
+        Ok(())
+    }
+
+    fn flush_until(&mut self, limit: u64) {
+        while let Some(top) = self.heap.peek() {
+            if top.ts > limit {
+                break;
+            }
+            let q = self.heap.pop().unwrap();
+            self.heap_bytes = self.heap_bytes.saturating_sub(q.body.len() + 64);
+            self.ready.push_back(q);
+        }
+    }
+
+    /// Bytes consumed so far (file offset of the next record).
+    pub fn position(&self) -> u64 {
+        self.pos
+    }
+}
+
+/// Applies names from an EVENT_DESC section: by matching ids, or by position
+/// when the counts agree.
+fn name_events(events: &mut [EventDesc], desc: &[EventDesc]) {
+    let same_count = desc.len() == events.len();
+    for (i, e) in events.iter_mut().enumerate() {
+        let by_id = desc
+            .iter()
+            .find(|d| e.ids.first().is_some_and(|id| d.ids.contains(id)));
+        let d = by_id.or(if same_count { desc.get(i) } else { None });
+        if let Some(d) = d {
+            e.name = d.name.clone();
+        }
+    }
+}

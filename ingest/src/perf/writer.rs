@@ -1,0 +1,1 @@
+//! A small perf.data writer for tests and simulators (filled in below).

@@ -1,0 +1,519 @@
+//! Schema as code: the one place that defines every table trawl writes.
+//!
+//! Each [`TableDef`] names a table, says what one row is, and gives every
+//! column a type and one sentence of documentation. The Arrow schema written
+//! to Parquet carries those sentences as field metadata (`"doc"`), so
+//! `trawl tables` and notebook users see them; `docs/tables.md` is rendered
+//! from here by [`render_markdown`] and a test fails when it is stale.
+//!
+//! Conventions: singular snake_case table names; units in column names
+//! (`_ns`, `_bytes`); ids are `Int64` and unique within one capture; times are
+//! `Int64` nanoseconds on the capture's clock (see `capture_meta.clock`);
+//! addresses are `UInt64`.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ColType {
+    Bool,
+    Int32,
+    Int64,
+    UInt32,
+    UInt64,
+    Float64,
+    Utf8,
+    /// Dictionary-encoded string (Int32 keys): repeated names such as event
+    /// names or commands.
+    DictUtf8,
+    Binary,
+    ListUInt64,
+}
+
+impl ColType {
+    pub fn data_type(self) -> DataType {
+        match self {
+            ColType::Bool => DataType::Boolean,
+            ColType::Int32 => DataType::Int32,
+            ColType::Int64 => DataType::Int64,
+            ColType::UInt32 => DataType::UInt32,
+            ColType::UInt64 => DataType::UInt64,
+            ColType::Float64 => DataType::Float64,
+            ColType::Utf8 => DataType::Utf8,
+            ColType::DictUtf8 => {
+                DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8))
+            }
+            ColType::Binary => DataType::Binary,
+            ColType::ListUInt64 => {
+                DataType::List(Arc::new(Field::new("item", DataType::UInt64, false)))
+            }
+        }
+    }
+
+    fn sql_name(self) -> &'static str {
+        match self {
+            ColType::Bool => "BOOLEAN",
+            ColType::Int32 => "INT",
+            ColType::Int64 => "BIGINT",
+            ColType::UInt32 => "INT UNSIGNED",
+            ColType::UInt64 => "BIGINT UNSIGNED",
+            ColType::Float64 => "DOUBLE",
+            ColType::Utf8 | ColType::DictUtf8 => "VARCHAR",
+            ColType::Binary => "BINARY",
+            ColType::ListUInt64 => "LIST<BIGINT UNSIGNED>",
+        }
+    }
+}
+
+#[derive(Debug)]
+pub struct ColumnDef {
+    pub name: &'static str,
+    pub ty: ColType,
+    pub nullable: bool,
+    pub doc: &'static str,
+}
+
+#[derive(Debug)]
+pub struct TableDef {
+    pub name: &'static str,
+    pub doc: &'static str,
+    pub columns: &'static [ColumnDef],
+}
+
+impl TableDef {
+    /// The Arrow schema, with each column's documentation as field metadata
+    /// `"doc"` and the table's as schema metadata `"doc"`.
+    pub fn schema(&self) -> SchemaRef {
+        let fields: Vec<Field> = self
+            .columns
+            .iter()
+            .map(|c| {
+                Field::new(c.name, c.ty.data_type(), c.nullable)
+                    .with_metadata(HashMap::from([("doc".to_string(), c.doc.to_string())]))
+            })
+            .collect();
+        Arc::new(Schema::new(fields).with_metadata(HashMap::from([
+            ("doc".to_string(), self.doc.to_string()),
+            ("trawl.table".to_string(), self.name.to_string()),
+        ])))
+    }
+
+    pub fn column_index(&self, name: &str) -> Option<usize> {
+        self.columns.iter().position(|c| c.name == name)
+    }
+}
+
+macro_rules! col {
+    ($name:literal, $ty:ident, null, $doc:literal) => {
+        ColumnDef {
+            name: $name,
+            ty: ColType::$ty,
+            nullable: true,
+            doc: $doc,
+        }
+    };
+    ($name:literal, $ty:ident, $doc:literal) => {
+        ColumnDef {
+            name: $name,
+            ty: ColType::$ty,
+            nullable: false,
+            doc: $doc,
+        }
+    };
+}
+
+pub static SOURCE: TableDef = TableDef {
+    name: "source",
+    doc: "One row per input file ingested into the capture.",
+    columns: &[
+        col!(
+            "source_id",
+            Int32,
+            "Id of the input, in the order the inputs were named on the command line (0-based)."
+        ),
+        col!(
+            "path",
+            Utf8,
+            "The input as named by the user (`-` for standard input)."
+        ),
+        col!(
+            "format",
+            Utf8,
+            "Format detected from the content: `perf.data`, `perf.data-pipe`."
+        ),
+        col!(
+            "size_bytes",
+            Int64,
+            "Bytes read from the input (for compressed perf.data: before decompression)."
+        ),
+        col!("records", Int64, "Records read from the input."),
+        col!(
+            "diagnostics",
+            Int64,
+            "Diagnostics recorded for the input (rows in `diagnostic`)."
+        ),
+    ],
+};
+
+pub static CAPTURE_META: TableDef = TableDef {
+    name: "capture_meta",
+    doc: "Key/value metadata of each input: the perf.data header features (hostname, os_release, arch, cpu_desc, cpuid, nr_cpus_online, nr_cpus_available, total_mem_kb, perf_version, cmdline, clockid, clock_wall_ns, clock_clockid_ns, compression, sample_time_first_ns, sample_time_last_ns, features) and how trawl read it.",
+    columns: &[
+        col!("source_id", Int32, "Input the value came from (`source.source_id`)."),
+        col!("key", Utf8, "Name of the property, e.g. `hostname`, `perf_version`, `cmdline`, `clockid`."),
+        col!("value", Utf8, "The value as text (numbers in decimal; lists space-separated)."),
+    ],
+};
+
+pub static DIAGNOSTIC: TableDef = TableDef {
+    name: "diagnostic",
+    doc: "Bad or unexpected input that a reader skipped or repaired: one row per problem (at most 100 per kind and input, then a summary row).",
+    columns: &[
+        col!("source_id", Int32, "Input the problem was found in (`source.source_id`)."),
+        col!("source", Utf8, "Input path as named by the user."),
+        col!("byte_offset", Int64, null, "Byte offset in the input (binary formats); for data inside a compressed record, the record's offset."),
+        col!("line", Int64, null, "1-based line number (text formats)."),
+        col!("severity", Utf8, "`error` when data was lost or could not be interpreted, `warning` when something unusual was handled without loss."),
+        col!("kind", Utf8, "Short kind of the problem, e.g. `truncated`, `bad_record_size`, `unknown_record`."),
+        col!("message", Utf8, "What was wrong and what was done about it."),
+    ],
+};
+
+pub static PERF_EVENT: TableDef = TableDef {
+    name: "perf_event",
+    doc: "One row per perf_event_attr of a perf.data input (an event as `perf evlist` lists it).",
+    columns: &[
+        col!("event_id", Int32, "Id of the event within the capture; `perf_sample.event_id` refers to it."),
+        col!("source_id", Int32, "Input the event belongs to."),
+        col!("name", Utf8, "Event name as perf prints it (from the EVENT_DESC header or EVENT_UPDATE records; derived from type/config otherwise)."),
+        col!("type", UInt32, "perf_event_attr.type (0 hardware, 1 software, 2 tracepoint, 3 hw-cache, 4 raw, 5 breakpoint, or a dynamic PMU type)."),
+        col!("config", UInt64, "perf_event_attr.config."),
+        col!("config1", UInt64, "perf_event_attr.config1."),
+        col!("config2", UInt64, "perf_event_attr.config2."),
+        col!("sample_type", UInt64, "perf_event_attr.sample_type bit mask (PERF_SAMPLE_*): which fields each sample carries."),
+        col!("read_format", UInt64, "perf_event_attr.read_format bit mask (PERF_FORMAT_*)."),
+        col!("sample_period", UInt64, null, "Fixed sample period, when the event was not frequency-based."),
+        col!("sample_freq", UInt64, null, "Target sample frequency in Hz, when the event was frequency-based (`-F`)."),
+        col!("branch_sample_type", UInt64, "perf_event_attr.branch_sample_type bit mask (PERF_SAMPLE_BRANCH_*)."),
+        col!("sample_regs_user", UInt64, "Bit mask of user registers kept with each sample (`--call-graph dwarf`)."),
+        col!("sample_stack_user", UInt32, "Bytes of user stack requested per sample (`--call-graph dwarf`)."),
+        col!("flags", UInt64, "perf_event_attr flag bits (disabled, inherit, exclude_user, exclude_kernel, ..., sample_id_all, ...)."),
+        col!("exclude_user", Bool, "The event did not count in user mode."),
+        col!("exclude_kernel", Bool, "The event did not count in kernel mode."),
+        col!("clockid", Int32, null, "Clock of the timestamps when the event used `-k CLOCK` (use_clockid)."),
+        col!("ids", ListUInt64, "Kernel ids of the event's file descriptors (one per cpu/thread); records carry one of these."),
+    ],
+};
+
+pub static PERF_SAMPLE: TableDef = TableDef {
+    name: "perf_sample",
+    doc: "One row per PERF_RECORD_SAMPLE, in time order. Optional fields are null when the event's sample_type does not carry them.",
+    columns: &[
+        col!("sample_id", Int64, "Id of the sample (its position in time order across the capture); child tables refer to it."),
+        col!("source_id", Int32, "Input the sample came from."),
+        col!("time_ns", Int64, null, "Timestamp in ns on the capture's clock (perf's `time`; CLOCK_MONOTONIC unless `capture_meta.clockid` says otherwise)."),
+        col!("pid", Int32, null, "Process id."),
+        col!("tid", Int32, null, "Thread id."),
+        col!("cpu", UInt32, null, "CPU the sample was taken on."),
+        col!("comm", DictUtf8, null, "Command name of the thread at the time of the sample (as `perf script` prints it)."),
+        col!("event_id", Int32, "Event that produced the sample (`perf_event.event_id`)."),
+        col!("event", DictUtf8, "Event name as perf prints it, e.g. `cpu-clock`."),
+        col!("period", Int64, null, "Sample period: how many events this sample stands for (ns for cpu-clock)."),
+        col!("ip", UInt64, null, "Instruction pointer."),
+        col!("cpu_mode", DictUtf8, "Mode the ip was in: `kernel`, `user`, `hypervisor`, `guest_kernel`, `guest_user` or `unknown` (from the record's misc field)."),
+        col!("stack_id", Int64, null, "Call stack (`perf_stack.stack_id`), leaf first; from the callchain when recorded, otherwise the ip alone."),
+        col!("addr", UInt64, null, "Data address (PERF_SAMPLE_ADDR), e.g. of a memory access or page fault."),
+        col!("weight", UInt64, null, "Sample weight (PERF_SAMPLE_WEIGHT, or var1_dw of PERF_SAMPLE_WEIGHT_STRUCT), e.g. access latency."),
+        col!("weight_ins_lat", UInt32, null, "Instruction latency (var2_w of PERF_SAMPLE_WEIGHT_STRUCT)."),
+        col!("weight_var3", UInt32, null, "Third weight field (var3_w of PERF_SAMPLE_WEIGHT_STRUCT: pipeline stage cycles or retire latency)."),
+        col!("data_src", UInt64, null, "Memory data source encoding (PERF_SAMPLE_DATA_SRC, union perf_mem_data_src)."),
+        col!("transaction", UInt64, null, "Transaction flags (PERF_SAMPLE_TRANSACTION)."),
+        col!("phys_addr", UInt64, null, "Physical data address (PERF_SAMPLE_PHYS_ADDR)."),
+        col!("cgroup", UInt64, null, "cgroup id (PERF_SAMPLE_CGROUP)."),
+        col!("data_page_size", UInt64, null, "Page size of the data address (PERF_SAMPLE_DATA_PAGE_SIZE)."),
+        col!("code_page_size", UInt64, null, "Page size of the ip (PERF_SAMPLE_CODE_PAGE_SIZE)."),
+        col!("raw", Binary, null, "Raw payload (PERF_SAMPLE_RAW), e.g. the tracepoint record of a tracepoint event."),
+        col!("n_read", Int32, "Counter values recorded with the sample (rows in `perf_sample_read`)."),
+        col!("n_branch", Int32, "Branch stack entries recorded with the sample (rows in `perf_branch`)."),
+        col!("has_user_stack", Bool, "User registers and stack bytes were recorded (row in `perf_user_stack`)."),
+    ],
+};
+
+pub static PERF_SAMPLE_READ: TableDef = TableDef {
+    name: "perf_sample_read",
+    doc: "Counter values read at each sample (PERF_SAMPLE_READ), one row per counter: all members of the group with PERF_FORMAT_GROUP, e.g. `perf record -e '{cycles,instructions}:S'`.",
+    columns: &[
+        col!("sample_id", Int64, "Sample the values were read at (`perf_sample.sample_id`)."),
+        col!("idx", Int32, "Position of the counter in the group (0 = leader)."),
+        col!("event_id", Int32, null, "Event of the counter (`perf_event.event_id`), found from its kernel id; null when the file does not say."),
+        col!("event", Utf8, null, "Name of the counter's event."),
+        col!("value", UInt64, "Counter value (cumulative since the counter was enabled)."),
+        col!("counter_kernel_id", UInt64, null, "Kernel id of the counter (PERF_FORMAT_ID)."),
+        col!("lost", UInt64, null, "Lost samples of the counter (PERF_FORMAT_LOST)."),
+        col!("time_enabled_ns", UInt64, null, "Total time the group was enabled (PERF_FORMAT_TOTAL_TIME_ENABLED)."),
+        col!("time_running_ns", UInt64, null, "Total time the group was running on a PMU (PERF_FORMAT_TOTAL_TIME_RUNNING)."),
+    ],
+};
+
+pub static PERF_BRANCH: TableDef = TableDef {
+    name: "perf_branch",
+    doc: "Branch stack entries (Last Branch Records) recorded with samples (PERF_SAMPLE_BRANCH_STACK, `perf record -b` / `-j`), one row per entry, newest first.",
+    columns: &[
+        col!("sample_id", Int64, "Sample the branch stack was read at (`perf_sample.sample_id`)."),
+        col!("idx", Int32, "Position in the branch stack: 0 is the most recent branch."),
+        col!("from_ip", UInt64, "Branch source address."),
+        col!("to_ip", UInt64, "Branch target address."),
+        col!("mispred", Bool, "The branch was mispredicted."),
+        col!("predicted", Bool, "The branch was predicted correctly."),
+        col!("in_tx", Bool, "The branch was inside a transaction."),
+        col!("abort", Bool, "The branch was a transaction abort."),
+        col!("cycles", UInt32, "Cycles since the previous branch entry (0 when the hardware does not record it)."),
+        col!("type", UInt32, "Branch type (PERF_BR_*: 1 cond, 2 uncond, 3 ind, 4 call, 5 ind_call, 6 ret, 7 syscall, 8 sysret, ...; 0 unknown)."),
+        col!("spec", UInt32, "Speculation outcome (PERF_BR_SPEC_*)."),
+        col!("new_type", UInt32, "Extended branch type (PERF_BR_NEW_*)."),
+        col!("priv", UInt32, "Privilege level of the branch target (PERF_BR_PRIV_*)."),
+        col!("counters", UInt64, null, "Event counter values of the entry (PERF_SAMPLE_BRANCH_COUNTERS)."),
+        col!("hw_idx", UInt64, null, "Hardware index of the newest entry (PERF_SAMPLE_BRANCH_HW_INDEX), same for all entries of a sample."),
+    ],
+};
+
+pub static PERF_USER_STACK: TableDef = TableDef {
+    name: "perf_user_stack",
+    doc: "User registers and the copied user stack of `--call-graph dwarf` samples (PERF_SAMPLE_REGS_USER / PERF_SAMPLE_STACK_USER), kept for unwinding.",
+    columns: &[
+        col!("sample_id", Int64, "Sample (`perf_sample.sample_id`)."),
+        col!("regs_abi", UInt64, "Register ABI (0 none, 1 32-bit, 2 64-bit)."),
+        col!("regs_mask", UInt64, "Bit mask of the registers in `regs` (perf_event_attr.sample_regs_user), lowest bit first."),
+        col!("regs", ListUInt64, "Register values, one per set bit of `regs_mask`, in bit order."),
+        col!("stack_size", UInt64, "Bytes of stack requested per sample."),
+        col!("stack", Binary, "Stack bytes actually copied (dyn_size), starting at the stack pointer."),
+    ],
+};
+
+pub static PERF_STACK: TableDef = TableDef {
+    name: "perf_stack",
+    doc: "Deduplicated call stacks: one row per frame of each distinct stack. perf's context markers (PERF_CONTEXT_KERNEL/USER/...) are removed; each frame's context is in `perf_frame.context`.",
+    columns: &[
+        col!("stack_id", Int64, "Id of the stack (`perf_sample.stack_id`)."),
+        col!("depth", Int32, "Position in the stack: 0 is the leaf (where the sample was taken), then its caller, and so on."),
+        col!("frame_id", Int64, "Frame at this position (`perf_frame.frame_id`)."),
+    ],
+};
+
+pub static PERF_FRAME: TableDef = TableDef {
+    name: "perf_frame",
+    doc: "Deduplicated frames: a code address inside a module. Non-leaf frames are return addresses.",
+    columns: &[
+        col!("frame_id", Int64, "Id of the frame."),
+        col!("module_id", Int64, null, "Module the address falls in (`perf_module.module_id`); null when no mapping covered it."),
+        col!("rel_pc", UInt64, "Address relative to the module: the file offset (ip - map start + page offset) for file mappings, the absolute address for kernel, anonymous and unmapped code."),
+        col!("context", DictUtf8, "`kernel`, `user`, `hypervisor`, `guest_kernel` or `guest_user`: the callchain context the frame was in."),
+        col!("example_pid", Int32, null, "A process in which the frame was seen (for JIT maps and reading /proc data later)."),
+        col!("example_ip", UInt64, "The absolute address of the frame in `example_pid`."),
+    ],
+};
+
+pub static PERF_MODULE: TableDef = TableDef {
+    name: "perf_module",
+    doc: "Distinct mapped files (perf's DSOs): executables, shared libraries, the kernel and its modules, [vdso], anonymous memory.",
+    columns: &[
+        col!("module_id", Int64, "Id of the module."),
+        col!("path", Utf8, "Path as recorded in the MMAP record, e.g. `/usr/lib/x86_64-linux-gnu/libc.so.6`, `[kernel.kallsyms]`, `[vdso]`, `//anon`."),
+        col!("build_id", Utf8, null, "GNU build-id in hex, from MMAP2 records or the BUILD_ID header table; null when the capture does not have it."),
+        col!("is_kernel", Bool, "The module is the kernel or a kernel module."),
+        col!("is_file", Bool, "The module is a file (rel_pc of its frames is a file offset) rather than anonymous memory or a special mapping."),
+    ],
+};
+
+pub static PERF_MAPPING: TableDef = TableDef {
+    name: "perf_mapping",
+    doc: "Executable (and data, with `perf record -d`) memory mappings from MMAP/MMAP2 records, per process.",
+    columns: &[
+        col!("mapping_id", Int64, "Id of the mapping."),
+        col!("source_id", Int32, "Input the record came from."),
+        col!("time_ns", Int64, null, "Time of the mmap (null for mappings synthesized before recording without a timestamp)."),
+        col!("pid", Int32, "Process (-1 for kernel mappings)."),
+        col!("tid", Int32, "Thread."),
+        col!("start", UInt64, "Start address."),
+        col!("length", UInt64, "Length in bytes."),
+        col!("pgoff", UInt64, "File offset of the start address."),
+        col!("path", Utf8, "Mapped file path or special name."),
+        col!("module_id", Int64, "Module of the mapped file (`perf_module.module_id`)."),
+        col!("build_id", Utf8, null, "Build-id carried by the MMAP2 record (perf record --buildid-mmap)."),
+        col!("prot", UInt32, null, "Protection bits (PROT_READ 1, PROT_WRITE 2, PROT_EXEC 4); MMAP2 only."),
+        col!("flags", UInt32, null, "Mapping flags (MAP_SHARED, MAP_PRIVATE, ...); MMAP2 only."),
+        col!("dev_major", UInt32, null, "Device major number of the file (MMAP2 without build-id)."),
+        col!("dev_minor", UInt32, null, "Device minor number."),
+        col!("inode", UInt64, null, "Inode number."),
+        col!("executable", Bool, "Code mapping (false for data mappings recorded with `-d`)."),
+        col!("cpu_mode", DictUtf8, "`kernel` or `user` (from the record's misc field)."),
+    ],
+};
+
+pub static PERF_TASK_EVENT: TableDef = TableDef {
+    name: "perf_task_event",
+    doc: "Process and thread life events: COMM (name changes and exec), FORK, EXIT records in time order.",
+    columns: &[
+        col!("source_id", Int32, "Input the record came from."),
+        col!("time_ns", Int64, null, "Time of the event (null when the record has no timestamp)."),
+        col!("kind", DictUtf8, "`comm`, `exec` (COMM with the exec flag), `fork` or `exit`."),
+        col!("pid", Int32, "Process id."),
+        col!("tid", Int32, "Thread id."),
+        col!("ppid", Int32, null, "Parent process id (fork/exit)."),
+        col!("ptid", Int32, null, "Parent thread id (fork/exit)."),
+        col!("comm", Utf8, null, "New command name (comm/exec)."),
+    ],
+};
+
+pub static PERF_THREAD: TableDef = TableDef {
+    name: "perf_thread",
+    doc: "One row per thread seen in a perf.data input, summarising its task events.",
+    columns: &[
+        col!("source_id", Int32, "Input."),
+        col!("pid", Int32, "Process id."),
+        col!(
+            "tid",
+            Int32,
+            "Thread id (equal to pid for the main thread)."
+        ),
+        col!(
+            "ppid",
+            Int32,
+            null,
+            "Parent process id from the FORK record, when recorded."
+        ),
+        col!("comm", Utf8, null, "Last command name of the thread."),
+        col!(
+            "start_ns",
+            Int64,
+            null,
+            "Time of the FORK that created the thread, when recorded."
+        ),
+        col!("exec_ns", Int64, null, "Time of the last exec."),
+        col!("end_ns", Int64, null, "Time of the EXIT record."),
+        col!("samples", Int64, "Samples of the thread."),
+    ],
+};
+
+pub static PERF_LOST: TableDef = TableDef {
+    name: "perf_lost",
+    doc: "Records the kernel could not write (PERF_RECORD_LOST: ring buffer full) and samples it dropped (PERF_RECORD_LOST_SAMPLES).",
+    columns: &[
+        col!("source_id", Int32, "Input."),
+        col!("time_ns", Int64, null, "Time of the record."),
+        col!("kind", Utf8, "`lost` (PERF_RECORD_LOST) or `lost_samples` (PERF_RECORD_LOST_SAMPLES)."),
+        col!("event_id", Int32, null, "Event the loss belongs to."),
+        col!("count", UInt64, "Number of records or samples lost."),
+        col!("pid", Int32, null, "Process from the record's sample_id trailer."),
+        col!("tid", Int32, null, "Thread from the record's sample_id trailer."),
+        col!("cpu", UInt32, null, "CPU from the record's sample_id trailer."),
+    ],
+};
+
+pub static PERF_BUILD_ID: TableDef = TableDef {
+    name: "perf_build_id",
+    doc: "The build-id table perf writes at the end of a recording (HEADER_BUILD_ID feature or PERF_RECORD_HEADER_BUILD_ID records).",
+    columns: &[
+        col!("source_id", Int32, "Input."),
+        col!("pid", Int32, "Process (-1 for the host kernel and user-space files)."),
+        col!("path", Utf8, "File path."),
+        col!("build_id", Utf8, "Build-id in hex."),
+        col!("cpu_mode", DictUtf8, "`kernel`, `user`, `guest_kernel` or `guest_user`."),
+    ],
+};
+
+pub static SYMBOL: TableDef = TableDef {
+    name: "symbol",
+    doc: "Symbolization of frame addresses, written by `trawl ingest` (unless `--no-symbolize`) or `trawl symbolize`: one row per (module, address).",
+    columns: &[
+        col!("module_id", Int64, "Module (`perf_module.module_id`)."),
+        col!("rel_pc", UInt64, "Address relative to the module, as in `perf_frame.rel_pc`."),
+        col!("function", Utf8, null, "Function name (demangled), null when unresolved."),
+        col!("symbol_offset", UInt64, null, "Offset of the address from the start of the function symbol."),
+        col!("symbol_source", Utf8, null, "Where the name came from: `symtab` or `dynsym` of the file named in `symbol_file`."),
+        col!("symbol_file", Utf8, null, "File the symbols were read from (the binary, a debug file found by build-id, ...)."),
+    ],
+};
+
+pub static SYMBOL_FILE: TableDef = TableDef {
+    name: "symbol_file",
+    doc: "How trawl found (or failed to find) the symbols of each module, written with `symbol`.",
+    columns: &[
+        col!("module_id", Int64, "Module (`perf_module.module_id`)."),
+        col!("path", Utf8, "Module path as recorded."),
+        col!(
+            "binary",
+            Utf8,
+            null,
+            "File used for program headers (address translation)."
+        ),
+        col!("symbols", Utf8, null, "File whose symbol table was used."),
+        col!(
+            "status",
+            Utf8,
+            "`ok`, `not_found`, `build_id_mismatch`, `no_symbols`, `not_a_file` or `error`."
+        ),
+        col!(
+            "message",
+            Utf8,
+            null,
+            "Details of a failure: which paths were tried."
+        ),
+    ],
+};
+
+/// Every table, in the order `docs/tables.md` lists them.
+pub static TABLES: &[&TableDef] = &[
+    &SOURCE,
+    &CAPTURE_META,
+    &DIAGNOSTIC,
+    &PERF_EVENT,
+    &PERF_SAMPLE,
+    &PERF_SAMPLE_READ,
+    &PERF_BRANCH,
+    &PERF_USER_STACK,
+    &PERF_STACK,
+    &PERF_FRAME,
+    &PERF_MODULE,
+    &PERF_MAPPING,
+    &PERF_TASK_EVENT,
+    &PERF_THREAD,
+    &PERF_LOST,
+    &PERF_BUILD_ID,
+    &SYMBOL,
+    &SYMBOL_FILE,
+];
+
+pub fn table(name: &str) -> Option<&'static TableDef> {
+    TABLES.iter().copied().find(|t| t.name == name)
+}
+
+/// Renders `docs/tables.md`.
+pub fn render_markdown() -> String {
+    let mut s = String::from(
+        "# Tables\n\n<!-- Generated from ingest/src/schema.rs by `cargo run -- tables --markdown`; \
+         a test fails when this file is stale. -->\n\n\
+         A capture directory holds one Parquet file per table (`<table>.parquet`). \
+         Ids are unique within a capture; times are nanoseconds on the capture's clock. \
+         Each column's documentation is also stored in the Parquet schema (field metadata `doc`).\n\n",
+    );
+    for t in TABLES {
+        s.push_str(&format!("- [`{}`](#{})\n", t.name, t.name));
+    }
+    for t in TABLES {
+        s.push_str(&format!("\n## {}\n\n{}\n\n", t.name, t.doc));
+        s.push_str("| column | type | null | description |\n|---|---|---|---|\n");
+        for c in t.columns {
+            s.push_str(&format!(
+                "| `{}` | {} | {} | {} |\n",
+                c.name,
+                c.ty.sql_name(),
+                if c.nullable { "yes" } else { "" },
+                c.doc.replace('|', "\\|")
+            ));
+        }
+    }
+    s
+}

@@ -1,0 +1,225 @@
+//! Writing a capture directory: one Parquet file per table, atomically.
+//!
+//! A run writes every table into a hidden temporary directory next to the
+//! destination and renames it into place only when everything succeeded, so
+//! an interrupted or failed run leaves no half-written table behind (at worst
+//! a `.NAME.trawl-tmp-PID` directory, removed by the next run). Single tables
+//! added to an existing capture later (`symbol` by `trawl symbolize`) are
+//! written to a temporary file and renamed.
+
+use std::fs::{self, File};
+use std::path::{Path, PathBuf};
+
+use arrow::array::{ArrayRef, RecordBatch};
+use parquet::arrow::ArrowWriter;
+use parquet::basic::{Compression, ZstdLevel};
+use parquet::file::properties::WriterProperties;
+
+use crate::schema::TableDef;
+use crate::{Error, Result};
+
+/// File name of a table inside a capture directory.
+pub fn table_file(dir: &Path, table: &str) -> PathBuf {
+    dir.join(format!("{table}.parquet"))
+}
+
+/// A directory is a capture when it holds a `source` table.
+pub fn is_capture(dir: &Path) -> bool {
+    table_file(dir, "source").is_file()
+}
+
+fn writer_properties() -> WriterProperties {
+    WriterProperties::builder()
+        .set_compression(Compression::ZSTD(ZstdLevel::try_new(1).unwrap()))
+        .set_max_row_group_row_count(Some(1 << 20))
+        .set_created_by(format!("trawl {}", env!("CARGO_PKG_VERSION")))
+        .build()
+}
+
+/// Streams batches of one table into a Parquet file.
+pub struct TableWriter {
+    def: &'static TableDef,
+    writer: ArrowWriter<File>,
+    rows: u64,
+}
+
+impl TableWriter {
+    fn create(def: &'static TableDef, path: &Path) -> Result<Self> {
+        let file = File::create(path).map_err(|e| Error::io(path, e))?;
+        let writer = ArrowWriter::try_new(file, def.schema(), Some(writer_properties())).map_err(
+            |source| Error::Parquet {
+                table: def.name.into(),
+                source,
+            },
+        )?;
+        Ok(TableWriter {
+            def,
+            writer,
+            rows: 0,
+        })
+    }
+
+    /// Writes one batch whose columns are in the order of the table
+    /// definition. Types and nullability are checked against the definition.
+    pub fn write_columns(&mut self, columns: Vec<ArrayRef>) -> Result<()> {
+        let batch =
+            RecordBatch::try_new(self.def.schema(), columns).map_err(|source| Error::Arrow {
+                table: self.def.name.into(),
+                source,
+            })?;
+        self.write(&batch)
+    }
+
+    pub fn write(&mut self, batch: &RecordBatch) -> Result<()> {
+        if batch.num_rows() == 0 {
+            return Ok(());
+        }
+        self.rows += batch.num_rows() as u64;
+        self.writer.write(batch).map_err(|source| Error::Parquet {
+            table: self.def.name.into(),
+            source,
+        })
+    }
+
+    pub fn rows(&self) -> u64 {
+        self.rows
+    }
+
+    fn close(self) -> Result<u64> {
+        let rows = self.rows;
+        self.writer.close().map_err(|source| Error::Parquet {
+            table: self.def.name.into(),
+            source,
+        })?;
+        Ok(rows)
+    }
+}
+
+/// A capture being written. Tables become visible at [`CaptureWriter::commit`].
+pub struct CaptureWriter {
+    dest: PathBuf,
+    tmp: PathBuf,
+    open: Vec<TableWriter>,
+    committed: bool,
+}
+
+impl CaptureWriter {
+    /// Prepares to write the capture `dest`. An existing capture there is
+    /// replaced at commit; an existing non-empty directory that is not a
+    /// capture is refused.
+    pub fn create(dest: &Path) -> Result<Self> {
+        if dest.exists() {
+            let empty = fs::read_dir(dest)
+                .map_err(|e| Error::io(dest, e))?
+                .next()
+                .is_none();
+            if !empty && !is_capture(dest) {
+                return Err(Error::NotACapture { path: dest.into() });
+            }
+        }
+        let parent = match dest.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        fs::create_dir_all(&parent).map_err(|e| Error::io(&parent, e))?;
+        let name = dest
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "capture".into());
+        // Leftovers of interrupted runs.
+        if let Ok(rd) = fs::read_dir(&parent) {
+            let prefix = format!(".{name}.trawl-tmp-");
+            for e in rd.flatten() {
+                let n = e.file_name().to_string_lossy().into_owned();
+                if let Some(pid) = n.strip_prefix(&prefix) {
+                    let alive = Path::new("/proc").join(pid).exists();
+                    if !alive {
+                        let _ = fs::remove_dir_all(e.path());
+                    }
+                }
+            }
+        }
+        let tmp = parent.join(format!(".{name}.trawl-tmp-{}", std::process::id()));
+        if tmp.exists() {
+            fs::remove_dir_all(&tmp).map_err(|e| Error::io(&tmp, e))?;
+        }
+        fs::create_dir(&tmp).map_err(|e| Error::io(&tmp, e))?;
+        Ok(CaptureWriter {
+            dest: dest.to_path_buf(),
+            tmp,
+            open: Vec::new(),
+            committed: false,
+        })
+    }
+
+    /// Opens a table for streaming writes. Close it with [`Self::close_table`]
+    /// or let [`Self::commit`] close it.
+    pub fn open_table(&mut self, def: &'static TableDef) -> Result<TableWriter> {
+        TableWriter::create(def, &table_file(&self.tmp, def.name))
+    }
+
+    pub fn close_table(&mut self, w: TableWriter) -> Result<u64> {
+        w.close()
+    }
+
+    /// Writes a whole (small) table at once.
+    pub fn write_table(&mut self, def: &'static TableDef, columns: Vec<ArrayRef>) -> Result<u64> {
+        let mut w = self.open_table(def)?;
+        w.write_columns(columns)?;
+        w.close()
+    }
+
+    /// Directory the tables are being written to (not yet visible).
+    pub fn staging_dir(&self) -> &Path {
+        &self.tmp
+    }
+
+    /// Makes the capture visible, replacing an older capture at `dest`.
+    pub fn commit(mut self) -> Result<PathBuf> {
+        for w in std::mem::take(&mut self.open) {
+            w.close()?;
+        }
+        if self.dest.exists() {
+            let old = self.tmp.with_extension("old");
+            fs::rename(&self.dest, &old).map_err(|e| Error::io(&self.dest, e))?;
+            fs::rename(&self.tmp, &self.dest).map_err(|e| Error::io(&self.dest, e))?;
+            let _ = fs::remove_dir_all(&old);
+        } else {
+            fs::rename(&self.tmp, &self.dest).map_err(|e| Error::io(&self.dest, e))?;
+        }
+        self.committed = true;
+        Ok(self.dest.clone())
+    }
+}
+
+impl Drop for CaptureWriter {
+    fn drop(&mut self) {
+        if !self.committed {
+            let _ = fs::remove_dir_all(&self.tmp);
+        }
+    }
+}
+
+/// Writes (or replaces) one table of an existing capture atomically: the
+/// batches go to a temporary file that is renamed over `<table>.parquet`.
+pub fn replace_table(dir: &Path, def: &'static TableDef, batches: &[RecordBatch]) -> Result<u64> {
+    let tmp = dir.join(format!(
+        ".{}.parquet.trawl-tmp-{}",
+        def.name,
+        std::process::id()
+    ));
+    let result = (|| {
+        let mut w = TableWriter::create(def, &tmp)?;
+        for b in batches {
+            w.write(b)?;
+        }
+        let rows = w.close()?;
+        let dest = table_file(dir, def.name);
+        fs::rename(&tmp, &dest).map_err(|e| Error::io(&dest, e))?;
+        Ok(rows)
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    result
+}

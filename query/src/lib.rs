@@ -1,0 +1,237 @@
+//! # trawl-query
+//!
+//! DataFusion over the Parquet tables of one or more captures, plus named
+//! analyses written as SQL (`analyses/<area>/<name>.sql`).
+//!
+//! Principal types: [`Session`] (tables of the captures registered as SQL
+//! views with a `capture` column), [`analyses`] (hotspots, ...).
+//!
+//! ```no_run
+//! # async fn f() -> Result<(), trawl_query::Error> {
+//! let s = trawl_query::Session::open(&["capture".into()]).await?;
+//! let batches = s.sql("SELECT count(*) FROM perf_sample").await?.collect().await?;
+//! # Ok(()) }
+//! ```
+//!
+//! Architecture invariant: this crate reads only Parquet (the capture
+//! tables); it never parses capture files and never symbolizes.
+
+pub mod analyses;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::arrow::record_batch::RecordBatch;
+use datafusion::datasource::MemTable;
+use datafusion::prelude::*;
+
+pub use datafusion;
+
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    #[error("{0}")]
+    DataFusion(#[from] datafusion::error::DataFusionError),
+    #[error("{path}: not a trawl capture (no source.parquet); run `trawl ingest` first")]
+    NotACapture { path: PathBuf },
+    #[error("{0}")]
+    Usage(String),
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// One capture directory and the name its rows get in the `capture` column.
+#[derive(Clone, Debug)]
+pub struct CaptureRef {
+    pub name: String,
+    pub dir: PathBuf,
+}
+
+/// Expands the user's arguments: capture directories, or directories whose
+/// subdirectories are captures (an archive).
+pub fn find_captures(args: &[PathBuf]) -> Result<Vec<CaptureRef>> {
+    let mut out = Vec::new();
+    for a in args {
+        if trawl_ingest::writer::is_capture(a) {
+            out.push(a.clone());
+            continue;
+        }
+        let mut subs: Vec<PathBuf> = std::fs::read_dir(a)
+            .map(|rd| {
+                rd.flatten()
+                    .map(|e| e.path())
+                    .filter(|p| trawl_ingest::writer::is_capture(p))
+                    .collect()
+            })
+            .unwrap_or_default();
+        if subs.is_empty() {
+            return Err(Error::NotACapture { path: a.clone() });
+        }
+        subs.sort();
+        out.extend(subs);
+    }
+    // Names: the directory names, made unique.
+    let mut refs: Vec<CaptureRef> = Vec::new();
+    for dir in out {
+        let base = dir
+            .canonicalize()
+            .ok()
+            .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+            .unwrap_or_else(|| dir.to_string_lossy().into_owned());
+        let mut name = base.clone();
+        let mut k = 2;
+        while refs.iter().any(|r| r.name == name) {
+            name = format!("{base}#{k}");
+            k += 1;
+        }
+        refs.push(CaptureRef { name, dir });
+    }
+    Ok(refs)
+}
+
+/// A DataFusion session over captures.
+pub struct Session {
+    pub ctx: SessionContext,
+    pub captures: Vec<CaptureRef>,
+}
+
+fn sql_str(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "''"))
+}
+
+impl Session {
+    /// Opens the captures named by `args` (see [`find_captures`]). Every
+    /// table is a view with a leading `capture` column; tables a capture
+    /// lacks are empty.
+    pub async fn open(args: &[PathBuf]) -> Result<Session> {
+        let captures = find_captures(args)?;
+        let config = SessionConfig::new()
+            .with_information_schema(true)
+            .with_target_partitions(std::thread::available_parallelism().map_or(2, |n| n.get()));
+        let ctx = SessionContext::new_with_config(config);
+        for def in trawl_ingest::schema::TABLES {
+            let mut parts = Vec::new();
+            for (i, c) in captures.iter().enumerate() {
+                let internal = format!("_{}_{}", def.name, i);
+                let file = trawl_ingest::writer::table_file(&c.dir, def.name);
+                if file.is_file() {
+                    ctx.register_parquet(
+                        &internal,
+                        file.to_string_lossy().as_ref(),
+                        ParquetReadOptions::default(),
+                    )
+                    .await?;
+                } else {
+                    let schema: SchemaRef = def.schema();
+                    ctx.register_table(
+                        &internal,
+                        Arc::new(MemTable::try_new(schema, vec![vec![]])?),
+                    )?;
+                }
+                let cols = def
+                    .columns
+                    .iter()
+                    .map(|c| format!("\"{}\"", c.name))
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                parts.push(format!(
+                    "SELECT {} AS capture, {cols} FROM {internal}",
+                    sql_str(&c.name)
+                ));
+            }
+            let view = format!("CREATE VIEW {} AS {}", def.name, parts.join(" UNION ALL "));
+            ctx.sql(&view).await?;
+        }
+        let s = Session { ctx, captures };
+        s.run_script(analyses::FRAME_NAME).await?;
+        Ok(s)
+    }
+
+    /// Runs one SQL statement.
+    pub async fn sql(&self, q: &str) -> Result<DataFrame> {
+        Ok(self.ctx.sql(q).await?)
+    }
+
+    /// Runs `;`-separated statements; returns the result of the last one.
+    pub async fn run_script(&self, script: &str) -> Result<Option<DataFrame>> {
+        let mut last = None;
+        for stmt in split_statements(script) {
+            let df = self.ctx.sql(&stmt).await?;
+            // DDL executes on creation; queries are returned lazily.
+            last = Some(df);
+        }
+        Ok(last)
+    }
+
+    /// Collects a data frame.
+    pub async fn collect(df: DataFrame) -> Result<Vec<RecordBatch>> {
+        Ok(df.collect().await?)
+    }
+
+    /// The capture directories of this session.
+    pub fn dirs(&self) -> Vec<&Path> {
+        self.captures.iter().map(|c| c.dir.as_path()).collect()
+    }
+}
+
+/// The values of a string-like column (Utf8, Utf8View, LargeUtf8,
+/// dictionary), as owned strings.
+pub fn string_values(a: &datafusion::arrow::array::ArrayRef) -> Vec<Option<String>> {
+    use datafusion::arrow::array::{Array, AsArray};
+    use datafusion::arrow::datatypes::DataType;
+    let Ok(c) = datafusion::arrow::compute::cast(a, &DataType::Utf8) else {
+        return vec![None; a.len()];
+    };
+    let c = c.as_string::<i32>();
+    (0..c.len())
+        .map(|i| (!c.is_null(i)).then(|| c.value(i).to_string()))
+        .collect()
+}
+
+/// Splits a script into statements at `;` outside quotes and comments.
+pub fn split_statements(script: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut chars = script.chars().peekable();
+    let (mut sq, mut dq) = (false, false);
+    while let Some(c) = chars.next() {
+        match c {
+            '\'' if !dq => sq = !sq,
+            '"' if !sq => dq = !dq,
+            '-' if !sq && !dq && chars.peek() == Some(&'-') => {
+                // Line comment: skip to end of line.
+                for c2 in chars.by_ref() {
+                    if c2 == '\n' {
+                        break;
+                    }
+                }
+                cur.push('\n');
+                continue;
+            }
+            ';' if !sq && !dq => {
+                if !cur.trim().is_empty() {
+                    out.push(std::mem::take(&mut cur));
+                }
+                cur.clear();
+                continue;
+            }
+            _ => {}
+        }
+        cur.push(c);
+    }
+    if !cur.trim().is_empty() {
+        out.push(cur);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn splits_statements_outside_quotes_and_comments() {
+        let v = super::split_statements("SELECT ';' AS a; -- x; y\nSELECT 2;\n");
+        assert_eq!(v.len(), 2);
+        assert!(v[0].contains("';'"));
+    }
+}

@@ -1,0 +1,376 @@
+//! Function symbols of one ELF file, chosen the way perf chooses them.
+//!
+//! perf (`tools/perf/util/symbol-elf.c`, `symbol.c`) keeps STT_FUNC and
+//! STT_GNU_IFUNC symbols with a name that are defined in an executable
+//! section; of several symbols at one address it keeps the best by
+//! `choose_best_symbol` (non-zero size, then non-weak, then global, then
+//! fewer leading underscores, then the longer name); a symbol of size zero
+//! extends to the next symbol.
+
+use object::elf::{STB_GLOBAL, STB_WEAK, STT_FUNC, STT_GNU_IFUNC};
+use object::read::elf::{ElfFile64, FileHeader, ProgramHeader};
+use object::{
+    Object, ObjectSection, ObjectSymbol, ObjectSymbolTable, SectionIndex, SectionKind,
+    SymbolSection,
+};
+
+#[derive(Clone, Debug)]
+pub struct Sym {
+    pub start: u64,
+    pub end: u64,
+    pub name: String,
+    binding: u8,
+}
+
+/// Where a symbol table came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TableKind {
+    Symtab,
+    Dynsym,
+}
+
+impl TableKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TableKind::Symtab => "symtab",
+            TableKind::Dynsym => "dynsym",
+        }
+    }
+}
+
+/// Sorted, deduplicated function symbols of one file (virtual addresses).
+#[derive(Clone, Debug, Default)]
+pub struct SymbolMap {
+    syms: Vec<Sym>,
+}
+
+fn prefix_underscores(s: &str) -> usize {
+    s.bytes().take_while(|&b| b == b'_').count()
+}
+
+/// perf's `choose_best_symbol`: true when `a` is better than `b`.
+fn a_is_better(a: &Sym, b: &Sym) -> bool {
+    let (la, lb) = (a.end - a.start, b.end - b.start);
+    if la > 0 && lb == 0 {
+        return true;
+    }
+    if la == 0 && lb > 0 {
+        return false;
+    }
+    let (wa, wb) = (a.binding == STB_WEAK.0, b.binding == STB_WEAK.0);
+    if wb && !wa {
+        return true;
+    }
+    if wa && !wb {
+        return false;
+    }
+    let (ga, gb) = (a.binding == STB_GLOBAL.0, b.binding == STB_GLOBAL.0);
+    if ga && !gb {
+        return true;
+    }
+    if gb && !ga {
+        return false;
+    }
+    let (ua, ub) = (prefix_underscores(&a.name), prefix_underscores(&b.name));
+    if ub > ua {
+        return true;
+    }
+    if ua > ub {
+        return false;
+    }
+    a.name.len() >= b.name.len()
+}
+
+impl SymbolMap {
+    /// Reads the function symbols of `.symtab` (or `.dynsym`) of `file`.
+    /// Sections are judged by `sections_of` when the symbols come from a
+    /// separate debug file whose section headers are kept (NOBITS text).
+    pub fn from_object(file: &object::File<'_>, kind: TableKind) -> SymbolMap {
+        let iter: Box<dyn Iterator<Item = object::Symbol<'_, '_>>> = match kind {
+            TableKind::Symtab => Box::new(file.symbols()),
+            TableKind::Dynsym => Box::new(file.dynamic_symbols()),
+        };
+        let mut syms = Vec::new();
+        for s in iter {
+            let (st_type, binding) = match s.flags() {
+                object::SymbolFlags::Elf { st_info, .. } => {
+                    (st_info.st_type(), st_info.st_bind().0)
+                }
+                _ => continue,
+            };
+            if st_type != STT_FUNC && st_type != STT_GNU_IFUNC {
+                continue;
+            }
+            let SymbolSection::Section(idx) = s.section() else {
+                continue;
+            };
+            if !is_exec_section(file, idx) {
+                continue;
+            }
+            let Ok(name) = s.name() else { continue };
+            if name.is_empty() {
+                continue;
+            }
+            let start = s.address();
+            syms.push(Sym {
+                start,
+                end: start.saturating_add(s.size()),
+                name: name.to_string(),
+                binding,
+            });
+        }
+        Self::from_syms(syms)
+    }
+
+    /// Adds perf's synthesized PLT symbols (`dso__synthesize_plt_symbols`):
+    /// a `.plt` symbol for the PLT header and one `<name>@plt` per
+    /// `.rela.plt` / `.rel.plt` relocation, in relocation order, over the
+    /// entries of `.plt.sec` when present (x86 IBT) or `.plt` after its
+    /// header. IRELATIVE relocations have no symbol and become `@plt`.
+    pub fn with_plt(mut self, file: &object::File<'_>) -> SymbolMap {
+        let syms = plt_symbols(file);
+        if syms.is_empty() {
+            return self;
+        }
+        let mut all = std::mem::take(&mut self.syms);
+        all.extend(syms);
+        Self::from_syms(all)
+    }
+
+    fn from_syms(mut syms: Vec<Sym>) -> SymbolMap {
+        syms.sort_by(|a, b| a.start.cmp(&b.start));
+        // symbols__fixup_duplicate
+        let mut out: Vec<Sym> = Vec::with_capacity(syms.len());
+        for s in syms {
+            if let Some(last) = out.last_mut() {
+                if last.start == s.start {
+                    // perf keeps the earlier symbol unless the later one is
+                    // strictly better.
+                    if !a_is_better(last, &s) {
+                        *last = s;
+                    }
+                    continue;
+                }
+            }
+            out.push(s);
+        }
+        // symbols__fixup_end
+        for i in 0..out.len() {
+            if out[i].end == out[i].start {
+                out[i].end = match out.get(i + 1) {
+                    Some(next) => next.start,
+                    None => {
+                        (out[i].start & !4095)
+                            + 4096
+                            + if out[i].start & 4095 != 0 { 4096 } else { 0 }
+                    }
+                };
+            }
+        }
+        SymbolMap { syms: out }
+    }
+
+    pub fn len(&self) -> usize {
+        self.syms.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.syms.is_empty()
+    }
+
+    /// The symbol containing `addr` (a virtual address).
+    pub fn find(&self, addr: u64) -> Option<&Sym> {
+        let i = self.syms.partition_point(|s| s.start <= addr);
+        // Nested symbols: look back a little for one that still contains addr.
+        for s in self.syms[..i].iter().rev().take(16) {
+            if addr < s.end || (addr == s.start && s.start == s.end) {
+                return Some(s);
+            }
+        }
+        None
+    }
+}
+
+fn plt_symbols(file: &object::File<'_>) -> Vec<Sym> {
+    use object::ObjectSection;
+    let mut out = Vec::new();
+    let Some(plt) = file.section_by_name(".plt") else {
+        return out;
+    };
+    let (rel, rela) = match file.section_by_name(".rela.plt") {
+        Some(s) => (s, true),
+        None => match file.section_by_name(".rel.plt") {
+            Some(s) => (s, false),
+            None => return out,
+        },
+    };
+    let Ok(data) = rel.data() else { return out };
+    let is64 = file.is_64();
+    let le = file.is_little_endian();
+    let entsize = match (is64, rela) {
+        (true, true) => 24,
+        (true, false) => 16,
+        (false, true) => 12,
+        (false, false) => 8,
+    };
+    let rd = |b: &[u8]| -> u64 {
+        let mut v = 0u64;
+        for (i, x) in b.iter().enumerate() {
+            if le {
+                v |= (*x as u64) << (8 * i);
+            } else {
+                v = (v << 8) | *x as u64;
+            }
+        }
+        v
+    };
+    const HEADER: u64 = 16;
+    const ENTRY: u64 = 16;
+    let plt_sec = file.section_by_name(".plt.sec");
+    out.push(Sym {
+        start: plt.address(),
+        end: plt.address()
+            + if plt_sec.is_some() {
+                plt.size()
+            } else {
+                HEADER
+            },
+        name: ".plt".into(),
+        binding: STB_GLOBAL.0,
+    });
+    let mut at = match &plt_sec {
+        Some(s) => s.address(),
+        None => plt.address() + HEADER,
+    };
+    let limit = match &plt_sec {
+        Some(s) => s.address() + s.size(),
+        None => plt.address() + plt.size(),
+    };
+    for r in data.chunks_exact(entsize) {
+        if at + ENTRY > limit {
+            break;
+        }
+        let word = if is64 { 8 } else { 4 };
+        let info = rd(&r[word..2 * word]);
+        let symidx = if is64 { info >> 32 } else { info >> 8 };
+        let name = if symidx == 0 {
+            String::new()
+        } else {
+            file.dynamic_symbol_table()
+                .and_then(|t| t.symbol_by_index(object::SymbolIndex(symidx as usize)).ok())
+                .and_then(|s| s.name().ok().map(crate::demangle))
+                .unwrap_or_default()
+        };
+        out.push(Sym {
+            start: at,
+            end: at + ENTRY,
+            name: format!("{name}@plt"),
+            binding: STB_GLOBAL.0,
+        });
+        at += ENTRY;
+    }
+    out
+}
+
+fn is_exec_section(file: &object::File<'_>, idx: SectionIndex) -> bool {
+    match file.section_by_index(idx) {
+        Ok(sec) => match sec.flags() {
+            object::SectionFlags::Elf { sh_flags, .. } => {
+                sh_flags.0 & object::elf::SHF_EXECINSTR.0 != 0
+            }
+            _ => sec.kind() == SectionKind::Text,
+        },
+        Err(_) => false,
+    }
+}
+
+/// PT_LOAD segments: (file offset, vaddr, file size) to turn a file offset
+/// (what a sample's address is, relative to its mapping) into the virtual
+/// address that symbols and DWARF use.
+#[derive(Clone, Debug, Default)]
+pub struct LoadSegments {
+    segs: Vec<(u64, u64, u64)>,
+}
+
+impl LoadSegments {
+    pub fn from_data(data: &[u8]) -> Option<LoadSegments> {
+        let kind = object::FileKind::parse(data).ok()?;
+        let mut segs = Vec::new();
+        match kind {
+            object::FileKind::Elf64 => {
+                let f = ElfFile64::<object::Endianness>::parse(data).ok()?;
+                let e = f.endian();
+                for ph in f.elf_header().program_headers(e, data).ok()? {
+                    if ph.p_type(e) == object::elf::PT_LOAD {
+                        segs.push((
+                            ph.p_offset(e),
+                            ph.p_vaddr(e),
+                            ph.p_filesz(e).max(ph.p_memsz(e)),
+                        ));
+                    }
+                }
+            }
+            object::FileKind::Elf32 => {
+                let f = object::read::elf::ElfFile32::<object::Endianness>::parse(data).ok()?;
+                let e = f.endian();
+                for ph in f.elf_header().program_headers(e, data).ok()? {
+                    if ph.p_type(e) == object::elf::PT_LOAD {
+                        segs.push((
+                            ph.p_offset(e) as u64,
+                            ph.p_vaddr(e) as u64,
+                            ph.p_filesz(e).max(ph.p_memsz(e)) as u64,
+                        ));
+                    }
+                }
+            }
+            _ => return None,
+        }
+        Some(LoadSegments { segs })
+    }
+
+    /// The virtual address of file offset `off`.
+    pub fn offset_to_vaddr(&self, off: u64) -> Option<u64> {
+        self.segs
+            .iter()
+            .find(|(o, _, sz)| off >= *o && off < o + sz)
+            .map(|(o, v, _)| off - o + v)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.segs.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(start: u64, size: u64, name: &str, binding: u8) -> Sym {
+        Sym {
+            start,
+            end: start + size,
+            name: name.into(),
+            binding,
+        }
+    }
+
+    #[test]
+    fn duplicate_symbols_resolve_like_perf() {
+        // Same address: global beats local, fewer underscores beat more,
+        // longer names win ties (perf's choose_best_symbol).
+        let m = SymbolMap::from_syms(vec![
+            s(0x100, 0x10, "__close_nocancel", 0),
+            s(0x100, 0x10, "__GI___close_nocancel", 0),
+            s(0x200, 0x10, "__foo", STB_GLOBAL.0),
+            s(0x200, 0x10, "foo", 0),
+            s(0x300, 0, "zero", STB_GLOBAL.0),
+            s(0x380, 8, "after", STB_GLOBAL.0),
+        ]);
+        assert_eq!(m.find(0x105).unwrap().name, "__GI___close_nocancel");
+        assert_eq!(m.find(0x200).unwrap().name, "__foo");
+        assert_eq!(m.find(0x37f).unwrap().name, "zero");
+        assert_eq!(m.find(0x380).unwrap().name, "after");
+        assert!(m.find(0x388).is_none());
+        assert!(m.find(0x50).is_none());
+    }
+}

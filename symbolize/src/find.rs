@@ -1,0 +1,318 @@
+//! Finding the files that describe a module: the binary (program headers,
+//! symbols) and separate debug files, checked against the build-id.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+
+use object::Object;
+
+use crate::{Kallsyms, Status};
+
+/// Where to look for binaries, debug files and kernel symbols.
+#[derive(Clone, Debug, Default)]
+pub struct Config {
+    /// `--debug-dir DIR` (repeatable): searched by build-id
+    /// (`DIR/.build-id/xx/rest[.debug]`), by recorded path below DIR, by
+    /// file name, and by scanning DIR for an ELF file with the build-id.
+    pub debug_dirs: Vec<PathBuf>,
+    /// `--symfs DIR`: recorded paths are looked up below DIR first
+    /// (captures made on another machine).
+    pub symfs: Option<PathBuf>,
+    /// perf's build-id cache, `~/.debug` by default.
+    pub buildid_cache: Option<PathBuf>,
+    /// System debug directories, `/usr/lib/debug` by default.
+    pub system_debug: Vec<PathBuf>,
+    /// Do not use files at their recorded path (only with symfs / debug dirs).
+    pub no_recorded_paths: bool,
+    /// `--kallsyms FILE`.
+    pub kallsyms: Option<PathBuf>,
+    /// The capture's kernel build-id and release, to decide whether the
+    /// running kernel's `/proc/kallsyms` describes it.
+    pub kernel_build_id: Option<String>,
+    pub kernel_release: Option<String>,
+    index: Arc<OnceLock<HashMap<String, PathBuf>>>,
+}
+
+impl Config {
+    /// The locations perf uses by default.
+    pub fn standard() -> Config {
+        Config {
+            buildid_cache: std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".debug")),
+            system_debug: vec![PathBuf::from("/usr/lib/debug")],
+            ..Default::default()
+        }
+    }
+
+    /// Kernel symbols to use, and where they came from.
+    pub(crate) fn kallsyms(&self) -> Option<(Kallsyms, PathBuf)> {
+        if let Some(p) = &self.kallsyms {
+            return Kallsyms::load(p).ok().map(|k| (k, p.clone()));
+        }
+        let running_bid = running_kernel_build_id();
+        let running_rel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
+            .ok()
+            .map(|s| s.trim().to_string());
+        let matches = match (&self.kernel_build_id, &running_bid) {
+            (Some(a), Some(b)) => a.eq_ignore_ascii_case(b),
+            _ => match (&self.kernel_release, &running_rel) {
+                (Some(a), Some(b)) => a == b,
+                _ => false,
+            },
+        };
+        if !matches {
+            return None;
+        }
+        let p = PathBuf::from("/proc/kallsyms");
+        let k = Kallsyms::load(&p).ok()?;
+        (!k.is_empty()).then_some((k, p))
+    }
+
+    fn build_id_index(&self) -> &HashMap<String, PathBuf> {
+        self.index.get_or_init(|| {
+            let mut map = HashMap::new();
+            let mut budget = 20_000usize;
+            for d in &self.debug_dirs {
+                scan(d, 0, &mut budget, &mut map);
+            }
+            map
+        })
+    }
+}
+
+fn scan(dir: &Path, depth: usize, budget: &mut usize, map: &mut HashMap<String, PathBuf>) {
+    if depth > 6 || *budget == 0 {
+        return;
+    }
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in rd.flatten() {
+        if *budget == 0 {
+            return;
+        }
+        *budget -= 1;
+        let p = e.path();
+        let Ok(ft) = e.file_type() else { continue };
+        if ft.is_dir() {
+            scan(&p, depth + 1, budget, map);
+        } else if ft.is_file() {
+            if let Some(b) = Loaded::open(&p).and_then(|l| l.build_id()) {
+                map.entry(b).or_insert(p);
+            }
+        }
+    }
+}
+
+/// The running kernel's build-id, from `/sys/kernel/notes`.
+pub fn running_kernel_build_id() -> Option<String> {
+    let data = std::fs::read("/sys/kernel/notes").ok()?;
+    let mut i = 0;
+    while i + 12 <= data.len() {
+        let namesz = u32::from_ne_bytes(data[i..i + 4].try_into().ok()?) as usize;
+        let descsz = u32::from_ne_bytes(data[i + 4..i + 8].try_into().ok()?) as usize;
+        let ty = u32::from_ne_bytes(data[i + 8..i + 12].try_into().ok()?);
+        let name_start = i + 12;
+        let desc_start = name_start + namesz.div_ceil(4) * 4;
+        let next = desc_start + descsz.div_ceil(4) * 4;
+        if next > data.len() {
+            return None;
+        }
+        if ty == 3 && data.get(name_start..name_start + 3) == Some(b"GNU") {
+            return Some(hex(&data[desc_start..desc_start + descsz]));
+        }
+        i = next;
+    }
+    None
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// A mapped file.
+pub struct Loaded {
+    pub path: PathBuf,
+    pub data: memmap2::Mmap,
+}
+
+impl Loaded {
+    fn open(path: &Path) -> Option<Loaded> {
+        let f = std::fs::File::open(path).ok()?;
+        if f.metadata().ok()?.len() < 64 {
+            return None;
+        }
+        // SAFETY: the file is opened read-only; like every symbolizer we
+        // assume it is not truncated while we read it.
+        let data = unsafe { memmap2::Mmap::map(&f) }.ok()?;
+        if &data[..4] != b"\x7fELF" {
+            return None;
+        }
+        Some(Loaded {
+            path: path.to_path_buf(),
+            data,
+        })
+    }
+
+    pub fn build_id(&self) -> Option<String> {
+        let o = object::File::parse(&*self.data).ok()?;
+        o.build_id().ok().flatten().map(hex)
+    }
+
+    fn debuglink(&self) -> Option<String> {
+        let o = object::File::parse(&*self.data).ok()?;
+        let (name, _crc) = o.gnu_debuglink().ok().flatten()?;
+        Some(String::from_utf8_lossy(name).into_owned())
+    }
+}
+
+/// The files found for a module.
+pub struct Found {
+    pub binary: Loaded,
+    pub debug: Vec<Loaded>,
+    pub tried: Vec<String>,
+}
+
+impl Found {
+    pub fn tried_note(&self) -> String {
+        if self.tried.is_empty() {
+            String::new()
+        } else {
+            format!(" (debug files tried: {})", self.tried.join(", "))
+        }
+    }
+}
+
+fn build_id_path(dir: &Path, bid: &str, suffix: &str) -> Option<PathBuf> {
+    (bid.len() > 2).then(|| {
+        dir.join(".build-id")
+            .join(&bid[..2])
+            .join(format!("{}{}", &bid[2..], suffix))
+    })
+}
+
+fn is_special(path: &str) -> bool {
+    !path.starts_with('/') || path.starts_with("//") || path.starts_with("/memfd:")
+}
+
+/// Finds the binary and the debug files of a module.
+pub fn locate(cfg: &Config, path: &str, build_id: Option<&str>) -> Result<Found, (Status, String)> {
+    let bid = build_id.map(|b| b.to_ascii_lowercase());
+    let mut cands: Vec<PathBuf> = Vec::new();
+    let rel = path.trim_start_matches('/');
+    if let Some(s) = &cfg.symfs {
+        cands.push(s.join(rel));
+    }
+    for d in &cfg.debug_dirs {
+        if let Some(b) = &bid {
+            cands.extend(build_id_path(d, b, ""));
+            cands.extend(build_id_path(d, b, "/elf"));
+        }
+        if !is_special(path) {
+            cands.push(d.join(rel));
+        }
+        if let Some(name) = Path::new(path).file_name() {
+            cands.push(d.join(name));
+        }
+    }
+    if let (Some(b), false) = (&bid, cfg.debug_dirs.is_empty()) {
+        if let Some(p) = cfg.build_id_index().get(b) {
+            cands.push(p.clone());
+        }
+    }
+    if let (Some(c), Some(b)) = (&cfg.buildid_cache, &bid) {
+        cands.extend(build_id_path(c, b, "/elf"));
+        if path == "[vdso]" {
+            cands.push(c.join("[vdso]").join(b).join("vdso"));
+        }
+    }
+    if !cfg.no_recorded_paths && !is_special(path) {
+        cands.push(PathBuf::from(path));
+    }
+    if is_special(path) && path != "[vdso]" {
+        return Err((Status::NotAFile, format!("{path} is not a file")));
+    }
+
+    let mut mismatches = Vec::new();
+    let mut binary = None;
+    for c in cands {
+        let Some(l) = Loaded::open(&c) else { continue };
+        match (&bid, l.build_id()) {
+            (Some(want), Some(have)) if *want != have => {
+                mismatches.push(format!("{} has build-id {have}", c.display()));
+                continue;
+            }
+            _ => {}
+        }
+        binary = Some(l);
+        break;
+    }
+    let Some(binary) = binary else {
+        return Err(if mismatches.is_empty() {
+            (
+                Status::NotFound,
+                format!(
+                    "{path}: no file found (build-id {})",
+                    bid.as_deref().unwrap_or("unknown")
+                ),
+            )
+        } else {
+            (
+                Status::BuildIdMismatch,
+                format!(
+                    "{path}: capture has build-id {}, refused: {}",
+                    bid.as_deref().unwrap_or("?"),
+                    mismatches.join("; ")
+                ),
+            )
+        });
+    };
+
+    // Debug files.
+    let bin_bid = bid.clone().or_else(|| binary.build_id());
+    let mut dcands: Vec<PathBuf> = Vec::new();
+    if let Some(b) = &bin_bid {
+        for d in &cfg.debug_dirs {
+            dcands.extend(build_id_path(d, b, ".debug"));
+        }
+        for d in &cfg.system_debug {
+            dcands.extend(build_id_path(d, b, ".debug"));
+        }
+        if let Some(c) = &cfg.buildid_cache {
+            dcands.extend(build_id_path(c, b, "/debug"));
+        }
+    }
+    if let Some(link) = binary.debuglink() {
+        if let Some(dir) = binary.path.parent() {
+            dcands.push(dir.join(&link));
+            dcands.push(dir.join(".debug").join(&link));
+            for d in &cfg.system_debug {
+                dcands.push(d.join(dir.strip_prefix("/").unwrap_or(dir)).join(&link));
+            }
+        }
+        for d in &cfg.debug_dirs {
+            dcands.push(d.join(&link));
+        }
+    }
+    let mut debug = Vec::new();
+    let mut tried = Vec::new();
+    for c in dcands {
+        if c == binary.path || debug.iter().any(|d: &Loaded| d.path == c) {
+            continue;
+        }
+        let Some(l) = Loaded::open(&c) else { continue };
+        match (&bin_bid, l.build_id()) {
+            (Some(want), Some(have)) if *want != have => {
+                tried.push(format!("{} (build-id {have} differs)", c.display()));
+                continue;
+            }
+            _ => {}
+        }
+        debug.push(l);
+    }
+    Ok(Found {
+        binary,
+        debug,
+        tried,
+    })
+}

@@ -1,0 +1,232 @@
+//! # trawl-symbolize
+//!
+//! (module, address) → function name, from the ELF symbol tables of the
+//! mapped files, found where perf finds them: the recorded path, perf's
+//! build-id cache (`~/.debug`), `/usr/lib/debug/.build-id/xx/….debug`,
+//! `.gnu_debuglink`, and directories the user names. A file whose build-id
+//! differs from the one in the capture is refused, never silently used.
+//!
+//! Principal types: [`Config`] (where to look), [`ModuleRequest`] (a module
+//! and the addresses to resolve), [`symbolize`] (resolves many modules in
+//! parallel), [`Kallsyms`] (kernel symbols).
+//!
+//! ```no_run
+//! use trawl_symbolize::{symbolize, Config, ModuleRequest};
+//! let cfg = Config::default();
+//! let out = symbolize(&cfg, vec![ModuleRequest {
+//!     path: "/usr/lib/x86_64-linux-gnu/libc.so.6".into(),
+//!     build_id: None,
+//!     kernel: false,
+//!     addresses: vec![0x28000],
+//! }]);
+//! println!("{:?}", out[0].symbols[0]);
+//! ```
+//!
+//! Architecture invariant: this crate knows nothing of Arrow, Parquet or
+//! perf records; it maps addresses to names.
+
+mod demangle;
+pub mod elf;
+mod find;
+pub mod kallsyms;
+
+pub use demangle::demangle;
+pub use find::Config;
+pub use kallsyms::Kallsyms;
+
+use elf::{LoadSegments, SymbolMap, TableKind};
+use rayon::prelude::*;
+use std::path::PathBuf;
+
+/// A module and the addresses (relative to it: file offsets for files,
+/// absolute addresses for the kernel) to resolve.
+#[derive(Clone, Debug)]
+pub struct ModuleRequest {
+    pub path: String,
+    /// Build-id in hex, when the capture recorded one.
+    pub build_id: Option<String>,
+    pub kernel: bool,
+    pub addresses: Vec<u64>,
+}
+
+/// One resolved address.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SymbolHit {
+    /// Demangled function name.
+    pub name: String,
+    /// Offset of the address from the start of the symbol.
+    pub offset: u64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Status {
+    Ok,
+    NotFound,
+    BuildIdMismatch,
+    NoSymbols,
+    NotAFile,
+    Error,
+}
+
+impl Status {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Ok => "ok",
+            Status::NotFound => "not_found",
+            Status::BuildIdMismatch => "build_id_mismatch",
+            Status::NoSymbols => "no_symbols",
+            Status::NotAFile => "not_a_file",
+            Status::Error => "error",
+        }
+    }
+}
+
+/// The result for one module: one entry per requested address, in order.
+#[derive(Clone, Debug)]
+pub struct ModuleResult {
+    pub status: Status,
+    /// File whose program headers translated offsets to addresses.
+    pub binary: Option<PathBuf>,
+    /// File whose symbol table named the functions.
+    pub symbols_file: Option<PathBuf>,
+    pub table: Option<&'static str>,
+    pub message: Option<String>,
+    pub symbols: Vec<Option<SymbolHit>>,
+}
+
+impl ModuleResult {
+    fn failed(status: Status, message: String, n: usize) -> Self {
+        ModuleResult {
+            status,
+            binary: None,
+            symbols_file: None,
+            table: None,
+            message: Some(message),
+            symbols: vec![None; n],
+        }
+    }
+}
+
+/// Resolves every request, modules in parallel.
+pub fn symbolize(cfg: &Config, requests: Vec<ModuleRequest>) -> Vec<ModuleResult> {
+    let kallsyms = cfg.kallsyms();
+    requests
+        .into_par_iter()
+        .map(|r| {
+            if r.kernel {
+                symbolize_kernel(&r, kallsyms.as_ref())
+            } else {
+                symbolize_file(cfg, &r)
+            }
+        })
+        .collect()
+}
+
+fn symbolize_kernel(r: &ModuleRequest, k: Option<&(Kallsyms, PathBuf)>) -> ModuleResult {
+    let Some((k, path)) = k else {
+        return ModuleResult::failed(
+            Status::NotFound,
+            "no kallsyms: the running kernel does not match the capture, or /proc/kallsyms is unreadable; pass --kallsyms FILE".into(),
+            r.addresses.len(),
+        );
+    };
+    let symbols = r
+        .addresses
+        .iter()
+        .map(|&a| {
+            k.find(a).map(|(name, offset)| SymbolHit {
+                name: name.to_string(),
+                offset,
+            })
+        })
+        .collect();
+    ModuleResult {
+        status: Status::Ok,
+        binary: None,
+        symbols_file: Some(path.clone()),
+        table: Some("kallsyms"),
+        message: None,
+        symbols,
+    }
+}
+
+fn symbolize_file(cfg: &Config, r: &ModuleRequest) -> ModuleResult {
+    let n = r.addresses.len();
+    let found = match find::locate(cfg, &r.path, r.build_id.as_deref()) {
+        Ok(f) => f,
+        Err((status, msg)) => return ModuleResult::failed(status, msg, n),
+    };
+    let segs = LoadSegments::from_data(&found.binary.data).unwrap_or_default();
+    // Symbol table: the binary's .symtab, else a debug file's, else .dynsym.
+    let bin_obj = match object::File::parse(&*found.binary.data) {
+        Ok(o) => o,
+        Err(e) => {
+            return ModuleResult::failed(
+                Status::Error,
+                format!("{}: {e}", found.binary.path.display()),
+                n,
+            )
+        }
+    };
+    let mut chosen: Option<(SymbolMap, PathBuf, TableKind)> = None;
+    let m = SymbolMap::from_object(&bin_obj, TableKind::Symtab);
+    if !m.is_empty() {
+        chosen = Some((m, found.binary.path.clone(), TableKind::Symtab));
+    }
+    if chosen.is_none() {
+        for d in &found.debug {
+            if let Ok(o) = object::File::parse(&*d.data) {
+                let m = SymbolMap::from_object(&o, TableKind::Symtab);
+                if !m.is_empty() {
+                    chosen = Some((m, d.path.clone(), TableKind::Symtab));
+                    break;
+                }
+            }
+        }
+    }
+    if chosen.is_none() {
+        let m = SymbolMap::from_object(&bin_obj, TableKind::Dynsym);
+        if !m.is_empty() {
+            chosen = Some((m, found.binary.path.clone(), TableKind::Dynsym));
+        }
+    }
+    let chosen = chosen.map(|(m, p, k)| (m.with_plt(&bin_obj), p, k));
+    let Some((map, sym_path, kind)) = chosen else {
+        return ModuleResult {
+            status: Status::NoSymbols,
+            binary: Some(found.binary.path.clone()),
+            symbols_file: None,
+            table: None,
+            message: Some(format!(
+                "no function symbols in {} or its debug files{}",
+                found.binary.path.display(),
+                found.tried_note()
+            )),
+            symbols: vec![None; n],
+        };
+    };
+    let is_vdso = r.path == "[vdso]";
+    let symbols = r
+        .addresses
+        .iter()
+        .map(|&off| {
+            let vaddr = if segs.is_empty() || is_vdso && segs.offset_to_vaddr(off).is_none() {
+                off
+            } else {
+                segs.offset_to_vaddr(off)?
+            };
+            map.find(vaddr).map(|s| SymbolHit {
+                name: demangle(&s.name),
+                offset: vaddr - s.start,
+            })
+        })
+        .collect();
+    ModuleResult {
+        status: Status::Ok,
+        binary: Some(found.binary.path.clone()),
+        symbols_file: Some(sym_path),
+        table: Some(kind.as_str()),
+        message: None,
+        symbols,
+    }
+}
