@@ -47,6 +47,10 @@ pub fn symbolize_capture(dir: &Path, cfg: &trawl_symbolize::Config) -> Result<Su
     {
         cfg.kernel_build_id = k.build_id.clone();
     }
+    cfg.kernel_release = capture::read_meta(dir)?
+        .into_iter()
+        .find(|(_, k, _)| k == "os_release")
+        .map(|(_, _, v)| v);
     let mut reqs = Vec::new();
     let mut ids = Vec::new();
     let mut files = Vec::new();

@@ -67,6 +67,20 @@ pub fn read_modules(dir: &Path) -> Result<Vec<ModuleRow>> {
     Ok(out)
 }
 
+/// The `capture_meta` pairs (source_id, key, value).
+pub fn read_meta(dir: &Path) -> Result<Vec<(i32, String, String)>> {
+    let mut out = Vec::new();
+    for b in read_table(dir, &schema::CAPTURE_META)? {
+        let s = col(&b, "source_id").as_primitive::<arrow::datatypes::Int32Type>();
+        let k = col(&b, "key").as_string::<i32>();
+        let v = col(&b, "value").as_string::<i32>();
+        for i in 0..b.num_rows() {
+            out.push((s.value(i), k.value(i).to_string(), v.value(i).to_string()));
+        }
+    }
+    Ok(out)
+}
+
 /// Distinct (module_id, rel_pc) of all frames with a module.
 pub fn read_frame_addresses(dir: &Path) -> Result<BTreeSet<(i64, u64)>> {
     let mut out = BTreeSet::new();

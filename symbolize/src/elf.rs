@@ -1,13 +1,13 @@
 //! Function symbols of one ELF file, chosen the way perf chooses them.
 //!
 //! perf (`tools/perf/util/symbol-elf.c`, `symbol.c`) keeps STT_FUNC and
-//! STT_GNU_IFUNC symbols with a name that are defined in an executable
-//! section; of several symbols at one address it keeps the best by
+//! STT_GNU_IFUNC symbols, and STT_NOTYPE labels of default visibility, with
+//! a name, defined in an executable section; of several symbols at one address it keeps the best by
 //! `choose_best_symbol` (non-zero size, then non-weak, then global, then
 //! fewer leading underscores, then the longer name); a symbol of size zero
 //! extends to the next symbol.
 
-use object::elf::{STB_GLOBAL, STB_WEAK, STT_FUNC, STT_GNU_IFUNC};
+use object::elf::{STB_GLOBAL, STB_WEAK, STT_FUNC, STT_GNU_IFUNC, STT_NOTYPE};
 use object::read::elf::{ElfFile64, FileHeader, ProgramHeader};
 use object::{
     Object, ObjectSection, ObjectSymbol, ObjectSymbolTable, SectionIndex, SectionKind,
@@ -92,13 +92,16 @@ impl SymbolMap {
         };
         let mut syms = Vec::new();
         for s in iter {
-            let (st_type, binding) = match s.flags() {
-                object::SymbolFlags::Elf { st_info, .. } => {
-                    (st_info.st_type(), st_info.st_bind().0)
+            let (st_type, binding, visibility) = match s.flags() {
+                object::SymbolFlags::Elf { st_info, st_other } => {
+                    (st_info.st_type(), st_info.st_bind().0, st_other.0 & 3)
                 }
                 _ => continue,
             };
-            if st_type != STT_FUNC && st_type != STT_GNU_IFUNC {
+            // elf_sym__is_function, or elf_sym__is_label: a named NOTYPE
+            // symbol with default visibility (e.g. ld.so's _dl_start_user).
+            let is_label = st_type == STT_NOTYPE && visibility == 0;
+            if st_type != STT_FUNC && st_type != STT_GNU_IFUNC && !is_label {
                 continue;
             }
             let SymbolSection::Section(idx) = s.section() else {

@@ -449,9 +449,10 @@ impl PerfConverter {
                 let th = self.thread(c.pid, c.tid);
                 th.comm = Some(name.clone());
                 if c.exec {
+                    // The old mappings are kept until the new image's mmaps
+                    // overlay them, as perf does: samples taken inside the
+                    // execve syscall still carry the old image's user stack.
                     th.exec = t;
-                    // exec replaces the address space.
-                    self.spaces.remove(&(self.source_id, c.pid));
                 }
                 self.task_row(
                     t,

@@ -70,6 +70,17 @@ pub fn ingest_perf(
         };
         conv.handle(&item)?;
     }
+    if reader.events.is_empty() {
+        diags.report(
+            crate::Position::Byte(reader.position()),
+            crate::Severity::Error,
+            "truncated",
+            format!(
+                "stream ended at byte {} before any event attribute: nothing can be read",
+                reader.position()
+            ),
+        )?;
+    }
     conv.sync_events(&reader.events);
     conv.end_source(&reader.meta);
     Ok(PerfStats {

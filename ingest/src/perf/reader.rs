@@ -257,18 +257,14 @@ impl PerfReader {
                 )?;
             } else {
                 let mut c = Cursor::new(&tb, be);
+                let mut lost = Vec::new();
                 for id in feature_ids {
                     let s = Section {
                         offset: c.u64().unwrap_or(0),
                         size: c.u64().unwrap_or(0),
                     };
                     if s.offset.saturating_add(s.size) > file_len || s.size > (1 << 30) {
-                        diags.report(
-                            Position::Byte(s.offset),
-                            Severity::Error,
-                            "bad_feature_section",
-                            format!("feature {id} section lies beyond the end of the file"),
-                        )?;
+                        lost.push(id);
                         continue;
                     }
                     let d = read_at(&mut f, s).map_err(|e| Error::io(path, e))?;
@@ -280,6 +276,20 @@ impl PerfReader {
                             format!("feature {id} section is malformed; skipped"),
                         )?;
                     }
+                }
+                if !lost.is_empty() {
+                    diags.report(
+                        Position::Byte(file_len),
+                        Severity::Error,
+                        "truncated",
+                        format!(
+                            "file ends at byte {file_len} inside the header feature sections; lost features {}",
+                            lost.iter()
+                                .map(|&id| format!("{:?}", linux_perf_data::Feature(id)))
+                                .collect::<Vec<_>>()
+                                .join(" ")
+                        ),
+                    )?;
                 }
             }
         }
@@ -434,7 +444,15 @@ impl PerfReader {
                     be: self.be,
                 }
                 .u64()?;
-                self.id_to_event.get(&id).copied()
+                match self.id_to_event.get(&id) {
+                    Some(&e) => Some(e),
+                    // Records perf synthesizes before the events are open
+                    // carry id 0; perf (evlist__id2evsel) gives them to the
+                    // first event. All events share the trailer layout of
+                    // non-sample records, so the first event parses them.
+                    None if id == 0 || record_type != rtype::SAMPLE => Some(0),
+                    None => None,
+                }
             }
         }
     }
@@ -753,6 +771,18 @@ impl PerfReader {
             rtype::FINISHED_ROUND => {
                 self.flush_until(self.limit);
                 self.limit = self.max_seen;
+                self.pool.push(body);
+            }
+            t if t > rtype::LAST_KNOWN_KERNEL && t <= rtype::MAX_KERNEL => {
+                diags.report(
+                    position,
+                    Severity::Warning,
+                    "unknown_record",
+                    format!(
+                        "unknown kernel record type {t} ({} bytes); skipped",
+                        body.len() + 8
+                    ),
+                )?;
                 self.pool.push(body);
             }
             t if t <= rtype::MAX_KERNEL => {

@@ -20,6 +20,8 @@ pub mod rtype {
     pub const SAMPLE: u32 = 9;
     pub const MMAP2: u32 = 10;
     pub const LOST_SAMPLES: u32 = 13;
+    /// PERF_RECORD_CALLCHAIN_DEFERRED (Linux 6.17), the newest type known.
+    pub const LAST_KNOWN_KERNEL: u32 = 22;
     pub const MAX_KERNEL: u32 = 63;
 
     pub const HEADER_ATTR: u32 = 64;

@@ -1,0 +1,119 @@
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+pub fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+pub fn fixture(name: &str) -> PathBuf {
+    root().join("fixtures/perf").join(name)
+}
+
+pub fn fixture_bin() -> PathBuf {
+    root().join("fixtures/perf/bin")
+}
+
+pub fn trawl(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_trawl"))
+        .args(args)
+        .output()
+        .expect("run trawl")
+}
+
+/// Runs trawl and returns stdout; panics with stderr when it fails.
+pub fn trawl_ok(args: &[&str]) -> String {
+    let o = trawl(args);
+    assert!(
+        o.status.success(),
+        "trawl {args:?} failed:\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8(o.stdout).unwrap()
+}
+
+/// Ingests a fixture into a fresh temporary capture.
+pub fn ingest(fixture_name: &str) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let cap = dir.path().join("cap");
+    let f = fixture(fixture_name);
+    let bin = fixture_bin();
+    trawl_ok(&[
+        "ingest",
+        f.to_str().unwrap(),
+        "-o",
+        cap.to_str().unwrap(),
+        "--debug-dir",
+        bin.to_str().unwrap(),
+    ]);
+    (dir, cap)
+}
+
+/// A HOME for perf whose build-id cache holds the fixture binaries, so
+/// perf report finds them wherever the checkout is.
+pub fn perf_home() -> &'static Path {
+    static HOME: OnceLock<tempfile::TempDir> = OnceLock::new();
+    HOME.get_or_init(|| {
+        let home = tempfile::tempdir().unwrap();
+        for e in std::fs::read_dir(fixture_bin()).unwrap() {
+            let p = e.unwrap().path();
+            let o = Command::new("perf")
+                .env("HOME", home.path())
+                .args(["buildid-cache", "-a"])
+                .arg(&p)
+                .output()
+                .expect("perf must be installed (apt-get install linux-perf)");
+            assert!(o.status.success(), "perf buildid-cache failed: {o:?}");
+        }
+        home
+    })
+    .path()
+}
+
+pub fn perf(args: &[&str]) -> String {
+    let o = Command::new("perf")
+        .env("HOME", perf_home())
+        .args(args)
+        .output()
+        .expect("perf must be installed (apt-get install linux-perf)");
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// Number of samples `perf script` prints.
+pub fn perf_script_samples(file: &Path) -> usize {
+    perf(&["script", "-i", file.to_str().unwrap(), "-F", "time"])
+        .lines()
+        .filter(|l| l.trim_end().ends_with(':'))
+        .count()
+}
+
+/// Parses CSV output of trawl into rows of fields (no quoting beyond what
+/// arrow writes for our names).
+pub fn csv_rows(s: &str) -> Vec<Vec<String>> {
+    let mut rows = Vec::new();
+    for line in s.lines().skip(1) {
+        let mut fields = Vec::new();
+        let mut cur = String::new();
+        let mut q = false;
+        let mut chars = line.chars().peekable();
+        while let Some(c) = chars.next() {
+            match c {
+                '"' if q && chars.peek() == Some(&'"') => {
+                    cur.push('"');
+                    chars.next();
+                }
+                '"' => q = !q,
+                ',' if !q => fields.push(std::mem::take(&mut cur)),
+                _ => cur.push(c),
+            }
+        }
+        fields.push(cur);
+        rows.push(fields);
+    }
+    rows
+}
+
+pub fn sql_scalar(cap: &Path, q: &str) -> String {
+    let out = trawl_ok(&["sql", cap.to_str().unwrap(), q, "--format", "csv"]);
+    out.lines().nth(1).unwrap_or("").to_string()
+}

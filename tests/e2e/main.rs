@@ -1,0 +1,10 @@
+//! End-to-end tests: real captures through the `trawl` binary, checked
+//! against independent tools (perf report, perf script) on the same files.
+//!
+//! perf must be installed (`.ci/run` installs linux-perf); these tests fail
+//! rather than skip without it.
+
+mod bad_input;
+mod common;
+mod perf_fixtures;
+mod sql;

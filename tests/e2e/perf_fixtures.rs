@@ -1,0 +1,412 @@
+//! The bundled perf.data fixtures: sample counts against `perf script`,
+//! hotspots against `perf report --no-children` / `--children`.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use crate::common::*;
+
+/// One row of `perf report --sort dso,sym -n --stdio -g none`.
+#[derive(Debug)]
+struct PerfRow {
+    children: Option<f64>,
+    self_pct: f64,
+    samples: u64,
+    dso: String,
+    kernel: bool,
+    sym: String,
+}
+
+fn perf_report(file: &Path, children: bool) -> Vec<PerfRow> {
+    let mode = if children {
+        "--children"
+    } else {
+        "--no-children"
+    };
+    let out = perf(&[
+        "report",
+        "-i",
+        file.to_str().unwrap(),
+        mode,
+        "--sort",
+        "dso,sym",
+        "-n",
+        "--stdio",
+        "-g",
+        "none",
+        "--percent-limit",
+        "0",
+    ]);
+    let mut rows = Vec::new();
+    for line in out.lines() {
+        let t = line.trim();
+        if t.is_empty() || t.starts_with('#') {
+            continue;
+        }
+        let toks: Vec<&str> = t.split_whitespace().collect();
+        let pct = |s: &str| s.trim_end_matches('%').parse::<f64>().unwrap();
+        let (children, self_pct, rest) = if children {
+            (Some(pct(toks[0])), pct(toks[1]), &toks[2..])
+        } else {
+            (None, pct(toks[0]), &toks[1..])
+        };
+        let samples: u64 = rest[0].parse().unwrap();
+        let dso = rest[1].to_string();
+        let kernel = rest[2] == "[k]";
+        let sym = rest[3..].join(" ");
+        rows.push(PerfRow {
+            children,
+            self_pct,
+            samples,
+            dso,
+            kernel,
+            sym,
+        });
+    }
+    assert!(
+        !rows.is_empty(),
+        "perf report printed nothing for {}",
+        file.display()
+    );
+    rows
+}
+
+/// Inclusive % per (dso, symbol) from `perf script -F period,ip,sym,dso`.
+fn perf_script_children(file: &Path) -> Vec<PerfRow> {
+    use std::collections::HashSet;
+    let out = perf(&[
+        "script",
+        "-i",
+        file.to_str().unwrap(),
+        "-F",
+        "period,ip,sym,dso",
+    ]);
+    let mut total = 0u64;
+    let mut acc: HashMap<(String, String), u64> = HashMap::new();
+    let mut period = 0u64;
+    let mut seen: HashSet<(String, String)> = HashSet::new();
+    for line in out.lines() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        if !line.starts_with('\t') {
+            period = line.trim().parse().unwrap();
+            total += period;
+            seen.clear();
+            continue;
+        }
+        // "\t    addr sym (dso)"
+        let t = line.trim();
+        let (_addr, rest) = t.split_once(' ').unwrap();
+        let (sym, dso) = rest.rsplit_once(" (").unwrap();
+        let dso = dso.trim_end_matches(')');
+        let dso = Path::new(dso)
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| dso.to_string());
+        let key = (dso, sym.to_string());
+        if seen.insert(key.clone()) {
+            *acc.entry(key).or_default() += period;
+        }
+    }
+    acc.into_iter()
+        .map(|((dso, sym), p)| PerfRow {
+            children: Some((10000.0 * p as f64 / total as f64).round() / 100.0),
+            self_pct: 0.0,
+            samples: 0,
+            kernel: dso == "[kernel.kallsyms]",
+            dso,
+            sym,
+        })
+        .collect()
+}
+
+struct TrawlRow {
+    self_samples: u64,
+    self_pct: f64,
+    total_pct: f64,
+}
+
+fn trawl_hotspots(cap: &Path) -> HashMap<(String, String), TrawlRow> {
+    let out = trawl_ok(&[
+        "report",
+        "hotspots",
+        cap.to_str().unwrap(),
+        "--format",
+        "csv",
+    ]);
+    let mut m = HashMap::new();
+    for r in csv_rows(&out) {
+        let module = Path::new(&r[1])
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| r[1].clone());
+        m.insert(
+            (module, r[0].clone()),
+            TrawlRow {
+                self_samples: r[2].parse().unwrap(),
+                self_pct: r[3].parse().unwrap(),
+                total_pct: r[5].parse().unwrap(),
+            },
+        );
+    }
+    m
+}
+
+/// A perf row that names a user-space function (not an address).
+fn is_user_symbol(r: &PerfRow) -> bool {
+    !r.kernel && r.dso != "[unknown]" && !r.sym.starts_with("0x") && !r.sym.starts_with("0000")
+}
+
+/// Expected values: `perf report --no-children --sort dso,sym -n` (self %
+/// and samples) and `perf report --children` (total %) on the same file.
+fn check_against_perf_report(name: &str) {
+    let file = fixture(name);
+    let report_file = file.clone();
+    let (_t, cap) = ingest(name);
+    let mine = trawl_hotspots(&cap);
+    let mut checked = 0;
+    for r in perf_report(&report_file, false)
+        .iter()
+        .filter(|r| is_user_symbol(r))
+    {
+        let m = mine
+            .get(&(r.dso.clone(), r.sym.clone()))
+            .unwrap_or_else(|| {
+                panic!(
+                    "{name}: perf has {} {} ({}%), trawl does not",
+                    r.dso, r.sym, r.self_pct
+                )
+            });
+        assert_eq!(
+            m.self_samples, r.samples,
+            "{name}: self samples of {}",
+            r.sym
+        );
+        assert!(
+            (m.self_pct - r.self_pct).abs() <= 0.0051,
+            "{name}: self % of {}: trawl {} perf {}",
+            r.sym,
+            m.self_pct,
+            r.self_pct
+        );
+        checked += 1;
+    }
+    // perf report ignores --children on pipe-mode input (and perf inject's
+    // file-mode copy of it is one perf cannot read back): there the
+    // inclusive figures are summed here from perf script's symbolized
+    // callchains instead, each symbol once per sample.
+    let children = if name.contains("pipe") {
+        perf_script_children(&file)
+    } else {
+        perf_report(&report_file, true)
+    };
+    for r in children.iter().filter(|r| is_user_symbol(r)) {
+        let m = mine
+            .get(&(r.dso.clone(), r.sym.clone()))
+            .unwrap_or_else(|| {
+                panic!(
+                    "{name}: perf --children has {} {}, trawl does not",
+                    r.dso, r.sym
+                )
+            });
+        let c = r.children.unwrap();
+        assert!(
+            (m.total_pct - c).abs() <= 0.0051,
+            "{name}: total % of {}: trawl {} perf {}",
+            r.sym,
+            m.total_pct,
+            c
+        );
+        checked += 1;
+    }
+    // And the other way round: every function trawl names with self time
+    // is one perf names too.
+    let perf_self: HashMap<(String, String), u64> = perf_report(&report_file, false)
+        .into_iter()
+        .map(|r| ((r.dso, r.sym), r.samples))
+        .collect();
+    for ((dso, sym), m) in &mine {
+        if m.self_samples > 0 && !sym.starts_with("0x") && dso != "[kernel.kallsyms]" {
+            assert_eq!(
+                perf_self.get(&(dso.clone(), sym.clone())),
+                Some(&m.self_samples),
+                "{name}: trawl has {dso} {sym} with {} self samples",
+                m.self_samples
+            );
+        }
+    }
+    assert!(checked > 5, "{name}: only {checked} rows compared");
+    // Sample count: perf script's.
+    let n: usize = sql_scalar(&cap, "SELECT count(*) FROM perf_sample")
+        .parse()
+        .unwrap();
+    assert_eq!(n, perf_script_samples(&file), "{name}: sample count");
+}
+
+#[test]
+fn hotspots_match_perf_report_frame_pointers() {
+    check_against_perf_report("hot-fp.data");
+}
+
+#[test]
+fn hotspots_match_perf_report_threads() {
+    check_against_perf_report("threads.data");
+}
+
+#[test]
+fn hotspots_match_perf_report_processes() {
+    check_against_perf_report("procs.data");
+}
+
+#[test]
+fn hotspots_match_perf_report_pipe_mode() {
+    check_against_perf_report("hot-pipe.data");
+}
+
+#[test]
+fn hotspots_match_perf_report_zstd() {
+    check_against_perf_report("hot-z.data");
+}
+
+#[test]
+fn dwarf_recording_keeps_registers_and_stack() {
+    // Expected: perf script's sample count; every sample of a
+    // --call-graph dwarf,4096 recording carries regs and up to 4096 bytes.
+    let (_t, cap) = ingest("hot-dwarf.data");
+    let n: usize = sql_scalar(&cap, "SELECT count(*) FROM perf_user_stack")
+        .parse()
+        .unwrap();
+    assert_eq!(n, perf_script_samples(&fixture("hot-dwarf.data")));
+    let out = trawl_ok(&[
+        "sql",
+        cap.to_str().unwrap(),
+        "SELECT stack_size, length(encode(stack, 'hex')) / 2, cardinality(regs), regs_mask FROM perf_user_stack",
+        "--format",
+        "csv",
+    ]);
+    for r in csv_rows(&out) {
+        assert_eq!(r[0], "4096");
+        let used: u64 = r[1].parse().unwrap();
+        assert!(used > 0 && used <= 4096, "{r:?}");
+        let mask: u64 = r[3].parse().unwrap();
+        assert_eq!(r[2].parse::<u32>().unwrap(), mask.count_ones(), "{r:?}");
+    }
+}
+
+#[test]
+fn group_read_values_match_perf_script() {
+    // perf script prints, for each group member, the difference of its
+    // counter since the previous sample of the same thread as `period`.
+    let file = fixture("group.data");
+    let (_t, cap) = ingest("group.data");
+    let out = perf(&[
+        "script",
+        "-i",
+        file.to_str().unwrap(),
+        "-F",
+        "tid,event,period",
+    ]);
+    let mut perf_deltas: HashMap<(String, String), Vec<u64>> = HashMap::new();
+    for l in out.lines() {
+        let t: Vec<&str> = l.split_whitespace().collect();
+        if t.len() < 3 {
+            continue;
+        }
+        perf_deltas
+            .entry((t[0].to_string(), t[2].trim_end_matches(':').to_string()))
+            .or_default()
+            .push(t[1].parse().unwrap());
+    }
+    let mine = trawl_ok(&[
+        "sql",
+        cap.to_str().unwrap(),
+        "SELECT s.tid, r.event, r.value - COALESCE(lag(r.value) OVER (PARTITION BY s.tid, r.event ORDER BY s.sample_id), 0) AS delta \
+         FROM perf_sample_read r JOIN perf_sample s USING (capture, sample_id) ORDER BY s.tid, r.event, s.sample_id",
+        "--format",
+        "csv",
+    ]);
+    let mut my_deltas: HashMap<(String, String), Vec<u64>> = HashMap::new();
+    for r in csv_rows(&mine) {
+        my_deltas
+            .entry((r[0].clone(), r[1].clone()))
+            .or_default()
+            .push(r[2].parse().unwrap());
+    }
+    assert_eq!(my_deltas.len(), 2, "two counters: {:?}", my_deltas.keys());
+    assert_eq!(my_deltas, perf_deltas);
+}
+
+#[test]
+fn killed_recording_is_read_to_the_end() {
+    // perf cannot read a file whose header was never finished (data size
+    // 0). Expected count: perf script on a copy whose header data size is
+    // patched to the real length.
+    let (_t, cap) = ingest("killed.data");
+    let n: usize = sql_scalar(&cap, "SELECT count(*) FROM perf_sample")
+        .parse()
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let fixed = dir.path().join("fixed.data");
+    let mut b = std::fs::read(fixture("killed.data")).unwrap();
+    let off = u64::from_le_bytes(b[40..48].try_into().unwrap());
+    let len = b.len() as u64 - off;
+    b[48..56].copy_from_slice(&len.to_le_bytes());
+    b[72..104].fill(0);
+    std::fs::write(&fixed, &b).unwrap();
+    assert_eq!(n, perf_script_samples(&fixed));
+    assert!(n > 1000);
+    let kind = sql_scalar(&cap, "SELECT kind FROM diagnostic");
+    assert_eq!(kind, "data_size_zero");
+}
+
+#[test]
+fn samples_carry_fields_as_perf_script_prints_them() {
+    // Expected: perf script -G -F comm,pid,tid,time,period,event,ip, every
+    // sample of the multi-process fixture (fork + exec: comm and address
+    // spaces change mid-recording).
+    let file = fixture("procs.data");
+    let (_t, cap) = ingest("procs.data");
+    let out = perf(&[
+        "script",
+        "-G",
+        "-i",
+        file.to_str().unwrap(),
+        "-F",
+        "comm,pid,tid,time,period,event,ip",
+    ]);
+    let perf_rows: Vec<String> = out
+        .lines()
+        .filter(|l| l.contains(':'))
+        .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+        .collect();
+    let mine = trawl_ok(&[
+        "sql",
+        cap.to_str().unwrap(),
+        "SELECT comm, pid, tid, time_ns, period, event, ip FROM perf_sample ORDER BY sample_id",
+        "--format",
+        "csv",
+    ]);
+    let my_rows: Vec<String> = csv_rows(&mine)
+        .into_iter()
+        .map(|r| {
+            let t: i64 = r[3].parse().unwrap();
+            let ip: u64 = r[6].parse().unwrap();
+            format!(
+                "{} {}/{} {}.{:06}: {} {}: {:x}",
+                r[0],
+                r[1],
+                r[2],
+                t / 1_000_000_000,
+                (t % 1_000_000_000) / 1000,
+                r[4],
+                r[5],
+                ip
+            )
+        })
+        .collect();
+    assert_eq!(my_rows.len(), perf_rows.len());
+    for (i, (m, p)) in my_rows.iter().zip(&perf_rows).enumerate() {
+        assert_eq!(m, p, "sample {i}");
+    }
+}

@@ -1,0 +1,187 @@
+//! `trawl sql` and `trawl tables` over one and several captures.
+
+use crate::common::*;
+
+#[test]
+fn several_captures_get_a_capture_column() {
+    // Expected counts: perf script on each fixture.
+    let (_a, cap1) = ingest("hot-fp.data");
+    let (_b, cap2) = ingest("threads.data");
+    let out = trawl_ok(&[
+        "sql",
+        cap1.to_str().unwrap(),
+        cap2.to_str().unwrap(),
+        "SELECT count(DISTINCT capture) AS captures, count(*) AS samples FROM perf_sample",
+        "--format",
+        "csv",
+    ]);
+    let want = perf_script_samples(&fixture("hot-fp.data"))
+        + perf_script_samples(&fixture("threads.data"));
+    assert_eq!(out.lines().nth(1).unwrap(), format!("2,{want}"));
+}
+
+#[test]
+fn a_directory_of_captures_is_an_archive() {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, f) in [("run1", "hot-fp.data"), ("run2", "hot-z.data")] {
+        let cap = dir.path().join(name);
+        trawl_ok(&[
+            "ingest",
+            fixture(f).to_str().unwrap(),
+            "-o",
+            cap.to_str().unwrap(),
+            "--no-symbolize",
+        ]);
+    }
+    let out = trawl_ok(&[
+        "sql",
+        dir.path().to_str().unwrap(),
+        "SELECT capture, count(*) FROM perf_sample GROUP BY capture ORDER BY capture",
+        "--format",
+        "csv",
+    ]);
+    let rows = csv_rows(&out);
+    assert_eq!(rows.len(), 2);
+    assert_eq!(rows[0][0], "run1");
+    assert_eq!(
+        rows[0][1],
+        perf_script_samples(&fixture("hot-fp.data")).to_string()
+    );
+    assert_eq!(
+        rows[1][1],
+        perf_script_samples(&fixture("hot-z.data")).to_string()
+    );
+}
+
+#[test]
+fn output_formats_and_query_files() {
+    let (t, cap) = ingest("hot-fp.data");
+    let q = t.path().join("q.sql");
+    std::fs::write(
+        &q,
+        "-- comment; with a semicolon\nSELECT 1 AS one;\nSELECT count(*) AS n FROM perf_sample;\n",
+    )
+    .unwrap();
+    let json = trawl_ok(&[
+        "sql",
+        cap.to_str().unwrap(),
+        "--file",
+        q.to_str().unwrap(),
+        "--format",
+        "json",
+    ]);
+    let n = perf_script_samples(&fixture("hot-fp.data"));
+    assert_eq!(json.trim(), format!("[{{\"n\":{n}}}]"));
+    let pq = t.path().join("out.parquet");
+    trawl_ok(&[
+        "sql",
+        cap.to_str().unwrap(),
+        "SELECT * FROM perf_module",
+        "--format",
+        "parquet",
+        "-o",
+        pq.to_str().unwrap(),
+    ]);
+    assert!(std::fs::metadata(&pq).unwrap().len() > 100);
+    let table = trawl_ok(&["sql", cap.to_str().unwrap(), "SELECT 'x' AS a"]);
+    assert!(
+        table.contains("| a |") && table.contains("| x |"),
+        "{table}"
+    );
+}
+
+#[test]
+fn tables_lists_columns_with_their_documentation() {
+    let (_t, cap) = ingest("hot-fp.data");
+    let out = trawl_ok(&["tables", cap.to_str().unwrap()]);
+    assert!(out.contains("perf_sample") && out.contains("time_ns"));
+    assert!(out.contains("Timestamp in ns on the capture's clock"));
+}
+
+#[test]
+fn hotspot_filters_select_samples() {
+    // Expected: perf report --pid / --tid / --comm / --time sample counts,
+    // taken as `perf script` lines with the same filter.
+    let (_t, cap) = ingest("procs.data");
+    let file = fixture("procs.data");
+    let hot_samples = perf(&[
+        "script",
+        "-i",
+        file.to_str().unwrap(),
+        "-F",
+        "comm",
+        "--comms",
+        "hot",
+    ])
+    .lines()
+    .filter(|l| l.trim() == "hot")
+    .count();
+    let out = trawl_ok(&[
+        "report",
+        "hotspots",
+        cap.to_str().unwrap(),
+        "--comm",
+        "hot",
+        "--by",
+        "module",
+        "--format",
+        "csv",
+    ]);
+    let total: u64 = csv_rows(&out)
+        .iter()
+        .map(|r| r[1].parse::<u64>().unwrap())
+        .sum();
+    assert_eq!(total as usize, hot_samples);
+
+    let pid: String = sql_scalar(
+        &cap,
+        "SELECT pid FROM perf_sample WHERE comm = 'hot' LIMIT 1",
+    );
+    let out = trawl_ok(&[
+        "report",
+        "hotspots",
+        cap.to_str().unwrap(),
+        "--pid",
+        &pid,
+        "--by",
+        "module",
+        "--format",
+        "csv",
+    ]);
+    let total: u64 = csv_rows(&out)
+        .iter()
+        .map(|r| r[1].parse::<u64>().unwrap())
+        .sum();
+    assert_eq!(total as usize, hot_samples);
+
+    // A time window: the first half of the recording.
+    let mid: i64 = sql_scalar(
+        &cap,
+        "SELECT CAST((min(time_ns) + max(time_ns)) / 2 AS BIGINT) FROM perf_sample",
+    )
+    .parse()
+    .unwrap();
+    let want: u64 = sql_scalar(
+        &cap,
+        &format!("SELECT count(*) FROM perf_sample WHERE time_ns < {mid}"),
+    )
+    .parse()
+    .unwrap();
+    let range = format!("..{}.{:09}", mid / 1_000_000_000, mid % 1_000_000_000);
+    let out = trawl_ok(&[
+        "report",
+        "hotspots",
+        cap.to_str().unwrap(),
+        "--time",
+        &range,
+        "--by",
+        "module",
+        "--format",
+        "csv",
+    ]);
+    let total: u64 = csv_rows(&out)
+        .iter()
+        .map(|r| r[1].parse::<u64>().unwrap())
+        .sum();
+    assert_eq!(total, want);
+}
