@@ -214,8 +214,8 @@ pub static PERF_SAMPLE: TableDef = TableDef {
         col!("sample_id", Int64, "Id of the sample (its position in time order across the capture); child tables refer to it."),
         col!("source_id", Int32, "Input the sample came from."),
         col!("time_ns", Int64, null, "Timestamp in ns on the capture's clock (perf's `time`; CLOCK_MONOTONIC unless `capture_meta.clockid` says otherwise)."),
-        col!("pid", Int32, null, "Process id."),
-        col!("tid", Int32, null, "Thread id."),
+        col!("pid", Int32, null, "Process id (thread group id)."),
+        col!("tid", Int32, null, "Thread id (the kernel's task id; equals pid for the main thread)."),
         col!("cpu", UInt32, null, "CPU the sample was taken on."),
         col!("comm", DictUtf8, null, "Command name of the thread at the time of the sample (as `perf script` prints it)."),
         col!("event_id", Int32, "Event that produced the sample (`perf_event.event_id`)."),
@@ -306,7 +306,7 @@ pub static PERF_FRAME: TableDef = TableDef {
     name: "perf_frame",
     doc: "Deduplicated frames: a code address inside a module. Non-leaf frames are return addresses.",
     columns: &[
-        col!("frame_id", Int64, "Id of the frame."),
+        col!("frame_id", Int64, "Id of the frame; `perf_stack.frame_id` refers to it."),
         col!("module_id", Int64, null, "Module the address falls in (`perf_module.module_id`); null when no mapping covered it."),
         col!("rel_pc", UInt64, "Address relative to the module: the file offset (ip - map start + page offset) for file mappings, the absolute address for kernel, anonymous and unmapped code."),
         col!("context", DictUtf8, "`kernel`, `user`, `hypervisor`, `guest_kernel` or `guest_user`: the callchain context the frame was in."),
@@ -335,7 +335,7 @@ pub static PERF_MAPPING: TableDef = TableDef {
         col!("source_id", Int32, "Input the record came from."),
         col!("time_ns", Int64, null, "Time of the mmap (null for mappings synthesized before recording without a timestamp)."),
         col!("pid", Int32, "Process (-1 for kernel mappings)."),
-        col!("tid", Int32, "Thread."),
+        col!("tid", Int32, "Thread that made the mapping."),
         col!("start", UInt64, "Start address."),
         col!("length", UInt64, "Length in bytes."),
         col!("pgoff", UInt64, "File offset of the start address."),
@@ -359,8 +359,8 @@ pub static PERF_TASK_EVENT: TableDef = TableDef {
         col!("source_id", Int32, "Input the record came from."),
         col!("time_ns", Int64, null, "Time of the event (null when the record has no timestamp)."),
         col!("kind", DictUtf8, "`comm`, `exec` (COMM with the exec flag), `fork` or `exit`."),
-        col!("pid", Int32, "Process id."),
-        col!("tid", Int32, "Thread id."),
+        col!("pid", Int32, "Process id (thread group id)."),
+        col!("tid", Int32, "Thread id (equals pid for the main thread)."),
         col!("ppid", Int32, null, "Parent process id (fork/exit)."),
         col!("ptid", Int32, null, "Parent thread id (fork/exit)."),
         col!("comm", Utf8, null, "New command name (comm/exec)."),
@@ -371,8 +371,12 @@ pub static PERF_THREAD: TableDef = TableDef {
     name: "perf_thread",
     doc: "One row per thread seen in a perf.data input, summarising its task events.",
     columns: &[
-        col!("source_id", Int32, "Input."),
-        col!("pid", Int32, "Process id."),
+        col!(
+            "source_id",
+            Int32,
+            "Input the row came from (`source.source_id`)."
+        ),
+        col!("pid", Int32, "Process id (thread group id)."),
         col!(
             "tid",
             Int32,
@@ -401,7 +405,7 @@ pub static PERF_LOST: TableDef = TableDef {
     name: "perf_lost",
     doc: "Records the kernel could not write (PERF_RECORD_LOST: ring buffer full) and samples it dropped (PERF_RECORD_LOST_SAMPLES).",
     columns: &[
-        col!("source_id", Int32, "Input."),
+        col!("source_id", Int32, "Input the row came from (`source.source_id`)."),
         col!("time_ns", Int64, null, "Time of the record."),
         col!("kind", Utf8, "`lost` (PERF_RECORD_LOST) or `lost_samples` (PERF_RECORD_LOST_SAMPLES)."),
         col!("event_id", Int32, null, "Event the loss belongs to."),
@@ -416,9 +420,9 @@ pub static PERF_BUILD_ID: TableDef = TableDef {
     name: "perf_build_id",
     doc: "The build-id table perf writes at the end of a recording (HEADER_BUILD_ID feature or PERF_RECORD_HEADER_BUILD_ID records).",
     columns: &[
-        col!("source_id", Int32, "Input."),
+        col!("source_id", Int32, "Input the row came from (`source.source_id`)."),
         col!("pid", Int32, "Process (-1 for the host kernel and user-space files)."),
-        col!("path", Utf8, "File path."),
+        col!("path", Utf8, "File path as perf recorded it."),
         col!("build_id", Utf8, "Build-id in hex."),
         col!("cpu_mode", DictUtf8, "`kernel`, `user`, `guest_kernel` or `guest_user`."),
     ],
@@ -516,4 +520,36 @@ pub fn render_markdown() -> String {
         }
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn docs_tables_md_is_current() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/tables.md");
+        let want = render_markdown();
+        if std::env::var_os("UPDATE_DOCS").is_some() {
+            std::fs::write(&path, &want).unwrap();
+        }
+        let have = std::fs::read_to_string(&path).unwrap_or_default();
+        assert!(
+            have == want,
+            "docs/tables.md is stale: run `UPDATE_DOCS=1 cargo test -p trawl-ingest docs_tables_md_is_current` \
+             (or `cargo run -- tables --markdown > docs/tables.md`)"
+        );
+    }
+
+    #[test]
+    fn every_column_is_documented_and_unique() {
+        for t in TABLES {
+            assert!(!t.doc.is_empty(), "{}", t.name);
+            let mut names = std::collections::HashSet::new();
+            for c in t.columns {
+                assert!(c.doc.len() > 10, "{}.{} needs a sentence", t.name, c.name);
+                assert!(names.insert(c.name), "{}.{} twice", t.name, c.name);
+            }
+        }
+    }
 }

@@ -8,3 +8,4 @@ mod bad_input;
 mod common;
 mod perf_fixtures;
 mod sql;
+mod writer;
