@@ -1,0 +1,86 @@
+#!/usr/bin/env python3
+"""Notebook check: the Parquet tables of a capture open in pyarrow, Polars
+and DuckDB with their documented schemas, and a hotspot query written
+directly in DuckDB over the Parquet files agrees with `trawl report
+hotspots` on the same capture.
+
+Usage: tests/notebook_check.py [TRAWL_BINARY]
+"""
+import csv
+import io
+import os
+import subprocess
+import sys
+import tempfile
+
+import duckdb
+import polars as pl
+import pyarrow.parquet as pq
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TRAWL = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "target", "debug", "trawl")
+
+
+def run(*args):
+    return subprocess.run([TRAWL, *args], check=True, capture_output=True, text=True).stdout
+
+
+def main():
+    tmp = tempfile.mkdtemp()
+    cap = os.path.join(tmp, "cap")
+    run("ingest", os.path.join(ROOT, "fixtures/perf/procs.data"), "-o", cap,
+        "--debug-dir", os.path.join(ROOT, "fixtures/perf/bin"))
+
+    tables = sorted(f[:-8] for f in os.listdir(cap) if f.endswith(".parquet"))
+    assert "perf_sample" in tables and "symbol" in tables, tables
+    for t in tables:
+        path = os.path.join(cap, t + ".parquet")
+        a = pq.read_table(path)
+        for field in a.schema:
+            doc = (field.metadata or {}).get(b"doc")
+            assert doc, f"{t}.{field.name} has no doc metadata"
+        p = pl.read_parquet(path)
+        d = duckdb.sql(f"SELECT count(*) FROM '{path}'").fetchall()[0][0]
+        assert a.num_rows == p.height == d, (t, a.num_rows, p.height, d)
+        assert a.column_names == p.columns, t
+    print(f"pyarrow, polars, duckdb: {len(tables)} tables open with equal row counts and column docs")
+
+    want = {}
+    for r in csv.DictReader(io.StringIO(run("report", "hotspots", cap, "--format", "csv"))):
+        want[(r["function"], r["module"])] = r
+
+    f = lambda t: os.path.join(cap, t + ".parquet")
+    rows = duckdb.sql(f"""
+        WITH s AS (
+          SELECT stack_id, count(*) AS n, sum(period) AS p
+          FROM '{f("perf_sample")}' WHERE event = 'cpu-clock' GROUP BY stack_id),
+        tot AS (SELECT sum(p) AS p FROM s),
+        fn AS (
+          SELECT fr.frame_id, coalesce(m.path, '[unknown]') AS module,
+                 coalesce(sy.function, printf('0x%016x', fr.rel_pc)) AS function
+          FROM '{f("perf_frame")}' fr
+          LEFT JOIN '{f("perf_module")}' m ON m.module_id = fr.module_id
+          LEFT JOIN '{f("symbol")}' sy ON sy.module_id = fr.module_id AND sy.rel_pc = fr.rel_pc),
+        k AS (
+          SELECT st.stack_id, st.depth, fn.function, fn.module
+          FROM '{f("perf_stack")}' st JOIN fn ON fn.frame_id = st.frame_id),
+        self AS (
+          SELECT function, module, sum(n) AS n, sum(s.p) AS p FROM k JOIN s USING (stack_id)
+          WHERE depth = 0 GROUP BY ALL),
+        total AS (
+          SELECT function, module, sum(n) AS n, sum(s.p) AS p
+          FROM (SELECT DISTINCT stack_id, function, module FROM k) JOIN s USING (stack_id) GROUP BY ALL)
+        SELECT t.function, t.module, coalesce(self.n, 0), 100.0 * coalesce(self.p, 0) / tot.p,
+               t.n, 100.0 * t.p / tot.p
+        FROM total t LEFT JOIN self USING (function, module), tot
+    """).fetchall()
+    assert len(rows) == len(want), (len(rows), len(want))
+    for fnname, module, sn, sp, tn, tp in rows:
+        w = want[(fnname, module)]
+        assert int(w["self_samples"]) == sn and int(w["total_samples"]) == tn, (fnname, w, sn, tn)
+        assert abs(float(w["self_pct"]) - sp) < 1e-3 and abs(float(w["total_pct"]) - tp) < 1e-3, (fnname, w, sp, tp)
+    print(f"duckdb hotspot query agrees with trawl report hotspots on {len(rows)} functions")
+
+
+if __name__ == "__main__":
+    main()
