@@ -309,7 +309,6 @@ async fn tables(captures: Vec<PathBuf>) -> Result<()> {
         let t = trawl_query::string_values(b.column(0));
         let c = trawl_query::string_values(b.column(1));
         let mut doc = StringBuilder::new();
-        let mut rows = StringBuilder::new();
         for i in 0..b.num_rows() {
             let (tv, cv) = (t[i].as_deref().unwrap_or(""), c[i].as_deref().unwrap_or(""));
             let def = trawl_ingest::schema::table(tv);
@@ -320,8 +319,6 @@ async fn tables(captures: Vec<PathBuf>) -> Result<()> {
                     .map(|col| col.doc)
             };
             doc.append_option(d);
-            let n = def.map(|_| "").unwrap_or("");
-            rows.append_value(n);
         }
         let mut cols = b.columns().to_vec();
         cols.push(std::sync::Arc::new(doc.finish()));
@@ -336,7 +333,6 @@ async fn tables(captures: Vec<PathBuf>) -> Result<()> {
             std::sync::Arc::new(Schema::new(fields)),
             cols,
         )?);
-        let _ = rows;
     }
     output::write(&out, &OutputOpts::default())
 }

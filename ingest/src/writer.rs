@@ -99,7 +99,6 @@ impl TableWriter {
 pub struct CaptureWriter {
     dest: PathBuf,
     tmp: PathBuf,
-    open: Vec<TableWriter>,
     committed: bool,
 }
 
@@ -147,13 +146,12 @@ impl CaptureWriter {
         Ok(CaptureWriter {
             dest: dest.to_path_buf(),
             tmp,
-            open: Vec::new(),
             committed: false,
         })
     }
 
-    /// Opens a table for streaming writes. Close it with [`Self::close_table`]
-    /// or let [`Self::commit`] close it.
+    /// Opens a table for streaming writes; close it with
+    /// [`Self::close_table`] before [`Self::commit`].
     pub fn open_table(&mut self, def: &'static TableDef) -> Result<TableWriter> {
         TableWriter::create(def, &table_file(&self.tmp, def.name))
     }
@@ -176,9 +174,6 @@ impl CaptureWriter {
 
     /// Makes the capture visible, replacing an older capture at `dest`.
     pub fn commit(mut self) -> Result<PathBuf> {
-        for w in std::mem::take(&mut self.open) {
-            w.close()?;
-        }
         if self.dest.exists() {
             let old = self.tmp.with_extension("old");
             fs::rename(&self.dest, &old).map_err(|e| Error::io(&self.dest, e))?;

@@ -410,3 +410,48 @@ fn samples_carry_fields_as_perf_script_prints_them() {
         assert_eq!(m, p, "sample {i}");
     }
 }
+
+#[test]
+fn clock_data_and_header_match_perf_header() {
+    // Expected: perf report --header-only on a `perf record -k mono` file.
+    let file = fixture("clock.data");
+    let (_t, cap) = ingest("clock.data");
+    let hdr = perf(&["report", "-i", file.to_str().unwrap(), "--header-only"]);
+    let line = |k: &str| {
+        hdr.lines()
+            .find(|l| l.starts_with(&format!("# {k}")))
+            .unwrap_or_else(|| panic!("perf header has no {k}"))
+            .to_string()
+    };
+    // "# reference time: 2026-11-22 02:19:13.107247 = 1795313953.107247 (TOD) = 2381.772323404 (monotonic)"
+    let r = line("reference time");
+    let parts: Vec<&str> = r.split(" = ").collect();
+    let tod: f64 = parts[1].trim_end_matches(" (TOD)").parse().unwrap();
+    let mono = parts[2].trim_end_matches(" (monotonic)");
+    let (s, frac) = mono.split_once('.').unwrap();
+    let mono_ns: i64 = s.parse::<i64>().unwrap() * 1_000_000_000 + frac.parse::<i64>().unwrap();
+    let meta = |k: &str| {
+        sql_scalar(
+            &cap,
+            &format!("SELECT value FROM capture_meta WHERE key = '{k}'"),
+        )
+    };
+    assert_eq!(meta("clockid"), "1");
+    assert_eq!(meta("clock_clockid_ns").parse::<i64>().unwrap(), mono_ns);
+    let wall: f64 = meta("clock_wall_ns").parse::<f64>().unwrap() / 1e9;
+    assert!((wall - tod).abs() < 1e-6, "{wall} vs {tod}");
+    assert_eq!(sql_scalar(&cap, "SELECT clockid FROM perf_event"), "1");
+    assert!(line("clockid:").contains("monotonic (1)"));
+    // "# time of first sample : 2381.908959"
+    let first: f64 = line("time of first sample")
+        .rsplit(' ')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let mine: f64 = meta("sample_time_first_ns").parse::<f64>().unwrap() / 1e9;
+    assert!((first - mine).abs() < 1e-6);
+    assert!(line("cmdline").contains(&meta("cmdline")));
+    assert!(line("hostname").ends_with(&meta("hostname")));
+    assert!(line("perf version").ends_with(&meta("perf_version")));
+}

@@ -93,6 +93,7 @@ fn rich_file() -> (Vec<u8>, Vec<SampleOut>, [u64; 2]) {
         w.sample(&s);
         samples.push(s);
     }
+    w.lost(5, 2_010_000);
     w.finished_round();
     (w.to_bytes(), samples, ids)
 }
@@ -322,4 +323,37 @@ fn writer_output_matches_trawl_tables() {
         "SELECT build_id FROM perf_module WHERE path = '/opt/prog'",
     );
     assert_eq!(bid, "ab".repeat(20));
+}
+
+#[test]
+fn lost_records_match_perf() {
+    // Expected: perf script -D prints the LOST record with its count.
+    let (bytes, _, _) = rich_file();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("rich.data");
+    std::fs::write(&file, &bytes).unwrap();
+    let dump = perf(&["script", "-D", "-i", file.to_str().unwrap()]);
+    let lost_line = dump
+        .lines()
+        .find(|l| l.contains("PERF_RECORD_LOST"))
+        .expect("perf sees the LOST record");
+    // "0 2010000 0x678 [0x40]: PERF_RECORD_LOST: id:100: lost:5"
+    let count: u64 = lost_line
+        .rsplit("lost:")
+        .next()
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let time = lost_line.split_whitespace().nth(1).unwrap();
+    let cap = dir.path().join("cap");
+    trawl_ok(&[
+        "ingest",
+        file.to_str().unwrap(),
+        "-o",
+        cap.to_str().unwrap(),
+        "--no-symbolize",
+    ]);
+    let row = sql_scalar(&cap, "SELECT kind, count, time_ns, event_id FROM perf_lost");
+    assert_eq!(row, format!("lost,{count},{time},0"));
 }

@@ -254,7 +254,7 @@ fn insert_mapping(space: &mut AddressSpace, start: u64, e: MapEntry) {
         }
         if old.end > end {
             let mut right = old.clone();
-            right.pgoff = old.pgoff + (end - s);
+            right.pgoff = old.pgoff.wrapping_add(end - s);
             space.insert(end, right);
         }
     }
@@ -623,7 +623,7 @@ impl PerfConverter {
                 pid.and_then(|p| self.spaces.get(&(self.source_id, p)))
             };
             match space.and_then(|s| lookup_with_start(s, ip)) {
-                Some((start, m)) if m.is_file => (m.module, ip - start + m.pgoff),
+                Some((start, m)) if m.is_file => (m.module, (ip - start).wrapping_add(m.pgoff)),
                 Some((_, m)) => (m.module, ip),
                 None => (-1, ip),
             }

@@ -25,6 +25,9 @@ use crate::{Error, Result};
 /// (perf does the same when its ordered-events queue is full).
 const MAX_QUEUED_BYTES: usize = 256 << 20;
 
+/// Most decompressed bytes one COMPRESSED record may produce.
+const MAX_INFLATE_PER_RECORD: usize = 256 << 20;
+
 struct Queued {
     ts: u64,
     seq: u64,
@@ -244,7 +247,7 @@ impl PerfReader {
         let feature_ids = h.feature_ids();
         if features_ok && !feature_ids.is_empty() {
             let table = Section {
-                offset: h.data.offset + h.data.size,
+                offset: h.data.offset.saturating_add(h.data.size),
                 size: feature_ids.len() as u64 * 16,
             };
             let tb = read_at(&mut f, table).map_err(|e| Error::io(path, e))?;
@@ -730,11 +733,28 @@ impl PerfReader {
         let dec = self.zstd.as_mut().unwrap();
         let mut input = InBuffer::around(data);
         let mut chunk = vec![0u8; 1 << 16];
+        let mut produced = 0usize;
         loop {
             let mut out = OutBuffer::around(&mut chunk[..]);
             match dec.run(&mut input, &mut out) {
                 Ok(_) => {
                     let n = out.pos();
+                    produced += n;
+                    // perf compresses one mmap buffer (at most a few MB) per
+                    // record; far more output is a corrupt or hostile stream.
+                    if produced > MAX_INFLATE_PER_RECORD {
+                        diags.report(
+                            Position::Byte(at),
+                            Severity::Error,
+                            "bad_compressed",
+                            format!(
+                                "compressed record expands beyond {} MB; rest of it skipped",
+                                MAX_INFLATE_PER_RECORD >> 20
+                            ),
+                        )?;
+                        let _ = dec.reinit();
+                        break;
+                    }
                     self.inflated.extend_from_slice(&chunk[..n]);
                     self.inflated_total += n as u64;
                     self.stats.decompressed_bytes += n as u64;
@@ -853,7 +873,7 @@ impl PerfReader {
                     )?;
                     return Ok(());
                 };
-                let asz = (attr.size as usize).clamp(64, body.len());
+                let asz = (attr.size as usize).max(64).min(body.len());
                 let mut c = Cursor::new(&body[asz..], self.be);
                 let ids = (0..(body.len() - asz) / 8)
                     .filter_map(|_| c.u64())
