@@ -137,7 +137,7 @@ pub struct Loaded {
 }
 
 impl Loaded {
-    fn open(path: &Path) -> Option<Loaded> {
+    pub(crate) fn open(path: &Path) -> Option<Loaded> {
         let f = std::fs::File::open(path).ok()?;
         if f.metadata().ok()?.len() < 64 {
             return None;

@@ -107,6 +107,11 @@ impl ModuleResult {
     }
 }
 
+/// The GNU build-id of an ELF file, in hex.
+pub fn build_id_of(path: &std::path::Path) -> Option<String> {
+    find::Loaded::open(path)?.build_id()
+}
+
 /// Resolves every request, modules in parallel.
 pub fn symbolize(cfg: &Config, requests: Vec<ModuleRequest>) -> Vec<ModuleResult> {
     let kallsyms = cfg.kallsyms();

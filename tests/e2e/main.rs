@@ -8,4 +8,5 @@ mod bad_input;
 mod common;
 mod perf_fixtures;
 mod sql;
+mod symbols;
 mod writer;

@@ -259,6 +259,22 @@ impl PerfDataWriter {
         }
     }
 
+    /// A kernel mapping (MMAP with the kernel cpumode, pid -1), as perf
+    /// writes `[kernel.kallsyms]_text`.
+    pub fn mmap_kernel(&mut self, start: u64, len: u64, pgoff: u64, name: &str, time: u64) {
+        let mut b = Vec::new();
+        b.extend_from_slice(&(-1i32).to_le_bytes());
+        b.extend_from_slice(&0i32.to_le_bytes());
+        for v in [start, len, pgoff] {
+            b.extend_from_slice(&v.to_le_bytes());
+        }
+        b.extend_from_slice(name.as_bytes());
+        b.push(0);
+        pad8(&mut b);
+        b.extend(self.trailer(-1, 0, time, 0));
+        self.record(rtype::MMAP, 1, &b);
+    }
+
     fn task(&mut self, ty: u32, pid: i32, ppid: i32, tid: i32, ptid: i32, time: u64) {
         let mut b = Vec::new();
         for v in [pid, ppid, tid, ptid] {

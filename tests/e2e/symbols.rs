@@ -1,0 +1,216 @@
+//! Where symbols come from: perf's build-id cache, debug directories
+//! searched by build-id, refusal of files with another build-id, kallsyms.
+
+use std::process::Command;
+
+use trawl_ingest::perf::header::{sample, Attr};
+use trawl_ingest::perf::records::context;
+use trawl_ingest::perf::writer::{PerfDataWriter, SampleOut};
+
+use crate::common::*;
+
+fn hex_to_bytes(h: &str) -> Vec<u8> {
+    (0..h.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&h[i..i + 2], 16).unwrap())
+        .collect()
+}
+
+/// A capture of one process running `/nonexistent/prog` (so the recorded
+/// path never resolves) with the given build-id, sampled at `offsets`
+/// (file offsets of the text), plus kernel samples.
+fn synthetic(build_id: &str, offsets: &[u64]) -> Vec<u8> {
+    let mut w = PerfDataWriter::new();
+    let ev = w.add_event(
+        Attr::sampling(
+            1,
+            0,
+            1000,
+            sample::IP | sample::TID | sample::TIME | sample::PERIOD | sample::CALLCHAIN,
+        ),
+        "cpu-clock",
+    );
+    w.mmap_kernel(
+        0xffff_ffff_8100_0000,
+        0x100_0000,
+        0xffff_ffff_8100_0000,
+        "[kernel.kallsyms]_text",
+        1,
+    );
+    w.comm(7, 7, "prog", 2, true);
+    w.mmap2(
+        7,
+        7,
+        0x5555_0000_0000,
+        0x10_0000,
+        0,
+        "/nonexistent/prog",
+        3,
+        Some(&hex_to_bytes(build_id)),
+    );
+    for (i, off) in offsets.iter().enumerate() {
+        let ip = 0x5555_0000_0000 + off;
+        w.sample(&SampleOut {
+            event: ev,
+            ip,
+            pid: 7,
+            tid: 7,
+            time: 10 + i as u64,
+            period: 1000,
+            callchain: vec![context::USER, ip],
+            ..Default::default()
+        });
+    }
+    let kip = 0xffff_ffff_8100_0150;
+    w.sample(&SampleOut {
+        event: ev,
+        misc: 1,
+        ip: kip,
+        pid: 7,
+        tid: 7,
+        time: 100,
+        period: 1000,
+        callchain: vec![context::KERNEL, kip],
+        ..Default::default()
+    });
+    w.finished_round();
+    w.to_bytes()
+}
+
+/// File offsets of two functions of the fixture binary `hot`, from nm
+/// (the binary is PIE, text offsets equal virtual addresses).
+fn hot_function_offsets() -> Vec<(String, u64)> {
+    let out = Command::new("nm")
+        .arg(fixture_bin().join("hot"))
+        .output()
+        .expect("nm (binutils)");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    ["spin_a", "spin_b"]
+        .iter()
+        .map(|name| {
+            let l = text
+                .lines()
+                .find(|l| l.ends_with(&format!(" T {name}")))
+                .unwrap();
+            (
+                name.to_string(),
+                u64::from_str_radix(l.split(' ').next().unwrap(), 16).unwrap() + 4,
+            )
+        })
+        .collect()
+}
+
+fn functions(cap: &std::path::Path) -> Vec<String> {
+    csv_rows(&trawl_ok(&[
+        "sql",
+        cap.to_str().unwrap(),
+        "SELECT function FROM perf_frame_name WHERE context = 'user' ORDER BY rel_pc",
+        "--format",
+        "csv",
+    ]))
+    .into_iter()
+    .map(|r| r[0].clone())
+    .collect()
+}
+
+#[test]
+fn debug_dir_is_searched_by_build_id_and_mismatches_are_refused() {
+    let hot = fixture_bin().join("hot");
+    let bid = trawl_symbolize::build_id_of(&hot).unwrap();
+    let funcs = hot_function_offsets();
+    let offsets: Vec<u64> = funcs.iter().map(|f| f.1).collect();
+    let dir = tempfile::tempdir().unwrap();
+
+    // Right build-id: found by scanning the debug dir (the file name differs).
+    let dbg = dir.path().join("dbg");
+    std::fs::create_dir_all(dbg.join("sub")).unwrap();
+    std::fs::copy(&hot, dbg.join("sub/renamed-binary")).unwrap();
+    let f = dir.path().join("ok.data");
+    std::fs::write(&f, synthetic(&bid, &offsets)).unwrap();
+    let cap = dir.path().join("ok");
+    trawl_ok(&[
+        "ingest",
+        f.to_str().unwrap(),
+        "-o",
+        cap.to_str().unwrap(),
+        "--debug-dir",
+        dbg.to_str().unwrap(),
+    ]);
+    assert_eq!(functions(&cap), vec!["spin_a", "spin_b"]);
+
+    // Same name, other build-id: refused, and said so. (HOME is empty so
+    // that no build-id cache of this machine supplies the right file.)
+    let other = dir.path().join("other");
+    std::fs::create_dir_all(&other).unwrap();
+    std::fs::copy(fixture_bin().join("threads"), other.join("prog")).unwrap();
+    let cap2 = dir.path().join("mismatch");
+    let home = tempfile::tempdir().unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_trawl"))
+        .env("HOME", home.path())
+        .args([
+            "ingest",
+            f.to_str().unwrap(),
+            "-o",
+            cap2.to_str().unwrap(),
+            "--debug-dir",
+            other.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("build_id_mismatch"));
+    let st = sql_scalar(
+        &cap2,
+        "SELECT status FROM symbol_file WHERE path = '/nonexistent/prog'",
+    );
+    assert_eq!(st, "build_id_mismatch");
+    assert!(functions(&cap2).iter().all(|f| f.starts_with("0x")));
+}
+
+#[test]
+fn perf_buildid_cache_is_used() {
+    // perf_home() ran `perf buildid-cache -a` on the fixture binaries.
+    let hot = fixture_bin().join("hot");
+    let bid = trawl_symbolize::build_id_of(&hot).unwrap();
+    let offsets: Vec<u64> = hot_function_offsets().iter().map(|f| f.1).collect();
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("c.data");
+    std::fs::write(&f, synthetic(&bid, &offsets)).unwrap();
+    let cap = dir.path().join("cap");
+    let o = Command::new(env!("CARGO_BIN_EXE_trawl"))
+        .env("HOME", perf_home())
+        .args(["ingest", f.to_str().unwrap(), "-o", cap.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(functions(&cap), vec!["spin_a", "spin_b"]);
+    let bin = sql_scalar(
+        &cap,
+        "SELECT binary FROM symbol_file WHERE path = '/nonexistent/prog'",
+    );
+    assert!(bin.starts_with(perf_home().to_str().unwrap()), "{bin}");
+}
+
+#[test]
+fn kallsyms_file_names_kernel_frames() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("k.data");
+    std::fs::write(&f, synthetic("00", &[])).unwrap();
+    let ks = dir.path().join("kallsyms");
+    std::fs::write(
+        &ks,
+        "ffffffff81000000 T _stext\nffffffff81000100 t do_work\nffffffff81000200 T next_fn\n",
+    )
+    .unwrap();
+    let cap = dir.path().join("cap");
+    trawl_ok(&[
+        "ingest",
+        f.to_str().unwrap(),
+        "-o",
+        cap.to_str().unwrap(),
+        "--kallsyms",
+        ks.to_str().unwrap(),
+    ]);
+    let row = sql_scalar(&cap, "SELECT f.function, s.symbol_offset FROM perf_frame_name f JOIN symbol s USING (capture, module_id, rel_pc) WHERE f.context = 'kernel'");
+    assert_eq!(row, "do_work,80");
+}
