@@ -7,7 +7,9 @@
 //! The converter keeps each process's address space to turn an instruction
 //! address into (module, file offset) at the time of the sample.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+use rustc_hash::FxHashMap as HashMap;
 use std::sync::Arc;
 
 use arrow::array::{
@@ -379,20 +381,20 @@ impl PerfConverter {
             lost_out: Out::new(cap, &schema::PERF_LOST)?,
             source_id: 0,
             event_base: 0,
-            id_to_event: HashMap::new(),
+            id_to_event: HashMap::default(),
             event_names: Vec::new(),
             events: Vec::new(),
             metas: Vec::new(),
             next_sample: 0,
             next_mapping: 0,
-            spaces: HashMap::new(),
-            kernel_space: HashMap::new(),
+            spaces: HashMap::default(),
+            kernel_space: HashMap::default(),
             modules: Vec::new(),
-            module_ids: HashMap::new(),
-            frame_ids: HashMap::new(),
-            stack_ids: HashMap::new(),
-            comms: HashMap::new(),
-            threads: HashMap::new(),
+            module_ids: HashMap::default(),
+            frame_ids: HashMap::default(),
+            stack_ids: HashMap::default(),
+            comms: HashMap::default(),
+            threads: HashMap::default(),
             chain: Vec::new(),
             samples_written: 0,
         })
@@ -1034,7 +1036,7 @@ impl PerfConverter {
         }
 
         // Build-id table, and build-ids for modules whose MMAP had none.
-        let mut bid_by_path: HashMap<&str, String> = HashMap::new();
+        let mut bid_by_path: HashMap<&str, String> = HashMap::default();
         {
             let mut src = Int32Builder::new();
             let mut pid = Int32Builder::new();

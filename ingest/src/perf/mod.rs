@@ -49,21 +49,12 @@ pub fn ingest_perf(
     };
     conv.sync_events(&reader.events);
     let before = conv.samples_written;
-    let mut known_events = reader.events.len();
-    let mut names_seen: Vec<Option<String>> =
-        reader.events.iter().map(|e| e.name.clone()).collect();
+    let mut version = reader.events_version;
     loop {
         // Pipe mode: attributes and names arrive in the stream.
-        if reader.events.len() != known_events
-            || reader
-                .events
-                .iter()
-                .zip(&names_seen)
-                .any(|(e, n)| &e.name != n)
-        {
+        if reader.events_version != version {
             conv.sync_events(&reader.events);
-            known_events = reader.events.len();
-            names_seen = reader.events.iter().map(|e| e.name.clone()).collect();
+            version = reader.events_version;
         }
         let Some(item) = reader.next_record(diags)? else {
             break;

@@ -93,6 +93,9 @@ pub struct PerfReader {
     /// File mode: absolute end of the data section.
     data_end: Option<u64>,
     pub events: Vec<EventDesc>,
+    /// Incremented whenever `events` changes (pipe-mode attributes and
+    /// names arrive in the stream).
+    pub events_version: u64,
     pub meta: Metadata,
     id_to_event: HashMap<u64, usize>,
     id_layout: IdLayout,
@@ -361,6 +364,7 @@ impl PerfReader {
             pos,
             data_end,
             events,
+            events_version: 0,
             meta,
             id_to_event: HashMap::new(),
             id_layout: IdLayout::Single,
@@ -384,6 +388,7 @@ impl PerfReader {
     }
 
     fn rebuild_ids(&mut self) {
+        self.events_version += 1;
         self.id_to_event.clear();
         for (i, e) in self.events.iter().enumerate() {
             for &id in &e.ids {
@@ -503,21 +508,14 @@ impl PerfReader {
                 if let Some(old) = self.current.replace(q) {
                     self.pool.push(old.body);
                 }
-                let q = self.current.as_ref().unwrap();
-                let Some(ev) = self.events.get(q.event) else {
-                    continue;
-                };
-                if let Err(msg) = decode(q.record_type, q.misc, &q.body, &ev.attr, self.be) {
-                    let (pos, rt) = (q.position, q.record_type);
-                    diags.report(
-                        pos,
-                        Severity::Error,
-                        "bad_record",
-                        format!("record type {rt}: {msg}; record skipped"),
-                    )?;
-                    continue;
+                if self
+                    .current
+                    .as_ref()
+                    .is_some_and(|q| q.event < self.events.len())
+                {
+                    break;
                 }
-                break;
+                continue;
             }
             if self.eof {
                 if self.heap.is_empty() {
@@ -533,11 +531,26 @@ impl PerfReader {
                 self.eof = true;
             }
         }
-        // Decoding is cheap; doing it again here keeps the borrow simple.
         let q = self.current.as_ref().unwrap();
         let attr = &self.events[q.event].attr;
-        let (record, sample_id) = decode(q.record_type, q.misc, &q.body, attr, self.be)
-            .expect("decoded successfully above");
+        let (record, sample_id) = match decode(q.record_type, q.misc, &q.body, attr, self.be) {
+            Ok(r) => r,
+            Err(msg) => {
+                // Reported here and delivered as a record to skip.
+                diags.report(
+                    q.position,
+                    Severity::Error,
+                    "bad_record",
+                    format!("record type {}: {msg}; record skipped", q.record_type),
+                )?;
+                (
+                    Record::Other {
+                        record_type: q.record_type,
+                    },
+                    SampleId::default(),
+                )
+            }
+        };
         Ok(Some(Item {
             event: q.event,
             position: q.position,
@@ -901,6 +914,7 @@ impl PerfReader {
                     if let Some(desc) = self.meta.event_desc.take() {
                         name_events(&mut self.events, &desc);
                         self.meta.event_desc = Some(desc);
+                        self.events_version += 1;
                     }
                 }
             }
@@ -918,6 +932,7 @@ impl PerfReader {
                         let name = String::from_utf8_lossy(c.cstr_rest()).into_owned();
                         if let Some(&i) = self.id_to_event.get(&id) {
                             self.events[i].name = Some(name);
+                            self.events_version += 1;
                         }
                     }
                 }
