@@ -24,6 +24,7 @@
 //! symbolizes.
 
 pub mod capture;
+pub mod columns;
 pub mod diag;
 mod error;
 pub mod perf;

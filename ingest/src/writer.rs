@@ -15,7 +15,12 @@ use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::properties::WriterProperties;
 
-use crate::schema::TableDef;
+use std::sync::mpsc::{sync_channel, SyncSender};
+use std::thread::JoinHandle;
+
+use parquet::schema::types::ColumnPath;
+
+use crate::schema::{ColType, TableDef};
 use crate::{Error, Result};
 
 /// File name of a table inside a capture directory.
@@ -28,33 +33,62 @@ pub fn is_capture(dir: &Path) -> bool {
     table_file(dir, "source").is_file()
 }
 
-fn writer_properties() -> WriterProperties {
-    WriterProperties::builder()
+/// Writer settings: zstd level 1; dictionary encoding only for columns
+/// that repeat (strings, flags, 32-bit ids); 64-bit columns (times,
+/// addresses, row ids) are mostly distinct and skip the dictionary attempt.
+fn writer_properties(def: &TableDef) -> WriterProperties {
+    let mut b = WriterProperties::builder()
         .set_compression(Compression::ZSTD(ZstdLevel::try_new(1).unwrap()))
         .set_max_row_group_row_count(Some(1 << 20))
-        .set_created_by(format!("trawl {}", env!("CARGO_PKG_VERSION")))
-        .build()
+        .set_created_by(format!("trawl {}", env!("CARGO_PKG_VERSION")));
+    for c in def.columns {
+        let dict = !matches!(
+            c.ty,
+            ColType::Int64
+                | ColType::UInt64
+                | ColType::Float64
+                | ColType::Binary
+                | ColType::ListUInt64
+        );
+        b = b.set_column_dictionary_enabled(ColumnPath::from(c.name), dict);
+    }
+    b.build()
 }
 
-/// Streams batches of one table into a Parquet file.
+/// Streams batches of one table into a Parquet file. Encoding and
+/// compression run on a thread of their own, so conversion and Parquet
+/// encoding use two cores; at most two batches wait in between.
 pub struct TableWriter {
     def: &'static TableDef,
-    writer: ArrowWriter<File>,
+    tx: Option<SyncSender<RecordBatch>>,
+    worker: Option<JoinHandle<Result<()>>>,
     rows: u64,
 }
 
 impl TableWriter {
     fn create(def: &'static TableDef, path: &Path) -> Result<Self> {
         let file = File::create(path).map_err(|e| Error::io(path, e))?;
-        let writer = ArrowWriter::try_new(file, def.schema(), Some(writer_properties())).map_err(
-            |source| Error::Parquet {
-                table: def.name.into(),
-                source,
-            },
-        )?;
+        let parquet_err = |source| Error::Parquet {
+            table: def.name.into(),
+            source,
+        };
+        let mut writer = ArrowWriter::try_new(file, def.schema(), Some(writer_properties(def)))
+            .map_err(parquet_err)?;
+        let (tx, rx) = sync_channel::<RecordBatch>(2);
+        let worker = std::thread::Builder::new()
+            .name(format!("parquet-{}", def.name))
+            .spawn(move || -> Result<()> {
+                for batch in rx {
+                    writer.write(&batch).map_err(parquet_err)?;
+                }
+                writer.close().map_err(parquet_err)?;
+                Ok(())
+            })
+            .map_err(|e| Error::io(path, e))?;
         Ok(TableWriter {
             def,
-            writer,
+            tx: Some(tx),
+            worker: Some(worker),
             rows: 0,
         })
     }
@@ -75,23 +109,46 @@ impl TableWriter {
             return Ok(());
         }
         self.rows += batch.num_rows() as u64;
-        self.writer.write(batch).map_err(|source| Error::Parquet {
-            table: self.def.name.into(),
-            source,
-        })
+        let sent = self
+            .tx
+            .as_ref()
+            .is_some_and(|tx| tx.send(batch.clone()).is_ok());
+        if !sent {
+            // The worker stopped: its error says why.
+            return self.join().and(Err(Error::Io {
+                path: self.def.name.into(),
+                source: std::io::Error::other("parquet writer thread stopped"),
+            }));
+        }
+        Ok(())
     }
 
     pub fn rows(&self) -> u64 {
         self.rows
     }
 
-    fn close(self) -> Result<u64> {
-        let rows = self.rows;
-        self.writer.close().map_err(|source| Error::Parquet {
-            table: self.def.name.into(),
-            source,
-        })?;
-        Ok(rows)
+    fn join(&mut self) -> Result<()> {
+        self.tx = None;
+        match self.worker.take() {
+            Some(h) => h.join().unwrap_or_else(|_| {
+                Err(Error::Io {
+                    path: self.def.name.into(),
+                    source: std::io::Error::other("parquet writer thread panicked"),
+                })
+            }),
+            None => Ok(()),
+        }
+    }
+
+    fn close(mut self) -> Result<u64> {
+        self.join()?;
+        Ok(self.rows)
+    }
+}
+
+impl Drop for TableWriter {
+    fn drop(&mut self) {
+        let _ = self.join();
     }
 }
 

@@ -16,7 +16,9 @@ use arrow::array::{
     ArrayRef, BinaryBuilder, BooleanBuilder, Int32Builder, Int64Builder, ListBuilder,
     StringBuilder, StringDictionaryBuilder, UInt32Builder, UInt64Builder,
 };
-use arrow::datatypes::{DataType, Field, Int32Type};
+use arrow::datatypes::{DataType, Field, Int32Type, Int64Type, UInt32Type, UInt64Type};
+
+use crate::columns::{DictKeys, OptBinary, OptPrim};
 
 use super::header::{flag, hex, EventDesc, Metadata};
 use super::reader::Item;
@@ -60,60 +62,69 @@ impl Out {
 struct SampleCols {
     sample_id: Int64Builder,
     source_id: Int32Builder,
-    time: Int64Builder,
-    pid: Int32Builder,
-    tid: Int32Builder,
-    cpu: UInt32Builder,
-    comm: Dict,
+    time: OptPrim<Int64Type>,
+    pid: OptPrim<Int32Type>,
+    tid: OptPrim<Int32Type>,
+    cpu: OptPrim<UInt32Type>,
+    comm: DictKeys,
     event_id: Int32Builder,
-    event: Dict,
-    period: Int64Builder,
-    ip: UInt64Builder,
-    cpu_mode: Dict,
-    stack_id: Int64Builder,
-    addr: UInt64Builder,
-    weight: UInt64Builder,
-    weight_ins_lat: UInt32Builder,
-    weight_var3: UInt32Builder,
-    data_src: UInt64Builder,
-    transaction: UInt64Builder,
-    phys_addr: UInt64Builder,
-    cgroup: UInt64Builder,
-    data_page_size: UInt64Builder,
-    code_page_size: UInt64Builder,
-    raw: BinaryBuilder,
+    event: DictKeys,
+    period: OptPrim<Int64Type>,
+    ip: OptPrim<UInt64Type>,
+    cpu_mode: DictKeys,
+    stack_id: OptPrim<Int64Type>,
+    addr: OptPrim<UInt64Type>,
+    weight: OptPrim<UInt64Type>,
+    weight_ins_lat: OptPrim<UInt32Type>,
+    weight_var3: OptPrim<UInt32Type>,
+    data_src: OptPrim<UInt64Type>,
+    transaction: OptPrim<UInt64Type>,
+    phys_addr: OptPrim<UInt64Type>,
+    cgroup: OptPrim<UInt64Type>,
+    data_page_size: OptPrim<UInt64Type>,
+    code_page_size: OptPrim<UInt64Type>,
+    raw: OptBinary,
     n_read: Int32Builder,
     n_branch: Int32Builder,
     has_user_stack: BooleanBuilder,
 }
 
 impl SampleCols {
+    fn new() -> Self {
+        let mut c = SampleCols::default();
+        // Keys of cpu_mode are the CpuMode order.
+        for m in CpuMode::ALL {
+            c.cpu_mode.intern(m.as_str());
+        }
+        c
+    }
+
     fn finish(&mut self) -> Vec<ArrayRef> {
         vec![
             a(&mut self.sample_id),
             a(&mut self.source_id),
-            a(&mut self.time),
-            a(&mut self.pid),
-            a(&mut self.tid),
-            a(&mut self.cpu),
-            a(&mut self.comm),
+            self.time.finish(),
+            self.pid.finish(),
+            self.tid.finish(),
+            self.cpu.finish(),
+            self.comm.finish(),
             a(&mut self.event_id),
-            a(&mut self.event),
-            a(&mut self.period),
-            a(&mut self.ip),
-            a(&mut self.cpu_mode),
-            a(&mut self.stack_id),
-            a(&mut self.addr),
-            a(&mut self.weight),
-            a(&mut self.weight_ins_lat),
-            a(&mut self.weight_var3),
-            a(&mut self.data_src),
-            a(&mut self.transaction),
-            a(&mut self.phys_addr),
-            a(&mut self.cgroup),
-            a(&mut self.data_page_size),
-            a(&mut self.code_page_size),
-            a(&mut self.raw),
+            self.event.finish(),
+            self.period.finish(),
+            self.ip.finish(),
+            self.cpu_mode.finish(),
+            self.stack_id.finish(),
+            self.addr.finish(),
+            self.weight.finish(),
+            self.weight_ins_lat.finish(),
+            self.weight_var3.finish(),
+            self.data_src.finish(),
+            self.transaction.finish(),
+            self.phys_addr.finish(),
+            self.cgroup.finish(),
+            self.data_page_size.finish(),
+            self.code_page_size.finish(),
+            self.raw.finish(),
             a(&mut self.n_read),
             a(&mut self.n_branch),
             a(&mut self.has_user_stack),
@@ -237,6 +248,14 @@ struct MapEntry {
 /// A process's executable mappings, keyed by start address.
 type AddressSpace = BTreeMap<u64, MapEntry>;
 
+/// An address space and its generation: a number that changes whenever
+/// the mappings do, so resolved stacks can be cached per generation.
+#[derive(Clone, Default)]
+struct Space {
+    map: AddressSpace,
+    gen: u64,
+}
+
 fn insert_mapping(space: &mut AddressSpace, start: u64, e: MapEntry) {
     let end = e.end;
     // Trim or split what the new mapping covers (perf's
@@ -338,13 +357,21 @@ pub struct PerfConverter {
 
     next_sample: i64,
     next_mapping: i64,
-    spaces: HashMap<(i32, i32), AddressSpace>,
-    kernel_space: HashMap<i32, AddressSpace>,
+    spaces: HashMap<(i32, i32), Space>,
+    kernel_space: HashMap<i32, Space>,
+    next_gen: u64,
+    /// Raw callchain (with the generations of the address spaces it was
+    /// resolved in) → stack id: repeated stacks skip frame resolution.
+    raw_stacks: HashMap<Vec<u64>, i64>,
+    raw_key: Vec<u64>,
+    /// Dictionary key of each event's name in `perf_sample.event`.
+    event_keys: Vec<i32>,
     modules: Vec<ModuleInfo>,
     module_ids: HashMap<(String, Option<String>), i64>,
     frame_ids: HashMap<(i64, u64, CpuMode), i64>,
     stack_ids: HashMap<Vec<i64>, i64>,
-    comms: HashMap<(i32, i32), Arc<str>>,
+    /// Command of each thread: (name, key in `perf_sample.comm`).
+    comms: HashMap<(i32, i32), (Arc<str>, i32)>,
     threads: HashMap<(i32, i32, i32), ThreadInfo>,
     chain: Vec<i64>,
     pub samples_written: u64,
@@ -353,7 +380,7 @@ pub struct PerfConverter {
 impl PerfConverter {
     pub fn new(cap: &mut CaptureWriter) -> Result<Self> {
         Ok(PerfConverter {
-            samples: Default::default(),
+            samples: SampleCols::new(),
             samples_out: Out::new(cap, &schema::PERF_SAMPLE)?,
             reads: Default::default(),
             reads_out: Out::new(cap, &schema::PERF_SAMPLE_READ)?,
@@ -389,6 +416,10 @@ impl PerfConverter {
             next_mapping: 0,
             spaces: HashMap::default(),
             kernel_space: HashMap::default(),
+            next_gen: 0,
+            raw_stacks: HashMap::default(),
+            raw_key: Vec::new(),
+            event_keys: Vec::new(),
             modules: Vec::new(),
             module_ids: HashMap::default(),
             frame_ids: HashMap::default(),
@@ -420,12 +451,14 @@ impl PerfConverter {
             if i >= have {
                 self.events.push((self.source_id, e.clone()));
                 self.event_names.push(e.name().into());
+                self.event_keys.push(self.samples.event.intern(&e.name()));
             } else {
                 // Names can arrive late (EVENT_UPDATE, HEADER_FEATURE).
                 let idx = gid as usize;
                 if self.events[idx].1.name != e.name {
                     self.events[idx].1 = e.clone();
                     self.event_names[idx] = e.name().into();
+                    self.event_keys[idx] = self.samples.event.intern(&e.name());
                 }
             }
             for &id in &e.ids {
@@ -447,7 +480,9 @@ impl PerfConverter {
             Record::Comm(c) => {
                 let name: Arc<str> = String::from_utf8_lossy(c.name).into();
                 let t = item.sample_id.time.map(|t| t as i64);
-                self.comms.insert((self.source_id, c.tid), name.clone());
+                let key = self.samples.comm.intern(&name);
+                self.comms
+                    .insert((self.source_id, c.tid), (name.clone(), key));
                 let th = self.thread(c.pid, c.tid);
                 th.comm = Some(name.clone());
                 if c.exec {
@@ -478,7 +513,9 @@ impl PerfConverter {
                 }
                 if f.pid != f.ppid {
                     let parent = self.spaces.get(&(self.source_id, f.ppid)).cloned();
-                    if let Some(space) = parent {
+                    if let Some(mut space) = parent {
+                        self.next_gen += 1;
+                        space.gen = self.next_gen;
                         self.spaces.insert((self.source_id, f.pid), space);
                     }
                 }
@@ -486,7 +523,7 @@ impl PerfConverter {
                 th.ppid = Some(f.ppid);
                 th.start = t;
                 if th.comm.is_none() {
-                    th.comm = parent_comm;
+                    th.comm = parent_comm.map(|c| c.0);
                 }
                 self.task_row(t, "fork", f.pid, f.tid, Some(f.ppid), Some(f.ptid), None);
             }
@@ -601,19 +638,14 @@ impl PerfConverter {
             module,
             is_file: !kernel && is_file_path(&path),
         };
-        if kernel {
-            insert_mapping(
-                self.kernel_space.entry(self.source_id).or_default(),
-                m.start,
-                entry,
-            );
+        self.next_gen += 1;
+        let space = if kernel {
+            self.kernel_space.entry(self.source_id).or_default()
         } else {
-            insert_mapping(
-                self.spaces.entry((self.source_id, m.pid)).or_default(),
-                m.start,
-                entry,
-            );
-        }
+            self.spaces.entry((self.source_id, m.pid)).or_default()
+        };
+        insert_mapping(&mut space.map, m.start, entry);
+        space.gen = self.next_gen;
         Ok(())
     }
 
@@ -624,7 +656,7 @@ impl PerfConverter {
             } else {
                 pid.and_then(|p| self.spaces.get(&(self.source_id, p)))
             };
-            match space.and_then(|s| lookup_with_start(s, ip)) {
+            match space.and_then(|s| lookup_with_start(&s.map, ip)) {
                 Some((start, m)) if m.is_file => (m.module, (ip - start).wrapping_add(m.pgoff)),
                 Some((_, m)) => (m.module, ip),
                 None => (-1, ip),
@@ -655,7 +687,85 @@ impl PerfConverter {
             .then_some(ev.attr.sample_period_or_freq);
         let mode = s.cpu_mode();
 
-        // Call stack, leaf first, context markers turned into per-frame modes.
+        // The raw callchain in the address spaces' current generations: a
+        // stack seen before resolves to the same frames.
+        let mut key = std::mem::take(&mut self.raw_key);
+        key.clear();
+        let ugen = s
+            .pid
+            .and_then(|p| self.spaces.get(&(self.source_id, p)))
+            .map_or(u64::MAX, |sp| sp.gen);
+        let kgen = self
+            .kernel_space
+            .get(&self.source_id)
+            .map_or(u64::MAX, |sp| sp.gen);
+        key.extend_from_slice(&[ugen, kgen, mode as u64, s.pid.unwrap_or(-1) as u64]);
+        match &s.callchain {
+            Some(cc) if !cc.is_empty() => key.extend(cc.iter()),
+            _ => key.extend(s.ip),
+        }
+        let cached = self.raw_stacks.get(key.as_slice()).copied();
+        self.raw_key = key;
+        let stack_id = match cached {
+            Some(id) => Some(id),
+            None => {
+                let id = self.resolve_stack(s, mode);
+                if let Some(id) = id {
+                    self.raw_stacks.insert(self.raw_key.clone(), id);
+                }
+                id
+            }
+        };
+
+        let comm = s
+            .tid
+            .and_then(|t| self.comms.get(&(self.source_id, t)))
+            .or_else(|| s.pid.and_then(|p| self.comms.get(&(self.source_id, p))))
+            .map(|c| c.1);
+        if let (Some(p), Some(t)) = (s.pid, s.tid) {
+            self.thread(p, t).samples += 1;
+        }
+
+        let c = &mut self.samples;
+        c.sample_id.append_value(sample_id);
+        c.source_id.append_value(self.source_id);
+        c.time.push(s.time.map(|t| t as i64));
+        c.pid.push(s.pid);
+        c.tid.push(s.tid);
+        c.cpu.push(s.cpu);
+        c.comm.push(comm);
+        c.event_id.append_value(gid);
+        c.event.push(Some(self.event_keys[gid as usize]));
+        c.period.push(s.period.or(attr_period).map(|p| p as i64));
+        c.ip.push(s.ip);
+        c.cpu_mode.push(Some(mode as i32));
+        c.stack_id.push(stack_id);
+        c.addr.push(s.addr);
+        c.weight.push(s.weight.map(|w| w.weight));
+        c.weight_ins_lat.push(s.weight.and_then(|w| w.ins_lat));
+        c.weight_var3.push(s.weight.and_then(|w| w.var3));
+        c.data_src.push(s.data_src);
+        c.transaction.push(s.transaction);
+        c.phys_addr.push(s.phys_addr);
+        c.cgroup.push(s.cgroup);
+        c.data_page_size.push(s.data_page_size);
+        c.code_page_size.push(s.code_page_size);
+        c.raw.push(s.raw);
+        c.n_read
+            .append_value(s.read.as_ref().map_or(0, |r| r.values.len() as i32));
+        c.n_branch
+            .append_value(s.branch.as_ref().map_or(0, |b| b.len() as i32));
+        c.has_user_stack
+            .append_value(s.user_regs.is_some() || s.user_stack.is_some());
+        self.samples_out.rows += 1;
+        self.samples_written += 1;
+        self.child_rows(sample_id, gid, s)
+    }
+
+    /// Resolves a sample's callchain (or ip) to frames and returns the id of
+    /// the deduplicated stack, leaf first; context markers become the
+    /// frames' modes.
+    fn resolve_stack(&mut self, s: &Sample<'_>, mode: CpuMode) -> Option<i64> {
         let mut chain = std::mem::take(&mut self.chain);
         chain.clear();
         if let Some(cc) = &s.callchain {
@@ -691,58 +801,11 @@ impl PerfConverter {
             Some(id)
         };
         self.chain = chain;
+        stack_id
+    }
 
-        let comm = s
-            .tid
-            .and_then(|t| self.comms.get(&(self.source_id, t)).cloned())
-            .or_else(|| {
-                s.pid
-                    .and_then(|p| self.comms.get(&(self.source_id, p)).cloned())
-            });
-        if let (Some(p), Some(t)) = (s.pid, s.tid) {
-            self.thread(p, t).samples += 1;
-        }
-
-        let c = &mut self.samples;
-        c.sample_id.append_value(sample_id);
-        c.source_id.append_value(self.source_id);
-        c.time.append_option(s.time.map(|t| t as i64));
-        c.pid.append_option(s.pid);
-        c.tid.append_option(s.tid);
-        c.cpu.append_option(s.cpu);
-        match &comm {
-            Some(n) => c.comm.append_value(n.as_ref()),
-            None => c.comm.append_null(),
-        }
-        c.event_id.append_value(gid);
-        c.event
-            .append_value(self.event_names[gid as usize].as_ref());
-        c.period
-            .append_option(s.period.or(attr_period).map(|p| p as i64));
-        c.ip.append_option(s.ip);
-        c.cpu_mode.append_value(mode.as_str());
-        c.stack_id.append_option(stack_id);
-        c.addr.append_option(s.addr);
-        c.weight.append_option(s.weight.map(|w| w.weight));
-        c.weight_ins_lat
-            .append_option(s.weight.and_then(|w| w.ins_lat));
-        c.weight_var3.append_option(s.weight.and_then(|w| w.var3));
-        c.data_src.append_option(s.data_src);
-        c.transaction.append_option(s.transaction);
-        c.phys_addr.append_option(s.phys_addr);
-        c.cgroup.append_option(s.cgroup);
-        c.data_page_size.append_option(s.data_page_size);
-        c.code_page_size.append_option(s.code_page_size);
-        c.raw.append_option(s.raw);
-        c.n_read
-            .append_value(s.read.as_ref().map_or(0, |r| r.values.len() as i32));
-        c.n_branch
-            .append_value(s.branch.as_ref().map_or(0, |b| b.len() as i32));
-        c.has_user_stack
-            .append_value(s.user_regs.is_some() || s.user_stack.is_some());
-        self.samples_out.rows += 1;
-        self.samples_written += 1;
-
+    /// Rows of the child tables (read values, branch entries, user stack).
+    fn child_rows(&mut self, sample_id: i64, gid: i32, s: &Sample<'_>) -> Result<()> {
         if let Some(r) = &s.read {
             for (i, (value, kid, lost)) in r.values.iter().enumerate() {
                 // Without PERF_FORMAT_ID the members are the group in order.

@@ -9,7 +9,7 @@
 //! are buffered per round and, at each FINISHED_ROUND, those not newer than
 //! the previous round's newest timestamp are delivered in time order.
 
-use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::io::{self, Read};
 
 use super::bytes::Cursor;
@@ -36,24 +36,6 @@ struct Queued {
     event: usize,
     position: Position,
     body: Vec<u8>,
-}
-
-impl PartialEq for Queued {
-    fn eq(&self, o: &Self) -> bool {
-        (self.ts, self.seq) == (o.ts, o.seq)
-    }
-}
-impl Eq for Queued {}
-impl PartialOrd for Queued {
-    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(o))
-    }
-}
-impl Ord for Queued {
-    // Reversed: BinaryHeap is a max-heap, we want the oldest first.
-    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
-        (o.ts, o.seq).cmp(&(self.ts, self.seq))
-    }
 }
 
 /// One record delivered by [`PerfReader::next_record`].
@@ -104,8 +86,10 @@ pub struct PerfReader {
     inflated_pos: usize,
     inflated_total: u64,
     inflated_from: u64,
-    heap: BinaryHeap<Queued>,
-    heap_bytes: usize,
+    /// Records waiting for their round to end, in arrival order (sorted at
+    /// each flush).
+    pending: Vec<Queued>,
+    pending_bytes: usize,
     ready: VecDeque<Queued>,
     limit: u64,
     max_seen: u64,
@@ -373,8 +357,8 @@ impl PerfReader {
             inflated_pos: 0,
             inflated_total: 0,
             inflated_from: 0,
-            heap: BinaryHeap::new(),
-            heap_bytes: 0,
+            pending: Vec::new(),
+            pending_bytes: 0,
             ready: VecDeque::new(),
             limit: 0,
             max_seen: 0,
@@ -518,13 +502,10 @@ impl PerfReader {
                 continue;
             }
             if self.eof {
-                if self.heap.is_empty() {
+                if self.pending.is_empty() {
                     return Ok(None);
                 }
-                while let Some(q) = self.heap.pop() {
-                    self.ready.push_back(q);
-                }
-                self.heap_bytes = 0;
+                self.flush_until(u64::MAX);
                 continue;
             }
             if !self.pump(diags)? {
@@ -855,9 +836,9 @@ impl PerfReader {
                     None => self.ready.push_back(q),
                     Some(ts) => {
                         self.max_seen = self.max_seen.max(ts);
-                        self.heap_bytes += q.body.len() + 64;
-                        self.heap.push(q);
-                        if self.heap_bytes > MAX_QUEUED_BYTES {
+                        self.pending_bytes += q.body.len() + 64;
+                        self.pending.push(q);
+                        if self.pending_bytes > MAX_QUEUED_BYTES {
                             if !self.warned_overflow {
                                 self.warned_overflow = true;
                                 diags.report(
@@ -867,11 +848,15 @@ impl PerfReader {
                                     "more than 256 MB of records without a FINISHED_ROUND: flushing early, some records may be out of time order",
                                 )?;
                             }
-                            while self.heap_bytes > MAX_QUEUED_BYTES / 2 {
-                                let Some(q) = self.heap.pop() else { break };
-                                self.heap_bytes -= q.body.len() + 64;
-                                self.ready.push_back(q);
+                            self.sort_pending();
+                            let mut n = 0;
+                            let mut bytes = 0;
+                            while bytes < MAX_QUEUED_BYTES / 2 && n < self.pending.len() {
+                                bytes += self.pending[n].body.len() + 64;
+                                n += 1;
                             }
+                            self.pending_bytes -= bytes;
+                            self.ready.extend(self.pending.drain(..n));
                         }
                     }
                 }
@@ -956,15 +941,23 @@ impl PerfReader {
         Ok(())
     }
 
+    /// Sorts the queued records by (time, arrival). The queue is mostly
+    /// sorted already (per-CPU buffers arrive in order), which the stable
+    /// sort exploits.
+    fn sort_pending(&mut self) {
+        self.pending.sort_by_key(|q| (q.ts, q.seq));
+    }
+
+    /// Delivers the queued records not newer than `limit`, in time order.
     fn flush_until(&mut self, limit: u64) {
-        while let Some(top) = self.heap.peek() {
-            if top.ts > limit {
-                break;
-            }
-            let q = self.heap.pop().unwrap();
-            self.heap_bytes = self.heap_bytes.saturating_sub(q.body.len() + 64);
-            self.ready.push_back(q);
+        if self.pending.is_empty() {
+            return;
         }
+        self.sort_pending();
+        let n = self.pending.partition_point(|q| q.ts <= limit);
+        let bytes: usize = self.pending[..n].iter().map(|q| q.body.len() + 64).sum();
+        self.pending_bytes = self.pending_bytes.saturating_sub(bytes);
+        self.ready.extend(self.pending.drain(..n));
     }
 
     /// Bytes consumed so far (file offset of the next record).

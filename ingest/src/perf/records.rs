@@ -65,6 +65,16 @@ pub enum CpuMode {
 }
 
 impl CpuMode {
+    /// Every mode, in declaration order (`mode as usize` indexes it).
+    pub const ALL: [CpuMode; 6] = [
+        CpuMode::Unknown,
+        CpuMode::Kernel,
+        CpuMode::User,
+        CpuMode::Hypervisor,
+        CpuMode::GuestKernel,
+        CpuMode::GuestUser,
+    ];
+
     pub fn from_misc(misc: u16) -> CpuMode {
         match misc & MISC_CPUMODE_MASK {
             1 => CpuMode::Kernel,
