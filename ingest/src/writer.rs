@@ -39,7 +39,7 @@ pub fn is_capture(dir: &Path) -> bool {
 fn writer_properties(def: &TableDef) -> WriterProperties {
     let mut b = WriterProperties::builder()
         .set_compression(Compression::ZSTD(ZstdLevel::try_new(1).unwrap()))
-        .set_max_row_group_row_count(Some(1 << 20))
+        .set_max_row_group_row_count(Some(512 * 1024))
         .set_created_by(format!("trawl {}", env!("CARGO_PKG_VERSION")));
     for c in def.columns {
         let dict = !matches!(

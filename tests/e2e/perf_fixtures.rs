@@ -455,3 +455,59 @@ fn clock_data_and_header_match_perf_header() {
     assert!(line("hostname").ends_with(&meta("hostname")));
     assert!(line("perf version").ends_with(&meta("perf_version")));
 }
+
+#[test]
+fn pipe_mode_from_standard_input() {
+    // `perf record -o - | trawl ingest - -o cap`: the stream is read once.
+    // Expected: perf script's count, and the same tables as from the file.
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let dir = tempfile::tempdir().unwrap();
+    let cap = dir.path().join("stdin");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_trawl"))
+        .args([
+            "ingest",
+            "-",
+            "-o",
+            cap.to_str().unwrap(),
+            "--debug-dir",
+            fixture_bin().to_str().unwrap(),
+        ])
+        .stdin(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let data = std::fs::read(fixture("hot-pipe.data")).unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    // Write in small pieces, as a pipe delivers them.
+    for chunk in data.chunks(1000) {
+        stdin.write_all(chunk).unwrap();
+    }
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let n: usize = sql_scalar(&cap, "SELECT count(*) FROM perf_sample")
+        .parse()
+        .unwrap();
+    assert_eq!(n, perf_script_samples(&fixture("hot-pipe.data")));
+    let (_t, from_file) = ingest("hot-pipe.data");
+    let a = trawl_ok(&[
+        "report",
+        "hotspots",
+        cap.to_str().unwrap(),
+        "--format",
+        "csv",
+    ]);
+    let b = trawl_ok(&[
+        "report",
+        "hotspots",
+        from_file.to_str().unwrap(),
+        "--format",
+        "csv",
+    ]);
+    assert_eq!(a, b);
+}

@@ -29,6 +29,9 @@ use crate::Result;
 
 pub const BATCH_ROWS: usize = 64 * 1024;
 
+/// Entries of the raw-callchain → stack cache before it is cleared.
+const RAW_STACK_CACHE: usize = 200_000;
+
 type Dict = StringDictionaryBuilder<Int32Type>;
 
 fn list_u64() -> ListBuilder<UInt64Builder> {
@@ -711,6 +714,11 @@ impl PerfConverter {
             None => {
                 let id = self.resolve_stack(s, mode);
                 if let Some(id) = id {
+                    // Only a cache: bounded so that recordings of many
+                    // short-lived processes do not grow it without end.
+                    if self.raw_stacks.len() >= RAW_STACK_CACHE {
+                        self.raw_stacks = HashMap::default();
+                    }
                     self.raw_stacks.insert(self.raw_key.clone(), id);
                 }
                 id

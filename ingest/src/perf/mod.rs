@@ -41,10 +41,7 @@ pub fn ingest_perf(
 ) -> Result<PerfStats> {
     let mut reader = match (pipe, stream) {
         (true, Some(s)) => PerfReader::open_pipe(s, diags.source())?,
-        (true, None) => {
-            let f = std::fs::File::open(path).map_err(|e| crate::Error::io(path, e))?;
-            PerfReader::open_pipe(Box::new(f), diags.source())?
-        }
+        (true, None) => PerfReader::open_pipe_file(path)?,
         (false, _) => PerfReader::open_file(path, diags)?,
     };
     conv.sync_events(&reader.events);

@@ -35,8 +35,52 @@ struct Queued {
     misc: u16,
     event: usize,
     position: Position,
-    body: Vec<u8>,
+    body: Body,
 }
+
+/// Where a queued record's bytes are: a range of the mapped input, or a
+/// copy (standard input, decompressed data).
+enum Body {
+    Map { off: usize, len: usize },
+    Own(Vec<u8>),
+}
+
+impl Body {
+    fn len(&self) -> usize {
+        match self {
+            Body::Map { len, .. } => *len,
+            Body::Own(v) => v.len(),
+        }
+    }
+}
+
+/// The input: a mapped file (file mode, or a pipe-mode stream saved to a
+/// file) or a stream read once (standard input).
+enum Input {
+    Map(std::sync::Arc<memmap2::Mmap>),
+    Stream(Box<dyn Read + Send>),
+}
+
+fn bytes_of<'a>(input: &'a Input, b: &'a Body) -> &'a [u8] {
+    match (b, input) {
+        (Body::Own(v), _) => v,
+        (Body::Map { off, len }, Input::Map(m)) => &m[*off..*off + *len],
+        (Body::Map { .. }, Input::Stream(_)) => &[],
+    }
+}
+
+fn map_file(f: &std::fs::File) -> io::Result<memmap2::Mmap> {
+    // SAFETY: the file is opened read-only. As with perf itself, a file
+    // truncated by another process while it is being read can fault.
+    let m = unsafe { memmap2::Mmap::map(f) }?;
+    let _ = m.advise(memmap2::Advice::Sequential);
+    Ok(m)
+}
+
+/// Pages of the mapped input behind every record still needed are given
+/// back to the kernel every this many bytes, so resident memory does not
+/// grow with the file.
+const RELEASE_EVERY: usize = 16 << 20;
 
 /// One record delivered by [`PerfReader::next_record`].
 pub struct Item<'a> {
@@ -67,7 +111,7 @@ enum IdLayout {
 }
 
 pub struct PerfReader {
-    input: Box<dyn Read + Send>,
+    input: Input,
     pub be: bool,
     pub pipe: bool,
     /// Absolute offset of the next byte read from `input`.
@@ -90,6 +134,8 @@ pub struct PerfReader {
     /// each flush).
     pending: Vec<Queued>,
     pending_bytes: usize,
+    /// Mapped input below this offset has been released.
+    released: usize,
     ready: VecDeque<Queued>,
     limit: u64,
     max_seen: u64,
@@ -287,12 +333,9 @@ impl PerfReader {
             name_events(&mut events, &desc);
             meta.event_desc = Some(desc);
         }
-        f.seek(SeekFrom::Start(h.data.offset))
-            .map_err(|e| Error::io(path, e))?;
-        let input: Box<dyn Read + Send> = Box::new(io::BufReader::with_capacity(
-            1 << 20,
-            f.take(data_end.saturating_sub(h.data.offset)),
-        ));
+        let map = map_file(&f).map_err(|e| Error::io(path, e))?;
+        let data_end = data_end.min(map.len() as u64);
+        let input = Input::Map(std::sync::Arc::new(map));
         let mut r = PerfReader::new(
             input,
             be,
@@ -309,6 +352,33 @@ impl PerfReader {
 
     /// Opens a pipe-mode stream (`perf record -o -`). Attributes arrive as
     /// records; they are read as the stream goes.
+    /// Opens a pipe-mode stream saved to a file (mapped, like file mode).
+    pub fn open_pipe_file(path: &std::path::Path) -> Result<PerfReader> {
+        let f = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+        let map = map_file(&f).map_err(|e| Error::io(path, e))?;
+        if map.len() < PIPE_HEADER_SIZE {
+            return Err(Error::BadInput {
+                path: path.into(),
+                offset: 0,
+                message: "pipe header cut short".into(),
+            });
+        }
+        let be = &map[0..8] == MAGIC_BE;
+        let len = map.len() as u64;
+        let mut r = PerfReader::new(
+            Input::Map(std::sync::Arc::new(map)),
+            be,
+            true,
+            PIPE_HEADER_SIZE as u64,
+            Some(len),
+            Vec::new(),
+            Metadata::default(),
+        );
+        r.stats.bytes = len;
+        Ok(r)
+    }
+
+    /// Opens a pipe-mode stream read once (standard input).
     pub fn open_pipe(mut input: Box<dyn Read + Send>, path: &str) -> Result<PerfReader> {
         let mut hb = [0u8; PIPE_HEADER_SIZE];
         let n = read_full(&mut input, &mut hb).map_err(|e| Error::io(path, e))?;
@@ -320,7 +390,7 @@ impl PerfReader {
             });
         }
         let be = &hb[0..8] == MAGIC_BE;
-        let input: Box<dyn Read + Send> = Box::new(io::BufReader::with_capacity(1 << 20, input));
+        let input = Input::Stream(Box::new(io::BufReader::with_capacity(1 << 20, input)));
         Ok(PerfReader::new(
             input,
             be,
@@ -333,7 +403,7 @@ impl PerfReader {
     }
 
     fn new(
-        input: Box<dyn Read + Send>,
+        input: Input,
         be: bool,
         pipe: bool,
         pos: u64,
@@ -359,6 +429,7 @@ impl PerfReader {
             inflated_from: 0,
             pending: Vec::new(),
             pending_bytes: 0,
+            released: 0,
             ready: VecDeque::new(),
             limit: 0,
             max_seen: 0,
@@ -489,8 +560,12 @@ impl PerfReader {
         // Find the next record that decodes; report and skip those that do not.
         loop {
             if let Some(q) = self.ready.pop_front() {
-                if let Some(old) = self.current.replace(q) {
-                    self.pool.push(old.body);
+                if let Some(Queued {
+                    body: Body::Own(old),
+                    ..
+                }) = self.current.replace(q)
+                {
+                    self.pool.push(old);
                 }
                 if self
                     .current
@@ -514,7 +589,8 @@ impl PerfReader {
         }
         let q = self.current.as_ref().unwrap();
         let attr = &self.events[q.event].attr;
-        let (record, sample_id) = match decode(q.record_type, q.misc, &q.body, attr, self.be) {
+        let data = bytes_of(&self.input, &q.body);
+        let (record, sample_id) = match decode(q.record_type, q.misc, data, attr, self.be) {
             Ok(r) => r,
             Err(msg) => {
                 // Reported here and delivered as a record to skip.
@@ -578,7 +654,7 @@ impl PerfReader {
                     let mut body = self.take_buf(size - 8);
                     body.copy_from_slice(&self.inflated[from..from + size - 8]);
                     self.inflated_pos += size;
-                    self.handle(ty, misc, body, position, diags)?;
+                    self.handle(ty, misc, Body::Own(body), position, diags)?;
                     return Ok(true);
                 }
             }
@@ -588,31 +664,76 @@ impl PerfReader {
         }
 
         let at = self.pos;
-        if let Some(end) = self.data_end {
-            if at >= end {
-                self.finish_inflated(diags)?;
-                return Ok(false);
-            }
-        }
-        let mut hdr = [0u8; 8];
-        let n = read_full(&mut self.input, &mut hdr).map_err(|e| Error::io("input", e))?;
-        if n == 0 {
+        let end = self.data_end.unwrap_or(u64::MAX);
+        if at >= end {
             self.finish_inflated(diags)?;
             return Ok(false);
         }
-        if n < 8 {
-            diags.report(
-                Position::Byte(at),
-                Severity::Error,
-                "truncated",
-                format!("input ends inside a record header ({n} of 8 bytes)"),
-            )?;
-            return Ok(false);
-        }
-        let mut c = Cursor::new(&hdr, self.be);
-        let ty = c.u32().unwrap_or(0);
-        let misc = c.u16().unwrap_or(0);
-        let size = c.u16().unwrap_or(0) as usize;
+        let (ty, misc, size, body) = match &mut self.input {
+            Input::Map(m) => {
+                let avail = (end.min(m.len() as u64).saturating_sub(at)) as usize;
+                let off = at as usize;
+                if avail < 8 {
+                    if avail > 0 {
+                        diags.report(
+                            Position::Byte(at),
+                            Severity::Error,
+                            "truncated",
+                            format!("input ends inside a record header ({avail} of 8 bytes)"),
+                        )?;
+                    } else {
+                        self.finish_inflated(diags)?;
+                    }
+                    return Ok(false);
+                }
+                let mut c = Cursor::new(&m[off..off + 8], self.be);
+                let ty = c.u32().unwrap_or(0);
+                let misc = c.u16().unwrap_or(0);
+                let size = c.u16().unwrap_or(0) as usize;
+                if size >= 8 && size > avail {
+                    diags.report(
+                        Position::Byte(at),
+                        Severity::Error,
+                        "truncated",
+                        format!(
+                            "input ends inside a record of type {ty} ({avail} of {size} bytes); the record is dropped"
+                        ),
+                    )?;
+                    return Ok(false);
+                }
+                (
+                    ty,
+                    misc,
+                    size,
+                    Body::Map {
+                        off: off + 8,
+                        len: size.saturating_sub(8),
+                    },
+                )
+            }
+            Input::Stream(r) => {
+                let mut hdr = [0u8; 8];
+                let n = read_full(r, &mut hdr).map_err(|e| Error::io("input", e))?;
+                if n == 0 {
+                    self.finish_inflated(diags)?;
+                    return Ok(false);
+                }
+                if n < 8 {
+                    diags.report(
+                        Position::Byte(at),
+                        Severity::Error,
+                        "truncated",
+                        format!("input ends inside a record header ({n} of 8 bytes)"),
+                    )?;
+                    return Ok(false);
+                }
+                let mut c = Cursor::new(&hdr, self.be);
+                let ty = c.u32().unwrap_or(0);
+                let misc = c.u16().unwrap_or(0);
+                let size = c.u16().unwrap_or(0) as usize;
+                (ty, misc, size, Body::Own(Vec::new()))
+            }
+        };
         if size < 8 {
             diags.report(
                 Position::Byte(at),
@@ -622,33 +743,51 @@ impl PerfReader {
             )?;
             return Ok(false);
         }
-        let mut body = self.take_buf(size - 8);
-        let got = read_full(&mut self.input, &mut body).map_err(|e| Error::io("input", e))?;
-        self.pos += 8 + got as u64;
-        if got < size - 8 {
-            diags.report(
-                Position::Byte(at),
-                Severity::Error,
-                "truncated",
-                format!(
-                    "input ends inside a record of type {ty} ({} of {size} bytes); the record is dropped",
-                    got + 8
-                ),
-            )?;
-            return Ok(false);
-        }
+        let body = match body {
+            Body::Own(_) => {
+                let mut buf = self.take_buf(size - 8);
+                let Input::Stream(r) = &mut self.input else {
+                    unreachable!("owned bodies come from streams")
+                };
+                let got = read_full(r, &mut buf).map_err(|e| Error::io("input", e))?;
+                if got < size - 8 {
+                    diags.report(
+                        Position::Byte(at),
+                        Severity::Error,
+                        "truncated",
+                        format!(
+                            "input ends inside a record of type {ty} ({} of {size} bytes); the record is dropped",
+                            got + 8
+                        ),
+                    )?;
+                    return Ok(false);
+                }
+                Body::Own(buf)
+            }
+            b => b,
+        };
+        self.pos += size as u64;
         self.stats.records += 1;
+        if self.pos as usize >= self.released + 2 * RELEASE_EVERY {
+            self.release_consumed();
+        }
         // Payload that follows some user records outside their size.
-        let extra = match ty {
-            rtype::HEADER_TRACING_DATA => Cursor::new(&body, self.be).u32().unwrap_or(0) as u64,
-            rtype::AUXTRACE => Cursor::new(&body, self.be).u64().unwrap_or(0),
-            _ => 0,
+        let extra = {
+            let data = bytes_of(&self.input, &body);
+            match ty {
+                rtype::HEADER_TRACING_DATA => Cursor::new(data, self.be).u32().unwrap_or(0) as u64,
+                rtype::AUXTRACE => Cursor::new(data, self.be).u64().unwrap_or(0),
+                _ => 0,
+            }
         };
         if extra > 0 {
-            let copied = io::copy(&mut (&mut self.input).take(extra), &mut io::sink())
-                .map_err(|e| Error::io("input", e))?;
-            self.pos += copied;
-            if copied < extra {
+            let skipped = match &mut self.input {
+                Input::Map(m) => extra.min(end.min(m.len() as u64).saturating_sub(self.pos)),
+                Input::Stream(r) => io::copy(&mut r.take(extra), &mut io::sink())
+                    .map_err(|e| Error::io("input", e))?,
+            };
+            self.pos += skipped;
+            if skipped < extra {
                 diags.report(
                     Position::Byte(at),
                     Severity::Error,
@@ -659,10 +798,18 @@ impl PerfReader {
             }
         }
         match ty {
-            rtype::COMPRESSED | rtype::COMPRESSED2 => {
-                self.inflate(ty, &body, at, diags)?;
-                self.pool.push(body);
-            }
+            rtype::COMPRESSED | rtype::COMPRESSED2 => match body {
+                Body::Map { off, len } => {
+                    if let Input::Map(m) = &self.input {
+                        let m = std::sync::Arc::clone(m);
+                        self.inflate(ty, &m[off..off + len], at, diags)?;
+                    }
+                }
+                Body::Own(v) => {
+                    self.inflate(ty, &v, at, diags)?;
+                    self.pool.push(v);
+                }
+            },
             _ => self.handle(ty, misc, body, Position::Byte(at), diags)?,
         }
         Ok(true)
@@ -777,15 +924,22 @@ impl PerfReader {
         &mut self,
         ty: u32,
         misc: u16,
-        body: Vec<u8>,
+        body: Body,
         position: Position,
         diags: &mut Diagnostics,
     ) -> Result<()> {
+        if ty > rtype::MAX_KERNEL && ty != rtype::FINISHED_ROUND {
+            // Header records change the reader's state while being read:
+            // work on a copy (they are few).
+            let data = bytes_of(&self.input, &body).to_vec();
+            self.recycle(body);
+            return self.handle_user(ty, misc, data, position, diags);
+        }
         match ty {
             rtype::FINISHED_ROUND => {
                 self.flush_until(self.limit);
                 self.limit = self.max_seen;
-                self.pool.push(body);
+                self.recycle(body);
             }
             t if t > rtype::LAST_KNOWN_KERNEL && t <= rtype::MAX_KERNEL => {
                 diags.report(
@@ -797,7 +951,7 @@ impl PerfReader {
                         body.len() + 8
                     ),
                 )?;
-                self.pool.push(body);
+                self.recycle(body);
             }
             t if t <= rtype::MAX_KERNEL => {
                 if self.events.is_empty() {
@@ -809,7 +963,7 @@ impl PerfReader {
                     )?;
                     return Ok(());
                 }
-                let Some(event) = self.event_of(t, &body) else {
+                let Some(event) = self.event_of(t, bytes_of(&self.input, &body)) else {
                     diags.report(
                         position,
                         Severity::Error,
@@ -818,10 +972,11 @@ impl PerfReader {
                             "record of type {t} carries an event id that no attribute has; skipped"
                         ),
                     )?;
-                    self.pool.push(body);
+                    self.recycle(body);
                     return Ok(());
                 };
-                let ts = self.timestamp_of(t, &body, &self.events[event].attr);
+                let ts =
+                    self.timestamp_of(t, bytes_of(&self.input, &body), &self.events[event].attr);
                 self.seq += 1;
                 let q = Queued {
                     ts: ts.unwrap_or(0),
@@ -861,6 +1016,59 @@ impl PerfReader {
                     }
                 }
             }
+            _ => unreachable!("user records are handled by handle_user"),
+        }
+        Ok(())
+    }
+
+    /// Releases the mapped pages below the oldest record still queued.
+    fn release_consumed(&mut self) {
+        let Input::Map(m) = &self.input else { return };
+        let off = |q: &Queued| match q.body {
+            Body::Map { off, .. } => off,
+            Body::Own(_) => usize::MAX,
+        };
+        let low = self
+            .pending
+            .iter()
+            .chain(self.ready.iter())
+            .chain(self.current.iter())
+            .map(off)
+            .min()
+            .unwrap_or(usize::MAX)
+            .min(self.pos as usize)
+            .saturating_sub(RELEASE_EVERY)
+            & !0xffff;
+        if low > self.released {
+            // SAFETY: a read-only file mapping; dropped pages are read
+            // again from the file if touched later.
+            let _ = unsafe {
+                m.unchecked_advise_range(
+                    memmap2::UncheckedAdvice::DontNeed,
+                    self.released,
+                    low - self.released,
+                )
+            };
+            self.released = low;
+        }
+    }
+
+    fn recycle(&mut self, body: Body) {
+        if let Body::Own(v) = body {
+            self.pool.push(v);
+        }
+    }
+
+    /// Header and other perf (user) records.
+    fn handle_user(
+        &mut self,
+        ty: u32,
+        misc: u16,
+        body: Vec<u8>,
+        position: Position,
+        diags: &mut Diagnostics,
+    ) -> Result<()> {
+        match ty {
             rtype::HEADER_ATTR => {
                 let Some(attr) = Attr::parse(&body, self.be) else {
                     diags.report(
