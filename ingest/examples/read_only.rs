@@ -12,7 +12,7 @@ fn main() {
     let (mut n, mut samples, mut frames) = (0u64, 0u64, 0u64);
     while let Some(item) = r.next_record(&mut d).unwrap() {
         n += 1;
-        if let Record::Sample(s) = &item.record {
+        if let Ok((Record::Sample(s), _)) = item.decode() {
             samples += 1;
             frames += s.callchain.as_ref().map_or(0, |c| c.len() as u64);
         }

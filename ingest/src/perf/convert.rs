@@ -21,7 +21,6 @@ use arrow::datatypes::{DataType, Field, Int32Type, Int64Type, UInt32Type, UInt64
 use crate::columns::{DictKeys, OptBinary, OptPrim};
 
 use super::header::{flag, hex, EventDesc, Metadata};
-use super::reader::Item;
 use super::records::{CpuMode, Mmap, Record, Sample, SampleId};
 use crate::schema::{self, TableDef};
 use crate::writer::{CaptureWriter, TableWriter};
@@ -475,14 +474,19 @@ impl PerfConverter {
     }
 
     /// Handles one record.
-    pub fn handle(&mut self, item: &Item<'_>) -> Result<()> {
-        let gid = self.event_base + item.event as i32;
-        match &item.record {
+    pub fn handle(
+        &mut self,
+        event: usize,
+        record: &Record<'_>,
+        sample_id: &SampleId,
+    ) -> Result<()> {
+        let gid = self.event_base + event as i32;
+        match record {
             Record::Sample(s) => self.handle_sample(gid, s)?,
-            Record::Mmap(m) => self.handle_mmap(m, &item.sample_id)?,
+            Record::Mmap(m) => self.handle_mmap(m, &sample_id)?,
             Record::Comm(c) => {
                 let name: Arc<str> = String::from_utf8_lossy(c.name).into();
-                let t = item.sample_id.time.map(|t| t as i64);
+                let t = sample_id.time.map(|t| t as i64);
                 let key = self.samples.comm.intern(&name);
                 self.comms
                     .insert((self.source_id, c.tid), (name.clone(), key));
@@ -537,10 +541,10 @@ impl PerfConverter {
             }
             Record::Lost { id, count } => {
                 let ev = self.id_to_event.get(id).copied().or(Some(gid));
-                self.lost_row(&item.sample_id, "lost", ev, *count)?;
+                self.lost_row(&sample_id, "lost", ev, *count)?;
             }
             Record::LostSamples { count } => {
-                self.lost_row(&item.sample_id, "lost_samples", Some(gid), *count)?;
+                self.lost_row(&sample_id, "lost_samples", Some(gid), *count)?;
             }
             Record::Other { .. } => {}
         }

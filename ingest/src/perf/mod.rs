@@ -56,7 +56,15 @@ pub fn ingest_perf(
         let Some(item) = reader.next_record(diags)? else {
             break;
         };
-        conv.handle(&item)?;
+        match item.decode() {
+            Ok((record, sample_id)) => conv.handle(item.event, &record, &sample_id)?,
+            Err(msg) => diags.report(
+                item.position,
+                crate::Severity::Error,
+                "bad_record",
+                format!("record type {}: {msg}; record skipped", item.record_type),
+            )?,
+        }
     }
     if reader.events.is_empty() {
         diags.report(

@@ -83,12 +83,26 @@ fn map_file(f: &std::fs::File) -> io::Result<memmap2::Mmap> {
 const RELEASE_EVERY: usize = 16 << 20;
 
 /// One record delivered by [`PerfReader::next_record`].
+/// The record is decoded by [`Item::decode`] where it is used, so that
+/// the decoded sample is built once, in place (it is a few hundred bytes).
 pub struct Item<'a> {
     /// Index into [`PerfReader::events`].
     pub event: usize,
     pub position: Position,
-    pub record: Record<'a>,
-    pub sample_id: SampleId,
+    pub record_type: u32,
+    misc: u16,
+    body: &'a [u8],
+    attr: &'a Attr,
+    be: bool,
+}
+
+impl<'a> Item<'a> {
+    /// The typed record and its sample_id fields; `Err` says what is wrong
+    /// with the record (the caller reports it with [`Item::position`]).
+    #[inline]
+    pub fn decode(&self) -> Result<(Record<'a>, SampleId), String> {
+        decode(self.record_type, self.misc, self.body, self.attr, self.be)
+    }
 }
 
 /// Counts of what was read.
@@ -555,7 +569,6 @@ impl PerfReader {
     }
 
     /// The next record in time order, or `None` at the end of the input.
-    /// Records that cannot be decoded are reported and skipped.
     pub fn next_record(&mut self, diags: &mut Diagnostics) -> Result<Option<Item<'_>>> {
         // Find the next record that decodes; report and skip those that do not.
         loop {
@@ -588,31 +601,14 @@ impl PerfReader {
             }
         }
         let q = self.current.as_ref().unwrap();
-        let attr = &self.events[q.event].attr;
-        let data = bytes_of(&self.input, &q.body);
-        let (record, sample_id) = match decode(q.record_type, q.misc, data, attr, self.be) {
-            Ok(r) => r,
-            Err(msg) => {
-                // Reported here and delivered as a record to skip.
-                diags.report(
-                    q.position,
-                    Severity::Error,
-                    "bad_record",
-                    format!("record type {}: {msg}; record skipped", q.record_type),
-                )?;
-                (
-                    Record::Other {
-                        record_type: q.record_type,
-                    },
-                    SampleId::default(),
-                )
-            }
-        };
         Ok(Some(Item {
             event: q.event,
             position: q.position,
-            record,
-            sample_id,
+            record_type: q.record_type,
+            misc: q.misc,
+            body: bytes_of(&self.input, &q.body),
+            attr: &self.events[q.event].attr,
+            be: self.be,
         }))
     }
 
