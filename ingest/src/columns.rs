@@ -1,51 +1,119 @@
 //! Column builders for converters that append millions of rows:
-//! [`OptPrim`] costs nothing per row while a nullable column is all null
-//! (most optional sample fields are absent for a given event), and
+//! [`Prim`] and [`OptPrim`] push to plain vectors; [`OptPrim`] costs a
+//! counter increment per row while a nullable column is all null (most
+//! optional sample fields are absent for a given event); and
 //! [`DictKeys`] appends precomputed dictionary keys instead of hashing a
 //! string per row.
 
 use std::sync::Arc;
 
+use arrow::array::BooleanBufferBuilder;
 use arrow::array::{
-    new_null_array, ArrayRef, BinaryBuilder, DictionaryArray, Int32Array, PrimitiveBuilder,
+    new_null_array, ArrayRef, BinaryBuilder, DictionaryArray, Int32Array, PrimitiveArray,
     StringArray,
 };
+use arrow::buffer::{NullBuffer, ScalarBuffer};
 use arrow::datatypes::{ArrowPrimitiveType, DataType, Int32Type};
 
-/// A nullable primitive column, materialized at its first non-null value.
+/// A nullable primitive column. Values go to a plain `Vec` (a push is a
+/// few instructions); the validity bitmap exists only once a null follows a
+/// value, and a column that stays null costs a counter increment per row.
 pub struct OptPrim<T: ArrowPrimitiveType> {
-    b: Option<PrimitiveBuilder<T>>,
+    vals: Vec<T::Native>,
+    valid: Option<BooleanBufferBuilder>,
     len: usize,
+    any: bool,
 }
 
 impl<T: ArrowPrimitiveType> Default for OptPrim<T> {
     fn default() -> Self {
-        OptPrim { b: None, len: 0 }
+        OptPrim {
+            vals: Vec::new(),
+            valid: None,
+            len: 0,
+            any: false,
+        }
     }
 }
 
 impl<T: ArrowPrimitiveType> OptPrim<T> {
-    #[inline]
+    #[inline(always)]
     pub fn push(&mut self, v: Option<T::Native>) {
-        match (&mut self.b, v) {
-            (None, None) => {}
-            (None, Some(x)) => {
-                let mut b = PrimitiveBuilder::<T>::with_capacity(self.len.max(1024));
-                b.append_nulls(self.len);
-                b.append_value(x);
-                self.b = Some(b);
+        match v {
+            Some(x) => {
+                if !self.any {
+                    self.first_value();
+                }
+                self.vals.push(x);
+                if let Some(b) = &mut self.valid {
+                    b.append(true);
+                }
             }
-            (Some(b), v) => b.append_option(v),
+            None => {
+                if self.any {
+                    self.null_after_values();
+                }
+            }
         }
         self.len += 1;
     }
 
+    #[inline(never)]
+    fn null_after_values(&mut self) {
+        self.vals.push(T::Native::default());
+        let len = self.len;
+        self.valid
+            .get_or_insert_with(|| {
+                let mut b = BooleanBufferBuilder::new(len.max(1024));
+                b.append_n(len, true);
+                b
+            })
+            .append(false);
+    }
+
+    #[cold]
+    fn first_value(&mut self) {
+        self.any = true;
+        self.vals.reserve(self.len.max(64 * 1024));
+        self.vals.resize(self.len, T::Native::default());
+        if self.len > 0 {
+            let mut b = BooleanBufferBuilder::new(self.len.max(1024));
+            b.append_n(self.len, false);
+            self.valid = Some(b);
+        }
+    }
+
     pub fn finish(&mut self) -> ArrayRef {
         let n = std::mem::take(&mut self.len);
-        match self.b.take() {
-            Some(mut b) => Arc::new(b.finish()),
-            None => new_null_array(&T::DATA_TYPE, n),
+        if !std::mem::take(&mut self.any) {
+            return new_null_array(&T::DATA_TYPE, n);
         }
+        let vals = std::mem::take(&mut self.vals);
+        let nulls = self.valid.take().map(|mut b| NullBuffer::new(b.finish()));
+        Arc::new(PrimitiveArray::<T>::new(ScalarBuffer::from(vals), nulls))
+    }
+}
+
+/// A non-null primitive column on a plain `Vec`.
+pub struct Prim<T: ArrowPrimitiveType> {
+    vals: Vec<T::Native>,
+}
+
+impl<T: ArrowPrimitiveType> Default for Prim<T> {
+    fn default() -> Self {
+        Prim { vals: Vec::new() }
+    }
+}
+
+impl<T: ArrowPrimitiveType> Prim<T> {
+    #[inline(always)]
+    pub fn push(&mut self, v: T::Native) {
+        self.vals.push(v);
+    }
+
+    pub fn finish(&mut self) -> ArrayRef {
+        let vals = std::mem::replace(&mut self.vals, Vec::with_capacity(64 * 1024));
+        Arc::new(PrimitiveArray::<T>::new(ScalarBuffer::from(vals), None))
     }
 }
 
@@ -106,7 +174,7 @@ impl DictKeys {
         k
     }
 
-    #[inline]
+    #[inline(always)]
     pub fn push(&mut self, key: Option<i32>) {
         self.keys.push(key);
     }

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 use arrow::array::{ArrayRef, RecordBatch};
 use parquet::arrow::ArrowWriter;
-use parquet::basic::{Compression, ZstdLevel};
+use parquet::basic::{Compression, Encoding, ZstdLevel};
 use parquet::file::properties::WriterProperties;
 
 use std::sync::mpsc::{sync_channel, SyncSender};
@@ -42,15 +42,13 @@ fn writer_properties(def: &TableDef) -> WriterProperties {
         .set_max_row_group_row_count(Some(512 * 1024))
         .set_created_by(format!("trawl {}", env!("CARGO_PKG_VERSION")));
     for c in def.columns {
-        let dict = !matches!(
-            c.ty,
-            ColType::Int64
-                | ColType::UInt64
-                | ColType::Float64
-                | ColType::Binary
-                | ColType::ListUInt64
-        );
+        let dict = matches!(c.ty, ColType::Utf8 | ColType::DictUtf8 | ColType::Bool);
         b = b.set_column_dictionary_enabled(ColumnPath::from(c.name), dict);
+        if matches!(c.ty, ColType::Int64 | ColType::Int32 | ColType::UInt32) {
+            // Ids, times and periods: sorted or repeating, so deltas are
+            // small and zstd has little left to do.
+            b = b.set_column_encoding(ColumnPath::from(c.name), Encoding::DELTA_BINARY_PACKED);
+        }
     }
     b.build()
 }

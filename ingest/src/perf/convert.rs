@@ -18,7 +18,7 @@ use arrow::array::{
 };
 use arrow::datatypes::{DataType, Field, Int32Type, Int64Type, UInt32Type, UInt64Type};
 
-use crate::columns::{DictKeys, OptBinary, OptPrim};
+use crate::columns::{DictKeys, OptBinary, OptPrim, Prim};
 
 use super::header::{flag, hex, EventDesc, Metadata};
 use super::records::{CpuMode, Mmap, Record, Sample, SampleId};
@@ -62,14 +62,14 @@ impl Out {
 
 #[derive(Default)]
 struct SampleCols {
-    sample_id: Int64Builder,
-    source_id: Int32Builder,
+    sample_id: Prim<Int64Type>,
+    source_id: Prim<Int32Type>,
     time: OptPrim<Int64Type>,
     pid: OptPrim<Int32Type>,
     tid: OptPrim<Int32Type>,
     cpu: OptPrim<UInt32Type>,
     comm: DictKeys,
-    event_id: Int32Builder,
+    event_id: Prim<Int32Type>,
     event: DictKeys,
     period: OptPrim<Int64Type>,
     ip: OptPrim<UInt64Type>,
@@ -86,8 +86,8 @@ struct SampleCols {
     data_page_size: OptPrim<UInt64Type>,
     code_page_size: OptPrim<UInt64Type>,
     raw: OptBinary,
-    n_read: Int32Builder,
-    n_branch: Int32Builder,
+    n_read: Prim<Int32Type>,
+    n_branch: Prim<Int32Type>,
     has_user_stack: BooleanBuilder,
 }
 
@@ -103,14 +103,14 @@ impl SampleCols {
 
     fn finish(&mut self) -> Vec<ArrayRef> {
         vec![
-            a(&mut self.sample_id),
-            a(&mut self.source_id),
+            self.sample_id.finish(),
+            self.source_id.finish(),
             self.time.finish(),
             self.pid.finish(),
             self.tid.finish(),
             self.cpu.finish(),
             self.comm.finish(),
-            a(&mut self.event_id),
+            self.event_id.finish(),
             self.event.finish(),
             self.period.finish(),
             self.ip.finish(),
@@ -127,8 +127,8 @@ impl SampleCols {
             self.data_page_size.finish(),
             self.code_page_size.finish(),
             self.raw.finish(),
-            a(&mut self.n_read),
-            a(&mut self.n_branch),
+            self.n_read.finish(),
+            self.n_branch.finish(),
             a(&mut self.has_user_stack),
         ]
     }
@@ -321,6 +321,14 @@ struct ThreadInfo {
     samples: i64,
 }
 
+/// The thread of the previous sample: its command key and samples not yet
+/// added to its summary.
+struct LastThread {
+    key: (Option<i32>, Option<i32>),
+    comm: Option<i32>,
+    samples: i64,
+}
+
 struct ModuleInfo {
     path: String,
     build_id: Option<String>,
@@ -376,6 +384,7 @@ pub struct PerfConverter {
     comms: HashMap<(i32, i32), (Arc<str>, i32)>,
     threads: HashMap<(i32, i32, i32), ThreadInfo>,
     chain: Vec<i64>,
+    last_thread: Option<LastThread>,
     pub samples_written: u64,
 }
 
@@ -429,12 +438,14 @@ impl PerfConverter {
             comms: HashMap::default(),
             threads: HashMap::default(),
             chain: Vec::new(),
+            last_thread: None,
             samples_written: 0,
         })
     }
 
     /// Starts a new input. Events of earlier inputs keep their ids.
     pub fn begin_source(&mut self, source_id: i32) {
+        self.flush_last_thread();
         self.source_id = source_id;
         self.event_base = self.events.len() as i32;
         self.id_to_event.clear();
@@ -481,8 +492,11 @@ impl PerfConverter {
         sample_id: &SampleId,
     ) -> Result<()> {
         let gid = self.event_base + event as i32;
+        if matches!(record, Record::Comm(_) | Record::Fork(_) | Record::Exit(_)) {
+            self.flush_last_thread();
+        }
         match record {
-            Record::Sample(s) => self.handle_sample(gid, s)?,
+            Record::Sample(s) => self.handle_sample(event, s)?,
             Record::Mmap(m) => self.handle_mmap(m, &sample_id)?,
             Record::Comm(c) => {
                 let name: Arc<str> = String::from_utf8_lossy(c.name).into();
@@ -549,6 +563,16 @@ impl PerfConverter {
             Record::Other { .. } => {}
         }
         Ok(())
+    }
+
+    /// Adds the samples counted for the cached thread to its summary and
+    /// forgets the cache (before thread state changes).
+    fn flush_last_thread(&mut self) {
+        if let Some(l) = self.last_thread.take() {
+            if let (Some(p), Some(t)) = l.key {
+                self.thread(p, t).samples += l.samples;
+            }
+        }
     }
 
     fn thread(&mut self, pid: i32, tid: i32) -> &mut ThreadInfo {
@@ -686,7 +710,9 @@ impl PerfConverter {
         id
     }
 
-    fn handle_sample(&mut self, gid: i32, s: &Sample<'_>) -> Result<()> {
+    /// Handles a decoded sample of the input's event `event`.
+    pub fn handle_sample(&mut self, event: usize, s: &Sample<'_>) -> Result<()> {
+        let gid = self.event_base + event as i32;
         let sample_id = self.next_sample;
         self.next_sample += 1;
         let ev = &self.events[gid as usize].1;
@@ -729,24 +755,38 @@ impl PerfConverter {
             }
         };
 
-        let comm = s
-            .tid
-            .and_then(|t| self.comms.get(&(self.source_id, t)))
-            .or_else(|| s.pid.and_then(|p| self.comms.get(&(self.source_id, p))))
-            .map(|c| c.1);
-        if let (Some(p), Some(t)) = (s.pid, s.tid) {
-            self.thread(p, t).samples += 1;
-        }
+        // Consecutive samples mostly come from the same thread.
+        let tkey = (s.pid, s.tid);
+        let comm = match &mut self.last_thread {
+            Some(l) if l.key == tkey => {
+                l.samples += 1;
+                l.comm
+            }
+            _ => {
+                self.flush_last_thread();
+                let comm = s
+                    .tid
+                    .and_then(|t| self.comms.get(&(self.source_id, t)))
+                    .or_else(|| s.pid.and_then(|p| self.comms.get(&(self.source_id, p))))
+                    .map(|c| c.1);
+                self.last_thread = Some(LastThread {
+                    key: tkey,
+                    comm,
+                    samples: 1,
+                });
+                comm
+            }
+        };
 
         let c = &mut self.samples;
-        c.sample_id.append_value(sample_id);
-        c.source_id.append_value(self.source_id);
+        c.sample_id.push(sample_id);
+        c.source_id.push(self.source_id);
         c.time.push(s.time.map(|t| t as i64));
         c.pid.push(s.pid);
         c.tid.push(s.tid);
         c.cpu.push(s.cpu);
         c.comm.push(comm);
-        c.event_id.append_value(gid);
+        c.event_id.push(gid);
         c.event.push(Some(self.event_keys[gid as usize]));
         c.period.push(s.period.or(attr_period).map(|p| p as i64));
         c.ip.push(s.ip);
@@ -764,9 +804,9 @@ impl PerfConverter {
         c.code_page_size.push(s.code_page_size);
         c.raw.push(s.raw);
         c.n_read
-            .append_value(s.read.as_ref().map_or(0, |r| r.values.len() as i32));
+            .push(s.read.as_ref().map_or(0, |r| r.values.len() as i32));
         c.n_branch
-            .append_value(s.branch.as_ref().map_or(0, |b| b.len() as i32));
+            .push(s.branch.as_ref().map_or(0, |b| b.len() as i32));
         c.has_user_stack
             .append_value(s.user_regs.is_some() || s.user_stack.is_some());
         self.samples_out.rows += 1;
@@ -1025,6 +1065,7 @@ impl PerfConverter {
     /// modules, threads, build-ids, metadata pairs are returned for
     /// `capture_meta`).
     pub fn finish(mut self, cap: &mut CaptureWriter) -> Result<Vec<(i32, String, String)>> {
+        self.flush_last_thread();
         self.flush()?;
         for out in [
             self.samples_out,

@@ -56,8 +56,16 @@ pub fn ingest_perf(
         let Some(item) = reader.next_record(diags)? else {
             break;
         };
-        match item.decode() {
-            Ok((record, sample_id)) => conv.handle(item.event, &record, &sample_id)?,
+        let decoded = if item.is_sample() {
+            let mut s = records::Sample::default();
+            item.decode_sample_into(&mut s)
+                .map(|()| conv.handle_sample(item.event, &s))
+        } else {
+            item.decode()
+                .map(|(record, sample_id)| conv.handle(item.event, &record, &sample_id))
+        };
+        match decoded {
+            Ok(done) => done?,
             Err(msg) => diags.report(
                 item.position,
                 crate::Severity::Error,

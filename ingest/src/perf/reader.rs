@@ -103,6 +103,16 @@ impl<'a> Item<'a> {
     pub fn decode(&self) -> Result<(Record<'a>, SampleId), String> {
         decode(self.record_type, self.misc, self.body, self.attr, self.be)
     }
+
+    pub fn is_sample(&self) -> bool {
+        self.record_type == rtype::SAMPLE
+    }
+
+    /// Decodes a sample record into `s` (see [`Item::is_sample`]).
+    #[inline]
+    pub fn decode_sample_into(&self, s: &mut super::records::Sample<'a>) -> Result<(), String> {
+        super::records::decode_sample_into(self.body, self.misc, self.attr, self.be, s)
+    }
 }
 
 /// Counts of what was read.

@@ -308,12 +308,23 @@ pub fn decode_sample<'a>(
     attr: &Attr,
     be: bool,
 ) -> Result<Sample<'a>, String> {
+    let mut s = Sample::default();
+    decode_sample_into(body, misc, attr, be, &mut s)?;
+    Ok(s)
+}
+
+/// Decodes a sample body into `s` (a default `Sample`): the hot path of
+/// ingest decodes into a local instead of moving the result around.
+pub fn decode_sample_into<'a>(
+    body: &'a [u8],
+    misc: u16,
+    attr: &Attr,
+    be: bool,
+    s: &mut Sample<'a>,
+) -> Result<(), String> {
     let st = attr.sample_type;
     let mut c = Cursor::new(body, be);
-    let mut s = Sample {
-        misc,
-        ..Default::default()
-    };
+    s.misc = misc;
     if st & sample::IDENTIFIER != 0 {
         s.id = Some(need(c.u64(), "identifier")?);
     }
@@ -528,7 +539,7 @@ pub fn decode_sample<'a>(
         s.code_page_size = Some(need(c.u64(), "code_page_size")?);
     }
     // PERF_SAMPLE_AUX follows; it is not kept.
-    Ok(s)
+    Ok(())
 }
 
 /// MMAP or MMAP2.
