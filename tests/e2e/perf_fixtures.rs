@@ -511,3 +511,46 @@ fn pipe_mode_from_standard_input() {
     ]);
     assert_eq!(a, b);
 }
+
+#[test]
+fn tracepoint_payloads_match_perf_script() {
+    // Expected: perf script -F event,trace, which formats the same
+    // PERF_SAMPLE_RAW bytes with the kernel's event format
+    // (sys_enter_write: fd at offset 16, count at 32; sys_exit_write: ret
+    // at 16; see /sys/kernel/tracing/events/syscalls/*/format).
+    let file = fixture("tracepoint.data");
+    let (_t, cap) = ingest("tracepoint.data");
+    let out = perf(&["script", "-i", file.to_str().unwrap(), "-F", "event,trace"]);
+    let want: Vec<String> = out
+        .lines()
+        .filter(|l| l.contains("syscalls:"))
+        .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+        .collect();
+    let mine = trawl_ok(&[
+        "sql",
+        cap.to_str().unwrap(),
+        "SELECT event, encode(raw, 'hex') FROM perf_sample ORDER BY sample_id",
+        "--format",
+        "csv",
+    ]);
+    let field = |hex: &str, off: usize| -> u64 {
+        let b: Vec<u8> = (0..8)
+            .map(|i| u8::from_str_radix(&hex[2 * (off + i)..2 * (off + i) + 2], 16).unwrap())
+            .collect();
+        u64::from_le_bytes(b.try_into().unwrap())
+    };
+    let got: Vec<String> = csv_rows(&mine)
+        .into_iter()
+        .map(|r| match r[0].as_str() {
+            "syscalls:sys_enter_write" => format!(
+                "syscalls:sys_enter_write: fd: 0x{:08x}, buf: 0x{:08x}, count: 0x{:08x}",
+                field(&r[1], 16),
+                field(&r[1], 24),
+                field(&r[1], 32)
+            ),
+            e => format!("{e}: 0x{:x}", field(&r[1], 16)),
+        })
+        .collect();
+    assert!(!got.is_empty());
+    assert_eq!(got, want);
+}

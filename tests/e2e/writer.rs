@@ -94,6 +94,7 @@ fn rich_file() -> (Vec<u8>, Vec<SampleOut>, [u64; 2]) {
         samples.push(s);
     }
     w.lost(5, 2_010_000);
+    w.lost_samples(3, 2_011_000);
     w.finished_round();
     (w.to_bytes(), samples, ids)
 }
@@ -354,6 +355,20 @@ fn lost_records_match_perf() {
         cap.to_str().unwrap(),
         "--no-symbolize",
     ]);
-    let row = sql_scalar(&cap, "SELECT kind, count, time_ns, event_id FROM perf_lost");
-    assert_eq!(row, format!("lost,{count},{time},0"));
+    let rows = csv_rows(&trawl_ok(&[
+        "sql",
+        cap.to_str().unwrap(),
+        "SELECT kind, count, time_ns, event_id FROM perf_lost ORDER BY time_ns",
+        "--format",
+        "csv",
+    ]));
+    assert_eq!(rows[0].join(","), format!("lost,{count},{time},0"));
+    // "0 2011000 0x6b8 [0x38]: PERF_RECORD_LOST_SAMPLES: id:100: lost samples :3"
+    let ls = dump
+        .lines()
+        .find(|l| l.contains("PERF_RECORD_LOST_SAMPLES"))
+        .expect("perf sees LOST_SAMPLES");
+    let n: u64 = ls.rsplit(':').next().unwrap().trim().parse().unwrap();
+    let t = ls.split_whitespace().nth(1).unwrap();
+    assert_eq!(rows[1].join(","), format!("lost_samples,{n},{t},0"));
 }

@@ -301,6 +301,14 @@ impl PerfDataWriter {
         self.record(rtype::LOST, 0, &b);
     }
 
+    /// PERF_RECORD_LOST_SAMPLES: samples the kernel dropped.
+    pub fn lost_samples(&mut self, count: u64, time: u64) {
+        let mut b = Vec::new();
+        b.extend_from_slice(&count.to_le_bytes());
+        b.extend(self.trailer(0, 0, time, 0));
+        self.record(rtype::LOST_SAMPLES, 0, &b);
+    }
+
     pub fn finished_round(&mut self) {
         self.record(rtype::FINISHED_ROUND, 0, &[]);
     }
