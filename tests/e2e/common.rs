@@ -21,6 +21,15 @@ pub fn trawl(args: &[&str]) -> Output {
         .expect("run trawl")
 }
 
+/// Runs trawl with `HOME` set (perf's build-id cache is `$HOME/.debug`).
+pub fn trawl_with_home(home: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_trawl"))
+        .env("HOME", home)
+        .args(args)
+        .output()
+        .expect("run trawl")
+}
+
 /// Runs trawl and returns stdout; panics with stderr when it fails.
 pub fn trawl_ok(args: &[&str]) -> String {
     let o = trawl(args);

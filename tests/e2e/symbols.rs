@@ -145,18 +145,17 @@ fn debug_dir_is_searched_by_build_id_and_mismatches_are_refused() {
     std::fs::copy(fixture_bin().join("threads"), other.join("prog")).unwrap();
     let cap2 = dir.path().join("mismatch");
     let home = tempfile::tempdir().unwrap();
-    let o = Command::new(env!("CARGO_BIN_EXE_trawl"))
-        .env("HOME", home.path())
-        .args([
+    let o = trawl_with_home(
+        home.path(),
+        &[
             "ingest",
             f.to_str().unwrap(),
             "-o",
             cap2.to_str().unwrap(),
             "--debug-dir",
             other.to_str().unwrap(),
-        ])
-        .output()
-        .unwrap();
+        ],
+    );
     assert!(o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("build_id_mismatch"));
     let st = sql_scalar(
@@ -177,11 +176,10 @@ fn perf_buildid_cache_is_used() {
     let f = dir.path().join("c.data");
     std::fs::write(&f, synthetic(&bid, &offsets)).unwrap();
     let cap = dir.path().join("cap");
-    let o = Command::new(env!("CARGO_BIN_EXE_trawl"))
-        .env("HOME", perf_home())
-        .args(["ingest", f.to_str().unwrap(), "-o", cap.to_str().unwrap()])
-        .output()
-        .unwrap();
+    let o = trawl_with_home(
+        perf_home(),
+        &["ingest", f.to_str().unwrap(), "-o", cap.to_str().unwrap()],
+    );
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert_eq!(functions(&cap), vec!["spin_a", "spin_b"]);
     let bin = sql_scalar(
