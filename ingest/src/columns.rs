@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use arrow::array::BooleanBufferBuilder;
 use arrow::array::{
-    new_null_array, ArrayRef, BinaryBuilder, DictionaryArray, Int32Array, PrimitiveArray,
+    new_null_array, Array, ArrayRef, BinaryBuilder, DictionaryArray, Int32Array, PrimitiveArray,
     StringArray,
 };
 use arrow::buffer::{NullBuffer, ScalarBuffer};
@@ -23,6 +23,9 @@ pub struct OptPrim<T: ArrowPrimitiveType> {
     valid: Option<BooleanBufferBuilder>,
     len: usize,
     any: bool,
+    /// The last all-null array handed out: batches have the same length,
+    /// so an absent field costs one allocation per file, not per batch.
+    nulls: Option<ArrayRef>,
 }
 
 impl<T: ArrowPrimitiveType> Default for OptPrim<T> {
@@ -32,6 +35,7 @@ impl<T: ArrowPrimitiveType> Default for OptPrim<T> {
             valid: None,
             len: 0,
             any: false,
+            nulls: None,
         }
     }
 }
@@ -86,7 +90,7 @@ impl<T: ArrowPrimitiveType> OptPrim<T> {
     pub fn finish(&mut self) -> ArrayRef {
         let n = std::mem::take(&mut self.len);
         if !std::mem::take(&mut self.any) {
-            return new_null_array(&T::DATA_TYPE, n);
+            return null_array(&mut self.nulls, &T::DATA_TYPE, n);
         }
         let vals = std::mem::take(&mut self.vals);
         let nulls = self.valid.take().map(|mut b| NullBuffer::new(b.finish()));
@@ -117,11 +121,24 @@ impl<T: ArrowPrimitiveType> Prim<T> {
     }
 }
 
+/// An all-null array of `len` rows, reusing `cache` when it has that length.
+fn null_array(cache: &mut Option<ArrayRef>, ty: &DataType, len: usize) -> ArrayRef {
+    match cache {
+        Some(a) if a.len() == len => a.clone(),
+        _ => {
+            let a = new_null_array(ty, len);
+            *cache = Some(a.clone());
+            a
+        }
+    }
+}
+
 /// A nullable binary column, materialized at its first non-null value.
 #[derive(Default)]
 pub struct OptBinary {
     b: Option<BinaryBuilder>,
     len: usize,
+    nulls: Option<ArrayRef>,
 }
 
 impl OptBinary {
@@ -146,7 +163,7 @@ impl OptBinary {
         let n = std::mem::take(&mut self.len);
         match self.b.take() {
             Some(mut b) => Arc::new(b.finish()),
-            None => new_null_array(&DataType::Binary, n),
+            None => null_array(&mut self.nulls, &DataType::Binary, n),
         }
     }
 }

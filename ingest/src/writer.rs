@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use arrow::array::{ArrayRef, RecordBatch};
 use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, Encoding, ZstdLevel};
-use parquet::file::properties::WriterProperties;
+use parquet::file::properties::{EnabledStatistics, WriterProperties};
 
 use std::sync::mpsc::{sync_channel, SyncSender};
 use std::thread::JoinHandle;
@@ -33,9 +33,10 @@ pub fn is_capture(dir: &Path) -> bool {
     table_file(dir, "source").is_file()
 }
 
-/// Writer settings: zstd level 1; dictionary encoding only for columns
-/// that repeat (strings, flags, 32-bit ids); 64-bit columns (times,
-/// addresses, row ids) are mostly distinct and skip the dictionary attempt.
+/// Writer settings: zstd level 1; dictionary encoding for strings and
+/// flags; delta encoding for 64-bit integers (sorted ids, times, periods);
+/// 32-bit ids plain (mostly constant runs, which zstd takes for free); no
+/// min/max statistics for addresses, payloads and dictionary strings.
 fn writer_properties(def: &TableDef) -> WriterProperties {
     let mut b = WriterProperties::builder()
         .set_compression(Compression::ZSTD(ZstdLevel::try_new(1).unwrap()))
@@ -44,7 +45,15 @@ fn writer_properties(def: &TableDef) -> WriterProperties {
     for c in def.columns {
         let dict = matches!(c.ty, ColType::Utf8 | ColType::DictUtf8 | ColType::Bool);
         b = b.set_column_dictionary_enabled(ColumnPath::from(c.name), dict);
-        if matches!(c.ty, ColType::Int64 | ColType::Int32 | ColType::UInt32) {
+        if matches!(
+            c.ty,
+            ColType::UInt64 | ColType::Binary | ColType::ListUInt64 | ColType::DictUtf8
+        ) {
+            // Addresses, payloads and repeated names: min/max statistics
+            // prune little, and computing them compared every string.
+            b = b.set_column_statistics_enabled(ColumnPath::from(c.name), EnabledStatistics::None);
+        }
+        if c.ty == ColType::Int64 {
             // Ids, times and periods: sorted or repeating, so deltas are
             // small and zstd has little left to do.
             b = b.set_column_encoding(ColumnPath::from(c.name), Encoding::DELTA_BINARY_PACKED);

@@ -9,7 +9,9 @@
 //! are buffered per round and, at each FINISHED_ROUND, those not newer than
 //! the previous round's newest timestamp are delivered in time order.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
+
+use rustc_hash::FxHashMap as HashMap;
 use std::io::{self, Read};
 
 use super::bytes::Cursor;
@@ -28,28 +30,38 @@ const MAX_QUEUED_BYTES: usize = 256 << 20;
 /// Most decompressed bytes one COMPRESSED record may produce.
 const MAX_INFLATE_PER_RECORD: usize = 256 << 20;
 
+/// A record waiting for its round to end. Kept small: rounds are sorted
+/// and moved as a whole. The sort is stable, so records with equal
+/// timestamps keep their arrival order.
 struct Queued {
     ts: u64,
-    seq: u64,
     record_type: u32,
+    event: u32,
     misc: u16,
-    event: usize,
-    position: Position,
     body: Body,
+}
+
+impl Queued {
+    fn position(&self) -> Position {
+        match &self.body {
+            Body::Map { off, .. } => Position::Byte(*off as u64 - 8),
+            Body::Own(_, p) => *p,
+        }
+    }
 }
 
 /// Where a queued record's bytes are: a range of the mapped input, or a
 /// copy (standard input, decompressed data).
 enum Body {
     Map { off: usize, len: usize },
-    Own(Vec<u8>),
+    Own(Vec<u8>, Position),
 }
 
 impl Body {
     fn len(&self) -> usize {
         match self {
             Body::Map { len, .. } => *len,
-            Body::Own(v) => v.len(),
+            Body::Own(v, _) => v.len(),
         }
     }
 }
@@ -63,7 +75,7 @@ enum Input {
 
 fn bytes_of<'a>(input: &'a Input, b: &'a Body) -> &'a [u8] {
     match (b, input) {
-        (Body::Own(v), _) => v,
+        (Body::Own(v, _), _) => v,
         (Body::Map { off, len }, Input::Map(m)) => &m[*off..*off + *len],
         (Body::Map { .. }, Input::Stream(_)) => &[],
     }
@@ -163,7 +175,6 @@ pub struct PerfReader {
     ready: VecDeque<Queued>,
     limit: u64,
     max_seen: u64,
-    seq: u64,
     current: Option<Queued>,
     pool: Vec<Vec<u8>>,
     eof: bool,
@@ -444,7 +455,7 @@ impl PerfReader {
             events,
             events_version: 0,
             meta,
-            id_to_event: HashMap::new(),
+            id_to_event: HashMap::default(),
             id_layout: IdLayout::Single,
             zstd: None,
             inflated: Vec::new(),
@@ -457,7 +468,6 @@ impl PerfReader {
             ready: VecDeque::new(),
             limit: 0,
             max_seen: 0,
-            seq: 0,
             current: None,
             pool: Vec::new(),
             eof: false,
@@ -584,7 +594,7 @@ impl PerfReader {
         loop {
             if let Some(q) = self.ready.pop_front() {
                 if let Some(Queued {
-                    body: Body::Own(old),
+                    body: Body::Own(old, _),
                     ..
                 }) = self.current.replace(q)
                 {
@@ -593,7 +603,7 @@ impl PerfReader {
                 if self
                     .current
                     .as_ref()
-                    .is_some_and(|q| q.event < self.events.len())
+                    .is_some_and(|q| (q.event as usize) < self.events.len())
                 {
                     break;
                 }
@@ -612,12 +622,12 @@ impl PerfReader {
         }
         let q = self.current.as_ref().unwrap();
         Ok(Some(Item {
-            event: q.event,
-            position: q.position,
+            event: q.event as usize,
+            position: q.position(),
             record_type: q.record_type,
             misc: q.misc,
             body: bytes_of(&self.input, &q.body),
-            attr: &self.events[q.event].attr,
+            attr: &self.events[q.event as usize].attr,
             be: self.be,
         }))
     }
@@ -660,7 +670,7 @@ impl PerfReader {
                     let mut body = self.take_buf(size - 8);
                     body.copy_from_slice(&self.inflated[from..from + size - 8]);
                     self.inflated_pos += size;
-                    self.handle(ty, misc, Body::Own(body), position, diags)?;
+                    self.handle(ty, misc, Body::Own(body, position), position, diags)?;
                     return Ok(true);
                 }
             }
@@ -737,7 +747,7 @@ impl PerfReader {
                 let ty = c.u32().unwrap_or(0);
                 let misc = c.u16().unwrap_or(0);
                 let size = c.u16().unwrap_or(0) as usize;
-                (ty, misc, size, Body::Own(Vec::new()))
+                (ty, misc, size, Body::Own(Vec::new(), Position::Byte(at)))
             }
         };
         if size < 8 {
@@ -750,7 +760,7 @@ impl PerfReader {
             return Ok(false);
         }
         let body = match body {
-            Body::Own(_) => {
+            Body::Own(_, p) => {
                 let mut buf = self.take_buf(size - 8);
                 let Input::Stream(r) = &mut self.input else {
                     unreachable!("owned bodies come from streams")
@@ -768,7 +778,7 @@ impl PerfReader {
                     )?;
                     return Ok(false);
                 }
-                Body::Own(buf)
+                Body::Own(buf, p)
             }
             b => b,
         };
@@ -811,7 +821,7 @@ impl PerfReader {
                         self.inflate(ty, &m[off..off + len], at, diags)?;
                     }
                 }
-                Body::Own(v) => {
+                Body::Own(v, _) => {
                     self.inflate(ty, &v, at, diags)?;
                     self.pool.push(v);
                 }
@@ -983,14 +993,11 @@ impl PerfReader {
                 };
                 let ts =
                     self.timestamp_of(t, bytes_of(&self.input, &body), &self.events[event].attr);
-                self.seq += 1;
                 let q = Queued {
                     ts: ts.unwrap_or(0),
-                    seq: self.seq,
                     record_type: t,
+                    event: event as u32,
                     misc,
-                    event,
-                    position,
                     body,
                 };
                 match ts {
@@ -1032,7 +1039,7 @@ impl PerfReader {
         let Input::Map(m) = &self.input else { return };
         let off = |q: &Queued| match q.body {
             Body::Map { off, .. } => off,
-            Body::Own(_) => usize::MAX,
+            Body::Own(..) => usize::MAX,
         };
         let low = self
             .pending
@@ -1060,7 +1067,7 @@ impl PerfReader {
     }
 
     fn recycle(&mut self, body: Body) {
-        if let Body::Own(v) = body {
+        if let Body::Own(v, _) = body {
             self.pool.push(v);
         }
     }
@@ -1159,7 +1166,7 @@ impl PerfReader {
     /// sorted already (per-CPU buffers arrive in order), which the stable
     /// sort exploits.
     fn sort_pending(&mut self) {
-        self.pending.sort_by_key(|q| (q.ts, q.seq));
+        self.pending.sort_by_key(|q| q.ts);
     }
 
     /// Delivers the queued records not newer than `limit`, in time order.
