@@ -106,6 +106,11 @@ impl<'a> U64s<'a> {
             u64::from_le_bytes(b)
         })
     }
+    /// The raw bytes (8 per value, in the file's byte order).
+    pub fn as_bytes(&self) -> &'a [u8] {
+        self.bytes
+    }
+
     pub fn iter(&self) -> impl ExactSizeIterator<Item = u64> + 'a {
         let be = self.be;
         self.bytes.chunks_exact(8).map(move |c| {

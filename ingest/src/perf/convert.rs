@@ -326,6 +326,8 @@ struct ThreadInfo {
 struct LastThread {
     key: (Option<i32>, Option<i32>),
     comm: Option<i32>,
+    /// Generation of the process's address space.
+    ugen: u64,
     samples: i64,
 }
 
@@ -370,10 +372,12 @@ pub struct PerfConverter {
     spaces: HashMap<(i32, i32), Space>,
     kernel_space: HashMap<i32, Space>,
     next_gen: u64,
+    /// Generation of the current input's kernel address space.
+    kgen: u64,
     /// Raw callchain (with the generations of the address spaces it was
     /// resolved in) → stack id: repeated stacks skip frame resolution.
-    raw_stacks: HashMap<Vec<u64>, i64>,
-    raw_key: Vec<u64>,
+    raw_stacks: HashMap<Box<[u8]>, i64>,
+    raw_key: Vec<u8>,
     /// Dictionary key of each event's name in `perf_sample.event`.
     event_keys: Vec<i32>,
     modules: Vec<ModuleInfo>,
@@ -428,6 +432,7 @@ impl PerfConverter {
             spaces: HashMap::default(),
             kernel_space: HashMap::default(),
             next_gen: 0,
+            kgen: u64::MAX,
             raw_stacks: HashMap::default(),
             raw_key: Vec::new(),
             event_keys: Vec::new(),
@@ -446,6 +451,7 @@ impl PerfConverter {
     /// Starts a new input. Events of earlier inputs keep their ids.
     pub fn begin_source(&mut self, source_id: i32) {
         self.flush_last_thread();
+        self.kgen = u64::MAX;
         self.source_id = source_id;
         self.event_base = self.events.len() as i32;
         self.id_to_event.clear();
@@ -492,7 +498,10 @@ impl PerfConverter {
         sample_id: &SampleId,
     ) -> Result<()> {
         let gid = self.event_base + event as i32;
-        if matches!(record, Record::Comm(_) | Record::Fork(_) | Record::Exit(_)) {
+        if matches!(
+            record,
+            Record::Comm(_) | Record::Fork(_) | Record::Exit(_) | Record::Mmap(_)
+        ) {
             self.flush_last_thread();
         }
         match record {
@@ -677,6 +686,9 @@ impl PerfConverter {
         };
         insert_mapping(&mut space.map, m.start, entry);
         space.gen = self.next_gen;
+        if kernel {
+            self.kgen = self.next_gen;
+        }
         Ok(())
     }
 
@@ -720,22 +732,46 @@ impl PerfConverter {
             .then_some(ev.attr.sample_period_or_freq);
         let mode = s.cpu_mode();
 
-        // The raw callchain in the address spaces' current generations: a
-        // stack seen before resolves to the same frames.
+        // Consecutive samples mostly come from the same thread: its command
+        // and address-space generation are cached until a task or mmap
+        // record changes them.
+        let tkey = (s.pid, s.tid);
+        let (comm, ugen) = match &mut self.last_thread {
+            Some(l) if l.key == tkey => {
+                l.samples += 1;
+                (l.comm, l.ugen)
+            }
+            _ => {
+                self.flush_last_thread();
+                let comm = s
+                    .tid
+                    .and_then(|t| self.comms.get(&(self.source_id, t)))
+                    .or_else(|| s.pid.and_then(|p| self.comms.get(&(self.source_id, p))))
+                    .map(|c| c.1);
+                let ugen = s
+                    .pid
+                    .and_then(|p| self.spaces.get(&(self.source_id, p)))
+                    .map_or(u64::MAX, |sp| sp.gen);
+                self.last_thread = Some(LastThread {
+                    key: tkey,
+                    comm,
+                    ugen,
+                    samples: 1,
+                });
+                (comm, ugen)
+            }
+        };
+
+        // The raw callchain bytes in the address spaces' current
+        // generations: a stack seen before resolves to the same frames.
         let mut key = std::mem::take(&mut self.raw_key);
         key.clear();
-        let ugen = s
-            .pid
-            .and_then(|p| self.spaces.get(&(self.source_id, p)))
-            .map_or(u64::MAX, |sp| sp.gen);
-        let kgen = self
-            .kernel_space
-            .get(&self.source_id)
-            .map_or(u64::MAX, |sp| sp.gen);
-        key.extend_from_slice(&[ugen, kgen, mode as u64, s.pid.unwrap_or(-1) as u64]);
+        for v in [ugen, self.kgen, mode as u64, s.pid.unwrap_or(-1) as u64] {
+            key.extend_from_slice(&v.to_ne_bytes());
+        }
         match &s.callchain {
-            Some(cc) if !cc.is_empty() => key.extend(cc.iter()),
-            _ => key.extend(s.ip),
+            Some(cc) if !cc.is_empty() => key.extend_from_slice(cc.as_bytes()),
+            _ => key.extend_from_slice(&s.ip.unwrap_or(0).to_ne_bytes()),
         }
         let cached = self.raw_stacks.get(key.as_slice()).copied();
         self.raw_key = key;
@@ -749,32 +785,9 @@ impl PerfConverter {
                     if self.raw_stacks.len() >= RAW_STACK_CACHE {
                         self.raw_stacks = HashMap::default();
                     }
-                    self.raw_stacks.insert(self.raw_key.clone(), id);
+                    self.raw_stacks.insert(self.raw_key.as_slice().into(), id);
                 }
                 id
-            }
-        };
-
-        // Consecutive samples mostly come from the same thread.
-        let tkey = (s.pid, s.tid);
-        let comm = match &mut self.last_thread {
-            Some(l) if l.key == tkey => {
-                l.samples += 1;
-                l.comm
-            }
-            _ => {
-                self.flush_last_thread();
-                let comm = s
-                    .tid
-                    .and_then(|t| self.comms.get(&(self.source_id, t)))
-                    .or_else(|| s.pid.and_then(|p| self.comms.get(&(self.source_id, p))))
-                    .map(|c| c.1);
-                self.last_thread = Some(LastThread {
-                    key: tkey,
-                    comm,
-                    samples: 1,
-                });
-                comm
             }
         };
 
