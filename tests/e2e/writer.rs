@@ -5,6 +5,7 @@
 //! the same values.
 
 use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 
 use trawl_ingest::perf::header::{branch, flag, read_format, sample, Attr};
 use trawl_ingest::perf::records::{context, BranchEntry, ReadValues};
@@ -99,6 +100,28 @@ fn rich_file() -> (Vec<u8>, Vec<SampleOut>, [u64; 2]) {
     (w.to_bytes(), samples, ids)
 }
 
+/// The rich file written to a temporary directory: (dir, file, samples, ids).
+fn rich_on_disk() -> (tempfile::TempDir, PathBuf, Vec<SampleOut>, [u64; 2]) {
+    let (bytes, samples, ids) = rich_file();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("rich.data");
+    std::fs::write(&file, &bytes).unwrap();
+    (dir, file, samples, ids)
+}
+
+/// Ingests `file` without symbolization into `dir/cap`.
+fn ingest_plain(dir: &Path, file: &Path) -> PathBuf {
+    let cap = dir.join("cap");
+    trawl_ok(&[
+        "ingest",
+        file.to_str().unwrap(),
+        "-o",
+        cap.to_str().unwrap(),
+        "--no-symbolize",
+    ]);
+    cap
+}
+
 /// The fields `perf script -D` prints for each PERF_RECORD_SAMPLE.
 #[derive(Debug, Default)]
 struct Dumped {
@@ -183,10 +206,7 @@ fn perf_dump(file: &std::path::Path) -> Vec<Dumped> {
 
 #[test]
 fn writer_output_reads_back_in_perf_field_by_field() {
-    let (bytes, samples, ids) = rich_file();
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("rich.data");
-    std::fs::write(&file, &bytes).unwrap();
+    let (_dir, file, samples, ids) = rich_on_disk();
     let dumped = perf_dump(&file);
     assert_eq!(dumped.len(), samples.len(), "perf script -D sample count");
     for (d, s) in dumped.iter().zip(&samples) {
@@ -224,18 +244,8 @@ fn writer_output_reads_back_in_perf_field_by_field() {
 
 #[test]
 fn writer_output_matches_trawl_tables() {
-    let (bytes, samples, _) = rich_file();
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("rich.data");
-    std::fs::write(&file, &bytes).unwrap();
-    let cap = dir.path().join("cap");
-    trawl_ok(&[
-        "ingest",
-        file.to_str().unwrap(),
-        "-o",
-        cap.to_str().unwrap(),
-        "--no-symbolize",
-    ]);
+    let (dir, file, samples, _) = rich_on_disk();
+    let cap = ingest_plain(dir.path(), &file);
     let c = cap.to_str().unwrap();
 
     let rows = csv_rows(&trawl_ok(&[
@@ -329,10 +339,7 @@ fn writer_output_matches_trawl_tables() {
 #[test]
 fn lost_records_match_perf() {
     // Expected: perf script -D prints the LOST record with its count.
-    let (bytes, _, _) = rich_file();
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("rich.data");
-    std::fs::write(&file, &bytes).unwrap();
+    let (dir, file, _, _) = rich_on_disk();
     let dump = perf(&["script", "-D", "-i", file.to_str().unwrap()]);
     let lost_line = dump
         .lines()
@@ -347,14 +354,7 @@ fn lost_records_match_perf() {
         .parse()
         .unwrap();
     let time = lost_line.split_whitespace().nth(1).unwrap();
-    let cap = dir.path().join("cap");
-    trawl_ok(&[
-        "ingest",
-        file.to_str().unwrap(),
-        "-o",
-        cap.to_str().unwrap(),
-        "--no-symbolize",
-    ]);
+    let cap = ingest_plain(dir.path(), &file);
     let rows = csv_rows(&trawl_ok(&[
         "sql",
         cap.to_str().unwrap(),
