@@ -41,20 +41,28 @@ pub fn trawl_ok(args: &[&str]) -> String {
     String::from_utf8(o.stdout).unwrap()
 }
 
+/// `trawl ingest FILE -o CAP EXTRA...`, which must succeed.
+pub fn ingest_file(file: &Path, cap: &Path, extra: &[&str]) {
+    let mut args = vec![
+        "ingest",
+        file.to_str().unwrap(),
+        "-o",
+        cap.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    trawl_ok(&args);
+}
+
 /// Ingests a fixture into a fresh temporary capture.
 pub fn ingest(fixture_name: &str) -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let cap = dir.path().join("cap");
-    let f = fixture(fixture_name);
     let bin = fixture_bin();
-    trawl_ok(&[
-        "ingest",
-        f.to_str().unwrap(),
-        "-o",
-        cap.to_str().unwrap(),
-        "--debug-dir",
-        bin.to_str().unwrap(),
-    ]);
+    ingest_file(
+        &fixture(fixture_name),
+        &cap,
+        &["--debug-dir", bin.to_str().unwrap()],
+    );
     (dir, cap)
 }
 

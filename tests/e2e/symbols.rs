@@ -128,14 +128,7 @@ fn debug_dir_is_searched_by_build_id_and_mismatches_are_refused() {
     let f = dir.path().join("ok.data");
     std::fs::write(&f, synthetic(&bid, &offsets)).unwrap();
     let cap = dir.path().join("ok");
-    trawl_ok(&[
-        "ingest",
-        f.to_str().unwrap(),
-        "-o",
-        cap.to_str().unwrap(),
-        "--debug-dir",
-        dbg.to_str().unwrap(),
-    ]);
+    ingest_file(&f, &cap, &["--debug-dir", dbg.to_str().unwrap()]);
     assert_eq!(functions(&cap), vec!["spin_a", "spin_b"]);
 
     // Same name, other build-id: refused, and said so. (HOME is empty so
@@ -201,14 +194,7 @@ fn kallsyms_file_names_kernel_frames() {
     )
     .unwrap();
     let cap = dir.path().join("cap");
-    trawl_ok(&[
-        "ingest",
-        f.to_str().unwrap(),
-        "-o",
-        cap.to_str().unwrap(),
-        "--kallsyms",
-        ks.to_str().unwrap(),
-    ]);
+    ingest_file(&f, &cap, &["--kallsyms", ks.to_str().unwrap()]);
     let row = sql_scalar(&cap, "SELECT f.function, s.symbol_offset FROM perf_frame_name f JOIN symbol s USING (capture, module_id, rel_pc) WHERE f.context = 'kernel'");
     assert_eq!(row, "do_work,80");
 }

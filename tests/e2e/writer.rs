@@ -112,13 +112,7 @@ fn rich_on_disk() -> (tempfile::TempDir, PathBuf, Vec<SampleOut>, [u64; 2]) {
 /// Ingests `file` without symbolization into `dir/cap`.
 fn ingest_plain(dir: &Path, file: &Path) -> PathBuf {
     let cap = dir.join("cap");
-    trawl_ok(&[
-        "ingest",
-        file.to_str().unwrap(),
-        "-o",
-        cap.to_str().unwrap(),
-        "--no-symbolize",
-    ]);
+    ingest_file(file, &cap, &["--no-symbolize"]);
     cap
 }
 

@@ -195,6 +195,15 @@ fn read_full(r: &mut dyn Read, buf: &mut [u8]) -> io::Result<usize> {
     Ok(n)
 }
 
+/// A `perf_event_header`: (type, misc, size). `b` holds at least 8 bytes.
+fn record_header(b: &[u8], be: bool) -> (u32, u16, usize) {
+    let mut c = Cursor::new(b, be);
+    let ty = c.u32().unwrap_or(0);
+    let misc = c.u16().unwrap_or(0);
+    let size = c.u16().unwrap_or(0) as usize;
+    (ty, misc, size)
+}
+
 /// Is this the start of a perf.data file (file or pipe mode)?
 pub fn sniff(head: &[u8]) -> Option<bool> {
     let magic = head.get(0..8)?;
@@ -645,10 +654,7 @@ impl PerfReader {
         if self.inflated_pos < self.inflated.len() {
             let avail = &self.inflated[self.inflated_pos..];
             if avail.len() >= 8 {
-                let mut c = Cursor::new(avail, self.be);
-                let ty = c.u32().unwrap_or(0);
-                let misc = c.u16().unwrap_or(0);
-                let size = c.u16().unwrap_or(0) as usize;
+                let (ty, misc, size) = record_header(avail, self.be);
                 let inner = self.inflated_total - (self.inflated.len() - self.inflated_pos) as u64;
                 let position = Position::Compressed {
                     record: self.inflated_from,
@@ -702,10 +708,7 @@ impl PerfReader {
                     }
                     return Ok(false);
                 }
-                let mut c = Cursor::new(&m[off..off + 8], self.be);
-                let ty = c.u32().unwrap_or(0);
-                let misc = c.u16().unwrap_or(0);
-                let size = c.u16().unwrap_or(0) as usize;
+                let (ty, misc, size) = record_header(&m[off..off + 8], self.be);
                 if size >= 8 && size > avail {
                     diags.report(
                         Position::Byte(at),
@@ -743,10 +746,7 @@ impl PerfReader {
                     )?;
                     return Ok(false);
                 }
-                let mut c = Cursor::new(&hdr, self.be);
-                let ty = c.u32().unwrap_or(0);
-                let misc = c.u16().unwrap_or(0);
-                let size = c.u16().unwrap_or(0) as usize;
+                let (ty, misc, size) = record_header(&hdr, self.be);
                 (ty, misc, size, Body::Own(Vec::new(), Position::Byte(at)))
             }
         };
