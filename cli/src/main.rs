@@ -95,15 +95,55 @@ struct SqlArgs {
 
 #[derive(Subcommand)]
 enum Report {
-    /// Functions (or modules, addresses) by exclusive and inclusive cost.
+    /// Functions (or modules, source lines, addresses) by exclusive and
+    /// inclusive cost.
     Hotspots(HotspotArgs),
+    /// Who calls FUNCTION: attributed cost per caller (they sum to its
+    /// inclusive cost).
+    Callers(EdgeArgs),
+    /// What FUNCTION calls: its exclusive cost and the attributed cost per
+    /// callee (they sum to its inclusive cost).
+    Callees(EdgeArgs),
+    /// A flame graph (SVG) of the selected samples' stacks.
+    Flamegraph(FlameArgs),
 }
 
 #[derive(Clone, Copy, ValueEnum)]
 enum ByArg {
+    /// Function and module (inline functions count as their own).
     Function,
+    /// Module (load object: executable, library, kernel).
     Module,
+    /// perf's srcline: source file base name and line, and module.
+    Srcline,
+    /// Function, full source path and line.
+    Line,
+    /// Function and address within the module.
     Address,
+}
+
+#[derive(Args, Clone, Default)]
+struct MetricArgs {
+    /// What a sample weighs: `period` (default, perf's Overhead),
+    /// `samples`, a numeric perf_sample column (e.g. `weight`), or
+    /// `read:EVENT` (the increase of a group-read counter).
+    #[arg(long, default_value = "period")]
+    weight: String,
+    /// Attribute inlined code to its enclosing (ELF symbol) function only,
+    /// as `perf report` does without --inline.
+    #[arg(long)]
+    no_inline: bool,
+}
+
+impl MetricArgs {
+    fn parse(&self) -> Result<(analyses::Weight, analyses::StackOpts)> {
+        Ok((
+            analyses::Weight::parse(&self.weight)?,
+            analyses::StackOpts {
+                inline: !self.no_inline,
+            },
+        ))
+    }
 }
 
 #[derive(Args)]
@@ -115,11 +155,51 @@ struct HotspotArgs {
     by: ByArg,
     #[command(flatten)]
     filter: FilterArgs,
+    #[command(flatten)]
+    metric: MetricArgs,
     /// Show at most N rows.
     #[arg(long, short = 'n')]
     limit: Option<usize>,
     #[command(flatten)]
     out: OutputOpts,
+}
+
+#[derive(Args)]
+struct EdgeArgs {
+    /// The function, named as `trawl report hotspots` shows it.
+    function: String,
+    /// Captures (or directories of captures).
+    #[arg(required = true)]
+    captures: Vec<PathBuf>,
+    /// Only occurrences in modules whose path contains this text.
+    #[arg(long)]
+    module: Option<String>,
+    #[command(flatten)]
+    filter: FilterArgs,
+    #[command(flatten)]
+    metric: MetricArgs,
+    #[command(flatten)]
+    out: OutputOpts,
+}
+
+#[derive(Args)]
+struct FlameArgs {
+    /// Captures (or directories of captures).
+    #[arg(required = true)]
+    captures: Vec<PathBuf>,
+    /// SVG file to write.
+    #[arg(short, long)]
+    output: PathBuf,
+    /// Title of the graph (default: the capture and event).
+    #[arg(long)]
+    title: Option<String>,
+    /// Also write the folded stacks (`root;...;leaf weight`) to this file.
+    #[arg(long, value_name = "FILE")]
+    folded: Option<PathBuf>,
+    #[command(flatten)]
+    filter: FilterArgs,
+    #[command(flatten)]
+    metric: MetricArgs,
 }
 
 #[derive(Args, Clone, Default)]
@@ -219,6 +299,9 @@ fn run(cli: Cli) -> Result<()> {
             runtime()?.block_on(tables(captures))
         }
         Cmd::Report(Report::Hotspots(a)) => runtime()?.block_on(hotspots(a)),
+        Cmd::Report(Report::Callers(a)) => runtime()?.block_on(edges(a, true)),
+        Cmd::Report(Report::Callees(a)) => runtime()?.block_on(edges(a, false)),
+        Cmd::Report(Report::Flamegraph(a)) => runtime()?.block_on(flamegraph(a)),
         Cmd::Demo => runtime()?.block_on(demo()),
     }
 }
@@ -339,13 +422,16 @@ async fn tables(captures: Vec<PathBuf>) -> Result<()> {
 
 async fn hotspots(a: HotspotArgs) -> Result<()> {
     let s = Session::open(&a.captures).await?;
-    let event = analyses::select_samples(&s, &a.filter.to_filter()?).await?;
+    let (weight, opts) = a.metric.parse()?;
+    let event = analyses::select_samples(&s, &a.filter.to_filter()?, &weight).await?;
     let key = match a.by {
         ByArg::Function => HotspotKey::Function,
         ByArg::Module => HotspotKey::Module,
+        ByArg::Srcline => HotspotKey::Srcline,
+        ByArg::Line => HotspotKey::Line,
         ByArg::Address => HotspotKey::Address,
     };
-    let mut df = analyses::hotspots(&s, key).await?;
+    let mut df = analyses::hotspots(&s, key, &weight, opts).await?;
     if let Some(n) = a.limit {
         df = df.limit(0, Some(n))?;
     }
@@ -354,6 +440,60 @@ async fn hotspots(a: HotspotArgs) -> Result<()> {
         eprintln!("event: {event}");
     }
     output::write(&batches, &a.out)
+}
+
+async fn edges(a: EdgeArgs, callers: bool) -> Result<()> {
+    let s = Session::open(&a.captures).await?;
+    let (weight, opts) = a.metric.parse()?;
+    let event = analyses::select_samples(&s, &a.filter.to_filter()?, &weight).await?;
+    let f = analyses::FunctionMatch {
+        function: a.function.clone(),
+        module: a.module.clone(),
+    };
+    let df = if callers {
+        analyses::callers(&s, &f, &weight, opts).await?
+    } else {
+        analyses::callees(&s, &f, &weight, opts).await?
+    };
+    let batches = df.collect().await?;
+    if matches!(a.out.format, Format::Table) && a.out.output.is_none() {
+        eprintln!("event: {event}");
+    }
+    output::write(&batches, &a.out)
+}
+
+async fn flamegraph(a: FlameArgs) -> Result<()> {
+    let s = Session::open(&a.captures).await?;
+    let (weight, opts) = a.metric.parse()?;
+    let event = analyses::select_samples(&s, &a.filter.to_filter()?, &weight).await?;
+    let folded = analyses::folded(&s, opts).await?;
+    if folded.is_empty() {
+        bail!("no samples with stacks to draw");
+    }
+    let lines: Vec<String> = folded
+        .iter()
+        .filter(|(_, w)| *w > 0)
+        .map(|(st, w)| format!("{} {w}", st.replace(' ', "\u{a0}")))
+        .collect();
+    if let Some(p) = &a.folded {
+        output::write_atomic(p, (lines.join("\n") + "\n").as_bytes())?;
+    }
+    let mut o = inferno::flamegraph::Options::default();
+    o.title = a.title.clone().unwrap_or_else(|| {
+        let caps: Vec<String> = s.captures.iter().map(|c| c.name.clone()).collect();
+        format!("{} — {event}", caps.join(", "))
+    });
+    o.count_name = weight.name().unwrap_or_else(|| "samples".into());
+    let mut svg = Vec::new();
+    inferno::flamegraph::from_lines(&mut o, lines.iter().map(String::as_str), &mut svg)
+        .context("drawing the flame graph")?;
+    output::write_atomic(&a.output, &svg)?;
+    eprintln!(
+        "wrote {} ({} distinct stacks)",
+        a.output.display(),
+        lines.len()
+    );
+    Ok(())
 }
 
 fn fixtures_dir() -> PathBuf {
@@ -388,9 +528,10 @@ async fn demo() -> Result<()> {
     ingest(&args)?;
     println!("\n$ trawl report hotspots {} --limit 12", cap.display());
     let s = Session::open(std::slice::from_ref(&cap)).await?;
-    let event = analyses::select_samples(&s, &SampleFilter::default()).await?;
+    let weight = analyses::Weight::Period;
+    let event = analyses::select_samples(&s, &SampleFilter::default(), &weight).await?;
     println!("event: {event}");
-    let df = analyses::hotspots(&s, HotspotKey::Function)
+    let df = analyses::hotspots(&s, HotspotKey::Function, &weight, Default::default())
         .await?
         .limit(0, Some(12))?;
     output::write(&df.collect().await?, &OutputOpts::default())?;

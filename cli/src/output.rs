@@ -110,11 +110,7 @@ pub fn write(batches: &[RecordBatch], o: &OutputOpts) -> Result<()> {
                 Format::Parquet => unreachable!(),
             }
             match &o.output {
-                Some(p) => {
-                    let tmp = p.with_extension("trawl-tmp");
-                    std::fs::write(&tmp, &buf)?;
-                    std::fs::rename(&tmp, p)?;
-                }
+                Some(p) => write_atomic(p, &buf)?,
                 None => {
                     let mut out = std::io::stdout().lock();
                     out.write_all(&buf)?;
@@ -124,4 +120,15 @@ pub fn write(batches: &[RecordBatch], o: &OutputOpts) -> Result<()> {
             Ok(())
         }
     }
+}
+
+/// Writes `data` to `path` through a temporary file in the same directory
+/// and a rename, so an interrupted run leaves the old file or none.
+pub fn write_atomic(path: &std::path::Path, data: &[u8]) -> Result<()> {
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(".trawl-tmp");
+    let tmp = path.with_file_name(name);
+    std::fs::write(&tmp, data).with_context(|| format!("writing {}", tmp.display()))?;
+    std::fs::rename(&tmp, path).with_context(|| format!("renaming to {}", path.display()))?;
+    Ok(())
 }

@@ -64,6 +64,7 @@ pub fn symbolize_capture(dir: &Path, cfg: &trawl_symbolize::Config) -> Result<Su
                 path: m.path.clone(),
                 binary: None,
                 symbols: None,
+                debug_info: None,
                 status: Status::NotAFile.as_str(),
                 message: None,
             });
@@ -98,18 +99,15 @@ pub fn symbolize_capture(dir: &Path, cfg: &trawl_symbolize::Config) -> Result<Su
             .symbols_file
             .as_ref()
             .map(|p| p.to_string_lossy().into_owned());
+        let dwarf_file = res
+            .debug_info
+            .as_ref()
+            .map(|p| p.to_string_lossy().into_owned());
         for (pc, hit) in req.addresses.iter().zip(&res.symbols) {
-            if hit.is_some() {
+            if hit.symbol.is_some() || hit.inline.iter().any(|l| l.function.is_some()) {
                 resolved += 1;
             }
-            rows.push(SymbolRow {
-                module_id: *id,
-                rel_pc: *pc,
-                function: hit.as_ref().map(|h| h.name.clone()),
-                symbol_offset: hit.as_ref().map(|h| h.offset),
-                symbol_source: res.table.filter(|_| hit.is_some()),
-                symbol_file: file.clone().filter(|_| hit.is_some()),
-            });
+            push_rows(&mut rows, *id, *pc, hit, res.table, &file, &dwarf_file);
         }
         files.push(SymbolFileRow {
             module_id: *id,
@@ -119,6 +117,7 @@ pub fn symbolize_capture(dir: &Path, cfg: &trawl_symbolize::Config) -> Result<Su
                 .as_ref()
                 .map(|p| p.to_string_lossy().into_owned()),
             symbols: file,
+            debug_info: dwarf_file,
             status: res.status.as_str(),
             message: res.message.clone(),
         });
@@ -130,4 +129,57 @@ pub fn symbolize_capture(dir: &Path, cfg: &trawl_symbolize::Config) -> Result<Su
         resolved,
         failed,
     })
+}
+
+/// The rows of one address: one per inline level, innermost first; the
+/// outermost level carries the ELF symbol (perf's `sym`) when there is one.
+fn push_rows(
+    rows: &mut Vec<SymbolRow>,
+    module_id: i64,
+    rel_pc: u64,
+    hit: &trawl_symbolize::Resolved,
+    table: Option<&'static str>,
+    symbol_file: &Option<String>,
+    dwarf_file: &Option<String>,
+) {
+    let sym = hit.symbol.as_ref();
+    if hit.inline.is_empty() {
+        rows.push(SymbolRow {
+            module_id,
+            rel_pc,
+            inline_depth: 0,
+            inlined: false,
+            function: sym.map(|h| h.name.clone()),
+            file: None,
+            line: None,
+            column: None,
+            symbol_offset: sym.map(|h| h.offset),
+            symbol_source: table.filter(|_| sym.is_some()),
+            symbol_file: symbol_file.clone().filter(|_| sym.is_some()),
+        });
+        return;
+    }
+    let outer = hit.inline.len() - 1;
+    for (d, l) in hit.inline.iter().enumerate() {
+        let elf = if d == outer { sym } else { None };
+        let function = elf.map(|h| h.name.clone()).or_else(|| l.function.clone());
+        let (source, file) = match (elf, &function) {
+            (Some(_), _) => (table, symbol_file.clone()),
+            (None, Some(_)) => (Some("dwarf"), dwarf_file.clone()),
+            (None, None) => (None, None),
+        };
+        rows.push(SymbolRow {
+            module_id,
+            rel_pc,
+            inline_depth: d as i32,
+            inlined: d < outer,
+            function,
+            file: l.file.clone(),
+            line: l.line,
+            column: l.column,
+            symbol_offset: elf.map(|h| h.offset),
+            symbol_source: source,
+            symbol_file: file,
+        });
+    }
 }

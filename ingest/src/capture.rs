@@ -6,7 +6,8 @@ use std::fs::File;
 use std::path::Path;
 
 use arrow::array::{
-    Array, ArrayRef, AsArray, Int64Builder, RecordBatch, StringBuilder, UInt64Builder,
+    Array, ArrayRef, AsArray, BooleanBuilder, Int32Builder, Int64Builder, RecordBatch,
+    StringBuilder, UInt32Builder, UInt64Builder,
 };
 use arrow::datatypes::{Int64Type, UInt64Type};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
@@ -32,9 +33,24 @@ fn read_table(dir: &Path, def: &TableDef) -> Result<Vec<RecordBatch>> {
         })
 }
 
-fn col<'a>(b: &'a RecordBatch, name: &str) -> &'a ArrayRef {
-    b.column_by_name(name)
-        .unwrap_or_else(|| panic!("column {name} missing from a table trawl wrote"))
+/// A column of a batch of `def`, checked against the schema so that the
+/// typed accessors below cannot panic on a capture written by another
+/// version of trawl.
+fn col<'a>(b: &'a RecordBatch, def: &TableDef, name: &str) -> Result<&'a ArrayRef> {
+    let want = def
+        .columns
+        .iter()
+        .find(|c| c.name == name)
+        .map(|c| c.ty.data_type());
+    match (b.column_by_name(name), want) {
+        (Some(c), Some(t)) if *c.data_type() == t => Ok(c),
+        _ => Err(Error::Arrow {
+            table: def.name.into(),
+            source: arrow::error::ArrowError::SchemaError(format!(
+                "column {name} is missing or has another type: the capture was written by another version of trawl; ingest it again"
+            )),
+        }),
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -48,12 +64,13 @@ pub struct ModuleRow {
 
 pub fn read_modules(dir: &Path) -> Result<Vec<ModuleRow>> {
     let mut out = Vec::new();
-    for b in read_table(dir, &schema::PERF_MODULE)? {
-        let id = col(&b, "module_id").as_primitive::<Int64Type>();
-        let path = col(&b, "path").as_string::<i32>();
-        let bid = col(&b, "build_id").as_string::<i32>();
-        let k = col(&b, "is_kernel").as_boolean();
-        let f = col(&b, "is_file").as_boolean();
+    let def = &schema::PERF_MODULE;
+    for b in read_table(dir, def)? {
+        let id = col(&b, def, "module_id")?.as_primitive::<Int64Type>();
+        let path = col(&b, def, "path")?.as_string::<i32>();
+        let bid = col(&b, def, "build_id")?.as_string::<i32>();
+        let k = col(&b, def, "is_kernel")?.as_boolean();
+        let f = col(&b, def, "is_file")?.as_boolean();
         for i in 0..b.num_rows() {
             out.push(ModuleRow {
                 module_id: id.value(i),
@@ -70,10 +87,11 @@ pub fn read_modules(dir: &Path) -> Result<Vec<ModuleRow>> {
 /// The `capture_meta` pairs (source_id, key, value).
 pub fn read_meta(dir: &Path) -> Result<Vec<(i32, String, String)>> {
     let mut out = Vec::new();
-    for b in read_table(dir, &schema::CAPTURE_META)? {
-        let s = col(&b, "source_id").as_primitive::<arrow::datatypes::Int32Type>();
-        let k = col(&b, "key").as_string::<i32>();
-        let v = col(&b, "value").as_string::<i32>();
+    let def = &schema::CAPTURE_META;
+    for b in read_table(dir, def)? {
+        let s = col(&b, def, "source_id")?.as_primitive::<arrow::datatypes::Int32Type>();
+        let k = col(&b, def, "key")?.as_string::<i32>();
+        let v = col(&b, def, "value")?.as_string::<i32>();
         for i in 0..b.num_rows() {
             out.push((s.value(i), k.value(i).to_string(), v.value(i).to_string()));
         }
@@ -81,15 +99,19 @@ pub fn read_meta(dir: &Path) -> Result<Vec<(i32, String, String)>> {
     Ok(out)
 }
 
-/// Distinct (module_id, rel_pc) of all frames with a module.
+/// Distinct (module_id, address to look up) of all frames with a module:
+/// `rel_pc`, minus 1 for return addresses (as `symbol.rel_pc` documents).
 pub fn read_frame_addresses(dir: &Path) -> Result<BTreeSet<(i64, u64)>> {
     let mut out = BTreeSet::new();
-    for b in read_table(dir, &schema::PERF_FRAME)? {
-        let m = col(&b, "module_id").as_primitive::<Int64Type>();
-        let pc = col(&b, "rel_pc").as_primitive::<UInt64Type>();
+    let def = &schema::PERF_FRAME;
+    for b in read_table(dir, def)? {
+        let m = col(&b, def, "module_id")?.as_primitive::<Int64Type>();
+        let pc = col(&b, def, "rel_pc")?.as_primitive::<UInt64Type>();
+        let ret = col(&b, def, "is_return")?.as_boolean();
         for i in 0..b.num_rows() {
             if !m.is_null(i) {
-                out.insert((m.value(i), pc.value(i)));
+                let back = u64::from(ret.value(i));
+                out.insert((m.value(i), pc.value(i).saturating_sub(back)));
             }
         }
     }
@@ -100,7 +122,12 @@ pub fn read_frame_addresses(dir: &Path) -> Result<BTreeSet<(i64, u64)>> {
 pub struct SymbolRow {
     pub module_id: i64,
     pub rel_pc: u64,
+    pub inline_depth: i32,
+    pub inlined: bool,
     pub function: Option<String>,
+    pub file: Option<String>,
+    pub line: Option<u32>,
+    pub column: Option<u32>,
     pub symbol_offset: Option<u64>,
     pub symbol_source: Option<&'static str>,
     pub symbol_file: Option<String>,
@@ -112,6 +139,7 @@ pub struct SymbolFileRow {
     pub path: String,
     pub binary: Option<String>,
     pub symbols: Option<String>,
+    pub debug_info: Option<String>,
     pub status: &'static str,
     pub message: Option<String>,
 }
@@ -123,14 +151,24 @@ pub fn write_symbols(dir: &Path, rows: &[SymbolRow], files: &[SymbolFileRow]) ->
     for chunk in rows.chunks(256 * 1024) {
         let mut m = Int64Builder::new();
         let mut pc = UInt64Builder::new();
+        let mut depth = Int32Builder::new();
+        let mut inlined = BooleanBuilder::new();
         let mut f = StringBuilder::new();
+        let mut src_file = StringBuilder::new();
+        let mut line = UInt32Builder::new();
+        let mut column = UInt32Builder::new();
         let mut off = UInt64Builder::new();
         let mut src = StringBuilder::new();
         let mut file = StringBuilder::new();
         for r in chunk {
             m.append_value(r.module_id);
             pc.append_value(r.rel_pc);
+            depth.append_value(r.inline_depth);
+            inlined.append_value(r.inlined);
             f.append_option(r.function.as_deref());
+            src_file.append_option(r.file.as_deref());
+            line.append_option(r.line);
+            column.append_option(r.column);
             off.append_option(r.symbol_offset);
             src.append_option(r.symbol_source);
             file.append_option(r.symbol_file.as_deref());
@@ -141,7 +179,12 @@ pub fn write_symbols(dir: &Path, rows: &[SymbolRow], files: &[SymbolFileRow]) ->
                 vec![
                     a(&mut m),
                     a(&mut pc),
+                    a(&mut depth),
+                    a(&mut inlined),
                     a(&mut f),
+                    a(&mut src_file),
+                    a(&mut line),
+                    a(&mut column),
                     a(&mut off),
                     a(&mut src),
                     a(&mut file),
@@ -162,6 +205,7 @@ pub fn write_symbols(dir: &Path, rows: &[SymbolRow], files: &[SymbolFileRow]) ->
     let mut path = StringBuilder::new();
     let mut bin = StringBuilder::new();
     let mut syms = StringBuilder::new();
+    let mut dbg = StringBuilder::new();
     let mut status = StringBuilder::new();
     let mut msg = StringBuilder::new();
     for r in files {
@@ -169,6 +213,7 @@ pub fn write_symbols(dir: &Path, rows: &[SymbolRow], files: &[SymbolFileRow]) ->
         path.append_value(&r.path);
         bin.append_option(r.binary.as_deref());
         syms.append_option(r.symbols.as_deref());
+        dbg.append_option(r.debug_info.as_deref());
         status.append_value(r.status);
         msg.append_option(r.message.as_deref());
     }
@@ -179,6 +224,7 @@ pub fn write_symbols(dir: &Path, rows: &[SymbolRow], files: &[SymbolFileRow]) ->
             a(&mut path),
             a(&mut bin),
             a(&mut syms),
+            a(&mut dbg),
             a(&mut status),
             a(&mut msg),
         ],

@@ -310,6 +310,7 @@ pub static PERF_FRAME: TableDef = TableDef {
         col!("module_id", Int64, null, "Module the address falls in (`perf_module.module_id`); null when no mapping covered it."),
         col!("rel_pc", UInt64, "Address relative to the module: the file offset (ip - map start + page offset) for file mappings, the absolute address for kernel, anonymous and unmapped code."),
         col!("context", DictUtf8, "`kernel`, `user`, `hypervisor`, `guest_kernel` or `guest_user`: the callchain context the frame was in."),
+        col!("is_return", Bool, "The address is a return address (a caller's frame, not the first frame of its context): it is symbolized at `rel_pc - 1`, inside the call instruction, so that calls at the end of a function and their source lines are named right."),
         col!("example_pid", Int32, null, "A process in which the frame was seen (for JIT maps and reading /proc data later)."),
         col!("example_ip", UInt64, "The absolute address of the frame in `example_pid`."),
     ],
@@ -430,13 +431,18 @@ pub static PERF_BUILD_ID: TableDef = TableDef {
 
 pub static SYMBOL: TableDef = TableDef {
     name: "symbol",
-    doc: "Symbolization of frame addresses, written by `trawl ingest` (unless `--no-symbolize`) or `trawl symbolize`: one row per (module, address).",
+    doc: "Symbolization of frame addresses, written by `trawl ingest` (unless `--no-symbolize`) or `trawl symbolize`: one row per (module, address, inline level). An address inside inlined code has one row per level of its inline chain, innermost first; the outermost level is the function the ELF symbol names.",
     columns: &[
         col!("module_id", Int64, "Module (`perf_module.module_id`)."),
-        col!("rel_pc", UInt64, "Address relative to the module, as in `perf_frame.rel_pc`."),
-        col!("function", Utf8, null, "Function name (demangled), null when unresolved."),
-        col!("symbol_offset", UInt64, null, "Offset of the address from the start of the function symbol."),
-        col!("symbol_source", Utf8, null, "Where the name came from: `symtab` or `dynsym` of the file named in `symbol_file`."),
+        col!("rel_pc", UInt64, "Address looked up, relative to the module: `perf_frame.rel_pc`, minus 1 for return addresses (`perf_frame.is_return`)."),
+        col!("inline_depth", Int32, "Inline level: 0 is the innermost function (where the instruction is), then the function it was inlined into, and so on; the highest level is the real (outermost) function."),
+        col!("inlined", Bool, "This level is a function inlined into the next level (false for the outermost level)."),
+        col!("function", Utf8, null, "Function name (demangled): for the outermost level the ELF symbol (perf's `sym`), else the DWARF name of the inlined function; null when unresolved."),
+        col!("file", Utf8, null, "Source file of this level's line (for inlined levels the innermost is where the instruction is, the outer ones are call sites), from DWARF; null without debug info."),
+        col!("line", UInt32, null, "Source line (1-based), from DWARF."),
+        col!("column", UInt32, null, "Source column (1-based), from DWARF when the compiler recorded it."),
+        col!("symbol_offset", UInt64, null, "Offset of the address from the start of the ELF function symbol (outermost level)."),
+        col!("symbol_source", Utf8, null, "Where the ELF name came from: `symtab`, `dynsym` or `kallsyms`, of the file named in `symbol_file`; `dwarf` when only DWARF named the function."),
         col!("symbol_file", Utf8, null, "File the symbols were read from (the binary, a debug file found by build-id, ...)."),
     ],
 };
@@ -454,6 +460,7 @@ pub static SYMBOL_FILE: TableDef = TableDef {
             "File used for program headers (address translation)."
         ),
         col!("symbols", Utf8, null, "File whose symbol table was used."),
+        col!("debug_info", Utf8, null, "File whose DWARF gave source lines and inline chains (the binary or a separate debug file); null without DWARF."),
         col!(
             "status",
             Utf8,

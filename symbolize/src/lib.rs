@@ -26,11 +26,13 @@
 //! perf records; it maps addresses to names.
 
 mod demangle;
+pub mod dwarf;
 pub mod elf;
 mod find;
 pub mod kallsyms;
 
 pub use demangle::demangle;
+pub use dwarf::LineFrame;
 pub use find::Config;
 pub use kallsyms::Kallsyms;
 
@@ -56,6 +58,17 @@ pub struct SymbolHit {
     pub name: String,
     /// Offset of the address from the start of the symbol.
     pub offset: u64,
+}
+
+/// Everything known about one address.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Resolved {
+    /// The ELF symbol containing the address (perf's `sym`).
+    pub symbol: Option<SymbolHit>,
+    /// The DWARF inline chain, innermost first: the last entry is the
+    /// function the ELF symbol names, the others were inlined into it.
+    /// Empty without DWARF for the address.
+    pub inline: Vec<LineFrame>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -90,8 +103,10 @@ pub struct ModuleResult {
     /// File whose symbol table named the functions.
     pub symbols_file: Option<PathBuf>,
     pub table: Option<&'static str>,
+    /// File whose DWARF gave source lines, when one had any.
+    pub debug_info: Option<PathBuf>,
     pub message: Option<String>,
-    pub symbols: Vec<Option<SymbolHit>>,
+    pub symbols: Vec<Resolved>,
 }
 
 impl ModuleResult {
@@ -101,8 +116,9 @@ impl ModuleResult {
             binary: None,
             symbols_file: None,
             table: None,
+            debug_info: None,
             message: Some(message),
-            symbols: vec![None; n],
+            symbols: vec![Resolved::default(); n],
         }
     }
 }
@@ -138,11 +154,12 @@ fn symbolize_kernel(r: &ModuleRequest, k: Option<&(Kallsyms, PathBuf)>) -> Modul
     let symbols = r
         .addresses
         .iter()
-        .map(|&a| {
-            k.find(a).map(|(name, offset)| SymbolHit {
+        .map(|&a| Resolved {
+            symbol: k.find(a).map(|(name, offset)| SymbolHit {
                 name: name.to_string(),
                 offset,
-            })
+            }),
+            inline: Vec::new(),
         })
         .collect();
     ModuleResult {
@@ -150,6 +167,7 @@ fn symbolize_kernel(r: &ModuleRequest, k: Option<&(Kallsyms, PathBuf)>) -> Modul
         binary: None,
         symbols_file: Some(path.clone()),
         table: Some("kallsyms"),
+        debug_info: None,
         message: None,
         symbols,
     }
@@ -196,41 +214,73 @@ fn symbolize_file(cfg: &Config, r: &ModuleRequest) -> ModuleResult {
         }
     }
     let chosen = chosen.map(|(m, p, k)| (m.with_plt(&bin_obj), p, k));
-    let Some((map, sym_path, kind)) = chosen else {
+
+    // DWARF: the binary's own, else the first debug file that has some.
+    let mut dwarf: Option<(dwarf::Sections<'_>, PathBuf)> =
+        dwarf::Sections::load(&bin_obj).map(|s| (s, found.binary.path.clone()));
+    let debug_objs: Vec<(object::File<'_>, &PathBuf)> = found
+        .debug
+        .iter()
+        .filter_map(|d| object::File::parse(&*d.data).ok().map(|o| (o, &d.path)))
+        .collect();
+    if dwarf.is_none() {
+        dwarf = debug_objs
+            .iter()
+            .find_map(|(o, p)| dwarf::Sections::load(o).map(|s| (s, (*p).clone())));
+    }
+    let ctx = dwarf.as_ref().and_then(|(s, _)| s.context());
+
+    if chosen.is_none() && ctx.is_none() {
         return ModuleResult {
             status: Status::NoSymbols,
             binary: Some(found.binary.path.clone()),
             symbols_file: None,
             table: None,
+            debug_info: None,
             message: Some(format!(
-                "no function symbols in {} or its debug files{}",
+                "no function symbols or DWARF in {} or its debug files{}",
                 found.binary.path.display(),
                 found.tried_note()
             )),
-            symbols: vec![None; n],
+            symbols: vec![Resolved::default(); n],
         };
-    };
+    }
     let is_vdso = r.path == "[vdso]";
     let symbols = r
         .addresses
         .iter()
         .map(|&off| {
             let vaddr = if segs.is_empty() || is_vdso && segs.offset_to_vaddr(off).is_none() {
-                off
+                Some(off)
             } else {
-                segs.offset_to_vaddr(off)?
+                segs.offset_to_vaddr(off)
             };
-            map.find(vaddr).map(|s| SymbolHit {
-                name: demangle(&s.name),
-                offset: vaddr - s.start,
-            })
+            let Some(vaddr) = vaddr else {
+                return Resolved::default();
+            };
+            let symbol = chosen.as_ref().and_then(|(map, _, _)| {
+                map.find(vaddr).map(|s| SymbolHit {
+                    name: demangle(&s.name),
+                    offset: vaddr - s.start,
+                })
+            });
+            let inline = ctx
+                .as_ref()
+                .map(|c| dwarf::frames(c, vaddr))
+                .unwrap_or_default();
+            Resolved { symbol, inline }
         })
         .collect();
+    let (symbols_file, table) = match chosen {
+        Some((_, p, k)) => (Some(p), Some(k.as_str())),
+        None => (None, None),
+    };
     ModuleResult {
         status: Status::Ok,
         binary: Some(found.binary.path.clone()),
-        symbols_file: Some(sym_path),
-        table: Some(kind.as_str()),
+        symbols_file,
+        table,
+        debug_info: ctx.and(dwarf.as_ref().map(|(_, p)| p.clone())),
         message: None,
         symbols,
     }

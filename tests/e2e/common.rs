@@ -130,6 +130,18 @@ pub fn csv_rows(s: &str) -> Vec<Vec<String>> {
     rows
 }
 
+/// Parses CSV output into rows keyed by the header's column names.
+pub fn csv_maps(s: &str) -> Vec<std::collections::HashMap<String, String>> {
+    let header: Vec<String> = csv_rows(&format!("\n{}", s.lines().next().unwrap_or("")))
+        .into_iter()
+        .next()
+        .unwrap_or_default();
+    csv_rows(s)
+        .into_iter()
+        .map(|r| header.iter().cloned().zip(r).collect())
+        .collect()
+}
+
 pub fn sql_scalar(cap: &Path, q: &str) -> String {
     let out = trawl_ok(&["sql", cap.to_str().unwrap(), q, "--format", "csv"]);
     out.lines().nth(1).unwrap_or("").to_string()

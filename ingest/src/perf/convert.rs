@@ -189,6 +189,7 @@ struct FrameCols {
     module_id: Int64Builder,
     rel_pc: UInt64Builder,
     context: Dict,
+    is_return: BooleanBuilder,
     pid: Int32Builder,
     ip: UInt64Builder,
 }
@@ -382,7 +383,7 @@ pub struct PerfConverter {
     event_keys: Vec<i32>,
     modules: Vec<ModuleInfo>,
     module_ids: HashMap<(String, Option<String>), i64>,
-    frame_ids: HashMap<(i64, u64, CpuMode), i64>,
+    frame_ids: HashMap<(i64, u64, CpuMode, bool), i64>,
     stack_ids: HashMap<Vec<i64>, i64>,
     /// Command of each thread: (name, key in `perf_sample.comm`).
     comms: HashMap<(i32, i32), (Arc<str>, i32)>,
@@ -692,7 +693,7 @@ impl PerfConverter {
         Ok(())
     }
 
-    fn frame(&mut self, pid: Option<i32>, ip: u64, mode: CpuMode) -> i64 {
+    fn frame(&mut self, pid: Option<i32>, ip: u64, mode: CpuMode, is_return: bool) -> i64 {
         let (module, rel) = {
             let space = if mode.is_kernel() {
                 self.kernel_space.get(&self.source_id)
@@ -705,7 +706,7 @@ impl PerfConverter {
                 None => (-1, ip),
             }
         };
-        let key = (module, rel, mode);
+        let key = (module, rel, mode, is_return);
         if let Some(&id) = self.frame_ids.get(&key) {
             return id;
         }
@@ -716,6 +717,7 @@ impl PerfConverter {
         c.module_id.append_option((module >= 0).then_some(module));
         c.rel_pc.append_value(rel);
         c.context.append_value(mode.as_str());
+        c.is_return.append_value(is_return);
         c.pid.append_option(pid);
         c.ip.append_value(ip);
         self.frames_out.rows += 1;
@@ -835,19 +837,25 @@ impl PerfConverter {
         chain.clear();
         if let Some(cc) = &s.callchain {
             let mut cur = mode;
+            // The first address of each context is where that context was
+            // interrupted (the sample ip, the user ip at kernel entry); the
+            // rest are return addresses.
+            let mut first = true;
             for v in cc.iter() {
                 if v >= super::records::context::MAX {
                     if let Some(m) = CpuMode::from_context(v) {
                         cur = m;
+                        first = true;
                     }
                     continue;
                 }
-                chain.push(self.frame(s.pid, v, cur));
+                chain.push(self.frame(s.pid, v, cur, !first));
+                first = false;
             }
         }
         if chain.is_empty() {
             if let Some(ip) = s.ip {
-                chain.push(self.frame(s.pid, ip, mode));
+                chain.push(self.frame(s.pid, ip, mode, false));
             }
         }
         let stack_id = if chain.is_empty() {
@@ -1010,6 +1018,7 @@ impl PerfConverter {
                 a(&mut c.module_id),
                 a(&mut c.rel_pc),
                 a(&mut c.context),
+                a(&mut c.is_return),
                 a(&mut c.pid),
                 a(&mut c.ip),
             ];

@@ -1,0 +1,46 @@
+-- callers: attributed metrics of the edges into one function (seed 002).
+-- Every selected sample whose stack contains the function ({match}) counts
+-- once: for the function's inclusive metric (the `function` row) and for
+-- exactly one caller: the caller of the function's outermost occurrence
+-- (the caller that started a recursion), or `<root>` when the function is
+-- where the stack begins. So the `caller` rows sum to the `function` row:
+-- sum of attributed(caller -> f) = inclusive(f).
+WITH per_stack AS (
+  SELECT capture, stack_id, count(*) AS n, sum(cost) AS w
+  FROM selected_sample WHERE stack_id IS NOT NULL
+  GROUP BY capture, stack_id
+),
+totals AS (SELECT sum(w) AS w FROM per_stack),
+occ AS (                            -- where the function is in each stack
+  SELECT e.capture, e.stack_id, min(e.pos) AS inner_pos, max(e.pos) AS outer_pos
+  FROM {entry} e
+  JOIN per_stack ps ON ps.capture = e.capture AND ps.stack_id = e.stack_id
+  WHERE {match}
+  GROUP BY e.capture, e.stack_id
+),
+edge AS (
+  SELECT ps.n, ps.w,
+         COALESCE(c.function, '<root>') AS function,
+         COALESCE(c.module, '') AS module
+  FROM occ o
+  JOIN per_stack ps ON ps.capture = o.capture AND ps.stack_id = o.stack_id
+  LEFT JOIN {entry} c
+    ON c.capture = o.capture AND c.stack_id = o.stack_id AND c.pos = o.outer_pos + 1
+),
+incl AS (SELECT sum(n) AS n, sum(w) AS w FROM edge),
+rows AS (
+  SELECT 0 AS ord, 'function' AS role, {fname} AS function, '' AS module,
+         n, w FROM incl
+  UNION ALL
+  SELECT 1, 'caller', function, module, sum(n), sum(w) FROM edge GROUP BY function, module
+)
+SELECT
+  role,                                                     -- `function` (inclusive) or `caller` (attributed)
+  function,                                                 -- the function, or its caller
+  module,                                                   -- module of the caller
+  n AS samples,                                             -- samples
+  {weight_col}                                              -- weight
+  round(100.0 * w / (SELECT w FROM totals), 4) AS pct,      -- share of all selected weight, %
+  round(100.0 * w / (SELECT w FROM incl), 4) AS share       -- share of the function's inclusive weight, %
+FROM rows
+ORDER BY ord, w DESC, function, module
