@@ -6,6 +6,8 @@
 
 mod bad_input;
 mod common;
+mod lines;
+mod metrics;
 mod perf_fixtures;
 mod sql;
 mod symbols;
