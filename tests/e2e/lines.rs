@@ -192,6 +192,32 @@ fn source_lines_match_addr2line_processes_and_threads() {
 }
 
 #[test]
+fn inline_chains_match_addr2line() {
+    // -O2 build: step -> mix -> kernel inlined into run.
+    assert!(check_lines_against_addr2line("inline.data") >= 12);
+    let (_t, cap) = ingest("inline.data");
+    let depth = sql_scalar(&cap, "SELECT max(inline_depth) FROM symbol");
+    assert_eq!(depth, "3", "step, mix, kernel inlined into run");
+    // Inline levels are functions of their own in hotspots (perf report
+    // --inline), and not with --no-inline (perf's `sym`).
+    let with = trawl_ok(&["report", "hotspots", cap.to_str().unwrap(), "--format", "csv"]);
+    let fns: Vec<String> = csv_maps(&with).into_iter().map(|r| r["function"].clone()).collect();
+    assert_eq!(fns[0], "step");
+    assert!(fns.iter().any(|f| f == "mix") && fns.iter().any(|f| f == "kernel"));
+    let without = trawl_ok(&[
+        "report",
+        "hotspots",
+        cap.to_str().unwrap(),
+        "--no-inline",
+        "--format",
+        "csv",
+    ]);
+    let fns: Vec<String> = csv_maps(&without).into_iter().map(|r| r["function"].clone()).collect();
+    assert_eq!(fns[0], "run");
+    assert!(!fns.iter().any(|f| f == "step" || f == "mix"));
+}
+
+#[test]
 fn libc_resolves_to_source_lines() {
     // libc6-dbg's separate debug file, found by build-id.
     let (_t, cap) = ingest("hot-fp.data");
@@ -262,4 +288,5 @@ fn srcline_hotspots_match_perf_report() {
     assert!(check_srcline_against_perf("hot-fp.data") > 20);
     assert!(check_srcline_against_perf("threads.data") >= 3);
     assert!(check_srcline_against_perf("procs.data") > 20);
+    assert!(check_srcline_against_perf("inline.data") > 5);
 }
