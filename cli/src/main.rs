@@ -63,6 +63,11 @@ struct IngestArgs {
     /// Do not symbolize (run `trawl symbolize` later).
     #[arg(long)]
     no_symbolize: bool,
+    /// Do not unwind `--call-graph dwarf` user stacks (keep only the
+    /// kernel callchain and the sampled ip; the registers and stack bytes
+    /// stay in `perf_user_stack`).
+    #[arg(long)]
+    no_unwind: bool,
     #[command(flatten)]
     sym: SymArgs,
 }
@@ -320,15 +325,23 @@ fn ingest(a: &IngestArgs) -> Result<()> {
     let opts = trawl_ingest::IngestOptions { strict: a.strict };
     let cfg = a.sym.config();
     let mut sym_line = None;
-    let summary = trawl_ingest::ingest(&a.inputs, &a.output, &opts, |staging| {
-        if !a.no_symbolize {
-            match symbols::symbolize_capture(staging, &cfg) {
-                Ok(s) => sym_line = Some(s.line()),
-                Err(e) => sym_line = Some(format!("symbolization failed: {e:#}")),
+    let unwinder: Option<Box<dyn trawl_ingest::unwind::StackUnwinder>> = if a.no_unwind {
+        None
+    } else {
+        Some(Box::new(symbols::Unwinder(
+            trawl_symbolize::unwind::DwarfUnwinder::new(cfg.clone()),
+        )))
+    };
+    let summary =
+        trawl_ingest::ingest_with_unwinder(&a.inputs, &a.output, &opts, unwinder, |staging| {
+            if !a.no_symbolize {
+                match symbols::symbolize_capture(staging, &cfg) {
+                    Ok(s) => sym_line = Some(s.line()),
+                    Err(e) => sym_line = Some(format!("symbolization failed: {e:#}")),
+                }
             }
-        }
-        Ok(())
-    })?;
+            Ok(())
+        })?;
     for s in &summary.inputs {
         eprintln!(
             "{}: {} ({} bytes): {} records, {} samples, {} diagnostics",
@@ -520,6 +533,7 @@ async fn demo() -> Result<()> {
         output: cap.clone(),
         strict: false,
         no_symbolize: false,
+        no_unwind: false,
         sym: SymArgs {
             debug_dirs: vec![fx.join("bin")],
             ..Default::default()

@@ -183,3 +183,32 @@ fn push_rows(
         });
     }
 }
+
+/// framehop-based unwinding (trawl-symbolize) behind ingest's seam.
+pub struct Unwinder(pub trawl_symbolize::unwind::DwarfUnwinder);
+
+impl trawl_ingest::unwind::StackUnwinder for Unwinder {
+    fn unwind(
+        &mut self,
+        space: (i32, u64),
+        maps: &mut dyn FnMut() -> Vec<trawl_ingest::unwind::UserMapping>,
+        regs: trawl_ingest::unwind::UserRegs,
+        stack: &[u8],
+        out: &mut Vec<u64>,
+    ) {
+        let mut maps = || {
+            maps()
+                .into_iter()
+                .map(|m| trawl_symbolize::unwind::Mapping {
+                    start: m.start,
+                    end: m.end,
+                    pgoff: m.pgoff,
+                    path: m.path,
+                    build_id: m.build_id,
+                })
+                .collect()
+        };
+        self.0
+            .unwind(space, &mut maps, regs.ip, regs.sp, regs.bp, stack, out);
+    }
+}

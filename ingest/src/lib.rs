@@ -29,6 +29,7 @@ pub mod diag;
 mod error;
 pub mod perf;
 pub mod schema;
+pub mod unwind;
 pub mod writer;
 
 pub use arrow;
@@ -113,8 +114,22 @@ pub fn ingest(
     opts: &IngestOptions,
     before_commit: impl FnOnce(&Path) -> Result<()>,
 ) -> Result<IngestSummary> {
+    ingest_with_unwinder(inputs, out, opts, None, before_commit)
+}
+
+/// [`ingest`], unwinding `--call-graph dwarf` samples with `unwinder`.
+pub fn ingest_with_unwinder(
+    inputs: &[PathBuf],
+    out: &Path,
+    opts: &IngestOptions,
+    unwinder: Option<Box<dyn unwind::StackUnwinder>>,
+    before_commit: impl FnOnce(&Path) -> Result<()>,
+) -> Result<IngestSummary> {
     let mut cap = CaptureWriter::create(out)?;
     let mut conv = perf::convert::PerfConverter::new(&mut cap)?;
+    if let Some(u) = unwinder {
+        conv.set_unwinder(u);
+    }
     let mut summaries = Vec::new();
     for (i, input) in inputs.iter().enumerate() {
         let name = input.to_string_lossy().into_owned();

@@ -200,8 +200,17 @@ fn inline_chains_match_addr2line() {
     assert_eq!(depth, "3", "step, mix, kernel inlined into run");
     // Inline levels are functions of their own in hotspots (perf report
     // --inline), and not with --no-inline (perf's `sym`).
-    let with = trawl_ok(&["report", "hotspots", cap.to_str().unwrap(), "--format", "csv"]);
-    let fns: Vec<String> = csv_maps(&with).into_iter().map(|r| r["function"].clone()).collect();
+    let with = trawl_ok(&[
+        "report",
+        "hotspots",
+        cap.to_str().unwrap(),
+        "--format",
+        "csv",
+    ]);
+    let fns: Vec<String> = csv_maps(&with)
+        .into_iter()
+        .map(|r| r["function"].clone())
+        .collect();
     assert_eq!(fns[0], "step");
     assert!(fns.iter().any(|f| f == "mix") && fns.iter().any(|f| f == "kernel"));
     let without = trawl_ok(&[
@@ -212,7 +221,10 @@ fn inline_chains_match_addr2line() {
         "--format",
         "csv",
     ]);
-    let fns: Vec<String> = csv_maps(&without).into_iter().map(|r| r["function"].clone()).collect();
+    let fns: Vec<String> = csv_maps(&without)
+        .into_iter()
+        .map(|r| r["function"].clone())
+        .collect();
     assert_eq!(fns[0], "run");
     assert!(!fns.iter().any(|f| f == "step" || f == "mix"));
 }

@@ -28,6 +28,8 @@ fn perf_report(file: &Path, children: bool) -> Vec<PerfRow> {
         "-i",
         file.to_str().unwrap(),
         mode,
+        // perf's `sym` without inline frames, as `trawl ... --no-inline`.
+        "--no-inline",
         "--sort",
         "dso,sym",
         "-n",
@@ -301,6 +303,26 @@ fn check_against_perf_report(name: &str) {
 #[test]
 fn hotspots_match_perf_report_frame_pointers() {
     check_against_perf_report("hot-fp.data");
+}
+
+/// `--call-graph dwarf`: trawl unwinds the user stacks with framehop,
+/// perf with libunwind/libdw; the inclusive figures must agree.
+#[test]
+fn hotspots_match_perf_report_dwarf_unwinding() {
+    check_against_perf_report("hot-dwarf.data");
+    let (_t, cap) = ingest("hot-dwarf.data");
+    // Every sample unwound to _start (perf reports 100% for it).
+    let v = sql_scalar(
+        &cap,
+        "SELECT count(DISTINCT s.sample_id) FROM perf_sample s \
+         JOIN perf_stack st USING (capture, stack_id) \
+         JOIN perf_frame_name f ON f.capture = st.capture AND f.frame_id = st.frame_id \
+         WHERE f.function = '_start'",
+    );
+    assert_eq!(
+        v.parse::<usize>().unwrap(),
+        perf_script_samples(&fixture("hot-dwarf.data"))
+    );
 }
 
 #[test]

@@ -384,6 +384,10 @@ pub struct PerfConverter {
     modules: Vec<ModuleInfo>,
     module_ids: HashMap<(String, Option<String>), i64>,
     frame_ids: HashMap<(i64, u64, CpuMode, bool), i64>,
+    /// DWARF unwinder for samples with user registers and stack.
+    unwinder: Option<Box<dyn crate::unwind::StackUnwinder>>,
+    /// User frames unwound for the current sample (reused buffer).
+    unwound: Vec<u64>,
     stack_ids: HashMap<Vec<i64>, i64>,
     /// Command of each thread: (name, key in `perf_sample.comm`).
     comms: HashMap<(i32, i32), (Arc<str>, i32)>,
@@ -440,6 +444,8 @@ impl PerfConverter {
             modules: Vec::new(),
             module_ids: HashMap::default(),
             frame_ids: HashMap::default(),
+            unwinder: None,
+            unwound: Vec::new(),
             stack_ids: HashMap::default(),
             comms: HashMap::default(),
             threads: HashMap::default(),
@@ -693,6 +699,57 @@ impl PerfConverter {
         Ok(())
     }
 
+    /// Unwinds `--call-graph dwarf` samples with `u` from now on.
+    pub fn set_unwinder(&mut self, u: Box<dyn crate::unwind::StackUnwinder>) {
+        self.unwinder = Some(u);
+    }
+
+    /// The executable mappings of process `pid`, for the unwinder.
+    fn user_mappings(&self, pid: i32) -> Vec<crate::unwind::UserMapping> {
+        let Some(space) = self.spaces.get(&(self.source_id, pid)) else {
+            return Vec::new();
+        };
+        space
+            .map
+            .iter()
+            .filter(|(_, m)| m.is_file && m.module >= 0)
+            .filter_map(|(&start, m)| {
+                let info = self.modules.get(m.module as usize)?;
+                Some(crate::unwind::UserMapping {
+                    start,
+                    end: m.end,
+                    pgoff: m.pgoff,
+                    path: info.path.clone(),
+                    build_id: info.build_id.clone(),
+                })
+            })
+            .collect()
+    }
+
+    /// Unwinds the sample's user stack into `self.unwound` (empty when it
+    /// has none or no unwinder is set).
+    fn unwind_user(&mut self, s: &Sample<'_>, ugen: u64) {
+        self.unwound.clear();
+        let (Some(regs), Some(stack), Some(pid)) = (&s.user_regs, &s.user_stack, s.pid) else {
+            return;
+        };
+        if self.unwinder.is_none() || stack.data.is_empty() {
+            return;
+        }
+        let Some(r) = crate::unwind::x86_64_regs(regs.abi, regs.mask, regs.regs.iter()) else {
+            return;
+        };
+        let mut u = self.unwinder.take().unwrap();
+        let mut out = std::mem::take(&mut self.unwound);
+        {
+            let this = &*self;
+            let mut maps = || this.user_mappings(pid);
+            u.unwind((pid, ugen), &mut maps, r, stack.data, &mut out);
+        }
+        self.unwound = out;
+        self.unwinder = Some(u);
+    }
+
     fn frame(&mut self, pid: Option<i32>, ip: u64, mode: CpuMode, is_return: bool) -> i64 {
         let (module, rel) = {
             let space = if mode.is_kernel() {
@@ -764,8 +821,10 @@ impl PerfConverter {
             }
         };
 
-        // The raw callchain bytes in the address spaces' current
-        // generations: a stack seen before resolves to the same frames.
+        self.unwind_user(s, ugen);
+        // The raw callchain bytes (and unwound user frames) in the address
+        // spaces' current generations: a stack seen before resolves to the
+        // same frames.
         let mut key = std::mem::take(&mut self.raw_key);
         key.clear();
         for v in [ugen, self.kgen, mode as u64, s.pid.unwrap_or(-1) as u64] {
@@ -774,6 +833,12 @@ impl PerfConverter {
         match &s.callchain {
             Some(cc) if !cc.is_empty() => key.extend_from_slice(cc.as_bytes()),
             _ => key.extend_from_slice(&s.ip.unwrap_or(0).to_ne_bytes()),
+        }
+        if !self.unwound.is_empty() {
+            key.extend_from_slice(b"unwound");
+            for v in &self.unwound {
+                key.extend_from_slice(&v.to_ne_bytes());
+            }
         }
         let cached = self.raw_stacks.get(key.as_slice()).copied();
         self.raw_key = key;
@@ -841,6 +906,7 @@ impl PerfConverter {
             // interrupted (the sample ip, the user ip at kernel entry); the
             // rest are return addresses.
             let mut first = true;
+            let unwound = !self.unwound.is_empty();
             for v in cc.iter() {
                 if v >= super::records::context::MAX {
                     if let Some(m) = CpuMode::from_context(v) {
@@ -849,9 +915,21 @@ impl PerfConverter {
                     }
                     continue;
                 }
+                // With unwound user frames, the callchain's own user part
+                // (at most the sampled ip) is replaced by them.
+                if unwound && cur == CpuMode::User {
+                    continue;
+                }
                 chain.push(self.frame(s.pid, v, cur, !first));
                 first = false;
             }
+        }
+        if !self.unwound.is_empty() {
+            let frames = std::mem::take(&mut self.unwound);
+            for (i, &a) in frames.iter().enumerate() {
+                chain.push(self.frame(s.pid, a, CpuMode::User, i > 0));
+            }
+            self.unwound = frames;
         }
         if chain.is_empty() {
             if let Some(ip) = s.ip {
