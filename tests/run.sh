@@ -1,13 +1,21 @@
 #!/usr/bin/env bash
 # Runs every test of trawl on a fresh machine: installs what the tests need
-# when it is missing (perf from Debian's linux-perf; pyarrow, polars and
-# duckdb from PyPI), then the Rust tests (unit + end-to-end against perf)
+# when it is missing (perf, binutils, llvm and libc6-dbg from Debian;
+# pyarrow, polars and duckdb from PyPI), then the Rust tests (unit + end-to-end against perf)
 # and the notebook check.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-if ! command -v perf >/dev/null 2>&1; then
-  apt-get update -qq && apt-get install -y -qq linux-perf
+# perf (linux-perf), binutils (addr2line, nm, readelf), llvm-addr2line
+# (llvm) and libc's separate debug file (libc6-dbg) are the reference tools
+# and inputs of the end-to-end tests.
+missing=()
+command -v perf >/dev/null 2>&1 || missing+=(linux-perf)
+command -v addr2line >/dev/null 2>&1 || missing+=(binutils)
+command -v llvm-addr2line >/dev/null 2>&1 || missing+=(llvm)
+[ -d /usr/lib/debug/.build-id ] || missing+=(libc6-dbg)
+if [ ${#missing[@]} -gt 0 ]; then
+  apt-get update -qq && apt-get install -y -qq "${missing[@]}"
 fi
 if ! python3 -c 'import pyarrow, polars, duckdb' >/dev/null 2>&1; then
   python3 -m pip install --quiet --disable-pip-version-check pyarrow polars duckdb

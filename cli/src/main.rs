@@ -45,6 +45,10 @@ enum Cmd {
     /// Named analyses.
     #[command(subcommand)]
     Report(Report),
+    /// Symbolize addresses of one ELF file, printing what `addr2line -f -i
+    /// -C` prints (function, then file:line, per inline level, innermost
+    /// first); debug files are found as for captures.
+    Addr2line(Addr2lineArgs),
     /// Ingest the bundled fixtures and show what trawl answers.
     Demo,
 }
@@ -84,6 +88,21 @@ struct SymArgs {
     /// Kernel symbols in /proc/kallsyms format.
     #[arg(long, value_name = "FILE")]
     kallsyms: Option<PathBuf>,
+}
+
+#[derive(Args)]
+struct Addr2lineArgs {
+    /// The executable or shared library.
+    #[arg(short = 'e', long = "exe")]
+    exe: PathBuf,
+    /// Virtual addresses in hex (as addr2line takes them); read from
+    /// standard input, one per line, when none are given.
+    addresses: Vec<String>,
+    /// Print each address before its frames (addr2line -a).
+    #[arg(short = 'a', long)]
+    addresses_out: bool,
+    #[command(flatten)]
+    sym: SymArgs,
 }
 
 #[derive(Args)]
@@ -308,6 +327,9 @@ fn run(cli: Cli) -> Result<()> {
         Cmd::Report(Report::Callees(a)) => runtime()?.block_on(edges(a, false)),
         Cmd::Report(Report::Flamegraph(a)) => runtime()?.block_on(flamegraph(a)),
         Cmd::Demo => runtime()?.block_on(demo()),
+        Cmd::Addr2line(a) => {
+            symbols::addr2line(&a.exe, &a.addresses, a.addresses_out, &a.sym.config())
+        }
     }
 }
 

@@ -339,6 +339,14 @@ impl LoadSegments {
             .map(|(o, v, _)| off - o + v)
     }
 
+    /// The file offset of virtual address `vaddr`.
+    pub fn vaddr_to_offset(&self, vaddr: u64) -> Option<u64> {
+        self.segs
+            .iter()
+            .find(|(_, v, sz)| vaddr >= *v && vaddr < v + sz)
+            .map(|(o, v, _)| vaddr - v + o)
+    }
+
     pub fn is_empty(&self) -> bool {
         self.segs.is_empty()
     }
