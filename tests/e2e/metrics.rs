@@ -374,3 +374,96 @@ fn identities_hold_on_a_recursive_recording() {
         }
     }
 }
+
+#[test]
+fn flamegraph_draws_the_selected_stacks() {
+    let (t, cap) = ingest("hot-fp.data");
+    let svg = t.path().join("fg.svg");
+    let folded = t.path().join("fg.folded");
+    trawl_ok(&[
+        "report",
+        "flamegraph",
+        cap.to_str().unwrap(),
+        "-o",
+        svg.to_str().unwrap(),
+        "--folded",
+        folded.to_str().unwrap(),
+        "--weight",
+        "samples",
+    ]);
+    let s = std::fs::read_to_string(&svg).unwrap();
+    assert!(s.starts_with("<?xml") && s.contains("spin_a") && s.contains("</svg>"));
+    // The folded stacks: one sample each, as many as perf script lists;
+    // root first (spin_a's stacks end in spin_a and start at the root).
+    let text = std::fs::read_to_string(&folded).unwrap();
+    let total: usize = text
+        .lines()
+        .map(|l| l.rsplit_once(' ').unwrap().1.parse::<usize>().unwrap())
+        .sum();
+    assert_eq!(total, perf_script_samples(&fixture("hot-fp.data")));
+    assert!(text
+        .lines()
+        .any(|l| l.starts_with("__libc_start_call_main;main;spin_a ")));
+}
+
+#[test]
+fn counter_weights_are_group_read_deltas() {
+    // group.data: {cpu-clock,task-clock}:S; perf script prints each
+    // member's increase since the thread's previous sample as its period.
+    let (_t, cap) = ingest("group.data");
+    let out = trawl_ok(&[
+        "report",
+        "hotspots",
+        cap.to_str().unwrap(),
+        "--weight",
+        "read:task-clock",
+        "--format",
+        "csv",
+    ]);
+    let mine: u64 = csv_maps(&out)
+        .iter()
+        .map(|r| r["self_task_clock"].parse::<u64>().unwrap())
+        .sum();
+    let script = perf(&[
+        "script",
+        "-i",
+        fixture("group.data").to_str().unwrap(),
+        "-F",
+        "event,period",
+    ]);
+    let expected: u64 = script
+        .lines()
+        .filter(|l| l.contains("task-clock"))
+        .filter_map(|l| l.split_whitespace().next()?.parse::<u64>().ok())
+        .sum();
+    assert!(expected > 0);
+    assert_eq!(
+        mine, expected,
+        "sum of task-clock deltas vs perf script periods"
+    );
+}
+
+#[test]
+fn addr2line_command_matches_binutils() {
+    // From run (0x1190, nm) to the end of .text: inline chains of depth 4.
+    let exe = fixture_bin().join("inl");
+    let addrs: Vec<String> = (0x1190..0x1240)
+        .step_by(3)
+        .map(|a| format!("{a:#x}"))
+        .collect();
+    let mut args = vec!["addr2line", "-e", exe.to_str().unwrap()];
+    args.extend(addrs.iter().map(String::as_str));
+    let mine = trawl_ok(&args);
+    let out = Command::new("addr2line")
+        .args(["-f", "-i", "-C", "-e", exe.to_str().unwrap()])
+        .args(&addrs)
+        .output()
+        .unwrap();
+    let theirs = String::from_utf8_lossy(&out.stdout).replace("??:?", "??:0");
+    let norm = |s: &str| -> Vec<String> {
+        s.lines()
+            .map(|l| l.split(" (discriminator").next().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(norm(&mine), norm(&theirs));
+}
