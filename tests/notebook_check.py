@@ -46,7 +46,7 @@ def main():
     print(f"pyarrow, polars, duckdb: {len(tables)} tables open with equal row counts and column docs")
 
     want = {}
-    for r in csv.DictReader(io.StringIO(run("report", "hotspots", cap, "--format", "csv"))):
+    for r in csv.DictReader(io.StringIO(run("report", "hotspots", cap, "--no-inline", "--format", "csv"))):
         want[(r["function"], r["module"])] = r
 
     f = lambda t: os.path.join(cap, t + ".parquet")
@@ -60,7 +60,11 @@ def main():
                  coalesce(sy.function, printf('0x%016x', fr.rel_pc)) AS function
           FROM '{f("perf_frame")}' fr
           LEFT JOIN '{f("perf_module")}' m ON m.module_id = fr.module_id
-          LEFT JOIN '{f("symbol")}' sy ON sy.module_id = fr.module_id AND sy.rel_pc = fr.rel_pc),
+          -- return addresses are symbolized at rel_pc - 1; the outermost
+          -- inline level is the ELF function (perf's sym)
+          LEFT JOIN '{f("symbol")}' sy ON sy.module_id = fr.module_id
+            AND sy.rel_pc = fr.rel_pc - CASE WHEN fr.is_return AND fr.rel_pc > 0 THEN 1 ELSE 0 END
+            AND NOT sy.inlined),
         k AS (
           SELECT st.stack_id, st.depth, fn.function, fn.module
           FROM '{f("perf_stack")}' st JOIN fn ON fn.frame_id = st.frame_id),
