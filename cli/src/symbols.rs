@@ -208,8 +208,17 @@ impl trawl_ingest::unwind::StackUnwinder for Unwinder {
                 })
                 .collect()
         };
-        self.0
-            .unwind(space, &mut maps, regs.ip, regs.sp, regs.bp, stack, out);
+        self.0.unwind(
+            space,
+            &mut maps,
+            trawl_symbolize::unwind::Regs {
+                ip: regs.ip,
+                sp: regs.sp,
+                bp: regs.bp,
+            },
+            stack,
+            out,
+        );
     }
 }
 

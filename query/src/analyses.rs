@@ -188,7 +188,8 @@ pub async fn sampled_events(s: &Session) -> Result<Vec<(String, i64)>> {
 
 /// Defines the `selected_sample` view: the samples of one event (the one
 /// named, or the one with most samples), narrowed by the filter, with a
-/// `cost` column (the weight). Returns the event used.
+/// `cost` column (the weight), and the view `selected_stack`: samples (`n`)
+/// and weight (`w`) per distinct stack. Returns the event used.
 pub async fn select_samples(s: &Session, f: &SampleFilter, weight: &Weight) -> Result<String> {
     let events = sampled_events(s).await?;
     let event = match &f.event {
@@ -256,6 +257,13 @@ pub async fn select_samples(s: &Session, f: &SampleFilter, weight: &Weight) -> R
     s.sql(&format!(
         "CREATE OR REPLACE VIEW selected_sample AS SELECT p.*, {expr} AS cost FROM perf_sample p {join} WHERE {w}"
     ))
+    .await?;
+    // The stack analyses work per distinct stack: samples and weight.
+    s.sql(
+        "CREATE OR REPLACE VIEW selected_stack AS \
+         SELECT capture, stack_id, count(*) AS n, sum(cost) AS w \
+         FROM selected_sample WHERE stack_id IS NOT NULL GROUP BY capture, stack_id",
+    )
     .await?;
     Ok(event)
 }

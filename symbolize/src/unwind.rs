@@ -102,6 +102,14 @@ impl UnwindFile {
     }
 }
 
+/// The registers unwinding starts from.
+#[derive(Clone, Copy, Debug)]
+pub struct Regs {
+    pub ip: u64,
+    pub sp: u64,
+    pub bp: u64,
+}
+
 /// An executable mapping of a process.
 #[derive(Clone, Debug)]
 pub struct Mapping {
@@ -119,9 +127,6 @@ pub struct DwarfUnwinder {
     files: HashMap<(String, Option<String>), Option<Arc<UnwindFile>>>,
     spaces: HashMap<(i32, u64), UnwinderX86_64<Slice>>,
     cache: CacheX86_64,
-    /// Samples whose unwinding stopped at an unreadable stack address or
-    /// an address without unwind information (beyond the first frame).
-    pub incomplete: u64,
 }
 
 /// Most frames followed per stack (perf's default max-stack is 127).
@@ -134,7 +139,6 @@ impl DwarfUnwinder {
             files: HashMap::new(),
             spaces: HashMap::new(),
             cache: CacheX86_64::new(),
-            incomplete: 0,
         }
     }
 
@@ -174,15 +178,14 @@ impl DwarfUnwinder {
         &mut self,
         space: (i32, u64),
         maps: &mut dyn FnMut() -> Vec<Mapping>,
-        ip: u64,
-        sp: u64,
-        bp: u64,
+        regs: Regs,
         stack: &[u8],
         out: &mut Vec<u64>,
     ) {
         // Look the unwinder up first, then borrow the cache separately.
         self.space(space, maps);
         let unwinder = &self.spaces[&space];
+        let Regs { ip, sp, bp } = regs;
         let mut read = |addr: u64| -> Result<u64, ()> {
             let off = usize::try_from(addr.checked_sub(sp).ok_or(())?).map_err(|_| ())?;
             let b = stack.get(off..off.checked_add(8).ok_or(())?).ok_or(())?;
@@ -194,11 +197,9 @@ impl DwarfUnwinder {
             match it.next() {
                 Ok(Some(FrameAddress::InstructionPointer(a))) => out.push(a),
                 Ok(Some(FrameAddress::ReturnAddress(a))) => out.push(a.get()),
-                Ok(None) => break,
-                Err(_) => {
-                    self.incomplete += 1;
-                    break;
-                }
+                // The end of the stack, or an unreadable stack address or
+                // code without unwind information: the frames so far stay.
+                Ok(None) | Err(_) => break,
             }
             if out.len() >= MAX_FRAMES {
                 break;

@@ -12,6 +12,8 @@ use crate::common::*;
 
 /// One inline level as (function, file base name, line).
 type Level = (String, String, u32);
+/// Offset -> levels of the address (None: no line), innermost first.
+type Levels = HashMap<u64, Vec<Option<Level>>>;
 
 fn base(p: &str) -> String {
     Path::new(p)
@@ -101,7 +103,7 @@ fn check_lines_against_addr2line(name: &str) -> usize {
         "csv",
     ]);
     // (debug file, binary) -> offset -> levels
-    let mut mine: HashMap<(String, String), HashMap<u64, Vec<Option<Level>>>> = HashMap::new();
+    let mut mine: HashMap<(String, String), Levels> = HashMap::new();
     for r in csv_maps(&out) {
         let lvl = (!r["line"].is_empty()).then(|| {
             (

@@ -335,41 +335,22 @@ fn identities_hold_on_a_recursive_recording() {
     assert_eq!(check_identities(&cap, "period", &fs), fs.len());
     assert_eq!(check_identities(&cap, "samples", &fs), fs.len());
     // Inclusive and exclusive figures equal perf report's on the same file.
-    let file = fixture("recurse.data");
     let h = hotspots(&cap, "samples");
     let total: u64 = h.values().map(|v| v.0).sum();
     for children in [false, true] {
-        let mode = if children {
-            "--children"
-        } else {
-            "--no-children"
-        };
-        let out = perf(&[
-            "report",
-            "-i",
-            file.to_str().unwrap(),
-            mode,
-            "--sort",
-            "sym",
-            "-n",
-            "--stdio",
-            "-g",
-            "none",
-            "--percent-limit",
-            "0",
-        ]);
-        for l in out.lines().filter(|l| l.contains("[.] ")) {
-            let f: Vec<&str> = l.split_whitespace().collect();
-            let name = l.rsplit("[.] ").next().unwrap().trim();
-            if !fs.iter().any(|x| x == name) {
+        for r in crate::perf_fixtures::perf_report(&fixture("recurse.data"), children) {
+            if r.kernel || !fs.contains(&r.sym) {
                 continue;
             }
-            let pct: f64 = f[0].trim_end_matches('%').parse().unwrap();
-            let mine = if children { h[name].1 } else { h[name].0 };
+            let (pct, mine) = match r.children {
+                Some(c) => (c, h[&r.sym].1),
+                None => (r.self_pct, h[&r.sym].0),
+            };
             let mine_pct = 100.0 * mine as f64 / total as f64;
             assert!(
                 (mine_pct - pct).abs() <= 0.0051,
-                "{mode} {name}: trawl {mine_pct:.2}% perf {pct}%"
+                "children={children} {}: trawl {mine_pct:.2}% perf {pct}%",
+                r.sym
             );
         }
     }

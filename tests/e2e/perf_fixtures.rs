@@ -8,16 +8,16 @@ use crate::common::*;
 
 /// One row of `perf report --sort dso,sym -n --stdio -g none`.
 #[derive(Debug)]
-struct PerfRow {
-    children: Option<f64>,
-    self_pct: f64,
-    samples: u64,
-    dso: String,
-    kernel: bool,
-    sym: String,
+pub(crate) struct PerfRow {
+    pub(crate) children: Option<f64>,
+    pub(crate) self_pct: f64,
+    pub(crate) samples: u64,
+    pub(crate) dso: String,
+    pub(crate) kernel: bool,
+    pub(crate) sym: String,
 }
 
-fn perf_report(file: &Path, children: bool) -> Vec<PerfRow> {
+pub(crate) fn perf_report(file: &Path, children: bool) -> Vec<PerfRow> {
     let mode = if children {
         "--children"
     } else {

@@ -5,16 +5,11 @@
 -- (the caller that started a recursion), or `<root>` when the function is
 -- where the stack begins. So the `caller` rows sum to the `function` row:
 -- sum of attributed(caller -> f) = inclusive(f).
-WITH per_stack AS (
-  SELECT capture, stack_id, count(*) AS n, sum(cost) AS w
-  FROM selected_sample WHERE stack_id IS NOT NULL
-  GROUP BY capture, stack_id
-),
-totals AS (SELECT sum(w) AS w FROM per_stack),
+WITH totals AS (SELECT sum(w) AS w FROM selected_stack),
 occ AS (                            -- where the function is in each stack
   SELECT e.capture, e.stack_id, min(e.pos) AS inner_pos, max(e.pos) AS outer_pos
   FROM {entry} e
-  JOIN per_stack ps ON ps.capture = e.capture AND ps.stack_id = e.stack_id
+  JOIN selected_stack ps ON ps.capture = e.capture AND ps.stack_id = e.stack_id
   WHERE {match}
   GROUP BY e.capture, e.stack_id
 ),
@@ -23,7 +18,7 @@ edge AS (
          COALESCE(c.function, '<root>') AS function,
          COALESCE(c.module, '') AS module
   FROM occ o
-  JOIN per_stack ps ON ps.capture = o.capture AND ps.stack_id = o.stack_id
+  JOIN selected_stack ps ON ps.capture = o.capture AND ps.stack_id = o.stack_id
   LEFT JOIN {entry} c
     ON c.capture = o.capture AND c.stack_id = o.stack_id AND c.pos = o.outer_pos + 1
 ),

@@ -31,6 +31,13 @@ SELECT
   s.line,                                         -- source line (DWARF)
   s."column",                                     -- source column (DWARF)
   s.symbol_offset,                                -- offset from the ELF symbol (outermost level)
+  CASE
+    WHEN s.line IS NOT NULL
+      THEN concat(regexp_replace(s.file, '^.*/', ''), ':', CAST(s.line AS VARCHAR))
+    WHEN s.symbol_offset IS NOT NULL
+      THEN concat(s.function, '+', CAST(s.symbol_offset AS VARCHAR))
+    ELSE COALESCE(s.function, concat('0x', lpad(to_hex(f.rel_pc), 16, '0')))
+  END AS srcline,                                 -- perf's srcline of this level: file:line, else sym+offset
   s.function IS NOT NULL AS resolved              -- true when a symbol named the frame
 FROM perf_frame f
 LEFT JOIN perf_module m
@@ -54,11 +61,8 @@ SELECT
   i.file,                                         -- source file of the address (innermost level)
   i.line,                                         -- source line of the address (innermost level)
   CASE
-    WHEN i.line IS NOT NULL
-      THEN concat(regexp_replace(i.file, '^.*/', ''), ':', CAST(i.line AS VARCHAR))
-    WHEN o.symbol_offset IS NOT NULL
-      THEN concat(o.function, '+', CAST(o.symbol_offset AS VARCHAR))
-    ELSE o.function
+    WHEN i.line IS NOT NULL THEN i.srcline
+    ELSE o.srcline
   END AS srcline,                                 -- perf's srcline: file:line, else sym+offset
   o.resolved                                      -- true when a symbol named the frame
 FROM perf_frame_line o
@@ -89,13 +93,7 @@ SELECT
   fl.inline_depth,
   fl.frame_id, fl.module_id, fl.rel_pc, fl.module, fl.function,
   fl.file, fl.line,
-  CASE
-    WHEN fl.line IS NOT NULL
-      THEN concat(regexp_replace(fl.file, '^.*/', ''), ':', CAST(fl.line AS VARCHAR))
-    WHEN fl.symbol_offset IS NOT NULL
-      THEN concat(fl.function, '+', CAST(fl.symbol_offset AS VARCHAR))
-    ELSE fl.function
-  END AS srcline,
+  fl.srcline,
   fl.resolved
 FROM perf_stack st
 JOIN perf_frame_line fl ON fl.capture = st.capture AND fl.frame_id = st.frame_id;

@@ -1,25 +1,20 @@
 -- hotspots: which functions (modules, source lines, addresses) took the cost?
--- Reads `selected_sample` (the samples the caller chose, with a `cost`
--- column: the period, 1, a sample column or a counter delta) and `{entry}`
+-- Reads `selected_stack` (samples `n` and weight `w` per distinct stack of
+-- the samples the caller chose; the weight is the period, 1, a sample
+-- column or a counter delta) and `{entry}`
 -- (the stacks as positions, leaf first), and reports per key ({key1_name})
 -- the exclusive ("self": the leaf position) and inclusive ("total":
 -- anywhere in the stack, counted once per sample even under recursion)
 -- cost, as `perf report --no-children` / `--children` do.
 -- Percentages are shares of the selected samples' total weight (perf's
 -- Overhead column); sample counts are perf report -n's Samples.
-WITH per_stack AS (                 -- samples and weight per distinct stack
-  SELECT capture, stack_id, count(*) AS n, sum(cost) AS w
-  FROM selected_sample
-  WHERE stack_id IS NOT NULL
-  GROUP BY capture, stack_id
-),
-totals AS (
-  SELECT sum(n) AS n, sum(w) AS w FROM per_stack
+WITH totals AS (
+  SELECT sum(n) AS n, sum(w) AS w FROM selected_stack
 ),
 stack_key AS (                      -- the key of every position of every used stack
   SELECT ps.capture, ps.stack_id, ps.n, ps.w, e.pos,
          {key1_expr} AS key1, {key2_expr} AS key2, {key3_expr} AS key3
-  FROM per_stack ps
+  FROM selected_stack ps
   JOIN {entry} e ON e.capture = ps.capture AND e.stack_id = ps.stack_id
 ),
 self_cost AS (
