@@ -38,6 +38,7 @@ PY
 now() { date +%s.%N; }
 run() { # NAME CMD... (stdin: addresses) -> seconds
   local t0 t1
+  shift
   t0=$(now); "$@" > "$W/out.txt"; t1=$(now)
   python3 -c "print(f'{$t1 - $t0:.3f}')"
 }

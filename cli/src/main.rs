@@ -9,6 +9,9 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
+
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use output::{Format, OutputOpts};
@@ -82,9 +85,14 @@ struct SymArgs {
     /// and name); repeatable.
     #[arg(long = "debug-dir", value_name = "DIR")]
     debug_dirs: Vec<PathBuf>,
-    /// Look up recorded paths below DIR first (captures from another machine).
-    #[arg(long, value_name = "DIR")]
+    /// Look up recorded paths below DIR first: a copy of the recording
+    /// machine's file system (captures from another machine).
+    #[arg(long, visible_alias = "sysroot", value_name = "DIR")]
     symfs: Option<PathBuf>,
+    /// Look up recorded paths starting with FROM under TO instead, e.g.
+    /// `--remap-path /opt/app=./build`; repeatable, tried before anything else.
+    #[arg(long = "remap-path", value_name = "FROM=TO", value_parser = parse_remap)]
+    remap: Vec<(String, PathBuf)>,
     /// Kernel symbols in /proc/kallsyms format.
     #[arg(long, value_name = "FILE")]
     kallsyms: Option<PathBuf>,
@@ -333,11 +341,23 @@ fn run(cli: Cli) -> Result<()> {
     }
 }
 
+fn parse_remap(s: &str) -> std::result::Result<(String, PathBuf), String> {
+    match s.split_once('=') {
+        Some((from, to)) if from.starts_with('/') && !to.is_empty() => {
+            Ok((from.to_string(), PathBuf::from(to)))
+        }
+        _ => Err(format!(
+            "{s:?}: expected FROM=TO with FROM an absolute path prefix as recorded"
+        )),
+    }
+}
+
 impl SymArgs {
     fn config(&self) -> trawl_symbolize::Config {
         let mut c = trawl_symbolize::Config::standard();
         c.debug_dirs = self.debug_dirs.clone();
         c.symfs = self.symfs.clone();
+        c.remap = self.remap.clone();
         c.kallsyms = self.kallsyms.clone();
         c
     }

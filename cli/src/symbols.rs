@@ -58,7 +58,7 @@ pub fn symbolize_capture(dir: &Path, cfg: &trawl_symbolize::Config) -> Result<Su
         let Some(a) = by_module.remove(&m.module_id) else {
             continue;
         };
-        if !m.is_file && !m.is_kernel {
+        if !m.is_file && !m.is_kernel && !trawl_symbolize::is_perf_map_path(&m.path) {
             files.push(SymbolFileRow {
                 module_id: m.module_id,
                 path: m.path.clone(),
@@ -248,9 +248,8 @@ pub fn addr2line(
                 .map_err(|_| anyhow::anyhow!("{t:?} is not a hex address"))
         })
         .collect::<Result<_>>()?;
-    let data = std::fs::read(exe).map_err(|e| anyhow::anyhow!("{}: {e}", exe.display()))?;
-    let segs = trawl_symbolize::elf::LoadSegments::from_data(&data).unwrap_or_default();
-    drop(data);
+    std::fs::metadata(exe).map_err(|e| anyhow::anyhow!("{}: {e}", exe.display()))?;
+    let segs = trawl_symbolize::elf::LoadSegments::from_path(exe).unwrap_or_default();
     let offsets: Vec<u64> = vaddrs
         .iter()
         .map(|&v| segs.vaddr_to_offset(v).unwrap_or(u64::MAX))

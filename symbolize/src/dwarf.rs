@@ -80,6 +80,7 @@ impl<'d> Sections<'d> {
 pub fn frames(
     ctx: &addr2line::Context<EndianSlice<'_, RunTimeEndian>>,
     vaddr: u64,
+    names: &mut crate::NameCache,
 ) -> Vec<LineFrame> {
     let mut out = Vec::new();
     let Ok(mut it) = ctx.find_frames(vaddr).skip_all_loads() else {
@@ -92,7 +93,7 @@ pub fn frames(
             .function
             .as_ref()
             .and_then(|n| n.raw_name().ok())
-            .map(|n| crate::demangle(&n));
+            .map(|n| names.demangle(&n));
         let (file, line, column) = match &f.location {
             Some(l) => (l.file.map(str::to_string), l.line, l.column),
             None => (None, None, None),

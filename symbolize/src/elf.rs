@@ -296,6 +296,13 @@ pub struct LoadSegments {
 }
 
 impl LoadSegments {
+    /// The load segments of the ELF file at `path` (memory-mapped: only
+    /// the headers are read).
+    pub fn from_path(path: &std::path::Path) -> Option<LoadSegments> {
+        let l = crate::find::Loaded::open(path)?;
+        Self::from_data(&l.data)
+    }
+
     pub fn from_data(data: &[u8]) -> Option<LoadSegments> {
         let kind = object::FileKind::parse(data).ok()?;
         let mut segs = Vec::new();

@@ -16,9 +16,12 @@ pub struct Config {
     /// (`DIR/.build-id/xx/rest[.debug]`), by recorded path below DIR, by
     /// file name, and by scanning DIR for an ELF file with the build-id.
     pub debug_dirs: Vec<PathBuf>,
-    /// `--symfs DIR`: recorded paths are looked up below DIR first
-    /// (captures made on another machine).
+    /// `--symfs DIR` / `--sysroot DIR`: recorded paths are looked up below
+    /// DIR first (captures made on another machine).
     pub symfs: Option<PathBuf>,
+    /// `--remap-path FROM=TO` (repeatable): a recorded path starting with
+    /// FROM is looked up with FROM replaced by TO, before anything else.
+    pub remap: Vec<(String, PathBuf)>,
     /// perf's build-id cache, `~/.debug` by default.
     pub buildid_cache: Option<PathBuf>,
     /// System debug directories, `/usr/lib/debug` by default.
@@ -130,10 +133,26 @@ fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
+/// The bytes of a file: memory-mapped, or copied (the running vdso).
+pub enum Bytes {
+    Map(memmap2::Mmap),
+    Owned(Vec<u8>),
+}
+
+impl std::ops::Deref for Bytes {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            Bytes::Map(m) => m,
+            Bytes::Owned(v) => v,
+        }
+    }
+}
+
 /// A mapped file.
 pub struct Loaded {
     pub path: PathBuf,
-    pub data: memmap2::Mmap,
+    pub data: Bytes,
 }
 
 impl Loaded {
@@ -150,7 +169,33 @@ impl Loaded {
         }
         Some(Loaded {
             path: path.to_path_buf(),
-            data,
+            data: Bytes::Map(data),
+        })
+    }
+
+    /// The vdso of the running kernel, copied from this process's memory
+    /// (every process maps the same image). Its path is `[vdso]`.
+    pub(crate) fn running_vdso() -> Option<Loaded> {
+        use std::io::{Read, Seek, SeekFrom};
+        let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
+        let line = maps.lines().find(|l| l.ends_with("[vdso]"))?;
+        let range = line.split_whitespace().next()?;
+        let (a, b) = range.split_once('-')?;
+        let (a, b) = (
+            u64::from_str_radix(a, 16).ok()?,
+            u64::from_str_radix(b, 16).ok()?,
+        );
+        let len = usize::try_from(b.checked_sub(a)?).ok()?;
+        if !(64..=1 << 20).contains(&len) {
+            return None;
+        }
+        let mut f = std::fs::File::open("/proc/self/mem").ok()?;
+        f.seek(SeekFrom::Start(a)).ok()?;
+        let mut data = vec![0u8; len];
+        f.read_exact(&mut data).ok()?;
+        (&data[..4] == b"\x7fELF").then(|| Loaded {
+            path: PathBuf::from("[vdso]"),
+            data: Bytes::Owned(data),
         })
     }
 
@@ -195,14 +240,56 @@ fn is_special(path: &str) -> bool {
     !path.starts_with('/') || path.starts_with("//") || path.starts_with("/memfd:")
 }
 
+/// The rest of `path` after the prefix `from`, at a path-component
+/// boundary.
+fn remap_rest<'p>(path: &'p str, from: &str) -> Option<&'p str> {
+    let from = from.trim_end_matches('/');
+    let rest = path.strip_prefix(from)?;
+    if rest.is_empty() {
+        Some("")
+    } else {
+        rest.strip_prefix('/')
+    }
+}
+
+/// Where the recorded `path` may be on this machine, first: under each
+/// `--remap-path` prefix that matches, then below the symfs.
+fn relocated(cfg: &Config, path: &str) -> Vec<PathBuf> {
+    let mut cands = Vec::new();
+    for (from, to) in &cfg.remap {
+        if let Some(rest) = remap_rest(path, from) {
+            cands.push(if rest.is_empty() {
+                to.clone()
+            } else {
+                to.join(rest)
+            });
+        }
+    }
+    if let Some(s) = &cfg.symfs {
+        cands.push(s.join(path.trim_start_matches('/')));
+    }
+    cands
+}
+
+/// Where a JIT map (`/tmp/perf-PID.map`) recorded as `path` is: under a
+/// remapped prefix, the symfs, a debug directory (by file name), or the
+/// path itself.
+pub fn locate_perf_map(cfg: &Config, path: &str) -> Option<PathBuf> {
+    let mut cands = relocated(cfg, path);
+    if let Some(name) = Path::new(path).file_name() {
+        cands.extend(cfg.debug_dirs.iter().map(|d| d.join(name)));
+    }
+    if !cfg.no_recorded_paths {
+        cands.push(PathBuf::from(path));
+    }
+    cands.into_iter().find(|c| c.is_file())
+}
+
 /// Finds the binary and the debug files of a module.
 pub fn locate(cfg: &Config, path: &str, build_id: Option<&str>) -> Result<Found, (Status, String)> {
     let bid = build_id.map(|b| b.to_ascii_lowercase());
-    let mut cands: Vec<PathBuf> = Vec::new();
+    let mut cands: Vec<PathBuf> = relocated(cfg, path);
     let rel = path.trim_start_matches('/');
-    if let Some(s) = &cfg.symfs {
-        cands.push(s.join(rel));
-    }
     for d in &cfg.debug_dirs {
         if let Some(b) = &bid {
             cands.extend(build_id_path(d, b, ""));
@@ -235,8 +322,14 @@ pub fn locate(cfg: &Config, path: &str, build_id: Option<&str>) -> Result<Found,
 
     let mut mismatches = Vec::new();
     let mut binary = None;
-    for c in cands {
-        let Some(l) = Loaded::open(&c) else { continue };
+    let vdso = (path == "[vdso]").then(|| PathBuf::from("[vdso]"));
+    for c in cands.into_iter().chain(vdso) {
+        let l = if c.as_os_str() == "[vdso]" {
+            Loaded::running_vdso()
+        } else {
+            Loaded::open(&c)
+        };
+        let Some(l) = l else { continue };
         match (&bid, l.build_id()) {
             (Some(want), Some(have)) if *want != have => {
                 mismatches.push(format!("{} has build-id {have}", c.display()));
@@ -315,4 +408,36 @@ pub fn locate(cfg: &Config, path: &str, build_id: Option<&str>) -> Result<Found,
         debug,
         tried,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The running kernel's vdso, copied from memory, is an ELF image with
+    /// a build-id and the clock functions (names from `vdso(7)`).
+    #[test]
+    fn running_vdso_is_read_from_memory() {
+        let v = Loaded::running_vdso().expect("this process maps a vdso");
+        assert_eq!(v.path, PathBuf::from("[vdso]"));
+        assert!(v.build_id().is_some_and(|b| b.len() == 40));
+        let o = object::File::parse(&*v.data).unwrap();
+        use object::ObjectSymbol;
+        let names: Vec<String> = o
+            .dynamic_symbols()
+            .filter_map(|s| s.name().ok().map(str::to_string))
+            .collect();
+        assert!(
+            names.iter().any(|n| n == "__vdso_clock_gettime"),
+            "{names:?}"
+        );
+    }
+
+    #[test]
+    fn remap_matches_whole_components() {
+        assert_eq!(remap_rest("/opt/app/bin/x", "/opt/app"), Some("bin/x"));
+        assert_eq!(remap_rest("/opt/app/bin/x", "/opt/app/"), Some("bin/x"));
+        assert_eq!(remap_rest("/opt/apple/x", "/opt/app"), None);
+        assert_eq!(remap_rest("/opt/app", "/opt/app"), Some(""));
+    }
 }

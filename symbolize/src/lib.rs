@@ -30,6 +30,7 @@ pub mod dwarf;
 pub mod elf;
 mod find;
 pub mod kallsyms;
+pub mod perfmap;
 pub mod unwind;
 
 pub use demangle::demangle;
@@ -129,6 +130,26 @@ pub fn build_id_of(path: &std::path::Path) -> Option<String> {
     find::Loaded::open(path)?.build_id()
 }
 
+/// Below this many addresses a module is resolved on one thread.
+const PARALLEL_MIN: usize = 4096;
+
+/// Demangled names, computed once per distinct mangled name.
+#[derive(Default)]
+pub struct NameCache {
+    map: std::collections::HashMap<String, String>,
+}
+
+impl NameCache {
+    pub fn demangle(&mut self, raw: &str) -> String {
+        if let Some(d) = self.map.get(raw) {
+            return d.clone();
+        }
+        let d = demangle(raw);
+        self.map.insert(raw.to_string(), d.clone());
+        d
+    }
+}
+
 /// Resolves every request, modules in parallel.
 pub fn symbolize(cfg: &Config, requests: Vec<ModuleRequest>) -> Vec<ModuleResult> {
     let kallsyms = cfg.kallsyms();
@@ -137,11 +158,82 @@ pub fn symbolize(cfg: &Config, requests: Vec<ModuleRequest>) -> Vec<ModuleResult
         .map(|r| {
             if r.kernel {
                 symbolize_kernel(&r, kallsyms.as_ref())
+            } else if is_perf_map_path(&r.path) {
+                symbolize_perf_map(cfg, &r)
             } else {
                 symbolize_file(cfg, &r)
             }
         })
         .collect()
+}
+
+/// Is `path` a JIT map, `/tmp/perf-PID.map` (the module name perf and
+/// trawl give to a process's anonymous executable memory)?
+pub fn is_perf_map_path(path: &str) -> bool {
+    path.strip_prefix("/tmp/perf-")
+        .and_then(|r| r.strip_suffix(".map"))
+        .is_some_and(|pid| !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// Addresses (absolute) of a process's anonymous memory, named by the JIT
+/// map the process wrote.
+fn symbolize_perf_map(cfg: &Config, r: &ModuleRequest) -> ModuleResult {
+    let n = r.addresses.len();
+    let Some(path) = find::locate_perf_map(cfg, &r.path) else {
+        return ModuleResult::failed(
+            Status::NotFound,
+            format!(
+                "{}: no JIT map found (it is written by the JIT while the process runs; copy it next to the capture and pass --debug-dir)",
+                r.path
+            ),
+            n,
+        );
+    };
+    let map = match perfmap::PerfMap::load(&path) {
+        Ok(m) => m,
+        Err(e) => {
+            return ModuleResult::failed(Status::Error, format!("{}: {e}", path.display()), n)
+        }
+    };
+    let message = (!map.bad_lines.is_empty()).then(|| {
+        let shown: Vec<String> = map
+            .bad_lines
+            .iter()
+            .take(5)
+            .map(|l| l.to_string())
+            .collect();
+        format!(
+            "{}: {} lines are not `START SIZE NAME` and were skipped (line {}{})",
+            path.display(),
+            map.bad_lines.len(),
+            shown.join(", "),
+            if map.bad_lines.len() > 5 { ", ..." } else { "" }
+        )
+    });
+    let symbols = r
+        .addresses
+        .iter()
+        .map(|&a| Resolved {
+            symbol: map.find(a).map(|(name, offset)| SymbolHit {
+                name: name.to_string(),
+                offset,
+            }),
+            inline: Vec::new(),
+        })
+        .collect();
+    ModuleResult {
+        status: if map.is_empty() {
+            Status::NoSymbols
+        } else {
+            Status::Ok
+        },
+        binary: None,
+        symbols_file: Some(path),
+        table: Some("perf_map"),
+        debug_info: None,
+        message,
+        symbols,
+    }
 }
 
 fn symbolize_kernel(r: &ModuleRequest, k: Option<&(Kallsyms, PathBuf)>) -> ModuleResult {
@@ -229,9 +321,9 @@ fn symbolize_file(cfg: &Config, r: &ModuleRequest) -> ModuleResult {
             .iter()
             .find_map(|(o, p)| dwarf::Sections::load(o).map(|s| (s, (*p).clone())));
     }
-    let ctx = dwarf.as_ref().and_then(|(s, _)| s.context());
+    let has_dwarf = dwarf.as_ref().is_some_and(|(s, _)| s.context().is_some());
 
-    if chosen.is_none() && ctx.is_none() {
+    if chosen.is_none() && !has_dwarf {
         return ModuleResult {
             status: Status::NoSymbols,
             binary: Some(found.binary.path.clone()),
@@ -247,31 +339,56 @@ fn symbolize_file(cfg: &Config, r: &ModuleRequest) -> ModuleResult {
         };
     }
     let is_vdso = r.path == "[vdso]";
-    let symbols = r
-        .addresses
-        .iter()
-        .map(|&off| {
-            let vaddr = if segs.is_empty() || is_vdso && segs.offset_to_vaddr(off).is_none() {
-                Some(off)
-            } else {
-                segs.offset_to_vaddr(off)
-            };
-            let Some(vaddr) = vaddr else {
-                return Resolved::default();
-            };
-            let symbol = chosen.as_ref().and_then(|(map, _, _)| {
-                map.find(vaddr).map(|s| SymbolHit {
-                    name: demangle(&s.name),
-                    offset: vaddr - s.start,
-                })
-            });
-            let inline = ctx
-                .as_ref()
-                .map(|c| dwarf::frames(c, vaddr))
-                .unwrap_or_default();
-            Resolved { symbol, inline }
-        })
-        .collect();
+    let vaddr_of = |off: u64| {
+        if segs.is_empty() || is_vdso && segs.offset_to_vaddr(off).is_none() {
+            Some(off)
+        } else {
+            segs.offset_to_vaddr(off)
+        }
+    };
+    // Addresses in ascending order, split into one contiguous run per
+    // thread: each run gets its own DWARF context (they are not shared
+    // between threads) and walks the line tables of neighbouring units.
+    let mut order: Vec<usize> = (0..n).collect();
+    order.sort_unstable_by_key(|&i| r.addresses[i]);
+    let runs = if n >= PARALLEL_MIN {
+        rayon::current_num_threads().clamp(1, n / (PARALLEL_MIN / 2))
+    } else {
+        1
+    };
+    let chunk = n.div_ceil(runs.max(1)).max(1);
+    let dwarf_sections = dwarf.as_ref().map(|(s, _)| s);
+    let resolve_run = |run: &[usize]| -> Vec<(usize, Resolved)> {
+        let ctx = dwarf_sections.and_then(|s| s.context());
+        let mut names = NameCache::default();
+        run.iter()
+            .map(|&i| {
+                let Some(vaddr) = vaddr_of(r.addresses[i]) else {
+                    return (i, Resolved::default());
+                };
+                let symbol = chosen.as_ref().and_then(|(map, _, _)| {
+                    map.find(vaddr).map(|s| SymbolHit {
+                        name: names.demangle(&s.name),
+                        offset: vaddr - s.start,
+                    })
+                });
+                let inline = ctx
+                    .as_ref()
+                    .map(|c| dwarf::frames(c, vaddr, &mut names))
+                    .unwrap_or_default();
+                (i, Resolved { symbol, inline })
+            })
+            .collect()
+    };
+    let parts: Vec<Vec<(usize, Resolved)>> = if runs > 1 {
+        order.par_chunks(chunk).map(resolve_run).collect()
+    } else {
+        vec![resolve_run(&order)]
+    };
+    let mut symbols = vec![Resolved::default(); n];
+    for (i, res) in parts.into_iter().flatten() {
+        symbols[i] = res;
+    }
     let (symbols_file, table) = match chosen {
         Some((_, p, k)) => (Some(p), Some(k.as_str())),
         None => (None, None),
@@ -281,7 +398,7 @@ fn symbolize_file(cfg: &Config, r: &ModuleRequest) -> ModuleResult {
         binary: Some(found.binary.path.clone()),
         symbols_file,
         table,
-        debug_info: ctx.and(dwarf.as_ref().map(|(_, p)| p.clone())),
+        debug_info: dwarf.as_ref().filter(|_| has_dwarf).map(|(_, p)| p.clone()),
         message: None,
         symbols,
     }

@@ -23,7 +23,7 @@ use crate::find::{self, Config};
 /// it.
 #[derive(Clone)]
 pub struct Slice {
-    map: Arc<memmap2::Mmap>,
+    map: Arc<find::Bytes>,
     range: Range<usize>,
 }
 
@@ -40,6 +40,10 @@ struct UnwindFile {
     text: Option<(Range<u64>, Slice)>,
     eh_frame: Option<(Range<u64>, Slice)>,
     eh_frame_hdr: Option<(Range<u64>, Slice)>,
+    /// `.debug_frame` of the binary or its debug file: CFI for code that
+    /// `.eh_frame` does not describe (some hand-written assembly, binaries
+    /// built with -fno-asynchronous-unwind-tables).
+    debug_frame: Option<Slice>,
     got: Option<Range<u64>>,
 }
 
@@ -66,6 +70,34 @@ impl UnwindFile {
         let text = section(".text");
         let eh_frame = section(".eh_frame");
         let eh_frame_hdr = section(".eh_frame_hdr");
+        let debug_frame = std::iter::once(map.clone())
+            .chain(found.debug.into_iter().map(|d| Arc::new(d.data)))
+            .find_map(|m| {
+                let o = object::File::parse(&m[..]).ok()?;
+                let s = o.section_by_name(".debug_frame")?;
+                if s.size() == 0 {
+                    return None;
+                }
+                // Compressed in Debian's -dbg files: keep a copy then.
+                match s.compressed_file_range().ok()?.format {
+                    object::CompressionFormat::None => {
+                        let (off, size) = s.file_range()?;
+                        let (off, size) = (usize::try_from(off).ok()?, usize::try_from(size).ok()?);
+                        (off.checked_add(size)? <= m.len()).then(|| Slice {
+                            map: m.clone(),
+                            range: off..off + size,
+                        })
+                    }
+                    _ => {
+                        let v = s.uncompressed_data().ok()?.into_owned();
+                        let n = v.len();
+                        Some(Slice {
+                            map: Arc::new(find::Bytes::Owned(v)),
+                            range: 0..n,
+                        })
+                    }
+                }
+            });
         let got = obj
             .section_by_name(".got")
             .map(|s| s.address()..s.address() + s.size());
@@ -75,6 +107,7 @@ impl UnwindFile {
             text,
             eh_frame,
             eh_frame_hdr,
+            debug_frame,
             got,
         })
     }
@@ -94,7 +127,7 @@ impl UnwindFile {
             stubs_svma: None,
             stub_helper_svma: None,
             unwind_info: None,
-            debug_frame: None,
+            debug_frame: self.debug_frame.clone(),
             text_segment_svma: None,
             text_segment: None,
         };

@@ -58,10 +58,16 @@ pub fn ingest(fixture_name: &str) -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let cap = dir.path().join("cap");
     let bin = fixture_bin();
+    let jit = fixture("jit");
     ingest_file(
         &fixture(fixture_name),
         &cap,
-        &["--debug-dir", bin.to_str().unwrap()],
+        &[
+            "--debug-dir",
+            bin.to_str().unwrap(),
+            "--debug-dir",
+            jit.to_str().unwrap(),
+        ],
     );
     (dir, cap)
 }
@@ -82,6 +88,17 @@ pub fn perf_home() -> &'static Path {
                 .expect("perf must be installed (apt-get install linux-perf)");
             assert!(o.status.success(), "perf buildid-cache failed: {o:?}");
         }
+        // The vdso image perf record stored: perf looks for it as
+        // ~/.debug/[vdso]/BID/vdso, linked from .build-id/.
+        let vdso = fixture_bin().join("kernel-vdso.so");
+        let bid = trawl_symbolize::build_id_of(&vdso).unwrap();
+        let dir = home.path().join(".debug/[vdso]").join(&bid);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::copy(&vdso, dir.join("vdso")).unwrap();
+        let link = home.path().join(".debug/.build-id").join(&bid[..2]);
+        std::fs::create_dir_all(&link).unwrap();
+        let _ = std::fs::remove_file(link.join(&bid[2..]));
+        std::os::unix::fs::symlink(format!("../../[vdso]/{bid}"), link.join(&bid[2..])).unwrap();
         home
     })
     .path()

@@ -53,9 +53,14 @@ pub(crate) fn perf_report(file: &Path, children: bool) -> Vec<PerfRow> {
             (None, pct(toks[0]), &toks[1..])
         };
         let samples: u64 = rest[0].parse().unwrap();
-        let dso = rest[1].to_string();
-        let kernel = rest[2] == "[k]";
-        let sym = rest[3..].join(" ");
+        // JIT maps are displayed as "[JIT] tid PID".
+        let (dso, rest) = if rest[1] == "[JIT]" {
+            (rest[1..4].join(" "), &rest[3..])
+        } else {
+            (rest[1].to_string(), &rest[1..])
+        };
+        let kernel = rest[1] == "[k]";
+        let sym = rest[2..].join(" ");
         rows.push(PerfRow {
             children,
             self_pct,
@@ -186,10 +191,17 @@ fn trawl_hotspots(cap: &Path) -> HashMap<(String, String), TrawlRow> {
     ]);
     let mut m = HashMap::new();
     for r in csv_maps(&out) {
-        let module = Path::new(&r["module"])
+        let mut module = Path::new(&r["module"])
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_else(|| r["module"].clone());
+        // perf displays the JIT map module /tmp/perf-PID.map as "[JIT] tid PID".
+        if let Some(pid) = r["module"]
+            .strip_prefix("/tmp/perf-")
+            .and_then(|m| m.strip_suffix(".map"))
+        {
+            module = format!("[JIT] tid {pid}");
+        }
         m.insert(
             (module, r["function"].clone()),
             TrawlRow {
@@ -210,6 +222,10 @@ fn is_user_symbol(r: &PerfRow) -> bool {
 /// Expected values: `perf report --no-children --sort dso,sym -n` (self %
 /// and samples) and `perf report --children` (total %) on the same file.
 fn check_against_perf_report(name: &str) {
+    check_against_perf_report_min(name, 5)
+}
+
+fn check_against_perf_report_min(name: &str, min_rows: usize) {
     let file = fixture(name);
     let report_file = file.clone();
     let (_t, cap) = ingest(name);
@@ -292,7 +308,7 @@ fn check_against_perf_report(name: &str) {
             );
         }
     }
-    assert!(checked > 5, "{name}: only {checked} rows compared");
+    assert!(checked > min_rows, "{name}: only {checked} rows compared");
     // Sample count: perf script's.
     let n: usize = sql_scalar(&cap, "SELECT count(*) FROM perf_sample")
         .parse()
@@ -323,6 +339,66 @@ fn hotspots_match_perf_report_dwarf_unwinding() {
         v.parse::<usize>().unwrap(),
         perf_script_samples(&fixture("hot-dwarf.data"))
     );
+}
+
+/// Samples in the vdso: perf names them from the copy it stored in its
+/// build-id cache at record time (here: `bin/kernel-vdso.so`, added to the
+/// test HOME's cache), trawl from the same file found by build-id in the
+/// debug directory.
+#[test]
+fn hotspots_match_perf_report_vdso() {
+    check_against_perf_report_min("vdso.data", 3);
+    let (_t, cap) = ingest("vdso.data");
+    assert_eq!(
+        sql_scalar(
+            &cap,
+            "SELECT status || ' ' || binary FROM symbol_file WHERE path = '[vdso]'"
+        ),
+        format!("ok {}", fixture_bin().join("kernel-vdso.so").display())
+    );
+}
+
+/// Removes a file when dropped (also when the test panics).
+struct RemoveOnDrop(std::path::PathBuf);
+impl Drop for RemoveOnDrop {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// JIT code: anonymous executable memory named by the process's
+/// /tmp/perf-PID.map. perf report reads the map from /tmp only, so the
+/// fixture's copy is put there for it; trawl finds it in the debug
+/// directory. Without the map the frames stay unnamed, and `symbol_file`
+/// says why.
+#[test]
+fn hotspots_match_perf_report_jit_map() {
+    let map = fixture("jit/perf-24724.map");
+    let tmp = RemoveOnDrop("/tmp/perf-24724.map".into());
+    std::fs::copy(&map, &tmp.0).unwrap();
+    check_against_perf_report_min("jit.data", 2);
+    drop(tmp);
+
+    let dir = tempfile::tempdir().unwrap();
+    let cap = dir.path().join("cap");
+    ingest_file(
+        &fixture("jit.data"),
+        &cap,
+        &["--debug-dir", fixture_bin().to_str().unwrap()],
+    );
+    assert_eq!(
+        sql_scalar(
+            &cap,
+            "SELECT status FROM symbol_file WHERE path = '/tmp/perf-24724.map'"
+        ),
+        "not_found"
+    );
+    let named = sql_scalar(
+        &cap,
+        "SELECT count(*) FROM symbol s JOIN perf_module m USING (capture, module_id) \
+         WHERE m.path = '/tmp/perf-24724.map' AND s.function IS NOT NULL",
+    );
+    assert_eq!(named, "0");
 }
 
 #[test]

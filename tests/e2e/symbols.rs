@@ -100,6 +100,18 @@ fn hot_function_offsets() -> Vec<(String, u64)> {
         .collect()
 }
 
+/// [`synthetic`] with the build-id of the fixture `hot` and samples in
+/// `spin_a` and `spin_b`, written to `c.data` in a new directory.
+fn synthetic_hot() -> (tempfile::TempDir, std::path::PathBuf) {
+    let hot = fixture_bin().join("hot");
+    let bid = trawl_symbolize::build_id_of(&hot).unwrap();
+    let offsets: Vec<u64> = hot_function_offsets().iter().map(|f| f.1).collect();
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("c.data");
+    std::fs::write(&f, synthetic(&bid, &offsets)).unwrap();
+    (dir, f)
+}
+
 fn functions(cap: &std::path::Path) -> Vec<String> {
     csv_rows(&trawl_ok(&[
         "sql",
@@ -162,12 +174,7 @@ fn debug_dir_is_searched_by_build_id_and_mismatches_are_refused() {
 #[test]
 fn perf_buildid_cache_is_used() {
     // perf_home() ran `perf buildid-cache -a` on the fixture binaries.
-    let hot = fixture_bin().join("hot");
-    let bid = trawl_symbolize::build_id_of(&hot).unwrap();
-    let offsets: Vec<u64> = hot_function_offsets().iter().map(|f| f.1).collect();
-    let dir = tempfile::tempdir().unwrap();
-    let f = dir.path().join("c.data");
-    std::fs::write(&f, synthetic(&bid, &offsets)).unwrap();
+    let (dir, f) = synthetic_hot();
     let cap = dir.path().join("cap");
     let o = trawl_with_home(
         perf_home(),
@@ -197,4 +204,65 @@ fn kallsyms_file_names_kernel_frames() {
     ingest_file(&f, &cap, &["--kallsyms", ks.to_str().unwrap()]);
     let row = sql_scalar(&cap, "SELECT f.function, s.symbol_offset FROM perf_frame_name f JOIN symbol s USING (capture, module_id, rel_pc) WHERE f.context = 'kernel'");
     assert_eq!(row, "do_work,80");
+}
+
+/// A capture from another machine: the recorded path `/nonexistent/prog`
+/// is found below `--sysroot DIR` (perf's `--symfs`) as `DIR/nonexistent/prog`,
+/// or with `--remap-path /nonexistent=DIR` as `DIR/prog`, and symbolized
+/// from there. `trawl symbolize` redoes it on an existing capture.
+#[test]
+fn sysroot_and_path_remapping_find_the_binary() {
+    let (dir, f) = synthetic_hot();
+    let home = tempfile::tempdir().unwrap();
+
+    let root = dir.path().join("root");
+    std::fs::create_dir_all(root.join("nonexistent")).unwrap();
+    let hot = fixture_bin().join("hot");
+    std::fs::copy(&hot, root.join("nonexistent/prog")).unwrap();
+    let cap = dir.path().join("sysroot");
+    let run = |args: &[&str]| {
+        let o = trawl_with_home(home.path(), args);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    };
+    let data = f.to_str().unwrap();
+    run(&[
+        "ingest",
+        data,
+        "-o",
+        cap.to_str().unwrap(),
+        "--sysroot",
+        root.to_str().unwrap(),
+    ]);
+    assert_eq!(functions(&cap), vec!["spin_a", "spin_b"]);
+
+    let moved = dir.path().join("moved");
+    std::fs::create_dir_all(&moved).unwrap();
+    std::fs::copy(&hot, moved.join("prog")).unwrap();
+    let cap2 = dir.path().join("remap");
+    run(&[
+        "ingest",
+        data,
+        "-o",
+        cap2.to_str().unwrap(),
+        "--no-symbolize",
+    ]);
+    let remap = format!("/nonexistent={}", moved.display());
+    run(&["symbolize", cap2.to_str().unwrap(), "--remap-path", &remap]);
+    assert_eq!(functions(&cap2), vec!["spin_a", "spin_b"]);
+    assert_eq!(
+        sql_scalar(
+            &cap2,
+            "SELECT binary FROM symbol_file WHERE path = '/nonexistent/prog'"
+        ),
+        moved.join("prog").display().to_string()
+    );
+
+    // A malformed mapping is a usage error.
+    let o = trawl(&[
+        "symbolize",
+        cap2.to_str().unwrap(),
+        "--remap-path",
+        "nonexistent",
+    ]);
+    assert!(!o.status.success());
 }

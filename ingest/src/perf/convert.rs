@@ -304,12 +304,35 @@ pub fn is_file_path(path: &str) -> bool {
         || path == "[vdso]"
 }
 
-fn module_name(path: &str, kernel: bool) -> String {
+/// The module a mapping belongs to, named as perf names its DSO: the kernel
+/// image's mappings are `[kernel.kallsyms]`; anonymous memory (`//anon`,
+/// `/dev/zero`, `/anon_hugepage`, huge-page mappings) and the heap, stacks
+/// and SysV segments of process PID are `/tmp/perf-PID.map`, the file in
+/// which JIT compilers name the code they generate (perf's `map__new`).
+fn module_name(path: &str, kernel: bool, pid: i32, hugetlb: bool) -> String {
     if kernel && path.starts_with("[kernel.kallsyms]") {
         "[kernel.kallsyms]".to_string()
+    } else if !kernel && pid >= 0 && (is_anon_memory(path) || hugetlb || is_no_dso_memory(path)) {
+        format!("/tmp/perf-{pid}.map")
     } else {
         path.to_string()
     }
+}
+
+fn is_anon_memory(path: &str) -> bool {
+    path == "//anon" || path.starts_with("/dev/zero") || path.starts_with("/anon_hugepage")
+}
+
+fn is_no_dso_memory(path: &str) -> bool {
+    path.starts_with("[stack") || path.starts_with("/SYSV") || path == "[heap]"
+}
+
+/// Is `path` a module name given to anonymous memory of a process (see
+/// [`module_name`])?
+fn is_perf_map_name(path: &str) -> bool {
+    path.strip_prefix("/tmp/perf-")
+        .and_then(|r| r.strip_suffix(".map"))
+        .is_some_and(|pid| !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()))
 }
 
 #[derive(Default, Clone)]
@@ -632,8 +655,12 @@ impl PerfConverter {
         Ok(())
     }
 
-    fn module_id(&mut self, path: &str, build_id: Option<String>, kernel: bool) -> i64 {
-        let name = module_name(path, kernel);
+    fn module_id(&mut self, m: &Mmap<'_>, path: &str, build_id: Option<String>) -> i64 {
+        let kernel = m.cpu_mode().is_kernel();
+        const MAP_HUGETLB: u32 = 0x40000;
+        let hugetlb = m.flags.is_some_and(|f| f & MAP_HUGETLB != 0);
+        let name = module_name(path, kernel, m.pid, hugetlb);
+        let is_file = !kernel && !is_perf_map_name(&name) && is_file_path(path);
         let key = (name, build_id);
         if let Some(&id) = self.module_ids.get(&key) {
             return id;
@@ -643,7 +670,7 @@ impl PerfConverter {
             path: key.0.clone(),
             build_id: key.1.clone(),
             is_kernel: kernel,
-            is_file: !kernel && is_file_path(&key.0),
+            is_file,
         });
         self.module_ids.insert(key, id);
         id
@@ -653,7 +680,7 @@ impl PerfConverter {
         let path = String::from_utf8_lossy(m.path).into_owned();
         let kernel = m.cpu_mode().is_kernel();
         let build_id = m.build_id.map(hex);
-        let module = self.module_id(&path, build_id.clone(), kernel);
+        let module = self.module_id(m, &path, build_id.clone());
         let mid = self.next_mapping;
         self.next_mapping += 1;
         let c = &mut self.mappings;
@@ -683,7 +710,7 @@ impl PerfConverter {
             end: m.start.saturating_add(m.len),
             pgoff: m.pgoff,
             module,
-            is_file: !kernel && is_file_path(&path),
+            is_file: self.modules[module as usize].is_file,
         };
         self.next_gen += 1;
         let space = if kernel {
