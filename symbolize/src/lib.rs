@@ -321,7 +321,7 @@ fn symbolize_file(cfg: &Config, r: &ModuleRequest) -> ModuleResult {
             .iter()
             .find_map(|(o, p)| dwarf::Sections::load(o).map(|s| (s, (*p).clone())));
     }
-    let has_dwarf = dwarf.as_ref().is_some_and(|(s, _)| s.context().is_some());
+    let has_dwarf = dwarf.is_some();
 
     if chosen.is_none() && !has_dwarf {
         return ModuleResult {
