@@ -561,7 +561,11 @@ mod fixture_tests {
                     Line::Other(_, o) => panic!("{name}:{}: not understood: {o:?}", i + 1),
                     Line::Call(p, c) => {
                         assert!(p.pid.is_some() && p.time.is_some(), "{name}:{}", i + 1);
-                        assert!(c.state == CallState::Unfinished || c.ret.is_some(), "{name}:{}", i + 1);
+                        assert!(
+                            c.state == CallState::Unfinished || c.ret.is_some(),
+                            "{name}:{}",
+                            i + 1
+                        );
                         calls += 1;
                     }
                     _ => {}

@@ -2,3 +2,4 @@
 //! signals and exits with their `-k` stacks.
 
 pub mod lines;
+pub mod reader;

@@ -1,0 +1,564 @@
+//! strace dump → events: unfinished calls joined with their resumption,
+//! `-k` frames attached to the call they follow, times made absolute, and
+//! every line that could not be understood reported with its number.
+//!
+//! Times: `-ttt` epoch seconds are kept as they are (ns since the epoch);
+//! `-t`/`-tt` clock times become ns since the midnight of the first line,
+//! adding a day when the clock goes back by more than twelve hours; `-r`
+//! relative times are summed from 0. Whether `SECONDS.fraction` is `-ttt` or
+//! `-r` is decided on the first timed line: `-r` values are small, epoch
+//! values are not (anything below 10^8 s, 1973, is taken as relative).
+
+use std::collections::HashMap;
+use std::io::BufRead;
+
+use super::lines::{self, CallState, Line, TimeStamp};
+use crate::diag::{Diagnostics, Position, Severity};
+
+/// A `-k` frame, owned.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StackFrame {
+    pub module: String,
+    pub symbol: Option<String>,
+    pub symbol_offset: Option<u64>,
+    /// Offset in the module's file.
+    pub offset: u64,
+}
+
+/// One system call, joined when strace printed it in two parts.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SyscallEvent {
+    /// Line of the call's first part (1-based).
+    pub line: u64,
+    /// Line of the resumption, when it was printed in two parts.
+    pub resumed_line: Option<u64>,
+    pub pid: Option<i32>,
+    /// Entry time (ns; see the module doc for the epoch).
+    pub time_ns: Option<i64>,
+    pub duration_ns: Option<i64>,
+    pub name: String,
+    pub args: String,
+    pub ret: Option<String>,
+    pub errno: Option<String>,
+    pub ret_note: Option<String>,
+    /// False for a call whose resumption never came (the trace ended, or
+    /// the process died inside it).
+    pub finished: bool,
+    /// Innermost first, as strace prints them.
+    pub stack: Vec<StackFrame>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Event {
+    Syscall(SyscallEvent),
+    Signal {
+        line: u64,
+        pid: Option<i32>,
+        time_ns: Option<i64>,
+        name: String,
+        info: String,
+        /// Where the signal was delivered (`-k`), innermost first.
+        stack: Vec<StackFrame>,
+    },
+    Exit {
+        line: u64,
+        pid: Option<i32>,
+        time_ns: Option<i64>,
+        /// Exit status, for `exited with N`.
+        code: Option<i32>,
+        /// Signal name, for `killed by SIG`.
+        signal: Option<String>,
+        core_dumped: bool,
+    },
+}
+
+/// What kind of clock the dump's times are.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TimeKind {
+    Epoch,
+    ClockOfDay,
+    Relative,
+    None,
+}
+
+pub struct ReadStats {
+    pub lines: u64,
+    pub bytes: u64,
+    pub time_kind: TimeKind,
+}
+
+struct Clock {
+    kind: Option<TimeKind>,
+    day_offset: i64,
+    last: i64,
+    relative_sum: i64,
+}
+
+impl Clock {
+    fn resolve(&mut self, t: Option<TimeStamp>) -> Option<i64> {
+        const DAY: i64 = 86_400_000_000_000;
+        let t = t?;
+        match t {
+            TimeStamp::Clock(ns) => {
+                self.kind.get_or_insert(TimeKind::ClockOfDay);
+                let mut v = ns + self.day_offset;
+                if v + DAY / 2 < self.last {
+                    self.day_offset += DAY;
+                    v += DAY;
+                }
+                self.last = v;
+                Some(v)
+            }
+            TimeStamp::Seconds(ns) => {
+                let kind = *self
+                    .kind
+                    .get_or_insert(if ns < 100_000_000 * 1_000_000_000 {
+                        TimeKind::Relative
+                    } else {
+                        TimeKind::Epoch
+                    });
+                if kind == TimeKind::Relative {
+                    self.relative_sum += ns;
+                    Some(self.relative_sum)
+                } else {
+                    Some(ns)
+                }
+            }
+        }
+    }
+}
+
+/// Reads a dump. `file_pid` is the pid of a `-ff -o NAME` file (`NAME.PID`),
+/// used for lines without a pid prefix. `emit` receives the events in the
+/// order their last line appeared (a joined call when its resumption is
+/// read).
+pub fn read(
+    input: &mut dyn BufRead,
+    file_pid: Option<i32>,
+    diags: &mut Diagnostics,
+    emit: &mut dyn FnMut(Event) -> crate::Result<()>,
+) -> crate::Result<ReadStats> {
+    let mut clock = Clock {
+        kind: None,
+        day_offset: 0,
+        last: i64::MIN / 2,
+        relative_sum: 0,
+    };
+    // Unfinished calls per pid (a thread has at most one; a second
+    // unfinished call on the same pid means the first's end was lost).
+    let mut pending: HashMap<Option<i32>, SyscallEvent> = HashMap::new();
+    // The last finished call or signal, which `-k` frames that follow
+    // belong to. strace prints an exiting process's `exit_group() = ?`,
+    // then `+++ exited +++`, then exit_group's stack: an exit line of the
+    // same process does not end the call's frames.
+    let mut last: Option<Event> = None;
+    let mut buf = Vec::new();
+    let mut n: u64 = 0;
+    let mut bytes: u64 = 0;
+    loop {
+        buf.clear();
+        let k = input
+            .read_until(b'\n', &mut buf)
+            .map_err(|e| crate::Error::io(diags.source().to_string(), e))?;
+        if k == 0 {
+            break;
+        }
+        n += 1;
+        bytes += k as u64;
+        let complete_line = buf.ends_with(b"\n");
+        let text = match std::str::from_utf8(&buf) {
+            Ok(t) => std::borrow::Cow::Borrowed(t),
+            Err(_) => {
+                diags.report(
+                    Position::Line(n),
+                    Severity::Warning,
+                    "non_utf8",
+                    "bytes that are not UTF-8 were replaced by U+FFFD",
+                )?;
+                String::from_utf8_lossy(&buf)
+            }
+        };
+        let text = text.trim_end_matches(['\n', '\r']);
+        if text.trim().is_empty() {
+            continue;
+        }
+        let parsed = lines::parse(text);
+        if let Line::Frame(f) = parsed {
+            let stack = match last.as_mut() {
+                Some(Event::Syscall(c)) => Some(&mut c.stack),
+                Some(Event::Signal { stack, .. }) => Some(stack),
+                _ => None,
+            };
+            match stack {
+                Some(st) => st.push(StackFrame {
+                    module: f.module.to_string(),
+                    symbol: f.symbol.map(str::to_string),
+                    symbol_offset: f.symbol_offset,
+                    offset: f.offset,
+                }),
+                None => diags.report(
+                    Position::Line(n),
+                    Severity::Warning,
+                    "orphan_frame",
+                    "a -k stack frame that follows no finished system call was skipped",
+                )?,
+            }
+            continue;
+        }
+        let exit_pid = match parsed {
+            Line::Exited(p, _) => Some(p.pid.or(file_pid)),
+            Line::Killed { prefix, .. } => Some(prefix.pid.or(file_pid)),
+            _ => None,
+        };
+        let keep = matches!((&last, exit_pid), (Some(Event::Syscall(c)), Some(p)) if c.pid == p);
+        if !keep {
+            if let Some(e) = last.take() {
+                emit(e)?;
+            }
+        }
+        match parsed {
+            Line::Frame(_) => unreachable!(),
+            Line::Call(p, c) => {
+                let pid = p.pid.or(file_pid);
+                let time_ns = clock.resolve(p.time);
+                if !complete_line && c.state != CallState::Unfinished {
+                    diags.report(
+                        Position::Line(n),
+                        Severity::Warning,
+                        "truncated_line",
+                        "the last line has no newline (the dump may have been cut)",
+                    )?;
+                }
+                if c.state != CallState::Resumed {
+                    // A new call of a thread with a call still open: the
+                    // open one's end was lost.
+                    if let Some(old) = pending.remove(&pid) {
+                        diags.report(
+                            Position::Line(old.line),
+                            Severity::Warning,
+                            "never_resumed",
+                            format!(
+                                "{}() of pid {} was never resumed: the same pid started another call at line {n}",
+                                old.name,
+                                pid.map_or("?".into(), |p| p.to_string())
+                            ),
+                        )?;
+                        emit(Event::Syscall(old))?;
+                    }
+                }
+                match c.state {
+                    CallState::Complete => {
+                        last = Some(Event::Syscall(SyscallEvent {
+                            line: n,
+                            resumed_line: None,
+                            pid,
+                            time_ns,
+                            duration_ns: c.duration_ns,
+                            name: c.name.to_string(),
+                            args: c.args.to_string(),
+                            ret: c.ret.map(str::to_string),
+                            errno: c.errno.map(str::to_string),
+                            ret_note: c.ret_note.map(str::to_string),
+                            finished: true,
+                            stack: Vec::new(),
+                        }));
+                    }
+                    CallState::Unfinished => {
+                        let ev = SyscallEvent {
+                            line: n,
+                            resumed_line: None,
+                            pid,
+                            time_ns,
+                            duration_ns: None,
+                            name: c.name.to_string(),
+                            args: c.args.to_string(),
+                            ret: None,
+                            errno: None,
+                            ret_note: None,
+                            finished: false,
+                            stack: Vec::new(),
+                        };
+                        pending.insert(pid, ev);
+                    }
+                    CallState::Resumed => {
+                        let Some(mut ev) = pending.remove(&pid).filter(|e| e.name == c.name) else {
+                            diags.report(
+                                Position::Line(n),
+                                Severity::Warning,
+                                "resumed_without_start",
+                                format!("<... {} resumed> with no unfinished call of that pid before it; kept with the arguments it has", c.name),
+                            )?;
+                            last = Some(Event::Syscall(SyscallEvent {
+                                line: n,
+                                resumed_line: Some(n),
+                                pid,
+                                time_ns,
+                                duration_ns: c.duration_ns,
+                                name: c.name.to_string(),
+                                args: c.args.to_string(),
+                                ret: c.ret.map(str::to_string),
+                                errno: c.errno.map(str::to_string),
+                                ret_note: c.ret_note.map(str::to_string),
+                                finished: true,
+                                stack: Vec::new(),
+                            }));
+                            continue;
+                        };
+                        let rest = c.args.trim_start();
+                        if !rest.is_empty() {
+                            if !ev.args.is_empty() {
+                                ev.args.push_str(", ");
+                            }
+                            ev.args.push_str(rest);
+                        }
+                        ev.resumed_line = Some(n);
+                        ev.duration_ns = c.duration_ns;
+                        ev.ret = c.ret.map(str::to_string);
+                        ev.errno = c.errno.map(str::to_string);
+                        ev.ret_note = c.ret_note.map(str::to_string);
+                        ev.finished = true;
+                        last = Some(Event::Syscall(ev));
+                    }
+                }
+            }
+            Line::Signal { prefix, name, info } => {
+                last = Some(Event::Signal {
+                    line: n,
+                    pid: prefix.pid.or(file_pid),
+                    time_ns: clock.resolve(prefix.time),
+                    name: name.to_string(),
+                    info: info.to_string(),
+                    stack: Vec::new(),
+                })
+            }
+            Line::Exited(p, code) => {
+                let pid = p.pid.or(file_pid);
+                // A call cut short by the exit (exit_group prints `= ?`;
+                // others stay unfinished) ends here.
+                if let Some(ev) = pending.remove(&pid) {
+                    emit(Event::Syscall(ev))?;
+                }
+                emit(Event::Exit {
+                    line: n,
+                    pid,
+                    time_ns: clock.resolve(p.time),
+                    code: Some(code),
+                    signal: None,
+                    core_dumped: false,
+                })?
+            }
+            Line::Killed {
+                prefix,
+                signal,
+                core_dumped,
+            } => {
+                let pid = prefix.pid.or(file_pid);
+                if let Some(ev) = pending.remove(&pid) {
+                    emit(Event::Syscall(ev))?;
+                }
+                emit(Event::Exit {
+                    line: n,
+                    pid,
+                    time_ns: clock.resolve(prefix.time),
+                    code: None,
+                    signal: Some(signal.to_string()),
+                    core_dumped,
+                })?
+            }
+            Line::Other(_, o) => {
+                // strace's own messages are expected; anything else is not.
+                let kind = if o.starts_with("strace: ") || o.starts_with("Process ") {
+                    continue;
+                } else if !complete_line {
+                    "truncated_line"
+                } else {
+                    "unparsed_line"
+                };
+                let shown: String = o.chars().take(120).collect();
+                diags.report(
+                    Position::Line(n),
+                    Severity::Warning,
+                    kind,
+                    format!("not a system call, signal, exit or stack line: {shown:?}"),
+                )?;
+            }
+        }
+    }
+    if let Some(e) = last.take() {
+        emit(e)?;
+    }
+    let mut left: Vec<SyscallEvent> = pending.into_values().collect();
+    left.sort_by_key(|e| e.line);
+    for ev in left {
+        diags.report(
+            Position::Line(ev.line),
+            Severity::Warning,
+            "never_resumed",
+            format!("{}() was never resumed before the end of the dump", ev.name),
+        )?;
+        emit(Event::Syscall(ev))?;
+    }
+    Ok(ReadStats {
+        lines: n,
+        bytes,
+        time_kind: clock.kind.unwrap_or(TimeKind::None),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn events(text: &str) -> (Vec<Event>, Vec<crate::Diagnostic>) {
+        let mut d = Diagnostics::new("t", false);
+        let mut out = Vec::new();
+        read(&mut text.as_bytes(), None, &mut d, &mut |e| {
+            out.push(e);
+            Ok(())
+        })
+        .unwrap();
+        (out, d.into_vec())
+    }
+
+    fn calls(ev: &[Event]) -> Vec<&SyscallEvent> {
+        ev.iter()
+            .filter_map(|e| match e {
+                Event::Syscall(c) => Some(c),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn unfinished_calls_join_and_frames_attach() {
+        let (ev, d) = events(
+            "10 1700000100.000001 wait4(-1,  <unfinished ...>\n\
+             11 1700000100.000002 write(1, \"hi\", 2) = 2 <0.000003>\n\
+             \x20> /lib/libc.so.6(write+0x10) [0x1000]\n\
+             \x20> /bin/app() [0x40]\n\
+             10 1700000100.000005 <... wait4 resumed>[{WIFEXITED(s)}], 0, NULL) = 11 <0.000004>\n\
+             \x20> /lib/libc.so.6(wait4+0x5) [0x2000]\n",
+        );
+        assert!(d.is_empty(), "{d:?}");
+        let c = calls(&ev);
+        assert_eq!(c.len(), 2);
+        assert_eq!(
+            (c[0].name.as_str(), c[0].stack.len(), c[0].time_ns),
+            ("write", 2, Some(1_700_000_100_000_002_000))
+        );
+        assert_eq!(c[0].stack[1].module, "/bin/app");
+        assert_eq!(c[1].name, "wait4");
+        assert_eq!(c[1].args, "-1, [{WIFEXITED(s)}], 0, NULL");
+        assert_eq!((c[1].line, c[1].resumed_line), (1, Some(5)));
+        assert_eq!(c[1].ret.as_deref(), Some("11"));
+        assert_eq!(c[1].stack[0].offset, 0x2000);
+    }
+
+    #[test]
+    fn bad_input_is_reported_with_line_numbers_and_nothing_around_it_lost() {
+        let (ev, d) = events(
+            "1 5.000000 read(3, <unfinished ...>\n\
+             garbage here\n\
+             \x20> /lib/x.so() [0x1]\n\
+             1 5.100000 close(3) = 0\n\
+             2 5.200000 <... nosuch resumed>) = 0\n\
+             3 5.300000 write(1, \"abc",
+        );
+        let kinds: Vec<(&str, Option<u64>)> =
+            d.iter().map(|x| (x.kind, x.position.line())).collect();
+        assert!(kinds.contains(&("unparsed_line", Some(2))), "{kinds:?}");
+        assert!(kinds.contains(&("never_resumed", Some(1))), "{kinds:?}");
+        assert!(
+            kinds.contains(&("resumed_without_start", Some(5))),
+            "{kinds:?}"
+        );
+        let names: Vec<&str> = calls(&ev).iter().map(|c| c.name.as_str()).collect();
+        // read (unfinished, ended by the next call of pid 1), close, the
+        // orphan resumption; the cut write is not a call.
+        assert_eq!(names, ["read", "close", "nosuch"]);
+        assert!(!calls(&ev)[0].finished);
+        // The orphan frame at line 3 followed a line that is no call.
+        assert!(kinds.contains(&("orphan_frame", Some(3))), "{kinds:?}");
+        assert!(kinds.contains(&("truncated_line", Some(6))), "{kinds:?}");
+
+        let mut d = Diagnostics::new("t", false);
+        let mut n = 0;
+        read(
+            &mut &b"1 1.0 getpid() = 1\n1 1.1 write(1, \"\xff\xfe\", 2) = 2\n"[..],
+            None,
+            &mut d,
+            &mut |_| {
+                n += 1;
+                Ok(())
+            },
+        )
+        .unwrap();
+        assert_eq!(n, 2);
+        let d = d.into_vec();
+        assert_eq!((d[0].kind, d[0].position.line()), ("non_utf8", Some(2)));
+    }
+
+    #[test]
+    fn clock_of_day_rolls_over_and_relative_times_accumulate() {
+        let (ev, _) = events("23:59:59.500000 getpid() = 1\n00:00:00.250000 getpid() = 1\n");
+        let t: Vec<Option<i64>> = calls(&ev).iter().map(|c| c.time_ns).collect();
+        assert_eq!(t, [Some(86_399_500_000_000), Some(86_400_250_000_000)]);
+        let (ev, _) = events(
+            "     0.000000 getpid() = 1\n     0.000250 getpid() = 1\n     0.001000 getpid() = 1\n",
+        );
+        let t: Vec<Option<i64>> = calls(&ev).iter().map(|c| c.time_ns).collect();
+        assert_eq!(t, [Some(0), Some(250_000), Some(1_250_000)]);
+    }
+
+    /// The recorded dumps read without a diagnostic; every finished call
+    /// has a stack (`-k`), and mem.strace's parent makes the ten 266240-byte
+    /// mmaps of its malloc loop (src/mem.c).
+    #[test]
+    fn fixture_dumps_read_cleanly() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/strace");
+        for name in ["mem.strace", "io.strace"] {
+            let text = std::fs::read_to_string(dir.join(name)).unwrap();
+            let (ev, d) = events(&text);
+            assert!(d.is_empty(), "{name}: {d:?}");
+            for c in calls(&ev) {
+                assert!(c.finished, "{name}:{}", c.line);
+                assert!(!c.stack.is_empty(), "{name}:{} {}", c.line, c.name);
+            }
+            if name == "mem.strace" {
+                let n = calls(&ev)
+                    .iter()
+                    .filter(|c| c.name == "mmap" && c.args.starts_with("NULL, 266240,"))
+                    .count();
+                assert_eq!(n, 10);
+            }
+        }
+    }
+
+    #[test]
+    fn exits_and_signals() {
+        let (ev, _) = events(
+            "7 1.0 exit_group(0) = ?\n7 1.1 +++ exited with 0 +++\n8 1.2 --- SIGSEGV {si_signo=SIGSEGV} ---\n8 1.3 +++ killed by SIGSEGV (core dumped) +++\n",
+        );
+        // The exit is reported as its line is read; exit_group stays open
+        // for the stack that strace prints after the exit line.
+        assert_eq!(ev.len(), 4);
+        assert!(matches!(
+            &ev[0],
+            Event::Exit {
+                code: Some(0),
+                pid: Some(7),
+                ..
+            }
+        ));
+        assert!(matches!(&ev[2], Event::Signal { name, .. } if name == "SIGSEGV"));
+        assert!(
+            matches!(&ev[3], Event::Exit { signal: Some(s), core_dumped: true, .. } if s == "SIGSEGV")
+        );
+        // exit_group's stack comes after the exit line.
+        let (ev, d) = events(
+            "7 1.0 exit_group(0) = ?\n7 1.1 +++ exited with 0 +++\n > /lib/libc.so.6(_exit+0x29) [0xd4409]\n",
+        );
+        assert!(d.is_empty(), "{d:?}");
+        assert_eq!(calls(&ev)[0].stack.len(), 1);
+    }
+}
