@@ -58,8 +58,8 @@ def main():
         fn AS (
           SELECT fr.frame_id, coalesce(m.path, '[unknown]') AS module,
                  coalesce(sy.function, printf('0x%016x', fr.rel_pc)) AS function
-          FROM '{f("perf_frame")}' fr
-          LEFT JOIN '{f("perf_module")}' m ON m.module_id = fr.module_id
+          FROM '{f("frame")}' fr
+          LEFT JOIN '{f("module")}' m ON m.module_id = fr.module_id
           -- return addresses are symbolized at rel_pc - 1; the outermost
           -- inline level is the ELF function (perf's sym)
           LEFT JOIN '{f("symbol")}' sy ON sy.module_id = fr.module_id
@@ -67,7 +67,7 @@ def main():
             AND NOT sy.inlined),
         k AS (
           SELECT st.stack_id, st.depth, fn.function, fn.module
-          FROM '{f("perf_stack")}' st JOIN fn ON fn.frame_id = st.frame_id),
+          FROM '{f("stack")}' st JOIN fn ON fn.frame_id = st.frame_id),
         self AS (
           SELECT function, module, sum(n) AS n, sum(s.p) AS p FROM k JOIN s USING (stack_id)
           WHERE depth = 0 GROUP BY ALL),

@@ -64,7 +64,7 @@ pub struct ModuleRow {
 
 pub fn read_modules(dir: &Path) -> Result<Vec<ModuleRow>> {
     let mut out = Vec::new();
-    let def = &schema::PERF_MODULE;
+    let def = &schema::MODULE;
     for b in read_table(dir, def)? {
         let id = col(&b, def, "module_id")?.as_primitive::<Int64Type>();
         let path = col(&b, def, "path")?.as_string::<i32>();
@@ -103,7 +103,7 @@ pub fn read_meta(dir: &Path) -> Result<Vec<(i32, String, String)>> {
 /// `rel_pc`, minus 1 for return addresses (as `symbol.rel_pc` documents).
 pub fn read_frame_addresses(dir: &Path) -> Result<BTreeSet<(i64, u64)>> {
     let mut out = BTreeSet::new();
-    let def = &schema::PERF_FRAME;
+    let def = &schema::FRAME;
     for b in read_table(dir, def)? {
         let m = col(&b, def, "module_id")?.as_primitive::<Int64Type>();
         let pc = col(&b, def, "rel_pc")?.as_primitive::<UInt64Type>();

@@ -29,6 +29,7 @@ pub mod diag;
 mod error;
 pub mod perf;
 pub mod schema;
+pub mod stacks;
 pub mod strace;
 pub mod unwind;
 pub mod writer;

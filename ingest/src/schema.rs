@@ -223,7 +223,7 @@ pub static PERF_SAMPLE: TableDef = TableDef {
         col!("period", Int64, null, "Sample period: how many events this sample stands for (ns for cpu-clock)."),
         col!("ip", UInt64, null, "Instruction pointer."),
         col!("cpu_mode", DictUtf8, "Mode the ip was in: `kernel`, `user`, `hypervisor`, `guest_kernel`, `guest_user` or `unknown` (from the record's misc field)."),
-        col!("stack_id", Int64, null, "Call stack (`perf_stack.stack_id`), leaf first; from the callchain when recorded, otherwise the ip alone."),
+        col!("stack_id", Int64, null, "Call stack (`stack.stack_id`), leaf first; from the callchain when recorded, otherwise the ip alone."),
         col!("addr", UInt64, null, "Data address (PERF_SAMPLE_ADDR), e.g. of a memory access or page fault."),
         col!("weight", UInt64, null, "Sample weight (PERF_SAMPLE_WEIGHT, or var1_dw of PERF_SAMPLE_WEIGHT_STRUCT), e.g. access latency."),
         col!("weight_ins_lat", UInt32, null, "Instruction latency (var2_w of PERF_SAMPLE_WEIGHT_STRUCT)."),
@@ -292,33 +292,33 @@ pub static PERF_USER_STACK: TableDef = TableDef {
     ],
 };
 
-pub static PERF_STACK: TableDef = TableDef {
-    name: "perf_stack",
-    doc: "Deduplicated call stacks: one row per frame of each distinct stack. perf's context markers (PERF_CONTEXT_KERNEL/USER/...) are removed; each frame's context is in `perf_frame.context`.",
+pub static STACK: TableDef = TableDef {
+    name: "stack",
+    doc: "Deduplicated call stacks of every input (perf samples, strace `-k` stacks): one row per frame of each distinct stack. perf's context markers (PERF_CONTEXT_KERNEL/USER/...) are removed; each frame's context is in `frame.context`.",
     columns: &[
-        col!("stack_id", Int64, "Id of the stack (`perf_sample.stack_id`)."),
+        col!("stack_id", Int64, "Id of the stack (`perf_sample.stack_id`, `syscall.stack_id`)."),
         col!("depth", Int32, "Position in the stack: 0 is the leaf (where the sample was taken), then its caller, and so on."),
-        col!("frame_id", Int64, "Frame at this position (`perf_frame.frame_id`)."),
+        col!("frame_id", Int64, "Frame at this position (`frame.frame_id`)."),
     ],
 };
 
-pub static PERF_FRAME: TableDef = TableDef {
-    name: "perf_frame",
-    doc: "Deduplicated frames: a code address inside a module. Non-leaf frames are return addresses.",
+pub static FRAME: TableDef = TableDef {
+    name: "frame",
+    doc: "Deduplicated frames of every input: a code address inside a module. Non-leaf frames are return addresses.",
     columns: &[
-        col!("frame_id", Int64, "Id of the frame; `perf_stack.frame_id` refers to it."),
-        col!("module_id", Int64, null, "Module the address falls in (`perf_module.module_id`); null when no mapping covered it."),
+        col!("frame_id", Int64, "Id of the frame; `stack.frame_id` refers to it."),
+        col!("module_id", Int64, null, "Module the address falls in (`module.module_id`); null when no mapping covered it."),
         col!("rel_pc", UInt64, "Address relative to the module: the file offset (ip - map start + page offset) for file mappings, the absolute address for kernel, anonymous and unmapped code."),
         col!("context", DictUtf8, "`kernel`, `user`, `hypervisor`, `guest_kernel` or `guest_user`: the callchain context the frame was in."),
         col!("is_return", Bool, "The address is a return address (a caller's frame, not the first frame of its context): it is symbolized at `rel_pc - 1`, inside the call instruction, so that calls at the end of a function and their source lines are named right."),
         col!("example_pid", Int32, null, "A process in which the frame was seen (for JIT maps and reading /proc data later)."),
-        col!("example_ip", UInt64, "The absolute address of the frame in `example_pid`."),
+        col!("example_ip", UInt64, null, "The absolute address of the frame in `example_pid` (null for strace frames, which give only the file offset)."),
     ],
 };
 
-pub static PERF_MODULE: TableDef = TableDef {
-    name: "perf_module",
-    doc: "Distinct mapped files (perf's DSOs): executables, shared libraries, the kernel and its modules, [vdso], anonymous memory.",
+pub static MODULE: TableDef = TableDef {
+    name: "module",
+    doc: "Distinct modules of every input (perf's DSOs, the files of strace `-k` frames): executables, shared libraries, the kernel and its modules, [vdso], a process's anonymous memory (`/tmp/perf-PID.map`, named like perf does for JIT maps).",
     columns: &[
         col!("module_id", Int64, "Id of the module."),
         col!("path", Utf8, "Path as recorded in the MMAP record, e.g. `/usr/lib/x86_64-linux-gnu/libc.so.6`, `[kernel.kallsyms]`, `[vdso]`, `//anon`."),
@@ -341,7 +341,7 @@ pub static PERF_MAPPING: TableDef = TableDef {
         col!("length", UInt64, "Length in bytes."),
         col!("pgoff", UInt64, "File offset of the start address."),
         col!("path", Utf8, "Mapped file path or special name."),
-        col!("module_id", Int64, "Module of the mapped file (`perf_module.module_id`)."),
+        col!("module_id", Int64, "Module of the mapped file (`module.module_id`)."),
         col!("build_id", Utf8, null, "Build-id carried by the MMAP2 record (perf record --buildid-mmap)."),
         col!("prot", UInt32, null, "Protection bits (PROT_READ 1, PROT_WRITE 2, PROT_EXEC 4); MMAP2 only."),
         col!("flags", UInt32, null, "Mapping flags (MAP_SHARED, MAP_PRIVATE, ...); MMAP2 only."),
@@ -433,8 +433,8 @@ pub static SYMBOL: TableDef = TableDef {
     name: "symbol",
     doc: "Symbolization of frame addresses, written by `trawl ingest` (unless `--no-symbolize`) or `trawl symbolize`: one row per (module, address, inline level). An address inside inlined code has one row per level of its inline chain, innermost first; the outermost level is the function the ELF symbol names.",
     columns: &[
-        col!("module_id", Int64, "Module (`perf_module.module_id`)."),
-        col!("rel_pc", UInt64, "Address looked up, relative to the module: `perf_frame.rel_pc`, minus 1 for return addresses (`perf_frame.is_return`)."),
+        col!("module_id", Int64, "Module (`module.module_id`)."),
+        col!("rel_pc", UInt64, "Address looked up, relative to the module: `frame.rel_pc`, minus 1 for return addresses (`frame.is_return`)."),
         col!("inline_depth", Int32, "Inline level: 0 is the innermost function (where the instruction is), then the function it was inlined into, and so on; the highest level is the real (outermost) function."),
         col!("inlined", Bool, "This level is a function inlined into the next level (false for the outermost level)."),
         col!("function", Utf8, null, "Function name (demangled): for the outermost level the ELF symbol (perf's `sym`), else the DWARF name of the inlined function; null when unresolved."),
@@ -451,7 +451,7 @@ pub static SYMBOL_FILE: TableDef = TableDef {
     name: "symbol_file",
     doc: "How trawl found (or failed to find) the symbols of each module, written with `symbol`.",
     columns: &[
-        col!("module_id", Int64, "Module (`perf_module.module_id`)."),
+        col!("module_id", Int64, "Module (`module.module_id`)."),
         col!("path", Utf8, "Module path as recorded."),
         col!(
             "binary",
@@ -485,9 +485,9 @@ pub static TABLES: &[&TableDef] = &[
     &PERF_SAMPLE_READ,
     &PERF_BRANCH,
     &PERF_USER_STACK,
-    &PERF_STACK,
-    &PERF_FRAME,
-    &PERF_MODULE,
+    &STACK,
+    &FRAME,
+    &MODULE,
     &PERF_MAPPING,
     &PERF_TASK_EVENT,
     &PERF_THREAD,

@@ -6,8 +6,8 @@ use datafusion::prelude::DataFrame;
 
 use crate::{Error, Result, Session};
 
-/// Views `perf_frame_line`, `perf_frame_name`, `perf_stack_entry` and
-/// `perf_stack_entry_inline`: what frames are called, stacks as positions.
+/// Views `frame_line`, `frame_name`, `stack_entry` and
+/// `stack_entry_inline`: what frames are called, stacks as positions.
 pub const FRAME_NAME: &str = include_str!("../analyses/perf/frame_name.sql");
 const HOTSPOTS: &str = include_str!("../analyses/perf/hotspots.sql");
 const CALLERS: &str = include_str!("../analyses/perf/callers.sql");
@@ -109,9 +109,9 @@ impl Default for StackOpts {
 impl StackOpts {
     fn entry_view(self) -> &'static str {
         if self.inline {
-            "perf_stack_entry_inline"
+            "stack_entry_inline"
         } else {
-            "perf_stack_entry"
+            "stack_entry"
         }
     }
 }

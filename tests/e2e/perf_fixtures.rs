@@ -331,8 +331,8 @@ fn hotspots_match_perf_report_dwarf_unwinding() {
     let v = sql_scalar(
         &cap,
         "SELECT count(DISTINCT s.sample_id) FROM perf_sample s \
-         JOIN perf_stack st USING (capture, stack_id) \
-         JOIN perf_frame_name f ON f.capture = st.capture AND f.frame_id = st.frame_id \
+         JOIN stack st USING (capture, stack_id) \
+         JOIN frame_name f ON f.capture = st.capture AND f.frame_id = st.frame_id \
          WHERE f.function = '_start'",
     );
     assert_eq!(
@@ -395,7 +395,7 @@ fn hotspots_match_perf_report_jit_map() {
     );
     let named = sql_scalar(
         &cap,
-        "SELECT count(*) FROM symbol s JOIN perf_module m USING (capture, module_id) \
+        "SELECT count(*) FROM symbol s JOIN module m USING (capture, module_id) \
          WHERE m.path = '/tmp/perf-24724.map' AND s.function IS NOT NULL",
     );
     assert_eq!(named, "0");

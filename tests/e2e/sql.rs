@@ -76,7 +76,7 @@ fn output_formats_and_query_files() {
     trawl_ok(&[
         "sql",
         cap.to_str().unwrap(),
-        "SELECT * FROM perf_module",
+        "SELECT * FROM module",
         "--format",
         "parquet",
         "-o",

@@ -323,10 +323,7 @@ fn writer_output_matches_trawl_tables() {
         "csv",
     ]);
     assert_eq!(meta.lines().nth(1), Some("trawl-writer"));
-    let bid = sql_scalar(
-        &cap,
-        "SELECT build_id FROM perf_module WHERE path = '/opt/prog'",
-    );
+    let bid = sql_scalar(&cap, "SELECT build_id FROM module WHERE path = '/opt/prog'");
     assert_eq!(bid, "ab".repeat(20));
 }
 

@@ -19,6 +19,7 @@ use arrow::array::{
 use arrow::datatypes::{DataType, Field, Int32Type, Int64Type, UInt32Type, UInt64Type};
 
 use crate::columns::{DictKeys, OptBinary, OptPrim, Prim};
+use crate::stacks::StackTables;
 
 use super::header::{flag, hex, EventDesc, Metadata};
 use super::records::{CpuMode, Mmap, Record, Sample, SampleId};
@@ -174,24 +175,6 @@ struct UserStackCols {
     size: UInt64Builder,
     stack: BinaryBuilder,
     bytes: usize,
-}
-
-#[derive(Default)]
-struct StackCols {
-    stack_id: Int64Builder,
-    depth: Int32Builder,
-    frame_id: Int64Builder,
-}
-
-#[derive(Default)]
-struct FrameCols {
-    frame_id: Int64Builder,
-    module_id: Int64Builder,
-    rel_pc: UInt64Builder,
-    context: Dict,
-    is_return: BooleanBuilder,
-    pid: Int32Builder,
-    ip: UInt64Builder,
 }
 
 #[derive(Default)]
@@ -355,13 +338,6 @@ struct LastThread {
     samples: i64,
 }
 
-struct ModuleInfo {
-    path: String,
-    build_id: Option<String>,
-    is_kernel: bool,
-    is_file: bool,
-}
-
 /// Converts the records of one or more perf.data inputs into a capture.
 pub struct PerfConverter {
     samples: SampleCols,
@@ -372,10 +348,9 @@ pub struct PerfConverter {
     branches_out: Out,
     ustack: UserStackCols,
     ustack_out: Out,
-    stacks: StackCols,
-    stacks_out: Out,
-    frames: FrameCols,
-    frames_out: Out,
+    /// Modules, frames and stacks (shared with the other converters of
+    /// the capture).
+    pub stacks: StackTables,
     mappings: MappingCols,
     mappings_out: Out,
     tasks: TaskCols,
@@ -404,14 +379,10 @@ pub struct PerfConverter {
     raw_key: Vec<u8>,
     /// Dictionary key of each event's name in `perf_sample.event`.
     event_keys: Vec<i32>,
-    modules: Vec<ModuleInfo>,
-    module_ids: HashMap<(String, Option<String>), i64>,
-    frame_ids: HashMap<(i64, u64, CpuMode, bool), i64>,
     /// DWARF unwinder for samples with user registers and stack.
     unwinder: Option<Box<dyn crate::unwind::StackUnwinder>>,
     /// User frames unwound for the current sample (reused buffer).
     unwound: Vec<u64>,
-    stack_ids: HashMap<Vec<i64>, i64>,
     /// Command of each thread: (name, key in `perf_sample.comm`).
     comms: HashMap<(i32, i32), (Arc<str>, i32)>,
     threads: HashMap<(i32, i32, i32), ThreadInfo>,
@@ -439,10 +410,7 @@ impl PerfConverter {
                 bytes: 0,
             },
             ustack_out: Out::new(cap, &schema::PERF_USER_STACK)?,
-            stacks: Default::default(),
-            stacks_out: Out::new(cap, &schema::PERF_STACK)?,
-            frames: Default::default(),
-            frames_out: Out::new(cap, &schema::PERF_FRAME)?,
+            stacks: StackTables::new(cap)?,
             mappings: Default::default(),
             mappings_out: Out::new(cap, &schema::PERF_MAPPING)?,
             tasks: Default::default(),
@@ -464,12 +432,8 @@ impl PerfConverter {
             raw_stacks: HashMap::default(),
             raw_key: Vec::new(),
             event_keys: Vec::new(),
-            modules: Vec::new(),
-            module_ids: HashMap::default(),
-            frame_ids: HashMap::default(),
             unwinder: None,
             unwound: Vec::new(),
-            stack_ids: HashMap::default(),
             comms: HashMap::default(),
             threads: HashMap::default(),
             chain: Vec::new(),
@@ -661,19 +625,7 @@ impl PerfConverter {
         let hugetlb = m.flags.is_some_and(|f| f & MAP_HUGETLB != 0);
         let name = module_name(path, kernel, m.pid, hugetlb);
         let is_file = !kernel && !is_perf_map_name(&name) && is_file_path(path);
-        let key = (name, build_id);
-        if let Some(&id) = self.module_ids.get(&key) {
-            return id;
-        }
-        let id = self.modules.len() as i64;
-        self.modules.push(ModuleInfo {
-            path: key.0.clone(),
-            build_id: key.1.clone(),
-            is_kernel: kernel,
-            is_file,
-        });
-        self.module_ids.insert(key, id);
-        id
+        self.stacks.module(name, build_id, kernel, is_file)
     }
 
     fn handle_mmap(&mut self, m: &Mmap<'_>, sid: &SampleId) -> Result<()> {
@@ -710,7 +662,7 @@ impl PerfConverter {
             end: m.start.saturating_add(m.len),
             pgoff: m.pgoff,
             module,
-            is_file: self.modules[module as usize].is_file,
+            is_file: self.stacks.modules[module as usize].is_file,
         };
         self.next_gen += 1;
         let space = if kernel {
@@ -741,7 +693,7 @@ impl PerfConverter {
             .iter()
             .filter(|(_, m)| m.is_file && m.module >= 0)
             .filter_map(|(&start, m)| {
-                let info = self.modules.get(m.module as usize)?;
+                let info = self.stacks.modules.get(m.module as usize)?;
                 Some(crate::unwind::UserMapping {
                     start,
                     end: m.end,
@@ -790,22 +742,8 @@ impl PerfConverter {
                 None => (-1, ip),
             }
         };
-        let key = (module, rel, mode, is_return);
-        if let Some(&id) = self.frame_ids.get(&key) {
-            return id;
-        }
-        let id = self.frame_ids.len() as i64;
-        self.frame_ids.insert(key, id);
-        let c = &mut self.frames;
-        c.frame_id.append_value(id);
-        c.module_id.append_option((module >= 0).then_some(module));
-        c.rel_pc.append_value(rel);
-        c.context.append_value(mode.as_str());
-        c.is_return.append_value(is_return);
-        c.pid.append_option(pid);
-        c.ip.append_value(ip);
-        self.frames_out.rows += 1;
-        id
+        self.stacks
+            .frame(module, rel, mode.as_str(), is_return, pid, Some(ip))
     }
 
     /// Handles a decoded sample of the input's event `event`.
@@ -963,21 +901,7 @@ impl PerfConverter {
                 chain.push(self.frame(s.pid, ip, mode, false));
             }
         }
-        let stack_id = if chain.is_empty() {
-            None
-        } else if let Some(&id) = self.stack_ids.get(&chain) {
-            Some(id)
-        } else {
-            let id = self.stack_ids.len() as i64;
-            for (d, f) in chain.iter().enumerate() {
-                self.stacks.stack_id.append_value(id);
-                self.stacks.depth.append_value(d as i32);
-                self.stacks.frame_id.append_value(*f);
-                self.stacks_out.rows += 1;
-            }
-            self.stack_ids.insert(chain.clone(), id);
-            Some(id)
-        };
+        let stack_id = (!chain.is_empty()).then(|| self.stacks.stack(&chain));
         self.chain = chain;
         stack_id
     }
@@ -1110,26 +1034,7 @@ impl PerfConverter {
             self.ustack_out.w.write_columns(cols)?;
             self.ustack_out.rows = 0;
         }
-        if self.stacks_out.rows > 0 {
-            let c = &mut self.stacks;
-            let cols = vec![a(&mut c.stack_id), a(&mut c.depth), a(&mut c.frame_id)];
-            self.stacks_out.w.write_columns(cols)?;
-            self.stacks_out.rows = 0;
-        }
-        if self.frames_out.rows > 0 {
-            let c = &mut self.frames;
-            let cols = vec![
-                a(&mut c.frame_id),
-                a(&mut c.module_id),
-                a(&mut c.rel_pc),
-                a(&mut c.context),
-                a(&mut c.is_return),
-                a(&mut c.pid),
-                a(&mut c.ip),
-            ];
-            self.frames_out.w.write_columns(cols)?;
-            self.frames_out.rows = 0;
-        }
+        self.stacks.flush()?;
         if self.mappings_out.rows > 0 {
             let c = &mut self.mappings;
             let cols = vec![
@@ -1199,8 +1104,6 @@ impl PerfConverter {
             self.reads_out,
             self.branches_out,
             self.ustack_out,
-            self.stacks_out,
-            self.frames_out,
             self.mappings_out,
             self.tasks_out,
             self.lost_out,
@@ -1315,28 +1218,7 @@ impl PerfConverter {
                 ],
             )?;
         }
-        {
-            let mut id = Int64Builder::new();
-            let mut path = StringBuilder::new();
-            let mut bid = StringBuilder::new();
-            let mut k = BooleanBuilder::new();
-            let mut f = BooleanBuilder::new();
-            for (i, m) in self.modules.iter().enumerate() {
-                id.append_value(i as i64);
-                path.append_value(&m.path);
-                bid.append_option(
-                    m.build_id
-                        .as_deref()
-                        .or_else(|| bid_by_path.get(m.path.as_str()).map(|s| s.as_str())),
-                );
-                k.append_value(m.is_kernel);
-                f.append_value(m.is_file);
-            }
-            cap.write_table(
-                &schema::PERF_MODULE,
-                vec![a(&mut id), a(&mut path), a(&mut bid), a(&mut k), a(&mut f)],
-            )?;
-        }
+        self.stacks.finish(cap, |p| bid_by_path.get(p).cloned())?;
 
         // Threads.
         {

@@ -1,22 +1,22 @@
 -- What each frame is called, and the stacks as sequences of functions.
 --
--- perf_frame_line: one row per frame and inline level (0 = innermost: the
+-- frame_line: one row per frame and inline level (0 = innermost: the
 --   function the instruction is in; the highest level is the real function,
 --   named by its ELF symbol as perf's `sym`). Return addresses are looked up
---   at rel_pc - 1 (perf_frame.is_return), inside the call instruction.
--- perf_frame_name: one row per frame: the real function (perf's `sym`) and
+--   at rel_pc - 1 (frame.is_return), inside the call instruction.
+-- frame_name: one row per frame: the real function (perf's `sym`) and
 --   the source line of the address (innermost level, perf's `srcline`).
--- perf_stack_entry / perf_stack_entry_inline: one row per position of every
+-- stack_entry / stack_entry_inline: one row per position of every
 --   stack, leaf first (pos 0); the second counts each inline level as a
 --   function of its own (perf report --inline).
 -- Unresolved frames are named by their address in hex (relative to the
 -- module; absolute outside any mapping, module `[unknown]`), so distinct
 -- unknown addresses stay apart, as in perf report.
-CREATE OR REPLACE VIEW perf_frame_line AS
+CREATE OR REPLACE VIEW frame_line AS
 SELECT
   f.capture,                                      -- capture the frame belongs to
-  f.frame_id,                                     -- perf_frame.frame_id
-  f.module_id,                                    -- perf_module.module_id (null: no mapping)
+  f.frame_id,                                     -- frame.frame_id
+  f.module_id,                                    -- module.module_id (null: no mapping)
   f.rel_pc,                                       -- address relative to the module
   f.is_return,                                    -- a caller's return address
   f.context,                                      -- kernel / user / ...
@@ -39,19 +39,19 @@ SELECT
     ELSE COALESCE(s.function, concat('0x', lpad(to_hex(f.rel_pc), 16, '0')))
   END AS srcline,                                 -- perf's srcline of this level: file:line, else sym+offset
   s.function IS NOT NULL AS resolved              -- true when a symbol named the frame
-FROM perf_frame f
-LEFT JOIN perf_module m
+FROM frame f
+LEFT JOIN module m
   ON m.capture = f.capture AND m.module_id = f.module_id
 LEFT JOIN symbol s
   ON s.capture = f.capture AND s.module_id = f.module_id
   AND s.rel_pc = CASE WHEN f.is_return AND f.rel_pc > 0
                       THEN f.rel_pc - CAST(1 AS BIGINT UNSIGNED) ELSE f.rel_pc END;
 
-CREATE OR REPLACE VIEW perf_frame_name AS
+CREATE OR REPLACE VIEW frame_name AS
 SELECT
   o.capture,                                      -- capture the frame belongs to
-  o.frame_id,                                     -- perf_frame.frame_id
-  o.module_id,                                    -- perf_module.module_id (null: no mapping)
+  o.frame_id,                                     -- frame.frame_id
+  o.module_id,                                    -- module.module_id (null: no mapping)
   o.rel_pc,                                       -- address relative to the module
   o.is_return,                                    -- a caller's return address
   o.context,                                      -- kernel / user / ...
@@ -65,24 +65,24 @@ SELECT
     ELSE o.srcline
   END AS srcline,                                 -- perf's srcline: file:line, else sym+offset
   o.resolved                                      -- true when a symbol named the frame
-FROM perf_frame_line o
-JOIN perf_frame_line i
+FROM frame_line o
+JOIN frame_line i
   ON i.capture = o.capture AND i.frame_id = o.frame_id AND i.inline_depth = 0
 WHERE NOT o.inlined;
 
-CREATE OR REPLACE VIEW perf_stack_entry AS
+CREATE OR REPLACE VIEW stack_entry AS
 SELECT
   st.capture,                                     -- capture
-  st.stack_id,                                    -- perf_stack.stack_id
+  st.stack_id,                                    -- stack.stack_id
   st.depth AS pos,                                -- position, 0 = leaf
-  st.depth,                                       -- perf_stack.depth of the frame
+  st.depth,                                       -- stack.depth of the frame
   0 AS inline_depth,                              -- always 0: inline levels folded into the frame
   fn.frame_id, fn.module_id, fn.rel_pc, fn.module, fn.function,
   fn.file, fn.line, fn.srcline, fn.resolved
-FROM perf_stack st
-JOIN perf_frame_name fn ON fn.capture = st.capture AND fn.frame_id = st.frame_id;
+FROM stack st
+JOIN frame_name fn ON fn.capture = st.capture AND fn.frame_id = st.frame_id;
 
-CREATE OR REPLACE VIEW perf_stack_entry_inline AS
+CREATE OR REPLACE VIEW stack_entry_inline AS
 SELECT
   st.capture,
   st.stack_id,
@@ -95,5 +95,5 @@ SELECT
   fl.file, fl.line,
   fl.srcline,
   fl.resolved
-FROM perf_stack st
-JOIN perf_frame_line fl ON fl.capture = st.capture AND fl.frame_id = st.frame_id;
+FROM stack st
+JOIN frame_line fl ON fl.capture = st.capture AND fl.frame_id = st.frame_id;

@@ -1,0 +1,199 @@
+//! The `module`, `frame` and `stack` tables, shared by every converter:
+//! perf samples and strace `-k` stacks intern their modules, frames and
+//! call stacks here, so one capture has one set of ids and symbolization
+//! covers both.
+
+use rustc_hash::FxHashMap as HashMap;
+
+use arrow::array::{
+    ArrayRef, BooleanBuilder, Int32Builder, Int64Builder, StringBuilder, StringDictionaryBuilder,
+    UInt64Builder,
+};
+use arrow::datatypes::Int32Type;
+
+use crate::schema;
+use crate::writer::{CaptureWriter, TableWriter};
+use crate::Result;
+
+/// A module as the converters know it.
+pub struct ModuleInfo {
+    pub path: String,
+    pub build_id: Option<String>,
+    pub is_kernel: bool,
+    /// Frames of the module have file offsets (rather than absolute
+    /// addresses) as `rel_pc`.
+    pub is_file: bool,
+}
+
+#[derive(Default)]
+struct StackCols {
+    stack_id: Int64Builder,
+    depth: Int32Builder,
+    frame_id: Int64Builder,
+    rows: usize,
+}
+
+#[derive(Default)]
+struct FrameCols {
+    frame_id: Int64Builder,
+    module_id: Int64Builder,
+    rel_pc: UInt64Builder,
+    context: StringDictionaryBuilder<Int32Type>,
+    is_return: BooleanBuilder,
+    pid: Int32Builder,
+    ip: UInt64Builder,
+    rows: usize,
+}
+
+pub struct StackTables {
+    stacks: StackCols,
+    stacks_out: TableWriter,
+    frames: FrameCols,
+    frames_out: TableWriter,
+    pub modules: Vec<ModuleInfo>,
+    module_ids: HashMap<(String, Option<String>), i64>,
+    frame_ids: HashMap<(i64, u64, &'static str, bool), i64>,
+    stack_ids: HashMap<Vec<i64>, i64>,
+}
+
+fn a<B: arrow::array::ArrayBuilder>(b: &mut B) -> ArrayRef {
+    b.finish()
+}
+
+impl StackTables {
+    pub fn new(cap: &mut CaptureWriter) -> Result<Self> {
+        Ok(StackTables {
+            stacks: Default::default(),
+            stacks_out: cap.open_table(&schema::STACK)?,
+            frames: Default::default(),
+            frames_out: cap.open_table(&schema::FRAME)?,
+            modules: Vec::new(),
+            module_ids: HashMap::default(),
+            frame_ids: HashMap::default(),
+            stack_ids: HashMap::default(),
+        })
+    }
+
+    /// The id of the module `path` (with `build_id`), added when new.
+    pub fn module(
+        &mut self,
+        path: String,
+        build_id: Option<String>,
+        is_kernel: bool,
+        is_file: bool,
+    ) -> i64 {
+        let key = (path, build_id);
+        if let Some(&id) = self.module_ids.get(&key) {
+            return id;
+        }
+        let id = self.modules.len() as i64;
+        self.modules.push(ModuleInfo {
+            path: key.0.clone(),
+            build_id: key.1.clone(),
+            is_kernel,
+            is_file,
+        });
+        self.module_ids.insert(key, id);
+        id
+    }
+
+    /// The id of a frame: `module` (negative: no module), the address
+    /// relative to it, the callchain context, whether it is a return
+    /// address; `pid` and `ip` are kept from its first sighting.
+    pub fn frame(
+        &mut self,
+        module: i64,
+        rel_pc: u64,
+        context: &'static str,
+        is_return: bool,
+        pid: Option<i32>,
+        ip: Option<u64>,
+    ) -> i64 {
+        let key = (module, rel_pc, context, is_return);
+        if let Some(&id) = self.frame_ids.get(&key) {
+            return id;
+        }
+        let id = self.frame_ids.len() as i64;
+        self.frame_ids.insert(key, id);
+        let c = &mut self.frames;
+        c.frame_id.append_value(id);
+        c.module_id.append_option((module >= 0).then_some(module));
+        c.rel_pc.append_value(rel_pc);
+        c.context.append_value(context);
+        c.is_return.append_value(is_return);
+        c.pid.append_option(pid);
+        c.ip.append_option(ip);
+        c.rows += 1;
+        id
+    }
+
+    /// The id of the stack of `frames` (leaf first), added when new.
+    pub fn stack(&mut self, frames: &[i64]) -> i64 {
+        if let Some(&id) = self.stack_ids.get(frames) {
+            return id;
+        }
+        let id = self.stack_ids.len() as i64;
+        for (d, f) in frames.iter().enumerate() {
+            self.stacks.stack_id.append_value(id);
+            self.stacks.depth.append_value(d as i32);
+            self.stacks.frame_id.append_value(*f);
+            self.stacks.rows += 1;
+        }
+        self.stack_ids.insert(frames.to_vec(), id);
+        id
+    }
+
+    /// Writes the rows added since the last flush.
+    pub fn flush(&mut self) -> Result<()> {
+        if self.stacks.rows > 0 {
+            let c = &mut self.stacks;
+            let cols = vec![a(&mut c.stack_id), a(&mut c.depth), a(&mut c.frame_id)];
+            self.stacks_out.write_columns(cols)?;
+            c.rows = 0;
+        }
+        if self.frames.rows > 0 {
+            let c = &mut self.frames;
+            let cols = vec![
+                a(&mut c.frame_id),
+                a(&mut c.module_id),
+                a(&mut c.rel_pc),
+                a(&mut c.context),
+                a(&mut c.is_return),
+                a(&mut c.pid),
+                a(&mut c.ip),
+            ];
+            self.frames_out.write_columns(cols)?;
+            c.rows = 0;
+        }
+        Ok(())
+    }
+
+    /// Closes `stack` and `frame` and writes `module`; `build_id_of` fills
+    /// build-ids a module's records did not carry (perf's BUILD_ID table).
+    pub fn finish(
+        mut self,
+        cap: &mut CaptureWriter,
+        build_id_of: impl Fn(&str) -> Option<String>,
+    ) -> Result<()> {
+        self.flush()?;
+        cap.close_table(self.stacks_out)?;
+        cap.close_table(self.frames_out)?;
+        let mut id = Int64Builder::new();
+        let mut path = StringBuilder::new();
+        let mut bid = StringBuilder::new();
+        let mut k = BooleanBuilder::new();
+        let mut f = BooleanBuilder::new();
+        for (i, m) in self.modules.iter().enumerate() {
+            id.append_value(i as i64);
+            path.append_value(&m.path);
+            bid.append_option(m.build_id.clone().or_else(|| build_id_of(&m.path)));
+            k.append_value(m.is_kernel);
+            f.append_value(m.is_file);
+        }
+        cap.write_table(
+            &schema::MODULE,
+            vec![a(&mut id), a(&mut path), a(&mut bid), a(&mut k), a(&mut f)],
+        )?;
+        Ok(())
+    }
+}
