@@ -382,8 +382,12 @@ fn ingest(a: &IngestArgs) -> Result<()> {
             Ok(())
         })?;
     for s in &summary.inputs {
+        let (records, items) = match s.format {
+            trawl_ingest::Format::Strace => ("lines", "system calls"),
+            _ => ("records", "samples"),
+        };
         eprintln!(
-            "{}: {} ({} bytes): {} records, {} samples, {} diagnostics",
+            "{}: {} ({} bytes): {} {records}, {} {items}, {} diagnostics",
             s.path,
             s.format.name(),
             s.bytes,

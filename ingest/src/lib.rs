@@ -50,6 +50,7 @@ use arrow::array::{ArrayRef, Int32Builder, Int64Builder, StringBuilder};
 pub enum Format {
     PerfFile,
     PerfPipe,
+    Strace,
 }
 
 impl Format {
@@ -57,15 +58,21 @@ impl Format {
         match self {
             Format::PerfFile => "perf.data",
             Format::PerfPipe => "perf.data-pipe",
+            Format::Strace => "strace",
         }
     }
 }
 
-/// Detects the format from the first bytes of an input (at least 16).
+/// How many bytes [`detect`] looks at.
+pub const HEAD_BYTES: usize = 4096;
+
+/// Detects the format from the first bytes of an input (up to
+/// [`HEAD_BYTES`]).
 pub fn detect(head: &[u8]) -> Option<Format> {
-    match perf::reader::sniff(head)? {
-        true => Some(Format::PerfPipe),
-        false => Some(Format::PerfFile),
+    match perf::reader::sniff(head) {
+        Some(true) => Some(Format::PerfPipe),
+        Some(false) => Some(Format::PerfFile),
+        None => strace::sniff(head).then_some(Format::Strace),
     }
 }
 
@@ -129,6 +136,8 @@ pub fn ingest_with_unwinder(
 ) -> Result<IngestSummary> {
     let mut cap = CaptureWriter::create(out)?;
     let mut conv = perf::convert::PerfConverter::new(&mut cap)?;
+    let mut sconv = strace::convert::StraceConverter::new(&mut cap)?;
+    let mut extra_meta = Vec::new();
     if let Some(u) = unwinder {
         conv.set_unwinder(u);
     }
@@ -138,7 +147,7 @@ pub fn ingest_with_unwinder(
         let mut diags = Diagnostics::new(name.clone(), opts.strict);
         let (format, stream): (Format, Option<Box<dyn Read + Send>>) = if name == "-" {
             let mut stdin = std::io::stdin();
-            let head = read_head(&mut stdin, 16).map_err(|e| Error::io("-", e))?;
+            let head = read_head(&mut stdin, HEAD_BYTES).map_err(|e| Error::io("-", e))?;
             let f = detect(&head).ok_or_else(|| Error::UnknownFormat {
                 path: "-".into(),
                 head: head.clone(),
@@ -147,7 +156,7 @@ pub fn ingest_with_unwinder(
             (f, Some(s))
         } else {
             let mut f = std::fs::File::open(input).map_err(|e| Error::io(input, e))?;
-            let head = read_head(&mut f, 16).map_err(|e| Error::io(input, e))?;
+            let head = read_head(&mut f, HEAD_BYTES).map_err(|e| Error::io(input, e))?;
             let fmt = detect(&head).ok_or_else(|| Error::UnknownFormat {
                 path: input.clone(),
                 head: head.clone(),
@@ -155,9 +164,25 @@ pub fn ingest_with_unwinder(
             (fmt, None)
         };
         conv.begin_source(i as i32);
+        sconv.begin_source(i as i32);
         let stats = match format {
             Format::PerfFile => perf::ingest_perf(input, stream, false, &mut conv, &mut diags)?,
             Format::PerfPipe => perf::ingest_perf(input, stream, true, &mut conv, &mut diags)?,
+            Format::Strace => {
+                let s =
+                    strace::ingest_strace(input, stream, &mut sconv, &mut conv.stacks, &mut diags)?;
+                extra_meta.push((
+                    i as i32,
+                    "strace_time".to_string(),
+                    s.time_kind.as_str().to_string(),
+                ));
+                perf::PerfStats {
+                    bytes: s.bytes,
+                    records: s.lines,
+                    samples: s.calls,
+                    pipe: false,
+                }
+            }
         };
         summaries.push(InputSummary {
             path: name,
@@ -168,7 +193,9 @@ pub fn ingest_with_unwinder(
             diagnostics: diags.into_vec(),
         });
     }
-    let pairs = conv.finish(&mut cap)?;
+    sconv.finish(&mut cap, &mut conv.stacks)?;
+    let mut pairs = conv.finish(&mut cap)?;
+    pairs.extend(extra_meta);
     write_source_tables(&mut cap, &summaries, pairs)?;
     before_commit(cap.staging_dir())?;
     let out = cap.commit()?;

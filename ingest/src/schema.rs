@@ -148,7 +148,11 @@ pub static SOURCE: TableDef = TableDef {
             Int64,
             "Bytes read from the input (for compressed perf.data: before decompression)."
         ),
-        col!("records", Int64, "Records read from the input."),
+        col!(
+            "records",
+            Int64,
+            "Records read from the input (lines for strace dumps)."
+        ),
         col!(
             "diagnostics",
             Int64,
@@ -476,6 +480,55 @@ pub static SYMBOL_FILE: TableDef = TableDef {
 };
 
 /// Every table, in the order `docs/tables.md` lists them.
+pub static SYSCALL: TableDef = TableDef {
+    name: "syscall",
+    doc: "System calls from strace dumps: one row per call, its two halves (`<unfinished ...>` / `<... resumed>`) joined. Raw text is kept (`args`, `ret`); the arguments the memory and I/O analyses need are parsed into typed columns.",
+    columns: &[
+        col!("syscall_id", Int64, "Id of the call."),
+        col!("source_id", Int32, "Input the call came from (`source.source_id`)."),
+        col!("line", Int64, "Line of the call (its first half) in the dump, 1-based."),
+        col!("resumed_line", Int64, null, "Line of the `<... resumed>` half, when strace printed the call in two parts."),
+        col!("pid", Int32, null, "Thread id strace printed (`-f`), or the pid of a `-ff` file's name; null for a single-process dump."),
+        col!("time_ns", Int64, null, "Entry time in ns: since the epoch for `-ttt`; since midnight of the first line for `-t`/`-tt` (a day added at each wrap); since the first call for `-r`; see `capture_meta` key `strace_time`. Null without a time option."),
+        col!("duration_ns", Int64, null, "Time spent in the call (`-T`)."),
+        col!("name", DictUtf8, "System call name."),
+        col!("args", Utf8, "Arguments as printed, both halves joined."),
+        col!("ret", Utf8, null, "Return value as printed (`0`, `-1`, `0x7f..`, `3</etc/passwd>`, `?` for no return); null for a call that never returned in the dump."),
+        col!("retval", Int64, null, "Return value as a number (hex and `-y` decorated fds parsed); null for `?` and unfinished calls."),
+        col!("errno", DictUtf8, null, "Error name of a failed call (`ENOENT`)."),
+        col!("ret_note", Utf8, null, "Text after the return value: the errno message, or flags strace decoded (`(Timeout)`)."),
+        col!("finished", Bool, "False for a call whose resumption never came (the dump ended or the thread died in it)."),
+        col!("stack_id", Int64, null, "Call stack from `-k` (`stack.stack_id`), leaf first; null without `-k`."),
+        col!("fd", Int32, null, "File descriptor argument of fd calls (read, write, mmap, close, ...)."),
+        col!("fd_path", Utf8, null, "What `-y`/`-yy` printed for that descriptor (`/tmp/out.bin`, `TCP:[...]`)."),
+        col!("addr", UInt64, null, "Address argument: mmap's hint (null for NULL), munmap/mremap/mprotect's region start, brk's argument."),
+        col!("length", UInt64, null, "Length argument: mmap/munmap/mprotect length, mremap's old size."),
+        col!("new_length", UInt64, null, "mremap's new size."),
+        col!("new_addr", UInt64, null, "mremap's fifth argument (with MREMAP_FIXED)."),
+        col!("prot", Utf8, null, "mmap/mprotect protection as printed (`PROT_READ|PROT_WRITE`)."),
+        col!("flags", Utf8, null, "mmap/mremap flags as printed (`MAP_PRIVATE|MAP_ANONYMOUS`)."),
+        col!("offset", Int64, null, "File offset argument: mmap's offset, pread64/pwrite64's position."),
+        col!("count", Int64, null, "Bytes requested by read/write-like calls (read, write, pread64, pwrite64, sendfile, copy_file_range; the iovec total for readv/writev)."),
+    ],
+};
+
+pub static STRACE_EVENT: TableDef = TableDef {
+    name: "strace_event",
+    doc: "Signals delivered (`--- SIGCHLD {...} ---`) and process ends (`+++ exited with N +++`, `+++ killed by SIG +++`) from strace dumps.",
+    columns: &[
+        col!("source_id", Int32, "Input (`source.source_id`)."),
+        col!("line", Int64, "Line in the dump, 1-based."),
+        col!("pid", Int32, null, "Thread/process."),
+        col!("time_ns", Int64, null, "Time, on the clock of `syscall.time_ns`."),
+        col!("kind", DictUtf8, "`signal`, `exited` or `killed`."),
+        col!("signal", DictUtf8, null, "Signal name (delivered, or that killed the process)."),
+        col!("exit_code", Int32, null, "Exit status of `exited with N`."),
+        col!("core_dumped", Bool, "`killed by SIG (core dumped)`."),
+        col!("info", Utf8, null, "The siginfo strace printed."),
+        col!("stack_id", Int64, null, "Where the signal was delivered (`-k`), leaf first."),
+    ],
+};
+
 pub static TABLES: &[&TableDef] = &[
     &SOURCE,
     &CAPTURE_META,
@@ -493,6 +546,8 @@ pub static TABLES: &[&TableDef] = &[
     &PERF_THREAD,
     &PERF_LOST,
     &PERF_BUILD_ID,
+    &SYSCALL,
+    &STRACE_EVENT,
     &SYMBOL,
     &SYMBOL_FILE,
 ];

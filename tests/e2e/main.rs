@@ -10,5 +10,6 @@ mod lines;
 mod metrics;
 mod perf_fixtures;
 mod sql;
+mod strace;
 mod symbols;
 mod writer;

@@ -184,8 +184,22 @@ fn is_name(s: &str) -> bool {
 /// parenthesis:
 /// returns the arguments and the text after it.
 fn parse_after_args(s: &str) -> Option<(&str, &str)> {
+    let end = walk(s, 1, |_, b, depth| {
+        depth == 0 && matches!(b, b')' | b']' | b'}')
+    })?;
+    (s.as_bytes()[end] == b')').then(|| (&s[..end], &s[end + 1..]))
+}
+
+/// Walks `s` outside quoted strings (with `\` escapes), tracking bracket
+/// depth from `depth`: calls `stop(index, byte, depth)` for every byte
+/// (after an opening or closing bracket has changed the depth) and returns
+/// the first index where it says true.
+pub(crate) fn walk(
+    s: &str,
+    mut depth: i64,
+    mut stop: impl FnMut(usize, u8, i64) -> bool,
+) -> Option<usize> {
     let b = s.as_bytes();
-    let mut depth = 1i64;
     let mut i = 0;
     while i < b.len() {
         match b[i] {
@@ -197,18 +211,15 @@ fn parse_after_args(s: &str) -> Option<(&str, &str)> {
                     }
                     i += 1;
                 }
+                i += 1;
+                continue;
             }
             b'(' | b'[' | b'{' => depth += 1,
-            b')' | b']' | b'}' => {
-                depth -= 1;
-                if depth == 0 {
-                    if b[i] != b')' {
-                        return None;
-                    }
-                    return Some((&s[..i], &s[i + 1..]));
-                }
-            }
+            b')' | b']' | b'}' => depth -= 1,
             _ => {}
+        }
+        if stop(i, b[i], depth) {
+            return Some(i);
         }
         i += 1;
     }
@@ -319,6 +330,11 @@ fn parse_clock(s: &str) -> Option<i64> {
     let (h, m) = (num(0..2)?, num(3..5)?);
     let sec = parse_seconds(&s[6..])?;
     (h < 24 && m < 60).then_some((h * 3600 + m * 60) * 1_000_000_000 + sec)
+}
+
+/// The pid/time prefix of a line and the rest.
+pub fn split_prefix(line: &str) -> (Prefix, &str) {
+    parse_prefix(line)
 }
 
 fn parse_prefix(line: &str) -> (Prefix, &str) {

@@ -81,6 +81,17 @@ pub enum TimeKind {
     None,
 }
 
+impl TimeKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TimeKind::Epoch => "epoch",
+            TimeKind::ClockOfDay => "clock_of_day",
+            TimeKind::Relative => "relative",
+            TimeKind::None => "none",
+        }
+    }
+}
+
 pub struct ReadStats {
     pub lines: u64,
     pub bytes: u64,

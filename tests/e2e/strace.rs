@@ -1,0 +1,304 @@
+//! strace dumps (fixtures/strace, recorded here with the commands in its
+//! README): calls, stacks and arguments against the programs that made
+//! them (worked out by hand from src/*.c) and `addr2line` for source lines.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::common::*;
+
+fn strace_fixture(name: &str) -> PathBuf {
+    root().join("fixtures/strace").join(name)
+}
+
+/// Ingests dumps into a fresh capture (binaries found in fixtures/strace/bin).
+fn ingest_dumps(names: &[&str], extra: &[&str]) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let cap = dir.path().join("cap");
+    let bin = strace_fixture("bin");
+    let files: Vec<PathBuf> = names.iter().map(|n| strace_fixture(n)).collect();
+    let mut args = vec!["ingest"];
+    args.extend(files.iter().map(|f| f.to_str().unwrap()));
+    args.extend([
+        "-o",
+        cap.to_str().unwrap(),
+        "--debug-dir",
+        bin.to_str().unwrap(),
+    ]);
+    args.extend_from_slice(extra);
+    trawl_ok(&args);
+    (dir, cap)
+}
+
+fn rows(cap: &Path, q: &str) -> Vec<Vec<String>> {
+    csv_rows(&trawl_ok(&[
+        "sql",
+        cap.to_str().unwrap(),
+        q,
+        "--format",
+        "csv",
+    ]))
+}
+
+/// Call lines of a dump, counted without trawl: lines that are not stack
+/// frames, signals, exits or resumptions and have `name(`.
+fn call_lines(text: &str) -> usize {
+    text.lines()
+        .filter(|l| {
+            !l.starts_with(" >")
+                && !l.contains("<... ")
+                && !l.contains(" +++")
+                && !l.contains(" --- ")
+                && l.contains('(')
+        })
+        .count()
+}
+
+/// 1-based line of the first line of `src` containing `needle`.
+fn source_line(src: &str, needle: &str) -> usize {
+    src.lines().position(|l| l.contains(needle)).unwrap() + 1
+}
+
+#[test]
+fn calls_exits_and_time_match_the_dump() {
+    let text = std::fs::read_to_string(strace_fixture("mem.strace")).unwrap();
+    let (_t, cap) = ingest_dumps(&["mem.strace"], &[]);
+    let n: usize = sql_scalar(&cap, "SELECT count(*) FROM syscall")
+        .parse()
+        .unwrap();
+    assert_eq!(n, call_lines(&text));
+    // Every call finished and has a -k stack.
+    assert_eq!(
+        sql_scalar(
+            &cap,
+            "SELECT count(*) FROM syscall WHERE NOT finished OR stack_id IS NULL"
+        ),
+        "0"
+    );
+    // Parent and forked child both exit 0 (src/mem.c: child() _exit(0)).
+    assert_eq!(
+        rows(
+            &cap,
+            "SELECT kind, exit_code FROM strace_event WHERE kind <> 'signal' ORDER BY line"
+        ),
+        vec![vec!["exited", "0"], vec!["exited", "0"]]
+    );
+    assert_eq!(
+        sql_scalar(
+            &cap,
+            "SELECT value FROM capture_meta WHERE key = 'strace_time'"
+        ),
+        "epoch"
+    );
+    // The first call's time, from the dump's first line.
+    let first = text
+        .lines()
+        .next()
+        .unwrap()
+        .split(' ')
+        .nth(1)
+        .unwrap()
+        .replace('.', "");
+    assert_eq!(
+        sql_scalar(&cap, "SELECT time_ns FROM syscall WHERE syscall_id = 0"),
+        format!("{first}000")
+    );
+    assert_eq!(sql_scalar(&cap, "SELECT count(*) FROM diagnostic"), "0");
+}
+
+/// The ten mallocs of 256 KiB (glibc mmaps each) are attributed to
+/// `malloc_loop` at the line of the malloc call in src/mem.c; the frame's
+/// source line is the one `addr2line` gives for the return address - 1.
+#[test]
+fn malloc_mmaps_resolve_to_the_calling_line() {
+    let (_t, cap) = ingest_dumps(&["mem.strace"], &[]);
+    let r = rows(
+        &cap,
+        "SELECT f.function, f.srcline, fr.rel_pc, count(*) \
+         FROM syscall s JOIN stack_entry e USING (capture, stack_id) \
+         JOIN frame_name f ON f.capture = e.capture AND f.frame_id = e.frame_id \
+         JOIN frame fr ON fr.capture = e.capture AND fr.frame_id = e.frame_id \
+         JOIN module m ON m.capture = fr.capture AND m.module_id = fr.module_id \
+         WHERE s.name = 'mmap' AND s.length = 266240 AND m.path LIKE '%/bin/mem' \
+           AND f.function = 'malloc_loop' \
+         GROUP BY 1, 2, 3",
+    );
+    assert_eq!(r.len(), 1, "{r:?}");
+    let src = std::fs::read_to_string(strace_fixture("src/mem.c")).unwrap();
+    let line = source_line(&src, "touch(malloc(256 * 1024)");
+    assert_eq!(r[0][1], format!("mem.c:{line}"));
+    assert_eq!(r[0][3], "10");
+    let pc: u64 = r[0][2].parse().unwrap();
+    let out = Command::new("addr2line")
+        .args(["-f", "-e"])
+        .arg(strace_fixture("bin/mem"))
+        .arg(format!("{:#x}", pc - 1))
+        .output()
+        .expect("addr2line (binutils)");
+    let out = String::from_utf8_lossy(&out.stdout).into_owned();
+    let mut l = out.lines();
+    assert_eq!(l.next(), Some("malloc_loop"));
+    // binutils appends " (discriminator N)" to some lines.
+    let loc = l.next().unwrap().split(" (").next().unwrap();
+    assert!(loc.ends_with(&format!("mem.c:{line}")), "{out}");
+}
+
+/// Bytes by file, worked out from src/io.c: 100 writes of 4096 to out.bin,
+/// 64000 bytes of lines through stdio, out.bin read back, writev of
+/// 10 + 20 + 30, pwrite64/pread64 of 512 at 1 MiB, sendfile of out.bin.
+#[test]
+fn io_calls_carry_bytes_and_paths() {
+    let (_t, cap) = ingest_dumps(&["io.strace"], &[]);
+    let r = rows(
+        &cap,
+        "SELECT name, regexp_replace(fd_path, '.*/', '') AS file, count(*), sum(retval), sum(count) \
+         FROM syscall WHERE fd_path LIKE '/tmp/iot/%' \
+           AND name IN ('read', 'write', 'writev', 'pread64', 'pwrite64', 'sendfile') \
+         GROUP BY 1, 2 ORDER BY 1, 2",
+    );
+    let want: Vec<Vec<String>> = [
+        // read_back: 409600 / 8192 = 50 full reads and the 0 at EOF.
+        ["pread64", "pos.bin", "1", "512", "512"],
+        ["pwrite64", "pos.bin", "1", "512", "512"],
+        ["read", "out.bin", "51", "409600", "417792"],
+        ["sendfile", "copy.bin", "1", "409600", "409600"],
+        // buffered_lines: stdio writes 4096-byte blocks, the rest at fclose.
+        ["write", "lines.txt", "16", "64000", "64000"],
+        ["write", "out.bin", "100", "409600", "409600"],
+        ["writev", "vec.bin", "1", "60", "60"],
+    ]
+    .iter()
+    .map(|r| r.iter().map(|s| s.to_string()).collect())
+    .collect();
+    assert_eq!(r, want);
+}
+
+/// `strace -ff -o NAME` files (pid from the name, `-tt` clock times) and a
+/// `-r` dump (relative times summed from 0).
+#[test]
+fn per_process_files_and_relative_times() {
+    let ff: Vec<String> = std::fs::read_dir(strace_fixture("ff"))
+        .unwrap()
+        .map(|e| format!("ff/{}", e.unwrap().file_name().to_string_lossy()))
+        .collect();
+    let names: Vec<&str> = ff.iter().map(String::as_str).collect();
+    let (_t, cap) = ingest_dumps(&names, &[]);
+    let mut pids: Vec<String> = ff
+        .iter()
+        .map(|f| f.rsplit('.').next().unwrap().to_string())
+        .collect();
+    pids.sort();
+    let got: Vec<String> = rows(&cap, "SELECT DISTINCT pid FROM syscall ORDER BY pid")
+        .into_iter()
+        .map(|r| r[0].clone())
+        .collect();
+    assert_eq!(got, pids);
+    assert_eq!(
+        sql_scalar(
+            &cap,
+            "SELECT min(value) FROM capture_meta WHERE key = 'strace_time'"
+        ),
+        "clock_of_day"
+    );
+    // The child's mmap of 2 MiB (src/mem.c child()) is in the child's file.
+    assert_eq!(
+        sql_scalar(
+            &cap,
+            &format!("SELECT pid FROM syscall WHERE name = 'mmap' AND length = 2097152")
+        ),
+        pids[1]
+    );
+
+    let text = std::fs::read_to_string(strace_fixture("io-r.strace")).unwrap();
+    let total_us: i64 = text
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .filter_map(|t| t.replace('.', "").parse::<i64>().ok())
+        .sum();
+    let (_t2, cap2) = ingest_dumps(&["io-r.strace"], &[]);
+    assert_eq!(
+        sql_scalar(&cap2, "SELECT max(time_ns) FROM (SELECT time_ns FROM syscall UNION ALL SELECT time_ns FROM strace_event)"),
+        (total_us * 1000).to_string()
+    );
+    assert_eq!(sql_scalar(&cap2, "SELECT min(time_ns) FROM syscall"), "0");
+}
+
+/// A damaged dump: a line cut in the middle, a garbage line, a call whose
+/// resumption is missing, a resumption without its start, non-UTF-8 bytes,
+/// an unknown system call, and the file cut mid-line at the end. Each is a
+/// diagnostic with its line number; the calls around them are kept;
+/// `--strict` fails.
+#[test]
+fn damaged_dump_keeps_what_it_can() {
+    let text = std::fs::read(strace_fixture("mem.strace")).unwrap();
+    let lines: Vec<&[u8]> = text.split(|&b| b == b'\n').collect();
+    let mut bad: Vec<Vec<u8>> = lines[..40].iter().map(|l| l.to_vec()).collect();
+    bad.push(b"19715 1795330737.600000 read(3, \"\\177ELF".to_vec()); // line 41: cut
+    bad.push(b"this is not strace output".to_vec()); // 42
+    bad.push(b"19715 1795330737.600001 wait4(-1,  <unfinished ...>".to_vec()); // 43: never resumed
+    bad.push(b"19716 1795330737.600002 <... read resumed>\"x\", 1) = 1".to_vec()); // 44: no start
+    bad.push(b"19715 1795330737.600003 write(1, \"\xff\xfe\", 2) = 2".to_vec()); // 45: not UTF-8
+    bad.push(b"19715 1795330737.600004 frobnicate(1, 2) = 0".to_vec()); // 46: unknown name
+    bad.extend(lines[40..100].iter().map(|l| l.to_vec()));
+    let mut data = bad.join(&b'\n');
+    data.extend_from_slice(b"\n19715 1795330737.700000 mmap(NULL, 4096, PROT_R");
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("bad.strace");
+    std::fs::write(&f, &data).unwrap();
+    let cap = dir.path().join("cap");
+    ingest_file(&f, &cap, &[]);
+    let d = rows(
+        &cap,
+        "SELECT line, kind FROM diagnostic ORDER BY line, kind",
+    );
+    let d: Vec<(String, String)> = d
+        .into_iter()
+        .map(|r| (r[0].clone(), r[1].clone()))
+        .collect();
+    for want in [
+        ("41", "unparsed_line"),
+        ("42", "unparsed_line"),
+        ("43", "never_resumed"),
+        ("44", "resumed_without_start"),
+        ("45", "non_utf8"),
+    ] {
+        assert!(
+            d.contains(&(want.0.to_string(), want.1.to_string())),
+            "{want:?} not in {d:?}"
+        );
+    }
+    let last = (bad.len() + 1).to_string();
+    assert!(d.contains(&(last, "truncated_line".to_string())), "{d:?}");
+    // Nothing around the damage is lost: every call line of the good parts,
+    // plus the unknown call, the UTF-8-repaired write, the orphan
+    // resumption and the unresumed wait4.
+    let good = String::from_utf8_lossy(&text).into_owned();
+    let good_lines: Vec<&str> = good.lines().collect();
+    let expected = call_lines(&good_lines[..100].join("\n")) + 4;
+    let n: usize = sql_scalar(&cap, "SELECT count(*) FROM syscall")
+        .parse()
+        .unwrap();
+    assert_eq!(n, expected);
+    assert_eq!(
+        sql_scalar(
+            &cap,
+            "SELECT count(*) FROM syscall WHERE name = 'frobnicate'"
+        ),
+        "1"
+    );
+
+    let o = trawl(&[
+        "ingest",
+        f.to_str().unwrap(),
+        "-o",
+        dir.path().join("strict").to_str().unwrap(),
+        "--strict",
+    ]);
+    assert!(!o.status.success());
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("bad.strace:41"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(!dir.path().join("strict").exists());
+}
