@@ -135,6 +135,29 @@ enum Report {
     Callees(EdgeArgs),
     /// A flame graph (SVG) of the selected samples' stacks.
     Flamegraph(FlameArgs),
+    /// Memory still allocated (mmap/brk/mremap regions not freed) at a
+    /// time, from strace dumps: per process, application function, actual
+    /// function and application source line (seed document 000).
+    Unfreed(UnfreedArgs),
+}
+
+#[derive(Args)]
+struct UnfreedArgs {
+    /// Captures (or directories of captures).
+    #[arg(required = true)]
+    captures: Vec<PathBuf>,
+    /// `end` (default: what each process still held when it exited or the
+    /// trace ended), `+SECONDS` after the first traced call, or a time in
+    /// ns as in `syscall.time_ns`.
+    #[arg(long, default_value = "end")]
+    at: String,
+    /// Path prefix of the application's files: its function is the first
+    /// frame from the leaf in a module under it (default: the directory
+    /// of the traced executable).
+    #[arg(long)]
+    app: Option<String>,
+    #[command(flatten)]
+    out: OutputOpts,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -331,6 +354,7 @@ fn run(cli: Cli) -> Result<()> {
         Cmd::Report(Report::Callers(a)) => runtime()?.block_on(edges(a, true)),
         Cmd::Report(Report::Callees(a)) => runtime()?.block_on(edges(a, false)),
         Cmd::Report(Report::Flamegraph(a)) => runtime()?.block_on(flamegraph(a)),
+        Cmd::Report(Report::Unfreed(a)) => runtime()?.block_on(unfreed(a)),
         Cmd::Demo => runtime()?.block_on(demo()),
         Cmd::Addr2line(a) => {
             symbols::addr2line(&a.exe, &a.addresses, a.addresses_out, &a.sym.config())
@@ -514,6 +538,23 @@ async fn edges(a: EdgeArgs, callers: bool) -> Result<()> {
     let batches = df.collect().await?;
     if matches!(a.out.format, Format::Table) && a.out.output.is_none() {
         eprintln!("event: {event}");
+    }
+    output::write(&batches, &a.out)
+}
+
+async fn unfreed(a: UnfreedArgs) -> Result<()> {
+    use trawl_query::memory;
+    let s = Session::open(&a.captures).await?;
+    let at = memory::At::parse(&a.at)?;
+    let app = match &a.app {
+        Some(p) => p.clone(),
+        None => memory::default_app(&s).await?.ok_or_else(|| {
+            anyhow::anyhow!("no traced system calls with stacks (strace -k) to find the application in; pass --app PATH_PREFIX")
+        })?,
+    };
+    let batches = memory::unfreed(&s, at, &app).await?.collect().await?;
+    if matches!(a.out.format, Format::Table) && a.out.output.is_none() {
+        eprintln!("application: {app}*");
     }
     output::write(&batches, &a.out)
 }

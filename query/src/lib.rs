@@ -17,6 +17,7 @@
 //! tables); it never parses capture files and never symbolizes.
 
 pub mod analyses;
+pub mod memory;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -145,6 +146,7 @@ impl Session {
         }
         let s = Session { ctx, captures };
         s.run_script(analyses::FRAME_NAME).await?;
+        memory::register(&s).await?;
         Ok(s)
     }
 

@@ -302,3 +302,189 @@ fn damaged_dump_keeps_what_it_can() {
     );
     assert!(!dir.path().join("strict").exists());
 }
+
+/// Unfreed memory at the end of mem.strace, worked out by hand from
+/// src/mem.c (page size 4096) and, for glibc's own heap growth, from the
+/// dump's brk return values:
+/// - leak_big: mmap 4 MiB, never unmapped;
+/// - freed: 1 MiB mapped and unmapped: absent;
+/// - partial: 16 pages minus the 4 unmapped = 12 pages, in two regions;
+/// - grow: mmap 8 pages, mremap to 32: 8 pages still the mmap's, 24 the
+///   mremap's;
+/// - shrink: 16 pages mremapped to 4;
+/// - fixed: 8 pages, 2 of them replaced by a MAP_FIXED mmap (mem.c's next
+///   line): 6 pages in two regions + 2 pages;
+/// - heap: sbrk +64 then -16 pages: 48 pages;
+/// - malloc_loop: 10 mmaps of 256 KiB + 4 KiB (glibc's chunk header,
+///   rounded to pages) and glibc's first heap growth, brk from
+///   0x564b2fa2c000 to 0x564b2fa4d000 = 135168 bytes (dump lines 313-315);
+/// - child: only in the child, 2 MiB; the child also holds copies of
+///   everything the parent had mapped before the fork.
+#[test]
+fn unfreed_memory_by_application_function_and_line() {
+    let (_t, cap) = ingest_dumps(&["mem.strace"], &[]);
+    let out = trawl_ok(&[
+        "report",
+        "unfreed",
+        cap.to_str().unwrap(),
+        "--format",
+        "csv",
+    ]);
+    let src = std::fs::read_to_string(strace_fixture("src/mem.c")).unwrap();
+    let at = |needle: &str| format!("mem.c:{}", source_line(&src, needle));
+    let mut got: Vec<(String, String, String, String, String, String)> = csv_maps(&out)
+        .into_iter()
+        .filter(|r| r["pid"] == "19715" && r["app_function"] != "[outside the application]")
+        .map(|r| {
+            (
+                r["app_function"].clone(),
+                r["app_function_bytes"].clone(),
+                r["actual_function"].clone(),
+                r["app_line"].clone(),
+                r["bytes"].clone(),
+                r["regions"].clone(),
+            )
+        })
+        .collect();
+    got.sort();
+    let row = |f: &str, fb: u64, actual: &str, line: String, b: u64, n: u32| {
+        (
+            f.to_string(),
+            fb.to_string(),
+            actual.to_string(),
+            line,
+            b.to_string(),
+            n.to_string(),
+        )
+    };
+    let page = 4096u64;
+    let mut want = vec![
+        row(
+            "fixed",
+            8 * page,
+            "__mmap",
+            at("char *p = mmap(NULL, 8 * PAGE"),
+            6 * page,
+            2,
+        ),
+        row(
+            "fixed",
+            8 * page,
+            "__mmap",
+            at("mmap(p + 3 * PAGE"),
+            2 * page,
+            1,
+        ),
+        row(
+            "grow",
+            32 * page,
+            "__GI___mremap",
+            at("return mremap(p, 8 * PAGE"),
+            24 * page,
+            1,
+        ),
+        row(
+            "grow",
+            32 * page,
+            "__mmap",
+            at("void *p = mmap(NULL, 8 * PAGE"),
+            8 * page,
+            1,
+        ),
+        row(
+            "heap",
+            48 * page,
+            "__brk",
+            at("sbrk(64 * PAGE)"),
+            48 * page,
+            1,
+        ),
+        row(
+            "leak_big",
+            4 << 20,
+            "__mmap",
+            at("mmap(NULL, 4L << 20"),
+            4 << 20,
+            1,
+        ),
+        row(
+            "malloc_loop",
+            10 * 266240 + 135168,
+            "__brk",
+            at("touch(malloc(256 * 1024)"),
+            135168,
+            1,
+        ),
+        row(
+            "malloc_loop",
+            10 * 266240 + 135168,
+            "__mmap",
+            at("touch(malloc(256 * 1024)"),
+            10 * 266240,
+            10,
+        ),
+        row(
+            "partial",
+            12 * page,
+            "__mmap",
+            at("char *p = mmap(NULL, 16 * PAGE"),
+            12 * page,
+            2,
+        ),
+        row(
+            "shrink",
+            4 * page,
+            "__mmap",
+            at("void *p = mmap(NULL, 16 * PAGE"),
+            4 * page,
+            1,
+        ),
+    ];
+    want.sort();
+    assert_eq!(got, want);
+    // The child holds its own 2 MiB, attributed to child() in mem.c.
+    let child: Vec<_> = csv_maps(&out)
+        .into_iter()
+        .filter(|r| r["pid"] == "19717" && r["app_function"] == "child")
+        .map(|r| (r["bytes"].clone(), r["app_line"].clone()))
+        .collect();
+    assert_eq!(
+        child,
+        vec![("2097152".to_string(), at("mmap(NULL, 2L << 20"))]
+    );
+}
+
+/// Just before freed() unmaps its 1 MiB (dump line 279), the region is
+/// live; at the end it is not.
+#[test]
+fn live_regions_at_a_time() {
+    let (_t, cap) = ingest_dumps(&["mem.strace"], &[]);
+    let t = sql_scalar(&cap, "SELECT time_ns FROM syscall WHERE line = 279");
+    let before: i64 = t.parse::<i64>().unwrap() - 1;
+    let q = |at: &str| {
+        sql_scalar(
+            &cap,
+            &format!(
+                "SELECT count(*) FROM live_regions({at}) WHERE pid = 19715 AND bytes = 1048576"
+            ),
+        )
+    };
+    assert_eq!(q(&before.to_string()), "1");
+    assert_eq!(q(&t), "0");
+    assert_eq!(q(""), "0");
+    let out = trawl_ok(&[
+        "report",
+        "unfreed",
+        cap.to_str().unwrap(),
+        "--at",
+        &before.to_string(),
+        "--format",
+        "csv",
+    ]);
+    assert!(
+        csv_maps(&out)
+            .iter()
+            .any(|r| r["app_function"] == "freed" && r["bytes"] == "1048576"),
+        "{out}"
+    );
+}

@@ -1,0 +1,711 @@
+//! Memory regions rebuilt from traced system calls (seed document 000):
+//! which bytes of each process's address space were allocated, by which
+//! call (and so which call stack), and when they stopped being.
+//!
+//! The `syscall` table is replayed in time order, per address space:
+//! - `mmap` adds `[ret, ret + len)` (page-rounded), replacing whatever it
+//!   overlaps (`MAP_FIXED`); `munmap` removes its range, splitting regions;
+//! - `mremap` moves the bytes it keeps (they stay attributed to the call
+//!   that allocated them) and attributes growth to itself; shrinking frees
+//!   the tail;
+//! - `brk` grows the heap (`[old break, new break)` attributed to that
+//!   call) or shrinks it;
+//! - `fork`/`clone` without `CLONE_VM` copy the parent's regions into the
+//!   child (still attributed to the parent's allocating calls); `vfork`
+//!   and `clone(CLONE_VM)` share the parent's space; a successful `execve`
+//!   starts an empty space; when the last thread of a space exits, its
+//!   regions end.
+//!
+//! The result is the table `memory_region`: one row per piece of a region
+//! over the interval it existed unchanged (`from_ns` .. `to_ns`, null to =
+//! still there when the trace ended; `end_reason` says why a piece ended:
+//! `freed` by a call, `exit`/`exec` of its process). `live_regions(at_ns)`
+//! (a table function) returns the pieces alive at a time;
+//! `live_regions()` / `live_regions('end')` the pieces never freed by a
+//! call: what each process still held when it exited (or exec'd, or the
+//! trace ended) — its unfreed memory.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use datafusion::arrow::array::{
+    Array, ArrayRef, AsArray, BooleanArray, Int32Builder, Int64Builder, RecordBatch, StringBuilder,
+    UInt64Builder,
+};
+use datafusion::arrow::datatypes::{
+    DataType, Field, Int32Type, Int64Type, Schema, SchemaRef, UInt64Type,
+};
+use datafusion::catalog::{TableFunctionArgs, TableFunctionImpl, TableProvider};
+use datafusion::common::ScalarValue;
+use datafusion::datasource::MemTable;
+use datafusion::logical_expr::Expr;
+
+use crate::{string_values, Result, Session};
+
+const PAGE: u64 = 4096;
+
+fn page_up(n: u64) -> u64 {
+    n.div_ceil(PAGE).saturating_mul(PAGE)
+}
+
+/// Who allocated a piece of memory.
+#[derive(Clone, Debug, PartialEq)]
+struct Origin {
+    syscall_id: i64,
+    name: String,
+    stack_id: Option<i64>,
+    alloc_ns: Option<i64>,
+    kind: &'static str,
+    path: Option<String>,
+}
+
+#[derive(Clone, Debug)]
+struct Piece {
+    end: u64,
+    origin: Arc<Origin>,
+    /// The process it was allocated in (or inherited by).
+    pid: Option<i32>,
+    from_ns: Option<i64>,
+}
+
+#[derive(Default)]
+struct Space {
+    pieces: BTreeMap<u64, Piece>,
+    members: Vec<Option<i32>>,
+    brk_start: Option<u64>,
+    brk: Option<u64>,
+}
+
+/// A finished piece: a row of `memory_region`.
+struct Row {
+    capture: String,
+    pid: Option<i32>,
+    start: u64,
+    end: u64,
+    origin: Arc<Origin>,
+    from_ns: Option<i64>,
+    to_ns: Option<i64>,
+    freed_by: Option<i64>,
+    end_reason: Option<&'static str>,
+}
+
+struct Replay {
+    capture: String,
+    spaces: Vec<Space>,
+    space_of: HashMap<Option<i32>, usize>,
+    rows: Vec<Row>,
+}
+
+impl Replay {
+    fn space(&mut self, pid: Option<i32>) -> usize {
+        if let Some(&s) = self.space_of.get(&pid) {
+            return s;
+        }
+        self.spaces.push(Space {
+            members: vec![pid],
+            ..Default::default()
+        });
+        let s = self.spaces.len() - 1;
+        self.space_of.insert(pid, s);
+        s
+    }
+
+    fn end_piece(
+        &mut self,
+        start: u64,
+        p: Piece,
+        t: Option<i64>,
+        by: Option<i64>,
+        why: Option<&'static str>,
+    ) {
+        self.rows.push(Row {
+            capture: self.capture.clone(),
+            pid: p.pid,
+            start,
+            end: p.end,
+            origin: p.origin,
+            from_ns: p.from_ns,
+            to_ns: t,
+            freed_by: by,
+            end_reason: why,
+        });
+    }
+
+    /// Removes `[a, b)` from space `s` at time `t`: the pieces it overlaps
+    /// end, their parts outside the range continue as new pieces. Returns
+    /// the removed parts (start, end, piece) for mremap to move.
+    fn remove(
+        &mut self,
+        s: usize,
+        a: u64,
+        b: u64,
+        t: Option<i64>,
+        by: Option<i64>,
+    ) -> Vec<(u64, u64, Piece)> {
+        let mut hit: Vec<u64> = self.spaces[s]
+            .pieces
+            .range(..b)
+            .filter(|(&st, p)| p.end > a && st < b)
+            .map(|(&st, _)| st)
+            .collect();
+        hit.sort_unstable();
+        let mut removed = Vec::new();
+        for st in hit {
+            let p = self.spaces[s].pieces.remove(&st).unwrap();
+            let (lo, hi) = (st.max(a), p.end.min(b));
+            if st < a {
+                let left = Piece {
+                    end: a,
+                    from_ns: t,
+                    ..p.clone()
+                };
+                self.spaces[s].pieces.insert(st, left);
+            }
+            if p.end > b {
+                let right = Piece {
+                    end: p.end,
+                    from_ns: t,
+                    ..p.clone()
+                };
+                self.spaces[s].pieces.insert(b, right);
+            }
+            removed.push((lo, hi, p.clone()));
+            self.end_piece(st, p, t, by, Some("freed"));
+        }
+        removed
+    }
+
+    fn insert(
+        &mut self,
+        s: usize,
+        a: u64,
+        b: u64,
+        origin: Arc<Origin>,
+        pid: Option<i32>,
+        t: Option<i64>,
+    ) {
+        if b > a {
+            self.spaces[s].pieces.insert(
+                a,
+                Piece {
+                    end: b,
+                    origin,
+                    pid,
+                    from_ns: t,
+                },
+            );
+        }
+    }
+
+    fn kill_space(&mut self, s: usize, t: Option<i64>, why: &'static str) {
+        let pieces = std::mem::take(&mut self.spaces[s].pieces);
+        for (st, p) in pieces {
+            self.end_piece(st, p, t, None, Some(why));
+        }
+    }
+
+    fn call(&mut self, c: &Call) {
+        let t = c.time_ns;
+        let Some(ret) = c.retval else { return };
+        let origin = |kind: &'static str| {
+            Arc::new(Origin {
+                syscall_id: c.syscall_id,
+                name: c.name.clone(),
+                stack_id: c.stack_id,
+                alloc_ns: t,
+                kind,
+                path: c.fd_path.clone(),
+            })
+        };
+        match c.name.as_str() {
+            "mmap" | "mmap2" if ret >= 0 => {
+                let (Some(len), start) = (c.length, ret as u64) else {
+                    return;
+                };
+                let s = self.space(c.pid);
+                let end = start.saturating_add(page_up(len));
+                self.remove(s, start, end, t, Some(c.syscall_id));
+                let anon = c
+                    .flags
+                    .as_deref()
+                    .is_some_and(|f| f.contains("MAP_ANONYMOUS"));
+                self.insert(
+                    s,
+                    start,
+                    end,
+                    origin(if anon { "anon" } else { "file" }),
+                    c.pid,
+                    t,
+                );
+            }
+            "munmap" if ret == 0 => {
+                let (Some(a), Some(len)) = (c.addr, c.length) else {
+                    return;
+                };
+                let s = self.space(c.pid);
+                self.remove(s, a, a.saturating_add(page_up(len)), t, Some(c.syscall_id));
+            }
+            "mremap" if ret >= 0 => {
+                let (Some(old), Some(old_len), Some(new_len)) = (c.addr, c.length, c.new_length)
+                else {
+                    return;
+                };
+                let (old_len, new_len) = (page_up(old_len), page_up(new_len));
+                let new = ret as u64;
+                let s = self.space(c.pid);
+                let kept = old_len.min(new_len);
+                // The bytes kept move (or stay) with their attribution.
+                let moved = self.remove(s, old, old.saturating_add(old_len), t, Some(c.syscall_id));
+                self.remove(s, new, new.saturating_add(new_len), t, Some(c.syscall_id));
+                for (lo, hi, p) in moved {
+                    let off = lo - old;
+                    if off >= kept {
+                        continue;
+                    }
+                    let hi = hi.min(old + kept);
+                    self.insert(s, new + off, new + (hi - old), p.origin.clone(), p.pid, t);
+                }
+                if new_len > old_len {
+                    self.insert(s, new + old_len, new + new_len, origin("anon"), c.pid, t);
+                }
+            }
+            "brk" => {
+                let s = self.space(c.pid);
+                let new = ret as u64;
+                let sp = &mut self.spaces[s];
+                if sp.brk_start.is_none() {
+                    sp.brk_start = Some(new);
+                    sp.brk = Some(new);
+                    return;
+                }
+                let cur = sp.brk.unwrap_or(new);
+                sp.brk = Some(new);
+                if new > cur {
+                    self.insert(s, cur, new, origin("heap"), c.pid, t);
+                } else if new < cur {
+                    self.remove(s, new, cur, t, Some(c.syscall_id));
+                }
+            }
+            "fork" | "vfork" | "clone" | "clone3" if ret > 0 => {
+                let child = Some(ret as i32);
+                let parent = self.space(c.pid);
+                let shares = c.name == "vfork" || c.args.contains("CLONE_VM");
+                if shares {
+                    self.spaces[parent].members.push(child);
+                    self.space_of.insert(child, parent);
+                } else {
+                    let copy: Vec<(u64, Piece)> = self.spaces[parent]
+                        .pieces
+                        .iter()
+                        .map(|(&st, p)| {
+                            (
+                                st,
+                                Piece {
+                                    pid: child,
+                                    from_ns: t,
+                                    ..p.clone()
+                                },
+                            )
+                        })
+                        .collect();
+                    let (bs, b) = (self.spaces[parent].brk_start, self.spaces[parent].brk);
+                    self.spaces.push(Space {
+                        pieces: copy.into_iter().collect(),
+                        members: vec![child],
+                        brk_start: bs,
+                        brk: b,
+                    });
+                    self.space_of.insert(child, self.spaces.len() - 1);
+                }
+            }
+            "execve" | "execveat" if ret == 0 => {
+                let s = self.space(c.pid);
+                self.spaces[s].members.retain(|m| *m != c.pid);
+                if self.spaces[s].members.is_empty() {
+                    self.kill_space(s, t, "exec");
+                }
+                self.spaces.push(Space {
+                    members: vec![c.pid],
+                    ..Default::default()
+                });
+                self.space_of.insert(c.pid, self.spaces.len() - 1);
+            }
+            _ => {}
+        }
+    }
+
+    fn exit(&mut self, pid: Option<i32>, t: Option<i64>) {
+        let Some(&s) = self.space_of.get(&pid) else {
+            return;
+        };
+        self.spaces[s].members.retain(|m| *m != pid);
+        self.space_of.remove(&pid);
+        if self.spaces[s].members.is_empty() {
+            self.kill_space(s, t, "exit");
+        }
+    }
+
+    fn finish(mut self) -> Vec<Row> {
+        for s in 0..self.spaces.len() {
+            let pieces = std::mem::take(&mut self.spaces[s].pieces);
+            for (st, p) in pieces {
+                self.end_piece(st, p, None, None, None);
+            }
+        }
+        self.rows
+    }
+}
+
+struct Call {
+    syscall_id: i64,
+    pid: Option<i32>,
+    time_ns: Option<i64>,
+    name: String,
+    args: String,
+    retval: Option<i64>,
+    addr: Option<u64>,
+    length: Option<u64>,
+    new_length: Option<u64>,
+    flags: Option<String>,
+    fd_path: Option<String>,
+    stack_id: Option<i64>,
+}
+
+enum Step {
+    Call(Call),
+    Exit(Option<i32>, Option<i64>),
+}
+
+pub fn schema() -> SchemaRef {
+    Arc::new(Schema::new(vec![
+        Field::new("capture", DataType::Utf8, false),
+        Field::new("pid", DataType::Int32, true),
+        Field::new("start", DataType::UInt64, false),
+        Field::new("end", DataType::UInt64, false),
+        Field::new("bytes", DataType::UInt64, false),
+        Field::new("kind", DataType::Utf8, false),
+        Field::new("path", DataType::Utf8, true),
+        Field::new("alloc_syscall_id", DataType::Int64, false),
+        Field::new("alloc_name", DataType::Utf8, false),
+        Field::new("stack_id", DataType::Int64, true),
+        Field::new("alloc_ns", DataType::Int64, true),
+        Field::new("from_ns", DataType::Int64, true),
+        Field::new("to_ns", DataType::Int64, true),
+        Field::new("freed_by_syscall_id", DataType::Int64, true),
+        Field::new("end_reason", DataType::Utf8, true),
+    ]))
+}
+
+const CALLS: &str = "SELECT capture, syscall_id, pid, time_ns, CAST(name AS VARCHAR) AS name, args, retval, \
+    addr, length, new_length, flags, fd_path, stack_id, 0 AS is_exit, source_id, line \
+    FROM syscall WHERE retval IS NOT NULL AND name IN \
+    ('mmap', 'mmap2', 'munmap', 'mremap', 'brk', 'fork', 'vfork', 'clone', 'clone3', 'execve', 'execveat') \
+    UNION ALL SELECT capture, -1, pid, time_ns, CAST(kind AS VARCHAR), '', NULL, NULL, NULL, NULL, NULL, NULL, NULL, 1, source_id, line \
+    FROM strace_event WHERE kind <> 'signal' \
+    ORDER BY capture, time_ns NULLS FIRST, source_id, line";
+
+/// Replays the captures' memory system calls into `memory_region` batches.
+pub async fn regions(s: &Session) -> Result<Vec<RecordBatch>> {
+    let batches = s.sql(CALLS).await?.collect().await?;
+    let mut replays: Vec<Replay> = Vec::new();
+    for b in &batches {
+        let cap = string_values(b.column(0));
+        let id = b.column(1).as_primitive::<Int64Type>();
+        let pid = b.column(2).as_primitive::<Int32Type>();
+        let time = b.column(3).as_primitive::<Int64Type>();
+        let name = string_values(b.column(4));
+        let args = string_values(b.column(5));
+        let ret = b.column(6).as_primitive::<Int64Type>();
+        let addr = b.column(7).as_primitive::<UInt64Type>();
+        let len = b.column(8).as_primitive::<UInt64Type>();
+        let nlen = b.column(9).as_primitive::<UInt64Type>();
+        let flags = string_values(b.column(10));
+        let path = string_values(b.column(11));
+        let stack = b.column(12).as_primitive::<Int64Type>();
+        let is_exit = b.column(13).as_primitive::<Int64Type>();
+        let opt_i32 = |a: &datafusion::arrow::array::PrimitiveArray<Int32Type>, i| {
+            (!a.is_null(i)).then(|| a.value(i))
+        };
+        let opt_i64 = |a: &datafusion::arrow::array::PrimitiveArray<Int64Type>, i| {
+            (!a.is_null(i)).then(|| a.value(i))
+        };
+        let opt_u64 = |a: &datafusion::arrow::array::PrimitiveArray<UInt64Type>, i| {
+            (!a.is_null(i)).then(|| a.value(i))
+        };
+        for i in 0..b.num_rows() {
+            let c = cap[i].clone().unwrap_or_default();
+            if replays.last().is_none_or(|r| r.capture != c) {
+                replays.push(Replay {
+                    capture: c,
+                    spaces: Vec::new(),
+                    space_of: HashMap::new(),
+                    rows: Vec::new(),
+                });
+            }
+            let step = if is_exit.value(i) == 1 {
+                Step::Exit(opt_i32(pid, i), opt_i64(time, i))
+            } else {
+                Step::Call(Call {
+                    syscall_id: id.value(i),
+                    pid: opt_i32(pid, i),
+                    time_ns: opt_i64(time, i),
+                    name: name[i].clone().unwrap_or_default(),
+                    args: args[i].clone().unwrap_or_default(),
+                    retval: opt_i64(ret, i),
+                    addr: opt_u64(addr, i),
+                    length: opt_u64(len, i),
+                    new_length: opt_u64(nlen, i),
+                    flags: flags[i].clone(),
+                    fd_path: path[i].clone(),
+                    stack_id: opt_i64(stack, i),
+                })
+            };
+            let r = replays.last_mut().unwrap();
+            match step {
+                Step::Call(c) => r.call(&c),
+                Step::Exit(p, t) => r.exit(p, t),
+            }
+        }
+    }
+    let rows: Vec<Row> = replays.into_iter().flat_map(Replay::finish).collect();
+    Ok(vec![to_batch(&rows)?])
+}
+
+fn to_batch(rows: &[Row]) -> Result<RecordBatch> {
+    let mut cap = StringBuilder::new();
+    let mut pid = Int32Builder::new();
+    let mut start = UInt64Builder::new();
+    let mut end = UInt64Builder::new();
+    let mut bytes = UInt64Builder::new();
+    let mut kind = StringBuilder::new();
+    let mut path = StringBuilder::new();
+    let mut id = Int64Builder::new();
+    let mut name = StringBuilder::new();
+    let mut stack = Int64Builder::new();
+    let mut alloc = Int64Builder::new();
+    let mut from = Int64Builder::new();
+    let mut to = Int64Builder::new();
+    let mut freed = Int64Builder::new();
+    let mut why = StringBuilder::new();
+    for r in rows {
+        cap.append_value(&r.capture);
+        pid.append_option(r.pid);
+        start.append_value(r.start);
+        end.append_value(r.end);
+        bytes.append_value(r.end - r.start);
+        kind.append_value(r.origin.kind);
+        path.append_option(r.origin.path.as_deref());
+        id.append_value(r.origin.syscall_id);
+        name.append_value(&r.origin.name);
+        stack.append_option(r.origin.stack_id);
+        alloc.append_option(r.origin.alloc_ns);
+        from.append_option(r.from_ns);
+        to.append_option(r.to_ns);
+        freed.append_option(r.freed_by);
+        why.append_option(r.end_reason);
+    }
+    let cols: Vec<ArrayRef> = vec![
+        Arc::new(cap.finish()),
+        Arc::new(pid.finish()),
+        Arc::new(start.finish()),
+        Arc::new(end.finish()),
+        Arc::new(bytes.finish()),
+        Arc::new(kind.finish()),
+        Arc::new(path.finish()),
+        Arc::new(id.finish()),
+        Arc::new(name.finish()),
+        Arc::new(stack.finish()),
+        Arc::new(alloc.finish()),
+        Arc::new(from.finish()),
+        Arc::new(to.finish()),
+        Arc::new(freed.finish()),
+        Arc::new(why.finish()),
+    ];
+    Ok(RecordBatch::try_new(schema(), cols).map_err(datafusion::error::DataFusionError::from)?)
+}
+
+/// `live_regions(at_ns)` / `live_regions()`: the pieces of
+/// `memory_region` alive at a time (at_ns in `syscall.time_ns`'s clock), or
+/// at the end of the trace.
+#[derive(Debug)]
+pub struct LiveRegions {
+    batches: Vec<RecordBatch>,
+}
+
+impl LiveRegions {
+    pub fn new(batches: Vec<RecordBatch>) -> Self {
+        LiveRegions { batches }
+    }
+}
+
+impl TableFunctionImpl for LiveRegions {
+    fn call_with_args(
+        &self,
+        args: TableFunctionArgs,
+    ) -> datafusion::error::Result<Arc<dyn TableProvider>> {
+        let at = match args.exprs().first() {
+            None => None,
+            Some(Expr::Literal(v, _)) => match v {
+                ScalarValue::Int64(Some(n)) => Some(*n),
+                ScalarValue::Int32(Some(n)) => Some(i64::from(*n)),
+                ScalarValue::UInt64(Some(n)) => Some(*n as i64),
+                ScalarValue::Utf8(Some(s)) if s == "end" => None,
+                other => {
+                    return datafusion::common::plan_err!(
+                    "live_regions: expected a time in ns (syscall.time_ns) or 'end', got {other}"
+                )
+                }
+            },
+            Some(e) => {
+                return datafusion::common::plan_err!(
+                    "live_regions: the argument must be a literal time in ns or 'end', got {e}"
+                )
+            }
+        };
+        let mut out = Vec::new();
+        for b in &self.batches {
+            let from = b.column(11).as_primitive::<Int64Type>();
+            let to = b.column(12).as_primitive::<Int64Type>();
+            let why = string_values(b.column(14));
+            let keep: BooleanArray = (0..b.num_rows())
+                .map(|i| {
+                    Some(match at {
+                        // Never freed by a call: alive at the end of the
+                        // trace, or until its process exited or exec'd.
+                        None => to.is_null(i) || matches!(why[i].as_deref(), Some("exit" | "exec")),
+                        Some(t) => {
+                            (from.is_null(i) || from.value(i) <= t)
+                                && (to.is_null(i) || to.value(i) > t)
+                        }
+                    })
+                })
+                .collect();
+            out.push(datafusion::arrow::compute::filter_record_batch(b, &keep)?);
+        }
+        Ok(Arc::new(MemTable::try_new(schema(), vec![out])?))
+    }
+}
+
+/// Registers `memory_region` and `live_regions(...)` on the session.
+pub async fn register(s: &Session) -> Result<()> {
+    let batches = regions(s).await?;
+    s.ctx.register_table(
+        "memory_region",
+        Arc::new(MemTable::try_new(schema(), vec![batches.clone()])?),
+    )?;
+    s.ctx
+        .register_udtf("live_regions", Arc::new(LiveRegions::new(batches)));
+    Ok(())
+}
+
+fn quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "''"))
+}
+
+/// When to look at the regions: the end (unfreed memory), or a time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum At {
+    End,
+    /// ns on the clock of `syscall.time_ns`.
+    Ns(i64),
+    /// Seconds after the first traced call, as ns.
+    AfterStart(i64),
+}
+
+impl At {
+    /// `end`, `+SECONDS` / `SECONDSs` (after the first call), or an
+    /// absolute time in ns as in `syscall.time_ns`.
+    pub fn parse(s: &str) -> Result<At> {
+        let t = s.trim();
+        if t == "end" {
+            return Ok(At::End);
+        }
+        let secs = t.strip_prefix('+').or_else(|| t.strip_suffix('s'));
+        if let Some(v) = secs {
+            if let Ok(x) = v.parse::<f64>() {
+                if x.is_finite() && x >= 0.0 {
+                    return Ok(At::AfterStart((x * 1e9).round() as i64));
+                }
+            }
+        } else if let Ok(n) = t.parse::<i64>() {
+            return Ok(At::Ns(n));
+        }
+        Err(crate::Error::Usage(format!(
+            "--at {s:?}: expected `end`, `+SECONDS` (after the first traced call) or a time in ns"
+        )))
+    }
+}
+
+async fn scalar(s: &Session, q: &str) -> Result<Option<String>> {
+    let b = s.sql(q).await?.collect().await?;
+    Ok(b.iter()
+        .find(|b| b.num_rows() > 0)
+        .and_then(|b| string_values(b.column(0)).into_iter().next().flatten()))
+}
+
+/// The directory of the traced program: the module of the outermost
+/// frame most calls' stacks end in (the executable's `_start`), with a
+/// trailing `/`.
+pub async fn default_app(s: &Session) -> Result<Option<String>> {
+    scalar(
+        s,
+        "SELECT regexp_replace(e.module, '/[^/]*$', '/') AS dir \
+         FROM syscall c \
+         JOIN (SELECT capture, stack_id, max(pos) AS pos FROM stack_entry GROUP BY capture, stack_id) o \
+           ON o.capture = c.capture AND o.stack_id = c.stack_id \
+         JOIN stack_entry e ON e.capture = o.capture AND e.stack_id = o.stack_id AND e.pos = o.pos \
+         WHERE e.module LIKE '/%' \
+         GROUP BY 1 ORDER BY count(*) DESC, 1 LIMIT 1",
+    )
+    .await
+}
+
+/// Document 000's memory table (Fig. 8 / Table 4): bytes still allocated
+/// at `at`, per process, application function (first frame from the leaf
+/// whose module path starts with `app`), actual function (the leaf frame:
+/// the library or system call wrapper that allocated) and the application
+/// source line that called it; sorted by process, application function
+/// and line usage.
+pub async fn unfreed(s: &Session, at: At, app: &str) -> Result<datafusion::prelude::DataFrame> {
+    let arg = match at {
+        At::End => String::new(),
+        At::Ns(n) => n.to_string(),
+        At::AfterStart(d) => {
+            let t0 = scalar(s, "SELECT CAST(min(time_ns) AS VARCHAR) FROM syscall").await?;
+            let t0: i64 = t0.and_then(|v| v.parse().ok()).ok_or_else(|| {
+                crate::Error::Usage(
+                    "--at +SECONDS: the trace has no times (strace -t/-tt/-ttt/-r)".into(),
+                )
+            })?;
+            (t0 + d).to_string()
+        }
+    };
+    let q = format!(
+        "WITH r AS (SELECT * FROM live_regions({arg})), \
+         app AS ( \
+           SELECT capture, stack_id, min(pos) AS pos FROM stack_entry \
+           WHERE starts_with(module, {app}) GROUP BY capture, stack_id), \
+         attributed AS ( \
+           SELECT r.capture, r.pid, r.bytes, \
+             COALESCE(a.function, '[outside the application]') AS app_function, \
+             COALESCE(l.function, '[no stack]') AS actual_function, \
+             a.srcline AS app_line, a.file AS app_file, a.line AS app_line_number \
+           FROM r \
+           LEFT JOIN app ON app.capture = r.capture AND app.stack_id = r.stack_id \
+           LEFT JOIN stack_entry a ON a.capture = app.capture AND a.stack_id = app.stack_id AND a.pos = app.pos \
+           LEFT JOIN stack_entry l ON l.capture = r.capture AND l.stack_id = r.stack_id AND l.pos = 0), \
+         g AS ( \
+           SELECT capture, pid, app_function, actual_function, app_line, app_file, app_line_number, \
+             CAST(sum(bytes) AS BIGINT) AS bytes, count(*) AS regions \
+           FROM attributed GROUP BY capture, pid, app_function, actual_function, app_line, app_file, app_line_number) \
+         SELECT capture, pid, \
+           sum(bytes) OVER (PARTITION BY capture, pid) AS process_bytes, \
+           app_function, \
+           sum(bytes) OVER (PARTITION BY capture, pid, app_function) AS app_function_bytes, \
+           actual_function, app_line, bytes, regions, app_file, app_line_number \
+         FROM g \
+         ORDER BY process_bytes DESC, capture, pid, app_function_bytes DESC, app_function, bytes DESC, actual_function, app_line",
+        app = quote(app)
+    );
+    Ok(s.sql(&q).await?)
+}
