@@ -139,6 +139,34 @@ enum Report {
     /// time, from strace dumps: per process, application function, actual
     /// function and application source line (seed document 000).
     Unfreed(UnfreedArgs),
+    /// Bytes read and written (return values of read/write-like calls) in
+    /// a time window, from strace dumps: per process, application
+    /// function, actual function, application source line and file.
+    Io(IoArgs),
+}
+
+#[derive(Args)]
+struct IoArgs {
+    /// Captures (or directories of captures).
+    #[arg(required = true)]
+    captures: Vec<PathBuf>,
+    /// Start of the window: `+SECONDS` after the first traced call, or a
+    /// time in ns as in `syscall.time_ns` (default: the start).
+    #[arg(long)]
+    from: Option<String>,
+    /// End of the window (exclusive), same forms (default: the end).
+    #[arg(long)]
+    to: Option<String>,
+    /// Also count this many seconds before --from (document 000's lead
+    /// time: I/O issued just before an exhaustion range feeds it).
+    #[arg(long, default_value_t = 0.0)]
+    lead: f64,
+    /// Path prefix of the application's files (default: the directory of
+    /// the traced executable).
+    #[arg(long)]
+    app: Option<String>,
+    #[command(flatten)]
+    out: OutputOpts,
 }
 
 #[derive(Args)]
@@ -355,6 +383,7 @@ fn run(cli: Cli) -> Result<()> {
         Cmd::Report(Report::Callees(a)) => runtime()?.block_on(edges(a, false)),
         Cmd::Report(Report::Flamegraph(a)) => runtime()?.block_on(flamegraph(a)),
         Cmd::Report(Report::Unfreed(a)) => runtime()?.block_on(unfreed(a)),
+        Cmd::Report(Report::Io(a)) => runtime()?.block_on(io_report(a)),
         Cmd::Demo => runtime()?.block_on(demo()),
         Cmd::Addr2line(a) => {
             symbols::addr2line(&a.exe, &a.addresses, a.addresses_out, &a.sym.config())
@@ -542,17 +571,42 @@ async fn edges(a: EdgeArgs, callers: bool) -> Result<()> {
     output::write(&batches, &a.out)
 }
 
+/// `--app`, or the traced executable's directory.
+async fn app_prefix(s: &Session, app: &Option<String>) -> Result<String> {
+    Ok(match app {
+        Some(p) => p.clone(),
+        None => trawl_query::memory::default_app(s).await?.ok_or_else(|| {
+            anyhow::anyhow!("no traced system calls with stacks (strace -k) to find the application in; pass --app PATH_PREFIX")
+        })?,
+    })
+}
+
 async fn unfreed(a: UnfreedArgs) -> Result<()> {
     use trawl_query::memory;
     let s = Session::open(&a.captures).await?;
     let at = memory::At::parse(&a.at)?;
-    let app = match &a.app {
-        Some(p) => p.clone(),
-        None => memory::default_app(&s).await?.ok_or_else(|| {
-            anyhow::anyhow!("no traced system calls with stacks (strace -k) to find the application in; pass --app PATH_PREFIX")
-        })?,
-    };
+    let app = app_prefix(&s, &a.app).await?;
     let batches = memory::unfreed(&s, at, &app).await?.collect().await?;
+    if matches!(a.out.format, Format::Table) && a.out.output.is_none() {
+        eprintln!("application: {app}*");
+    }
+    output::write(&batches, &a.out)
+}
+
+async fn io_report(a: IoArgs) -> Result<()> {
+    use trawl_query::memory::At;
+    let s = Session::open(&a.captures).await?;
+    let from = a.from.as_deref().map(At::parse).transpose()?;
+    let to = a.to.as_deref().map(At::parse).transpose()?;
+    if !(a.lead.is_finite() && a.lead >= 0.0) {
+        bail!("--lead {}: expected seconds >= 0", a.lead);
+    }
+    let app = app_prefix(&s, &a.app).await?;
+    let lead_ns = (a.lead * 1e9).round() as i64;
+    let batches = trawl_query::io::io(&s, from, to, lead_ns, &app)
+        .await?
+        .collect()
+        .await?;
     if matches!(a.out.format, Format::Table) && a.out.output.is_none() {
         eprintln!("application: {app}*");
     }

@@ -17,6 +17,7 @@
 //! tables); it never parses capture files and never symbolizes.
 
 pub mod analyses;
+pub mod io;
 pub mod memory;
 
 use std::path::{Path, PathBuf};

@@ -598,7 +598,7 @@ pub async fn register(s: &Session) -> Result<()> {
     Ok(())
 }
 
-fn quote(s: &str) -> String {
+pub(crate) fn quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', "''"))
 }
 
@@ -636,11 +636,29 @@ impl At {
     }
 }
 
-async fn scalar(s: &Session, q: &str) -> Result<Option<String>> {
+pub(crate) async fn scalar(s: &Session, q: &str) -> Result<Option<String>> {
     let b = s.sql(q).await?.collect().await?;
     Ok(b.iter()
         .find(|b| b.num_rows() > 0)
         .and_then(|b| string_values(b.column(0)).into_iter().next().flatten()))
+}
+
+/// A time in ns on `syscall.time_ns`'s clock; None for the end (or no
+/// time given).
+pub(crate) async fn resolve_at(s: &Session, at: Option<At>) -> Result<Option<i64>> {
+    Ok(match at {
+        None | Some(At::End) => None,
+        Some(At::Ns(n)) => Some(n),
+        Some(At::AfterStart(d)) => {
+            let t0 = scalar(s, "SELECT CAST(min(time_ns) AS VARCHAR) FROM syscall").await?;
+            let t0: i64 = t0.and_then(|v| v.parse().ok()).ok_or_else(|| {
+                crate::Error::Usage(
+                    "a +SECONDS time needs a trace with times (strace -t/-tt/-ttt/-r)".into(),
+                )
+            })?;
+            Some(t0 + d)
+        }
+    })
 }
 
 /// The directory of the traced program: the module of the outermost
@@ -667,45 +685,56 @@ pub async fn default_app(s: &Session) -> Result<Option<String>> {
 /// source line that called it; sorted by process, application function
 /// and line usage.
 pub async fn unfreed(s: &Session, at: At, app: &str) -> Result<datafusion::prelude::DataFrame> {
-    let arg = match at {
-        At::End => String::new(),
-        At::Ns(n) => n.to_string(),
-        At::AfterStart(d) => {
-            let t0 = scalar(s, "SELECT CAST(min(time_ns) AS VARCHAR) FROM syscall").await?;
-            let t0: i64 = t0.and_then(|v| v.parse().ok()).ok_or_else(|| {
-                crate::Error::Usage(
-                    "--at +SECONDS: the trace has no times (strace -t/-tt/-ttt/-r)".into(),
-                )
-            })?;
-            (t0 + d).to_string()
-        }
-    };
-    let q = format!(
-        "WITH r AS (SELECT * FROM live_regions({arg})), \
+    let arg = resolve_at(s, Some(at))
+        .await?
+        .map(|t| t.to_string())
+        .unwrap_or_default();
+    let q = attribution_sql(
+        &format!("SELECT capture, pid, stack_id, bytes FROM live_regions({arg})"),
+        &[],
+        "regions",
+        app,
+    );
+    Ok(s.sql(&q).await?)
+}
+
+/// Document 000's attribution (Fig. 8 / Table 4) of a measure over rows of
+/// `source` (columns capture, pid, stack_id, bytes, and `keys`): per
+/// process, application function (first frame from the leaf in a module
+/// under `app`), actual function (the leaf), application source line and
+/// `keys`: the bytes and the number of rows (named `count_name`), with the
+/// process and application-function totals; sorted by usage.
+pub(crate) fn attribution_sql(source: &str, keys: &[&str], count_name: &str, app: &str) -> String {
+    let k = |prefix: &str| -> String { keys.iter().map(|c| format!(", {prefix}{c}")).collect() };
+    format!(
+        "WITH src AS ({source}), \
          app AS ( \
            SELECT capture, stack_id, min(pos) AS pos FROM stack_entry \
            WHERE starts_with(module, {app}) GROUP BY capture, stack_id), \
          attributed AS ( \
-           SELECT r.capture, r.pid, r.bytes, \
+           SELECT r.capture, r.pid, r.bytes{rk}, \
              COALESCE(a.function, '[outside the application]') AS app_function, \
              COALESCE(l.function, '[no stack]') AS actual_function, \
              a.srcline AS app_line, a.file AS app_file, a.line AS app_line_number \
-           FROM r \
+           FROM src r \
            LEFT JOIN app ON app.capture = r.capture AND app.stack_id = r.stack_id \
            LEFT JOIN stack_entry a ON a.capture = app.capture AND a.stack_id = app.stack_id AND a.pos = app.pos \
            LEFT JOIN stack_entry l ON l.capture = r.capture AND l.stack_id = r.stack_id AND l.pos = 0), \
          g AS ( \
-           SELECT capture, pid, app_function, actual_function, app_line, app_file, app_line_number, \
-             CAST(sum(bytes) AS BIGINT) AS bytes, count(*) AS regions \
-           FROM attributed GROUP BY capture, pid, app_function, actual_function, app_line, app_file, app_line_number) \
+           SELECT capture, pid, app_function, actual_function, app_line{gk}, app_file, app_line_number, \
+             CAST(sum(bytes) AS BIGINT) AS bytes, count(*) AS {count_name} \
+           FROM attributed \
+           GROUP BY capture, pid, app_function, actual_function, app_line{gk}, app_file, app_line_number) \
          SELECT capture, pid, \
            sum(bytes) OVER (PARTITION BY capture, pid) AS process_bytes, \
            app_function, \
            sum(bytes) OVER (PARTITION BY capture, pid, app_function) AS app_function_bytes, \
-           actual_function, app_line, bytes, regions, app_file, app_line_number \
+           actual_function, app_line{gk}, bytes, {count_name}, app_file, app_line_number \
          FROM g \
-         ORDER BY process_bytes DESC, capture, pid, app_function_bytes DESC, app_function, bytes DESC, actual_function, app_line",
-        app = quote(app)
-    );
-    Ok(s.sql(&q).await?)
+         ORDER BY process_bytes DESC, capture, pid, app_function_bytes DESC, app_function, bytes DESC, \
+           actual_function, app_line{gk}",
+        rk = k("r."),
+        gk = k(""),
+        app = quote(app),
+    )
 }

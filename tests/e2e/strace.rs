@@ -488,3 +488,85 @@ fn live_regions_at_a_time() {
         "{out}"
     );
 }
+
+/// Bytes transferred by io.strace's program, by application function,
+/// worked out from src/io.c: 100 writes of 4096; 1000 lines of 64 bytes
+/// through stdio = 15 full 4096-byte buffers written from fprintf and the
+/// remaining 2560 bytes at fclose; 409600 bytes read back in 50 reads of
+/// 8192 (the final 0-byte read moves nothing); writev 60; pwrite64 and
+/// pread64 512 each; sendfile 409600. Then a window: from pwrite64 to
+/// sendfile holds only positioned(); a lead reaching back to writev adds
+/// vector_write().
+#[test]
+fn io_report_by_application_function_and_window() {
+    let (_t, cap) = ingest_dumps(&["io.strace"], &[]);
+    let src = std::fs::read_to_string(strace_fixture("src/io.c")).unwrap();
+    let at = |needle: &str| format!("io.c:{}", source_line(&src, needle));
+    let report = |extra: &[&str]| -> Vec<(String, String, String, String, String)> {
+        let mut args = vec!["report", "io", cap.to_str().unwrap(), "--format", "csv"];
+        args.extend_from_slice(extra);
+        let mut v: Vec<_> = csv_maps(&trawl_ok(&args))
+            .into_iter()
+            .filter(|r| r["app_function"] != "[outside the application]")
+            .map(|r| {
+                (
+                    r["app_function"].clone(),
+                    r["app_line"].clone(),
+                    r["direction"].clone(),
+                    r["bytes"].clone(),
+                    r["calls"].clone(),
+                )
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    let row = |f: &str, line: String, d: &str, b: u64, n: u32| {
+        (
+            f.to_string(),
+            line,
+            d.to_string(),
+            b.to_string(),
+            n.to_string(),
+        )
+    };
+    let mut want = vec![
+        row(
+            "buffered_lines",
+            at("fprintf(f, \"line"),
+            "write",
+            15 * 4096,
+            15,
+        ),
+        row("buffered_lines", at("fclose(f)"), "write", 2560, 1),
+        row("copy", at("sendfile(out, in"), "write", 409600, 1),
+        row("positioned", at("pread(fd, buf"), "read", 512, 1),
+        row("positioned", at("pwrite(fd, buf"), "write", 512, 1),
+        row("raw_writes", at("write(fd, block"), "write", 409600, 100),
+        row("read_back", at("while ((n = read(fd"), "read", 409600, 50),
+        row("vector_write", at("writev(fd, iov, 3)"), "write", 60, 1),
+    ];
+    want.sort();
+    assert_eq!(report(&[]), want);
+
+    let t = |name: &str| -> i64 {
+        sql_scalar(&cap, &format!("SELECT min(time_ns) FROM syscall WHERE name = '{name}' AND fd_path LIKE '/tmp/iot/%'"))
+            .parse()
+            .unwrap()
+    };
+    let (tw, tp, ts) = (t("writev"), t("pwrite64"), t("sendfile"));
+    let win = report(&["--from", &tp.to_string(), "--to", &ts.to_string()]);
+    let names: Vec<&str> = win.iter().map(|r| r.0.as_str()).collect();
+    assert_eq!(names, ["positioned", "positioned"]);
+    let lead = format!("{}", (tp - tw) as f64 / 1e9);
+    let win = report(&[
+        "--from",
+        &tp.to_string(),
+        "--to",
+        &ts.to_string(),
+        "--lead",
+        &lead,
+    ]);
+    let names: Vec<&str> = win.iter().map(|r| r.0.as_str()).collect();
+    assert_eq!(names, ["positioned", "positioned", "vector_write"]);
+}
