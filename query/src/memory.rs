@@ -19,7 +19,9 @@
 //! The result is the table `memory_region`: one row per piece of a region
 //! over the interval it existed unchanged (`from_ns` .. `to_ns`, null to =
 //! still there when the trace ended; `end_reason` says why a piece ended:
-//! `freed` by a call, `exit`/`exec` of its process). `live_regions(at_ns)`
+//! `freed` by a call (munmap, mremap, brk, an overlapping mmap), `split`
+//! when such a call took only part of it (the rest continues as new
+//! pieces), `exit`/`exec` of its process). `live_regions(at_ns)`
 //! (a table function) returns the pieces alive at a time;
 //! `live_regions()` / `live_regions('end')` the pieces never freed by a
 //! call: what each process still held when it exited (or exec'd, or the
@@ -169,8 +171,11 @@ impl Replay {
                 };
                 self.spaces[s].pieces.insert(b, right);
             }
+            // A piece partly freed ends as a whole ("split"); its parts
+            // outside the range continue as new pieces.
+            let why = if st < a || p.end > b { "split" } else { "freed" };
             removed.push((lo, hi, p.clone()));
-            self.end_piece(st, p, t, by, Some("freed"));
+            self.end_piece(st, p, t, by, Some(why));
         }
         removed
     }
@@ -228,7 +233,7 @@ impl Replay {
                 let anon = c
                     .flags
                     .as_deref()
-                    .is_some_and(|f| f.contains("MAP_ANONYMOUS"));
+                    .is_some_and(|f| has_flag(f, "MAP_ANONYMOUS", 0x20));
                 self.insert(
                     s,
                     start,
@@ -289,7 +294,8 @@ impl Replay {
             "fork" | "vfork" | "clone" | "clone3" if ret > 0 => {
                 let child = Some(ret as i32);
                 let parent = self.space(c.pid);
-                let shares = c.name == "vfork" || c.args.contains("CLONE_VM");
+                let shares = c.name == "vfork"
+                    || clone_flags(&c.args).is_some_and(|f| has_flag(f, "CLONE_VM", 0x100));
                 if shares {
                     self.spaces[parent].members.push(child);
                     self.space_of.insert(child, parent);
@@ -353,6 +359,35 @@ impl Replay {
             }
         }
         self.rows
+    }
+}
+
+/// Does a flags argument have `name` set? strace prints names
+/// (`MAP_PRIVATE|MAP_ANONYMOUS`), with `-X raw` a number (`0x22`), with
+/// `-X verbose` both (`0x22 /* MAP_PRIVATE|MAP_ANONYMOUS */`); hex flag
+/// words may be or-ed with decimal signal numbers (`0x1200000|17`).
+fn has_flag(flags: &str, name: &str, bit: u64) -> bool {
+    let code = flags.split("/*").next().unwrap_or(flags);
+    flags
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .any(|t| t == name)
+        || code.split('|').any(|t| {
+            t.trim()
+                .strip_prefix("0x")
+                .and_then(|h| u64::from_str_radix(h.trim(), 16).ok())
+                .is_some_and(|v| v & bit != 0)
+        })
+}
+
+/// The flags of a clone call: `flags=...` (strace's decoding of clone and
+/// clone3), else the first argument (raw clone).
+fn clone_flags(args: &str) -> Option<&str> {
+    match args.find("flags=") {
+        Some(i) => {
+            let rest = &args[i + 6..];
+            Some(rest.split([',', '}']).next().unwrap_or(rest))
+        }
+        None => args.split(',').next(),
     }
 }
 
@@ -571,8 +606,9 @@ impl TableFunctionImpl for LiveRegions {
                 .map(|i| {
                     Some(match at {
                         // Never freed by a call: alive at the end of the
-                        // trace, or until its process exited or exec'd.
-                        None => to.is_null(i) || matches!(why[i].as_deref(), Some("exit" | "exec")),
+                        // trace, or until its process exited or exec'd (by
+                        // end_reason: dumps without times have no to_ns).
+                        None => matches!(why[i].as_deref(), None | Some("exit" | "exec")),
                         Some(t) => {
                             (from.is_null(i) || from.value(i) <= t)
                                 && (to.is_null(i) || to.value(i) > t)
@@ -737,4 +773,45 @@ pub(crate) fn attribution_sql(source: &str, keys: &[&str], count_name: &str, app
         gk = k(""),
         app = quote(app),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flags_by_name_number_or_both() {
+        assert!(has_flag("MAP_PRIVATE|MAP_ANONYMOUS", "MAP_ANONYMOUS", 0x20));
+        assert!(has_flag("0x22", "MAP_ANONYMOUS", 0x20));
+        assert!(has_flag(
+            "0x22 /* MAP_PRIVATE|MAP_ANONYMOUS */",
+            "MAP_ANONYMOUS",
+            0x20
+        ));
+        assert!(!has_flag(
+            "0x802 /* MAP_PRIVATE|MAP_DENYWRITE */",
+            "MAP_ANONYMOUS",
+            0x20
+        ));
+        assert!(!has_flag(
+            "MAP_PRIVATE|MAP_DENYWRITE",
+            "MAP_ANONYMOUS",
+            0x20
+        ));
+        // A decimal signal number or-ed in is not a flag word.
+        assert!(!has_flag("0x1200000|17", "CLONE_VM", 0x100));
+        assert!(has_flag(
+            "CLONE_VM|CLONE_FS|CLONE_FILES|CLONE_SIGHAND|CLONE_THREAD",
+            "CLONE_VM",
+            0x100
+        ));
+        assert_eq!(
+            clone_flags("child_stack=NULL, flags=0x1200000|17, child_tidptr=0x7f"),
+            Some("0x1200000|17")
+        );
+        assert_eq!(
+            clone_flags("{flags=CLONE_VM|CLONE_VFORK, exit_signal=SIGCHLD}, 88"),
+            Some("CLONE_VM|CLONE_VFORK")
+        );
+    }
 }

@@ -570,3 +570,23 @@ fn io_report_by_application_function_and_window() {
     let names: Vec<&str> = win.iter().map(|r| r.0.as_str()).collect();
     assert_eq!(names, ["positioned", "positioned", "vector_write"]);
 }
+
+/// `-X raw` (flags as numbers) and `-X verbose` (numbers and names) dumps
+/// of the same program rebuild the same unfreed memory per kind as the
+/// default (names) dump: the parent's and the forked child's.
+#[test]
+fn raw_and_verbose_flag_formats_rebuild_the_same_regions() {
+    let per_kind = |name: &str| {
+        let (_t, cap) = ingest_dumps(&[name], &[]);
+        rows(
+            &cap,
+            "SELECT r.pid = p.pid AS parent, kind, CAST(sum(bytes) AS BIGINT) \
+             FROM live_regions() r, (SELECT pid FROM syscall WHERE syscall_id = 0) p \
+             GROUP BY 1, 2 ORDER BY 1, 2",
+        )
+    };
+    let names = per_kind("mem.strace");
+    assert!(names.iter().any(|r| r[1] == "anon"), "{names:?}");
+    assert_eq!(per_kind("mem-raw.strace"), names);
+    assert_eq!(per_kind("mem-verbose.strace"), names);
+}
