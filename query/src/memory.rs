@@ -173,7 +173,11 @@ impl Replay {
             }
             // A piece partly freed ends as a whole ("split"); its parts
             // outside the range continue as new pieces.
-            let why = if st < a || p.end > b { "split" } else { "freed" };
+            let why = if st < a || p.end > b {
+                "split"
+            } else {
+                "freed"
+            };
             removed.push((lo, hi, p.clone()));
             self.end_piece(st, p, t, by, Some(why));
         }

@@ -123,12 +123,41 @@ fn iov_total(s: &str) -> Option<i64> {
     any.then_some(total)
 }
 
+/// Calls with arguments parsed beyond the first descriptor.
+const PARSED: &[&str] = &[
+    "mmap",
+    "mmap2",
+    "munmap",
+    "madvise",
+    "mprotect",
+    "brk",
+    "mremap",
+    "read",
+    "write",
+    "recvfrom",
+    "sendto",
+    "pread64",
+    "pwrite64",
+    "readv",
+    "writev",
+    "preadv",
+    "pwritev",
+    "preadv2",
+    "pwritev2",
+    "sendfile",
+    "copy_file_range",
+];
+
 pub fn parse_call_args<'a>(name: &str, args: &'a str) -> CallArgs<'a> {
-    let a = split_args(args);
     let mut c = CallArgs::default();
+    let fd_first = FD_FIRST.contains(&name);
+    if !fd_first && !PARSED.contains(&name) {
+        return c;
+    }
+    let a = split_args(args);
     let int = |i: usize| a.get(i).and_then(|t| parse_int(t));
     let uint = |i: usize| int(i).map(|v| v as u64);
-    if FD_FIRST.contains(&name) {
+    if fd_first {
         if let Some((fd, path)) = a.first().and_then(|t| parse_fd(t)) {
             c.fd = Some(fd);
             c.fd_path = path;

@@ -75,6 +75,9 @@ pub struct StraceConverter {
     source_id: i32,
     next_id: i64,
     chain: Vec<i64>,
+    /// Interned module path (by address, valid for the current input) →
+    /// `module.module_id`.
+    module_ids: rustc_hash::FxHashMap<usize, i64>,
     pub calls_written: u64,
 }
 
@@ -88,12 +91,14 @@ impl StraceConverter {
             source_id: 0,
             next_id: 0,
             chain: Vec::new(),
+            module_ids: Default::default(),
             calls_written: 0,
         })
     }
 
     pub fn begin_source(&mut self, source_id: i32) {
         self.source_id = source_id;
+        self.module_ids.clear();
     }
 
     fn stack(
@@ -110,8 +115,18 @@ impl StraceConverter {
             // strace prints the file offset of each pc (libdw/libunwind:
             // pc - mapping start + mapping offset); callers' pcs are
             // return addresses.
-            let is_file = f.module.starts_with('/');
-            let module = stacks.module(f.module.clone(), None, false, is_file);
+            // The reader interns module paths: one Arc per module and
+            // input, so its address identifies the module.
+            let key = std::sync::Arc::as_ptr(&f.module) as *const u8 as usize;
+            let module = match self.module_ids.get(&key) {
+                Some(&m) => m,
+                None => {
+                    let is_file = f.module.starts_with('/');
+                    let m = stacks.module(f.module.to_string(), None, false, is_file);
+                    self.module_ids.insert(key, m);
+                    m
+                }
+            };
             self.chain
                 .push(stacks.frame(module, f.offset, "user", d > 0, pid, None));
         }

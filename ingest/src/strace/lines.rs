@@ -376,24 +376,34 @@ fn parse_prefix(line: &str) -> (Prefix, &str) {
 }
 
 fn parse_frame(line: &str) -> Option<Frame<'_>> {
+    // Byte-level: this runs for most lines of a `-k` dump.
     let body = line.strip_prefix(" > ")?;
-    let (left, addr) = body.rsplit_once(" [")?;
-    let offset = parse_hex(addr.strip_suffix(']')?)?;
+    let b = body.as_bytes();
+    if b.last() != Some(&b']') {
+        return None;
+    }
+    let open = memchr::memrchr(b'[', b)?;
+    if open == 0 || b[open - 1] != b' ' {
+        return None;
+    }
+    let offset = parse_hex(&body[open + 1..b.len() - 1])?;
+    let left = &body[..open - 1];
     let mut f = Frame {
         module: left,
         symbol: None,
         symbol_offset: None,
         offset,
     };
-    if let Some(inner) = left.strip_suffix(')') {
-        if let Some(open) = inner.rfind('(') {
-            f.module = &inner[..open];
-            let sym = &inner[open + 1..];
+    let lb = left.as_bytes();
+    if lb.last() == Some(&b')') {
+        if let Some(p) = memchr::memrchr(b'(', lb) {
+            f.module = &left[..p];
+            let sym = &left[p + 1..left.len() - 1];
             if !sym.is_empty() {
-                match sym.rsplit_once('+') {
-                    Some((name, off)) => {
-                        f.symbol = (!name.is_empty()).then_some(name);
-                        f.symbol_offset = parse_hex(off);
+                match memchr::memrchr(b'+', sym.as_bytes()) {
+                    Some(k) => {
+                        f.symbol = (k > 0).then(|| &sym[..k]);
+                        f.symbol_offset = parse_hex(&sym[k + 1..]);
                     }
                     None => f.symbol = Some(sym),
                 }
@@ -405,8 +415,21 @@ fn parse_frame(line: &str) -> Option<Frame<'_>> {
 
 /// `0x1f`, `1f` → 31.
 pub fn parse_hex(s: &str) -> Option<u64> {
-    let h = s.strip_prefix("0x").unwrap_or(s);
-    u64::from_str_radix(h, 16).ok()
+    let h = s.strip_prefix("0x").unwrap_or(s).as_bytes();
+    if h.is_empty() || h.len() > 16 {
+        return None;
+    }
+    let mut v: u64 = 0;
+    for &c in h {
+        let d = match c {
+            b'0'..=b'9' => c - b'0',
+            b'a'..=b'f' => c - b'a' + 10,
+            b'A'..=b'F' => c - b'A' + 10,
+            _ => return None,
+        };
+        v = (v << 4) | u64::from(d);
+    }
+    Some(v)
 }
 
 #[cfg(test)]

@@ -55,7 +55,12 @@ pub struct StraceStats {
     pub time_kind: reader::TimeKind,
 }
 
-/// Reads one strace dump (`stream`, or the file at `path`).
+/// Events handed from the reader thread to the converter at a time.
+const EVENT_BATCH: usize = 4096;
+
+/// Reads one strace dump (`stream`, or the file at `path`). Parsing runs on
+/// a thread of its own and hands batches of events to the converter on
+/// this one.
 pub fn ingest_strace(
     path: &Path,
     stream: Option<Box<dyn Read + Send>>,
@@ -63,16 +68,77 @@ pub fn ingest_strace(
     stacks: &mut StackTables,
     diags: &mut Diagnostics,
 ) -> Result<StraceStats> {
-    let raw: Box<dyn Read + Send> = match stream {
-        Some(s) => s,
-        None => Box::new(std::fs::File::open(path).map_err(|e| Error::io(path, e))?),
-    };
-    let mut input = BufReader::with_capacity(1 << 20, raw);
     let file_pid = pid_from_file_name(path);
     let before = conv.calls_written;
-    let stats = reader::read(&mut input, file_pid, diags, &mut |ev| {
-        conv.handle(ev, stacks)
-    })?;
+    let map = match &stream {
+        Some(_) => None,
+        None => {
+            let f = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+            let len = f.metadata().map_err(|e| Error::io(path, e))?.len();
+            if len == 0 {
+                None
+            } else {
+                // SAFETY: mapped read-only; like every reader of a mapped
+                // capture we assume the file is not truncated meanwhile.
+                let m = unsafe { memmap2::Mmap::map(&f) }.map_err(|e| Error::io(path, e))?;
+                #[cfg(unix)]
+                let _ = m.advise(memmap2::Advice::Sequential);
+                Some(m)
+            }
+        }
+    };
+    let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<reader::Event>>(4);
+    let (read_result, convert_result) = std::thread::scope(|scope| {
+        let reader_thread = scope.spawn(move || {
+            let mut batch = Vec::with_capacity(EVENT_BATCH);
+            let mut emit = |ev| {
+                batch.push(ev);
+                if batch.len() >= EVENT_BATCH {
+                    let full = std::mem::replace(&mut batch, Vec::with_capacity(EVENT_BATCH));
+                    // The converter stopped (an error): stop reading.
+                    tx.send(full)
+                        .map_err(|_| Error::Strict("conversion stopped".into()))?;
+                }
+                Ok(())
+            };
+            let stats = match (stream, &map) {
+                (Some(s), _) => {
+                    let mut input = BufReader::with_capacity(1 << 20, s);
+                    reader::read(
+                        reader::Input::Stream(&mut input),
+                        file_pid,
+                        diags,
+                        &mut emit,
+                    )
+                }
+                (None, Some(m)) => reader::read(reader::Input::Map(m), file_pid, diags, &mut emit),
+                (None, None) => reader::read(reader::Input::Bytes(&[]), file_pid, diags, &mut emit),
+            };
+            if stats.is_ok() && !batch.is_empty() {
+                let _ = tx.send(batch);
+            }
+            stats
+        });
+        let mut converted = Ok(());
+        for batch in rx {
+            for ev in batch {
+                if let Err(e) = conv.handle(ev, stacks) {
+                    converted = Err(e);
+                    break;
+                }
+            }
+            if converted.is_err() {
+                break;
+            }
+        }
+        // Dropping the receiver (end of the loop) unblocks the reader.
+        let read = reader_thread
+            .join()
+            .unwrap_or_else(|_| Err(Error::Strict("the strace reader thread panicked".into())));
+        (read, converted)
+    });
+    convert_result?;
+    let stats = read_result?;
     conv.flush(stacks)?;
     Ok(StraceStats {
         bytes: stats.bytes,

@@ -11,16 +11,17 @@
 
 use std::collections::HashMap;
 use std::io::BufRead;
+use std::sync::Arc;
 
 use super::lines::{self, CallState, Line, TimeStamp};
 use crate::diag::{Diagnostics, Position, Severity};
 
-/// A `-k` frame, owned.
+/// A `-k` frame. strace's own symbol name is not kept: trawl symbolizes
+/// the module offset itself (with source lines and inline frames).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StackFrame {
-    pub module: String,
-    pub symbol: Option<String>,
-    pub symbol_offset: Option<u64>,
+    /// The module path (interned: one allocation per distinct module).
+    pub module: Arc<str>,
     /// Offset in the module's file.
     pub offset: u64,
 }
@@ -139,12 +140,77 @@ impl Clock {
     }
 }
 
+/// Where the lines come from: a mapped file (lines are slices of it), or a
+/// stream (lines are copied into a buffer).
+pub enum Input<'a> {
+    Bytes(&'a [u8]),
+    /// A mapped file: read pages are released as the reader moves on, so
+    /// the dump never stays resident.
+    Map(&'a memmap2::Mmap),
+    Stream(&'a mut dyn BufRead),
+}
+
+struct Lines<'a> {
+    input: Input<'a>,
+    pos: usize,
+    released: usize,
+    buf: Vec<u8>,
+}
+
+impl<'a> Lines<'a> {
+    /// The next line with its newline, if any.
+    fn next(&mut self) -> std::io::Result<Option<&[u8]>> {
+        const RELEASE_EVERY: usize = 16 << 20;
+        match &mut self.input {
+            Input::Map(m) => {
+                // Lines before `pos` are parsed into owned events: their
+                // pages can go.
+                let low = self.pos & !0xffff;
+                if low >= self.released + RELEASE_EVERY {
+                    // SAFETY: a read-only file mapping; dropped pages are
+                    // read again from the file if touched later.
+                    let _ = unsafe {
+                        m.unchecked_advise_range(
+                            memmap2::UncheckedAdvice::DontNeed,
+                            self.released,
+                            low - self.released,
+                        )
+                    };
+                    self.released = low;
+                }
+                let data: &[u8] = m;
+                if self.pos >= data.len() {
+                    return Ok(None);
+                }
+                let rest = &data[self.pos..];
+                let end = memchr::memchr(b'\n', rest).map_or(rest.len(), |i| i + 1);
+                self.pos += end;
+                Ok(Some(&rest[..end]))
+            }
+            Input::Bytes(data) => {
+                if self.pos >= data.len() {
+                    return Ok(None);
+                }
+                let rest = &data[self.pos..];
+                let end = memchr::memchr(b'\n', rest).map_or(rest.len(), |i| i + 1);
+                self.pos += end;
+                Ok(Some(&rest[..end]))
+            }
+            Input::Stream(r) => {
+                self.buf.clear();
+                let k = r.read_until(b'\n', &mut self.buf)?;
+                Ok((k > 0).then_some(&self.buf[..]))
+            }
+        }
+    }
+}
+
 /// Reads a dump. `file_pid` is the pid of a `-ff -o NAME` file (`NAME.PID`),
 /// used for lines without a pid prefix. `emit` receives the events in the
 /// order their last line appeared (a joined call when its resumption is
 /// read).
 pub fn read(
-    input: &mut dyn BufRead,
+    input: Input<'_>,
     file_pid: Option<i32>,
     diags: &mut Diagnostics,
     emit: &mut dyn FnMut(Event) -> crate::Result<()>,
@@ -163,21 +229,25 @@ pub fn read(
     // then `+++ exited +++`, then exit_group's stack: an exit line of the
     // same process does not end the call's frames.
     let mut last: Option<Event> = None;
-    let mut buf = Vec::new();
+    let mut lines = Lines {
+        input,
+        pos: 0,
+        released: 0,
+        buf: Vec::new(),
+    };
+    let mut modules: rustc_hash::FxHashMap<Box<str>, Arc<str>> = Default::default();
     let mut n: u64 = 0;
     let mut bytes: u64 = 0;
     loop {
-        buf.clear();
-        let k = input
-            .read_until(b'\n', &mut buf)
-            .map_err(|e| crate::Error::io(diags.source().to_string(), e))?;
-        if k == 0 {
-            break;
-        }
+        let buf = match lines.next() {
+            Ok(Some(l)) => l,
+            Ok(None) => break,
+            Err(e) => return Err(crate::Error::io(diags.source().to_string(), e)),
+        };
         n += 1;
-        bytes += k as u64;
+        bytes += buf.len() as u64;
         let complete_line = buf.ends_with(b"\n");
-        let text = match std::str::from_utf8(&buf) {
+        let text = match std::str::from_utf8(buf) {
             Ok(t) => std::borrow::Cow::Borrowed(t),
             Err(_) => {
                 diags.report(
@@ -186,7 +256,7 @@ pub fn read(
                     "non_utf8",
                     "bytes that are not UTF-8 were replaced by U+FFFD",
                 )?;
-                String::from_utf8_lossy(&buf)
+                String::from_utf8_lossy(buf)
             }
         };
         let text = text.trim_end_matches(['\n', '\r']);
@@ -201,12 +271,20 @@ pub fn read(
                 _ => None,
             };
             match stack {
-                Some(st) => st.push(StackFrame {
-                    module: f.module.to_string(),
-                    symbol: f.symbol.map(str::to_string),
-                    symbol_offset: f.symbol_offset,
-                    offset: f.offset,
-                }),
+                Some(st) => {
+                    let module = match modules.get(f.module) {
+                        Some(m) => m.clone(),
+                        None => {
+                            let m: Arc<str> = Arc::from(f.module);
+                            modules.insert(f.module.into(), m.clone());
+                            m
+                        }
+                    };
+                    st.push(StackFrame {
+                        module,
+                        offset: f.offset,
+                    })
+                }
                 None => diags.report(
                     Position::Line(n),
                     Severity::Warning,
@@ -423,7 +501,7 @@ mod tests {
     fn events(text: &str) -> (Vec<Event>, Vec<crate::Diagnostic>) {
         let mut d = Diagnostics::new("t", false);
         let mut out = Vec::new();
-        read(&mut text.as_bytes(), None, &mut d, &mut |e| {
+        read(Input::Bytes(text.as_bytes()), None, &mut d, &mut |e| {
             out.push(e);
             Ok(())
         })
@@ -457,7 +535,7 @@ mod tests {
             (c[0].name.as_str(), c[0].stack.len(), c[0].time_ns),
             ("write", 2, Some(1_700_000_100_000_002_000))
         );
-        assert_eq!(c[0].stack[1].module, "/bin/app");
+        assert_eq!(&*c[0].stack[1].module, "/bin/app");
         assert_eq!(c[1].name, "wait4");
         assert_eq!(c[1].args, "-1, [{WIFEXITED(s)}], 0, NULL");
         assert_eq!((c[1].line, c[1].resumed_line), (1, Some(5)));
@@ -495,7 +573,7 @@ mod tests {
         let mut d = Diagnostics::new("t", false);
         let mut n = 0;
         read(
-            &mut &b"1 1.0 getpid() = 1\n1 1.1 write(1, \"\xff\xfe\", 2) = 2\n"[..],
+            Input::Stream(&mut &b"1 1.0 getpid() = 1\n1 1.1 write(1, \"\xff\xfe\", 2) = 2\n"[..]),
             None,
             &mut d,
             &mut |_| {

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Whole-process comparison: `trawl ingest` of a large strace dump against a
+# straightforward Python regex parser of the same lines (bench/strace_parse.py:
+# prefix, call, return, duration, unfinished/resumed joining, -k frames),
+# in the same run, printing seconds, peak RSS and ratios.
+#
+# The dump is generated, not committed: a parallel build (make -j2 of N
+# small C files with gcc) traced with `strace -f -ttt -T -k -y`.
+#
+# Usage: bench/strace_ingest.sh [N_FILES]   (env BENCH_DIR, default /tmp/trawl-bench)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+N=${1:-60}
+W=${BENCH_DIR:-/tmp/trawl-bench}/strace
+mkdir -p "$W/proj"
+cargo build --release -q
+TRAWL=$PWD/target/release/trawl
+DUMP="$W/build-$N.strace"
+
+if [ ! -s "$DUMP" ]; then
+  rm -f "$W"/proj/*
+  for i in $(seq 1 "$N"); do
+    sed "s/\bmain\b/main_$i/; s/\bspin_a\b/spin_a_$i/; s/\bspin_b\b/spin_b_$i/; s/\bfib\b/fib_$i/; s/\bwork\b/work_$i/; s/\blibc_work\b/libc_work_$i/; s/\bsink\b/sink_$i/" \
+      fixtures/perf/src/hot.c > "$W/proj/f$i.c"
+  done
+  printf 'SRCS := $(wildcard f*.c)\nall: $(SRCS:.c=.o)\n%%.o: %%.c\n\tgcc -O1 -g -c $< -o $@\n' > "$W/proj/Makefile"
+  strace -f -ttt -T -k -y -o "$DUMP" make -s -C "$W/proj" -j2 >/dev/null 2>&1
+fi
+SIZE=$(stat -c %s "$DUMP")
+echo "input: $DUMP  $((SIZE / 1048576)) MB, $(wc -l < "$DUMP") lines"
+
+t() { # label, command...: prints "seconds maxrss_kb"
+  local label=$1; shift
+  /usr/bin/time -f "%e %M" -o "$W/time.$label" "$@" >"$W/out.$label" 2>"$W/err.$label" || { cat "$W/err.$label" >&2; exit 1; }
+  cat "$W/time.$label"
+}
+mb() { echo "$1/1024" | bc -l; }
+ratio() { python3 -c "print(f'{$1 / $2:.1f}x')"; }
+
+read -r PY_S PY_KB < <(t python python3 bench/strace_parse.py "$DUMP")
+rm -rf "$W/cap"
+read -r TR_S TR_KB < <(t trawl "$TRAWL" ingest "$DUMP" -o "$W/cap")
+rm -rf "$W/cap-nosym"
+read -r TN_S TN_KB < <(t trawl_nosym "$TRAWL" ingest "$DUMP" -o "$W/cap-nosym" --no-symbolize)
+
+printf '%-40s %8s %10s\n' "" "seconds" "peak MB"
+printf '%-40s %8.2f %10.1f\n' "python regex parser" "$PY_S" "$(mb "$PY_KB")"
+printf '%-40s %8.2f %10.1f\n' "trawl ingest (with symbolization)" "$TR_S" "$(mb "$TR_KB")"
+printf '%-40s %8.2f %10.1f\n' "trawl ingest --no-symbolize" "$TN_S" "$(mb "$TN_KB")"
+echo "python: $(cat "$W/out.python")"
+echo "trawl:  $(grep -o '[0-9]* system calls' "$W/err.trawl")"
+echo "ratio python / trawl ingest:               $(ratio "$PY_S" "$TR_S")"
+echo "ratio python / trawl ingest --no-symbolize: $(ratio "$PY_S" "$TN_S")"
