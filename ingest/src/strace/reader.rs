@@ -157,6 +157,14 @@ struct Lines<'a> {
     buf: Vec<u8>,
 }
 
+/// The line of `data` at `*pos` (with its newline), advancing `pos`.
+fn slice_line<'d>(data: &'d [u8], pos: &mut usize) -> Option<&'d [u8]> {
+    let rest = data.get(*pos..).filter(|r| !r.is_empty())?;
+    let end = memchr::memchr(b'\n', rest).map_or(rest.len(), |i| i + 1);
+    *pos += end;
+    Some(&rest[..end])
+}
+
 impl<'a> Lines<'a> {
     /// The next line with its newline, if any.
     fn next(&mut self) -> std::io::Result<Option<&[u8]>> {
@@ -178,24 +186,9 @@ impl<'a> Lines<'a> {
                     };
                     self.released = low;
                 }
-                let data: &[u8] = m;
-                if self.pos >= data.len() {
-                    return Ok(None);
-                }
-                let rest = &data[self.pos..];
-                let end = memchr::memchr(b'\n', rest).map_or(rest.len(), |i| i + 1);
-                self.pos += end;
-                Ok(Some(&rest[..end]))
+                Ok(slice_line(m, &mut self.pos))
             }
-            Input::Bytes(data) => {
-                if self.pos >= data.len() {
-                    return Ok(None);
-                }
-                let rest = &data[self.pos..];
-                let end = memchr::memchr(b'\n', rest).map_or(rest.len(), |i| i + 1);
-                self.pos += end;
-                Ok(Some(&rest[..end]))
-            }
+            Input::Bytes(data) => Ok(slice_line(data, &mut self.pos)),
             Input::Stream(r) => {
                 self.buf.clear();
                 let k = r.read_until(b'\n', &mut self.buf)?;
