@@ -72,6 +72,9 @@ struct Piece {
 
 #[derive(Default)]
 struct Space {
+    /// The process (thread group) the space belongs to: what `pid` of its
+    /// pieces says, whichever thread made the call.
+    pid: Option<i32>,
     pieces: BTreeMap<u64, Piece>,
     members: Vec<Option<i32>>,
     brk_start: Option<u64>,
@@ -104,6 +107,7 @@ impl Replay {
             return s;
         }
         self.spaces.push(Space {
+            pid,
             members: vec![pid],
             ..Default::default()
         });
@@ -243,7 +247,7 @@ impl Replay {
                     start,
                     end,
                     origin(if anon { "anon" } else { "file" }),
-                    c.pid,
+                    self.spaces[s].pid,
                     t,
                 );
             }
@@ -275,7 +279,8 @@ impl Replay {
                     self.insert(s, new + off, new + (hi - old), p.origin.clone(), p.pid, t);
                 }
                 if new_len > old_len {
-                    self.insert(s, new + old_len, new + new_len, origin("anon"), c.pid, t);
+                    let owner = self.spaces[s].pid;
+                    self.insert(s, new + old_len, new + new_len, origin("anon"), owner, t);
                 }
             }
             "brk" => {
@@ -290,7 +295,8 @@ impl Replay {
                 let cur = sp.brk.unwrap_or(new);
                 sp.brk = Some(new);
                 if new > cur {
-                    self.insert(s, cur, new, origin("heap"), c.pid, t);
+                    let owner = self.spaces[s].pid;
+                    self.insert(s, cur, new, origin("heap"), owner, t);
                 } else if new < cur {
                     self.remove(s, new, cur, t, Some(c.syscall_id));
                 }
@@ -320,6 +326,7 @@ impl Replay {
                         .collect();
                     let (bs, b) = (self.spaces[parent].brk_start, self.spaces[parent].brk);
                     self.spaces.push(Space {
+                        pid: child,
                         pieces: copy.into_iter().collect(),
                         members: vec![child],
                         brk_start: bs,
@@ -335,6 +342,7 @@ impl Replay {
                     self.kill_space(s, t, "exec");
                 }
                 self.spaces.push(Space {
+                    pid: c.pid,
                     members: vec![c.pid],
                     ..Default::default()
                 });
@@ -701,9 +709,10 @@ pub(crate) async fn resolve_at(s: &Session, at: Option<At>) -> Result<Option<i64
     })
 }
 
-/// The directory of the traced program: the module of the outermost
-/// frame most calls' stacks end in (the executable's `_start`), with a
-/// trailing `/`.
+/// The directory of the traced program, with a trailing `/`: the module
+/// of the outermost frame of the most calls whose stacks end in `_start`
+/// (the executable's entry point; threads' stacks end in libc's clone; the
+/// dynamic loader's own `_start` does not count), else of the most calls.
 pub async fn default_app(s: &Session) -> Result<Option<String>> {
     scalar(
         s,
@@ -712,8 +721,10 @@ pub async fn default_app(s: &Session) -> Result<Option<String>> {
          JOIN (SELECT capture, stack_id, max(pos) AS pos FROM stack_entry GROUP BY capture, stack_id) o \
            ON o.capture = c.capture AND o.stack_id = c.stack_id \
          JOIN stack_entry e ON e.capture = o.capture AND e.stack_id = o.stack_id AND e.pos = o.pos \
-         WHERE e.module LIKE '/%' \
-         GROUP BY 1 ORDER BY count(*) DESC, 1 LIMIT 1",
+         WHERE e.module LIKE '/%' AND e.module NOT LIKE '%/ld-linux%' AND e.module NOT LIKE '%/ld.so%' \
+         GROUP BY 1 \
+         ORDER BY sum(CASE WHEN e.function = '_start' THEN 1 ELSE 0 END) DESC, count(*) DESC, 1 \
+         LIMIT 1",
     )
     .await
 }

@@ -590,3 +590,75 @@ fn raw_and_verbose_flag_formats_rebuild_the_same_regions() {
     assert_eq!(per_kind("mem-raw.strace"), names);
     assert_eq!(per_kind("mem-verbose.strace"), names);
 }
+
+/// Threads share their process's space: the 1 MiB each worker thread maps
+/// (src/threads.c) belongs to the process, not to the thread ids strace
+/// prints, and to `worker` at its mmap line; the two thread stacks
+/// pthread_create maps (8 MiB + a guard page each) to `main` at the
+/// pthread_create line; the vfork'd child that execs /bin/true is a
+/// process of its own. The application directory is found from the
+/// executable's `_start`, not the dynamic loader's.
+#[test]
+fn threads_share_the_process_space_and_exec_starts_a_new_one() {
+    let (_t, cap) = ingest_dumps(&["threads.strace"], &[]);
+    let src = std::fs::read_to_string(strace_fixture("src/threads.c")).unwrap();
+    let at = |needle: &str| format!("threads.c:{}", source_line(&src, needle));
+    let out = trawl_ok(&[
+        "report",
+        "unfreed",
+        cap.to_str().unwrap(),
+        "--format",
+        "csv",
+    ]);
+    let rows: Vec<_> = csv_maps(&out)
+        .into_iter()
+        .filter(|r| r["app_function"] != "[outside the application]")
+        .map(|r| {
+            (
+                r["pid"].clone(),
+                r["app_function"].clone(),
+                r["actual_function"].clone(),
+                r["app_line"].clone(),
+                r["bytes"].clone(),
+                r["regions"].clone(),
+            )
+        })
+        .collect();
+    let pid = sql_scalar(&cap, "SELECT pid FROM syscall WHERE syscall_id = 0");
+    let has = |f: &str, actual: &str, line: String, bytes: u64, n: u32| {
+        let want = (
+            pid.clone(),
+            f.to_string(),
+            actual.to_string(),
+            line,
+            bytes.to_string(),
+            n.to_string(),
+        );
+        assert!(rows.contains(&want), "{want:?} not in {rows:?}");
+    };
+    has(
+        "worker",
+        "__mmap",
+        at("void *p = mmap(NULL, 1L << 20"),
+        2 << 20,
+        2,
+    );
+    has(
+        "main",
+        "__mmap",
+        at("void *q = mmap(NULL, 2L << 20"),
+        2 << 20,
+        1,
+    );
+    has(
+        "main",
+        "__mmap",
+        at("pthread_create(&t[i]"),
+        2 * (8 * 1024 * 1024 + 4096),
+        2,
+    );
+    assert!(rows.iter().all(|r| r.0 == pid), "{rows:?}");
+    // /bin/true, exec'd by the vfork child, holds only its own mappings.
+    let child = sql_scalar(&cap, "SELECT count(DISTINCT pid) FROM live_regions()");
+    assert_eq!(child, "2");
+}
