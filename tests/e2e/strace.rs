@@ -481,6 +481,21 @@ fn live_regions_at_a_time() {
         "--format",
         "csv",
     ]);
+    // The same moment as seconds after the first traced call.
+    let t0: i64 = sql_scalar(&cap, "SELECT min(time_ns) FROM syscall")
+        .parse()
+        .unwrap();
+    let secs = format!("+{}", (before - t0) as f64 / 1e9);
+    let out2 = trawl_ok(&[
+        "report",
+        "unfreed",
+        cap.to_str().unwrap(),
+        "--at",
+        &secs,
+        "--format",
+        "csv",
+    ]);
+    assert_eq!(out2, out, "--at {secs}");
     assert!(
         csv_maps(&out)
             .iter()
