@@ -82,6 +82,26 @@ pub enum TimeKind {
     None,
 }
 
+impl SyscallEvent {
+    /// The call of one line (a complete call, or either half).
+    fn new(c: &lines::Call<'_>, line: u64, pid: Option<i32>, time_ns: Option<i64>) -> Self {
+        SyscallEvent {
+            line,
+            resumed_line: None,
+            pid,
+            time_ns,
+            duration_ns: c.duration_ns,
+            name: c.name.to_string(),
+            args: c.args.to_string(),
+            ret: c.ret.map(str::to_string),
+            errno: c.errno.map(str::to_string),
+            ret_note: c.ret_note.map(str::to_string),
+            finished: c.state != CallState::Unfinished,
+            stack: Vec::new(),
+        }
+    }
+}
+
 impl TimeKind {
     pub fn as_str(self) -> &'static str {
         match self {
@@ -330,61 +350,40 @@ pub fn read(
                 }
                 match c.state {
                     CallState::Complete => {
-                        last = Some(Event::Syscall(SyscallEvent {
-                            line: n,
-                            resumed_line: None,
-                            pid,
-                            time_ns,
-                            duration_ns: c.duration_ns,
-                            name: c.name.to_string(),
-                            args: c.args.to_string(),
-                            ret: c.ret.map(str::to_string),
-                            errno: c.errno.map(str::to_string),
-                            ret_note: c.ret_note.map(str::to_string),
-                            finished: true,
-                            stack: Vec::new(),
-                        }));
+                        last = Some(Event::Syscall(SyscallEvent::new(&c, n, pid, time_ns)));
                     }
                     CallState::Unfinished => {
-                        let ev = SyscallEvent {
-                            line: n,
-                            resumed_line: None,
-                            pid,
-                            time_ns,
-                            duration_ns: None,
-                            name: c.name.to_string(),
-                            args: c.args.to_string(),
-                            ret: None,
-                            errno: None,
-                            ret_note: None,
-                            finished: false,
-                            stack: Vec::new(),
-                        };
-                        pending.insert(pid, ev);
+                        pending.insert(pid, SyscallEvent::new(&c, n, pid, time_ns));
                     }
                     CallState::Resumed => {
-                        let Some(mut ev) = pending.remove(&pid).filter(|e| e.name == c.name) else {
-                            diags.report(
-                                Position::Line(n),
-                                Severity::Warning,
-                                "resumed_without_start",
-                                format!("<... {} resumed> with no unfinished call of that pid before it; kept with the arguments it has", c.name),
-                            )?;
-                            last = Some(Event::Syscall(SyscallEvent {
-                                line: n,
-                                resumed_line: Some(n),
-                                pid,
-                                time_ns,
-                                duration_ns: c.duration_ns,
-                                name: c.name.to_string(),
-                                args: c.args.to_string(),
-                                ret: c.ret.map(str::to_string),
-                                errno: c.errno.map(str::to_string),
-                                ret_note: c.ret_note.map(str::to_string),
-                                finished: true,
-                                stack: Vec::new(),
-                            }));
-                            continue;
+                        let mut ev = match pending.remove(&pid) {
+                            Some(e) if e.name == c.name => e,
+                            open => {
+                                // An open call of another name on this pid:
+                                // its end was lost.
+                                if let Some(other) = open {
+                                    diags.report(
+                                        Position::Line(other.line),
+                                        Severity::Warning,
+                                        "never_resumed",
+                                        format!(
+                                            "{}() was never resumed: line {n} resumes {}()",
+                                            other.name, c.name
+                                        ),
+                                    )?;
+                                    emit(Event::Syscall(other))?;
+                                }
+                                diags.report(
+                                    Position::Line(n),
+                                    Severity::Warning,
+                                    "resumed_without_start",
+                                    format!("<... {} resumed> with no unfinished call of that pid before it; kept with the arguments it has", c.name),
+                                )?;
+                                let mut ev = SyscallEvent::new(&c, n, pid, time_ns);
+                                ev.resumed_line = Some(n);
+                                last = Some(Event::Syscall(ev));
+                                continue;
+                            }
                         };
                         let rest = c.args.trim_start();
                         if !rest.is_empty() {
@@ -578,6 +577,24 @@ mod tests {
         assert_eq!(n, 2);
         let d = d.into_vec();
         assert_eq!((d[0].kind, d[0].position.line()), ("non_utf8", Some(2)));
+    }
+
+    /// A resumption of another call than the one open on the pid: both
+    /// are kept, each with a diagnostic.
+    #[test]
+    fn resumption_of_another_call_keeps_both() {
+        let (ev, d) = events("1 5.0 read(3, <unfinished ...>\n1 5.1 <... write resumed>) = 2\n");
+        let names: Vec<&str> = calls(&ev).iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, ["read", "write"]);
+        let kinds: Vec<(&str, Option<u64>)> =
+            d.iter().map(|x| (x.kind, x.position.line())).collect();
+        assert_eq!(
+            kinds,
+            [
+                ("never_resumed", Some(1)),
+                ("resumed_without_start", Some(2))
+            ]
+        );
     }
 
     #[test]
