@@ -36,7 +36,7 @@ pub async fn io(
 ) -> Result<datafusion::prelude::DataFrame> {
     let mut w = Vec::new();
     if let Some(f) = resolve_at(s, from).await? {
-        w.push(format!("c.time_ns >= {}", f - lead_ns));
+        w.push(format!("c.time_ns >= {}", f.saturating_sub(lead_ns)));
     }
     if let Some(t) = resolve_at(s, to).await? {
         w.push(format!("c.time_ns < {t}"));

@@ -275,12 +275,28 @@ impl Replay {
                     if off >= kept {
                         continue;
                     }
-                    let hi = hi.min(old + kept);
-                    self.insert(s, new + off, new + (hi - old), p.origin.clone(), p.pid, t);
+                    // Saturating: addresses come from the dump, which may
+                    // be corrupt.
+                    let hi = hi.min(old.saturating_add(kept));
+                    self.insert(
+                        s,
+                        new.saturating_add(off),
+                        new.saturating_add(hi - old),
+                        p.origin.clone(),
+                        p.pid,
+                        t,
+                    );
                 }
                 if new_len > old_len {
                     let owner = self.spaces[s].pid;
-                    self.insert(s, new + old_len, new + new_len, origin("anon"), owner, t);
+                    self.insert(
+                        s,
+                        new.saturating_add(old_len),
+                        new.saturating_add(new_len),
+                        origin("anon"),
+                        owner,
+                        t,
+                    );
                 }
             }
             "brk" => {
@@ -704,7 +720,7 @@ pub(crate) async fn resolve_at(s: &Session, at: Option<At>) -> Result<Option<i64
                     "a +SECONDS time needs a trace with times (strace -t/-tt/-ttt/-r)".into(),
                 )
             })?;
-            Some(t0 + d)
+            Some(t0.saturating_add(d))
         }
     })
 }
