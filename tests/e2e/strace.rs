@@ -54,6 +54,24 @@ fn call_lines(text: &str) -> usize {
         .count()
 }
 
+/// The rows of a report (CSV) inside the application (and of `pid`, when
+/// given), as the values of `cols`, sorted.
+fn app_rows(csv: &str, pid: Option<&str>, cols: &[&str]) -> Vec<Vec<String>> {
+    let mut v: Vec<Vec<String>> = csv_maps(csv)
+        .into_iter()
+        .filter(|r| r["app_function"] != "[outside the application]")
+        .filter(|r| pid.is_none_or(|p| r["pid"] == p))
+        .map(|r| cols.iter().map(|c| r[*c].clone()).collect())
+        .collect();
+    v.sort();
+    v
+}
+
+/// Strings of the values of a row.
+macro_rules! row {
+    ($($v:expr),* $(,)?) => { vec![$($v.to_string()),*] };
+}
+
 /// 1-based line of the first line of `src` containing `needle`.
 fn source_line(src: &str, needle: &str) -> usize {
     src.lines().position(|l| l.contains(needle)).unwrap() + 1
@@ -332,30 +350,20 @@ fn unfreed_memory_by_application_function_and_line() {
     ]);
     let src = std::fs::read_to_string(strace_fixture("src/mem.c")).unwrap();
     let at = |needle: &str| format!("mem.c:{}", source_line(&src, needle));
-    let mut got: Vec<(String, String, String, String, String, String)> = csv_maps(&out)
-        .into_iter()
-        .filter(|r| r["pid"] == "19715" && r["app_function"] != "[outside the application]")
-        .map(|r| {
-            (
-                r["app_function"].clone(),
-                r["app_function_bytes"].clone(),
-                r["actual_function"].clone(),
-                r["app_line"].clone(),
-                r["bytes"].clone(),
-                r["regions"].clone(),
-            )
-        })
-        .collect();
-    got.sort();
+    let got = app_rows(
+        &out,
+        Some("19715"),
+        &[
+            "app_function",
+            "app_function_bytes",
+            "actual_function",
+            "app_line",
+            "bytes",
+            "regions",
+        ],
+    );
     let row = |f: &str, fb: u64, actual: &str, line: String, b: u64, n: u32| {
-        (
-            f.to_string(),
-            fb.to_string(),
-            actual.to_string(),
-            line,
-            b.to_string(),
-            n.to_string(),
-        )
+        row![f, fb, actual, line, b, n]
     };
     let page = 4096u64;
     let mut want = vec![
@@ -517,34 +525,16 @@ fn io_report_by_application_function_and_window() {
     let (_t, cap) = ingest_dumps(&["io.strace"], &[]);
     let src = std::fs::read_to_string(strace_fixture("src/io.c")).unwrap();
     let at = |needle: &str| format!("io.c:{}", source_line(&src, needle));
-    let report = |extra: &[&str]| -> Vec<(String, String, String, String, String)> {
+    let report = |extra: &[&str]| -> Vec<Vec<String>> {
         let mut args = vec!["report", "io", cap.to_str().unwrap(), "--format", "csv"];
         args.extend_from_slice(extra);
-        let mut v: Vec<_> = csv_maps(&trawl_ok(&args))
-            .into_iter()
-            .filter(|r| r["app_function"] != "[outside the application]")
-            .map(|r| {
-                (
-                    r["app_function"].clone(),
-                    r["app_line"].clone(),
-                    r["direction"].clone(),
-                    r["bytes"].clone(),
-                    r["calls"].clone(),
-                )
-            })
-            .collect();
-        v.sort();
-        v
-    };
-    let row = |f: &str, line: String, d: &str, b: u64, n: u32| {
-        (
-            f.to_string(),
-            line,
-            d.to_string(),
-            b.to_string(),
-            n.to_string(),
+        app_rows(
+            &trawl_ok(&args),
+            None,
+            &["app_function", "app_line", "direction", "bytes", "calls"],
         )
     };
+    let row = |f: &str, line: String, d: &str, b: u64, n: u32| row![f, line, d, b, n];
     let mut want = vec![
         row(
             "buffered_lines",
@@ -571,7 +561,7 @@ fn io_report_by_application_function_and_window() {
     };
     let (tw, tp, ts) = (t("writev"), t("pwrite64"), t("sendfile"));
     let win = report(&["--from", &tp.to_string(), "--to", &ts.to_string()]);
-    let names: Vec<&str> = win.iter().map(|r| r.0.as_str()).collect();
+    let names: Vec<&str> = win.iter().map(|r| r[0].as_str()).collect();
     assert_eq!(names, ["positioned", "positioned"]);
     let lead = format!("{}", (tp - tw) as f64 / 1e9);
     let win = report(&[
@@ -582,7 +572,7 @@ fn io_report_by_application_function_and_window() {
         "--lead",
         &lead,
     ]);
-    let names: Vec<&str> = win.iter().map(|r| r.0.as_str()).collect();
+    let names: Vec<&str> = win.iter().map(|r| r[0].as_str()).collect();
     assert_eq!(names, ["positioned", "positioned", "vector_write"]);
 }
 
@@ -625,30 +615,21 @@ fn threads_share_the_process_space_and_exec_starts_a_new_one() {
         "--format",
         "csv",
     ]);
-    let rows: Vec<_> = csv_maps(&out)
-        .into_iter()
-        .filter(|r| r["app_function"] != "[outside the application]")
-        .map(|r| {
-            (
-                r["pid"].clone(),
-                r["app_function"].clone(),
-                r["actual_function"].clone(),
-                r["app_line"].clone(),
-                r["bytes"].clone(),
-                r["regions"].clone(),
-            )
-        })
-        .collect();
+    let rows = app_rows(
+        &out,
+        None,
+        &[
+            "pid",
+            "app_function",
+            "actual_function",
+            "app_line",
+            "bytes",
+            "regions",
+        ],
+    );
     let pid = sql_scalar(&cap, "SELECT pid FROM syscall WHERE syscall_id = 0");
     let has = |f: &str, actual: &str, line: String, bytes: u64, n: u32| {
-        let want = (
-            pid.clone(),
-            f.to_string(),
-            actual.to_string(),
-            line,
-            bytes.to_string(),
-            n.to_string(),
-        );
+        let want = row![pid, f, actual, line, bytes, n];
         assert!(rows.contains(&want), "{want:?} not in {rows:?}");
     };
     has(
@@ -672,7 +653,7 @@ fn threads_share_the_process_space_and_exec_starts_a_new_one() {
         2 * (8 * 1024 * 1024 + 4096),
         2,
     );
-    assert!(rows.iter().all(|r| r.0 == pid), "{rows:?}");
+    assert!(rows.iter().all(|r| r[0] == pid), "{rows:?}");
     // /bin/true, exec'd by the vfork child, holds only its own mappings.
     let child = sql_scalar(&cap, "SELECT count(DISTINCT pid) FROM live_regions()");
     assert_eq!(child, "2");

@@ -123,7 +123,7 @@ fn iov_total(s: &str) -> Option<i64> {
     any.then_some(total)
 }
 
-/// Calls with arguments parsed beyond the first descriptor.
+/// Calls without a descriptor first whose arguments are parsed.
 const PARSED: &[&str] = &[
     "mmap",
     "mmap2",
@@ -132,19 +132,6 @@ const PARSED: &[&str] = &[
     "mprotect",
     "brk",
     "mremap",
-    "read",
-    "write",
-    "recvfrom",
-    "sendto",
-    "pread64",
-    "pwrite64",
-    "readv",
-    "writev",
-    "preadv",
-    "pwritev",
-    "preadv2",
-    "pwritev2",
-    "sendfile",
     "copy_file_range",
 ];
 
