@@ -31,6 +31,7 @@ pub mod perf;
 pub mod schema;
 pub mod stacks;
 pub mod strace;
+pub mod syscalls;
 pub mod unwind;
 pub mod writer;
 
@@ -169,8 +170,14 @@ pub fn ingest_with_unwinder(
             Format::PerfFile => perf::ingest_perf(input, stream, false, &mut conv, &mut diags)?,
             Format::PerfPipe => perf::ingest_perf(input, stream, true, &mut conv, &mut diags)?,
             Format::Strace => {
-                let s =
-                    strace::ingest_strace(input, stream, &mut sconv, &mut conv.stacks, &mut diags)?;
+                let s = strace::ingest_strace(
+                    input,
+                    stream,
+                    &mut sconv,
+                    &mut conv.stacks,
+                    &mut conv.syscalls,
+                    &mut diags,
+                )?;
                 extra_meta.push((
                     i as i32,
                     "strace_time".to_string(),
@@ -193,7 +200,7 @@ pub fn ingest_with_unwinder(
             diagnostics: diags.into_vec(),
         });
     }
-    sconv.finish(&mut cap, &mut conv.stacks)?;
+    sconv.finish(&mut cap, &mut conv.stacks, &mut conv.syscalls)?;
     let mut pairs = conv.finish(&mut cap)?;
     pairs.extend(extra_meta);
     write_source_tables(&mut cap, &summaries, pairs)?;

@@ -99,6 +99,8 @@ struct Replay {
     spaces: Vec<Space>,
     space_of: HashMap<Option<i32>, usize>,
     rows: Vec<Row>,
+    /// Thread → process, where the source said it (perf).
+    tgid_of: Arc<HashMap<i32, i32>>,
 }
 
 impl Replay {
@@ -320,8 +322,19 @@ impl Replay {
             "fork" | "vfork" | "clone" | "clone3" if ret > 0 => {
                 let child = Some(ret as i32);
                 let parent = self.space(c.pid);
+                // perf knows every thread's process (clone3's flags are in
+                // user memory it does not record); strace prints the flags.
+                let same_process = match (
+                    c.pid.and_then(|p| self.tgid_of.get(&p)),
+                    self.tgid_of.get(&(ret as i32)),
+                ) {
+                    (Some(a), Some(b)) => Some(a == b),
+                    _ => None,
+                };
                 let shares = c.name == "vfork"
-                    || clone_flags(&c.args).is_some_and(|f| has_flag(f, "CLONE_VM", 0x100));
+                    || same_process.unwrap_or_else(|| {
+                        clone_flags(&c.args).is_some_and(|f| has_flag(f, "CLONE_VM", 0x100))
+                    });
                 if shares {
                     self.spaces[parent].members.push(child);
                     self.space_of.insert(child, parent);
@@ -465,10 +478,32 @@ const CALLS: &str = "SELECT capture, syscall_id, pid, time_ns, CAST(name AS VARC
     ('mmap', 'mmap2', 'munmap', 'mremap', 'brk', 'fork', 'vfork', 'clone', 'clone3', 'execve', 'execveat') \
     UNION ALL SELECT capture, -1, pid, time_ns, CAST(kind AS VARCHAR), '', NULL, NULL, NULL, NULL, NULL, NULL, NULL, 1, source_id, line \
     FROM strace_event WHERE kind <> 'signal' \
-    ORDER BY capture, time_ns NULLS FIRST, source_id, line";
+    UNION ALL SELECT capture, -1, tid, time_ns, 'exited', '', NULL, NULL, NULL, NULL, NULL, NULL, NULL, 1, source_id, NULL \
+    FROM perf_task_event WHERE kind = 'exit' \
+    ORDER BY capture, time_ns NULLS FIRST, source_id, line, syscall_id";
+
+/// Thread → process of perf's threads: the calls' own `tgid`, and the
+/// FORK records (threads that made no recorded call).
+const TGIDS: &str =
+    "SELECT capture, pid, tgid FROM syscall WHERE tgid IS NOT NULL AND pid IS NOT NULL \
+    UNION SELECT capture, tid, pid FROM perf_task_event WHERE kind = 'fork'";
 
 /// Replays the captures' memory system calls into `memory_region` batches.
 pub async fn regions(s: &Session) -> Result<Vec<RecordBatch>> {
+    let mut tgids: HashMap<String, HashMap<i32, i32>> = HashMap::new();
+    for b in s.sql(TGIDS).await?.collect().await? {
+        let cap = string_values(b.column(0));
+        let tid = b.column(1).as_primitive::<Int32Type>();
+        let tgid = b.column(2).as_primitive::<Int32Type>();
+        for i in 0..b.num_rows() {
+            tgids
+                .entry(cap[i].clone().unwrap_or_default())
+                .or_default()
+                .insert(tid.value(i), tgid.value(i));
+        }
+    }
+    let tgids: HashMap<String, Arc<HashMap<i32, i32>>> =
+        tgids.into_iter().map(|(k, v)| (k, Arc::new(v))).collect();
     let batches = s.sql(CALLS).await?.collect().await?;
     let mut replays: Vec<Replay> = Vec::new();
     for b in &batches {
@@ -499,6 +534,7 @@ pub async fn regions(s: &Session) -> Result<Vec<RecordBatch>> {
             let c = cap[i].clone().unwrap_or_default();
             if replays.last().is_none_or(|r| r.capture != c) {
                 replays.push(Replay {
+                    tgid_of: tgids.get(&c).cloned().unwrap_or_default(),
                     capture: c,
                     spaces: Vec::new(),
                     space_of: HashMap::new(),

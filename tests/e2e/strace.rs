@@ -321,9 +321,10 @@ fn damaged_dump_keeps_what_it_can() {
     assert!(!dir.path().join("strict").exists());
 }
 
-/// Unfreed memory at the end of mem.strace, worked out by hand from
-/// src/mem.c (page size 4096) and, for glibc's own heap growth, from the
-/// dump's brk return values:
+/// The parent's unfreed memory in the application at the end of a run of
+/// bin/mem, worked out by hand from src/mem.c (page size 4096) and, for
+/// glibc's own heap growth, from mem.strace's brk return values (the same
+/// in every run):
 /// - leak_big: mmap 4 MiB, never unmapped;
 /// - freed: 1 MiB mapped and unmapped: absent;
 /// - partial: 16 pages minus the 4 unmapped = 12 pages, in two regions;
@@ -338,30 +339,11 @@ fn damaged_dump_keeps_what_it_can() {
 ///   0x564b2fa2c000 to 0x564b2fa4d000 = 135168 bytes (dump lines 313-315);
 /// - child: only in the child, 2 MiB; the child also holds copies of
 ///   everything the parent had mapped before the fork.
-#[test]
-fn unfreed_memory_by_application_function_and_line() {
-    let (_t, cap) = ingest_dumps(&["mem.strace"], &[]);
-    let out = trawl_ok(&[
-        "report",
-        "unfreed",
-        cap.to_str().unwrap(),
-        "--format",
-        "csv",
-    ]);
+///
+/// Rows of [`MEM_COLS`], sorted.
+fn mem_unfreed_expected() -> Vec<Vec<String>> {
     let src = std::fs::read_to_string(strace_fixture("src/mem.c")).unwrap();
     let at = |needle: &str| format!("mem.c:{}", source_line(&src, needle));
-    let got = app_rows(
-        &out,
-        Some("19715"),
-        &[
-            "app_function",
-            "app_function_bytes",
-            "actual_function",
-            "app_line",
-            "bytes",
-            "regions",
-        ],
-    );
     let row = |f: &str, fb: u64, actual: &str, line: String, b: u64, n: u32| {
         row![f, fb, actual, line, b, n]
     };
@@ -449,7 +431,33 @@ fn unfreed_memory_by_application_function_and_line() {
         ),
     ];
     want.sort();
-    assert_eq!(got, want);
+    want
+}
+
+/// The columns of an unfreed report `mem_unfreed_expected` gives.
+const MEM_COLS: &[&str] = &[
+    "app_function",
+    "app_function_bytes",
+    "actual_function",
+    "app_line",
+    "bytes",
+    "regions",
+];
+
+#[test]
+fn unfreed_memory_by_application_function_and_line() {
+    let (_t, cap) = ingest_dumps(&["mem.strace"], &[]);
+    let out = trawl_ok(&[
+        "report",
+        "unfreed",
+        cap.to_str().unwrap(),
+        "--format",
+        "csv",
+    ]);
+    let src = std::fs::read_to_string(strace_fixture("src/mem.c")).unwrap();
+    let at = |needle: &str| format!("mem.c:{}", source_line(&src, needle));
+    let got = app_rows(&out, Some("19715"), MEM_COLS);
+    assert_eq!(got, mem_unfreed_expected());
     // The child holds its own 2 MiB, attributed to child() in mem.c.
     let child: Vec<_> = csv_maps(&out)
         .into_iter()
@@ -520,20 +528,14 @@ fn live_regions_at_a_time() {
 /// pread64 512 each; sendfile 409600. Then a window: from pwrite64 to
 /// sendfile holds only positioned(); a lead reaching back to writev adds
 /// vector_write().
-#[test]
-fn io_report_by_application_function_and_window() {
-    let (_t, cap) = ingest_dumps(&["io.strace"], &[]);
+/// Bytes a run of bin/io transfers in the application, worked out by hand
+/// from src/io.c (the comment at its top): rows of (app_function,
+/// app_line, direction, bytes, calls), sorted. fprintf's 64000 bytes leave
+/// stdio in 4096-byte writes, the rest at fclose; 0-byte reads move
+/// nothing and are not counted.
+fn io_expected() -> Vec<Vec<String>> {
     let src = std::fs::read_to_string(strace_fixture("src/io.c")).unwrap();
     let at = |needle: &str| format!("io.c:{}", source_line(&src, needle));
-    let report = |extra: &[&str]| -> Vec<Vec<String>> {
-        let mut args = vec!["report", "io", cap.to_str().unwrap(), "--format", "csv"];
-        args.extend_from_slice(extra);
-        app_rows(
-            &trawl_ok(&args),
-            None,
-            &["app_function", "app_line", "direction", "bytes", "calls"],
-        )
-    };
     let row = |f: &str, line: String, d: &str, b: u64, n: u32| row![f, line, d, b, n];
     let mut want = vec![
         row(
@@ -552,7 +554,22 @@ fn io_report_by_application_function_and_window() {
         row("vector_write", at("writev(fd, iov, 3)"), "write", 60, 1),
     ];
     want.sort();
-    assert_eq!(report(&[]), want);
+    want
+}
+
+#[test]
+fn io_report_by_application_function_and_window() {
+    let (_t, cap) = ingest_dumps(&["io.strace"], &[]);
+    let report = |extra: &[&str]| -> Vec<Vec<String>> {
+        let mut args = vec!["report", "io", cap.to_str().unwrap(), "--format", "csv"];
+        args.extend_from_slice(extra);
+        app_rows(
+            &trawl_ok(&args),
+            None,
+            &["app_function", "app_line", "direction", "bytes", "calls"],
+        )
+    };
+    assert_eq!(report(&[]), io_expected());
 
     let t = |name: &str| -> i64 {
         sql_scalar(&cap, &format!("SELECT min(time_ns) FROM syscall WHERE name = '{name}' AND fd_path LIKE '/tmp/iot/%'"))
@@ -606,6 +623,17 @@ fn raw_and_verbose_flag_formats_rebuild_the_same_regions() {
 #[test]
 fn threads_share_the_process_space_and_exec_starts_a_new_one() {
     let (_t, cap) = ingest_dumps(&["threads.strace"], &[]);
+    let pid = sql_scalar(&cap, "SELECT pid FROM syscall WHERE syscall_id = 0");
+    check_threads_unfreed(&cap, &pid);
+}
+
+/// The unfreed report of a run of bin/threads whose process is `pid`, in
+/// the application (src/threads.c): each worker's 1 MiB at its mmap line,
+/// main's 2 MiB, the two thread stacks (8 MiB + a guard page each) and
+/// glibc's first heap growth (135168 bytes, the malloc in pthread_create)
+/// at the pthread_create line, all in the process; /bin/true, exec'd by
+/// the vfork child, holds only its own mappings (a second process).
+fn check_threads_unfreed(cap: &Path, pid: &str) {
     let src = std::fs::read_to_string(strace_fixture("src/threads.c")).unwrap();
     let at = |needle: &str| format!("threads.c:{}", source_line(&src, needle));
     let out = trawl_ok(&[
@@ -615,46 +643,278 @@ fn threads_share_the_process_space_and_exec_starts_a_new_one() {
         "--format",
         "csv",
     ]);
-    let rows = app_rows(
-        &out,
-        None,
-        &[
-            "pid",
-            "app_function",
-            "actual_function",
-            "app_line",
-            "bytes",
-            "regions",
+    let cols = [
+        "pid",
+        "app_function",
+        "actual_function",
+        "app_line",
+        "bytes",
+        "regions",
+    ];
+    let create = at("pthread_create(&t[i]");
+    let mut want = vec![
+        row![
+            pid,
+            "worker",
+            "__mmap",
+            at("void *p = mmap(NULL, 1L << 20"),
+            2 << 20,
+            2
         ],
+        row![
+            pid,
+            "main",
+            "__mmap",
+            at("void *q = mmap(NULL, 2L << 20"),
+            2 << 20,
+            1
+        ],
+        row![
+            pid,
+            "main",
+            "__mmap",
+            create,
+            2 * (8 * 1024 * 1024 + 4096),
+            2
+        ],
+        row![pid, "main", "__brk", create, 135168, 1],
+    ];
+    want.sort();
+    assert_eq!(app_rows(&out, None, &cols), want);
+    let spaces = sql_scalar(cap, "SELECT count(DISTINCT pid) FROM live_regions()");
+    assert_eq!(spaces, "2");
+}
+
+// perf.data syscall tracepoints (fixtures/perf/*-syscalls.data: the same
+// programs recorded with `perf record -e 'syscalls:sys_enter_*' -e
+// 'syscalls:sys_exit_*' --call-graph dwarf`, commands in fixtures/perf's
+// README) build the same `syscall` table.
+
+/// Ingests a perf.data of fixtures/perf, binaries from fixtures/strace/bin.
+fn ingest_perf_syscalls(name: &str) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let cap = dir.path().join("cap");
+    let bin = strace_fixture("bin");
+    ingest_file(
+        &fixture(name),
+        &cap,
+        &["--debug-dir", bin.to_str().unwrap()],
     );
-    let pid = sql_scalar(&cap, "SELECT pid FROM syscall WHERE syscall_id = 0");
-    let has = |f: &str, actual: &str, line: String, bytes: u64, n: u32| {
-        let want = row![pid, f, actual, line, bytes, n];
-        assert!(rows.contains(&want), "{want:?} not in {rows:?}");
+    (dir, cap)
+}
+
+/// `perf script` lines of one tracepoint: (tid, time text, payload text).
+fn perf_script_events(file: &Path, event: &str) -> Vec<(String, String)> {
+    perf(&[
+        "script",
+        "-i",
+        file.to_str().unwrap(),
+        "-F",
+        "tid,event,trace",
+    ])
+    .lines()
+    .filter_map(|l| {
+        let (head, trace) = l.split_once(&format!("syscalls:{event}:"))?;
+        Some((head.trim().to_string(), trace.trim().to_string()))
+    })
+    .collect()
+}
+
+/// A `name: 0x...` field of a perf script tracepoint line, as a number.
+fn perf_field(trace: &str, name: &str) -> u64 {
+    let v = trace
+        .split(", ")
+        .find_map(|f| f.strip_prefix(&format!("{name}: ")))
+        .unwrap_or_else(|| panic!("no {name} in {trace}"));
+    u64::from_str_radix(v.trim_start_matches("0x"), 16).unwrap()
+}
+
+/// Enter and exit samples become one row per call: every sys_enter sample
+/// `perf script` prints is a call (plus the exits whose enter came before
+/// the recording: the exec that enabled it and the child's return from
+/// fork); the mmap arguments and return values are the ones perf script
+/// decodes, in the same order.
+#[test]
+fn perf_syscall_tracepoints_pair_enter_and_exit() {
+    let data = fixture("mem-syscalls.data");
+    let (_t, cap) = ingest_perf_syscalls("mem-syscalls.data");
+    let script = perf(&["script", "-i", data.to_str().unwrap(), "-F", "event"]);
+    let enters = script.matches("syscalls:sys_enter_").count();
+    let exits = script.matches("syscalls:sys_exit_").count();
+    let total: usize = sql_scalar(&cap, "SELECT count(*) FROM syscall")
+        .parse()
+        .unwrap();
+    let exit_only: usize = sql_scalar(
+        &cap,
+        "SELECT count(*) FROM syscall WHERE ret_note LIKE 'exit only%'",
+    )
+    .parse()
+    .unwrap();
+    assert_eq!(total, enters + exit_only);
+    assert_eq!(
+        rows(
+            &cap,
+            "SELECT name, retval FROM syscall WHERE ret_note LIKE 'exit only%' ORDER BY time_ns"
+        ),
+        vec![row!["execve", 0], row!["clone", 0]]
+    );
+    // exit_group never returns: one enter without exit per process.
+    assert_eq!(enters - exits + exit_only, 2);
+    assert_eq!(
+        sql_scalar(
+            &cap,
+            "SELECT count(*) FROM syscall WHERE name = 'exit_group' AND ret = '?' AND finished"
+        ),
+        "2"
+    );
+
+    let lens: Vec<u64> = perf_script_events(&data, "sys_enter_mmap")
+        .iter()
+        .map(|(_, t)| perf_field(t, "len"))
+        .collect();
+    let rets: Vec<String> = perf_script_events(&data, "sys_exit_mmap")
+        .into_iter()
+        .map(|(_, t)| t)
+        .collect();
+    let got = rows(
+        &cap,
+        "SELECT length, ret, duration_ns > 0 FROM syscall WHERE name = 'mmap' ORDER BY time_ns",
+    );
+    assert_eq!(got.len(), lens.len());
+    for ((g, len), ret) in got.iter().zip(&lens).zip(&rets) {
+        assert_eq!(g, &row![len, ret, true]);
+    }
+    // Failed calls: errno by name (ld.so's access of ld.so.preload).
+    assert_eq!(
+        rows(
+            &cap,
+            "SELECT name, retval, errno FROM syscall WHERE errno IS NOT NULL"
+        ),
+        vec![row!["access", -1, "ENOENT"]]
+    );
+    // Each call's stack is the user part of its enter sample's.
+    let bad = sql_scalar(
+        &cap,
+        "SELECT count(*) FROM syscall c JOIN perf_sample s ON s.sample_id = c.sample_id \
+         WHERE c.stack_id IS NULL OR s.stack_id IS NULL",
+    );
+    assert_eq!(bad, "0");
+}
+
+/// The unfreed memory rebuilt from perf's tracepoints is the one worked out
+/// by hand for strace's dump of the same program.
+#[test]
+fn perf_syscalls_rebuild_the_unfreed_memory_of_strace() {
+    let (_t, cap) = ingest_perf_syscalls("mem-syscalls.data");
+    let out = trawl_ok(&[
+        "report",
+        "unfreed",
+        cap.to_str().unwrap(),
+        "--format",
+        "csv",
+    ]);
+    let parent = sql_scalar(&cap, "SELECT min(tgid) FROM syscall");
+    assert_eq!(
+        app_rows(&out, Some(&parent), MEM_COLS),
+        mem_unfreed_expected()
+    );
+    let src = std::fs::read_to_string(strace_fixture("src/mem.c")).unwrap();
+    let child: Vec<_> = csv_maps(&out)
+        .into_iter()
+        .filter(|r| r["pid"] != parent && r["app_function"] == "child")
+        .map(|r| (r["bytes"].clone(), r["app_line"].clone()))
+        .collect();
+    assert_eq!(
+        child,
+        vec![(
+            "2097152".to_string(),
+            format!("mem.c:{}", source_line(&src, "mmap(NULL, 2L << 20"))
+        )]
+    );
+    // The child exited (PERF_RECORD_EXIT): after that moment its regions
+    // are gone, the parent's are not.
+    let exit = sql_scalar(
+        &cap,
+        &format!("SELECT time_ns FROM perf_task_event WHERE kind = 'exit' AND pid <> {parent}"),
+    );
+    let live = |t: &str| {
+        sql_scalar(
+            &cap,
+            &format!("SELECT count(*) FROM live_regions({t}) WHERE pid <> {parent}"),
+        )
+        .parse::<u32>()
+        .unwrap()
     };
-    has(
-        "worker",
-        "__mmap",
-        at("void *p = mmap(NULL, 1L << 20"),
-        2 << 20,
-        2,
+    let before: i64 = exit.parse::<i64>().unwrap() - 1;
+    assert!(live(&before.to_string()) > 0);
+    assert_eq!(live(&exit), 0);
+    assert!(
+        sql_scalar(
+            &cap,
+            &format!("SELECT count(*) FROM live_regions({exit}) WHERE pid = {parent}")
+        )
+        .parse::<u32>()
+        .unwrap()
+            > 0
     );
-    has(
-        "main",
-        "__mmap",
-        at("void *q = mmap(NULL, 2L << 20"),
-        2 << 20,
-        1,
+}
+
+/// pthread_create's clone3 passes its flags in memory perf does not
+/// record: the threads are known by their process id, so their mappings
+/// stay in the process (src/threads.c, as in the strace test).
+#[test]
+fn perf_syscalls_threads_share_the_process_space() {
+    let (_t, cap) = ingest_perf_syscalls("threads-syscalls.data");
+    let pid = sql_scalar(&cap, "SELECT min(tgid) FROM syscall");
+    check_threads_unfreed(&cap, &pid);
+    let clone3 = sql_scalar(
+        &cap,
+        "SELECT count(*) FROM syscall WHERE name = 'clone3' AND retval > 0",
     );
-    has(
-        "main",
-        "__mmap",
-        at("pthread_create(&t[i]"),
-        2 * (8 * 1024 * 1024 + 4096),
-        2,
+    assert_eq!(clone3, "2");
+}
+
+/// I/O bytes from perf's tracepoints: the same per function and line as
+/// worked out for strace (perf has no paths: files are `fd N`).
+#[test]
+fn perf_syscalls_attribute_io_bytes() {
+    let (_t, cap) = ingest_perf_syscalls("io-syscalls.data");
+    let out = trawl_ok(&["report", "io", cap.to_str().unwrap(), "--format", "csv"]);
+    assert_eq!(
+        app_rows(
+            &out,
+            None,
+            &["app_function", "app_line", "direction", "bytes", "calls"]
+        ),
+        io_expected()
     );
-    assert!(rows.iter().all(|r| r[0] == pid), "{rows:?}");
-    // /bin/true, exec'd by the vfork child, holds only its own mappings.
-    let child = sql_scalar(&cap, "SELECT count(DISTINCT pid) FROM live_regions()");
-    assert_eq!(child, "2");
+    assert!(csv_maps(&out).iter().all(|r| r["file"].starts_with("fd ")));
+}
+
+/// `-g` (frame pointers) tracepoints: the write calls of bin/hot with the
+/// byte counts `perf script` decodes.
+#[test]
+fn perf_syscalls_with_frame_pointer_stacks() {
+    let data = fixture("tracepoint.data");
+    let (_t, cap) = ingest("tracepoint.data");
+    let want: Vec<Vec<String>> = perf_script_events(&data, "sys_enter_write")
+        .iter()
+        .zip(perf_script_events(&data, "sys_exit_write"))
+        .map(|((_, e), (_, x))| {
+            let ret = i64::from_str_radix(x.trim_start_matches("0x"), 16).unwrap();
+            row![perf_field(e, "fd"), perf_field(e, "count"), ret]
+        })
+        .collect();
+    assert!(!want.is_empty());
+    assert_eq!(
+        rows(
+            &cap,
+            "SELECT fd, count, retval FROM syscall ORDER BY time_ns"
+        ),
+        want
+    );
+    assert_eq!(
+        sql_scalar(&cap, "SELECT count(*) FROM syscall WHERE stack_id IS NULL"),
+        "0"
+    );
 }

@@ -22,12 +22,32 @@ use crate::columns::{DictKeys, OptBinary, OptPrim, Prim};
 use crate::stacks::StackTables;
 
 use super::header::{flag, hex, EventDesc, Metadata};
-use super::records::{CpuMode, Mmap, Record, Sample, SampleId};
+use super::records::{CpuMode, Mmap, Record, Sample, SampleId, SyscallPayload};
+use super::syscalls::{Half, SyscallPairs};
 use crate::schema::{self, TableDef};
+use crate::syscalls::SyscallTable;
 use crate::writer::{CaptureWriter, TableWriter};
 use crate::Result;
 
 pub const BATCH_ROWS: usize = 64 * 1024;
+
+/// The system call a `syscalls:sys_enter_NAME`/`sys_exit_NAME` event
+/// records, by the name strace prints (the kernel names a few tracepoints
+/// after their implementation: `sendfile64`, `newfstat`, ...).
+fn syscall_name(event: &str) -> Option<Arc<str>> {
+    let (_, n) = super::records::syscall_tracepoint(event)?;
+    Some(
+        match n {
+            "sendfile64" => "sendfile",
+            "newstat" => "stat",
+            "newlstat" => "lstat",
+            "newfstat" => "fstat",
+            "newuname" => "uname",
+            n => n,
+        }
+        .into(),
+    )
+}
 
 /// Entries of the raw-callchain → stack cache before it is cleared.
 const RAW_STACK_CACHE: usize = 200_000;
@@ -351,6 +371,12 @@ pub struct PerfConverter {
     /// Modules, frames and stacks (shared with the other converters of
     /// the capture).
     pub stacks: StackTables,
+    /// System calls (from syscall tracepoints here; shared with the
+    /// strace converter).
+    pub syscalls: SyscallTable,
+    sys_pairs: SyscallPairs,
+    /// Per event: the system call of a `syscalls:sys_*_NAME` tracepoint.
+    sys_names: Vec<Option<Arc<str>>>,
     mappings: MappingCols,
     mappings_out: Out,
     tasks: TaskCols,
@@ -375,7 +401,7 @@ pub struct PerfConverter {
     kgen: u64,
     /// Raw callchain (with the generations of the address spaces it was
     /// resolved in) → stack id: repeated stacks skip frame resolution.
-    raw_stacks: HashMap<Box<[u8]>, i64>,
+    raw_stacks: HashMap<Box<[u8]>, (i64, Option<i64>)>,
     raw_key: Vec<u8>,
     /// Dictionary key of each event's name in `perf_sample.event`.
     event_keys: Vec<i32>,
@@ -411,6 +437,9 @@ impl PerfConverter {
             },
             ustack_out: Out::new(cap, &schema::PERF_USER_STACK)?,
             stacks: StackTables::new(cap)?,
+            syscalls: SyscallTable::new(cap)?,
+            sys_pairs: SyscallPairs::default(),
+            sys_names: Vec::new(),
             mappings: Default::default(),
             mappings_out: Out::new(cap, &schema::PERF_MAPPING)?,
             tasks: Default::default(),
@@ -465,6 +494,7 @@ impl PerfConverter {
                 self.events.push((self.source_id, e.clone()));
                 self.event_names.push(e.name().into());
                 self.event_keys.push(self.samples.event.intern(&e.name()));
+                self.sys_names.push(syscall_name(&e.name()));
             } else {
                 // Names can arrive late (EVENT_UPDATE, HEADER_FEATURE).
                 let idx = gid as usize;
@@ -472,6 +502,7 @@ impl PerfConverter {
                     self.events[idx].1 = e.clone();
                     self.event_names[idx] = e.name().into();
                     self.event_keys[idx] = self.samples.event.intern(&e.name());
+                    self.sys_names[idx] = syscall_name(&e.name());
                 }
             }
             for &id in &e.ids {
@@ -481,6 +512,8 @@ impl PerfConverter {
     }
 
     pub fn end_source(&mut self, meta: &Metadata) {
+        self.sys_pairs
+            .end_source(&mut self.syscalls, self.source_id);
         self.metas.push((self.source_id, meta.clone()));
     }
 
@@ -499,7 +532,7 @@ impl PerfConverter {
             self.flush_last_thread();
         }
         match record {
-            Record::Sample(s) => self.handle_sample(event, s)?,
+            Record::Sample(s) => self.handle_sample(event, s, None)?,
             Record::Mmap(m) => self.handle_mmap(m, &sample_id)?,
             Record::Comm(c) => {
                 let name: Arc<str> = String::from_utf8_lossy(c.name).into();
@@ -554,6 +587,8 @@ impl PerfConverter {
             Record::Exit(f) => {
                 let t = Some(f.time as i64);
                 self.thread(f.pid, f.tid).end = t;
+                self.sys_pairs
+                    .thread_exit(&mut self.syscalls, self.source_id, f.tid);
                 self.task_row(t, "exit", f.pid, f.tid, Some(f.ppid), Some(f.ptid), None);
             }
             Record::Lost { id, count } => {
@@ -747,7 +782,13 @@ impl PerfConverter {
     }
 
     /// Handles a decoded sample of the input's event `event`.
-    pub fn handle_sample(&mut self, event: usize, s: &Sample<'_>) -> Result<()> {
+    /// `sys`: the decoded payload of a syscall tracepoint sample.
+    pub fn handle_sample(
+        &mut self,
+        event: usize,
+        s: &Sample<'_>,
+        sys: Option<SyscallPayload>,
+    ) -> Result<()> {
         let gid = self.event_base + event as i32;
         let sample_id = self.next_sample;
         self.next_sample += 1;
@@ -805,23 +846,55 @@ impl PerfConverter {
                 key.extend_from_slice(&v.to_ne_bytes());
             }
         }
+        // System calls get the user part of the stack as well (where the
+        // program made the call, as strace -k shows it).
+        let want_user = sys.is_some();
+        if want_user {
+            key.extend_from_slice(b"user");
+        }
         let cached = self.raw_stacks.get(key.as_slice()).copied();
         self.raw_key = key;
-        let stack_id = match cached {
-            Some(id) => Some(id),
+        let (stack_id, user_stack_id) = match cached {
+            Some((id, user)) => (Some(id), user),
             None => {
-                let id = self.resolve_stack(s, mode);
+                let (id, user) = self.resolve_stack(s, mode, want_user);
                 if let Some(id) = id {
                     // Only a cache: bounded so that recordings of many
                     // short-lived processes do not grow it without end.
                     if self.raw_stacks.len() >= RAW_STACK_CACHE {
                         self.raw_stacks = HashMap::default();
                     }
-                    self.raw_stacks.insert(self.raw_key.as_slice().into(), id);
+                    self.raw_stacks
+                        .insert(self.raw_key.as_slice().into(), (id, user));
                 }
-                id
+                (id, user)
             }
         };
+        if let (Some(p), Some(name)) = (
+            sys,
+            self.sys_names.get(gid as usize).and_then(|n| n.as_ref()),
+        ) {
+            let h = Half {
+                name,
+                tid: s.tid,
+                tgid: s.pid,
+                time: s.time,
+                stack_id: user_stack_id,
+                sample_id,
+            };
+            match p {
+                SyscallPayload::Enter { args, nargs, .. } => self.sys_pairs.enter(
+                    &mut self.syscalls,
+                    self.source_id,
+                    h,
+                    &args[..nargs as usize],
+                ),
+                SyscallPayload::Exit { ret, .. } => {
+                    self.sys_pairs
+                        .exit(&mut self.syscalls, self.source_id, h, ret)
+                }
+            }
+        }
 
         let c = &mut self.samples;
         c.sample_id.push(sample_id);
@@ -862,9 +935,18 @@ impl PerfConverter {
     /// Resolves a sample's callchain (or ip) to frames and returns the id of
     /// the deduplicated stack, leaf first; context markers become the
     /// frames' modes.
-    fn resolve_stack(&mut self, s: &Sample<'_>, mode: CpuMode) -> Option<i64> {
+    /// With `want_user`, also the id of the stack of its user frames only.
+    fn resolve_stack(
+        &mut self,
+        s: &Sample<'_>,
+        mode: CpuMode,
+        want_user: bool,
+    ) -> (Option<i64>, Option<i64>) {
         let mut chain = std::mem::take(&mut self.chain);
         chain.clear();
+        // Index of the first user frame: the user context follows the
+        // kernel's in a callchain, and unwound frames come last.
+        let mut user_from: Option<usize> = None;
         if let Some(cc) = &s.callchain {
             let mut cur = mode;
             // The first address of each context is where that context was
@@ -885,12 +967,16 @@ impl PerfConverter {
                 if unwound && cur == CpuMode::User {
                     continue;
                 }
+                if cur == CpuMode::User && user_from.is_none() {
+                    user_from = Some(chain.len());
+                }
                 chain.push(self.frame(s.pid, v, cur, !first));
                 first = false;
             }
         }
         if !self.unwound.is_empty() {
             let frames = std::mem::take(&mut self.unwound);
+            user_from.get_or_insert(chain.len());
             for (i, &a) in frames.iter().enumerate() {
                 chain.push(self.frame(s.pid, a, CpuMode::User, i > 0));
             }
@@ -898,12 +984,20 @@ impl PerfConverter {
         }
         if chain.is_empty() {
             if let Some(ip) = s.ip {
+                if mode == CpuMode::User {
+                    user_from = Some(0);
+                }
                 chain.push(self.frame(s.pid, ip, mode, false));
             }
         }
         let stack_id = (!chain.is_empty()).then(|| self.stacks.stack(&chain));
+        let user_id = match user_from {
+            Some(0) => stack_id,
+            Some(i) if want_user && i < chain.len() => Some(self.stacks.stack(&chain[i..])),
+            _ => None,
+        };
         self.chain = chain;
-        stack_id
+        (stack_id, user_id)
     }
 
     /// Rows of the child tables (read values, branch entries, user stack).
@@ -1035,6 +1129,7 @@ impl PerfConverter {
             self.ustack_out.rows = 0;
         }
         self.stacks.flush()?;
+        self.syscalls.flush()?;
         if self.mappings_out.rows > 0 {
             let c = &mut self.mappings;
             let cols = vec![
@@ -1099,6 +1194,7 @@ impl PerfConverter {
     pub fn finish(mut self, cap: &mut CaptureWriter) -> Result<Vec<(i32, String, String)>> {
         self.flush_last_thread();
         self.flush()?;
+        self.syscalls.finish(cap)?;
         for out in [
             self.samples_out,
             self.reads_out,

@@ -11,6 +11,7 @@ pub mod convert;
 pub mod header;
 pub mod reader;
 pub mod records;
+pub mod syscalls;
 pub mod writer;
 
 use std::io::Read;
@@ -45,12 +46,21 @@ pub fn ingest_perf(
         (false, _) => PerfReader::open_file(path, diags)?,
     };
     conv.sync_events(&reader.events);
+    // Which events are syscall tracepoints: Some(true) for sys_enter_*.
+    let points = |events: &[header::EventDesc]| -> Vec<Option<bool>> {
+        events
+            .iter()
+            .map(|e| records::syscall_tracepoint(&e.name()).map(|(enter, _)| enter))
+            .collect()
+    };
+    let mut sys_points = points(&reader.events);
     let before = conv.samples_written;
     let mut version = reader.events_version;
     loop {
         // Pipe mode: attributes and names arrive in the stream.
         if reader.events_version != version {
             conv.sync_events(&reader.events);
+            sys_points = points(&reader.events);
             version = reader.events_version;
         }
         let Some(item) = reader.next_record(diags)? else {
@@ -58,8 +68,29 @@ pub fn ingest_perf(
         };
         let decoded = if item.is_sample() {
             let mut s = records::Sample::default();
-            item.decode_sample_into(&mut s)
-                .map(|()| conv.handle_sample(item.event, &s))
+            item.decode_sample_into(&mut s).map(|()| {
+                // A syscall tracepoint's payload, decoded here (the
+                // converter sees typed values only); a bad one leaves the
+                // sample without its call.
+                let sys = match (sys_points.get(item.event).copied().flatten(), s.raw) {
+                    (Some(enter), Some(raw)) => {
+                        match records::decode_syscall_payload(raw, enter, item.big_endian()) {
+                            Ok(p) => Some(p),
+                            Err(msg) => {
+                                diags.report(
+                                    item.position,
+                                    crate::Severity::Warning,
+                                    "bad_tracepoint_payload",
+                                    format!("{msg}; sample kept without its system call"),
+                                )?;
+                                None
+                            }
+                        }
+                    }
+                    _ => None,
+                };
+                conv.handle_sample(item.event, &s, sys)
+            })
         } else {
             item.decode()
                 .map(|(record, sample_id)| conv.handle(item.event, &record, &sample_id))

@@ -120,6 +120,11 @@ impl<'a> Item<'a> {
         self.record_type == rtype::SAMPLE
     }
 
+    /// Byte order of the input.
+    pub fn big_endian(&self) -> bool {
+        self.be
+    }
+
     /// Decodes a sample record into `s` (see [`Item::is_sample`]).
     #[inline]
     pub fn decode_sample_into(&self, s: &mut super::records::Sample<'a>) -> Result<(), String> {

@@ -653,6 +653,71 @@ pub fn decode_task(body: &[u8], be: bool) -> Result<Task, String> {
     })
 }
 
+/// Which half of a system call a `syscalls:sys_enter_NAME` /
+/// `syscalls:sys_exit_NAME` tracepoint records, and NAME.
+pub fn syscall_tracepoint(event_name: &str) -> Option<(bool, &str)> {
+    let n = event_name.strip_prefix("syscalls:")?;
+    if let Some(name) = n.strip_prefix("sys_enter_") {
+        return (!name.is_empty()).then_some((true, name));
+    }
+    n.strip_prefix("sys_exit_")
+        .filter(|name| !name.is_empty())
+        .map(|name| (false, name))
+}
+
+/// The payload (PERF_SAMPLE_RAW) of a syscall tracepoint, decoded from the
+/// layout of `/sys/kernel/tracing/events/syscalls/sys_*_NAME/format`
+/// (64-bit kernels): 8 bytes of common fields, `int __syscall_nr` at 8,
+/// then at 16 either the arguments (`unsigned long` each, as many as the
+/// call has) or `long ret`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SyscallPayload {
+    Enter { nr: i32, args: [u64; 6], nargs: u8 },
+    Exit { nr: i32, ret: i64 },
+}
+
+pub fn decode_syscall_payload(raw: &[u8], enter: bool, be: bool) -> Result<SyscallPayload, String> {
+    let mut c = Cursor::new(raw, be);
+    c.skip(8).ok_or_else(|| {
+        format!(
+            "syscall tracepoint payload of {} bytes has no common fields",
+            raw.len()
+        )
+    })?;
+    let nr = c.i32().ok_or_else(|| {
+        format!(
+            "syscall tracepoint payload of {} bytes ends before __syscall_nr",
+            raw.len()
+        )
+    })?;
+    c.skip(4).ok_or_else(|| {
+        format!(
+            "syscall tracepoint payload of {} bytes ends after __syscall_nr",
+            raw.len()
+        )
+    })?;
+    if enter {
+        // The raw area is padded so that it ends 8-aligned with its u32
+        // size: whole 8-byte words after offset 16 are the arguments.
+        let mut args = [0u64; 6];
+        let mut nargs = 0u8;
+        while (nargs as usize) < args.len() {
+            let Some(v) = c.u64() else { break };
+            args[nargs as usize] = v;
+            nargs += 1;
+        }
+        Ok(SyscallPayload::Enter { nr, args, nargs })
+    } else {
+        let ret = c
+            .u64()
+            .ok_or_else(|| format!("sys_exit payload of {} bytes ends before ret", raw.len()))?;
+        Ok(SyscallPayload::Exit {
+            nr,
+            ret: ret as i64,
+        })
+    }
+}
+
 /// A typed record, as the converter sees it.
 #[derive(Clone, Debug)]
 pub enum Record<'a> {

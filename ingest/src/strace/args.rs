@@ -106,6 +106,28 @@ const FD_FIRST: &[&str] = &[
     "vmsplice",
 ];
 
+/// Which arguments of a call are file descriptors (0-based positions):
+/// what a renderer of raw argument registers prints as an `int`.
+pub fn fd_positions(name: &str) -> &'static [usize] {
+    match name {
+        "mmap" | "mmap2" => &[4],
+        "sendfile" | "tee" | "dup2" | "dup3" => &[0, 1],
+        "copy_file_range" | "splice" | "renameat" | "renameat2" | "linkat" | "epoll_ctl" => &[0, 2],
+        "symlinkat" => &[1],
+        "openat" | "openat2" | "newfstatat" | "fstatat64" | "statx" | "unlinkat" | "mkdirat"
+        | "mknodat" | "fchmodat" | "fchmodat2" | "fchownat" | "faccessat" | "faccessat2"
+        | "readlinkat" | "utimensat" | "futimesat" | "name_to_handle_at" | "execveat"
+        | "inotify_add_watch" | "fanotify_mark" | "fstatfs" | "fgetxattr" | "fsetxattr"
+        | "flistxattr" | "fremovexattr" | "fchdir" | "getdents" | "readahead"
+        | "sync_file_range" | "fadvise64" | "shutdown" | "bind" | "connect" | "listen"
+        | "accept" | "accept4" | "getsockname" | "getpeername" | "setsockopt" | "getsockopt"
+        | "recvmmsg" | "sendmmsg" | "epoll_wait" | "epoll_pwait" | "epoll_pwait2"
+        | "timerfd_settime" | "timerfd_gettime" | "pidfd_send_signal" | "pidfd_getfd" => &[0],
+        n if FD_FIRST.contains(&n) => &[0],
+        _ => &[],
+    }
+}
+
 /// Sum of `iov_len=N` of an iovec array.
 fn iov_total(s: &str) -> Option<i64> {
     let mut total = 0i64;

@@ -3,14 +3,14 @@
 
 use arrow::array::{
     ArrayRef, BooleanBuilder, Int32Builder, Int64Builder, StringBuilder, StringDictionaryBuilder,
-    UInt64Builder,
 };
 use arrow::datatypes::Int32Type;
 
-use super::args::{parse_call_args, parse_ret};
+use super::args::parse_ret;
 use super::reader::{Event, StackFrame, SyscallEvent};
 use crate::schema;
 use crate::stacks::StackTables;
+use crate::syscalls::{SyscallRow, SyscallTable};
 use crate::writer::{CaptureWriter, TableWriter};
 use crate::Result;
 
@@ -20,36 +20,6 @@ type Dict = StringDictionaryBuilder<Int32Type>;
 
 fn a<B: arrow::array::ArrayBuilder>(b: &mut B) -> ArrayRef {
     b.finish()
-}
-
-#[derive(Default)]
-struct CallCols {
-    id: Int64Builder,
-    source: Int32Builder,
-    line: Int64Builder,
-    resumed: Int64Builder,
-    pid: Int32Builder,
-    time: Int64Builder,
-    duration: Int64Builder,
-    name: Dict,
-    args: StringBuilder,
-    ret: StringBuilder,
-    retval: Int64Builder,
-    errno: Dict,
-    note: StringBuilder,
-    finished: BooleanBuilder,
-    stack: Int64Builder,
-    fd: Int32Builder,
-    fd_path: StringBuilder,
-    addr: UInt64Builder,
-    length: UInt64Builder,
-    new_length: UInt64Builder,
-    new_addr: UInt64Builder,
-    prot: StringBuilder,
-    flags: StringBuilder,
-    offset: Int64Builder,
-    count: Int64Builder,
-    rows: usize,
 }
 
 #[derive(Default)]
@@ -68,12 +38,9 @@ struct EventCols {
 }
 
 pub struct StraceConverter {
-    calls: CallCols,
-    calls_out: TableWriter,
     events: EventCols,
     events_out: TableWriter,
     source_id: i32,
-    next_id: i64,
     chain: Vec<i64>,
     /// Interned module path (by address, valid for the current input) →
     /// `module.module_id`.
@@ -84,12 +51,9 @@ pub struct StraceConverter {
 impl StraceConverter {
     pub fn new(cap: &mut CaptureWriter) -> Result<Self> {
         Ok(StraceConverter {
-            calls: Default::default(),
-            calls_out: cap.open_table(&schema::SYSCALL)?,
             events: Default::default(),
             events_out: cap.open_table(&schema::STRACE_EVENT)?,
             source_id: 0,
-            next_id: 0,
             chain: Vec::new(),
             module_ids: Default::default(),
             calls_written: 0,
@@ -133,9 +97,14 @@ impl StraceConverter {
         Some(stacks.stack(&self.chain))
     }
 
-    pub fn handle(&mut self, ev: Event, stacks: &mut StackTables) -> Result<()> {
+    pub fn handle(
+        &mut self,
+        ev: Event,
+        stacks: &mut StackTables,
+        calls: &mut SyscallTable,
+    ) -> Result<()> {
         match ev {
-            Event::Syscall(c) => self.call(c, stacks)?,
+            Event::Syscall(c) => self.call(c, stacks, calls),
             Event::Signal {
                 line,
                 pid,
@@ -181,83 +150,40 @@ impl StraceConverter {
                 e.rows += 1;
             }
         }
-        if self.calls.rows >= BATCH_ROWS || self.events.rows >= BATCH_ROWS {
-            self.flush(stacks)?;
+        if calls.full() || self.events.rows >= BATCH_ROWS {
+            self.flush(stacks, calls)?;
         }
         Ok(())
     }
 
-    fn call(&mut self, c: SyscallEvent, stacks: &mut StackTables) -> Result<()> {
-        let sid = self.stack(stacks, c.pid, &c.stack);
-        let p = parse_call_args(&c.name, &c.args);
-        let k = &mut self.calls;
-        k.id.append_value(self.next_id);
-        self.next_id += 1;
-        k.source.append_value(self.source_id);
-        k.line.append_value(c.line as i64);
-        k.resumed.append_option(c.resumed_line.map(|l| l as i64));
-        k.pid.append_option(c.pid);
-        k.time.append_option(c.time_ns);
-        k.duration.append_option(c.duration_ns);
-        k.name.append_value(&c.name);
-        k.retval.append_option(c.ret.as_deref().and_then(parse_ret));
-        k.ret.append_option(c.ret.as_deref());
-        k.errno.append_option(c.errno.as_deref());
-        k.note.append_option(c.ret_note.as_deref());
-        k.finished.append_value(c.finished);
-        k.stack.append_option(sid);
-        k.fd.append_option(p.fd);
-        k.fd_path.append_option(p.fd_path);
-        k.addr.append_option(p.addr);
-        k.length.append_option(p.length);
-        k.new_length.append_option(p.new_length);
-        k.new_addr.append_option(p.new_addr);
-        k.prot.append_option(p.prot);
-        k.flags.append_option(p.flags);
-        k.offset.append_option(p.offset);
-        k.count.append_option(p.count);
-        k.args.append_value(&c.args);
-        k.rows += 1;
+    fn call(&mut self, c: SyscallEvent, stacks: &mut StackTables, calls: &mut SyscallTable) {
+        let stack_id = self.stack(stacks, c.pid, &c.stack);
+        calls.push(&SyscallRow {
+            source_id: self.source_id,
+            line: Some(c.line),
+            resumed_line: c.resumed_line,
+            pid: c.pid,
+            tgid: None,
+            sample_id: None,
+            time_ns: c.time_ns,
+            duration_ns: c.duration_ns,
+            name: &c.name,
+            args: &c.args,
+            ret: c.ret.as_deref(),
+            retval: c.ret.as_deref().and_then(parse_ret),
+            errno: c.errno.as_deref(),
+            note: c.ret_note.as_deref(),
+            finished: c.finished,
+            stack_id,
+        });
         self.calls_written += 1;
-        Ok(())
     }
 
-    pub fn flush(&mut self, stacks: &mut StackTables) -> Result<()> {
+    pub fn flush(&mut self, stacks: &mut StackTables, calls: &mut SyscallTable) -> Result<()> {
         // Stacks first: a reader of a partial capture never sees a stack
         // id before its frames.
         stacks.flush()?;
-        if self.calls.rows > 0 {
-            let k = &mut self.calls;
-            let cols = vec![
-                a(&mut k.id),
-                a(&mut k.source),
-                a(&mut k.line),
-                a(&mut k.resumed),
-                a(&mut k.pid),
-                a(&mut k.time),
-                a(&mut k.duration),
-                a(&mut k.name),
-                a(&mut k.args),
-                a(&mut k.ret),
-                a(&mut k.retval),
-                a(&mut k.errno),
-                a(&mut k.note),
-                a(&mut k.finished),
-                a(&mut k.stack),
-                a(&mut k.fd),
-                a(&mut k.fd_path),
-                a(&mut k.addr),
-                a(&mut k.length),
-                a(&mut k.new_length),
-                a(&mut k.new_addr),
-                a(&mut k.prot),
-                a(&mut k.flags),
-                a(&mut k.offset),
-                a(&mut k.count),
-            ];
-            self.calls_out.write_columns(cols)?;
-            k.rows = 0;
-        }
+        calls.flush()?;
         if self.events.rows > 0 {
             let e = &mut self.events;
             let cols = vec![
@@ -278,9 +204,13 @@ impl StraceConverter {
         Ok(())
     }
 
-    pub fn finish(mut self, cap: &mut CaptureWriter, stacks: &mut StackTables) -> Result<()> {
-        self.flush(stacks)?;
-        cap.close_table(self.calls_out)?;
+    pub fn finish(
+        mut self,
+        cap: &mut CaptureWriter,
+        stacks: &mut StackTables,
+        calls: &mut SyscallTable,
+    ) -> Result<()> {
+        self.flush(stacks, calls)?;
         cap.close_table(self.events_out)?;
         Ok(())
     }

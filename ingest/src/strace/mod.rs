@@ -12,6 +12,7 @@ use std::path::Path;
 
 use crate::diag::Diagnostics;
 use crate::stacks::StackTables;
+use crate::syscalls::SyscallTable;
 use crate::{Error, Result};
 
 /// Does this look like strace output? True when the first non-empty line
@@ -66,6 +67,7 @@ pub fn ingest_strace(
     stream: Option<Box<dyn Read + Send>>,
     conv: &mut convert::StraceConverter,
     stacks: &mut StackTables,
+    calls: &mut SyscallTable,
     diags: &mut Diagnostics,
 ) -> Result<StraceStats> {
     let file_pid = pid_from_file_name(path);
@@ -122,7 +124,7 @@ pub fn ingest_strace(
         let mut converted = Ok(());
         for batch in rx {
             for ev in batch {
-                if let Err(e) = conv.handle(ev, stacks) {
+                if let Err(e) = conv.handle(ev, stacks, calls) {
                     converted = Err(e);
                     break;
                 }
@@ -139,7 +141,7 @@ pub fn ingest_strace(
     });
     convert_result?;
     let stats = read_result?;
-    conv.flush(stacks)?;
+    conv.flush(stacks, calls)?;
     Ok(StraceStats {
         bytes: stats.bytes,
         lines: stats.lines,
