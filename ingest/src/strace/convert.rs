@@ -7,7 +7,8 @@ use arrow::array::{
 use arrow::datatypes::Int32Type;
 
 use super::args::parse_ret;
-use super::reader::{Event, StackFrame, SyscallEvent};
+use super::batch::{Batch, Packed};
+use super::reader::StackFrame;
 use crate::schema;
 use crate::stacks::StackTables;
 use crate::syscalls::{SyscallRow, SyscallTable};
@@ -42,11 +43,16 @@ pub struct StraceConverter {
     events_out: TableWriter,
     source_id: i32,
     chain: Vec<i64>,
-    /// Interned module path (by address, valid for the current input) →
-    /// `module.module_id`.
-    module_ids: rustc_hash::FxHashMap<usize, i64>,
+    /// The reader's module ids of the current input → `module.module_id`.
+    module_ids: Vec<i64>,
+    /// Frames of a stack (current input) → `stack.stack_id`: a stack seen
+    /// before costs one lookup, not one per frame.
+    stack_ids: rustc_hash::FxHashMap<Box<[StackFrame]>, i64>,
     pub calls_written: u64,
 }
+
+/// Entries of the frames → stack cache before it is cleared.
+const STACK_CACHE: usize = 200_000;
 
 impl StraceConverter {
     pub fn new(cap: &mut CaptureWriter) -> Result<Self> {
@@ -55,7 +61,8 @@ impl StraceConverter {
             events_out: cap.open_table(&schema::STRACE_EVENT)?,
             source_id: 0,
             chain: Vec::new(),
-            module_ids: Default::default(),
+            module_ids: Vec::new(),
+            stack_ids: Default::default(),
             calls_written: 0,
         })
     }
@@ -63,6 +70,7 @@ impl StraceConverter {
     pub fn begin_source(&mut self, source_id: i32) {
         self.source_id = source_id;
         self.module_ids.clear();
+        self.stack_ids.clear();
     }
 
     fn stack(
@@ -74,109 +82,135 @@ impl StraceConverter {
         if frames.is_empty() {
             return None;
         }
+        if let Some(&id) = self.stack_ids.get(frames) {
+            return Some(id);
+        }
         self.chain.clear();
         for (d, f) in frames.iter().enumerate() {
             // strace prints the file offset of each pc (libdw/libunwind:
             // pc - mapping start + mapping offset); callers' pcs are
             // return addresses.
-            // The reader interns module paths: one Arc per module and
-            // input, so its address identifies the module.
-            let key = std::sync::Arc::as_ptr(&f.module) as *const u8 as usize;
-            let module = match self.module_ids.get(&key) {
-                Some(&m) => m,
-                None => {
-                    let is_file = f.module.starts_with('/');
-                    let m = stacks.module(f.module.to_string(), None, false, is_file);
-                    self.module_ids.insert(key, m);
-                    m
-                }
-            };
+            let module = self
+                .module_ids
+                .get(f.module as usize)
+                .copied()
+                .unwrap_or(-1);
             self.chain
                 .push(stacks.frame(module, f.offset, "user", d > 0, pid, None));
         }
-        Some(stacks.stack(&self.chain))
+        let id = stacks.stack(&self.chain);
+        if self.stack_ids.len() >= STACK_CACHE {
+            self.stack_ids.clear();
+        }
+        self.stack_ids.insert(frames.into(), id);
+        Some(id)
     }
 
+    /// Converts a batch of events (in the order the reader emitted them).
     pub fn handle(
         &mut self,
-        ev: Event,
+        b: &Batch,
         stacks: &mut StackTables,
         calls: &mut SyscallTable,
     ) -> Result<()> {
-        match ev {
-            Event::Syscall(c) => self.call(c, stacks, calls),
-            Event::Signal {
-                line,
-                pid,
-                time_ns,
-                name,
-                info,
-                stack,
-            } => {
-                let sid = self.stack(stacks, pid, &stack);
-                let e = &mut self.events;
-                e.source.append_value(self.source_id);
-                e.line.append_value(line as i64);
-                e.pid.append_option(pid);
-                e.time.append_option(time_ns);
-                e.kind.append_value("signal");
-                e.signal.append_value(&name);
-                e.code.append_null();
-                e.core.append_value(false);
-                e.info.append_option((!info.is_empty()).then_some(info));
-                e.stack.append_option(sid);
-                e.rows += 1;
+        for item in &b.items {
+            match *item {
+                Packed::Module { id, path } => {
+                    let path = b.str(path);
+                    let is_file = path.starts_with('/');
+                    let m = stacks.module(path.to_string(), None, false, is_file);
+                    if self.module_ids.len() <= id as usize {
+                        self.module_ids.resize(id as usize + 1, -1);
+                    }
+                    self.module_ids[id as usize] = m;
+                }
+                Packed::Syscall {
+                    line,
+                    resumed_line,
+                    pid,
+                    time_ns,
+                    duration_ns,
+                    name,
+                    args,
+                    ret,
+                    errno,
+                    note,
+                    finished,
+                    stack,
+                } => {
+                    let stack_id = self.stack(stacks, pid, b.frames(stack));
+                    let ret = ret.map(|r| b.str(r));
+                    calls.push(&SyscallRow {
+                        source_id: self.source_id,
+                        line: Some(line),
+                        resumed_line,
+                        pid,
+                        tgid: None,
+                        sample_id: None,
+                        time_ns,
+                        duration_ns,
+                        name: b.str(name),
+                        args: b.str(args),
+                        ret,
+                        retval: ret.and_then(parse_ret),
+                        errno: errno.map(|v| b.str(v)),
+                        note: note.map(|v| b.str(v)),
+                        finished,
+                        stack_id,
+                    });
+                    self.calls_written += 1;
+                }
+                Packed::Signal {
+                    line,
+                    pid,
+                    time_ns,
+                    name,
+                    info,
+                    stack,
+                } => {
+                    let sid = self.stack(stacks, pid, b.frames(stack));
+                    let info = b.str(info);
+                    let e = &mut self.events;
+                    e.source.append_value(self.source_id);
+                    e.line.append_value(line as i64);
+                    e.pid.append_option(pid);
+                    e.time.append_option(time_ns);
+                    e.kind.append_value("signal");
+                    e.signal.append_value(b.str(name));
+                    e.code.append_null();
+                    e.core.append_value(false);
+                    e.info.append_option((!info.is_empty()).then_some(info));
+                    e.stack.append_option(sid);
+                    e.rows += 1;
+                }
+                Packed::Exit {
+                    line,
+                    pid,
+                    time_ns,
+                    code,
+                    signal,
+                    core_dumped,
+                } => {
+                    let e = &mut self.events;
+                    e.source.append_value(self.source_id);
+                    e.line.append_value(line as i64);
+                    e.pid.append_option(pid);
+                    e.time.append_option(time_ns);
+                    e.kind
+                        .append_value(if code.is_some() { "exited" } else { "killed" });
+                    e.signal.append_option(signal.map(|v| b.str(v)));
+                    e.code.append_option(code);
+                    e.core.append_value(core_dumped);
+                    e.info.append_null();
+                    e.stack.append_null();
+                    e.rows += 1;
+                }
             }
-            Event::Exit {
-                line,
-                pid,
-                time_ns,
-                code,
-                signal,
-                core_dumped,
-            } => {
-                let e = &mut self.events;
-                e.source.append_value(self.source_id);
-                e.line.append_value(line as i64);
-                e.pid.append_option(pid);
-                e.time.append_option(time_ns);
-                e.kind
-                    .append_value(if code.is_some() { "exited" } else { "killed" });
-                e.signal.append_option(signal);
-                e.code.append_option(code);
-                e.core.append_value(core_dumped);
-                e.info.append_null();
-                e.stack.append_null();
-                e.rows += 1;
+            if calls.full() || self.events.rows >= BATCH_ROWS {
+                self.flush(stacks, calls)?;
             }
-        }
-        if calls.full() || self.events.rows >= BATCH_ROWS {
-            self.flush(stacks, calls)?;
         }
         Ok(())
-    }
-
-    fn call(&mut self, c: SyscallEvent, stacks: &mut StackTables, calls: &mut SyscallTable) {
-        let stack_id = self.stack(stacks, c.pid, &c.stack);
-        calls.push(&SyscallRow {
-            source_id: self.source_id,
-            line: Some(c.line),
-            resumed_line: c.resumed_line,
-            pid: c.pid,
-            tgid: None,
-            sample_id: None,
-            time_ns: c.time_ns,
-            duration_ns: c.duration_ns,
-            name: &c.name,
-            args: &c.args,
-            ret: c.ret.as_deref(),
-            retval: c.ret.as_deref().and_then(parse_ret),
-            errno: c.errno.as_deref(),
-            note: c.ret_note.as_deref(),
-            finished: c.finished,
-            stack_id,
-        });
-        self.calls_written += 1;
     }
 
     pub fn flush(&mut self, stacks: &mut StackTables, calls: &mut SyscallTable) -> Result<()> {

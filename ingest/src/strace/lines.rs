@@ -375,6 +375,26 @@ fn parse_prefix(line: &str) -> (Prefix, &str) {
     (p, rest)
 }
 
+/// A `-k` frame line (` > MODULE(SYMBOL+0xOFF) [0xOFF]\n`) as bytes:
+/// the module path and the file offset. None for anything else (the
+/// caller then parses the line as text).
+pub fn parse_frame_bytes(line: &[u8]) -> Option<(&[u8], u64)> {
+    let body = line.strip_prefix(b" > ")?;
+    let body = body.strip_suffix(b"\n").unwrap_or(body);
+    let b = body.strip_suffix(b"]")?;
+    let open = memchr::memrchr(b'[', b)?;
+    if open == 0 || b[open - 1] != b' ' {
+        return None;
+    }
+    let offset = parse_hex_bytes(&b[open + 1..])?;
+    let left = &b[..open - 1];
+    let module = match left.last() {
+        Some(b')') => &left[..memchr::memrchr(b'(', left)?],
+        _ => left,
+    };
+    Some((module, offset))
+}
+
 fn parse_frame(line: &str) -> Option<Frame<'_>> {
     // Byte-level: this runs for most lines of a `-k` dump.
     let body = line.strip_prefix(" > ")?;
@@ -415,7 +435,11 @@ fn parse_frame(line: &str) -> Option<Frame<'_>> {
 
 /// `0x1f`, `1f` → 31.
 pub fn parse_hex(s: &str) -> Option<u64> {
-    let h = s.strip_prefix("0x").unwrap_or(s).as_bytes();
+    parse_hex_bytes(s.as_bytes())
+}
+
+fn parse_hex_bytes(s: &[u8]) -> Option<u64> {
+    let h = s.strip_prefix(b"0x").unwrap_or(s);
     if h.is_empty() || h.len() > 16 {
         return None;
     }

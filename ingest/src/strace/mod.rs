@@ -3,6 +3,7 @@
 //! and the shared stack tables.
 
 pub mod args;
+pub mod batch;
 pub mod convert;
 pub mod lines;
 pub mod reader;
@@ -56,9 +57,6 @@ pub struct StraceStats {
     pub time_kind: reader::TimeKind,
 }
 
-/// Events handed from the reader thread to the converter at a time.
-const EVENT_BATCH: usize = 4096;
-
 /// Reads one strace dump (`stream`, or the file at `path`). Parsing runs on
 /// a thread of its own and hands batches of events to the converter on
 /// this one.
@@ -89,14 +87,14 @@ pub fn ingest_strace(
             }
         }
     };
-    let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<reader::Event>>(4);
+    let (tx, rx) = std::sync::mpsc::sync_channel::<batch::Batch>(4);
     let (read_result, convert_result) = std::thread::scope(|scope| {
         let reader_thread = scope.spawn(move || {
-            let mut batch = Vec::with_capacity(EVENT_BATCH);
+            let mut batch = batch::Batch::new();
             let mut emit = |ev| {
                 batch.push(ev);
-                if batch.len() >= EVENT_BATCH {
-                    let full = std::mem::replace(&mut batch, Vec::with_capacity(EVENT_BATCH));
+                if batch.is_full() {
+                    let full = std::mem::replace(&mut batch, batch::Batch::new());
                     // The converter stopped (an error): stop reading.
                     tx.send(full)
                         .map_err(|_| Error::Strict("conversion stopped".into()))?;
@@ -123,13 +121,8 @@ pub fn ingest_strace(
         });
         let mut converted = Ok(());
         for batch in rx {
-            for ev in batch {
-                if let Err(e) = conv.handle(ev, stacks, calls) {
-                    converted = Err(e);
-                    break;
-                }
-            }
-            if converted.is_err() {
+            if let Err(e) = conv.handle(&batch, stacks, calls) {
+                converted = Err(e);
                 break;
             }
         }

@@ -9,19 +9,19 @@
 //! `-r` is decided on the first timed line: `-r` values are small, epoch
 //! values are not (anything below 10^8 s, 1973, is taken as relative).
 
-use std::collections::HashMap;
 use std::io::BufRead;
-use std::sync::Arc;
+
+use rustc_hash::FxHashMap as HashMap;
 
 use super::lines::{self, CallState, Line, TimeStamp};
 use crate::diag::{Diagnostics, Position, Severity};
 
 /// A `-k` frame. strace's own symbol name is not kept: trawl symbolizes
 /// the module offset itself (with source lines and inline frames).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct StackFrame {
-    /// The module path (interned: one allocation per distinct module).
-    pub module: Arc<str>,
+    /// The module: the id of an earlier [`Event::Module`] of this input.
+    pub module: u32,
     /// Offset in the module's file.
     pub offset: u64,
 }
@@ -51,6 +51,12 @@ pub struct SyscallEvent {
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Event {
+    /// A module path `-k` frames name, before the first frame in it: its
+    /// id (0, 1, ... per input) and path.
+    Module {
+        id: u32,
+        path: String,
+    },
     Syscall(SyscallEvent),
     Signal {
         line: u64,
@@ -236,7 +242,7 @@ pub fn read(
     };
     // Unfinished calls per pid (a thread has at most one; a second
     // unfinished call on the same pid means the first's end was lost).
-    let mut pending: HashMap<Option<i32>, SyscallEvent> = HashMap::new();
+    let mut pending: HashMap<Option<i32>, SyscallEvent> = HashMap::default();
     // The last finished call or signal, which `-k` frames that follow
     // belong to. strace prints an exiting process's `exit_group() = ?`,
     // then `+++ exited +++`, then exit_group's stack: an exit line of the
@@ -248,7 +254,8 @@ pub fn read(
         released: 0,
         buf: Vec::new(),
     };
-    let mut modules: rustc_hash::FxHashMap<Box<str>, Arc<str>> = Default::default();
+    // Module path → id; frames carry ids (no string per frame).
+    let mut modules: HashMap<Box<[u8]>, u32> = Default::default();
     let mut n: u64 = 0;
     let mut bytes: u64 = 0;
     loop {
@@ -259,6 +266,34 @@ pub fn read(
         };
         n += 1;
         bytes += buf.len() as u64;
+        // Most lines of a `-k` dump are frames: they take a byte-level
+        // path (no UTF-8 check of the line, no string).
+        if let Some((module, offset)) = lines::parse_frame_bytes(buf) {
+            let stack = match last.as_mut() {
+                Some(Event::Syscall(c)) => Some(&mut c.stack),
+                Some(Event::Signal { stack, .. }) => Some(stack),
+                _ => None,
+            };
+            if let Some(st) = stack {
+                let module = match modules.get(module) {
+                    Some(&m) => m,
+                    None => {
+                        let id = modules.len() as u32;
+                        modules.insert(module.into(), id);
+                        emit(Event::Module {
+                            id,
+                            path: String::from_utf8_lossy(module).into_owned(),
+                        })?;
+                        id
+                    }
+                };
+                if st.capacity() == 0 {
+                    st.reserve(16);
+                }
+                st.push(StackFrame { module, offset });
+                continue;
+            }
+        }
         let complete_line = buf.ends_with(b"\n");
         let text = match std::str::from_utf8(buf) {
             Ok(t) => std::borrow::Cow::Borrowed(t),
@@ -284,13 +319,19 @@ pub fn read(
                 _ => None,
             };
             match stack {
+                // A frame the byte-level path did not take (a module path
+                // that is not UTF-8, a line with `\r\n`): same interning.
                 Some(st) => {
-                    let module = match modules.get(f.module) {
-                        Some(m) => m.clone(),
+                    let module = match modules.get(f.module.as_bytes()) {
+                        Some(&m) => m,
                         None => {
-                            let m: Arc<str> = Arc::from(f.module);
-                            modules.insert(f.module.into(), m.clone());
-                            m
+                            let id = modules.len() as u32;
+                            modules.insert(f.module.as_bytes().into(), id);
+                            emit(Event::Module {
+                                id,
+                                path: f.module.to_string(),
+                            })?;
+                            id
                         }
                     };
                     st.push(StackFrame {
@@ -527,7 +568,10 @@ mod tests {
             (c[0].name.as_str(), c[0].stack.len(), c[0].time_ns),
             ("write", 2, Some(1_700_000_100_000_002_000))
         );
-        assert_eq!(&*c[0].stack[1].module, "/bin/app");
+        assert!(ev.contains(&Event::Module {
+            id: c[0].stack[1].module,
+            path: "/bin/app".into()
+        }));
         assert_eq!(c[1].name, "wait4");
         assert_eq!(c[1].args, "-1, [{WIFEXITED(s)}], 0, NULL");
         assert_eq!((c[1].line, c[1].resumed_line), (1, Some(5)));
