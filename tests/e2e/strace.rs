@@ -627,6 +627,31 @@ fn threads_share_the_process_space_and_exec_starts_a_new_one() {
     check_threads_unfreed(&cap, &pid);
 }
 
+/// `-ff` files of the same program, one per thread: each file's pid is its
+/// thread id; the clone3 calls in the main thread's file join the workers'
+/// files to the process.
+#[test]
+fn per_thread_files_join_their_process() {
+    let dir = strace_fixture("ff");
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("threads."))
+        .map(|n| format!("ff/{n}"))
+        .collect();
+    names.sort();
+    assert_eq!(names.len(), 4, "{names:?}");
+    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    let (_t, cap) = ingest_dumps(&refs, &[]);
+    // The main thread's file: the one with the clone3 calls.
+    let pid = sql_scalar(&cap, "SELECT min(pid) FROM syscall WHERE name = 'clone3'");
+    assert_eq!(
+        sql_scalar(&cap, "SELECT count(DISTINCT pid) FROM syscall"),
+        "4"
+    );
+    check_threads_unfreed(&cap, &pid);
+}
+
 /// The unfreed report of a run of bin/threads whose process is `pid`, in
 /// the application (src/threads.c): each worker's 1 MiB at its mmap line,
 /// main's 2 MiB, the two thread stacks (8 MiB + a guard page each) and

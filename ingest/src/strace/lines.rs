@@ -300,17 +300,30 @@ fn split_ret(r: &str) -> (&str, &str) {
 
 /// `SECONDS[.fraction]` → nanoseconds.
 pub fn parse_seconds(s: &str) -> Option<i64> {
-    let (int, frac) = s.split_once('.').unwrap_or((s, ""));
-    if int.is_empty()
-        || !int.bytes().all(|b| b.is_ascii_digit())
-        || !frac.bytes().all(|b| b.is_ascii_digit())
-    {
+    // One pass over the bytes: this runs for every timed line.
+    let b = s.as_bytes();
+    let mut i = 0;
+    let mut secs: i64 = 0;
+    while i < b.len() && b[i].is_ascii_digit() {
+        secs = secs.checked_mul(10)?.checked_add(i64::from(b[i] - b'0'))?;
+        i += 1;
+    }
+    if i == 0 {
         return None;
     }
-    let secs: i64 = int.parse().ok()?;
     let mut ns: i64 = 0;
-    for (k, c) in frac.bytes().take(9).enumerate() {
-        ns += i64::from(c - b'0') * 10i64.pow(8 - k as u32);
+    if i < b.len() {
+        if b[i] != b'.' {
+            return None;
+        }
+        let mut scale = 100_000_000;
+        for &c in &b[i + 1..] {
+            if !c.is_ascii_digit() {
+                return None;
+            }
+            ns += i64::from(c - b'0') * scale;
+            scale /= 10;
+        }
     }
     secs.checked_mul(1_000_000_000)?.checked_add(ns)
 }

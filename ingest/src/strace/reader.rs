@@ -256,6 +256,8 @@ pub fn read(
     };
     // Module path → id; frames carry ids (no string per frame).
     let mut modules: HashMap<Box<[u8]>, u32> = Default::default();
+    let mut last_module: Vec<u8> = Vec::new();
+    let mut last_module_id = u32::MAX;
     let mut n: u64 = 0;
     let mut bytes: u64 = 0;
     loop {
@@ -275,17 +277,26 @@ pub fn read(
                 _ => None,
             };
             if let Some(st) = stack {
-                let module = match modules.get(module) {
-                    Some(&m) => m,
-                    None => {
-                        let id = modules.len() as u32;
-                        modules.insert(module.into(), id);
-                        emit(Event::Module {
-                            id,
-                            path: String::from_utf8_lossy(module).into_owned(),
-                        })?;
-                        id
-                    }
+                // Consecutive frames are often in one module.
+                let module = if !last_module.is_empty() && module == &last_module[..] {
+                    last_module_id
+                } else {
+                    let m = match modules.get(module) {
+                        Some(&m) => m,
+                        None => {
+                            let id = modules.len() as u32;
+                            modules.insert(module.into(), id);
+                            emit(Event::Module {
+                                id,
+                                path: String::from_utf8_lossy(module).into_owned(),
+                            })?;
+                            id
+                        }
+                    };
+                    last_module.clear();
+                    last_module.extend_from_slice(module);
+                    last_module_id = m;
+                    m
                 };
                 if st.capacity() == 0 {
                     st.reserve(16);
