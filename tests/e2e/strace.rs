@@ -72,6 +72,18 @@ macro_rules! row {
     ($($v:expr),* $(,)?) => { vec![$($v.to_string()),*] };
 }
 
+/// The `-ff` files `ff/PROGRAM.PID`, sorted.
+fn ff_files(program: &str) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(strace_fixture("ff"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(&format!("{program}.")))
+        .map(|n| format!("ff/{n}"))
+        .collect();
+    v.sort();
+    v
+}
+
 /// 1-based line of the first line of `src` containing `needle`.
 fn source_line(src: &str, needle: &str) -> usize {
     src.lines().position(|l| l.contains(needle)).unwrap() + 1
@@ -195,10 +207,7 @@ fn io_calls_carry_bytes_and_paths() {
 /// `-r` dump (relative times summed from 0).
 #[test]
 fn per_process_files_and_relative_times() {
-    let ff: Vec<String> = std::fs::read_dir(strace_fixture("ff"))
-        .unwrap()
-        .map(|e| format!("ff/{}", e.unwrap().file_name().to_string_lossy()))
-        .collect();
+    let ff = ff_files("mem");
     let names: Vec<&str> = ff.iter().map(String::as_str).collect();
     let (_t, cap) = ingest_dumps(&names, &[]);
     let mut pids: Vec<String> = ff
@@ -632,14 +641,7 @@ fn threads_share_the_process_space_and_exec_starts_a_new_one() {
 /// files to the process.
 #[test]
 fn per_thread_files_join_their_process() {
-    let dir = strace_fixture("ff");
-    let mut names: Vec<String> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with("threads."))
-        .map(|n| format!("ff/{n}"))
-        .collect();
-    names.sort();
+    let names = ff_files("threads");
     assert_eq!(names.len(), 4, "{names:?}");
     let refs: Vec<&str> = names.iter().map(String::as_str).collect();
     let (_t, cap) = ingest_dumps(&refs, &[]);
