@@ -191,27 +191,31 @@ fn slice_line<'d>(data: &'d [u8], pos: &mut usize) -> Option<&'d [u8]> {
     Some(&rest[..end])
 }
 
+/// Releases the pages of `m` before `pos` (lines before it are parsed
+/// into owned events), every 16 MB.
+fn release(m: &memmap2::Mmap, released: &mut usize, pos: usize) {
+    const RELEASE_EVERY: usize = 16 << 20;
+    let low = pos & !0xffff;
+    if low >= *released + RELEASE_EVERY {
+        // SAFETY: a read-only file mapping; dropped pages are read again
+        // from the file if touched later.
+        let _ = unsafe {
+            m.unchecked_advise_range(
+                memmap2::UncheckedAdvice::DontNeed,
+                *released,
+                low - *released,
+            )
+        };
+        *released = low;
+    }
+}
+
 impl<'a> Lines<'a> {
     /// The next line with its newline, if any.
     fn next(&mut self) -> std::io::Result<Option<&[u8]>> {
-        const RELEASE_EVERY: usize = 16 << 20;
         match &mut self.input {
             Input::Map(m) => {
-                // Lines before `pos` are parsed into owned events: their
-                // pages can go.
-                let low = self.pos & !0xffff;
-                if low >= self.released + RELEASE_EVERY {
-                    // SAFETY: a read-only file mapping; dropped pages are
-                    // read again from the file if touched later.
-                    let _ = unsafe {
-                        m.unchecked_advise_range(
-                            memmap2::UncheckedAdvice::DontNeed,
-                            self.released,
-                            low - self.released,
-                        )
-                    };
-                    self.released = low;
-                }
+                release(m, &mut self.released, self.pos);
                 Ok(slice_line(m, &mut self.pos))
             }
             Input::Bytes(data) => Ok(slice_line(data, &mut self.pos)),
@@ -224,87 +228,115 @@ impl<'a> Lines<'a> {
     }
 }
 
-/// Reads a dump. `file_pid` is the pid of a `-ff -o NAME` file (`NAME.PID`),
-/// used for lines without a pid prefix. `emit` receives the events in the
-/// order their last line appeared (a joined call when its resumption is
-/// read).
-pub fn read(
-    input: Input<'_>,
+/// The reader's state across lines: open calls, the event `-k` frames
+/// attach to, the clock and the module ids.
+struct Joiner {
     file_pid: Option<i32>,
-    diags: &mut Diagnostics,
-    emit: &mut dyn FnMut(Event) -> crate::Result<()>,
-) -> crate::Result<ReadStats> {
-    let mut clock = Clock {
-        kind: None,
-        day_offset: 0,
-        last: i64::MIN / 2,
-        relative_sum: 0,
-    };
+    clock: Clock,
     // Unfinished calls per pid (a thread has at most one; a second
     // unfinished call on the same pid means the first's end was lost).
-    let mut pending: HashMap<Option<i32>, SyscallEvent> = HashMap::default();
+    pending: HashMap<Option<i32>, SyscallEvent>,
     // The last finished call or signal, which `-k` frames that follow
     // belong to. strace prints an exiting process's `exit_group() = ?`,
     // then `+++ exited +++`, then exit_group's stack: an exit line of the
     // same process does not end the call's frames.
-    let mut last: Option<Event> = None;
-    let mut lines = Lines {
-        input,
-        pos: 0,
-        released: 0,
-        buf: Vec::new(),
-    };
-    // Module path → id; frames carry ids (no string per frame).
-    let mut modules: HashMap<Box<[u8]>, u32> = Default::default();
-    let mut last_module: Vec<u8> = Vec::new();
-    let mut last_module_id = u32::MAX;
-    let mut n: u64 = 0;
-    let mut bytes: u64 = 0;
-    loop {
-        let buf = match lines.next() {
-            Ok(Some(l)) => l,
-            Ok(None) => break,
-            Err(e) => return Err(crate::Error::io(diags.source().to_string(), e)),
-        };
-        n += 1;
-        bytes += buf.len() as u64;
-        // Most lines of a `-k` dump are frames: they take a byte-level
-        // path (no UTF-8 check of the line, no string).
-        if let Some((module, offset)) = lines::parse_frame_bytes(buf) {
-            let stack = match last.as_mut() {
-                Some(Event::Syscall(c)) => Some(&mut c.stack),
-                Some(Event::Signal { stack, .. }) => Some(stack),
-                _ => None,
-            };
-            if let Some(st) = stack {
-                // Consecutive frames are often in one module.
-                let module = if !last_module.is_empty() && module == &last_module[..] {
-                    last_module_id
-                } else {
-                    let m = match modules.get(module) {
-                        Some(&m) => m,
-                        None => {
-                            let id = modules.len() as u32;
-                            modules.insert(module.into(), id);
-                            emit(Event::Module {
-                                id,
-                                path: String::from_utf8_lossy(module).into_owned(),
-                            })?;
-                            id
-                        }
-                    };
-                    last_module.clear();
-                    last_module.extend_from_slice(module);
-                    last_module_id = m;
-                    m
-                };
-                if st.capacity() == 0 {
-                    st.reserve(16);
-                }
-                st.push(StackFrame { module, offset });
-                continue;
-            }
+    last: Option<Event>,
+    modules: Modules,
+}
+
+type Emit<'e> = dyn FnMut(Event) -> crate::Result<()> + 'e;
+
+/// Module path → id; frames carry ids (no string per frame).
+#[derive(Default)]
+struct Modules {
+    ids: HashMap<Box<[u8]>, u32>,
+    last: Vec<u8>,
+    last_id: u32,
+    /// The module just added had a path that is not UTF-8.
+    new_not_utf8: bool,
+}
+
+impl Modules {
+    /// The id of a module path; a new one is announced with
+    /// [`Event::Module`] first.
+    fn intern(&mut self, module: &[u8], emit: &mut Emit<'_>) -> crate::Result<u32> {
+        // Consecutive frames are often in one module.
+        if !self.last.is_empty() && module == &self.last[..] {
+            return Ok(self.last_id);
         }
+        let m = match self.ids.get(module) {
+            Some(&m) => m,
+            None => {
+                let id = self.ids.len() as u32;
+                self.ids.insert(module.into(), id);
+                self.new_not_utf8 = std::str::from_utf8(module).is_err();
+                emit(Event::Module {
+                    id,
+                    path: String::from_utf8_lossy(module).into_owned(),
+                })?;
+                id
+            }
+        };
+        self.last.clear();
+        self.last.extend_from_slice(module);
+        self.last_id = m;
+        Ok(m)
+    }
+}
+
+impl Joiner {
+    fn new(file_pid: Option<i32>) -> Self {
+        Joiner {
+            file_pid,
+            clock: Clock {
+                kind: None,
+                day_offset: 0,
+                last: i64::MIN / 2,
+                relative_sum: 0,
+            },
+            pending: HashMap::default(),
+            last: None,
+            modules: Modules::default(),
+        }
+    }
+
+    /// A `-k` frame line (line `n`) of module `module` (an id from
+    /// [`Modules::intern`]).
+    fn frame(
+        &mut self,
+        n: u64,
+        module: u32,
+        offset: u64,
+        diags: &mut Diagnostics,
+    ) -> crate::Result<()> {
+        let stack = match self.last.as_mut() {
+            Some(Event::Syscall(c)) => &mut c.stack,
+            Some(Event::Signal { stack, .. }) => stack,
+            _ => {
+                return diags.report(
+                    Position::Line(n),
+                    Severity::Warning,
+                    "orphan_frame",
+                    "a -k stack frame that follows no finished system call was skipped",
+                );
+            }
+        };
+        if stack.capacity() == 0 {
+            stack.reserve(16);
+        }
+        stack.push(StackFrame { module, offset });
+        Ok(())
+    }
+
+    /// Line `n` (with its newline), not taken as a frame by the byte-level
+    /// path.
+    fn line(
+        &mut self,
+        n: u64,
+        buf: &[u8],
+        diags: &mut Diagnostics,
+        emit: &mut Emit<'_>,
+    ) -> crate::Result<()> {
         let complete_line = buf.ends_with(b"\n");
         let text = match std::str::from_utf8(buf) {
             Ok(t) => std::borrow::Cow::Borrowed(t),
@@ -320,73 +352,44 @@ pub fn read(
         };
         let text = text.trim_end_matches(['\n', '\r']);
         if text.trim().is_empty() {
-            continue;
+            return Ok(());
         }
         let parsed = lines::parse(text);
         if let Line::Frame(f) = parsed {
-            let stack = match last.as_mut() {
-                Some(Event::Syscall(c)) => Some(&mut c.stack),
-                Some(Event::Signal { stack, .. }) => Some(stack),
-                _ => None,
-            };
-            match stack {
-                // A frame the byte-level path did not take (a module path
-                // that is not UTF-8, a line with `\r\n`): same interning.
-                Some(st) => {
-                    let module = match modules.get(f.module.as_bytes()) {
-                        Some(&m) => m,
-                        None => {
-                            let id = modules.len() as u32;
-                            modules.insert(f.module.as_bytes().into(), id);
-                            emit(Event::Module {
-                                id,
-                                path: f.module.to_string(),
-                            })?;
-                            id
-                        }
-                    };
-                    st.push(StackFrame {
-                        module,
-                        offset: f.offset,
-                    })
-                }
-                None => diags.report(
-                    Position::Line(n),
-                    Severity::Warning,
-                    "orphan_frame",
-                    "a -k stack frame that follows no finished system call was skipped",
-                )?,
-            }
-            continue;
+            // A frame the byte-level path did not take (a module path
+            // that is not UTF-8, a line with `\r\n`): same interning.
+            let m = self.modules.intern(f.module.as_bytes(), emit)?;
+            return self.frame(n, m, f.offset, diags);
         }
         let exit_pid = match parsed {
-            Line::Exited(p, _) => Some(p.pid.or(file_pid)),
-            Line::Killed { prefix, .. } => Some(prefix.pid.or(file_pid)),
+            Line::Exited(p, _) => Some(p.pid.or(self.file_pid)),
+            Line::Killed { prefix, .. } => Some(prefix.pid.or(self.file_pid)),
             _ => None,
         };
-        let keep = matches!((&last, exit_pid), (Some(Event::Syscall(c)), Some(p)) if c.pid == p);
+        let keep =
+            matches!((&self.last, exit_pid), (Some(Event::Syscall(c)), Some(p)) if c.pid == p);
         if !keep {
-            if let Some(e) = last.take() {
+            if let Some(e) = self.last.take() {
                 emit(e)?;
             }
         }
         match parsed {
             Line::Frame(_) => unreachable!(),
             Line::Call(p, c) => {
-                let pid = p.pid.or(file_pid);
-                let time_ns = clock.resolve(p.time);
+                let pid = p.pid.or(self.file_pid);
+                let time_ns = self.clock.resolve(p.time);
                 if !complete_line && c.state != CallState::Unfinished {
                     diags.report(
                         Position::Line(n),
                         Severity::Warning,
                         "truncated_line",
-                        "the last line has no newline (the dump may have been cut)",
+                        "the self.last line has no newline (the dump may have been cut)",
                     )?;
                 }
                 if c.state != CallState::Resumed {
                     // A new call of a thread with a call still open: the
                     // open one's end was lost.
-                    if let Some(old) = pending.remove(&pid) {
+                    if let Some(old) = self.pending.remove(&pid) {
                         diags.report(
                             Position::Line(old.line),
                             Severity::Warning,
@@ -402,13 +405,14 @@ pub fn read(
                 }
                 match c.state {
                     CallState::Complete => {
-                        last = Some(Event::Syscall(SyscallEvent::new(&c, n, pid, time_ns)));
+                        self.last = Some(Event::Syscall(SyscallEvent::new(&c, n, pid, time_ns)));
                     }
                     CallState::Unfinished => {
-                        pending.insert(pid, SyscallEvent::new(&c, n, pid, time_ns));
+                        self.pending
+                            .insert(pid, SyscallEvent::new(&c, n, pid, time_ns));
                     }
                     CallState::Resumed => {
-                        let mut ev = match pending.remove(&pid) {
+                        let mut ev = match self.pending.remove(&pid) {
                             Some(e) if e.name == c.name => e,
                             open => {
                                 // An open call of another name on this pid:
@@ -433,8 +437,8 @@ pub fn read(
                                 )?;
                                 let mut ev = SyscallEvent::new(&c, n, pid, time_ns);
                                 ev.resumed_line = Some(n);
-                                last = Some(Event::Syscall(ev));
-                                continue;
+                                self.last = Some(Event::Syscall(ev));
+                                return Ok(());
                             }
                         };
                         let rest = c.args.trim_start();
@@ -450,31 +454,31 @@ pub fn read(
                         ev.errno = c.errno.map(str::to_string);
                         ev.ret_note = c.ret_note.map(str::to_string);
                         ev.finished = true;
-                        last = Some(Event::Syscall(ev));
+                        self.last = Some(Event::Syscall(ev));
                     }
                 }
             }
             Line::Signal { prefix, name, info } => {
-                last = Some(Event::Signal {
+                self.last = Some(Event::Signal {
                     line: n,
-                    pid: prefix.pid.or(file_pid),
-                    time_ns: clock.resolve(prefix.time),
+                    pid: prefix.pid.or(self.file_pid),
+                    time_ns: self.clock.resolve(prefix.time),
                     name: name.to_string(),
                     info: info.to_string(),
                     stack: Vec::new(),
                 })
             }
             Line::Exited(p, code) => {
-                let pid = p.pid.or(file_pid);
+                let pid = p.pid.or(self.file_pid);
                 // A call cut short by the exit (exit_group prints `= ?`;
                 // others stay unfinished) ends here.
-                if let Some(ev) = pending.remove(&pid) {
+                if let Some(ev) = self.pending.remove(&pid) {
                     emit(Event::Syscall(ev))?;
                 }
                 emit(Event::Exit {
                     line: n,
                     pid,
-                    time_ns: clock.resolve(p.time),
+                    time_ns: self.clock.resolve(p.time),
                     code: Some(code),
                     signal: None,
                     core_dumped: false,
@@ -485,14 +489,14 @@ pub fn read(
                 signal,
                 core_dumped,
             } => {
-                let pid = prefix.pid.or(file_pid);
-                if let Some(ev) = pending.remove(&pid) {
+                let pid = prefix.pid.or(self.file_pid);
+                if let Some(ev) = self.pending.remove(&pid) {
                     emit(Event::Syscall(ev))?;
                 }
                 emit(Event::Exit {
                     line: n,
                     pid,
-                    time_ns: clock.resolve(prefix.time),
+                    time_ns: self.clock.resolve(prefix.time),
                     code: None,
                     signal: Some(signal.to_string()),
                     core_dumped,
@@ -501,7 +505,7 @@ pub fn read(
             Line::Other(_, o) => {
                 // strace's own messages are expected; anything else is not.
                 let kind = if o.starts_with("strace: ") || o.starts_with("Process ") {
-                    continue;
+                    return Ok(());
                 } else if !complete_line {
                     "truncated_line"
                 } else {
@@ -516,25 +520,231 @@ pub fn read(
                 )?;
             }
         }
+        Ok(())
     }
-    if let Some(e) = last.take() {
-        emit(e)?;
+
+    /// The end of the input: the last event and the calls never resumed.
+    fn finish(mut self, diags: &mut Diagnostics, emit: &mut Emit<'_>) -> crate::Result<TimeKind> {
+        if let Some(e) = self.last.take() {
+            emit(e)?;
+        }
+        let mut left: Vec<SyscallEvent> = self.pending.into_values().collect();
+        left.sort_by_key(|e| e.line);
+        for ev in left {
+            diags.report(
+                Position::Line(ev.line),
+                Severity::Warning,
+                "never_resumed",
+                format!("{}() was never resumed before the end of the dump", ev.name),
+            )?;
+            emit(Event::Syscall(ev))?;
+        }
+        Ok(self.clock.kind.unwrap_or(TimeKind::None))
     }
-    let mut left: Vec<SyscallEvent> = pending.into_values().collect();
-    left.sort_by_key(|e| e.line);
-    for ev in left {
-        diags.report(
-            Position::Line(ev.line),
-            Severity::Warning,
-            "never_resumed",
-            format!("{}() was never resumed before the end of the dump", ev.name),
-        )?;
-        emit(Event::Syscall(ev))?;
+}
+
+/// Reads a dump. `file_pid` is the pid of a `-ff -o NAME` file (`NAME.PID`),
+/// used for lines without a pid prefix. `emit` receives the events in the
+/// order their last line appeared (a joined call when its resumption is
+/// read).
+pub fn read(
+    input: Input<'_>,
+    file_pid: Option<i32>,
+    diags: &mut Diagnostics,
+    emit: &mut Emit<'_>,
+) -> crate::Result<ReadStats> {
+    if let Input::Map(m) = input {
+        if m.len() >= PIPELINE_BYTES {
+            return read_pipelined(m, file_pid, diags, emit);
+        }
     }
+    let mut j = Joiner::new(file_pid);
+    let mut lines = Lines {
+        input,
+        pos: 0,
+        released: 0,
+        buf: Vec::new(),
+    };
+    let mut n: u64 = 0;
+    let mut bytes: u64 = 0;
+    loop {
+        let buf = match lines.next() {
+            Ok(Some(l)) => l,
+            Ok(None) => break,
+            Err(e) => return Err(crate::Error::io(diags.source().to_string(), e)),
+        };
+        n += 1;
+        bytes += buf.len() as u64;
+        // Most lines of a `-k` dump are frames: they take a byte-level
+        // path (no UTF-8 check of the line, no string).
+        if let Some((module, offset)) = lines::parse_frame_bytes(buf) {
+            let m = j.modules.intern(module, emit)?;
+            if std::mem::take(&mut j.modules.new_not_utf8) {
+                diags.report(
+                    Position::Line(n),
+                    Severity::Warning,
+                    "non_utf8",
+                    "bytes that are not UTF-8 were replaced by U+FFFD",
+                )?;
+            }
+            j.frame(n, m, offset, diags)?;
+        } else {
+            j.line(n, buf, diags, emit)?;
+        }
+    }
+    let time_kind = j.finish(diags, emit)?;
     Ok(ReadStats {
         lines: n,
         bytes,
-        time_kind: clock.kind.unwrap_or(TimeKind::None),
+        time_kind,
+    })
+}
+
+/// Mapped dumps from this size on are read by two threads.
+const PIPELINE_BYTES: usize = 8 << 20;
+
+/// A line as the splitting thread of [`read_pipelined`] left it.
+enum Pre {
+    /// A module path frames name from now on.
+    Module { id: u32, path: String },
+    /// A `-k` frame line of `len` bytes, already parsed.
+    Frame {
+        len: u32,
+        module: u32,
+        offset: u64,
+        utf8: bool,
+    },
+    /// Any other line: its byte range in the map.
+    Line { start: usize, end: usize },
+}
+
+/// Adds a frame (and its module, when new) to a chunk.
+fn push_frame(
+    chunk: &mut Vec<Pre>,
+    modules: &mut Modules,
+    module: &[u8],
+    len: u32,
+    offset: u64,
+    utf8: bool,
+) {
+    let mut new = None;
+    let id = modules
+        .intern(module, &mut |e| {
+            new = Some(e);
+            Ok(())
+        })
+        .unwrap_or(u32::MAX);
+    if let Some(Event::Module { id, path }) = new {
+        chunk.push(Pre::Module { id, path });
+    }
+    chunk.push(Pre::Frame {
+        len,
+        module: id,
+        offset,
+        utf8: utf8 && !std::mem::take(&mut modules.new_not_utf8),
+    });
+}
+
+/// Lines per chunk the splitting thread hands over.
+const PRE_CHUNK: usize = 16 * 1024;
+
+/// [`read`] of a large mapped dump on two threads: one splits lines and
+/// parses the `-k` frames (most lines), this one joins calls, parses the
+/// other lines and emits events. Same events, same diagnostics.
+fn read_pipelined(
+    m: &memmap2::Mmap,
+    file_pid: Option<i32>,
+    diags: &mut Diagnostics,
+    emit: &mut Emit<'_>,
+) -> crate::Result<ReadStats> {
+    let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<Pre>>(8);
+    std::thread::scope(|scope| {
+        scope.spawn(move || {
+            let data: &[u8] = m;
+            let mut modules = Modules::default();
+            let mut chunk = Vec::with_capacity(PRE_CHUNK);
+            let mut pos = 0;
+            while pos < data.len() {
+                let start = pos;
+                let line = match slice_line(data, &mut pos) {
+                    Some(l) => l,
+                    None => break,
+                };
+                let len = line.len() as u32;
+                let framed = match lines::parse_frame_bytes(line) {
+                    Some((module, offset)) => {
+                        push_frame(&mut chunk, &mut modules, module, len, offset, true);
+                        true
+                    }
+                    // A frame line the byte-level parser does not take
+                    // (`\r\n`, bytes that are not UTF-8): parse its text.
+                    None if line.starts_with(b" > ") => {
+                        let utf8 = std::str::from_utf8(line).is_ok();
+                        let text = String::from_utf8_lossy(line);
+                        match lines::parse(text.trim_end_matches(['\n', '\r'])) {
+                            Line::Frame(f) => {
+                                let module = f.module.as_bytes();
+                                push_frame(&mut chunk, &mut modules, module, len, f.offset, utf8);
+                                true
+                            }
+                            _ => false,
+                        }
+                    }
+                    None => false,
+                };
+                if !framed {
+                    chunk.push(Pre::Line { start, end: pos });
+                }
+                if chunk.len() >= PRE_CHUNK {
+                    let full = std::mem::replace(&mut chunk, Vec::with_capacity(PRE_CHUNK));
+                    if tx.send(full).is_err() {
+                        return;
+                    }
+                }
+            }
+            let _ = tx.send(chunk);
+        });
+        let mut j = Joiner::new(file_pid);
+        let mut n: u64 = 0;
+        let mut bytes: u64 = 0;
+        let mut released = 0;
+        for chunk in rx {
+            for pre in chunk {
+                match pre {
+                    Pre::Module { id, path } => emit(Event::Module { id, path })?,
+                    Pre::Frame {
+                        len,
+                        module,
+                        offset,
+                        utf8,
+                    } => {
+                        n += 1;
+                        bytes += u64::from(len);
+                        if !utf8 {
+                            diags.report(
+                                Position::Line(n),
+                                Severity::Warning,
+                                "non_utf8",
+                                "bytes that are not UTF-8 were replaced by U+FFFD",
+                            )?;
+                        }
+                        j.frame(n, module, offset, diags)?;
+                    }
+                    Pre::Line { start, end } => {
+                        n += 1;
+                        bytes += (end - start) as u64;
+                        release(m, &mut released, start);
+                        j.line(n, &m[start..end], diags, emit)?;
+                    }
+                }
+            }
+        }
+        let time_kind = j.finish(diags, emit)?;
+        Ok(ReadStats {
+            lines: n,
+            bytes,
+            time_kind,
+        })
     })
 }
 
@@ -714,5 +924,57 @@ mod tests {
         );
         assert!(d.is_empty(), "{d:?}");
         assert_eq!(calls(&ev)[0].stack.len(), 1);
+    }
+
+    /// Large mapped dumps take the two-thread path: the same events and
+    /// diagnostics as the one-thread reader of the same bytes, damaged
+    /// frame lines included.
+    #[test]
+    fn pipelined_reader_matches_the_sequential_one() {
+        let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../fixtures/strace/");
+        let mut unit = std::fs::read(format!("{root}mem.strace")).unwrap();
+        unit.extend(std::fs::read(format!("{root}threads.strace")).unwrap());
+        // A frame with bytes that are not UTF-8, one with \r\n, an orphan
+        // frame after an exit, a line that is nothing.
+        unit.extend_from_slice(
+            b"1 1.5 write(1, \"x\", 1) = 1\n > /lib/\xff\xfe.so(f+0x1) [0x10]\n",
+        );
+        unit.extend_from_slice(b" > /lib/crlf.so(g+0x2) [0x20]\r\n");
+        unit.extend_from_slice(
+            b"1 1.6 +++ exited with 0 +++\n > /lib/orphan.so() [0x30]\ngarbage\n",
+        );
+        let mut data = Vec::new();
+        while data.len() < PIPELINE_BYTES + (1 << 20) {
+            data.extend_from_slice(&unit);
+        }
+        let file = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(file.path(), &data).unwrap();
+        let f = std::fs::File::open(file.path()).unwrap();
+        let map = unsafe { memmap2::Mmap::map(&f) }.unwrap();
+        let run = |input: Input<'_>| {
+            let mut d = Diagnostics::new("t", false);
+            let mut out = Vec::new();
+            let stats = read(input, None, &mut d, &mut |e| {
+                out.push(e);
+                Ok(())
+            })
+            .unwrap();
+            let diags: Vec<_> = d
+                .into_vec()
+                .into_iter()
+                .map(|x| (x.kind, x.position.line(), x.message))
+                .collect();
+            (out, diags, stats.lines, stats.bytes, stats.time_kind)
+        };
+        let piped = run(Input::Map(&map));
+        let plain = run(Input::Bytes(&data));
+        assert!(piped.0.len() > 10_000);
+        assert!(piped.1.iter().any(|d| d.0 == "non_utf8"));
+        assert!(piped.1.iter().any(|d| d.0 == "orphan_frame"));
+        assert!(piped
+            .0
+            .iter()
+            .any(|e| matches!(e, Event::Module { path, .. } if path == "/lib/crlf.so")));
+        assert_eq!(piped, plain);
     }
 }
