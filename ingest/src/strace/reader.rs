@@ -228,6 +228,16 @@ impl<'a> Lines<'a> {
     }
 }
 
+/// Reports bytes of line `n` that are not UTF-8.
+fn non_utf8(diags: &mut Diagnostics, n: u64) -> crate::Result<()> {
+    diags.report(
+        Position::Line(n),
+        Severity::Warning,
+        "non_utf8",
+        "bytes that are not UTF-8 were replaced by U+FFFD",
+    )
+}
+
 /// The reader's state across lines: open calls, the event `-k` frames
 /// attach to, the clock and the module ids.
 struct Joiner {
@@ -341,12 +351,7 @@ impl Joiner {
         let text = match std::str::from_utf8(buf) {
             Ok(t) => std::borrow::Cow::Borrowed(t),
             Err(_) => {
-                diags.report(
-                    Position::Line(n),
-                    Severity::Warning,
-                    "non_utf8",
-                    "bytes that are not UTF-8 were replaced by U+FFFD",
-                )?;
+                non_utf8(diags, n)?;
                 String::from_utf8_lossy(buf)
             }
         };
@@ -580,12 +585,7 @@ pub fn read(
         if let Some((module, offset)) = lines::parse_frame_bytes(buf) {
             let m = j.modules.intern(module, emit)?;
             if std::mem::take(&mut j.modules.new_not_utf8) {
-                diags.report(
-                    Position::Line(n),
-                    Severity::Warning,
-                    "non_utf8",
-                    "bytes that are not UTF-8 were replaced by U+FFFD",
-                )?;
+                non_utf8(diags, n)?;
             }
             j.frame(n, m, offset, diags)?;
         } else {
@@ -721,12 +721,7 @@ fn read_pipelined(
                         n += 1;
                         bytes += u64::from(len);
                         if !utf8 {
-                            diags.report(
-                                Position::Line(n),
-                                Severity::Warning,
-                                "non_utf8",
-                                "bytes that are not UTF-8 were replaced by U+FFFD",
-                            )?;
+                            non_utf8(diags, n)?;
                         }
                         j.frame(n, module, offset, diags)?;
                     }
