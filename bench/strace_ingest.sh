@@ -37,13 +37,18 @@ t() { # label, command...: prints "seconds maxrss_kb"
 mb() { echo "$1/1024" | bc -l; }
 ratio() { python3 -c "print(f'{$1 / $2:.1f}x')"; }
 
+# Both tools read a dump (and trawl a binary) already in the page cache;
+# trawl's runs are short and the machine is noisy: the median of 3.
+cat "$DUMP" "$TRAWL" > /dev/null
 read -r PY_S PY_KB < <(t python python3 bench/strace_parse.py "$DUMP")
-rm -rf "$W/cap"
-read -r TR_S TR_KB < <(t trawl "$TRAWL" ingest "$DUMP" -o "$W/cap")
-rm -rf "$W/cap-nosym"
-read -r TN_S TN_KB < <(t trawl_nosym "$TRAWL" ingest "$DUMP" -o "$W/cap-nosym" --no-symbolize)
+median3() { # label, command...: median "seconds maxrss_kb" of 3 runs
+  local label=$1; shift
+  for _ in 1 2 3; do rm -rf "$W/cap-$label"; t "$label" "$@" -o "$W/cap-$label"; done | sort -n | sed -n 2p
+}
+read -r TR_S TR_KB < <(median3 trawl "$TRAWL" ingest "$DUMP")
+read -r TN_S TN_KB < <(median3 trawl_nosym "$TRAWL" ingest "$DUMP" --no-symbolize)
 
-printf '%-40s %8s %10s\n' "" "seconds" "peak MB"
+printf '%-40s %8s %10s\n' "" "seconds" "peak MB"   # trawl: median of 3
 printf '%-40s %8.2f %10.1f\n' "python regex parser" "$PY_S" "$(mb "$PY_KB")"
 printf '%-40s %8.2f %10.1f\n' "trawl ingest (with symbolization)" "$TR_S" "$(mb "$TR_KB")"
 printf '%-40s %8.2f %10.1f\n' "trawl ingest --no-symbolize" "$TN_S" "$(mb "$TN_KB")"
