@@ -437,6 +437,7 @@ fn ingest(a: &IngestArgs) -> Result<()> {
     for s in &summary.inputs {
         let (records, items) = match s.format {
             trawl_ingest::Format::Strace => ("lines", "system calls"),
+            trawl_ingest::Format::Vmstat | trawl_ingest::Format::MetricCsv => ("rows", "points"),
             _ => ("records", "samples"),
         };
         eprintln!(

@@ -27,6 +27,7 @@ pub mod capture;
 pub mod columns;
 pub mod diag;
 mod error;
+pub mod metrics;
 pub mod perf;
 pub mod schema;
 pub mod stacks;
@@ -52,6 +53,8 @@ pub enum Format {
     PerfFile,
     PerfPipe,
     Strace,
+    Vmstat,
+    MetricCsv,
 }
 
 impl Format {
@@ -60,6 +63,8 @@ impl Format {
             Format::PerfFile => "perf.data",
             Format::PerfPipe => "perf.data-pipe",
             Format::Strace => "strace",
+            Format::Vmstat => "vmstat",
+            Format::MetricCsv => "metric-csv",
         }
     }
 }
@@ -73,7 +78,12 @@ pub fn detect(head: &[u8]) -> Option<Format> {
     match perf::reader::sniff(head) {
         Some(true) => Some(Format::PerfPipe),
         Some(false) => Some(Format::PerfFile),
-        None => strace::sniff(head).then_some(Format::Strace),
+        None if strace::sniff(head) => Some(Format::Strace),
+        None => match metrics::sniff(head) {
+            Some(metrics::Kind::Vmstat) => Some(Format::Vmstat),
+            Some(metrics::Kind::Csv) => Some(Format::MetricCsv),
+            None => None,
+        },
     }
 }
 
@@ -138,6 +148,7 @@ pub fn ingest_with_unwinder(
     let mut cap = CaptureWriter::create(out)?;
     let mut conv = perf::convert::PerfConverter::new(&mut cap)?;
     let mut sconv = strace::convert::StraceConverter::new(&mut cap)?;
+    let mut mconv = metrics::convert::MetricConverter::new(&mut cap)?;
     let mut extra_meta = Vec::new();
     if let Some(u) = unwinder {
         conv.set_unwinder(u);
@@ -166,9 +177,34 @@ pub fn ingest_with_unwinder(
         };
         conv.begin_source(i as i32);
         sconv.begin_source(i as i32);
+        mconv.begin_source(i as i32);
         let stats = match format {
             Format::PerfFile => perf::ingest_perf(input, stream, false, &mut conv, &mut diags)?,
             Format::PerfPipe => perf::ingest_perf(input, stream, true, &mut conv, &mut diags)?,
+            Format::Vmstat | Format::MetricCsv => {
+                let bytes = match stream {
+                    Some(mut s) => {
+                        let mut v = Vec::new();
+                        s.read_to_end(&mut v).map_err(|e| Error::io(input, e))?;
+                        v
+                    }
+                    None => std::fs::read(input).map_err(|e| Error::io(input, e))?,
+                };
+                let kind = if format == Format::Vmstat {
+                    metrics::Kind::Vmstat
+                } else {
+                    metrics::Kind::Csv
+                };
+                let before = mconv.points;
+                let rows = metrics::read(kind, &bytes, &mut diags, &mut mconv)?;
+                mconv.flush()?;
+                perf::PerfStats {
+                    bytes: bytes.len() as u64,
+                    records: rows,
+                    samples: mconv.points - before,
+                    pipe: false,
+                }
+            }
             Format::Strace => {
                 let s = strace::ingest_strace(
                     input,
@@ -201,6 +237,7 @@ pub fn ingest_with_unwinder(
         });
     }
     sconv.finish(&mut cap, &mut conv.stacks, &mut conv.syscalls)?;
+    mconv.finish(&mut cap)?;
     let mut pairs = conv.finish(&mut cap)?;
     pairs.extend(extra_meta);
     write_source_tables(&mut cap, &summaries, pairs)?;

@@ -8,6 +8,7 @@ mod bad_input;
 mod common;
 mod lines;
 mod metrics;
+mod monitoring;
 mod perf_fixtures;
 mod sql;
 mod strace;

@@ -1,0 +1,123 @@
+//! Generic metric CSV: a header naming `time`, `metric`, `value` and
+//! optionally `entity` (any order, any case), one point per row. Times:
+//! epoch seconds (`1700000000.25`), RFC 3339 (`2026-11-22T09:37:05.5Z`,
+//! `+01:00` offsets), or `YYYY-MM-DD HH:MM:SS[.f]` (no zone: local).
+
+use super::{MetricSink, Point};
+use crate::diag::{Diagnostics, Position, Severity};
+
+struct Header {
+    time: usize,
+    metric: usize,
+    value: usize,
+    entity: Option<usize>,
+    width: usize,
+}
+
+fn header(line: &str) -> Option<Header> {
+    let names: Vec<String> = line
+        .split(',')
+        .map(|c| c.trim().trim_matches('"').to_ascii_lowercase())
+        .collect();
+    let at = |n: &str| names.iter().position(|c| c == n);
+    Some(Header {
+        time: at("time")?,
+        metric: at("metric")?,
+        value: at("value")?,
+        entity: at("entity"),
+        width: names.len(),
+    })
+}
+
+pub fn sniff(head: &[u8]) -> bool {
+    let text = String::from_utf8_lossy(head);
+    text.lines().next().is_some_and(|l| header(l).is_some())
+}
+
+/// A time field → (ns, clock).
+fn parse_time(s: &str) -> Option<(i64, &'static str)> {
+    let s = s.trim().trim_matches('"');
+    if let Ok(secs) = s.parse::<f64>() {
+        return (secs.is_finite() && secs.abs() < 1e11)
+            .then(|| ((secs * 1e9).round() as i64, "utc"));
+    }
+    if let Ok(t) = chrono::DateTime::parse_from_rfc3339(s) {
+        return Some((t.timestamp_nanos_opt()?, "utc"));
+    }
+    for f in ["%Y-%m-%d %H:%M:%S%.f", "%Y-%m-%dT%H:%M:%S%.f"] {
+        if let Ok(t) = chrono::NaiveDateTime::parse_from_str(s, f) {
+            return Some((t.and_utc().timestamp_nanos_opt()?, "local"));
+        }
+    }
+    None
+}
+
+pub fn read(text: &str, diags: &mut Diagnostics, sink: &mut dyn MetricSink) -> crate::Result<u64> {
+    let mut lines = text.lines().enumerate();
+    let Some((_, first)) = lines.next() else {
+        return Ok(0);
+    };
+    let Some(h) = header(first) else {
+        diags.report(
+            Position::Line(1),
+            Severity::Error,
+            "missing_columns",
+            "the header names no time, metric and value columns: nothing read",
+        )?;
+        return Ok(0);
+    };
+    let mut rows = 0u64;
+    for (i, line) in lines {
+        let n = i as u64 + 1;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let f: Vec<&str> = line
+            .split(',')
+            .map(|c| c.trim().trim_matches('"'))
+            .collect();
+        if f.len() != h.width {
+            diags.report(
+                Position::Line(n),
+                Severity::Warning,
+                "bad_row",
+                format!(
+                    "{} fields where the header has {}: row skipped",
+                    f.len(),
+                    h.width
+                ),
+            )?;
+            continue;
+        }
+        let Some((time_ns, clock)) = parse_time(f[h.time]) else {
+            diags.report(
+                Position::Line(n),
+                Severity::Warning,
+                "bad_time",
+                format!("unreadable time {:?}: row skipped", f[h.time]),
+            )?;
+            continue;
+        };
+        let Ok(value) = f[h.value].parse::<f64>() else {
+            diags.report(
+                Position::Line(n),
+                Severity::Warning,
+                "bad_row",
+                format!("value {:?} is not a number: row skipped", f[h.value]),
+            )?;
+            continue;
+        };
+        sink.point(&Point {
+            line: n,
+            sample: rows as i64,
+            time_ns: Some(time_ns),
+            clock,
+            entity: h.entity.map(|e| f[e]).filter(|e| !e.is_empty()),
+            metric: f[h.metric],
+            value,
+            since_boot: false,
+        });
+        rows += 1;
+    }
+    Ok(rows)
+}

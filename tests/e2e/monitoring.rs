@@ -1,0 +1,228 @@
+//! Monitoring metrics (fixtures/metrics, recorded here with the commands in
+//! its README): the `metric` table against the files' own text, read
+//! without trawl, and `date` for the times.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::common::*;
+
+fn metrics_fixture(name: &str) -> PathBuf {
+    root().join("fixtures/metrics").join(name)
+}
+
+fn ingest_metrics(names: &[&str], extra: &[&str]) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let cap = dir.path().join("cap");
+    let files: Vec<PathBuf> = names.iter().map(|n| metrics_fixture(n)).collect();
+    let mut args = vec!["ingest"];
+    args.extend(files.iter().map(|f| f.to_str().unwrap()));
+    args.extend(["-o", cap.to_str().unwrap(), "--no-symbolize"]);
+    args.extend_from_slice(extra);
+    trawl_ok(&args);
+    (dir, cap)
+}
+
+fn rows(cap: &Path, q: &str) -> Vec<Vec<String>> {
+    csv_rows(&trawl_ok(&[
+        "sql",
+        cap.to_str().unwrap(),
+        q,
+        "--format",
+        "csv",
+    ]))
+}
+
+/// Seconds since the epoch of a UTC date and time, from `date`.
+fn epoch(date_time: &str) -> i64 {
+    let o = Command::new("date")
+        .args(["-u", "-d", &format!("{date_time} UTC"), "+%s"])
+        .output()
+        .unwrap();
+    String::from_utf8(o.stdout).unwrap().trim().parse().unwrap()
+}
+
+/// The data rows of a vmstat log as (column → value) pairs and the
+/// trailing date and time, read by splitting on whitespace.
+fn vmstat_rows(name: &str) -> Vec<(Vec<(String, String)>, Option<String>)> {
+    let text = std::fs::read_to_string(metrics_fixture(name)).unwrap();
+    let mut header: Vec<String> = Vec::new();
+    let mut out = Vec::new();
+    for l in text.lines() {
+        let t: Vec<&str> = l.split_whitespace().collect();
+        if t.first() == Some(&"r") {
+            header = t.iter().map(|s| s.to_string()).collect();
+        } else if t.first().is_some_and(|f| f.parse::<u64>().is_ok()) {
+            let timed = t.len() == header.len() + 1;
+            let n = if timed { t.len() - 2 } else { t.len() };
+            let pairs = header[..n]
+                .iter()
+                .cloned()
+                .zip(t[..n].iter().map(|s| s.to_string()))
+                .collect();
+            out.push((pairs, timed.then(|| format!("{} {}", t[n], t[n + 1]))));
+        }
+    }
+    out
+}
+
+/// Every vmstat value of the fixtures is a `metric` row with the column's
+/// name mapped, at the row's time; the first row is vmstat's since-boot
+/// average.
+#[test]
+fn vmstat_values_and_times_match_the_log() {
+    for (name, zone_utc) in [
+        ("vmstat.log", true),
+        ("vmstat-wide.log", true),
+        ("vmstat-notime.log", false),
+        ("vmstat-repeat.log", true),
+    ] {
+        let (_t, cap) = ingest_metrics(&[name], &[]);
+        let want = vmstat_rows(name);
+        assert!(want.len() >= 3, "{name}");
+        let map = |c: &str| match c {
+            "r" => "runq",
+            "b" => "blocked",
+            "swpd" => "swap_used",
+            "free" => "mem_free",
+            "buff" => "mem_buff",
+            "cache" => "mem_cache",
+            "inact" => "mem_inactive",
+            "active" => "mem_active",
+            "si" => "swap_in",
+            "so" => "swap_out",
+            "bi" => "blocks_in",
+            "bo" => "blocks_out",
+            "in" => "interrupts",
+            "cs" => "context_switches",
+            "us" => "cpu_user",
+            "sy" => "cpu_sys",
+            "id" => "cpu_idle",
+            "wa" => "cpu_iowait",
+            "st" => "cpu_steal",
+            "gu" => "cpu_guest",
+            other => panic!("unknown vmstat column {other}"),
+        };
+        let got = rows(
+            &cap,
+            "SELECT sample, metric, CAST(value AS BIGINT), time_ns, clock, since_boot FROM metric ORDER BY sample, line, metric",
+        );
+        let mut expect = Vec::new();
+        for (i, (pairs, time)) in want.iter().enumerate() {
+            let t = time
+                .as_ref()
+                .map(|t| (epoch(t) * 1_000_000_000).to_string())
+                .unwrap_or_default();
+            let clock = match (time, zone_utc) {
+                (None, _) => "none",
+                (Some(_), true) => "utc",
+                (Some(_), false) => unreachable!(),
+            };
+            for (c, v) in pairs {
+                expect.push(vec![
+                    i.to_string(),
+                    map(c).to_string(),
+                    v.clone(),
+                    t.clone(),
+                    clock.to_string(),
+                    (i == 0).to_string(),
+                ]);
+            }
+        }
+        expect.sort_by(|a, b| {
+            (a[0].parse::<u32>().unwrap(), &a[1]).cmp(&(b[0].parse::<u32>().unwrap(), &b[1]))
+        });
+        assert_eq!(got, expect, "{name}");
+        assert_eq!(
+            sql_scalar(&cap, "SELECT count(*) FROM diagnostic"),
+            "0",
+            "{name}"
+        );
+    }
+}
+
+/// Local times across the end of daylight saving time (vmstat under
+/// faketime in Europe/Berlin): kept as printed, on a `local:CEST` clock,
+/// and the step back is a diagnostic at its line.
+#[test]
+fn vmstat_local_time_going_back_is_reported() {
+    let (_t, cap) = ingest_metrics(&["vmstat-dst.log"], &[]);
+    assert_eq!(
+        rows(&cap, "SELECT DISTINCT clock FROM metric"),
+        vec![vec!["local:CEST".to_string()]]
+    );
+    let d = rows(&cap, "SELECT kind, line FROM diagnostic");
+    assert_eq!(d, vec![vec!["time_went_back".to_string(), "6".to_string()]]);
+    let times = rows(
+        &cap,
+        "SELECT DISTINCT sample, time_ns FROM metric ORDER BY sample",
+    );
+    assert_eq!(
+        times[3][1].parse::<i64>().unwrap(),
+        epoch("2026-10-25 02:00:00") * 1_000_000_000
+    );
+    // With --strict the run fails.
+    let dir = tempfile::tempdir().unwrap();
+    let o = trawl(&[
+        "ingest",
+        metrics_fixture("vmstat-dst.log").to_str().unwrap(),
+        "-o",
+        dir.path().join("c").to_str().unwrap(),
+        "--strict",
+    ]);
+    assert!(!o.status.success());
+    assert!(!dir.path().join("c").exists());
+}
+
+/// The generic CSV: RFC 3339 and epoch times, entities; a damaged copy
+/// keeps its good rows and reports the rest by line.
+#[test]
+fn metric_csv_rows_and_damage() {
+    let (_t, cap) = ingest_metrics(&["app.csv"], &[]);
+    let got = rows(
+        &cap,
+        "SELECT entity, metric, value, time_ns FROM metric ORDER BY line",
+    );
+    let text = std::fs::read_to_string(metrics_fixture("app.csv")).unwrap();
+    let want: Vec<Vec<String>> = text
+        .lines()
+        .skip(1)
+        .map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            let t = match f[0].parse::<f64>() {
+                Ok(s) => ((s * 1e9).round() as i64).to_string(),
+                Err(_) => {
+                    let (whole, frac) = f[0].trim_end_matches('Z').split_once('.').unwrap();
+                    let ms: i64 = frac.parse().unwrap();
+                    (epoch(&whole.replace('T', " ")) * 1_000_000_000 + ms * 1_000_000).to_string()
+                }
+            };
+            let v: f64 = f[3].parse().unwrap();
+            vec![f[1].to_string(), f[2].to_string(), format!("{v:?}"), t]
+        })
+        .collect();
+    assert_eq!(got, want);
+
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.csv");
+    std::fs::write(
+        &bad,
+        format!("{text}2026-11-22T09:40:09Z,api,latency_ms\nnot-a-time,api,latency_ms,1\n2026-11-22T09:40:10Z,api,latency_ms,x\n"),
+    )
+    .unwrap();
+    let cap2 = dir.path().join("cap");
+    ingest_file(&bad, &cap2, &["--no-symbolize"]);
+    assert_eq!(
+        sql_scalar(&cap2, "SELECT count(*) FROM metric"),
+        (text.lines().count() - 1).to_string()
+    );
+    let lines = text.lines().count() as i64;
+    assert_eq!(
+        rows(&cap2, "SELECT kind, line FROM diagnostic ORDER BY line"),
+        vec![
+            vec!["bad_row".to_string(), (lines + 1).to_string()],
+            vec!["bad_time".to_string(), (lines + 2).to_string()],
+            vec!["bad_row".to_string(), (lines + 3).to_string()],
+        ]
+    );
+}
