@@ -437,7 +437,10 @@ fn ingest(a: &IngestArgs) -> Result<()> {
     for s in &summary.inputs {
         let (records, items) = match s.format {
             trawl_ingest::Format::Strace => ("lines", "system calls"),
-            trawl_ingest::Format::Vmstat | trawl_ingest::Format::MetricCsv => ("rows", "points"),
+            trawl_ingest::Format::Vmstat
+            | trawl_ingest::Format::Iostat
+            | trawl_ingest::Format::IostatJson
+            | trawl_ingest::Format::MetricCsv => ("rows", "points"),
             _ => ("records", "samples"),
         };
         eprintln!(

@@ -54,6 +54,8 @@ pub enum Format {
     PerfPipe,
     Strace,
     Vmstat,
+    Iostat,
+    IostatJson,
     MetricCsv,
 }
 
@@ -64,6 +66,8 @@ impl Format {
             Format::PerfPipe => "perf.data-pipe",
             Format::Strace => "strace",
             Format::Vmstat => "vmstat",
+            Format::Iostat => "iostat",
+            Format::IostatJson => "iostat-json",
             Format::MetricCsv => "metric-csv",
         }
     }
@@ -81,6 +85,8 @@ pub fn detect(head: &[u8]) -> Option<Format> {
         None if strace::sniff(head) => Some(Format::Strace),
         None => match metrics::sniff(head) {
             Some(metrics::Kind::Vmstat) => Some(Format::Vmstat),
+            Some(metrics::Kind::Iostat) => Some(Format::Iostat),
+            Some(metrics::Kind::IostatJson) => Some(Format::IostatJson),
             Some(metrics::Kind::Csv) => Some(Format::MetricCsv),
             None => None,
         },
@@ -181,7 +187,7 @@ pub fn ingest_with_unwinder(
         let stats = match format {
             Format::PerfFile => perf::ingest_perf(input, stream, false, &mut conv, &mut diags)?,
             Format::PerfPipe => perf::ingest_perf(input, stream, true, &mut conv, &mut diags)?,
-            Format::Vmstat | Format::MetricCsv => {
+            Format::Vmstat | Format::Iostat | Format::IostatJson | Format::MetricCsv => {
                 let bytes = match stream {
                     Some(mut s) => {
                         let mut v = Vec::new();
@@ -190,10 +196,11 @@ pub fn ingest_with_unwinder(
                     }
                     None => std::fs::read(input).map_err(|e| Error::io(input, e))?,
                 };
-                let kind = if format == Format::Vmstat {
-                    metrics::Kind::Vmstat
-                } else {
-                    metrics::Kind::Csv
+                let kind = match format {
+                    Format::Vmstat => metrics::Kind::Vmstat,
+                    Format::Iostat => metrics::Kind::Iostat,
+                    Format::IostatJson => metrics::Kind::IostatJson,
+                    _ => metrics::Kind::Csv,
                 };
                 let before = mconv.points;
                 let rows = metrics::read(kind, &bytes, &mut diags, &mut mconv)?;

@@ -533,11 +533,11 @@ pub static STRACE_EVENT: TableDef = TableDef {
 
 pub static METRIC: TableDef = TableDef {
     name: "metric",
-    doc: "Monitoring metrics (`vmstat -t -n N`, generic `time,metric,value[,entity]` CSV), long form: one row per input row (interval), entity and metric. vmstat's columns are named `runq` (r), `blocked` (b), `swap_used`, `mem_free`, `mem_buff`, `mem_cache`, `mem_inactive`, `mem_active`, `swap_in`, `swap_out`, `blocks_in`, `blocks_out`, `interrupts`, `context_switches`, `cpu_user`, `cpu_sys`, `cpu_idle`, `cpu_iowait`, `cpu_steal`, `cpu_guest` (vmstat's units: KiB unless `-S`, % for cpu).",
+    doc: "Monitoring metrics (`vmstat -t -n N`, `iostat -x -t` text and `-o JSON`, generic `time,metric,value[,entity]` CSV), long form: one row per input row (interval), entity and metric. vmstat's columns are named `runq` (r), `blocked` (b), `swap_used`, `mem_free`, `mem_buff`, `mem_cache`, `mem_inactive`, `mem_active`, `swap_in`, `swap_out`, `blocks_in`, `blocks_out`, `interrupts`, `context_switches`, `cpu_user`, `cpu_sys`, `cpu_idle`, `cpu_iowait`, `cpu_steal`, `cpu_guest` (vmstat's units: KiB unless `-S`, % for cpu). iostat: `cpu_user`, `cpu_nice`, `cpu_sys`, `cpu_iowait`, `cpu_steal`, `cpu_idle`, and per device (`entity`) `disk_` + the column with `/s` → `_per_s`, `-` → `_`, `%x` → `x_pct` (`disk_r_per_s`, `disk_rkB_per_s`, `disk_util_pct`, `disk_aqu_sz`).",
     columns: &[
         col!("source_id", Int32, "Input (`source.source_id`)."),
-        col!("line", Int64, "Line of the input, 1-based."),
-        col!("sample", Int64, "Index of the row (interval) in its input, 0-based."),
+        col!("line", Int64, "Line of the input, 1-based (0 for JSON input)."),
+        col!("sample", Int64, "Index of the row (interval, report) in its input, 0-based."),
         col!("time_ns", Int64, null, "Time of the row on `clock`: ns since the epoch for `utc`; for `local:ZONE` / `local`, the wall-clock time of that zone read as if it were UTC (a daylight saving change is a `time_went_back` diagnostic). Null without times (vmstat without `-t`)."),
         col!("clock", DictUtf8, "`utc`, `local:ZONE` (vmstat's zone), `local` (a CSV time without zone) or `none`."),
         col!("entity", DictUtf8, null, "What the value is of (a device, a CPU, a process), where the input says."),

@@ -226,3 +226,73 @@ fn metric_csv_rows_and_damage() {
         ]
     );
 }
+
+/// iostat -x -t text (locale and ISO times) and JSON: every value of a
+/// line is a metric row of that line (text), `%util` is
+/// `disk_util_pct`, the JSON names the same metrics, and the first report
+/// is the since-boot one.
+#[test]
+fn iostat_text_and_json() {
+    for name in ["iostat.log", "iostat-iso.log"] {
+        let (_t, cap) = ingest_metrics(&[name], &[]);
+        let text = std::fs::read_to_string(metrics_fixture(name)).unwrap();
+        let mut util = Vec::new();
+        for (i, l) in text.lines().enumerate() {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            let values: Vec<f64> = match f.first() {
+                Some(d) if d.parse::<f64>().is_ok() => {
+                    f.iter().map(|v| v.parse().unwrap()).collect()
+                }
+                Some(&"vda") => {
+                    util.push(f.last().unwrap().to_string());
+                    f[1..].iter().map(|v| v.parse().unwrap()).collect()
+                }
+                _ => continue,
+            };
+            let mut want: Vec<String> = values.iter().map(|v| format!("{v:?}")).collect();
+            want.sort();
+            let mut got: Vec<String> = rows(
+                &cap,
+                &format!("SELECT value FROM metric WHERE line = {}", i + 1),
+            )
+            .into_iter()
+            .map(|r| r[0].clone())
+            .collect();
+            got.sort();
+            assert_eq!(got, want, "{name} line {}", i + 1);
+        }
+        let got_util: Vec<String> = rows(
+            &cap,
+            "SELECT value FROM metric WHERE metric = 'disk_util_pct' AND entity = 'vda' ORDER BY sample",
+        )
+        .into_iter()
+        .map(|r| format!("{:.2}", r[0].parse::<f64>().unwrap()))
+        .collect();
+        assert_eq!(got_util, util, "{name}");
+        assert_eq!(
+            rows(
+                &cap,
+                "SELECT sample, bool_and(since_boot) FROM metric GROUP BY 1 ORDER BY 1"
+            ),
+            vec![
+                vec!["0".to_string(), "true".to_string()],
+                vec!["1".to_string(), "false".to_string()],
+                vec!["2".to_string(), "false".to_string()],
+            ]
+        );
+    }
+    let clock = |name: &str| {
+        let (_t, cap) = ingest_metrics(&[name], &[]);
+        sql_scalar(&cap, "SELECT DISTINCT clock FROM metric")
+    };
+    assert_eq!(clock("iostat-iso.log"), "utc");
+    assert_eq!(clock("iostat.log"), "local");
+    let names = |name: &str| {
+        let (_t, cap) = ingest_metrics(&[name], &[]);
+        rows(
+            &cap,
+            "SELECT DISTINCT metric, entity FROM metric ORDER BY 1, 2",
+        )
+    };
+    assert_eq!(names("iostat.json"), names("iostat.log"));
+}

@@ -1,11 +1,13 @@
-//! Monitoring metrics (`vmstat -t -n N`, generic `time,metric,value[,entity]`
-//! CSV) → the long `metric` table: one row per (time, entity, metric).
+//! Monitoring metrics (`vmstat -t -n N`, `iostat -x -t` text and JSON,
+//! generic `time,metric,value[,entity]` CSV) → the long `metric` table: one
+//! row per (time, entity, metric).
 //!
-//! - [`vmstat`], [`csv`]: text → [`Point`]s (no Arrow).
+//! - [`vmstat`], [`iostat`], [`csv`]: text → [`Point`]s (no Arrow).
 //! - [`convert`]: points → Arrow batches of `metric`.
 
 pub mod convert;
 pub mod csv;
+pub mod iostat;
 pub mod vmstat;
 
 use crate::diag::{Diagnostics, Position, Severity};
@@ -46,12 +48,18 @@ pub fn zone_clock(zone: &str) -> String {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
     Vmstat,
+    Iostat,
+    IostatJson,
     Csv,
 }
 
 pub fn sniff(head: &[u8]) -> Option<Kind> {
     if vmstat::sniff(head) {
         Some(Kind::Vmstat)
+    } else if iostat::sniff_text(head) {
+        Some(Kind::Iostat)
+    } else if iostat::sniff_json(head) {
+        Some(Kind::IostatJson)
     } else if csv::sniff(head) {
         Some(Kind::Csv)
     } else {
@@ -81,6 +89,8 @@ pub fn read(
     };
     match kind {
         Kind::Vmstat => vmstat::read(&text, diags, sink),
+        Kind::Iostat => iostat::read_text(&text, diags, sink),
+        Kind::IostatJson => iostat::read_json(&text, diags, sink),
         Kind::Csv => csv::read(&text, diags, sink),
     }
 }
