@@ -56,6 +56,7 @@ pub enum Format {
     Vmstat,
     Iostat,
     IostatJson,
+    Sysstat,
     MetricCsv,
 }
 
@@ -68,6 +69,7 @@ impl Format {
             Format::Vmstat => "vmstat",
             Format::Iostat => "iostat",
             Format::IostatJson => "iostat-json",
+            Format::Sysstat => "mpstat/pidstat",
             Format::MetricCsv => "metric-csv",
         }
     }
@@ -87,6 +89,7 @@ pub fn detect(head: &[u8]) -> Option<Format> {
             Some(metrics::Kind::Vmstat) => Some(Format::Vmstat),
             Some(metrics::Kind::Iostat) => Some(Format::Iostat),
             Some(metrics::Kind::IostatJson) => Some(Format::IostatJson),
+            Some(metrics::Kind::Sysstat) => Some(Format::Sysstat),
             Some(metrics::Kind::Csv) => Some(Format::MetricCsv),
             None => None,
         },
@@ -187,7 +190,11 @@ pub fn ingest_with_unwinder(
         let stats = match format {
             Format::PerfFile => perf::ingest_perf(input, stream, false, &mut conv, &mut diags)?,
             Format::PerfPipe => perf::ingest_perf(input, stream, true, &mut conv, &mut diags)?,
-            Format::Vmstat | Format::Iostat | Format::IostatJson | Format::MetricCsv => {
+            Format::Vmstat
+            | Format::Iostat
+            | Format::IostatJson
+            | Format::Sysstat
+            | Format::MetricCsv => {
                 let bytes = match stream {
                     Some(mut s) => {
                         let mut v = Vec::new();
@@ -200,6 +207,7 @@ pub fn ingest_with_unwinder(
                     Format::Vmstat => metrics::Kind::Vmstat,
                     Format::Iostat => metrics::Kind::Iostat,
                     Format::IostatJson => metrics::Kind::IostatJson,
+                    Format::Sysstat => metrics::Kind::Sysstat,
                     _ => metrics::Kind::Csv,
                 };
                 let before = mconv.points;

@@ -296,3 +296,138 @@ fn iostat_text_and_json() {
     };
     assert_eq!(names("iostat.json"), names("iostat.log"));
 }
+
+/// Values of mpstat/pidstat rows: each row's numbers (after the time, and
+/// for pidstat without UID and PID) are the metric rows of its line.
+fn check_sysstat_rows(cap: &Path, name: &str, skip: usize) -> usize {
+    let text = std::fs::read_to_string(metrics_fixture(name)).unwrap();
+    let mut checked = 0;
+    for (i, l) in text.lines().enumerate().skip(1) {
+        let t: Vec<&str> = l.split_whitespace().collect();
+        if t.len() < 3
+            || t[0] == "Average:"
+            || t[0] == "#"
+            || t[1..].iter().all(|v| v.parse::<f64>().is_err())
+        {
+            continue;
+        }
+        let mut want: Vec<String> = t[skip..]
+            .iter()
+            .filter_map(|v| v.parse::<f64>().ok())
+            .map(|v| format!("{v:?}"))
+            .collect();
+        want.sort();
+        let mut got: Vec<String> = rows(
+            cap,
+            &format!("SELECT value FROM metric WHERE line = {}", i + 1),
+        )
+        .into_iter()
+        .map(|r| r[0].clone())
+        .collect();
+        got.sort();
+        assert_eq!(got, want, "{name} line {}", i + 1);
+        checked += 1;
+    }
+    checked
+}
+
+/// mpstat -P ALL: a row per CPU and `all`, at the banner's date plus the
+/// row's time of day (local clock).
+#[test]
+fn mpstat_rows_per_cpu() {
+    let (_t, cap) = ingest_metrics(&["mpstat.log"], &[]);
+    // time, CPU, then the values.
+    assert_eq!(check_sysstat_rows(&cap, "mpstat.log", 2), 9);
+    assert_eq!(
+        rows(&cap, "SELECT DISTINCT entity FROM metric ORDER BY 1"),
+        vec![
+            vec!["0".to_string()],
+            vec!["1".to_string()],
+            vec!["all".to_string()]
+        ]
+    );
+    let text = std::fs::read_to_string(metrics_fixture("mpstat.log")).unwrap();
+    let banner_date = text
+        .lines()
+        .next()
+        .unwrap()
+        .split('\t')
+        .nth(1)
+        .unwrap()
+        .trim()
+        .to_string();
+    let first_row = text
+        .lines()
+        .nth(3)
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_string();
+    let o = Command::new("date")
+        .args(["-u", "-d", &format!("{banner_date} {first_row} UTC"), "+%s"])
+        .output()
+        .unwrap();
+    let want: i64 = String::from_utf8(o.stdout).unwrap().trim().parse().unwrap();
+    assert_eq!(
+        sql_scalar(&cap, "SELECT min(time_ns) FROM metric"),
+        (want * 1_000_000_000).to_string()
+    );
+    assert_eq!(
+        sql_scalar(&cap, "SELECT DISTINCT clock FROM metric"),
+        "local"
+    );
+}
+
+/// Rows after midnight (mpstat under faketime from 23:59:58) are on the
+/// next day.
+#[test]
+fn mpstat_midnight_wrap() {
+    let (_t, cap) = ingest_metrics(&["mpstat-midnight.log"], &[]);
+    let t: Vec<i64> = rows(&cap, "SELECT DISTINCT time_ns FROM metric ORDER BY 1")
+        .into_iter()
+        .map(|r| r[0].parse().unwrap())
+        .collect();
+    let midnight = epoch("2026-11-23 00:00:00") * 1_000_000_000;
+    assert_eq!(
+        t,
+        (0..4)
+            .map(|k| midnight + k * 1_000_000_000)
+            .collect::<Vec<_>>()
+    );
+    assert_eq!(sql_scalar(&cap, "SELECT count(*) FROM diagnostic"), "0");
+}
+
+/// pidstat with -h (one line per process) and without (a block per
+/// report kind): values per line, entities `COMMAND[PID]`.
+#[test]
+fn pidstat_rows_per_process() {
+    for name in ["pidstat.log", "pidstat-blocks.log"] {
+        let (_t, cap) = ingest_metrics(&[name], &[]);
+        // time, UID, PID, then the values (the command is not a number).
+        assert!(check_sysstat_rows(&cap, name, 3) >= 4, "{name}");
+        let text = std::fs::read_to_string(metrics_fixture(name)).unwrap();
+        let l = text
+            .lines()
+            .find(|l| {
+                l.split_whitespace()
+                    .nth(2)
+                    .is_some_and(|p| p.parse::<u32>().is_ok())
+            })
+            .unwrap();
+        let f: Vec<&str> = l.split_whitespace().collect();
+        let entity = format!("{}[{}]", f.last().unwrap(), f[2]);
+        let n: u32 = sql_scalar(
+            &cap,
+            &format!("SELECT count(*) FROM metric WHERE entity = '{entity}'"),
+        )
+        .parse()
+        .unwrap();
+        assert!(n > 0, "{name}: {entity}");
+        assert_eq!(
+            sql_scalar(&cap, "SELECT count(*) FROM diagnostic"),
+            "0",
+            "{name}"
+        );
+    }
+}

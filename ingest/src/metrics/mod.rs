@@ -1,13 +1,15 @@
 //! Monitoring metrics (`vmstat -t -n N`, `iostat -x -t` text and JSON,
-//! generic `time,metric,value[,entity]` CSV) → the long `metric` table: one
+//! `mpstat`, `pidstat`, generic `time,metric,value[,entity]` CSV) → the long `metric` table: one
 //! row per (time, entity, metric).
 //!
-//! - [`vmstat`], [`iostat`], [`csv`]: text → [`Point`]s (no Arrow).
+//! - [`vmstat`], [`iostat`], [`sysstat`] (mpstat, pidstat), [`csv`]:
+//!   text → [`Point`]s (no Arrow).
 //! - [`convert`]: points → Arrow batches of `metric`.
 
 pub mod convert;
 pub mod csv;
 pub mod iostat;
+pub mod sysstat;
 pub mod vmstat;
 
 use crate::diag::{Diagnostics, Position, Severity};
@@ -50,6 +52,7 @@ pub enum Kind {
     Vmstat,
     Iostat,
     IostatJson,
+    Sysstat,
     Csv,
 }
 
@@ -60,6 +63,8 @@ pub fn sniff(head: &[u8]) -> Option<Kind> {
         Some(Kind::Iostat)
     } else if iostat::sniff_json(head) {
         Some(Kind::IostatJson)
+    } else if sysstat::sniff(head) {
+        Some(Kind::Sysstat)
     } else if csv::sniff(head) {
         Some(Kind::Csv)
     } else {
@@ -91,6 +96,7 @@ pub fn read(
         Kind::Vmstat => vmstat::read(&text, diags, sink),
         Kind::Iostat => iostat::read_text(&text, diags, sink),
         Kind::IostatJson => iostat::read_json(&text, diags, sink),
+        Kind::Sysstat => sysstat::read(&text, diags, sink),
         Kind::Csv => csv::read(&text, diags, sink),
     }
 }
