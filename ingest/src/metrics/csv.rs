@@ -77,16 +77,7 @@ pub fn read(text: &str, diags: &mut Diagnostics, sink: &mut dyn MetricSink) -> c
             .map(|c| c.trim().trim_matches('"'))
             .collect();
         if f.len() != h.width {
-            diags.report(
-                Position::Line(n),
-                Severity::Warning,
-                "bad_row",
-                format!(
-                    "{} fields where the header has {}: row skipped",
-                    f.len(),
-                    h.width
-                ),
-            )?;
+            super::bad_width(diags, n, f.len(), h.width)?;
             continue;
         }
         let Some((time_ns, clock)) = parse_time(f[h.time]) else {

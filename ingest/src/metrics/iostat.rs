@@ -185,12 +185,7 @@ pub fn read_text(
         };
         for (c, v) in cols.iter().zip(values) {
             let Ok(value) = v.replace(',', ".").parse::<f64>() else {
-                diags.report(
-                    Position::Line(n),
-                    Severity::Warning,
-                    "bad_row",
-                    format!("{c} value {v:?} is not a number: skipped"),
-                )?;
+                super::bad_value(diags, n, c, v)?;
                 continue;
             };
             sink.point(&Point {

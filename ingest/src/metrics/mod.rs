@@ -38,6 +38,31 @@ pub trait MetricSink {
     fn point(&mut self, p: &Point<'_>);
 }
 
+/// Reports a row of line `n` with `got` fields where the header has `want`.
+pub(crate) fn bad_width(
+    diags: &mut Diagnostics,
+    n: u64,
+    got: usize,
+    want: usize,
+) -> crate::Result<()> {
+    diags.report(
+        Position::Line(n),
+        Severity::Warning,
+        "bad_row",
+        format!("{got} fields where the header has {want}: row skipped"),
+    )
+}
+
+/// Reports a value `v` of column `col` on line `n` that is not a number.
+pub(crate) fn bad_value(diags: &mut Diagnostics, n: u64, col: &str, v: &str) -> crate::Result<()> {
+    diags.report(
+        Position::Line(n),
+        Severity::Warning,
+        "bad_row",
+        format!("{col} value {v:?} is not a number: skipped"),
+    )
+}
+
 /// The clock of a time zone name as vmstat prints it.
 pub fn zone_clock(zone: &str) -> String {
     match zone {

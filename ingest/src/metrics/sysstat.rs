@@ -182,16 +182,7 @@ pub fn read(text: &str, diags: &mut Diagnostics, sink: &mut dyn MetricSink) -> c
                 && cols.last() == Some(&"Command")
                 && values.len() > cols.len());
         if !fits {
-            diags.report(
-                Position::Line(n),
-                Severity::Warning,
-                "bad_row",
-                format!(
-                    "{} fields where the header has {}: row skipped",
-                    values.len(),
-                    cols.len()
-                ),
-            )?;
+            super::bad_width(diags, n, values.len(), cols.len())?;
             continue;
         }
         // The clock of day wraps at midnight.
@@ -240,12 +231,7 @@ pub fn read(text: &str, diags: &mut Diagnostics, sink: &mut dyn MetricSink) -> c
             let Ok(value) = v.replace(',', ".").parse::<f64>() else {
                 // pidstat -t prints `-` for the process line's TID.
                 if *v != "-" {
-                    diags.report(
-                        Position::Line(n),
-                        Severity::Warning,
-                        "bad_row",
-                        format!("{c} value {v:?} is not a number: skipped"),
-                    )?;
+                    super::bad_value(diags, n, c, v)?;
                 }
                 continue;
             };
