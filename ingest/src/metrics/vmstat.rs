@@ -103,15 +103,7 @@ pub fn read(text: &str, diags: &mut Diagnostics, sink: &mut dyn MetricSink) -> c
         }
         let want = cols.len() + if timed { 2 } else { 0 };
         if tokens.len() != want {
-            diags.report(
-                Position::Line(n),
-                Severity::Warning,
-                "bad_row",
-                format!(
-                    "{} fields where the header has {want}: row skipped",
-                    tokens.len()
-                ),
-            )?;
+            super::bad_width(diags, n, tokens.len(), want)?;
             continue;
         }
         let time_ns = if timed {
