@@ -441,6 +441,7 @@ fn ingest(a: &IngestArgs) -> Result<()> {
             | trawl_ingest::Format::Iostat
             | trawl_ingest::Format::IostatJson
             | trawl_ingest::Format::Sysstat
+            | trawl_ingest::Format::Sadf
             | trawl_ingest::Format::MetricCsv => ("rows", "points"),
             _ => ("records", "samples"),
         };

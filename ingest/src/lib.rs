@@ -57,6 +57,7 @@ pub enum Format {
     Iostat,
     IostatJson,
     Sysstat,
+    Sadf,
     MetricCsv,
 }
 
@@ -70,6 +71,7 @@ impl Format {
             Format::Iostat => "iostat",
             Format::IostatJson => "iostat-json",
             Format::Sysstat => "mpstat/pidstat",
+            Format::Sadf => "sadf",
             Format::MetricCsv => "metric-csv",
         }
     }
@@ -90,6 +92,7 @@ pub fn detect(head: &[u8]) -> Option<Format> {
             Some(metrics::Kind::Iostat) => Some(Format::Iostat),
             Some(metrics::Kind::IostatJson) => Some(Format::IostatJson),
             Some(metrics::Kind::Sysstat) => Some(Format::Sysstat),
+            Some(metrics::Kind::Sadf) => Some(Format::Sadf),
             Some(metrics::Kind::Csv) => Some(Format::MetricCsv),
             None => None,
         },
@@ -194,6 +197,7 @@ pub fn ingest_with_unwinder(
             | Format::Iostat
             | Format::IostatJson
             | Format::Sysstat
+            | Format::Sadf
             | Format::MetricCsv => {
                 let bytes = match stream {
                     Some(mut s) => {
@@ -208,6 +212,7 @@ pub fn ingest_with_unwinder(
                     Format::Iostat => metrics::Kind::Iostat,
                     Format::IostatJson => metrics::Kind::IostatJson,
                     Format::Sysstat => metrics::Kind::Sysstat,
+                    Format::Sadf => metrics::Kind::Sadf,
                     _ => metrics::Kind::Csv,
                 };
                 let before = mconv.points;

@@ -431,3 +431,60 @@ fn pidstat_rows_per_process() {
         );
     }
 }
+
+/// sadf -d (sar data recorded with sadc): every value of a row is a
+/// metric row of its line, at the row's UTC time; `CPU` -1 is `all`,
+/// devices' `%util` is `disk_util_pct` as for iostat.
+#[test]
+fn sadf_csv_blocks() {
+    for name in ["sadf.csv", "sadf-cpus.csv"] {
+        let (_t, cap) = ingest_metrics(&[name], &[]);
+        let text = std::fs::read_to_string(metrics_fixture(name)).unwrap();
+        let mut header: Vec<&str> = Vec::new();
+        for (i, l) in text.lines().enumerate() {
+            if let Some(h) = l.strip_prefix("# ") {
+                header = h.split(';').collect();
+                continue;
+            }
+            let f: Vec<&str> = l.split(';').collect();
+            let mut want: Vec<String> = header
+                .iter()
+                .zip(&f)
+                .skip(3)
+                .filter(|(c, _)| !["CPU", "DEV"].contains(c))
+                .map(|(_, v)| format!("{:?}", v.parse::<f64>().unwrap()))
+                .collect();
+            want.sort();
+            let got = rows(
+                &cap,
+                &format!(
+                    "SELECT value, time_ns, entity FROM metric WHERE line = {}",
+                    i + 1
+                ),
+            );
+            let mut values: Vec<String> = got.iter().map(|r| r[0].clone()).collect();
+            values.sort();
+            assert_eq!(values, want, "{name} line {}", i + 1);
+            let t = epoch(f[2].trim_end_matches(" UTC")) * 1_000_000_000;
+            assert!(
+                got.iter().all(|r| r[1] == t.to_string()),
+                "{name} line {}",
+                i + 1
+            );
+            let entity = match header[3] {
+                "CPU" if f[3] == "-1" => "all".to_string(),
+                "CPU" | "DEV" => f[3].to_string(),
+                _ => String::new(),
+            };
+            assert!(got.iter().all(|r| r[2] == entity), "{name} line {}", i + 1);
+        }
+    }
+    let (_t, cap) = ingest_metrics(&["sadf.csv"], &[]);
+    assert_eq!(
+        sql_scalar(
+            &cap,
+            "SELECT count(*) FROM metric WHERE metric = 'disk_util_pct' AND entity = 'vda'"
+        ),
+        "2"
+    );
+}

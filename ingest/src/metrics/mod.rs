@@ -1,14 +1,15 @@
 //! Monitoring metrics (`vmstat -t -n N`, `iostat -x -t` text and JSON,
-//! `mpstat`, `pidstat`, generic `time,metric,value[,entity]` CSV) → the long `metric` table: one
+//! `mpstat`, `pidstat`, `sadf -d`, generic `time,metric,value[,entity]` CSV) → the long `metric` table: one
 //! row per (time, entity, metric).
 //!
-//! - [`vmstat`], [`iostat`], [`sysstat`] (mpstat, pidstat), [`csv`]:
+//! - [`vmstat`], [`iostat`], [`sysstat`] (mpstat, pidstat), [`sadf`], [`csv`]:
 //!   text → [`Point`]s (no Arrow).
 //! - [`convert`]: points → Arrow batches of `metric`.
 
 pub mod convert;
 pub mod csv;
 pub mod iostat;
+pub mod sadf;
 pub mod sysstat;
 pub mod vmstat;
 
@@ -78,6 +79,7 @@ pub enum Kind {
     Iostat,
     IostatJson,
     Sysstat,
+    Sadf,
     Csv,
 }
 
@@ -90,6 +92,8 @@ pub fn sniff(head: &[u8]) -> Option<Kind> {
         Some(Kind::IostatJson)
     } else if sysstat::sniff(head) {
         Some(Kind::Sysstat)
+    } else if sadf::sniff(head) {
+        Some(Kind::Sadf)
     } else if csv::sniff(head) {
         Some(Kind::Csv)
     } else {
@@ -122,6 +126,7 @@ pub fn read(
         Kind::Iostat => iostat::read_text(&text, diags, sink),
         Kind::IostatJson => iostat::read_json(&text, diags, sink),
         Kind::Sysstat => sysstat::read(&text, diags, sink),
+        Kind::Sadf => sadf::read(&text, diags, sink),
         Kind::Csv => csv::read(&text, diags, sink),
     }
 }
