@@ -542,7 +542,7 @@ pub static METRIC: TableDef = TableDef {
         col!("clock", DictUtf8, "`utc`, `local:ZONE` (vmstat's zone), `local` (a CSV time without zone) or `none`."),
         col!("entity", DictUtf8, null, "What the value is of (a device, a CPU, a process), where the input says."),
         col!("metric", DictUtf8, "Metric name."),
-        col!("value", Float64, "Value."),
+        col!("value", Float64, "The measured value, in the unit the tool printed."),
         col!("since_boot", Bool, "vmstat's first row: averages since boot, not a measurement of the interval."),
     ],
 };
