@@ -29,11 +29,9 @@ SAMPLES=$(perf report -i "$IN" --stats 2>/dev/null | awk '/SAMPLE events:/ {prin
 PROCS=$(perf report -i "$IN" --stats 2>/dev/null | awk '/COMM events:/ {print $3; exit}')
 echo "input: $IN  $((SIZE / 1048576)) MB, $SAMPLES samples, $PROCS COMM records"
 
-t() { # label, command...: prints "seconds maxrss_kb"
-  local label=$1; shift
-  /usr/bin/time -f "%e %M" -o "$W/time.$label" "$@" >/dev/null 2>"$W/err.$label" || { cat "$W/err.$label"; exit 1; }
-  cat "$W/time.$label"
-}
+source bench/lib.sh
+# perf script's text is not kept (it is as large as the recording).
+T_STDOUT=/dev/null
 
 read -r PS_S PS_KB < <(t perf_script perf script -i "$IN")
 rm -rf "$W/cap"

@@ -21,13 +21,7 @@ mkdir -p "$W"
 cargo build --release -q
 TRAWL=$PWD/target/release/trawl
 
-t() { # label, command...: prints "seconds maxrss_kb"
-  local label=$1; shift
-  /usr/bin/time -f "%e %M" -o "$W/time.$label" "$@" >"$W/out.$label" 2>"$W/err.$label" || { cat "$W/err.$label" >&2; exit 1; }
-  cat "$W/time.$label"
-}
-mb() { echo "$1/1024" | bc -l; }
-ratio() { python3 -c "print(f'{$1 / $2:.1f}x')"; }
+source bench/lib.sh
 
 if [ -z "${SKIP_BIG:-}" ]; then
   [ -s "$W/big-$N.data" ] || bench/perf_ingest.sh "$N" >/dev/null

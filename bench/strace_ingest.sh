@@ -29,13 +29,7 @@ fi
 SIZE=$(stat -c %s "$DUMP")
 echo "input: $DUMP  $((SIZE / 1048576)) MB, $(wc -l < "$DUMP") lines"
 
-t() { # label, command...: prints "seconds maxrss_kb"
-  local label=$1; shift
-  /usr/bin/time -f "%e %M" -o "$W/time.$label" "$@" >"$W/out.$label" 2>"$W/err.$label" || { cat "$W/err.$label" >&2; exit 1; }
-  cat "$W/time.$label"
-}
-mb() { echo "$1/1024" | bc -l; }
-ratio() { python3 -c "print(f'{$1 / $2:.1f}x')"; }
+source bench/lib.sh
 
 # Both tools read a dump (and trawl a binary) already in the page cache;
 # trawl's runs are short and the machine is noisy: the median of 3.

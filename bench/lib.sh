@@ -1,0 +1,14 @@
+# Helpers shared by the whole-process benchmarks (sourced; needs $W).
+
+# t LABEL COMMAND...: runs COMMAND under /usr/bin/time, its output in
+# $W/out.LABEL (or $T_STDOUT, e.g. /dev/null) and $W/err.LABEL; prints
+# "seconds maxrss_kb".
+t() {
+  local label=$1; shift
+  /usr/bin/time -f "%e %M" -o "$W/time.$label" "$@" >"${T_STDOUT:-$W/out.$label}" 2>"$W/err.$label" || { cat "$W/err.$label" >&2; exit 1; }
+  cat "$W/time.$label"
+}
+# mb KB: megabytes.
+mb() { echo "$1/1024" | bc -l; }
+# ratio A B: A / B as "N.Nx".
+ratio() { python3 -c "print(f'{$1 / $2:.1f}x')"; }
