@@ -159,6 +159,25 @@ pub fn csv_maps(s: &str) -> Vec<std::collections::HashMap<String, String>> {
         .collect()
 }
 
+/// The rows of a SQL query on a capture, as strings.
+pub fn sql_rows(cap: &Path, q: &str) -> Vec<Vec<String>> {
+    csv_rows(&trawl_ok(&[
+        "sql",
+        cap.to_str().unwrap(),
+        q,
+        "--format",
+        "csv",
+    ]))
+}
+
+/// `trawl report KIND CAP EXTRA... --format csv`, which must succeed.
+pub fn report_csv(kind: &str, cap: &Path, extra: &[&str]) -> String {
+    let mut args = vec!["report", kind, cap.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    args.extend(["--format", "csv"]);
+    trawl_ok(&args)
+}
+
 pub fn sql_scalar(cap: &Path, q: &str) -> String {
     let out = trawl_ok(&["sql", cap.to_str().unwrap(), q, "--format", "csv"]);
     out.lines().nth(1).unwrap_or("").to_string()

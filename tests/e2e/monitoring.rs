@@ -23,14 +23,18 @@ fn ingest_metrics(names: &[&str], extra: &[&str]) -> (tempfile::TempDir, PathBuf
     (dir, cap)
 }
 
-fn rows(cap: &Path, q: &str) -> Vec<Vec<String>> {
-    csv_rows(&trawl_ok(&[
-        "sql",
-        cap.to_str().unwrap(),
-        q,
-        "--format",
-        "csv",
-    ]))
+/// The values of the metric rows of line `line` of the input, sorted, as
+/// `{:?}` of f64 prints them.
+fn line_values(cap: &Path, line: usize) -> Vec<String> {
+    let mut v: Vec<String> = sql_rows(
+        cap,
+        &format!("SELECT value FROM metric WHERE line = {line}"),
+    )
+    .into_iter()
+    .map(|r| r[0].clone())
+    .collect();
+    v.sort();
+    v
 }
 
 /// Seconds since the epoch of a UTC date and time, from `date`.
@@ -103,8 +107,7 @@ fn vmstat_values_and_times_match_the_log() {
             "gu" => "cpu_guest",
             other => panic!("unknown vmstat column {other}"),
         };
-        let got = rows(
-            &cap,
+        let got = sql_rows(&cap,
             "SELECT sample, metric, CAST(value AS BIGINT), time_ns, clock, since_boot FROM metric ORDER BY sample, line, metric",
         );
         let mut expect = Vec::new();
@@ -148,12 +151,12 @@ fn vmstat_values_and_times_match_the_log() {
 fn vmstat_local_time_going_back_is_reported() {
     let (_t, cap) = ingest_metrics(&["vmstat-dst.log"], &[]);
     assert_eq!(
-        rows(&cap, "SELECT DISTINCT clock FROM metric"),
+        sql_rows(&cap, "SELECT DISTINCT clock FROM metric"),
         vec![vec!["local:CEST".to_string()]]
     );
-    let d = rows(&cap, "SELECT kind, line FROM diagnostic");
+    let d = sql_rows(&cap, "SELECT kind, line FROM diagnostic");
     assert_eq!(d, vec![vec!["time_went_back".to_string(), "6".to_string()]]);
-    let times = rows(
+    let times = sql_rows(
         &cap,
         "SELECT DISTINCT sample, time_ns FROM metric ORDER BY sample",
     );
@@ -179,7 +182,7 @@ fn vmstat_local_time_going_back_is_reported() {
 #[test]
 fn metric_csv_rows_and_damage() {
     let (_t, cap) = ingest_metrics(&["app.csv"], &[]);
-    let got = rows(
+    let got = sql_rows(
         &cap,
         "SELECT entity, metric, value, time_ns FROM metric ORDER BY line",
     );
@@ -218,7 +221,7 @@ fn metric_csv_rows_and_damage() {
     );
     let lines = text.lines().count() as i64;
     assert_eq!(
-        rows(&cap2, "SELECT kind, line FROM diagnostic ORDER BY line"),
+        sql_rows(&cap2, "SELECT kind, line FROM diagnostic ORDER BY line"),
         vec![
             vec!["bad_row".to_string(), (lines + 1).to_string()],
             vec!["bad_time".to_string(), (lines + 2).to_string()],
@@ -251,18 +254,9 @@ fn iostat_text_and_json() {
             };
             let mut want: Vec<String> = values.iter().map(|v| format!("{v:?}")).collect();
             want.sort();
-            let mut got: Vec<String> = rows(
-                &cap,
-                &format!("SELECT value FROM metric WHERE line = {}", i + 1),
-            )
-            .into_iter()
-            .map(|r| r[0].clone())
-            .collect();
-            got.sort();
-            assert_eq!(got, want, "{name} line {}", i + 1);
+            assert_eq!(line_values(&cap, i + 1), want, "{name} line {}", i + 1);
         }
-        let got_util: Vec<String> = rows(
-            &cap,
+        let got_util: Vec<String> = sql_rows(&cap,
             "SELECT value FROM metric WHERE metric = 'disk_util_pct' AND entity = 'vda' ORDER BY sample",
         )
         .into_iter()
@@ -270,7 +264,7 @@ fn iostat_text_and_json() {
         .collect();
         assert_eq!(got_util, util, "{name}");
         assert_eq!(
-            rows(
+            sql_rows(
                 &cap,
                 "SELECT sample, bool_and(since_boot) FROM metric GROUP BY 1 ORDER BY 1"
             ),
@@ -289,7 +283,7 @@ fn iostat_text_and_json() {
     assert_eq!(clock("iostat.log"), "local");
     let names = |name: &str| {
         let (_t, cap) = ingest_metrics(&[name], &[]);
-        rows(
+        sql_rows(
             &cap,
             "SELECT DISTINCT metric, entity FROM metric ORDER BY 1, 2",
         )
@@ -317,15 +311,7 @@ fn check_sysstat_rows(cap: &Path, name: &str, skip: usize) -> usize {
             .map(|v| format!("{v:?}"))
             .collect();
         want.sort();
-        let mut got: Vec<String> = rows(
-            cap,
-            &format!("SELECT value FROM metric WHERE line = {}", i + 1),
-        )
-        .into_iter()
-        .map(|r| r[0].clone())
-        .collect();
-        got.sort();
-        assert_eq!(got, want, "{name} line {}", i + 1);
+        assert_eq!(line_values(cap, i + 1), want, "{name} line {}", i + 1);
         checked += 1;
     }
     checked
@@ -339,7 +325,7 @@ fn mpstat_rows_per_cpu() {
     // time, CPU, then the values.
     assert_eq!(check_sysstat_rows(&cap, "mpstat.log", 2), 9);
     assert_eq!(
-        rows(&cap, "SELECT DISTINCT entity FROM metric ORDER BY 1"),
+        sql_rows(&cap, "SELECT DISTINCT entity FROM metric ORDER BY 1"),
         vec![
             vec!["0".to_string()],
             vec!["1".to_string()],
@@ -384,7 +370,7 @@ fn mpstat_rows_per_cpu() {
 #[test]
 fn mpstat_midnight_wrap() {
     let (_t, cap) = ingest_metrics(&["mpstat-midnight.log"], &[]);
-    let t: Vec<i64> = rows(&cap, "SELECT DISTINCT time_ns FROM metric ORDER BY 1")
+    let t: Vec<i64> = sql_rows(&cap, "SELECT DISTINCT time_ns FROM metric ORDER BY 1")
         .into_iter()
         .map(|r| r[0].parse().unwrap())
         .collect();
@@ -455,7 +441,7 @@ fn sadf_csv_blocks() {
                 .map(|(_, v)| format!("{:?}", v.parse::<f64>().unwrap()))
                 .collect();
             want.sort();
-            let got = rows(
+            let got = sql_rows(
                 &cap,
                 &format!(
                     "SELECT value, time_ns, entity FROM metric WHERE line = {}",

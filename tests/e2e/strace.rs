@@ -30,16 +30,6 @@ fn ingest_dumps(names: &[&str], extra: &[&str]) -> (tempfile::TempDir, PathBuf) 
     (dir, cap)
 }
 
-fn rows(cap: &Path, q: &str) -> Vec<Vec<String>> {
-    csv_rows(&trawl_ok(&[
-        "sql",
-        cap.to_str().unwrap(),
-        q,
-        "--format",
-        "csv",
-    ]))
-}
-
 /// Call lines of a dump, counted without trawl: lines that are not stack
 /// frames, signals, exits or resumptions and have `name(`.
 fn call_lines(text: &str) -> usize {
@@ -107,7 +97,7 @@ fn calls_exits_and_time_match_the_dump() {
     );
     // Parent and forked child both exit 0 (src/mem.c: child() _exit(0)).
     assert_eq!(
-        rows(
+        sql_rows(
             &cap,
             "SELECT kind, exit_code FROM strace_event WHERE kind <> 'signal' ORDER BY line"
         ),
@@ -142,7 +132,7 @@ fn calls_exits_and_time_match_the_dump() {
 #[test]
 fn malloc_mmaps_resolve_to_the_calling_line() {
     let (_t, cap) = ingest_dumps(&["mem.strace"], &[]);
-    let r = rows(
+    let r = sql_rows(
         &cap,
         "SELECT f.function, f.srcline, fr.rel_pc, count(*) \
          FROM syscall s JOIN stack_entry e USING (capture, stack_id) \
@@ -179,8 +169,7 @@ fn malloc_mmaps_resolve_to_the_calling_line() {
 #[test]
 fn io_calls_carry_bytes_and_paths() {
     let (_t, cap) = ingest_dumps(&["io.strace"], &[]);
-    let r = rows(
-        &cap,
+    let r = sql_rows(&cap,
         "SELECT name, regexp_replace(fd_path, '.*/', '') AS file, count(*), sum(retval), sum(count) \
          FROM syscall WHERE fd_path LIKE '/tmp/iot/%' \
            AND name IN ('read', 'write', 'writev', 'pread64', 'pwrite64', 'sendfile') \
@@ -215,7 +204,7 @@ fn per_process_files_and_relative_times() {
         .map(|f| f.rsplit('.').next().unwrap().to_string())
         .collect();
     pids.sort();
-    let got: Vec<String> = rows(&cap, "SELECT DISTINCT pid FROM syscall ORDER BY pid")
+    let got: Vec<String> = sql_rows(&cap, "SELECT DISTINCT pid FROM syscall ORDER BY pid")
         .into_iter()
         .map(|r| r[0].clone())
         .collect();
@@ -274,7 +263,7 @@ fn damaged_dump_keeps_what_it_can() {
     std::fs::write(&f, &data).unwrap();
     let cap = dir.path().join("cap");
     ingest_file(&f, &cap, &[]);
-    let d = rows(
+    let d = sql_rows(
         &cap,
         "SELECT line, kind FROM diagnostic ORDER BY line, kind",
     );
@@ -456,13 +445,7 @@ const MEM_COLS: &[&str] = &[
 #[test]
 fn unfreed_memory_by_application_function_and_line() {
     let (_t, cap) = ingest_dumps(&["mem.strace"], &[]);
-    let out = trawl_ok(&[
-        "report",
-        "unfreed",
-        cap.to_str().unwrap(),
-        "--format",
-        "csv",
-    ]);
+    let out = report_csv("unfreed", &cap, &[]);
     let src = std::fs::read_to_string(strace_fixture("src/mem.c")).unwrap();
     let at = |needle: &str| format!("mem.c:{}", source_line(&src, needle));
     let got = app_rows(&out, Some("19715"), MEM_COLS);
@@ -497,29 +480,13 @@ fn live_regions_at_a_time() {
     assert_eq!(q(&before.to_string()), "1");
     assert_eq!(q(&t), "0");
     assert_eq!(q(""), "0");
-    let out = trawl_ok(&[
-        "report",
-        "unfreed",
-        cap.to_str().unwrap(),
-        "--at",
-        &before.to_string(),
-        "--format",
-        "csv",
-    ]);
+    let out = report_csv("unfreed", &cap, &["--at", &before.to_string()]);
     // The same moment as seconds after the first traced call.
     let t0: i64 = sql_scalar(&cap, "SELECT min(time_ns) FROM syscall")
         .parse()
         .unwrap();
     let secs = format!("+{}", (before - t0) as f64 / 1e9);
-    let out2 = trawl_ok(&[
-        "report",
-        "unfreed",
-        cap.to_str().unwrap(),
-        "--at",
-        &secs,
-        "--format",
-        "csv",
-    ]);
+    let out2 = report_csv("unfreed", &cap, &["--at", &secs]);
     assert_eq!(out2, out, "--at {secs}");
     assert!(
         csv_maps(&out)
@@ -570,10 +537,8 @@ fn io_expected() -> Vec<Vec<String>> {
 fn io_report_by_application_function_and_window() {
     let (_t, cap) = ingest_dumps(&["io.strace"], &[]);
     let report = |extra: &[&str]| -> Vec<Vec<String>> {
-        let mut args = vec!["report", "io", cap.to_str().unwrap(), "--format", "csv"];
-        args.extend_from_slice(extra);
         app_rows(
-            &trawl_ok(&args),
+            &report_csv("io", &cap, extra),
             None,
             &["app_function", "app_line", "direction", "bytes", "calls"],
         )
@@ -609,7 +574,7 @@ fn io_report_by_application_function_and_window() {
 fn raw_and_verbose_flag_formats_rebuild_the_same_regions() {
     let per_kind = |name: &str| {
         let (_t, cap) = ingest_dumps(&[name], &[]);
-        rows(
+        sql_rows(
             &cap,
             "SELECT r.pid = p.pid AS parent, kind, CAST(sum(bytes) AS BIGINT) \
              FROM live_regions() r, (SELECT pid FROM syscall WHERE syscall_id = 0) p \
@@ -663,13 +628,7 @@ fn per_thread_files_join_their_process() {
 fn check_threads_unfreed(cap: &Path, pid: &str) {
     let src = std::fs::read_to_string(strace_fixture("src/threads.c")).unwrap();
     let at = |needle: &str| format!("threads.c:{}", source_line(&src, needle));
-    let out = trawl_ok(&[
-        "report",
-        "unfreed",
-        cap.to_str().unwrap(),
-        "--format",
-        "csv",
-    ]);
+    let out = report_csv("unfreed", &cap, &[]);
     let cols = [
         "pid",
         "app_function",
@@ -779,7 +738,7 @@ fn perf_syscall_tracepoints_pair_enter_and_exit() {
     .unwrap();
     assert_eq!(total, enters + exit_only);
     assert_eq!(
-        rows(
+        sql_rows(
             &cap,
             "SELECT name, retval FROM syscall WHERE ret_note LIKE 'exit only%' ORDER BY time_ns"
         ),
@@ -803,7 +762,7 @@ fn perf_syscall_tracepoints_pair_enter_and_exit() {
         .into_iter()
         .map(|(_, t)| t)
         .collect();
-    let got = rows(
+    let got = sql_rows(
         &cap,
         "SELECT length, ret, duration_ns > 0 FROM syscall WHERE name = 'mmap' ORDER BY time_ns",
     );
@@ -813,7 +772,7 @@ fn perf_syscall_tracepoints_pair_enter_and_exit() {
     }
     // Failed calls: errno by name (ld.so's access of ld.so.preload).
     assert_eq!(
-        rows(
+        sql_rows(
             &cap,
             "SELECT name, retval, errno FROM syscall WHERE errno IS NOT NULL"
         ),
@@ -833,13 +792,7 @@ fn perf_syscall_tracepoints_pair_enter_and_exit() {
 #[test]
 fn perf_syscalls_rebuild_the_unfreed_memory_of_strace() {
     let (_t, cap) = ingest_perf_syscalls("mem-syscalls.data");
-    let out = trawl_ok(&[
-        "report",
-        "unfreed",
-        cap.to_str().unwrap(),
-        "--format",
-        "csv",
-    ]);
+    let out = report_csv("unfreed", &cap, &[]);
     let parent = sql_scalar(&cap, "SELECT min(tgid) FROM syscall");
     assert_eq!(
         app_rows(&out, Some(&parent), MEM_COLS),
@@ -906,7 +859,7 @@ fn perf_syscalls_threads_share_the_process_space() {
 #[test]
 fn perf_syscalls_attribute_io_bytes() {
     let (_t, cap) = ingest_perf_syscalls("io-syscalls.data");
-    let out = trawl_ok(&["report", "io", cap.to_str().unwrap(), "--format", "csv"]);
+    let out = report_csv("io", &cap, &[]);
     assert_eq!(
         app_rows(
             &out,
@@ -934,7 +887,7 @@ fn perf_syscalls_with_frame_pointer_stacks() {
         .collect();
     assert!(!want.is_empty());
     assert_eq!(
-        rows(
+        sql_rows(
             &cap,
             "SELECT fd, count, retval FROM syscall ORDER BY time_ns"
         ),
