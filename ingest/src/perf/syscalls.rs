@@ -39,7 +39,6 @@ pub struct Half<'a> {
 #[derive(Default)]
 pub struct SyscallPairs {
     pending: HashMap<Option<i32>, Pending>,
-    ret_text: String,
 }
 
 /// Calls whose return value is an address (printed in hex, as strace does).
@@ -50,6 +49,20 @@ fn returns_address(name: &str) -> bool {
 /// Calls that never return to their caller when they succeed.
 fn never_returns(name: &str) -> bool {
     matches!(name, "exit" | "exit_group")
+}
+
+/// Return text, value and error name of a raw return register, as strace
+/// shows them (`-1` and the error for -4095..-1; addresses in hex).
+fn ret_parts(name: &str, ret: i64) -> (String, i64, Option<std::borrow::Cow<'static, str>>) {
+    if (-4095..0).contains(&ret) {
+        return ("-1".into(), -1, Some(errno_name(-ret)));
+    }
+    let text = if returns_address(name) {
+        format!("{:#x}", ret as u64)
+    } else {
+        ret.to_string()
+    };
+    (text, ret, None)
 }
 
 /// `args` of a call: descriptors in decimal (as `int`s), the rest in hex.
@@ -96,7 +109,7 @@ impl SyscallPairs {
             }
             None => None,
         };
-        let (ret_s, retval, errno) = self.ret(h.name, ret);
+        let (ret_s, retval, errno) = ret_parts(h.name, ret);
         let errno = errno.as_deref();
         match open {
             Some(p) => {
@@ -139,20 +152,6 @@ impl SyscallPairs {
                 });
             }
         }
-    }
-
-    /// Return text, value and error of a raw return register.
-    fn ret(&mut self, name: &str, ret: i64) -> (String, i64, Option<String>) {
-        self.ret_text.clear();
-        if (-4095..0).contains(&ret) {
-            return ("-1".into(), -1, Some(errno_name(-ret).into_owned()));
-        }
-        if returns_address(name) {
-            let _ = write!(self.ret_text, "{:#x}", ret as u64);
-        } else {
-            let _ = write!(self.ret_text, "{ret}");
-        }
-        (self.ret_text.clone(), ret, None)
     }
 
     /// A call whose exit never came: `exit`/`exit_group` (they do not
