@@ -64,6 +64,12 @@ struct IngestArgs {
     /// Fail at the first diagnostic instead of recording it.
     #[arg(long)]
     strict: bool,
+    /// IANA time zone of local wall-clock times in metric inputs (vmstat
+    /// `-t`, iostat/sysstat in the locale's format, CSV times without an
+    /// offset), e.g. `Europe/Berlin`: they become UTC (`metric.utc_ns`) and
+    /// can be aligned with perf and strace times.
+    #[arg(long, value_name = "ZONE")]
+    tz: Option<String>,
     /// Do not symbolize (run `trawl symbolize` later).
     #[arg(long)]
     no_symbolize: bool,
@@ -414,7 +420,10 @@ impl SymArgs {
 }
 
 fn ingest(a: &IngestArgs) -> Result<()> {
-    let opts = trawl_ingest::IngestOptions { strict: a.strict };
+    let opts = trawl_ingest::IngestOptions {
+        strict: a.strict,
+        tz: a.tz.clone(),
+    };
     let cfg = a.sym.config();
     let mut sym_line = None;
     let unwinder: Option<Box<dyn trawl_ingest::unwind::StackUnwinder>> = if a.no_unwind {
@@ -676,6 +685,7 @@ async fn demo() -> Result<()> {
         inputs: vec![input],
         output: cap.clone(),
         strict: false,
+        tz: None,
         no_symbolize: false,
         no_unwind: false,
         sym: SymArgs {

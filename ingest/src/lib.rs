@@ -103,6 +103,10 @@ pub fn detect(head: &[u8]) -> Option<Format> {
 pub struct IngestOptions {
     /// Fail at the first diagnostic instead of recording it.
     pub strict: bool,
+    /// IANA zone of local wall-clock times in metric inputs (vmstat `-t`,
+    /// iostat, CSV without offsets), e.g. `Europe/Berlin`; they get a
+    /// `metric.utc_ns` only when it is given.
+    pub tz: Option<String>,
 }
 
 #[derive(Clone, Debug)]
@@ -113,6 +117,10 @@ pub struct InputSummary {
     pub records: u64,
     pub samples: u64,
     pub diagnostics: Vec<Diagnostic>,
+    /// The clock of the input's times (`source.clock`).
+    pub clock: String,
+    /// Native time + this = ns since the epoch (UTC), when known.
+    pub utc_offset_ns: Option<i64>,
 }
 
 #[derive(Clone, Debug)]
@@ -157,10 +165,17 @@ pub fn ingest_with_unwinder(
     unwinder: Option<Box<dyn unwind::StackUnwinder>>,
     before_commit: impl FnOnce(&Path) -> Result<()>,
 ) -> Result<IngestSummary> {
+    let tz = match &opts.tz {
+        Some(z) => Some(
+            z.parse::<chrono_tz::Tz>()
+                .map_err(|_| Error::BadZone(z.clone()))?,
+        ),
+        None => None,
+    };
     let mut cap = CaptureWriter::create(out)?;
     let mut conv = perf::convert::PerfConverter::new(&mut cap)?;
     let mut sconv = strace::convert::StraceConverter::new(&mut cap)?;
-    let mut mconv = metrics::convert::MetricConverter::new(&mut cap)?;
+    let mut mconv = metrics::convert::MetricConverter::new(&mut cap, tz)?;
     let mut extra_meta = Vec::new();
     if let Some(u) = unwinder {
         conv.set_unwinder(u);
@@ -190,6 +205,9 @@ pub fn ingest_with_unwinder(
         conv.begin_source(i as i32);
         sconv.begin_source(i as i32);
         mconv.begin_source(i as i32);
+        // (clock, utc offset) of the input; perf's are filled in below from
+        // its header.
+        let mut clock = ("none".to_string(), None);
         let stats = match format {
             Format::PerfFile => perf::ingest_perf(input, stream, false, &mut conv, &mut diags)?,
             Format::PerfPipe => perf::ingest_perf(input, stream, true, &mut conv, &mut diags)?,
@@ -218,6 +236,7 @@ pub fn ingest_with_unwinder(
                 let before = mconv.points;
                 let rows = metrics::read(kind, &bytes, &mut diags, &mut mconv)?;
                 mconv.flush()?;
+                clock = metric_clock(&mconv.clock, &opts.tz, &mut diags)?;
                 perf::PerfStats {
                     bytes: bytes.len() as u64,
                     records: rows,
@@ -239,6 +258,10 @@ pub fn ingest_with_unwinder(
                     "strace_time".to_string(),
                     s.time_kind.as_str().to_string(),
                 ));
+                clock = match s.time_kind {
+                    strace::reader::TimeKind::Epoch => ("utc".into(), Some(0)),
+                    k => (format!("strace:{}", k.as_str()), None),
+                };
                 perf::PerfStats {
                     bytes: s.bytes,
                     records: s.lines,
@@ -254,11 +277,18 @@ pub fn ingest_with_unwinder(
             records: stats.records,
             samples: stats.samples,
             diagnostics: diags.into_vec(),
+            clock: clock.0,
+            utc_offset_ns: clock.1,
         });
     }
     sconv.finish(&mut cap, &mut conv.stacks, &mut conv.syscalls)?;
     mconv.finish(&mut cap)?;
     let mut pairs = conv.finish(&mut cap)?;
+    for (i, s) in summaries.iter_mut().enumerate() {
+        if matches!(s.format, Format::PerfFile | Format::PerfPipe) {
+            (s.clock, s.utc_offset_ns) = perf_clock(&pairs, i as i32);
+        }
+    }
     pairs.extend(extra_meta);
     write_source_tables(&mut cap, &summaries, pairs)?;
     before_commit(cap.staging_dir())?;
@@ -267,6 +297,65 @@ pub fn ingest_with_unwinder(
         out,
         inputs: summaries,
     })
+}
+
+/// The clock of a perf.data input from its header metadata: with clock data
+/// (`perf record -k CLOCK`), the wall time and the clock's time read
+/// together give the offset to UTC.
+fn perf_clock(meta: &[(i32, String, String)], source: i32) -> (String, Option<i64>) {
+    let get = |k: &str| {
+        meta.iter()
+            .find(|(s, key, _)| *s == source && key == k)
+            .and_then(|(_, _, v)| v.parse::<i64>().ok())
+    };
+    match (
+        get("clockid"),
+        get("clock_wall_ns"),
+        get("clock_clockid_ns"),
+    ) {
+        (Some(id), Some(wall), Some(clk)) => (
+            format!("perf:{}", perf::header::clockid_name(id)),
+            Some(wall - clk),
+        ),
+        (Some(id), _, _) => (format!("perf:{}", perf::header::clockid_name(id)), None),
+        _ => ("perf".into(), None),
+    }
+}
+
+/// The clock of a metric input, with a diagnostic for local times that
+/// could not be placed on UTC.
+fn metric_clock(
+    c: &metrics::convert::SourceClock,
+    tz: &Option<String>,
+    diags: &mut Diagnostics,
+) -> Result<(String, Option<i64>)> {
+    let Some(clock) = c.clock.clone() else {
+        return Ok(("none".into(), None));
+    };
+    if c.unplaced > 0 {
+        diags.report(
+            Position::None,
+            Severity::Warning,
+            "local_time",
+            format!(
+                "{} rows have local times ({clock}) and no zone was given: their utc_ns is null and they cannot be aligned with other inputs; ingest again with --tz ZONE (e.g. --tz Europe/Berlin)",
+                c.unplaced
+            ),
+        )?;
+    }
+    for (line, text) in &c.nonexistent {
+        diags.report(
+            Position::Line(*line),
+            Severity::Error,
+            "nonexistent_local_time",
+            format!(
+                "{text} does not exist in {} (skipped by a daylight saving change): utc_ns left null",
+                tz.as_deref().unwrap_or("?")
+            ),
+        )?;
+    }
+    let offset = (clock == "utc").then_some(0);
+    Ok((clock, offset))
 }
 
 fn write_source_tables(
@@ -281,7 +370,11 @@ fn write_source_tables(
     let mut bytes = Int64Builder::new();
     let mut records = Int64Builder::new();
     let mut ndiag = Int64Builder::new();
+    let mut clock = StringBuilder::new();
+    let mut offset = Int64Builder::new();
     for (i, s) in inputs.iter().enumerate() {
+        clock.append_value(&s.clock);
+        offset.append_option(s.utc_offset_ns);
         id.append_value(i as i32);
         path.append_value(&s.path);
         format.append_value(s.format.name());
@@ -298,6 +391,8 @@ fn write_source_tables(
             a(&mut bytes),
             a(&mut records),
             a(&mut ndiag),
+            a(&mut clock),
+            a(&mut offset),
         ],
     )?;
 

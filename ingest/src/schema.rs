@@ -158,6 +158,17 @@ pub static SOURCE: TableDef = TableDef {
             Int64,
             "Diagnostics recorded for the input (rows in `diagnostic`)."
         ),
+        col!(
+            "clock",
+            Utf8,
+            "Clock of the input's times: `perf:CLOCK_MONOTONIC` (or another clock id, recorded with `perf record -k`), `perf` (perf's own clock, not related to wall time), `utc` (strace `-ttt`, UTC metric times), `strace:clock_of_day` (`-t`/`-tt`: no date), `strace:relative` (`-r`), `local:ZONE` / `local` (metric wall-clock times; see `metric.utc_ns`), `none`."
+        ),
+        col!(
+            "utc_offset_ns",
+            Int64,
+            null,
+            "Add to the input's native times (`perf_sample.time_ns`, `syscall.time_ns`, ...) to get ns since the epoch (UTC): from perf's clock data header (`-k`: wall time and clock time read together), 0 for `utc`. Null when the input cannot be placed on UTC."
+        ),
     ],
 };
 
@@ -540,6 +551,7 @@ pub static METRIC: TableDef = TableDef {
         col!("sample", Int64, "Index of the row (interval, report) in its input, 0-based."),
         col!("time_ns", Int64, null, "Time of the row on `clock`: ns since the epoch for `utc`; for `local:ZONE` / `local`, the wall-clock time of that zone read as if it were UTC (a daylight saving change is a `time_went_back` diagnostic). Null without times (vmstat without `-t`)."),
         col!("clock", DictUtf8, "`utc`, `local:ZONE` (vmstat's zone), `local` (a CSV time without zone) or `none`."),
+        col!("utc_ns", Int64, null, "The time in ns since the epoch (UTC): `time_ns` for `utc`; for local clocks converted with the zone given by `trawl ingest --tz ZONE` (ambiguous times at the end of daylight saving resolved so that time does not go back). Null when the zone was not given: such rows cannot be aligned with other sources."),
         col!("entity", DictUtf8, null, "What the value is of (a device, a CPU, a process), where the input says."),
         col!("metric", DictUtf8, "Metric name."),
         col!("value", Float64, "The measured value, in the unit the tool printed."),

@@ -19,6 +19,7 @@
 pub mod analyses;
 pub mod io;
 pub mod memory;
+pub mod time;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -96,6 +97,8 @@ pub fn find_captures(args: &[PathBuf]) -> Result<Vec<CaptureRef>> {
 pub struct Session {
     pub ctx: SessionContext,
     pub captures: Vec<CaptureRef>,
+    /// Each capture's time origin and its inputs' offsets.
+    pub times: Vec<time::CaptureTime>,
 }
 
 fn sql_str(s: &str) -> String {
@@ -107,6 +110,12 @@ impl Session {
     /// table is a view with a leading `capture` column; tables a capture
     /// lacks are empty.
     pub async fn open(args: &[PathBuf]) -> Result<Session> {
+        Self::open_at(args, &time::Origin::default()).await
+    }
+
+    /// [`Session::open`], with relative times (`t_ns`) counted from
+    /// `origin` in each capture.
+    pub async fn open_at(args: &[PathBuf], origin: &time::Origin) -> Result<Session> {
         let captures = find_captures(args)?;
         let config = SessionConfig::new()
             .with_information_schema(true)
@@ -145,7 +154,12 @@ impl Session {
             let view = format!("CREATE VIEW {} AS {}", def.name, parts.join(" UNION ALL "));
             ctx.sql(&view).await?;
         }
-        let s = Session { ctx, captures };
+        let mut s = Session {
+            ctx,
+            captures,
+            times: Vec::new(),
+        };
+        s.times = time::register(&s, origin).await?;
         s.run_script(analyses::FRAME_NAME).await?;
         memory::register(&s).await?;
         Ok(s)

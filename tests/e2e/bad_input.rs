@@ -67,7 +67,10 @@ fn run(input: &Path, out: &Path, strict: bool) -> Result<trawl_ingest::IngestSum
     ingest(
         &[input.to_path_buf()],
         out,
-        &IngestOptions { strict },
+        &IngestOptions {
+            strict,
+            ..Default::default()
+        },
         |_| Ok(()),
     )
 }

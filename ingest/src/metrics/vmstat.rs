@@ -134,7 +134,7 @@ pub fn read(text: &str, diags: &mut Diagnostics, sink: &mut dyn MetricSink) -> c
                     Severity::Warning,
                     "time_went_back",
                     format!(
-                        "the {clock} clock went back {} s (a daylight saving change or a clock adjustment?): times after this line are not comparable with the ones before",
+                        "the {clock} clock went back {} s (a daylight saving change or a clock adjustment?): time_ns after this line is not comparable with time_ns before it (utc_ns is, with --tz ZONE)",
                         (prev - t) / 1_000_000_000
                     ),
                 )?;

@@ -544,3 +544,15 @@ impl Metadata {
             .join(" ")
     }
 }
+
+/// The name of a `clockid_t` as `perf record -k` takes it.
+pub fn clockid_name(id: i64) -> String {
+    match id {
+        0 => "CLOCK_REALTIME".into(),
+        1 => "CLOCK_MONOTONIC".into(),
+        4 => "CLOCK_MONOTONIC_RAW".into(),
+        7 => "CLOCK_BOOTTIME".into(),
+        11 => "CLOCK_TAI".into(),
+        n => format!("clock{n}"),
+    }
+}
