@@ -149,6 +149,111 @@ enum Report {
     /// a time window, from strace dumps: per process, application
     /// function, actual function, application source line and file.
     Io(IoArgs),
+    /// Time ranges where monitoring metrics satisfy a rule (resource
+    /// exhaustion), relative to --t0; with --runs, the ranges every run
+    /// has (seed document 000, stage A).
+    Exhaustion(ExhaustionArgs),
+    /// What used CPU, memory or I/O inside exhaustion ranges: per range,
+    /// process, application function, actual function and application
+    /// source line (seed document 000, stage B).
+    Cause(CauseArgs),
+}
+
+#[derive(Args, Clone)]
+struct T0Args {
+    /// Origin of relative times in each capture: `first` (the earliest
+    /// event of any input), `exec:NAME` (the program's exec, from perf
+    /// COMM records or strace execve), `@EPOCH_SECONDS` or an RFC 3339
+    /// time, each optionally `+SECONDS`/`-SECONDS`.
+    #[arg(long, default_value = "first", value_name = "SPEC")]
+    t0: String,
+}
+
+impl T0Args {
+    async fn open(&self, captures: &[PathBuf]) -> Result<Session> {
+        let origin = trawl_query::time::Origin::parse(&self.t0)?;
+        Ok(Session::open_at(captures, &origin).await?)
+    }
+}
+
+#[derive(Args, Clone)]
+struct RuleArgs {
+    /// The rule: comparisons of metrics (as named in the `metric` table,
+    /// `name[entity]` for one entity) and numbers with + - * /, combined
+    /// with and/or/not, e.g. 'cpu_user+cpu_sys > 90 and runq > 2'.
+    #[arg(long)]
+    rule: Option<String>,
+    /// Drop ranges shorter than this (after merging), e.g. 2s.
+    #[arg(long, default_value = "0", value_name = "DURATION")]
+    min_duration: String,
+    /// Merge ranges separated by at most this, e.g. 1s.
+    #[arg(long, default_value = "0", value_name = "DURATION")]
+    gap: String,
+}
+
+impl RuleArgs {
+    fn parse(&self) -> Result<Option<(trawl_query::ranges::Rule, trawl_query::ranges::RangeOpts)>> {
+        use trawl_query::time::parse_duration_ns;
+        let Some(r) = &self.rule else { return Ok(None) };
+        Ok(Some((
+            trawl_query::ranges::Rule::parse(r)?,
+            trawl_query::ranges::RangeOpts {
+                min_duration_ns: parse_duration_ns(&self.min_duration)?,
+                gap_ns: parse_duration_ns(&self.gap)?,
+            },
+        )))
+    }
+}
+
+#[derive(Args)]
+struct ExhaustionArgs {
+    /// Captures (or directories of captures): ranges per capture.
+    captures: Vec<PathBuf>,
+    /// Runs of the same workload: only the ranges present in every run
+    /// (intersected on the relative time axis).
+    #[arg(long, num_args = 1.., value_name = "CAPTURE")]
+    runs: Vec<PathBuf>,
+    #[command(flatten)]
+    rule: RuleArgs,
+    #[command(flatten)]
+    t0: T0Args,
+    #[command(flatten)]
+    out: OutputOpts,
+}
+
+#[derive(Args)]
+struct CauseArgs {
+    /// Captures (or directories of captures).
+    #[arg(required = true)]
+    captures: Vec<PathBuf>,
+    /// cpu (perf samples in the range), memory (allocated and not freed
+    /// at the range's start) or io (bytes transferred from --lead before
+    /// the range to its end).
+    #[arg(long)]
+    resource: String,
+    /// The range START..END in seconds relative to --t0 (instead of --rule).
+    #[arg(long, value_name = "START..END")]
+    range: Option<String>,
+    #[command(flatten)]
+    rule: RuleArgs,
+    /// Path prefix of the application's files (default: the directory of
+    /// the traced executable).
+    #[arg(long)]
+    app: Option<String>,
+    /// For io: also count this many seconds before each range.
+    #[arg(long, default_value_t = 0.0)]
+    lead: f64,
+    /// For cpu: the perf event (default: the one with most samples).
+    #[arg(long)]
+    event: Option<String>,
+    /// For memory: look at the range's `start` (document 000), or at the
+    /// moment in the range when the traced processes held the most (`max`).
+    #[arg(long, default_value = "start", value_parser = ["start", "max"])]
+    at: String,
+    #[command(flatten)]
+    t0: T0Args,
+    #[command(flatten)]
+    out: OutputOpts,
 }
 
 #[derive(Args)]
@@ -390,6 +495,8 @@ fn run(cli: Cli) -> Result<()> {
         Cmd::Report(Report::Flamegraph(a)) => runtime()?.block_on(flamegraph(a)),
         Cmd::Report(Report::Unfreed(a)) => runtime()?.block_on(unfreed(a)),
         Cmd::Report(Report::Io(a)) => runtime()?.block_on(io_report(a)),
+        Cmd::Report(Report::Exhaustion(a)) => runtime()?.block_on(exhaustion(a)),
+        Cmd::Report(Report::Cause(a)) => runtime()?.block_on(cause(a)),
         Cmd::Demo => runtime()?.block_on(demo()),
         Cmd::Addr2line(a) => {
             symbols::addr2line(&a.exe, &a.addresses, a.addresses_out, &a.sym.config())
@@ -623,6 +730,135 @@ async fn io_report(a: IoArgs) -> Result<()> {
         .collect()
         .await?;
     if matches!(a.out.format, Format::Table) && a.out.output.is_none() {
+        eprintln!("application: {app}*");
+    }
+    output::write(&batches, &a.out)
+}
+
+async fn exhaustion(a: ExhaustionArgs) -> Result<()> {
+    use trawl_query::ranges;
+    let Some((rule, opts)) = a.rule.parse()? else {
+        bail!("give the rule with --rule, e.g. --rule 'cpu_user+cpu_sys > 90 and runq > 2'");
+    };
+    let common = !a.runs.is_empty();
+    let dirs: Vec<PathBuf> = if common {
+        if !a.captures.is_empty() {
+            bail!("give the captures either before --runs or after it, not both");
+        }
+        a.runs.clone()
+    } else if a.captures.is_empty() {
+        bail!("name a capture (or several runs with --runs)");
+    } else {
+        a.captures.clone()
+    };
+    let s = a.t0.open(&dirs).await?;
+    let per = ranges::ranges(&s, &rule, opts).await?;
+    let table = matches!(a.out.format, Format::Table) && a.out.output.is_none();
+    if table {
+        for t in &s.times {
+            eprintln!("{}: t0 = {}", t.capture, t.how);
+        }
+    }
+    let batch = if common {
+        let spans = ranges::spans(&s).await?;
+        if let (Some(lo), Some(hi)) = (
+            spans.iter().map(|x| x.1).min(),
+            spans.iter().map(|x| x.1).max(),
+        ) {
+            if lo > 0 && (hi - lo) * 10 > lo {
+                let list: Vec<String> = spans
+                    .iter()
+                    .map(|(c, t)| format!("{c} {:.1} s", *t as f64 / 1e9))
+                    .collect();
+                eprintln!(
+                    "warning: the runs' metrics span different lengths ({}): ranges are compared on each run's own axis from its t0; pick the origin with --t0 (e.g. exec:PROGRAM) so the runs line up",
+                    list.join(", ")
+                );
+            }
+        }
+        let runs: Vec<(String, Vec<ranges::Range>)> = s
+            .captures
+            .iter()
+            .map(|c| {
+                (
+                    c.name.clone(),
+                    per.get(&c.name).cloned().unwrap_or_default(),
+                )
+            })
+            .collect();
+        let all: Vec<Vec<ranges::Range>> = runs.iter().map(|r| r.1.clone()).collect();
+        let common = ranges::merge(ranges::intersect(&all), Default::default());
+        ranges::common_batch(&runs, &common)?
+    } else {
+        let rows: Vec<(String, Vec<ranges::Range>, Option<i64>)> = s
+            .captures
+            .iter()
+            .map(|c| {
+                (
+                    c.name.clone(),
+                    per.get(&c.name).cloned().unwrap_or_default(),
+                    ranges::origin_of(&s, &c.name),
+                )
+            })
+            .collect();
+        ranges::batch(&rows)?
+    };
+    output::write(&[batch], &a.out)
+}
+
+async fn cause(a: CauseArgs) -> Result<()> {
+    use trawl_query::ranges::Range;
+    let resource = trawl_query::cause::Resource::parse(&a.resource)?;
+    let s = a.t0.open(&a.captures).await?;
+    let per: std::collections::BTreeMap<String, Vec<Range>> = match (&a.range, a.rule.parse()?) {
+        (Some(r), None) => {
+            let (from, to) = parse_time_range(r)?;
+            let r = Range {
+                start: from.unwrap_or(0),
+                end: to.unwrap_or(i64::MAX / 2),
+            };
+            if r.end <= r.start {
+                bail!(
+                    "--range {:?}: the end must come after the start",
+                    a.range.as_deref().unwrap_or("")
+                );
+            }
+            s.captures
+                .iter()
+                .map(|c| (c.name.clone(), vec![r]))
+                .collect()
+        }
+        (None, Some((rule, opts))) => trawl_query::ranges::ranges(&s, &rule, opts).await?,
+        _ => bail!("give either --range START..END or --rule RULE"),
+    };
+    if per.values().all(Vec::is_empty) {
+        bail!("the rule holds nowhere: no ranges to look into");
+    }
+    if !(a.lead.is_finite() && a.lead >= 0.0) {
+        bail!("--lead {}: expected seconds >= 0", a.lead);
+    }
+    let app = app_prefix(&s, &a.app).await?;
+    let per: std::collections::BTreeMap<String, Vec<Range>> =
+        per.into_iter().filter(|(_, v)| !v.is_empty()).collect();
+    let df = trawl_query::cause::cause(
+        &s,
+        resource,
+        &per,
+        &app,
+        (a.lead * 1e9).round() as i64,
+        a.event.as_deref(),
+        if a.at == "max" {
+            trawl_query::cause::MemoryAt::Max
+        } else {
+            trawl_query::cause::MemoryAt::Start
+        },
+    )
+    .await?;
+    let batches = df.collect().await?;
+    if matches!(a.out.format, Format::Table) && a.out.output.is_none() {
+        for t in &s.times {
+            eprintln!("{}: t0 = {}", t.capture, t.how);
+        }
         eprintln!("application: {app}*");
     }
     output::write(&batches, &a.out)

@@ -41,25 +41,32 @@ pub async fn io(
     if let Some(t) = resolve_at(s, to).await? {
         w.push(format!("c.time_ns < {t}"));
     }
+    let source = io_rows_sql("syscall", "", &w);
+    let q = attribution_sql(&source, &[], &["file", "direction"], "bytes", "calls", app);
+    Ok(s.sql(&q).await?)
+}
+
+/// Rows (capture, `extra`, pid, stack_id, bytes, file, direction) of the
+/// calls of `table` (`syscall` or `syscall_t`) that moved bytes, under the
+/// conditions `window` (on columns of `c`).
+pub(crate) fn io_rows_sql(table: &str, extra: &str, window: &[String]) -> String {
     let cases: Vec<String> = IO_CALLS
         .iter()
         .map(|(n, d)| format!("WHEN {} THEN {}", quote(n), quote(d)))
         .collect();
     let names: Vec<String> = IO_CALLS.iter().map(|(n, _)| quote(n)).collect();
-    let source = format!(
-        "SELECT c.capture, c.pid, c.stack_id, c.retval AS bytes, \
+    format!(
+        "SELECT c.capture{extra}, c.pid, c.stack_id, c.retval AS bytes, \
            COALESCE(c.fd_path, concat('fd ', CAST(c.fd AS VARCHAR))) AS file, \
            CASE CAST(c.name AS VARCHAR) {cases} END AS direction \
-         FROM syscall c \
+         FROM {table} c \
          WHERE CAST(c.name AS VARCHAR) IN ({names}) AND c.retval > 0 {window}",
         cases = cases.join(" "),
         names = names.join(", "),
-        window = w
+        window = window
             .iter()
             .map(|c| format!("AND {c}"))
             .collect::<Vec<_>>()
             .join(" "),
-    );
-    let q = attribution_sql(&source, &["file", "direction"], "calls", app);
-    Ok(s.sql(&q).await?)
+    )
 }

@@ -17,8 +17,10 @@
 //! tables); it never parses capture files and never symbolizes.
 
 pub mod analyses;
+pub mod cause;
 pub mod io;
 pub mod memory;
+pub mod ranges;
 pub mod time;
 
 use std::path::{Path, PathBuf};
@@ -162,6 +164,7 @@ impl Session {
         s.times = time::register(&s, origin).await?;
         s.run_script(analyses::FRAME_NAME).await?;
         memory::register(&s).await?;
+        ranges::register(&s).await?;
         Ok(s)
     }
 

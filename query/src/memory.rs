@@ -795,6 +795,8 @@ pub async fn unfreed(s: &Session, at: At, app: &str) -> Result<datafusion::prelu
     let q = attribution_sql(
         &format!("SELECT capture, pid, stack_id, bytes FROM live_regions({arg})"),
         &[],
+        &[],
+        "bytes",
         "regions",
         app,
     );
@@ -802,20 +804,31 @@ pub async fn unfreed(s: &Session, at: At, app: &str) -> Result<datafusion::prelu
 }
 
 /// Document 000's attribution (Fig. 8 / Table 4) of a measure over rows of
-/// `source` (columns capture, pid, stack_id, bytes, and `keys`): per
-/// process, application function (first frame from the leaf in a module
-/// under `app`), actual function (the leaf), application source line and
-/// `keys`: the bytes and the number of rows (named `count_name`), with the
-/// process and application-function totals; sorted by usage.
-pub(crate) fn attribution_sql(source: &str, keys: &[&str], count_name: &str, app: &str) -> String {
-    let k = |prefix: &str| -> String { keys.iter().map(|c| format!(", {prefix}{c}")).collect() };
+/// `source` (columns capture, `scope`, pid, stack_id, bytes, and `keys`):
+/// per `scope` (e.g. a time range), process, application function (first
+/// frame from the leaf in a module under `app`), actual function (the
+/// leaf), application source line and `keys`: the summed `bytes` (output
+/// as `measure`, with the process and application-function totals
+/// `process_MEASURE`, `app_function_MEASURE`) and the number of rows
+/// (named `count_name`); sorted by usage.
+pub(crate) fn attribution_sql(
+    source: &str,
+    scope: &[&str],
+    keys: &[&str],
+    measure: &str,
+    count_name: &str,
+    app: &str,
+) -> String {
+    let k = |prefix: &str, cols: &[&str]| -> String {
+        cols.iter().map(|c| format!(", {prefix}{c}")).collect()
+    };
     format!(
         "WITH src AS ({source}), \
          app AS ( \
            SELECT capture, stack_id, min(pos) AS pos FROM stack_entry \
            WHERE starts_with(module, {app}) GROUP BY capture, stack_id), \
          attributed AS ( \
-           SELECT r.capture, r.pid, r.bytes{rk}, \
+           SELECT r.capture{rs}, r.pid, r.bytes{rk}, \
              COALESCE(a.function, '[outside the application]') AS app_function, \
              COALESCE(l.function, '[no stack]') AS actual_function, \
              a.srcline AS app_line, a.file AS app_file, a.line AS app_line_number \
@@ -824,20 +837,22 @@ pub(crate) fn attribution_sql(source: &str, keys: &[&str], count_name: &str, app
            LEFT JOIN stack_entry a ON a.capture = app.capture AND a.stack_id = app.stack_id AND a.pos = app.pos \
            LEFT JOIN stack_entry l ON l.capture = r.capture AND l.stack_id = r.stack_id AND l.pos = 0), \
          g AS ( \
-           SELECT capture, pid, app_function, actual_function, app_line{gk}, app_file, app_line_number, \
+           SELECT capture{gs}, pid, app_function, actual_function, app_line{gk}, app_file, app_line_number, \
              CAST(sum(bytes) AS BIGINT) AS bytes, count(*) AS {count_name} \
            FROM attributed \
-           GROUP BY capture, pid, app_function, actual_function, app_line{gk}, app_file, app_line_number) \
-         SELECT capture, pid, \
-           sum(bytes) OVER (PARTITION BY capture, pid) AS process_bytes, \
+           GROUP BY capture{gs}, pid, app_function, actual_function, app_line{gk}, app_file, app_line_number) \
+         SELECT capture{gs}, pid, \
+           sum(bytes) OVER (PARTITION BY capture{gs}, pid) AS process_{measure}, \
            app_function, \
-           sum(bytes) OVER (PARTITION BY capture, pid, app_function) AS app_function_bytes, \
-           actual_function, app_line{gk}, bytes, {count_name}, app_file, app_line_number \
+           sum(bytes) OVER (PARTITION BY capture{gs}, pid, app_function) AS app_function_{measure}, \
+           actual_function, app_line{gk}, bytes AS {measure}, {count_name}, app_file, app_line_number \
          FROM g \
-         ORDER BY process_bytes DESC, capture, pid, app_function_bytes DESC, app_function, bytes DESC, \
+         ORDER BY capture{gs}, process_{measure} DESC, pid, app_function_{measure} DESC, app_function, {measure} DESC, \
            actual_function, app_line{gk}",
-        rk = k("r."),
-        gk = k(""),
+        rs = k("r.", scope),
+        rk = k("r.", keys),
+        gs = k("", scope),
+        gk = k("", keys),
         app = quote(app),
     )
 }

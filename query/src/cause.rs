@@ -1,0 +1,222 @@
+//! What used a resource inside exhaustion ranges (seed document 000, stage
+//! B): per range, process, application function, actual function and
+//! application source line, the same shape as the unfreed and I/O reports.
+//!
+//! - `cpu`: the CPU time of the perf samples taken in the range (period:
+//!   ns for `cpu-clock`), with its share of all samples in the range;
+//! - `memory`: the bytes allocated (mmap/brk/mremap, not freed) at the
+//!   range's start;
+//! - `io`: the bytes transferred by read/write-like calls from `lead`
+//!   before the range to its end.
+
+use std::collections::BTreeMap;
+
+use datafusion::prelude::DataFrame;
+
+use crate::io::io_rows_sql;
+use crate::memory::{attribution_sql, quote, scalar};
+use crate::ranges::Range;
+use crate::{Error, Result, Session};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Resource {
+    Cpu,
+    Memory,
+    Io,
+}
+
+impl Resource {
+    pub fn parse(s: &str) -> Result<Resource> {
+        Ok(match s {
+            "cpu" => Resource::Cpu,
+            "memory" | "mem" => Resource::Memory,
+            "io" => Resource::Io,
+            _ => {
+                return Err(Error::Usage(format!(
+                    "--resource {s:?}: expected cpu, memory or io"
+                )))
+            }
+        })
+    }
+}
+
+/// When, inside a range, memory is looked at.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum MemoryAt {
+    /// The range's start (document 000).
+    #[default]
+    Start,
+    /// The moment in the range when the traced processes held the most
+    /// memory (mmap/brk/mremap regions), so an allocation that is still
+    /// growing when the range starts is seen whole.
+    Max,
+}
+
+/// The range columns every row starts with.
+const SCOPE: &[&str] = &["range", "range_start_s", "range_end_s"];
+
+fn scope_cols(i: usize, r: &Range) -> String {
+    format!(
+        "{} AS range, {} AS range_start_s, {} AS range_end_s",
+        i + 1,
+        r.start as f64 / 1e9,
+        r.end as f64 / 1e9
+    )
+}
+
+/// The usage of `resource` in each capture's ranges (`t_ns`).
+pub async fn cause(
+    s: &Session,
+    resource: Resource,
+    ranges: &BTreeMap<String, Vec<Range>>,
+    app: &str,
+    lead_ns: i64,
+    event: Option<&str>,
+    memory_at: MemoryAt,
+) -> Result<DataFrame> {
+    let mut parts = Vec::new();
+    let q = match resource {
+        Resource::Cpu => {
+            let event = match event {
+                Some(e) => e.to_string(),
+                None => scalar(
+                    s,
+                    "SELECT CAST(event AS VARCHAR) FROM perf_sample_t WHERE t_ns IS NOT NULL \
+                     GROUP BY 1 ORDER BY count(*) DESC, 1 LIMIT 1",
+                )
+                .await?
+                .ok_or_else(|| {
+                    Error::Usage(
+                        "no perf samples on the capture's time axis (record with `perf record -k CLOCK_MONOTONIC` so they can be placed next to the metrics)".into(),
+                    )
+                })?,
+            };
+            for (cap, rs) in ranges {
+                for (i, r) in rs.iter().enumerate() {
+                    parts.push(format!(
+                        "SELECT capture, {sc}, pid, stack_id, COALESCE(period, 1) AS bytes FROM perf_sample_t \
+                         WHERE capture = {c} AND CAST(event AS VARCHAR) = {e} AND t_ns >= {a} AND t_ns < {b}",
+                        sc = scope_cols(i, r),
+                        c = quote(cap),
+                        e = quote(&event),
+                        a = r.start,
+                        b = r.end,
+                    ));
+                }
+            }
+            let inner = attribution_sql(&union(&parts), SCOPE, &[], "cpu_ns", "samples", app);
+            // Shares of all CPU time sampled in the range.
+            format!(
+                "SELECT capture, range, range_start_s, range_end_s, pid, \
+                   round(100.0 * process_cpu_ns / sum(cpu_ns) OVER (PARTITION BY capture, range), 2) AS process_pct, \
+                   app_function, \
+                   round(100.0 * app_function_cpu_ns / sum(cpu_ns) OVER (PARTITION BY capture, range), 2) AS app_function_pct, \
+                   actual_function, app_line, \
+                   round(100.0 * cpu_ns / sum(cpu_ns) OVER (PARTITION BY capture, range), 2) AS pct, \
+                   cpu_ns, samples, app_file, app_line_number \
+                 FROM ({inner}) \
+                 ORDER BY capture, range, process_pct DESC, pid, app_function_pct DESC, app_function, pct DESC, actual_function, app_line"
+            )
+        }
+        Resource::Memory => {
+            for (cap, rs) in ranges {
+                let off = syscall_offset(s, cap).await?;
+                for (i, r) in rs.iter().enumerate() {
+                    let at = match memory_at {
+                        MemoryAt::Start => r.start - off,
+                        MemoryAt::Max => peak(s, cap, r.start - off, r.end - off)
+                            .await?
+                            .unwrap_or(r.start - off),
+                    };
+                    parts.push(format!(
+                        "SELECT capture, {sc}, {t} AS at_s, pid, stack_id, bytes FROM live_regions({at}) WHERE capture = {c}",
+                        sc = scope_cols(i, r),
+                        t = (at + off) as f64 / 1e9,
+                        c = quote(cap),
+                    ));
+                }
+            }
+            let mut scope = SCOPE.to_vec();
+            scope.push("at_s");
+            attribution_sql(&union(&parts), &scope, &[], "bytes", "regions", app)
+        }
+        Resource::Io => {
+            for (cap, rs) in ranges {
+                for (i, r) in rs.iter().enumerate() {
+                    parts.push(io_rows_sql(
+                        "syscall_t",
+                        &format!(", {}", scope_cols(i, r)),
+                        &[
+                            format!("c.capture = {}", quote(cap)),
+                            format!("c.t_ns >= {}", r.start.saturating_sub(lead_ns)),
+                            format!("c.t_ns < {}", r.end),
+                        ],
+                    ));
+                }
+            }
+            attribution_sql(
+                &union(&parts),
+                SCOPE,
+                &["file", "direction"],
+                "bytes",
+                "calls",
+                app,
+            )
+        }
+    };
+    if parts.is_empty() {
+        return Err(Error::Usage("no ranges to look into".into()));
+    }
+    Ok(s.sql(&q).await?)
+}
+
+/// The time in [from, to) (native syscall clock) when the capture's live
+/// regions summed to the most, if any region starts or ends in it.
+async fn peak(s: &Session, cap: &str, from: i64, to: i64) -> Result<Option<i64>> {
+    let q = format!(
+        "WITH ev AS ( \
+           SELECT from_ns AS t, CAST(bytes AS BIGINT) AS d FROM memory_region WHERE capture = {c} AND from_ns IS NOT NULL \
+           UNION ALL SELECT to_ns, -CAST(bytes AS BIGINT) FROM memory_region WHERE capture = {c} AND to_ns IS NOT NULL), \
+         per_t AS (SELECT t, sum(d) AS d FROM ev GROUP BY t), \
+         live AS (SELECT t, sum(d) OVER (ORDER BY t ROWS UNBOUNDED PRECEDING) AS live FROM per_t) \
+         SELECT CAST(t AS VARCHAR) AS peak_t FROM live WHERE t >= {from} AND t < {to} ORDER BY live DESC, t LIMIT 1",
+        c = quote(cap)
+    );
+    Ok(scalar(s, &q).await?.and_then(|v| v.parse().ok()))
+}
+
+fn union(parts: &[String]) -> String {
+    parts.join(" UNION ALL ")
+}
+
+/// native `syscall.time_ns` = t_ns − offset, for the capture's calls.
+async fn syscall_offset(s: &Session, cap: &str) -> Result<i64> {
+    let q = format!(
+        "SELECT CAST(min(b.offset_ns) AS VARCHAR), CAST(count(DISTINCT c.source_id) AS VARCHAR) \
+         FROM (SELECT DISTINCT capture, source_id FROM syscall) c \
+         JOIN time_base b ON b.capture = c.capture AND b.source_id = c.source_id \
+         WHERE c.capture = {}",
+        quote(cap)
+    );
+    let b = s.sql(&q).await?.collect().await?;
+    let row = b.iter().find(|b| b.num_rows() > 0);
+    let (off, n) = match row {
+        Some(b) => (
+            crate::string_values(b.column(0))[0].clone(),
+            crate::string_values(b.column(1))[0].clone(),
+        ),
+        None => (None, None),
+    };
+    match (off.and_then(|v| v.parse::<i64>().ok()), n.as_deref()) {
+        (_, Some("0")) | (_, None) => Err(Error::Usage(format!(
+            "{cap}: no traced system calls (strace -k -ttt, or perf syscall tracepoints) to find allocations in"
+        ))),
+        (Some(o), Some("1")) => Ok(o),
+        (Some(_), _) => Err(Error::Usage(format!(
+            "{cap}: system calls from several inputs; ingest one trace of the run per capture"
+        ))),
+        (None, _) => Err(Error::Usage(format!(
+            "{cap}: its system calls cannot be placed on the capture's time axis (strace needs -ttt; perf needs -k CLOCK_MONOTONIC)"
+        ))),
+    }
+}
