@@ -3,6 +3,7 @@
 //! codes; the work is in trawl-ingest, trawl-symbolize and trawl-query.
 
 mod output;
+mod plot;
 mod symbols;
 
 use std::path::{Path, PathBuf};
@@ -157,6 +158,46 @@ enum Report {
     /// process, application function, actual function and application
     /// source line (seed document 000, stage B).
     Cause(CauseArgs),
+    /// Samples per time window and function (or module, process): the
+    /// top N and the rest as [other], with shares; --plot draws them
+    /// stacked.
+    Timeline(TimelineArgs),
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum TimelineBy {
+    Function,
+    Module,
+    Process,
+}
+
+#[derive(Args)]
+struct TimelineArgs {
+    /// Captures (or directories of captures).
+    #[arg(required = true)]
+    captures: Vec<PathBuf>,
+    /// Window width: 10ms, 1s, 500us, ...
+    #[arg(long, default_value = "100ms")]
+    window: String,
+    #[arg(long, value_enum, default_value = "function")]
+    by: TimelineBy,
+    /// Keys shown by name (by total over the capture); the rest is [other].
+    #[arg(long, default_value_t = 10)]
+    top: usize,
+    /// The perf event (default: the one with most samples).
+    #[arg(long)]
+    event: Option<String>,
+    /// Draw the shares stacked over time into this PNG or SVG file (the
+    /// first capture).
+    #[arg(long, value_name = "FILE")]
+    plot: Option<PathBuf>,
+    /// Shade the ranges where this rule holds in the plot.
+    #[command(flatten)]
+    rule: RuleArgs,
+    #[command(flatten)]
+    t0: T0Args,
+    #[command(flatten)]
+    out: OutputOpts,
 }
 
 #[derive(Args, Clone)]
@@ -215,6 +256,10 @@ struct ExhaustionArgs {
     runs: Vec<PathBuf>,
     #[command(flatten)]
     rule: RuleArgs,
+    /// Draw each compared metric over time, its threshold and the ranges
+    /// found (shaded) into this PNG or SVG file.
+    #[arg(long, value_name = "FILE")]
+    plot: Option<PathBuf>,
     #[command(flatten)]
     t0: T0Args,
     #[command(flatten)]
@@ -497,6 +542,7 @@ fn run(cli: Cli) -> Result<()> {
         Cmd::Report(Report::Io(a)) => runtime()?.block_on(io_report(a)),
         Cmd::Report(Report::Exhaustion(a)) => runtime()?.block_on(exhaustion(a)),
         Cmd::Report(Report::Cause(a)) => runtime()?.block_on(cause(a)),
+        Cmd::Report(Report::Timeline(a)) => runtime()?.block_on(timeline(a)),
         Cmd::Demo => runtime()?.block_on(demo()),
         Cmd::Addr2line(a) => {
             symbols::addr2line(&a.exe, &a.addresses, a.addresses_out, &a.sym.config())
@@ -759,6 +805,7 @@ async fn exhaustion(a: ExhaustionArgs) -> Result<()> {
             eprintln!("{}: t0 = {}", t.capture, t.how);
         }
     }
+    let mut bands: Vec<ranges::Range> = per.values().flatten().copied().collect();
     let batch = if common {
         let spans = ranges::spans(&s).await?;
         if let (Some(lo), Some(hi)) = (
@@ -788,6 +835,7 @@ async fn exhaustion(a: ExhaustionArgs) -> Result<()> {
             .collect();
         let all: Vec<Vec<ranges::Range>> = runs.iter().map(|r| r.1.clone()).collect();
         let common = ranges::merge(ranges::intersect(&all), Default::default());
+        bands = common.clone();
         ranges::common_batch(&runs, &common)?
     } else {
         let rows: Vec<(String, Vec<ranges::Range>, Option<i64>)> = s
@@ -803,7 +851,131 @@ async fn exhaustion(a: ExhaustionArgs) -> Result<()> {
             .collect();
         ranges::batch(&rows)?
     };
+    if let Some(p) = &a.plot {
+        let series = ranges::load(&s, &rule).await?;
+        let panels: Vec<plot::Panel> = rule
+            .comparisons()
+            .into_iter()
+            .map(|c| plot::Panel {
+                label: format!("{} ({} {})", c.expr, c.op, c.threshold),
+                threshold: Some(c.threshold),
+                lines: series
+                    .iter()
+                    .map(|(cap, cs)| {
+                        let v = ranges::sample(&c.expr, cs)
+                            .into_iter()
+                            .map(|(a, b, v)| (a as f64 / 1e9, b as f64 / 1e9, v))
+                            .collect();
+                        (cap.clone(), v)
+                    })
+                    .collect(),
+            })
+            .collect();
+        let bands: Vec<plot::Band> = bands
+            .iter()
+            .map(|r| (r.start as f64 / 1e9, r.end as f64 / 1e9))
+            .collect();
+        plot::metrics(p, &format!("{} — t0: {}", rule, a.t0.t0), &panels, &bands)?;
+        eprintln!("wrote {}", p.display());
+    }
     output::write(&[batch], &a.out)
+}
+
+async fn timeline(a: TimelineArgs) -> Result<()> {
+    use trawl_query::timeline::{self as tl, TimelineKey};
+    let s = a.t0.open(&a.captures).await?;
+    let window = trawl_query::time::parse_duration_ns(&a.window)?;
+    let key = match a.by {
+        TimelineBy::Function => TimelineKey::Function,
+        TimelineBy::Module => TimelineKey::Module,
+        TimelineBy::Process => TimelineKey::Process,
+    };
+    let (df, event) = tl::timeline(&s, window, key, a.top, a.event.as_deref()).await?;
+    let batches = df.collect().await?;
+    if let Some(p) = &a.plot {
+        let first = &s.captures[0].name;
+        let mut cells: Vec<(f64, String, f64)> = Vec::new();
+        for b in &batches {
+            let cap = trawl_query::string_values(b.column(0));
+            let w = trawl_query::float_values(b.column(1));
+            let k = trawl_query::string_values(b.column(2));
+            let pct = trawl_query::float_values(b.column(5));
+            for i in 0..b.num_rows() {
+                if cap[i].as_deref() == Some(first.as_str()) {
+                    cells.push((
+                        w[i].unwrap_or(0.0),
+                        k[i].clone().unwrap_or_default(),
+                        pct[i].unwrap_or(0.0),
+                    ));
+                }
+            }
+        }
+        if cells.is_empty() {
+            bail!("no samples to plot");
+        }
+        let width = window as f64 / 1e9;
+        let lo = cells.iter().map(|c| c.0).fold(f64::INFINITY, f64::min);
+        let hi = cells.iter().map(|c| c.0).fold(f64::NEG_INFINITY, f64::max);
+        let n = ((hi - lo) / width).round() as usize + 1;
+        let windows: Vec<f64> = (0..n).map(|i| lo + i as f64 * width).collect();
+        let mut keys: Vec<(String, f64)> = Vec::new();
+        for (_, k, p) in &cells {
+            match keys.iter_mut().find(|x| &x.0 == k) {
+                Some(x) => x.1 += p,
+                None => keys.push((k.clone(), *p)),
+            }
+        }
+        keys.sort_by(|a, b| {
+            (a.0 == "[other]")
+                .cmp(&(b.0 == "[other]"))
+                .then(b.1.total_cmp(&a.1))
+                .then(a.0.cmp(&b.0))
+        });
+        let mut pct = vec![vec![0.0; n]; keys.len()];
+        for (w, k, p) in &cells {
+            let i = (((w - lo) / width).round() as usize).min(n - 1);
+            let j = keys.iter().position(|x| &x.0 == k).unwrap_or(0);
+            pct[j][i] += p;
+        }
+        let bands: Vec<plot::Band> = match a.rule.parse()? {
+            Some((rule, opts)) => trawl_query::ranges::ranges(&s, &rule, opts)
+                .await?
+                .get(first)
+                .map(|v| {
+                    v.iter()
+                        .map(|r| (r.start as f64 / 1e9, r.end as f64 / 1e9))
+                        .collect()
+                })
+                .unwrap_or_default(),
+            None => Vec::new(),
+        };
+        let shares = plot::Shares {
+            windows,
+            width,
+            keys: keys.into_iter().map(|k| k.0).collect(),
+            pct,
+        };
+        plot::shares(
+            p,
+            &format!(
+                "{first}: {event} by {} per {} (t0: {})",
+                match a.by {
+                    TimelineBy::Function => "function",
+                    TimelineBy::Module => "module",
+                    TimelineBy::Process => "process",
+                },
+                a.window,
+                a.t0.t0
+            ),
+            &shares,
+            &bands,
+        )?;
+        eprintln!("wrote {}", p.display());
+    }
+    if matches!(a.out.format, Format::Table) && a.out.output.is_none() {
+        eprintln!("event: {event}");
+    }
+    output::write(&batches, &a.out)
 }
 
 async fn cause(a: CauseArgs) -> Result<()> {

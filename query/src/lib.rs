@@ -22,6 +22,7 @@ pub mod io;
 pub mod memory;
 pub mod ranges;
 pub mod time;
+pub mod timeline;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -206,6 +207,19 @@ pub fn string_values(a: &datafusion::arrow::array::ArrayRef) -> Vec<Option<Strin
     let c = c.as_string::<i32>();
     (0..c.len())
         .map(|i| (!c.is_null(i)).then(|| c.value(i).to_string()))
+        .collect()
+}
+
+/// The values of a numeric column as f64.
+pub fn float_values(a: &datafusion::arrow::array::ArrayRef) -> Vec<Option<f64>> {
+    use datafusion::arrow::array::{Array, AsArray};
+    use datafusion::arrow::datatypes::{DataType, Float64Type};
+    let Ok(c) = datafusion::arrow::compute::cast(a, &DataType::Float64) else {
+        return vec![None; a.len()];
+    };
+    let c = c.as_primitive::<Float64Type>();
+    (0..c.len())
+        .map(|i| (!c.is_null(i)).then(|| c.value(i)))
         .collect()
 }
 

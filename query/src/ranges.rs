@@ -983,3 +983,105 @@ pub async fn spans(s: &Session) -> Result<Vec<(String, i64)>> {
     }
     Ok(out)
 }
+
+impl std::fmt::Display for Rule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Rule::Num(x) => write!(f, "{x}"),
+            Rule::Metric { name, entity: None } => write!(f, "{name}"),
+            Rule::Metric {
+                name,
+                entity: Some(e),
+            } => write!(f, "{name}[{e}]"),
+            Rule::Neg(a) => write!(f, "-({a})"),
+            Rule::Arith(op, a, b) => write!(f, "{a} {op} {b}"),
+            Rule::Cmp(op, a, b) => write!(f, "{a} {op} {b}"),
+            Rule::And(a, b) => write!(f, "({a}) and ({b})"),
+            Rule::Or(a, b) => write!(f, "({a}) or ({b})"),
+            Rule::Not(a) => write!(f, "not ({a})"),
+        }
+    }
+}
+
+/// One comparison of a rule, for plotting: the compared expression and
+/// the threshold, when one side is a number.
+#[derive(Clone, Debug)]
+pub struct Comparison {
+    pub expr: Rule,
+    pub op: &'static str,
+    pub threshold: f64,
+}
+
+impl Rule {
+    /// The comparisons with a number on one side.
+    pub fn comparisons(&self) -> Vec<Comparison> {
+        let mut out = Vec::new();
+        self.cmps(&mut out);
+        out
+    }
+
+    fn cmps(&self, out: &mut Vec<Comparison>) {
+        match self {
+            Rule::Cmp(op, a, b) => match (a.as_ref(), b.as_ref()) {
+                (e, Rule::Num(x)) => out.push(Comparison {
+                    expr: e.clone(),
+                    op,
+                    threshold: *x,
+                }),
+                (Rule::Num(x), e) => out.push(Comparison {
+                    expr: e.clone(),
+                    op,
+                    threshold: *x,
+                }),
+                _ => {}
+            },
+            Rule::And(a, b) | Rule::Or(a, b) => {
+                a.cmps(out);
+                b.cmps(out)
+            }
+            Rule::Not(a) => a.cmps(out),
+            _ => {}
+        }
+    }
+}
+
+/// The value of `expr` (a numeric rule expression) on each part of the
+/// time axis where it has one: (start, end, value), for plots.
+pub fn sample(expr: &Rule, cs: &CaptureSeries) -> Vec<(i64, i64, f64)> {
+    let mut points: Vec<i64> = Vec::new();
+    for groups in cs.series.values() {
+        for st in groups {
+            for s in st {
+                points.push(s.start);
+                points.push(s.end);
+            }
+        }
+    }
+    points.sort_unstable();
+    points.dedup();
+    let keys: Vec<&(String, Option<String>)> = cs.series.keys().collect();
+    let mut out: Vec<(i64, i64, f64)> = Vec::new();
+    for w in points.windows(2) {
+        let (a, b) = (w[0], w[1]);
+        let value_of = |name: &str, entity: &Option<String>| -> Option<f64> {
+            let k = keys.iter().find(|k| k.0 == name && &k.1 == entity)?;
+            let mut best: Option<f64> = None;
+            for st in &cs.series[*k] {
+                let i = st.partition_point(|s| s.end <= a);
+                if let Some(s) = st.get(i) {
+                    if s.start <= a && s.end >= b {
+                        best = Some(best.map_or(s.value, |x: f64| x.max(s.value)));
+                    }
+                }
+            }
+            best
+        };
+        if let Some(v) = expr.num(&value_of) {
+            match out.last_mut() {
+                Some(l) if l.1 == a && l.2 == v => l.1 = b,
+                _ => out.push((a, b, v)),
+            }
+        }
+    }
+    out
+}

@@ -154,8 +154,15 @@ fn vmstat_local_time_going_back_is_reported() {
         sql_rows(&cap, "SELECT DISTINCT clock FROM metric"),
         vec![vec!["local:CEST".to_string()]]
     );
-    let d = sql_rows(&cap, "SELECT kind, line FROM diagnostic");
-    assert_eq!(d, vec![vec!["time_went_back".to_string(), "6".to_string()]]);
+    let d = sql_rows(&cap, "SELECT kind, line FROM diagnostic ORDER BY kind");
+    assert_eq!(
+        d,
+        vec![
+            // Without --tz the local times cannot be placed on UTC.
+            vec!["local_time".to_string(), "".to_string()],
+            vec!["time_went_back".to_string(), "6".to_string()]
+        ]
+    );
     let times = sql_rows(
         &cap,
         "SELECT DISTINCT sample, time_ns FROM metric ORDER BY sample",
@@ -369,7 +376,7 @@ fn mpstat_rows_per_cpu() {
 /// next day.
 #[test]
 fn mpstat_midnight_wrap() {
-    let (_t, cap) = ingest_metrics(&["mpstat-midnight.log"], &[]);
+    let (_t, cap) = ingest_metrics(&["mpstat-midnight.log"], &["--tz", "UTC"]);
     let t: Vec<i64> = sql_rows(&cap, "SELECT DISTINCT time_ns FROM metric ORDER BY 1")
         .into_iter()
         .map(|r| r[0].parse().unwrap())
@@ -382,6 +389,14 @@ fn mpstat_midnight_wrap() {
             .collect::<Vec<_>>()
     );
     assert_eq!(sql_scalar(&cap, "SELECT count(*) FROM diagnostic"), "0");
+    // --tz UTC: the UTC times are the wall-clock times.
+    assert_eq!(
+        sql_scalar(
+            &cap,
+            "SELECT count(*) FROM metric WHERE utc_ns IS DISTINCT FROM time_ns"
+        ),
+        "0"
+    );
 }
 
 /// pidstat with -h (one line per process) and without (a block per
@@ -389,7 +404,8 @@ fn mpstat_midnight_wrap() {
 #[test]
 fn pidstat_rows_per_process() {
     for name in ["pidstat.log", "pidstat-blocks.log"] {
-        let (_t, cap) = ingest_metrics(&[name], &[]);
+        // Recorded in UTC; the times have no zone.
+        let (_t, cap) = ingest_metrics(&[name], &["--tz", "UTC"]);
         // time, UID, PID, then the values (the command is not a number).
         assert!(check_sysstat_rows(&cap, name, 3) >= 4, "{name}");
         let text = std::fs::read_to_string(metrics_fixture(name)).unwrap();

@@ -1,0 +1,324 @@
+//! Plots (PNG or SVG by the file's extension) with plotters: stacked
+//! shares per window (`report timeline --plot`) and metric panels with
+//! thresholds and shaded exhaustion ranges (`report exhaustion --plot`),
+//! as document 000's Fig. 2 and Fig. 10.
+
+use std::path::Path;
+use std::sync::Once;
+
+use anyhow::{anyhow, bail, Context, Result};
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+/// A time range to shade, in seconds.
+pub type Band = (f64, f64);
+
+/// One metric panel: the compared expression, its threshold and one step
+/// line per capture: (name, [(start_s, end_s, value)]).
+pub struct Panel {
+    pub label: String,
+    pub threshold: Option<f64>,
+    pub lines: Vec<(String, Vec<(f64, f64, f64)>)>,
+}
+
+/// Shares per window: window starts (s), the window width (s), keys (top
+/// first) and each key's share (%) per window.
+pub struct Shares {
+    pub windows: Vec<f64>,
+    pub width: f64,
+    pub keys: Vec<String>,
+    pub pct: Vec<Vec<f64>>,
+}
+
+static FONT: Once = Once::new();
+static mut FONT_ERR: Option<String> = None;
+
+/// Registers a TrueType font for plot text: `$TRAWL_FONT`, DejaVu Sans, or
+/// the first `.ttf` under /usr/share/fonts.
+fn font() -> Result<()> {
+    FONT.call_once(|| {
+        let mut cands: Vec<std::path::PathBuf> = Vec::new();
+        if let Some(p) = std::env::var_os("TRAWL_FONT") {
+            cands.push(p.into());
+        }
+        cands.push("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf".into());
+        fn walk(d: &Path, out: &mut Vec<std::path::PathBuf>, depth: u32) {
+            let Ok(rd) = std::fs::read_dir(d) else { return };
+            for e in rd.flatten() {
+                let p = e.path();
+                if p.is_dir() && depth < 4 {
+                    walk(&p, out, depth + 1);
+                } else if p.extension().is_some_and(|x| x == "ttf") {
+                    out.push(p);
+                }
+            }
+        }
+        walk(Path::new("/usr/share/fonts"), &mut cands, 0);
+        for c in cands {
+            if let Ok(bytes) = std::fs::read(&c) {
+                let bytes: &'static [u8] = Box::leak(bytes.into_boxed_slice());
+                if plotters::style::register_font("sans-serif", FontStyle::Normal, bytes).is_ok() {
+                    return;
+                }
+            }
+        }
+        // SAFETY: written once, inside call_once, before any read.
+        unsafe {
+            FONT_ERR = Some(
+                "no TrueType font found for the plot's text: install one (apt-get install fonts-dejavu-core) or set TRAWL_FONT=/path/to/font.ttf".into(),
+            )
+        };
+    });
+    // SAFETY: only written inside call_once, which has completed.
+    #[allow(static_mut_refs)]
+    if let Some(e) = unsafe { FONT_ERR.clone() } {
+        bail!(e);
+    }
+    Ok(())
+}
+
+fn colour(i: usize) -> RGBColor {
+    // Tableau 10, then grey for the rest ("[other]").
+    const C: [(u8, u8, u8); 10] = [
+        (78, 121, 167),
+        (242, 142, 43),
+        (225, 87, 89),
+        (118, 183, 178),
+        (89, 161, 79),
+        (237, 201, 72),
+        (176, 122, 161),
+        (255, 157, 167),
+        (156, 117, 95),
+        (186, 176, 172),
+    ];
+    let (r, g, b) = C[i % C.len()];
+    RGBColor(r, g, b)
+}
+
+fn err<E: std::fmt::Debug>(e: E) -> anyhow::Error {
+    anyhow!("drawing the plot: {e:?}")
+}
+
+/// Writes `draw` onto a PNG or SVG file of `w`×`h` by the extension, via a
+/// temporary file renamed into place.
+fn render(
+    path: &Path,
+    w: u32,
+    h: u32,
+    draw: impl Fn(&DrawingArea<BitMapBackend, Shift>) -> Result<()>,
+    draw_svg: impl Fn(&DrawingArea<SVGBackend, Shift>) -> Result<()>,
+) -> Result<()> {
+    font()?;
+    let ext = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .map(str::to_ascii_lowercase);
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let tmp = tempfile::Builder::new()
+        .suffix(&format!(".{}", ext.as_deref().unwrap_or("png")))
+        .tempfile_in(dir)
+        .with_context(|| format!("creating a file in {}", dir.display()))?;
+    match ext.as_deref() {
+        Some("png") => {
+            let root = BitMapBackend::new(tmp.path(), (w, h)).into_drawing_area();
+            root.fill(&WHITE).map_err(err)?;
+            draw(&root)?;
+            root.present().map_err(err)?;
+        }
+        Some("svg") => {
+            let root = SVGBackend::new(tmp.path(), (w, h)).into_drawing_area();
+            root.fill(&WHITE).map_err(err)?;
+            draw_svg(&root)?;
+            root.present().map_err(err)?;
+        }
+        _ => bail!("{}: the plot file must end in .png or .svg", path.display()),
+    }
+    tmp.persist(path)
+        .with_context(|| format!("writing {}", path.display()))?;
+    Ok(())
+}
+
+/// Stacked shares per window (document 000 Fig. 10).
+pub fn shares(path: &Path, title: &str, s: &Shares, bands: &[Band]) -> Result<()> {
+    render(
+        path,
+        1200,
+        600,
+        |a| draw_shares(a, title, s, bands),
+        |a| draw_shares(a, title, s, bands),
+    )
+}
+
+fn draw_shares<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    title: &str,
+    s: &Shares,
+    bands: &[Band],
+) -> Result<()> {
+    let x0 = s.windows.first().copied().unwrap_or(0.0);
+    let x1 = s.windows.last().copied().unwrap_or(1.0) + s.width;
+    let mut chart = ChartBuilder::on(root)
+        .caption(title, ("sans-serif", 22))
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(55)
+        .build_cartesian_2d(x0..x1, 0.0..100.0)
+        .map_err(err)?;
+    chart
+        .configure_mesh()
+        .x_desc("time since t0 (s)")
+        .y_desc("share of samples (%)")
+        .label_style(("sans-serif", 14))
+        .draw()
+        .map_err(err)?;
+    for &(a, b) in bands {
+        chart
+            .draw_series(std::iter::once(Rectangle::new(
+                [(a, 0.0), (b, 100.0)],
+                RGBColor(255, 0, 0).mix(0.12).filled(),
+            )))
+            .map_err(err)?;
+    }
+    let mut lower = vec![0.0; s.windows.len()];
+    for (k, key) in s.keys.iter().enumerate() {
+        let upper: Vec<f64> = lower.iter().zip(&s.pct[k]).map(|(l, p)| l + p).collect();
+        let mut pts: Vec<(f64, f64)> = Vec::new();
+        for (i, w) in s.windows.iter().enumerate() {
+            pts.push((*w, upper[i]));
+            pts.push((*w + s.width, upper[i]));
+        }
+        for (i, w) in s.windows.iter().enumerate().rev() {
+            pts.push((*w + s.width, lower[i]));
+            pts.push((*w, lower[i]));
+        }
+        let c = if key == "[other]" {
+            RGBColor(200, 200, 200)
+        } else {
+            colour(k)
+        };
+        chart
+            .draw_series(std::iter::once(Polygon::new(pts, c.filled())))
+            .map_err(err)?
+            .label(key.clone())
+            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 10, y + 5)], c.filled()));
+        lower = upper;
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperRight)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .label_font(("sans-serif", 13))
+        .draw()
+        .map_err(err)?;
+    Ok(())
+}
+
+/// Metric panels with thresholds and shaded ranges (document 000 Fig. 2).
+pub fn metrics(path: &Path, title: &str, panels: &[Panel], bands: &[Band]) -> Result<()> {
+    let h = 120 + 260 * panels.len() as u32;
+    render(
+        path,
+        1200,
+        h,
+        |a| draw_metrics(a, title, panels, bands),
+        |a| draw_metrics(a, title, panels, bands),
+    )
+}
+
+fn draw_metrics<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    title: &str,
+    panels: &[Panel],
+    bands: &[Band],
+) -> Result<()> {
+    let root = root.titled(title, ("sans-serif", 22)).map_err(err)?;
+    let areas = root.split_evenly((panels.len().max(1), 1));
+    let all = panels
+        .iter()
+        .flat_map(|p| p.lines.iter().flat_map(|l| l.1.iter()));
+    let x0 = all.clone().map(|v| v.0).fold(f64::INFINITY, f64::min);
+    let x1 = all.map(|v| v.1).fold(f64::NEG_INFINITY, f64::max);
+    if !x0.is_finite() || !x1.is_finite() {
+        bail!("no metric values to plot");
+    }
+    for (p, area) in panels.iter().zip(areas.iter()) {
+        let vals = p.lines.iter().flat_map(|l| l.1.iter().map(|v| v.2));
+        let mut lo = vals.clone().fold(f64::INFINITY, f64::min);
+        let mut hi = vals.fold(f64::NEG_INFINITY, f64::max);
+        if let Some(t) = p.threshold {
+            lo = lo.min(t);
+            hi = hi.max(t);
+        }
+        lo = lo.min(0.0);
+        if !(hi > lo) {
+            hi = lo + 1.0;
+        }
+        hi += (hi - lo) * 0.08;
+        let mut chart = ChartBuilder::on(area)
+            .margin(10)
+            .x_label_area_size(35)
+            .y_label_area_size(80)
+            .caption(&p.label, ("sans-serif", 16))
+            .build_cartesian_2d(x0..x1, lo..hi)
+            .map_err(err)?;
+        chart
+            .configure_mesh()
+            .x_desc("time since t0 (s)")
+            .label_style(("sans-serif", 13))
+            .draw()
+            .map_err(err)?;
+        for &(a, b) in bands {
+            chart
+                .draw_series(std::iter::once(Rectangle::new(
+                    [(a, lo), (b, hi)],
+                    RGBColor(255, 0, 0).mix(0.12).filled(),
+                )))
+                .map_err(err)?;
+        }
+        for (i, (name, steps)) in p.lines.iter().enumerate() {
+            let c = colour(i);
+            let mut pts = Vec::new();
+            for &(a, b, v) in steps {
+                pts.push((a, v));
+                pts.push((b, v));
+            }
+            chart
+                .draw_series(LineSeries::new(pts, c.stroke_width(2)))
+                .map_err(err)?
+                .label(name.clone())
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 16, y)], c.stroke_width(2))
+                });
+        }
+        if let Some(t) = p.threshold {
+            chart
+                .draw_series(DashedLineSeries::new(
+                    vec![(x0, t), (x1, t)],
+                    8,
+                    5,
+                    RGBColor(200, 0, 0).stroke_width(2),
+                ))
+                .map_err(err)?
+                .label(format!("threshold {t}"))
+                .legend(|(x, y)| {
+                    PathElement::new(
+                        vec![(x, y), (x + 16, y)],
+                        RGBColor(200, 0, 0).stroke_width(2),
+                    )
+                });
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperRight)
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .label_font(("sans-serif", 13))
+            .draw()
+            .map_err(err)?;
+    }
+    Ok(())
+}
