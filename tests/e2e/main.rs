@@ -10,6 +10,7 @@ mod lines;
 mod metrics;
 mod monitoring;
 mod perf_fixtures;
+mod phases;
 mod sql;
 mod strace;
 mod symbols;

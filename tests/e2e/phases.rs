@@ -1,0 +1,613 @@
+//! Issue 5 end to end on fixtures/phases: three recorded runs of a program
+//! with a CPU, a memory and an I/O phase, each with perf.data (`-k
+//! CLOCK_MONOTONIC`), an strace dump (`-ttt -k`), vmstat and sar logs.
+//! Expected values come from the raw files (perf's header and `perf
+//! script`, the strace text, the vmstat and sadf text) and from the
+//! program (phases.c).
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use crate::common::*;
+
+fn run_dir(n: usize) -> PathBuf {
+    root().join(format!("fixtures/phases/run{n}"))
+}
+
+/// The three runs, ingested once: `<tmp>/run1` ...
+fn runs() -> &'static [PathBuf; 3] {
+    static RUNS: OnceLock<(tempfile::TempDir, [PathBuf; 3])> = OnceLock::new();
+    &RUNS
+        .get_or_init(|| {
+            let dir = tempfile::tempdir().unwrap();
+            let caps = [1, 2, 3].map(|n| {
+                let cap = dir.path().join(format!("run{n}"));
+                let d = run_dir(n);
+                let files = ["perf.data", "app.strace", "vmstat.log", "sar.csv"]
+                    .map(|f| d.join(f).to_string_lossy().into_owned());
+                let bin = root().join("fixtures/phases/bin");
+                let mut args = vec!["ingest"];
+                args.extend(files.iter().map(String::as_str));
+                args.extend([
+                    "--debug-dir",
+                    bin.to_str().unwrap(),
+                    "-o",
+                    cap.to_str().unwrap(),
+                ]);
+                trawl_ok(&args);
+                cap
+            });
+            (dir, caps)
+        })
+        .1
+}
+
+/// perf's clock reference (`perf report --header-only`): (TOD s, monotonic s).
+fn perf_reference(n: usize) -> (f64, f64) {
+    let h = perf(&[
+        "report",
+        "-i",
+        run_dir(n).join("perf.data").to_str().unwrap(),
+        "--header-only",
+    ]);
+    let l = h
+        .lines()
+        .find(|l| l.starts_with("# reference time:"))
+        .expect("clock data");
+    // # reference time: 2026-11-22 10:29:16.171871 = 1795343356.171871 (TOD) = 31784.836947331 (monotonic)
+    let parts: Vec<&str> = l.split(" = ").collect();
+    let tod: f64 = parts[1].split_whitespace().next().unwrap().parse().unwrap();
+    let mono: f64 = parts[2].split_whitespace().next().unwrap().parse().unwrap();
+    (tod, mono)
+}
+
+/// The program's exec: strace's `execve("./bin/phases", ...)` time (epoch s).
+fn strace_exec(n: usize) -> f64 {
+    let t = std::fs::read_to_string(run_dir(n).join("app.strace")).unwrap();
+    let l = t
+        .lines()
+        .find(|l| l.contains("execve(\"./bin/phases\""))
+        .unwrap();
+    l.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+fn f(m: &std::collections::HashMap<String, String>, k: &str) -> f64 {
+    m[k].parse().unwrap_or_else(|_| panic!("{k}: {:?}", m[k]))
+}
+
+/// vmstat rows (time truncated to the second, UTC epoch s; the columns by
+/// name) after the since-boot first row.
+fn vmstat(n: usize) -> Vec<(f64, std::collections::HashMap<String, f64>)> {
+    let t = std::fs::read_to_string(run_dir(n).join("vmstat.log")).unwrap();
+    let mut lines = t.lines();
+    lines.next();
+    let names: Vec<String> = lines
+        .next()
+        .unwrap()
+        .split_whitespace()
+        .map(String::from)
+        .collect();
+    lines
+        .skip(1)
+        .map(|l| {
+            let v: Vec<&str> = l.split_whitespace().collect();
+            let when = format!("{} {}", v[v.len() - 2], v[v.len() - 1]);
+            let t = chrono_free_epoch(&when);
+            let m = names
+                .iter()
+                .take(17)
+                .cloned()
+                .zip(v.iter().map(|x| x.parse::<f64>().unwrap()))
+                .collect();
+            (t, m)
+        })
+        .collect()
+}
+
+/// `YYYY-MM-DD HH:MM:SS` (UTC) → epoch seconds, by date(1).
+fn chrono_free_epoch(s: &str) -> f64 {
+    let o = std::process::Command::new("date")
+        .args(["-u", "-d", &format!("{s} UTC"), "+%s"])
+        .output()
+        .unwrap();
+    String::from_utf8(o.stdout).unwrap().trim().parse().unwrap()
+}
+
+/// Ranges where `pred` holds on rows that describe (previous time, time],
+/// relative to `t0` (s): hand-written from the documented semantics.
+fn expected_ranges(rows: &[(f64, bool)], t0: f64) -> Vec<(f64, f64)> {
+    let mut out: Vec<(f64, f64)> = Vec::new();
+    for (i, &(t, hit)) in rows.iter().enumerate() {
+        if !hit || i == 0 {
+            continue;
+        }
+        let start = rows[i - 1].0 - t0;
+        match out.last_mut() {
+            Some(l) if (l.1 - start).abs() < 1e-9 => l.1 = t - t0,
+            _ => out.push((start, t - t0)),
+        }
+    }
+    out
+}
+
+fn ranges_of(cap: &Path, rule: &str) -> Vec<(f64, f64)> {
+    csv_maps(&report_csv(
+        "exhaustion",
+        cap,
+        &["--rule", rule, "--t0", "exec:phases"],
+    ))
+    .iter()
+    .map(|m| (f(m, "start_s"), f(m, "end_s")))
+    .collect()
+}
+
+fn close(a: &[(f64, f64)], b: &[(f64, f64)]) -> bool {
+    a.len() == b.len()
+        && a.iter()
+            .zip(b)
+            .all(|(x, y)| (x.0 - y.0).abs() < 1e-5 && (x.1 - y.1).abs() < 1e-5)
+}
+
+const CPU_RULE: &str = "cpu_user+cpu_sys > 90 and runq > 2";
+
+#[test]
+fn inputs_of_a_run_line_up_on_utc() {
+    let cap = &runs()[0];
+    // Every input of the run is placed on UTC.
+    assert_eq!(
+        sql_scalar(cap, "SELECT count(*) FROM time_base WHERE NOT aligned"),
+        "0"
+    );
+    assert_eq!(
+        sql_rows(cap, "SELECT clock FROM source ORDER BY source_id"),
+        vec![
+            vec!["perf:CLOCK_MONOTONIC"],
+            vec!["utc"],
+            vec!["utc"],
+            vec!["utc"]
+        ]
+        .into_iter()
+        .map(|r| r.into_iter().map(String::from).collect::<Vec<_>>())
+        .collect::<Vec<_>>()
+    );
+    // perf's exec of phases, placed on UTC with perf's own header
+    // (`perf report --header-only`) and `perf script --show-task-events`.
+    let (tod, mono) = perf_reference(1);
+    let s = perf(&[
+        "script",
+        "-i",
+        run_dir(1).join("perf.data").to_str().unwrap(),
+        "--show-task-events",
+    ]);
+    let l = s
+        .lines()
+        .find(|l| l.contains("PERF_RECORD_COMM exec: phases"))
+        .unwrap();
+    let t: f64 = l
+        .split_whitespace()
+        .nth(2)
+        .unwrap()
+        .trim_end_matches(':')
+        .parse()
+        .unwrap();
+    let perf_exec_utc = tod + (t - mono);
+    // strace saw the same exec within a few ms (execve entry vs the
+    // kernel's exec event).
+    let strace_utc = strace_exec(1);
+    assert!(
+        (perf_exec_utc - strace_utc).abs() < 0.005,
+        "{perf_exec_utc} vs {strace_utc}"
+    );
+    // trawl: both on the capture's axis, from t0 = the first event.
+    let origin: f64 = sql_scalar(cap, "SELECT min(origin_utc_ns) FROM time_base")
+        .parse::<f64>()
+        .unwrap()
+        / 1e9;
+    let perf_t: f64 = sql_scalar(
+        cap,
+        "SELECT e.time_ns + b.offset_ns FROM perf_task_event e JOIN time_base b USING (capture, source_id) \
+         WHERE kind = 'exec' AND comm = 'phases'",
+    )
+    .parse::<f64>()
+    .unwrap()
+        / 1e9;
+    assert!((perf_t - (perf_exec_utc - origin)).abs() < 2e-6, "{perf_t}");
+    let strace_t: f64 = sql_scalar(
+        cap,
+        "SELECT min(t_ns) FROM syscall_t WHERE name = 'execve' AND args LIKE '\"./bin/phases\"%'",
+    )
+    .parse::<f64>()
+    .unwrap()
+        / 1e9;
+    assert!(
+        (strace_t - (strace_utc - origin)).abs() < 2e-6,
+        "{strace_t}"
+    );
+    // --t0 exec:phases puts the exec at 0 (the earlier of the two).
+    let m = csv_maps(&trawl_ok(&[
+        "report",
+        "timeline",
+        cap.to_str().unwrap(),
+        "--window",
+        "1s",
+        "--t0",
+        "exec:phases",
+        "--format",
+        "csv",
+    ]));
+    assert!(m.iter().any(|r| f(r, "window_start_s") == 0.0));
+}
+
+#[test]
+fn exhaustion_ranges_follow_the_logs() {
+    for n in 1..=3 {
+        let cap = &runs()[n - 1];
+        let t0 = strace_exec(n);
+        let rows = vmstat(n);
+        let cpu: Vec<(f64, bool)> = rows
+            .iter()
+            .map(|(t, m)| (*t, m["us"] + m["sy"] > 90.0 && m["r"] > 2.0))
+            .collect();
+        let want = expected_ranges(&cpu, t0);
+        let got = ranges_of(cap, CPU_RULE);
+        assert!(close(&got, &want), "run{n}: {got:?} vs {want:?}");
+        // One range, within a second of the CPU phase (2–6 s after exec;
+        // vmstat's times are whole seconds).
+        assert_eq!(got.len(), 1, "run{n}");
+        assert!(
+            got[0].0 > 1.0 && got[0].0 < 3.0 && got[0].1 > 4.0 && got[0].1 < 7.0,
+            "run{n}: {got:?}"
+        );
+
+        let io: Vec<(f64, bool)> = rows.iter().map(|(t, m)| (*t, m["bo"] > 100000.0)).collect();
+        let want = expected_ranges(&io, t0);
+        let got = ranges_of(cap, "blocks_out > 100000");
+        assert!(close(&got, &want), "run{n}: {got:?} vs {want:?}");
+        assert!(
+            got.len() == 1 && got[0].0 > 19.0 && got[0].1 < 28.0,
+            "run{n}: {got:?}"
+        );
+
+        // Memory from sadf's %memused (semicolon CSV, UTC times).
+        let sar = std::fs::read_to_string(run_dir(n).join("sar.csv")).unwrap();
+        let mut header: Vec<&str> = Vec::new();
+        let mut mem: Vec<(f64, bool)> = Vec::new();
+        for l in sar.lines() {
+            if let Some(h) = l.strip_prefix("# ") {
+                header = h.split(';').collect();
+                continue;
+            }
+            let Some(i) = header.iter().position(|c| *c == "%memused") else {
+                continue;
+            };
+            let v: Vec<&str> = l.split(';').collect();
+            let t = chrono_free_epoch(v[2].trim_end_matches(" UTC"));
+            mem.push((t, v[i].parse::<f64>().unwrap() > 5.0));
+        }
+        let want = expected_ranges(&mem, t0);
+        let got = ranges_of(cap, "memused_pct > 5");
+        assert!(close(&got, &want), "run{n}: {got:?} vs {want:?}");
+    }
+    // Merging and minimum duration: `or` of the three rules gives three
+    // ranges per run; a 60 s gap merges them into one; a 6 s minimum
+    // keeps the memory range only (11 s; the I/O range is 5 s).
+    let all = format!("{CPU_RULE} or memused_pct > 5 or blocks_out > 100000");
+    let cap = &runs()[0];
+    assert_eq!(ranges_of(cap, &all).len(), 3);
+    let merged = csv_maps(&report_csv(
+        "exhaustion",
+        cap,
+        &["--rule", &all, "--gap", "60s"],
+    ));
+    assert_eq!(merged.len(), 1);
+    let long = csv_maps(&report_csv(
+        "exhaustion",
+        cap,
+        &[
+            "--rule",
+            &all,
+            "--t0",
+            "exec:phases",
+            "--min-duration",
+            "6s",
+        ],
+    ));
+    assert_eq!(long.len(), 1);
+    assert!(f(&long[0], "start_s") > 6.0 && f(&long[0], "end_s") < 21.0);
+    // The SQL table function gives the same ranges.
+    let sql = sql_rows(
+        cap,
+        &format!(
+            "SELECT start_s, end_s FROM exhaustion('{}', 0, 0) ORDER BY start_s",
+            all.replace('\'', "''")
+        ),
+    );
+    let cli = csv_maps(&report_csv("exhaustion", cap, &["--rule", &all]));
+    assert_eq!(sql.len(), cli.len());
+    for (a, b) in sql.iter().zip(&cli) {
+        assert_eq!(a[0].parse::<f64>().unwrap(), f(b, "start_s"));
+    }
+}
+
+#[test]
+fn ranges_common_to_all_runs() {
+    let r = runs();
+    let per: Vec<Vec<(f64, f64)>> = r.iter().map(|c| ranges_of(c, CPU_RULE)).collect();
+    let out = trawl_ok(&[
+        "report",
+        "exhaustion",
+        "--rule",
+        CPU_RULE,
+        "--t0",
+        "exec:phases",
+        "--format",
+        "csv",
+        "--runs",
+        r[0].to_str().unwrap(),
+        r[1].to_str().unwrap(),
+        r[2].to_str().unwrap(),
+    ]);
+    let m = csv_maps(&out);
+    assert_eq!(m.len(), 1);
+    // The intersection of the three runs' ranges.
+    let start = per.iter().map(|v| v[0].0).fold(f64::MIN, f64::max);
+    let end = per.iter().map(|v| v[0].1).fold(f64::MAX, f64::min);
+    assert!((f(&m[0], "start_s") - start).abs() < 1e-6 && (f(&m[0], "end_s") - end).abs() < 1e-6);
+    assert_eq!(m[0]["run2"], format!("{}..{}", per[1][0].0, per[1][0].1));
+}
+
+#[test]
+fn cpu_cause_matches_perf_script() {
+    let cap = &runs()[0];
+    let out = report_csv(
+        "cause",
+        cap,
+        &[
+            "--resource",
+            "cpu",
+            "--rule",
+            CPU_RULE,
+            "--t0",
+            "exec:phases",
+        ],
+    );
+    let rows = csv_maps(&out);
+    let top = &rows[0];
+    assert_eq!(top["app_function"], "crunch");
+    assert!(f(top, "app_function_pct") > 95.0, "{top:?}");
+    let (a, b) = (f(top, "range_start_s"), f(top, "range_end_s"));
+    let trawl_crunch: u64 = rows
+        .iter()
+        .filter(|m| m["actual_function"] == "crunch")
+        .map(|m| m["samples"].parse::<u64>().unwrap())
+        .sum();
+    // perf script: samples in the same range (on perf's clock) whose leaf
+    // symbol is crunch. The range is relative to the exec in strace's
+    // dump, on UTC; perf's header relates its clock to UTC.
+    let (tod, mono) = perf_reference(1);
+    let t0 = strace_exec(1);
+    let (pa, pb) = (a + t0 - tod + mono, b + t0 - tod + mono);
+    let s = perf(&[
+        "script",
+        "-i",
+        run_dir(1).join("perf.data").to_str().unwrap(),
+        "-F",
+        "pid,time,ip,sym",
+    ]);
+    let mut n = 0;
+    let mut lines = s.lines().peekable();
+    while let Some(l) = lines.next() {
+        if !l.trim_end().ends_with(':') {
+            continue;
+        }
+        let t: f64 = l
+            .split_whitespace()
+            .nth(1)
+            .unwrap()
+            .trim_end_matches(':')
+            .parse()
+            .unwrap();
+        let leaf = lines
+            .peek()
+            .map(|x| x.split_whitespace().nth(1).unwrap_or("").to_string());
+        if t >= pa && t < pb && leaf.as_deref() == Some("crunch") {
+            n += 1;
+        }
+    }
+    assert!(n > 500, "{n}");
+    assert_eq!(trawl_crunch, n);
+}
+
+#[test]
+fn memory_and_io_causes_match_the_program_and_the_dump() {
+    let cap = &runs()[0];
+    // At the peak inside the memory range: grow_heap's 48 × 64 MiB
+    // (phases.c:62), as the program allocates them.
+    let rows = csv_maps(&report_csv(
+        "cause",
+        cap,
+        &[
+            "--resource",
+            "memory",
+            "--rule",
+            "memused_pct > 5",
+            "--at",
+            "max",
+            "--t0",
+            "exec:phases",
+        ],
+    ));
+    let g = rows
+        .iter()
+        .find(|m| m["app_function"] == "grow_heap")
+        .expect("grow_heap");
+    assert_eq!(g["bytes"], (48u64 << 26).to_string());
+    assert_eq!(g["regions"], "48");
+    assert_eq!(g["app_line"], "phases.c:62");
+    assert_eq!(rows[0]["app_function"], "grow_heap");
+    // I/O: write_log's bytes = the 1 MiB writes to fd 3 in the dump from
+    // one second before the range to its end.
+    let lead = 1.0;
+    let rows = csv_maps(&report_csv(
+        "cause",
+        cap,
+        &[
+            "--resource",
+            "io",
+            "--rule",
+            "blocks_out > 100000",
+            "--lead",
+            "1",
+            "--t0",
+            "exec:phases",
+        ],
+    ));
+    let w = rows
+        .iter()
+        .find(|m| m["app_function"] == "write_log")
+        .expect("write_log");
+    let (a, b) = (f(w, "range_start_s"), f(w, "range_end_s"));
+    let t0 = strace_exec(1);
+    let dump = std::fs::read_to_string(run_dir(1).join("app.strace")).unwrap();
+    let mut bytes = 0u64;
+    for l in dump.lines() {
+        let mut it = l.split_whitespace();
+        let (Some(_pid), Some(t)) = (it.next(), it.next()) else {
+            continue;
+        };
+        let Ok(t) = t.parse::<f64>() else { continue };
+        if l.contains(" write(3, ") && t - t0 >= a - lead && t - t0 < b {
+            let ret = l.rsplit(" = ").next().unwrap();
+            bytes += ret.trim().parse::<u64>().unwrap();
+        }
+    }
+    assert!(bytes > 500 << 20, "{bytes}");
+    assert_eq!(w["bytes"], bytes.to_string());
+    assert_eq!(w["app_line"], "phases.c:84");
+    assert_eq!(w["direction"], "write");
+}
+
+#[test]
+fn timeline_windows_and_plots() {
+    let cap = &runs()[0];
+    let rows = csv_maps(&report_csv(
+        "timeline",
+        cap,
+        &["--window", "250ms", "--top", "5", "--t0", "exec:phases"],
+    ));
+    // Every cpu-clock sample once (`perf script` counts them).
+    let total: usize = rows
+        .iter()
+        .map(|m| m["samples"].parse::<usize>().unwrap())
+        .sum();
+    assert_eq!(total, perf_script_samples(&run_dir(1).join("perf.data")));
+    // Shares add up per window; the CPU phase's windows are crunch.
+    let mut per_window: std::collections::BTreeMap<String, f64> = Default::default();
+    for m in &rows {
+        *per_window.entry(m["window_start_s"].clone()).or_default() += f(m, "share_pct");
+    }
+    assert!(per_window.values().all(|s| (s - 100.0).abs() < 0.1));
+    let w3 = rows
+        .iter()
+        .find(|m| m["window_start_s"] == "3.0" && m["function"] == "crunch")
+        .unwrap();
+    assert!(f(w3, "share_pct") > 95.0);
+    // Top 5 named, the rest [other].
+    let names: std::collections::BTreeSet<&String> = rows.iter().map(|m| &m["function"]).collect();
+    assert!(names.len() <= 6 && names.contains(&"[other]".to_string()));
+    // window_start() in SQL buckets the same way (from the default t0).
+    let first = csv_maps(&report_csv("timeline", cap, &["--window", "250ms"]));
+    let windows: std::collections::BTreeSet<&String> =
+        first.iter().map(|m| &m["window_start_s"]).collect();
+    let n = sql_scalar(
+        cap,
+        "SELECT count(DISTINCT window_start(t_ns, 250000000)) FROM perf_sample_t WHERE event = 'cpu-clock'",
+    );
+    assert_eq!(n.parse::<usize>().unwrap(), windows.len());
+    // Plots: PNG and SVG files.
+    let dir = tempfile::tempdir().unwrap();
+    let png = dir.path().join("t.png");
+    let svg = dir.path().join("m.svg");
+    trawl_ok(&[
+        "report",
+        "timeline",
+        cap.to_str().unwrap(),
+        "--plot",
+        png.to_str().unwrap(),
+        "--rule",
+        CPU_RULE,
+    ]);
+    let b = std::fs::read(&png).unwrap();
+    assert_eq!(&b[..8], b"\x89PNG\r\n\x1a\n");
+    trawl_ok(&[
+        "report",
+        "exhaustion",
+        cap.to_str().unwrap(),
+        "--rule",
+        CPU_RULE,
+        "--plot",
+        svg.to_str().unwrap(),
+    ]);
+    let t = std::fs::read_to_string(&svg).unwrap();
+    assert!(t.contains("<svg") && t.contains("runq"));
+}
+
+#[test]
+fn bad_rules_and_runs_of_different_lengths() {
+    let cap = &runs()[0];
+    for (rule, want) in [
+        ("no_such_metric > 1", "no_such_metric"),
+        ("runq >", "ends early"),
+        ("runq + 2", "not a condition"),
+    ] {
+        let o = trawl(&[
+            "report",
+            "exhaustion",
+            cap.to_str().unwrap(),
+            "--rule",
+            rule,
+        ]);
+        assert!(!o.status.success());
+        let e = String::from_utf8_lossy(&o.stderr);
+        assert!(e.contains(want), "{rule}: {e}");
+    }
+    // A run whose metrics end early: said on stderr.
+    let dir = tempfile::tempdir().unwrap();
+    let short = dir.path().join("short.log");
+    let text = std::fs::read_to_string(run_dir(2).join("vmstat.log")).unwrap();
+    let cut: Vec<&str> = text.lines().take(14).collect();
+    std::fs::write(&short, cut.join("\n") + "\n").unwrap();
+    let c2 = dir.path().join("short");
+    ingest_file(&short, &c2, &[]);
+    let o = trawl(&[
+        "report",
+        "exhaustion",
+        "--rule",
+        CPU_RULE,
+        "--runs",
+        cap.to_str().unwrap(),
+        c2.to_str().unwrap(),
+    ]);
+    assert!(o.status.success());
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(e.contains("different lengths"), "{e}");
+    // Local times without a zone next to perf: not silently aligned.
+    let local = dir.path().join("local");
+    let o = trawl(&[
+        "ingest",
+        run_dir(1).join("perf.data").to_str().unwrap(),
+        root()
+            .join("fixtures/metrics/vmstat-dst.log")
+            .to_str()
+            .unwrap(),
+        "-o",
+        local.to_str().unwrap(),
+        "--no-symbolize",
+    ]);
+    assert!(o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--tz"));
+    assert_eq!(
+        sql_scalar(&local, "SELECT aligned FROM time_base WHERE source_id = 1"),
+        "false"
+    );
+}
