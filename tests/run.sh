@@ -14,6 +14,8 @@ command -v perf >/dev/null 2>&1 || missing+=(linux-perf)
 command -v addr2line >/dev/null 2>&1 || missing+=(binutils)
 command -v llvm-addr2line >/dev/null 2>&1 || missing+=(llvm)
 [ -d /usr/lib/debug/.build-id ] || missing+=(libc6-dbg)
+# A TrueType font for the text of plots (report timeline/exhaustion --plot).
+[ -f /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] || missing+=(fonts-dejavu-core)
 if [ ${#missing[@]} -gt 0 ]; then
   apt-get update -qq && apt-get install -y -qq "${missing[@]}"
 fi

@@ -136,6 +136,9 @@ fn render(
         }
         _ => bail!("{}: the plot file must end in .png or .svg", path.display()),
     }
+    // tempfile creates 0600; a plot is an ordinary output file.
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o644))?;
     tmp.persist(path)
         .with_context(|| format!("writing {}", path.display()))?;
     Ok(())
@@ -172,6 +175,7 @@ fn draw_shares<DB: DrawingBackend>(
         .x_desc("time since t0 (s)")
         .y_desc("share of samples (%)")
         .label_style(("sans-serif", 14))
+        .light_line_style(TRANSPARENT)
         .draw()
         .map_err(err)?;
     for &(a, b) in bands {
@@ -269,6 +273,7 @@ fn draw_metrics<DB: DrawingBackend>(
             .configure_mesh()
             .x_desc("time since t0 (s)")
             .label_style(("sans-serif", 13))
+            .light_line_style(TRANSPARENT)
             .draw()
             .map_err(err)?;
         for &(a, b) in bands {
