@@ -16,7 +16,7 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
-    #[error("{path}: unrecognised input format (first bytes {head:02x?}); known formats: perf.data (file and pipe mode)")]
+    #[error("{path}: unrecognised input format ({}); known formats: perf.data (file and pipe mode), strace output, vmstat, iostat (text and -o JSON), mpstat, pidstat, sadf -d, and metric CSV (a header naming time, metric and value, optionally entity)", head_text(.head))]
     UnknownFormat { path: PathBuf, head: Vec<u8> },
     #[error("{path}@{offset}: {message}")]
     BadInput {
@@ -42,6 +42,19 @@ pub enum Error {
         #[source]
         source: arrow::error::ArrowError,
     },
+}
+
+/// The start of an unrecognised input: its first line when it is text,
+/// else its first bytes.
+fn head_text(head: &[u8]) -> String {
+    let line = head.split(|b| *b == b'\n').next().unwrap_or(&[]);
+    match std::str::from_utf8(line) {
+        Ok(t) if t.chars().all(|c| !c.is_control() || c == '\t' || c == '\r') => {
+            let t: String = t.chars().take(120).collect();
+            format!("first line {t:?}")
+        }
+        _ => format!("first bytes {:02x?}", &head[..head.len().min(16)]),
+    }
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -490,3 +490,70 @@ fn sadf_csv_blocks() {
         "2"
     );
 }
+
+/// Issue 5, bad input: local times across the end of daylight saving
+/// become UTC with --tz (one second apart, never going back; expected
+/// values from `TZ=Europe/Berlin date -d '2026-10-25 02:59:57 CEST' +%s`,
+/// worked out: CEST = UTC+2, CET = UTC+1); rows with missing columns are
+/// reported by line and the rest kept; a metric CSV whose header lacks
+/// the value column is an error diagnostic, not a guess.
+#[test]
+fn dst_with_tz_missing_columns_and_headers() {
+    let (_t, cap) = ingest_metrics(&["vmstat-dst.log"], &["--tz", "Europe/Berlin"]);
+    let utc: Vec<i64> = sql_rows(
+        &cap,
+        "SELECT DISTINCT sample, utc_ns FROM metric ORDER BY sample",
+    )
+    .into_iter()
+    .map(|r| r[1].parse().unwrap())
+    .collect();
+    let first = epoch("2026-10-25 00:59:57") * 1_000_000_000;
+    assert_eq!(
+        utc,
+        (0..utc.len() as i64)
+            .map(|k| first + k * 1_000_000_000)
+            .collect::<Vec<_>>()
+    );
+    assert_eq!(
+        sql_scalar(
+            &cap,
+            "SELECT count(*) FROM diagnostic WHERE kind = 'local_time'"
+        ),
+        "0"
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    // A vmstat row cut short.
+    let text = std::fs::read_to_string(metrics_fixture("vmstat.log")).unwrap();
+    let mut lines: Vec<String> = text.lines().map(String::from).collect();
+    let cut: Vec<&str> = lines[3].split_whitespace().take(9).collect();
+    lines[3] = cut.join(" ");
+    let damaged = dir.path().join("vmstat-cut.log");
+    std::fs::write(&damaged, lines.join("\n") + "\n").unwrap();
+    let cap = dir.path().join("cut");
+    ingest_file(&damaged, &cap, &[]);
+    assert_eq!(
+        sql_rows(&cap, "SELECT kind, line FROM diagnostic"),
+        vec![vec!["bad_row".to_string(), "4".to_string()]]
+    );
+    assert_eq!(
+        sql_scalar(&cap, "SELECT count(DISTINCT line) FROM metric"),
+        (text.lines().count() - 3).to_string()
+    );
+    // A generic CSV without a value column.
+    let csv = dir.path().join("novalue.csv");
+    std::fs::write(&csv, "time,metric,entity\n2026-11-22T10:00:00Z,runq,host\n").unwrap();
+    let o = trawl(&[
+        "ingest",
+        csv.to_str().unwrap(),
+        "-o",
+        dir.path().join("nv").to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success());
+    assert!(
+        err.contains("first line \"time,metric,entity\"")
+            && err.contains("naming time, metric and value"),
+        "{err}"
+    );
+}
