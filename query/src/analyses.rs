@@ -186,13 +186,11 @@ pub async fn sampled_events(s: &Session) -> Result<Vec<(String, i64)>> {
     Ok(out)
 }
 
-/// Defines the `selected_sample` view: the samples of one event (the one
-/// named, or the one with most samples), narrowed by the filter, with a
-/// `cost` column (the weight), and the view `selected_stack`: samples (`n`)
-/// and weight (`w`) per distinct stack. Returns the event used.
-pub async fn select_samples(s: &Session, f: &SampleFilter, weight: &Weight) -> Result<String> {
+/// The event named (which must have samples), or the one with most
+/// samples.
+pub async fn choose_event(s: &Session, given: Option<&str>) -> Result<String> {
     let events = sampled_events(s).await?;
-    let event = match &f.event {
+    Ok(match given {
         Some(e) => {
             if !events.iter().any(|(n, _)| n == e) {
                 return Err(Error::Usage(format!(
@@ -204,13 +202,21 @@ pub async fn select_samples(s: &Session, f: &SampleFilter, weight: &Weight) -> R
                         .join(", ")
                 )));
             }
-            e.clone()
+            e.to_string()
         }
         None => match events.first() {
             Some((e, _)) => e.clone(),
             None => return Err(Error::Usage("the capture has no samples".into())),
         },
-    };
+    })
+}
+
+/// Defines the `selected_sample` view: the samples of one event (the one
+/// named, or the one with most samples), narrowed by the filter, with a
+/// `cost` column (the weight), and the view `selected_stack`: samples (`n`)
+/// and weight (`w`) per distinct stack. Returns the event used.
+pub async fn select_samples(s: &Session, f: &SampleFilter, weight: &Weight) -> Result<String> {
+    let event = choose_event(s, f.event.as_deref()).await?;
     let (expr, join) = match weight {
         Weight::Period => (
             "CAST(COALESCE(p.period, 1) AS BIGINT)".to_string(),

@@ -77,20 +77,8 @@ pub async fn cause(
     let mut parts = Vec::new();
     let q = match resource {
         Resource::Cpu => {
-            let event = match event {
-                Some(e) => e.to_string(),
-                None => scalar(
-                    s,
-                    "SELECT CAST(event AS VARCHAR) FROM perf_sample_t WHERE t_ns IS NOT NULL \
-                     GROUP BY 1 ORDER BY count(*) DESC, 1 LIMIT 1",
-                )
-                .await?
-                .ok_or_else(|| {
-                    Error::Usage(
-                        "no perf samples on the capture's time axis (record with `perf record -k CLOCK_MONOTONIC` so they can be placed next to the metrics)".into(),
-                    )
-                })?,
-            };
+            let event = crate::analyses::choose_event(s, event).await?;
+            crate::time::require_aligned_samples(s, &event).await?;
             for (cap, rs) in ranges {
                 for (i, r) in rs.iter().enumerate() {
                     parts.push(format!(

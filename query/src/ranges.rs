@@ -458,25 +458,41 @@ pub struct CaptureSeries {
 /// Evaluates the rule on one capture's series: the true ranges, merged
 /// and filtered.
 pub fn evaluate(rule: &Rule, cs: &CaptureSeries, opts: RangeOpts) -> Vec<Range> {
-    let mut points: Vec<i64> = Vec::new();
-    for groups in cs.series.values() {
-        for st in groups {
-            for s in st {
-                points.push(s.start);
-                points.push(s.end);
+    let mut out: Vec<Range> = Vec::new();
+    for_each_interval(cs, |a, b, value| {
+        if rule.truth(value) == Some(true) {
+            match out.last_mut() {
+                Some(r) if r.end >= a => r.end = b,
+                _ => out.push(Range { start: a, end: b }),
             }
         }
-    }
+    });
+    merge(out, opts)
+}
+
+/// Calls `f(a, b, value)` for each elementary interval (a, b] between the
+/// step boundaries of all the series, in time order; `value(name,
+/// entity)` is the series' value there (the max over its entities), or
+/// None where it has none.
+fn for_each_interval(
+    cs: &CaptureSeries,
+    mut f: impl FnMut(i64, i64, &dyn Fn(&str, &Option<String>) -> Option<f64>),
+) {
+    let mut points: Vec<i64> = cs
+        .series
+        .values()
+        .flatten()
+        .flatten()
+        .flat_map(|s| [s.start, s.end])
+        .collect();
     points.sort_unstable();
     points.dedup();
-    // Cursor per step list (elementary intervals are visited in order).
     let keys: Vec<&(String, Option<String>)> = cs.series.keys().collect();
+    // Cursor per step list (the intervals are visited in order).
     let mut cursors: Vec<Vec<usize>> = keys.iter().map(|k| vec![0; cs.series[*k].len()]).collect();
-    let mut out: Vec<Range> = Vec::new();
+    let mut vals: Vec<Option<f64>> = vec![None; keys.len()];
     for w in points.windows(2) {
         let (a, b) = (w[0], w[1]);
-        // The value of each series on (a, b]: the max over its entities.
-        let mut vals: Vec<Option<f64>> = Vec::with_capacity(keys.len());
         for (ki, k) in keys.iter().enumerate() {
             let mut best: Option<f64> = None;
             for (gi, st) in cs.series[*k].iter().enumerate() {
@@ -490,20 +506,14 @@ pub fn evaluate(rule: &Rule, cs: &CaptureSeries, opts: RangeOpts) -> Vec<Range> 
                     }
                 }
             }
-            vals.push(best);
+            vals[ki] = best;
         }
         let lookup = |name: &str, entity: &Option<String>| -> Option<f64> {
             let i = keys.iter().position(|k| k.0 == name && &k.1 == entity)?;
             vals[i]
         };
-        if rule.truth(&lookup) == Some(true) {
-            match out.last_mut() {
-                Some(r) if r.end >= a => r.end = b,
-                _ => out.push(Range { start: a, end: b }),
-            }
-        }
+        f(a, b, &lookup);
     }
-    merge(out, opts)
 }
 
 /// Merges ranges whose gap is at most `gap_ns`, then drops the short ones.
@@ -1048,40 +1058,14 @@ impl Rule {
 /// The value of `expr` (a numeric rule expression) on each part of the
 /// time axis where it has one: (start, end, value), for plots.
 pub fn sample(expr: &Rule, cs: &CaptureSeries) -> Vec<(i64, i64, f64)> {
-    let mut points: Vec<i64> = Vec::new();
-    for groups in cs.series.values() {
-        for st in groups {
-            for s in st {
-                points.push(s.start);
-                points.push(s.end);
-            }
-        }
-    }
-    points.sort_unstable();
-    points.dedup();
-    let keys: Vec<&(String, Option<String>)> = cs.series.keys().collect();
     let mut out: Vec<(i64, i64, f64)> = Vec::new();
-    for w in points.windows(2) {
-        let (a, b) = (w[0], w[1]);
-        let value_of = |name: &str, entity: &Option<String>| -> Option<f64> {
-            let k = keys.iter().find(|k| k.0 == name && &k.1 == entity)?;
-            let mut best: Option<f64> = None;
-            for st in &cs.series[*k] {
-                let i = st.partition_point(|s| s.end <= a);
-                if let Some(s) = st.get(i) {
-                    if s.start <= a && s.end >= b {
-                        best = Some(best.map_or(s.value, |x: f64| x.max(s.value)));
-                    }
-                }
-            }
-            best
-        };
-        if let Some(v) = expr.num(&value_of) {
+    for_each_interval(cs, |a, b, value| {
+        if let Some(v) = expr.num(value) {
             match out.last_mut() {
                 Some(l) if l.1 == a && l.2 == v => l.1 = b,
                 _ => out.push((a, b, v)),
             }
         }
-    }
+    });
     out
 }

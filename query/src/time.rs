@@ -388,6 +388,22 @@ fn window_start_udf() -> datafusion::logical_expr::ScalarUDF {
     )
 }
 
+/// Fails unless some perf samples of `event` are on the captures' time
+/// axis (perf recorded without `-k CLOCK` has no UTC reference; next to
+/// other inputs its samples get no `t_ns`).
+pub async fn require_aligned_samples(s: &Session, event: &str) -> Result<()> {
+    let q = format!(
+        "SELECT CAST(count(*) AS VARCHAR) AS n FROM perf_sample_t WHERE t_ns IS NOT NULL AND CAST(event AS VARCHAR) = {}",
+        quote(event)
+    );
+    match crate::memory::scalar(s, &q).await?.as_deref() {
+        Some("0") | None => Err(Error::Usage(format!(
+            "no {event} samples on the capture's time axis: record with `perf record -k CLOCK_MONOTONIC` so perf's times can be placed next to the other inputs' (see `source.clock`)"
+        ))),
+        _ => Ok(()),
+    }
+}
+
 /// Parses a duration: `10ms`, `1s`, `500us`, `250ns`, `2m`, or plain
 /// seconds.
 pub fn parse_duration_ns(s: &str) -> Result<i64> {

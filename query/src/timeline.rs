@@ -4,7 +4,7 @@
 
 use datafusion::prelude::DataFrame;
 
-use crate::memory::{quote, scalar};
+use crate::memory::quote;
 use crate::{Error, Result, Session};
 
 /// What the timeline is broken down by.
@@ -44,16 +44,8 @@ pub async fn timeline(
     if window_ns <= 0 {
         return Err(Error::Usage("--window must be > 0".into()));
     }
-    let event = match event {
-        Some(e) => e.to_string(),
-        None => scalar(
-            s,
-            "SELECT CAST(event AS VARCHAR) FROM perf_sample_t WHERE t_ns IS NOT NULL \
-             GROUP BY 1 ORDER BY count(*) DESC, 1 LIMIT 1",
-        )
-        .await?
-        .ok_or_else(|| Error::Usage("no perf samples with times".into()))?,
-    };
+    let event = crate::analyses::choose_event(s, event).await?;
+    crate::time::require_aligned_samples(s, &event).await?;
     let name = match key {
         TimelineKey::Function => "function",
         TimelineKey::Module => "module",
