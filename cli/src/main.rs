@@ -46,6 +46,12 @@ enum Cmd {
     /// Named analyses.
     #[command(subcommand)]
     Report(Report),
+    /// Convert a capture file into another format.
+    #[command(subcommand)]
+    Convert(Convert),
+    /// Draw a capture as an image.
+    #[command(subcommand)]
+    Render(Render),
     /// Symbolize addresses of one ELF file, printing what `addr2line -f -i
     /// -C` prints (function, then file:line, per inline level, innermost
     /// first); debug files are found as for captures.
@@ -80,7 +86,67 @@ struct IngestArgs {
     #[arg(long)]
     no_unwind: bool,
     #[command(flatten)]
+    mem: MemArgs,
+    #[command(flatten)]
     sym: SymArgs,
+}
+
+/// Filters and page size for memory access logs (lackey, binary).
+#[derive(Args, Clone)]
+struct MemArgs {
+    /// Memory logs: kinds of records to keep, letters of ILSM (I instruction
+    /// fetch, L load, S store, M modify); ordinals still count every
+    /// instruction.
+    #[arg(long = "mem-kinds", value_name = "KINDS", default_value = "ILSM", value_parser = parse_kinds)]
+    kinds: u8,
+    /// Memory logs: keep only accesses in LO-HI (hex, HI exclusive) or
+    /// LO+LEN (e.g. `0x1ffefff000+64k`); repeatable.
+    #[arg(long = "mem-range", value_name = "RANGE", value_parser = parse_mem_range)]
+    ranges: Vec<(u64, u64)>,
+    /// Memory logs: also keep every instruction fetch as a `mem_access` row
+    /// (by default fetches are summarised per address in `mem_fetch`).
+    #[arg(long = "fetch-rows")]
+    fetch_rows: bool,
+    /// Memory logs: page size of `mem_page` (power of two, 64 B–2 MiB; e.g.
+    /// 4096, 64k, 2M). Default 4096, or the binary log's.
+    #[arg(long = "page-size", value_name = "BYTES", value_parser = parse_bytes)]
+    page_size: Option<u64>,
+}
+
+impl Default for MemArgs {
+    fn default() -> Self {
+        MemArgs {
+            kinds: 0b1111,
+            ranges: Vec::new(),
+            fetch_rows: false,
+            page_size: None,
+        }
+    }
+}
+
+impl MemArgs {
+    fn options(&self) -> trawl_ingest::memlog::MemOptions {
+        trawl_ingest::memlog::MemOptions {
+            filter: trawl_ingest::memlog::Filter {
+                kinds: self.kinds,
+                ranges: self.ranges.clone(),
+                fetch_rows: self.fetch_rows,
+            },
+            page_size: self.page_size,
+        }
+    }
+}
+
+fn parse_kinds(s: &str) -> std::result::Result<u8, String> {
+    trawl_ingest::memlog::Filter::parse_kinds(s)
+}
+
+fn parse_mem_range(s: &str) -> std::result::Result<(u64, u64), String> {
+    trawl_ingest::memlog::Filter::parse_range(s)
+}
+
+fn parse_bytes(s: &str) -> std::result::Result<u64, String> {
+    trawl_ingest::memlog::parse_size(s)
 }
 
 #[derive(Args, Clone, Default)]
@@ -130,7 +196,193 @@ struct SqlArgs {
 }
 
 #[derive(Subcommand)]
+enum Convert {
+    /// A valgrind lackey log (text, gzip or zstd; `-` reads standard
+    /// input) into trawl's binary memory log: fixed-size records in zstd
+    /// blocks, filters applied while reading (see README).
+    Lackey(ConvertLackeyArgs),
+}
+
+#[derive(Args)]
+struct ConvertLackeyArgs {
+    /// The lackey log, or `-` for standard input.
+    input: PathBuf,
+    /// Binary memory log to write.
+    #[arg(short, long)]
+    output: PathBuf,
+    /// Fail at the first diagnostic.
+    #[arg(long)]
+    strict: bool,
+    #[command(flatten)]
+    mem: MemArgs,
+}
+
+#[derive(Subcommand)]
+enum Render {
+    /// Memory accesses as an image: x = instruction ordinal, y = address
+    /// (document 001). Colours: cyan store only, yellow load only, white
+    /// both, black none. Writes the row → address mapping as CSV next to
+    /// the image.
+    Heatmap(HeatmapArgs),
+}
+
+#[derive(Args)]
+struct HeatmapArgs {
+    /// Capture with a memory log.
+    capture: PathBuf,
+    /// PNG file to write; the rows go to FILE with `.rows.csv`.
+    #[arg(short, long)]
+    output: PathBuf,
+    /// `used`: only pages touched at least once (rows not contiguous);
+    /// `full`: the whole address range (or --addr-range), contiguous.
+    #[arg(long, value_enum, default_value = "used")]
+    view: HeatView,
+    /// Bytes per row (power of two), e.g. 4096 or 64. Default: the page
+    /// size (used view), about 1024 rows (full view).
+    #[arg(long, value_name = "BYTES", value_parser = parse_bytes)]
+    bytes_per_row: Option<u64>,
+    /// Instructions per column, e.g. 16k or 512. Default: about 1024
+    /// columns.
+    #[arg(long, value_name = "N", value_parser = parse_bytes)]
+    instr_per_col: Option<u64>,
+    /// Zoom: addresses LO-HI (hex, HI exclusive) or LO+LEN.
+    #[arg(long, value_name = "RANGE", value_parser = parse_mem_range)]
+    addr_range: Option<(u64, u64)>,
+    /// Zoom: instruction ordinals A..B (inclusive).
+    #[arg(long, value_name = "A..B", value_parser = parse_ordinals)]
+    ordinals: Option<(i64, i64)>,
+    /// Pixels per cell (each cell drawn as N×N pixels).
+    #[arg(long, default_value_t = 1)]
+    scale: u32,
+    /// The input of the capture to draw (`source.source_id`; default the
+    /// first memory log).
+    #[arg(long)]
+    source: Option<i32>,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum HeatView {
+    Used,
+    Full,
+}
+
+fn parse_ordinals(s: &str) -> std::result::Result<(i64, i64), String> {
+    let (a, b) = s
+        .split_once("..")
+        .ok_or_else(|| format!("{s:?}: give ordinals as A..B"))?;
+    let n = |t: &str| {
+        trawl_ingest::memlog::parse_size(t)
+            .map(|v| v as i64)
+            .map_err(|_| format!("{t:?} is not an ordinal"))
+    };
+    let (a, b) = (n(a)?, n(b)?);
+    if b < a {
+        return Err(format!("{s:?}: empty range"));
+    }
+    Ok((a, b))
+}
+
+#[derive(Args)]
+struct PagesArgs {
+    /// Capture with a memory log.
+    captures: Vec<PathBuf>,
+    /// Page size: a multiple of the one the capture was ingested with.
+    #[arg(long, value_name = "BYTES", value_parser = parse_bytes)]
+    page_size: Option<u64>,
+    #[arg(long, value_enum, default_value = "address")]
+    sort: PagesSort,
+    /// Show at most N pages.
+    #[arg(long)]
+    limit: Option<usize>,
+    #[command(flatten)]
+    out: OutputOpts,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum PagesSort {
+    Address,
+    Accesses,
+    First,
+    Touched,
+}
+
+#[derive(Args)]
+struct PageReuseArgs {
+    /// Capture with a memory log.
+    captures: Vec<PathBuf>,
+    /// Page size: a multiple of the one the capture was ingested with.
+    #[arg(long, value_name = "BYTES", value_parser = parse_bytes)]
+    page_size: Option<u64>,
+    /// `summary`: pages, the fewest pages needed, saving, pairs; `plan`:
+    /// which pages can share one physical page, in order of use; `pairs`:
+    /// the pairs (a, b) where a is never touched after b's first touch.
+    #[arg(long, value_enum, default_value = "summary")]
+    show: ReuseShow,
+    /// Show at most N rows (plan, pairs).
+    #[arg(long)]
+    limit: Option<usize>,
+    #[command(flatten)]
+    out: OutputOpts,
+}
+
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
+enum ReuseShow {
+    Summary,
+    Plan,
+    Pairs,
+}
+
+#[derive(Args)]
+struct MemSymbolsArgs {
+    /// Capture with a memory log and a maps file.
+    captures: Vec<PathBuf>,
+    /// Only functions or only data objects.
+    #[arg(long, value_enum)]
+    kind: Option<MemSymKind>,
+    /// Only objects whose path contains this.
+    #[arg(long)]
+    object: Option<String>,
+    /// Only symbols never executed / never touched.
+    #[arg(long)]
+    never: bool,
+    /// Show at most N symbols.
+    #[arg(long)]
+    limit: Option<usize>,
+    #[command(flatten)]
+    out: OutputOpts,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum MemSymKind {
+    Function,
+    Object,
+}
+
+#[derive(Args)]
+struct MemObjectsArgs {
+    /// Capture with a memory log and a maps file.
+    captures: Vec<PathBuf>,
+    #[command(flatten)]
+    out: OutputOpts,
+}
+
+#[derive(Subcommand)]
 enum Report {
+    /// Pages of a memory log (lackey, binary) touched at least once, with
+    /// accesses per kind, bytes touched and lifetime (first and last
+    /// instruction ordinal).
+    Pages(PagesArgs),
+    /// Pages of a memory log whose lifetimes do not overlap could share
+    /// one physical page: the fewest pages needed (most pages live at
+    /// once), the saving, the sharing plan or the pairs (document 001).
+    PageReuse(PageReuseArgs),
+    /// Functions and data objects of the mapped files (a saved
+    /// /proc/PID/maps ingested with the memory log): executed / touched or
+    /// never.
+    MemSymbols(MemSymbolsArgs),
+    /// Per mapped object: pages mapped, touched and never touched;
+    /// functions executed and never executed; data objects touched.
+    MemObjects(MemObjectsArgs),
     /// Functions (or modules, source lines, addresses) by exclusive and
     /// inclusive cost.
     Hotspots(HotspotArgs),
@@ -521,6 +773,9 @@ fn run(cli: Cli) -> Result<()> {
             }
             let s = symbols::symbolize_capture(&capture, &sym.config())?;
             eprintln!("{}", s.line());
+            if let Some(l) = symbols::symbolize_memory(&capture, &sym.config())? {
+                eprintln!("{l}");
+            }
             Ok(())
         }
         Cmd::Sql(a) => runtime()?.block_on(sql(a)),
@@ -543,6 +798,12 @@ fn run(cli: Cli) -> Result<()> {
         Cmd::Report(Report::Exhaustion(a)) => runtime()?.block_on(exhaustion(a)),
         Cmd::Report(Report::Cause(a)) => runtime()?.block_on(cause(a)),
         Cmd::Report(Report::Timeline(a)) => runtime()?.block_on(timeline(a)),
+        Cmd::Report(Report::Pages(a)) => runtime()?.block_on(report_pages(a)),
+        Cmd::Report(Report::PageReuse(a)) => runtime()?.block_on(report_page_reuse(a)),
+        Cmd::Report(Report::MemSymbols(a)) => runtime()?.block_on(report_mem_symbols(a)),
+        Cmd::Report(Report::MemObjects(a)) => runtime()?.block_on(report_mem_objects(a)),
+        Cmd::Convert(Convert::Lackey(a)) => convert_lackey(a),
+        Cmd::Render(Render::Heatmap(a)) => runtime()?.block_on(render_heatmap(a)),
         Cmd::Demo => runtime()?.block_on(demo()),
         Cmd::Addr2line(a) => {
             symbols::addr2line(&a.exe, &a.addresses, a.addresses_out, &a.sym.config())
@@ -576,6 +837,7 @@ fn ingest(a: &IngestArgs) -> Result<()> {
     let opts = trawl_ingest::IngestOptions {
         strict: a.strict,
         tz: a.tz.clone(),
+        mem: a.mem.options(),
     };
     let cfg = a.sym.config();
     let mut sym_line = None;
@@ -593,6 +855,11 @@ fn ingest(a: &IngestArgs) -> Result<()> {
                     Ok(s) => sym_line = Some(s.line()),
                     Err(e) => sym_line = Some(format!("symbolization failed: {e:#}")),
                 }
+                match symbols::symbolize_memory(staging, &cfg) {
+                    Ok(Some(l)) => sym_line = Some(format!("{}\n{l}", sym_line.take().unwrap_or_default())),
+                    Ok(None) => {}
+                    Err(e) => sym_line = Some(format!("placing mem_map symbols failed: {e:#}")),
+                }
             }
             Ok(())
         })?;
@@ -605,6 +872,10 @@ fn ingest(a: &IngestArgs) -> Result<()> {
             | trawl_ingest::Format::Sysstat
             | trawl_ingest::Format::Sadf
             | trawl_ingest::Format::MetricCsv => ("rows", "points"),
+            trawl_ingest::Format::Lackey | trawl_ingest::Format::MemBinary => {
+                ("records", "mem_access rows")
+            }
+            trawl_ingest::Format::ProcMaps => ("mappings", "samples"),
             _ => ("records", "samples"),
         };
         eprintln!(
@@ -1096,6 +1367,7 @@ async fn demo() -> Result<()> {
         tz: None,
         no_symbolize: false,
         no_unwind: false,
+        mem: MemArgs::default(),
         sym: SymArgs {
             debug_dirs: vec![fx.join("bin")],
             ..Default::default()
@@ -1115,5 +1387,235 @@ async fn demo() -> Result<()> {
     println!("\n$ trawl sql {} \"{q}\"", cap.display());
     let df = s.sql(q).await?;
     output::write(&df.collect().await?, &OutputOpts::default())?;
+    Ok(())
+}
+
+async fn limited(df: trawl_query::datafusion::prelude::DataFrame, limit: Option<usize>) -> Result<Vec<trawl_query::datafusion::arrow::array::RecordBatch>> {
+    let df = match limit {
+        Some(n) => df.limit(0, Some(n))?,
+        None => df,
+    };
+    Ok(df.collect().await?)
+}
+
+async fn report_pages(a: PagesArgs) -> Result<()> {
+    use trawl_query::memlog::{self, PageSort};
+    let s = Session::open(&a.captures).await?;
+    let sort = match a.sort {
+        PagesSort::Address => PageSort::Address,
+        PagesSort::Accesses => PageSort::Accesses,
+        PagesSort::First => PageSort::First,
+        PagesSort::Touched => PageSort::Touched,
+    };
+    let df = memlog::pages(&s, a.page_size, sort).await?;
+    output::write(&limited(df, a.limit).await?, &a.out)
+}
+
+async fn report_page_reuse(a: PageReuseArgs) -> Result<()> {
+    use std::sync::Arc;
+    use trawl_query::datafusion::arrow::array::{ArrayRef, Int32Array, Int64Array, StringArray, RecordBatch};
+    let s = Session::open(&a.captures).await?;
+    if a.show == ReuseShow::Pairs {
+        let ps = trawl_query::memlog::pages_sql(&s, a.page_size).await?;
+        let q = format!(
+            "WITH p AS ({ps}) SELECT a.capture, a.source_id, '0x' || to_hex(a.page) AS page_a, a.last_ordinal AS a_last_ordinal,
+                    '0x' || to_hex(b.page) AS page_b, b.first_ordinal AS b_first_ordinal
+             FROM p a JOIN p b ON a.capture = b.capture AND a.source_id = b.source_id
+             WHERE a.last_ordinal < b.first_ordinal ORDER BY a.capture, a.source_id, a.page, b.page"
+        );
+        let df = s.sql(&q).await?;
+        return output::write(&limited(df, a.limit).await?, &a.out);
+    }
+    let reuse = trawl_query::memlog::page_reuse(&s, a.page_size).await?;
+    if reuse.is_empty() {
+        bail!("no memory log in the captures: ingest a lackey or binary memory log first");
+    }
+    let batch = if a.show == ReuseShow::Summary {
+        let col_s = |f: &dyn Fn(&trawl_query::memlog::Reuse) -> String| -> ArrayRef {
+            Arc::new(StringArray::from(reuse.iter().map(f).collect::<Vec<_>>()))
+        };
+        let col_i = |f: &dyn Fn(&trawl_query::memlog::Reuse) -> i64| -> ArrayRef {
+            Arc::new(Int64Array::from(reuse.iter().map(f).collect::<Vec<_>>()))
+        };
+        RecordBatch::try_from_iter(vec![
+            ("capture", col_s(&|r| r.capture.clone())),
+            ("source_id", Arc::new(Int32Array::from(reuse.iter().map(|r| r.source_id).collect::<Vec<_>>())) as ArrayRef),
+            ("page_size", col_i(&|r| r.page_size as i64)),
+            ("pages", col_i(&|r| r.pages as i64)),
+            ("min_pages", col_i(&|r| r.min_pages as i64)),
+            ("saving_pages", col_i(&|r| r.saving_pages() as i64)),
+            ("saving_bytes", col_i(&|r| (r.saving_pages() as u64 * r.page_size) as i64)),
+            ("pairs", col_i(&|r| r.pairs as i64)),
+            ("spanning_pages", col_i(&|r| r.spanning as i64)),
+        ])?
+    } else {
+        let (mut cap, mut sid, mut slot, mut order, mut page, mut first, mut last) =
+            (vec![], vec![], vec![], vec![], vec![], vec![], vec![]);
+        for r in &reuse {
+            for (k, sl) in r.plan.iter().enumerate() {
+                for (j, l) in sl.iter().enumerate() {
+                    cap.push(r.capture.clone());
+                    sid.push(r.source_id);
+                    slot.push(k as i64);
+                    order.push(j as i64);
+                    page.push(format!("{:#x}", l.page));
+                    first.push(l.first);
+                    last.push(l.last);
+                }
+            }
+        }
+        RecordBatch::try_from_iter(vec![
+            ("capture", Arc::new(StringArray::from(cap)) as ArrayRef),
+            ("source_id", Arc::new(Int32Array::from(sid)) as ArrayRef),
+            ("physical_page", Arc::new(Int64Array::from(slot)) as ArrayRef),
+            ("order", Arc::new(Int64Array::from(order)) as ArrayRef),
+            ("page", Arc::new(StringArray::from(page)) as ArrayRef),
+            ("first_ordinal", Arc::new(Int64Array::from(first)) as ArrayRef),
+            ("last_ordinal", Arc::new(Int64Array::from(last)) as ArrayRef),
+        ])?
+    };
+    let batch = match a.limit {
+        Some(n) if n < batch.num_rows() => batch.slice(0, n),
+        _ => batch,
+    };
+    output::write(&[batch], &a.out)
+}
+
+async fn report_mem_symbols(a: MemSymbolsArgs) -> Result<()> {
+    let s = Session::open(&a.captures).await?;
+    let mut w = vec!["true".to_string()];
+    match a.kind {
+        Some(MemSymKind::Function) => w.push("kind = 'function'".into()),
+        Some(MemSymKind::Object) => w.push("kind = 'object'".into()),
+        None => {}
+    }
+    if let Some(o) = &a.object {
+        w.push(format!("strpos(path, '{}') > 0", o.replace('\'', "''")));
+    }
+    if a.never {
+        w.push("NOT used".into());
+    }
+    let q = format!(
+        "SELECT capture, path, name, kind, section, '0x' || to_hex(start_address) AS address, size,
+                fetches, loads, stores, modifies, used, first_ordinal, last_ordinal
+         FROM mem_symbol_use WHERE {} ORDER BY capture, path, start_address, name",
+        w.join(" AND ")
+    );
+    let df = s.sql(&q).await?;
+    output::write(&limited(df, a.limit).await?, &a.out)
+}
+
+async fn report_mem_objects(a: MemObjectsArgs) -> Result<()> {
+    let s = Session::open(&a.captures).await?;
+    let df = s
+        .sql("SELECT * FROM mem_object_use ORDER BY capture, mapped_pages DESC, object")
+        .await?;
+    output::write(&df.collect().await?, &a.out)
+}
+
+fn convert_lackey(a: ConvertLackeyArgs) -> Result<()> {
+    use std::io::Read;
+    let name = a.input.to_string_lossy().into_owned();
+    let raw: Box<dyn Read + Send> = if name == "-" {
+        Box::new(std::io::stdin())
+    } else {
+        Box::new(std::fs::File::open(&a.input).with_context(|| format!("opening {name}"))?)
+    };
+    let mut raw = raw;
+    let mut head = vec![0u8; 4];
+    let n = read_up_to(&mut raw, &mut head)?;
+    head.truncate(n);
+    let (_, mut input) = trawl_ingest::memlog::decompress(head, raw)?;
+    let dir = a
+        .output
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let tmp = tempfile::Builder::new()
+        .prefix(".trawl-convert-")
+        .tempfile_in(dir)
+        .with_context(|| format!("creating a file in {}", dir.display()))?;
+    let out = std::io::BufWriter::with_capacity(1 << 20, tmp.reopen()?);
+    let (out, sum) =
+        trawl_ingest::memlog::to_binary(&mut input, &name, &a.mem.options(), a.strict, out)?;
+    out.into_inner().map_err(|e| e.into_error())?.sync_all()?;
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o644))?;
+    tmp.persist(&a.output)
+        .with_context(|| format!("writing {}", a.output.display()))?;
+    eprintln!(
+        "{name}: {} bytes of text, {} records, {} instructions → {} access records, {} fetched addresses; {} ({} bytes, {:.1}× smaller), {} diagnostics",
+        sum.text_bytes,
+        sum.records,
+        sum.instructions,
+        sum.rows,
+        sum.fetch_addresses,
+        a.output.display(),
+        sum.binary_bytes,
+        sum.text_bytes as f64 / sum.binary_bytes.max(1) as f64,
+        sum.diagnostics.len()
+    );
+    for d in sum.diagnostics.iter().take(5) {
+        eprintln!("  {d}");
+    }
+    Ok(())
+}
+
+fn read_up_to(r: &mut dyn std::io::Read, buf: &mut [u8]) -> Result<usize> {
+    let mut got = 0;
+    while got < buf.len() {
+        match r.read(&mut buf[got..]) {
+            Ok(0) => break,
+            Ok(k) => got += k,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(got)
+}
+
+async fn render_heatmap(a: HeatmapArgs) -> Result<()> {
+    use trawl_query::memlog::{self, HeatOpts, View};
+    let s = Session::open(std::slice::from_ref(&a.capture)).await?;
+    let o = HeatOpts {
+        view: match a.view {
+            HeatView::Used => View::Used,
+            HeatView::Full => View::Full,
+        },
+        bytes_per_row: a.bytes_per_row,
+        instr_per_col: a.instr_per_col,
+        addr: a.addr_range,
+        ordinals: a.ordinals,
+        source_id: a.source,
+        ..Default::default()
+    };
+    if let Some(b) = o.bytes_per_row {
+        if !b.is_power_of_two() {
+            bail!("--bytes-per-row {b}: must be a power of two");
+        }
+    }
+    let hm = memlog::heatmap(&s, &o).await?;
+    plot::heatmap_png(&a.output, &hm, a.scale.max(1))?;
+    let labels = memlog::row_labels(&s, &hm.rows).await?;
+    let mut csv = String::from("row,start_address,end_address,bytes,object,symbol\n");
+    let q = |t: &str| format!("\"{}\"", t.replace('"', "\"\""));
+    for (i, ((lo, hi), (obj, sym))) in hm.rows.iter().zip(&labels).enumerate() {
+        csv.push_str(&format!("{i},{lo:#x},{hi:#x},{},{},{}\n", hi - lo, q(obj), q(sym)));
+    }
+    let mut rows_path = a.output.clone().into_os_string();
+    rows_path.push(".rows.csv");
+    let rows_path = PathBuf::from(rows_path);
+    output::write_atomic(&rows_path, csv.as_bytes())?;
+    eprintln!(
+        "{}: {} × {} cells ({} instructions per column from ordinal {}, {} bytes per row), {} accesses; rows in {}",
+        a.output.display(),
+        hm.width,
+        hm.height,
+        hm.instr_per_col,
+        hm.ordinal0,
+        hm.bytes_per_row,
+        hm.accesses,
+        rows_path.display()
+    );
     Ok(())
 }

@@ -327,3 +327,34 @@ fn draw_metrics<DB: DrawingBackend>(
     }
     Ok(())
 }
+
+/// Document 001 Table 1: store only cyan, load only yellow, both white,
+/// none black.
+pub const HEAT_COLOURS: [[u8; 3]; 4] = [[0, 0, 0], [255, 255, 0], [0, 255, 255], [255, 255, 255]];
+
+/// Writes a heatmap as PNG: one cell per `scale`×`scale` pixels, the lowest
+/// address at the top (as the document draws address 0 at the top).
+pub fn heatmap_png(path: &Path, hm: &trawl_query::memlog::Heatmap, scale: u32) -> Result<()> {
+    let (w, h) = (hm.width as u32 * scale, hm.height as u32 * scale);
+    if w == 0 || h == 0 {
+        bail!("nothing to draw");
+    }
+    if (w as u64) * (h as u64) > 1 << 30 {
+        bail!("{w}×{h} pixels is too large: lower --scale or coarsen the granularity");
+    }
+    let mut img = image::RgbImage::new(w, h);
+    for (y, row) in hm.cells.chunks(hm.width).enumerate() {
+        for (x, &c) in row.iter().enumerate() {
+            let px = image::Rgb(HEAT_COLOURS[(c & 3) as usize]);
+            for dy in 0..scale {
+                for dx in 0..scale {
+                    img.put_pixel(x as u32 * scale + dx, y as u32 * scale + dy, px);
+                }
+            }
+        }
+    }
+    let mut buf = std::io::Cursor::new(Vec::new());
+    img.write_to(&mut buf, image::ImageOutputFormat::Png)
+        .map_err(|e| anyhow::anyhow!("encoding PNG: {e}"))?;
+    crate::output::write_atomic(path, buf.get_ref())
+}

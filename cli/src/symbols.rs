@@ -184,6 +184,66 @@ fn push_rows(
     }
 }
 
+/// Places the functions and data objects of the files named in a
+/// capture's `mem_map` at their run-time addresses (`mem_symbol`). Returns
+/// a summary line, or `None` without maps.
+pub fn symbolize_memory(dir: &Path, cfg: &trawl_symbolize::Config) -> Result<Option<String>> {
+    let maps = capture::read_mem_maps(dir)?;
+    if maps.is_empty() {
+        return Ok(None);
+    }
+    // (source, path) → the mappings of the file, in address order.
+    let mut files: BTreeMap<(i32, String), Vec<(u64, u64)>> = BTreeMap::new();
+    for (sid, start, _end, off, path) in &maps {
+        if path.starts_with('/') {
+            files
+                .entry((*sid, path.clone()))
+                .or_default()
+                .push((*start, *off));
+        }
+    }
+    let mut rows = Vec::new();
+    let mut failed = Vec::new();
+    let mut placed = 0;
+    for ((sid, path), mut maps) in files {
+        maps.sort();
+        let obj = match trawl_symbolize::objsyms::object_symbols(cfg, &path) {
+            Ok(o) => o,
+            Err(e) => {
+                failed.push(format!("{path}: {e}"));
+                continue;
+            }
+        };
+        let Some(bias) = maps.iter().find_map(|&(s, o)| obj.bias(s, o)) else {
+            failed.push(format!("{path}: no mapping matches its load segments"));
+            continue;
+        };
+        placed += 1;
+        for s in &obj.syms {
+            let start = s.vaddr.wrapping_add(bias);
+            rows.push(capture::MemSymbolRow {
+                source_id: sid,
+                path: path.clone(),
+                name: s.name.clone(),
+                kind: s.kind,
+                start,
+                end: start.saturating_add(s.size.max(1)),
+                size: s.size,
+                section: s.section.clone(),
+            });
+        }
+    }
+    capture::write_mem_symbols(dir, &rows)?;
+    let mut line = format!(
+        "placed {} symbols of {placed} mapped files (mem_symbol)",
+        rows.len()
+    );
+    for f in failed.iter().take(8) {
+        line.push_str(&format!("\n  {f}"));
+    }
+    Ok(Some(line))
+}
+
 /// framehop-based unwinding (trawl-symbolize) behind ingest's seam.
 pub struct Unwinder(pub trawl_symbolize::unwind::DwarfUnwinder);
 

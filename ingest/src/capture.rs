@@ -236,3 +236,81 @@ pub fn write_symbols(dir: &Path, rows: &[SymbolRow], files: &[SymbolFileRow]) ->
     replace_table(dir, &schema::SYMBOL_FILE, &[batch])?;
     Ok(())
 }
+
+/// A row of `mem_map`: (source_id, start, end, file offset, path).
+pub type MemMapRow = (i32, u64, u64, u64, String);
+
+/// The mappings of a capture's maps files (none when it has no `mem_map`).
+pub fn read_mem_maps(dir: &Path) -> Result<Vec<MemMapRow>> {
+    let def = &schema::MEM_MAP;
+    if !table_file(dir, def.name).is_file() {
+        return Ok(Vec::new());
+    }
+    let mut out = Vec::new();
+    for b in read_table(dir, def)? {
+        let s = col(&b, def, "source_id")?.as_primitive::<arrow::datatypes::Int32Type>();
+        let st = col(&b, def, "start_address")?.as_primitive::<UInt64Type>();
+        let en = col(&b, def, "end_address")?.as_primitive::<UInt64Type>();
+        let off = col(&b, def, "file_offset")?.as_primitive::<UInt64Type>();
+        let path = col(&b, def, "path")?.as_string::<i32>();
+        for i in 0..b.num_rows() {
+            out.push((s.value(i), st.value(i), en.value(i), off.value(i), path.value(i).to_string()));
+        }
+    }
+    Ok(out)
+}
+
+/// A row of `mem_symbol`.
+#[derive(Clone, Debug)]
+pub struct MemSymbolRow {
+    pub source_id: i32,
+    pub path: String,
+    pub name: String,
+    pub kind: &'static str,
+    pub start: u64,
+    pub end: u64,
+    pub size: u64,
+    pub section: Option<String>,
+}
+
+/// Writes (replacing) the `mem_symbol` table of a capture.
+pub fn write_mem_symbols(dir: &Path, rows: &[MemSymbolRow]) -> Result<()> {
+    let a = |b: &mut dyn arrow::array::ArrayBuilder| -> ArrayRef { b.finish() };
+    let mut sid = Int32Builder::new();
+    let mut path = StringBuilder::new();
+    let mut name = StringBuilder::new();
+    let mut kind = arrow::array::StringDictionaryBuilder::<arrow::datatypes::Int32Type>::new();
+    let mut start = UInt64Builder::new();
+    let mut end = UInt64Builder::new();
+    let mut size = Int64Builder::new();
+    let mut section = StringBuilder::new();
+    for r in rows {
+        sid.append_value(r.source_id);
+        path.append_value(&r.path);
+        name.append_value(&r.name);
+        kind.append_value(r.kind);
+        start.append_value(r.start);
+        end.append_value(r.end);
+        size.append_value(r.size as i64);
+        section.append_option(r.section.as_deref());
+    }
+    let batch = RecordBatch::try_new(
+        schema::MEM_SYMBOL.schema(),
+        vec![
+            a(&mut sid),
+            a(&mut path),
+            a(&mut name),
+            a(&mut kind),
+            a(&mut start),
+            a(&mut end),
+            a(&mut size),
+            a(&mut section),
+        ],
+    )
+    .map_err(|source| Error::Arrow {
+        table: "mem_symbol".into(),
+        source,
+    })?;
+    replace_table(dir, &schema::MEM_SYMBOL, &[batch])?;
+    Ok(())
+}

@@ -24,6 +24,8 @@ pub enum Error {
         offset: u64,
         message: String,
     },
+    #[error("{0}")]
+    Usage(String),
     #[error("--tz {0:?}: not an IANA time zone name (e.g. Europe/Berlin, UTC)")]
     BadZone(String),
     #[error("strict mode: {0}")]

@@ -27,6 +27,7 @@ pub mod capture;
 pub mod columns;
 pub mod diag;
 mod error;
+pub mod memlog;
 pub mod metrics;
 pub mod perf;
 pub mod schema;
@@ -59,6 +60,9 @@ pub enum Format {
     Sysstat,
     Sadf,
     MetricCsv,
+    Lackey,
+    MemBinary,
+    ProcMaps,
 }
 
 impl Format {
@@ -73,6 +77,9 @@ impl Format {
             Format::Sysstat => "mpstat/pidstat",
             Format::Sadf => "sadf",
             Format::MetricCsv => "metric-csv",
+            Format::Lackey => "lackey",
+            Format::MemBinary => "trawl-memlog",
+            Format::ProcMaps => "proc-maps",
         }
     }
 }
@@ -86,6 +93,9 @@ pub fn detect(head: &[u8]) -> Option<Format> {
     match perf::reader::sniff(head) {
         Some(true) => Some(Format::PerfPipe),
         Some(false) => Some(Format::PerfFile),
+        None if memlog::binary::sniff(head) => Some(Format::MemBinary),
+        None if memlog::lackey::sniff(head) => Some(Format::Lackey),
+        None if memlog::maps::sniff(head) => Some(Format::ProcMaps),
         None if strace::sniff(head) => Some(Format::Strace),
         None => match metrics::sniff(head) {
             Some(metrics::Kind::Vmstat) => Some(Format::Vmstat),
@@ -107,6 +117,8 @@ pub struct IngestOptions {
     /// iostat, CSV without offsets), e.g. `Europe/Berlin`; they get a
     /// `metric.utc_ns` only when it is given.
     pub tz: Option<String>,
+    /// Filters and page size for memory logs (lackey, binary).
+    pub mem: memlog::MemOptions,
 }
 
 #[derive(Clone, Debug)]
@@ -144,6 +156,44 @@ fn read_head(r: &mut dyn Read, n: usize) -> std::io::Result<Vec<u8>> {
     Ok(buf)
 }
 
+/// Opens an input (a path, or `-` for standard input), decompresses gzip
+/// and zstd streams, and detects the format from the first bytes.
+#[allow(clippy::type_complexity)]
+fn open_input(
+    input: &Path,
+    name: &str,
+) -> Result<(Format, Option<Box<dyn Read + Send>>, Option<&'static str>)> {
+    let (mut raw, head): (Box<dyn Read + Send>, Vec<u8>) = if name == "-" {
+        let mut stdin = std::io::stdin();
+        let head = read_head(&mut stdin, HEAD_BYTES).map_err(|e| Error::io("-", e))?;
+        (Box::new(stdin), head)
+    } else {
+        let mut f = std::fs::File::open(input).map_err(|e| Error::io(input, e))?;
+        let head = read_head(&mut f, HEAD_BYTES).map_err(|e| Error::io(input, e))?;
+        (Box::new(f), head)
+    };
+    if memlog::is_compressed(&head) {
+        let (kind, mut d) = memlog::decompress(head, raw).map_err(|e| Error::io(input, e))?;
+        let head = read_head(&mut d, HEAD_BYTES).map_err(|e| Error::io(input, e))?;
+        let f = detect(&head).ok_or_else(|| Error::UnknownFormat {
+            path: input.into(),
+            head: head.clone(),
+        })?;
+        let s: Box<dyn Read + Send> = Box::new(std::io::Cursor::new(head).chain(d));
+        return Ok((f, Some(s), kind));
+    }
+    let f = detect(&head).ok_or_else(|| Error::UnknownFormat {
+        path: input.into(),
+        head: head.clone(),
+    })?;
+    if name == "-" {
+        raw = Box::new(std::io::Cursor::new(head).chain(raw));
+        Ok((f, Some(raw), None))
+    } else {
+        Ok((f, None, None))
+    }
+}
+
 /// Converts `inputs` (paths, or `-` for standard input) into the capture
 /// directory `out`. `before_commit` runs on the staging directory after all
 /// tables are written and before the capture becomes visible (the CLI
@@ -176,6 +226,8 @@ pub fn ingest_with_unwinder(
     let mut conv = perf::convert::PerfConverter::new(&mut cap)?;
     let mut sconv = strace::convert::StraceConverter::new(&mut cap)?;
     let mut mconv = metrics::convert::MetricConverter::new(&mut cap, tz)?;
+    let mut mem = memlog::convert::MemConverter::new();
+    opts.mem.check().map_err(|m| Error::Usage(m))?;
     let mut extra_meta = Vec::new();
     if let Some(u) = unwinder {
         conv.set_unwinder(u);
@@ -184,24 +236,7 @@ pub fn ingest_with_unwinder(
     for (i, input) in inputs.iter().enumerate() {
         let name = input.to_string_lossy().into_owned();
         let mut diags = Diagnostics::new(name.clone(), opts.strict);
-        let (format, stream): (Format, Option<Box<dyn Read + Send>>) = if name == "-" {
-            let mut stdin = std::io::stdin();
-            let head = read_head(&mut stdin, HEAD_BYTES).map_err(|e| Error::io("-", e))?;
-            let f = detect(&head).ok_or_else(|| Error::UnknownFormat {
-                path: "-".into(),
-                head: head.clone(),
-            })?;
-            let s: Box<dyn Read + Send> = Box::new(std::io::Cursor::new(head).chain(stdin));
-            (f, Some(s))
-        } else {
-            let mut f = std::fs::File::open(input).map_err(|e| Error::io(input, e))?;
-            let head = read_head(&mut f, HEAD_BYTES).map_err(|e| Error::io(input, e))?;
-            let fmt = detect(&head).ok_or_else(|| Error::UnknownFormat {
-                path: input.clone(),
-                head: head.clone(),
-            })?;
-            (fmt, None)
-        };
+        let (format, stream, compression) = open_input(input, &name)?;
         conv.begin_source(i as i32);
         sconv.begin_source(i as i32);
         mconv.begin_source(i as i32);
@@ -209,7 +244,64 @@ pub fn ingest_with_unwinder(
         // its header.
         let mut clock = ("none".to_string(), None);
         let stats = match format {
+            Format::PerfFile if compression.is_some() => {
+                return Err(Error::BadInput {
+                    path: input.clone(),
+                    offset: 0,
+                    message: format!(
+                        "a {}-compressed perf.data file: decompress it first (perf reads it at random offsets)",
+                        compression.unwrap_or("")
+                    ),
+                })
+            }
             Format::PerfFile => perf::ingest_perf(input, stream, false, &mut conv, &mut diags)?,
+            Format::Lackey | Format::MemBinary => {
+                mem.begin_source(&mut cap, i as i32)?;
+                let mut s: Box<dyn Read + Send> = match stream {
+                    Some(s) => s,
+                    None => Box::new(std::fs::File::open(input).map_err(|e| Error::io(input, e))?),
+                };
+                let st = if format == Format::Lackey {
+                    memlog::ingest_text(&mut s, &name, &opts.mem, &mut mem, &mut diags)?
+                } else {
+                    memlog::ingest_binary(&mut s, &opts.mem, &mut mem, &mut diags)?
+                };
+                if let Some(c) = compression {
+                    extra_meta.push((i as i32, "compression".to_string(), c.to_string()));
+                }
+                extra_meta.extend(st.meta.into_iter().map(|(k, v)| (i as i32, k, v)));
+                perf::PerfStats {
+                    bytes: st.bytes,
+                    records: st.records,
+                    samples: st.rows,
+                    pipe: false,
+                }
+            }
+            Format::ProcMaps => {
+                let mut bytes = Vec::new();
+                match stream {
+                    Some(mut s) => s.read_to_end(&mut bytes),
+                    None => std::fs::File::open(input).and_then(|mut f| f.read_to_end(&mut bytes)),
+                }
+                .map_err(|e| Error::io(input, e))?;
+                let text = String::from_utf8_lossy(&bytes);
+                let (maps, bad) = memlog::maps::parse(&text);
+                for (line, t) in bad {
+                    diags.report(
+                        Position::Line(line),
+                        Severity::Warning,
+                        "bad_row",
+                        format!("not a /proc/PID/maps line: {t:?}: skipped"),
+                    )?;
+                }
+                mem.maps(&mut cap, i as i32, &maps)?;
+                perf::PerfStats {
+                    bytes: bytes.len() as u64,
+                    records: maps.len() as u64,
+                    samples: 0,
+                    pipe: false,
+                }
+            }
             Format::PerfPipe => perf::ingest_perf(input, stream, true, &mut conv, &mut diags)?,
             Format::Vmstat
             | Format::Iostat
@@ -283,6 +375,7 @@ pub fn ingest_with_unwinder(
     }
     sconv.finish(&mut cap, &mut conv.stacks, &mut conv.syscalls)?;
     mconv.finish(&mut cap)?;
+    mem.finish(&mut cap)?;
     let mut pairs = conv.finish(&mut cap)?;
     for (i, s) in summaries.iter_mut().enumerate() {
         if matches!(s.format, Format::PerfFile | Format::PerfPipe) {

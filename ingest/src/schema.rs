@@ -559,6 +559,80 @@ pub static METRIC: TableDef = TableDef {
     ],
 };
 
+pub static MEM_ACCESS: TableDef = TableDef {
+    name: "mem_access",
+    doc: "Memory accesses of a valgrind lackey log (`valgrind --tool=lackey --trace-mem=yes`) or a trawl binary memory log, in log order: loads, stores and modifies, plus every instruction fetch when ingested with `--fetch-rows` (otherwise fetches are summarised per address in `mem_fetch`). Rows dropped by the ingest filters (`--mem-kinds`, `--mem-range`) are absent; `capture_meta` keys `mem_kinds` and `mem_ranges` say which were kept.",
+    columns: &[
+        col!("source_id", Int32, "Input (`source.source_id`)."),
+        col!("ordinal", Int64, "Instruction ordinal: for a load, store or modify the number of instruction fetches (`I` records) before it in the log, i.e. the 1-based index of the instruction that made it; for a fetch its own 1-based index. Counts every instruction, kept or filtered."),
+        col!("kind", DictUtf8, "`L` load, `S` store, `M` modify (load and store of the same bytes), `I` instruction fetch."),
+        col!("address", UInt64, "First byte accessed (virtual address)."),
+        col!("size", Int32, "Bytes accessed."),
+    ],
+};
+
+pub static MEM_FETCH: TableDef = TableDef {
+    name: "mem_fetch",
+    doc: "Instruction fetches of a memory log per instruction address (lackey `I` records): which code ran, how often, and first and last when. Joined with `mem_symbol` this gives the functions that ran and those that never did.",
+    columns: &[
+        col!("source_id", Int32, "Input (`source.source_id`)."),
+        col!("address", UInt64, "Instruction address."),
+        col!("size", Int32, "Instruction length in bytes."),
+        col!("count", Int64, "Times the instruction was fetched (executed)."),
+        col!("first_ordinal", Int64, "Ordinal (1-based instruction index) of its first execution."),
+        col!("last_ordinal", Int64, "Ordinal of its last execution."),
+    ],
+};
+
+pub static MEM_PAGE: TableDef = TableDef {
+    name: "mem_page",
+    doc: "Memory log accesses per page (page size `page_size`, `trawl ingest --page-size`, 4096 by default): one row per page touched at least once, instruction fetches included. An access that crosses a page boundary counts on both pages. A page's lifetime is [`first_ordinal`, `last_ordinal`]; pages whose lifetimes do not overlap could share one physical page (`trawl report page-reuse`).",
+    columns: &[
+        col!("source_id", Int32, "Input (`source.source_id`)."),
+        col!("page", UInt64, "Address of the page's first byte."),
+        col!("page_size", Int64, "Page size in bytes."),
+        col!("fetches", Int64, "Instruction fetches that touched the page."),
+        col!("loads", Int64, "Loads (`L`) that touched the page."),
+        col!("stores", Int64, "Stores (`S`) that touched the page."),
+        col!("modifies", Int64, "Modifies (`M`, load and store) that touched the page."),
+        col!("bytes_accessed", Int64, "Bytes accessed in the page, summed over all accesses."),
+        col!("bytes_touched", Int64, "Distinct bytes of the page accessed at least once (≤ page_size): how much of the page is used."),
+        col!("first_ordinal", Int64, "Ordinal of the first access to the page."),
+        col!("last_ordinal", Int64, "Ordinal of the last access to the page."),
+    ],
+};
+
+pub static MEM_MAP: TableDef = TableDef {
+    name: "mem_map",
+    doc: "Memory mappings of a process from a saved `/proc/PID/maps` given to `trawl ingest` with a memory log: where each object (executable, shared library) was loaded, so memory accesses can be attributed to objects and symbols (`mem_symbol`).",
+    columns: &[
+        col!("source_id", Int32, "Input (`source.source_id`) of the maps file."),
+        col!("line", Int64, "Line of the maps file, 1-based."),
+        col!("start_address", UInt64, "First address of the mapping."),
+        col!("end_address", UInt64, "Address after the mapping's last byte."),
+        col!("perms", Utf8, "Permissions as in maps: `r`, `w`, `x`, then `p` private or `s` shared."),
+        col!("file_offset", UInt64, "Offset in the file of the mapping's first byte."),
+        col!("dev", Utf8, "Device of the file (major:minor)."),
+        col!("inode", Int64, "Inode of the file (0 for anonymous memory)."),
+        col!("path", Utf8, "File mapped, a pseudo name (`[heap]`, `[stack]`, `[vdso]`) or empty for anonymous memory."),
+    ],
+};
+
+pub static MEM_SYMBOL: TableDef = TableDef {
+    name: "mem_symbol",
+    doc: "ELF symbols (functions and data objects) of the files named in `mem_map`, placed at their run-time addresses; written by `trawl ingest` (unless `--no-symbolize`) from the binaries on this machine or `--debug-dir`. Join memory accesses and fetches to it by address range to find the functions that ran and the data objects touched.",
+    columns: &[
+        col!("source_id", Int32, "Input (`source.source_id`) of the maps file."),
+        col!("path", Utf8, "Object file as named in the maps file."),
+        col!("name", Utf8, "Symbol name, demangled."),
+        col!("kind", DictUtf8, "`function` (STT_FUNC, instruction fetches) or `object` (STT_OBJECT / TLS, data accesses)."),
+        col!("start_address", UInt64, "Run-time address of the symbol's first byte."),
+        col!("end_address", UInt64, "Run-time address after its last byte (start + ELF size, at least start + 1)."),
+        col!("size", Int64, "ELF symbol size in bytes."),
+        col!("section", Utf8, null, "Section the symbol is in (`.text`, `.data`, `.bss`, `.rodata`...)."),
+    ],
+};
+
 pub static TABLES: &[&TableDef] = &[
     &SOURCE,
     &CAPTURE_META,
@@ -579,6 +653,11 @@ pub static TABLES: &[&TableDef] = &[
     &SYSCALL,
     &STRACE_EVENT,
     &METRIC,
+    &MEM_ACCESS,
+    &MEM_FETCH,
+    &MEM_PAGE,
+    &MEM_MAP,
+    &MEM_SYMBOL,
     &SYMBOL,
     &SYMBOL_FILE,
 ];

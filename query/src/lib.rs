@@ -19,6 +19,7 @@
 pub mod analyses;
 pub mod cause;
 pub mod io;
+pub mod memlog;
 pub mod memory;
 pub mod ranges;
 pub mod time;
@@ -165,6 +166,7 @@ impl Session {
         s.times = time::register(&s, origin).await?;
         s.run_script(analyses::FRAME_NAME).await?;
         memory::register(&s).await?;
+        memlog::register(&s).await?;
         ranges::register(&s).await?;
         Ok(s)
     }

@@ -30,6 +30,7 @@ pub mod dwarf;
 pub mod elf;
 mod find;
 pub mod kallsyms;
+pub mod objsyms;
 pub mod perfmap;
 pub mod unwind;
 

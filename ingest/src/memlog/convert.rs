@@ -1,0 +1,174 @@
+//! Memory log rows and summaries → Arrow batches of `mem_access`,
+//! `mem_fetch`, `mem_page` and `mem_map`. No bytes here: the readers in
+//! [`super::lackey`], [`super::binary`] and [`super::maps`] parse.
+
+use std::sync::Arc;
+
+use arrow::array::{
+    ArrayRef, DictionaryArray, Int32Array, Int64Array, Int64Builder, StringArray, StringBuilder,
+    UInt64Array, UInt64Builder,
+};
+use arrow::datatypes::Int32Type;
+
+use super::{maps::Mapping, Collector, RowSink, Rows, KIND_LETTERS};
+use crate::schema;
+use crate::writer::{CaptureWriter, TableWriter};
+use crate::Result;
+
+/// Writes the memory tables of a capture. Tables are created at the first
+/// memory input, so captures without one do not have them.
+pub struct MemConverter {
+    source_id: i32,
+    access: Option<TableWriter>,
+    fetch: Option<TableWriter>,
+    page: Option<TableWriter>,
+    map: Option<TableWriter>,
+    kinds: ArrayRef,
+}
+
+impl MemConverter {
+    pub fn new() -> Self {
+        MemConverter {
+            source_id: 0,
+            access: None,
+            fetch: None,
+            page: None,
+            map: None,
+            kinds: Arc::new(StringArray::from(KIND_LETTERS.to_vec())),
+        }
+    }
+
+    pub fn begin_source(&mut self, cap: &mut CaptureWriter, id: i32) -> Result<()> {
+        self.source_id = id;
+        if self.access.is_none() {
+            self.access = Some(cap.open_table(&schema::MEM_ACCESS)?);
+            self.fetch = Some(cap.open_table(&schema::MEM_FETCH)?);
+            self.page = Some(cap.open_table(&schema::MEM_PAGE)?);
+        }
+        Ok(())
+    }
+
+    /// Writes the per-address fetch and per-page summaries of the input
+    /// just read.
+    pub fn end_source(&mut self, c: &Collector) -> Result<()> {
+        let sid = self.source_id;
+        let fetch = c.fetch.sorted();
+        for part in fetch.chunks(256 * 1024) {
+            let n = part.len();
+            let cols: Vec<ArrayRef> = vec![
+                Arc::new(Int32Array::from(vec![sid; n])),
+                Arc::new(part.iter().map(|e| e.0).collect::<UInt64Array>()),
+                Arc::new(part.iter().map(|e| e.1.size as i32).collect::<Int32Array>()),
+                Arc::new(part.iter().map(|e| e.1.count as i64).collect::<Int64Array>()),
+                Arc::new(part.iter().map(|e| e.1.first).collect::<Int64Array>()),
+                Arc::new(part.iter().map(|e| e.1.last).collect::<Int64Array>()),
+            ];
+            if let Some(w) = &mut self.fetch {
+                w.write_columns(cols)?;
+            }
+        }
+        let pages = c.page_summary();
+        let ps = c.pages.page_size as i64;
+        for part in pages.chunks(256 * 1024) {
+            let n = part.len();
+            let count = |k: usize| -> ArrayRef {
+                Arc::new(part.iter().map(|p| p.counts[k] as i64).collect::<Int64Array>())
+            };
+            let cols: Vec<ArrayRef> = vec![
+                Arc::new(Int32Array::from(vec![sid; n])),
+                Arc::new(part.iter().map(|p| p.page).collect::<UInt64Array>()),
+                Arc::new(Int64Array::from(vec![ps; n])),
+                count(0),
+                count(1),
+                count(2),
+                count(3),
+                Arc::new(part.iter().map(|p| p.bytes as i64).collect::<Int64Array>()),
+                Arc::new(part.iter().map(|p| p.bytes_touched() as i64).collect::<Int64Array>()),
+                Arc::new(part.iter().map(|p| p.first).collect::<Int64Array>()),
+                Arc::new(part.iter().map(|p| p.last).collect::<Int64Array>()),
+            ];
+            if let Some(w) = &mut self.page {
+                w.write_columns(cols)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes the mappings of a maps file (input `id`).
+    pub fn maps(&mut self, cap: &mut CaptureWriter, id: i32, maps: &[Mapping]) -> Result<()> {
+        if self.map.is_none() {
+            self.map = Some(cap.open_table(&schema::MEM_MAP)?);
+        }
+        let mut line = Int64Builder::new();
+        let mut start = UInt64Builder::new();
+        let mut end = UInt64Builder::new();
+        let mut perms = StringBuilder::new();
+        let mut off = UInt64Builder::new();
+        let mut dev = StringBuilder::new();
+        let mut inode = Int64Builder::new();
+        let mut path = StringBuilder::new();
+        for m in maps {
+            line.append_value(m.line as i64);
+            start.append_value(m.start);
+            end.append_value(m.end);
+            perms.append_value(&m.perms);
+            off.append_value(m.offset);
+            dev.append_value(&m.dev);
+            inode.append_value(m.inode as i64);
+            path.append_value(&m.path);
+        }
+        let a = |b: &mut dyn arrow::array::ArrayBuilder| -> ArrayRef { b.finish() };
+        let cols = vec![
+            Arc::new(Int32Array::from(vec![id; maps.len()])) as ArrayRef,
+            a(&mut line),
+            a(&mut start),
+            a(&mut end),
+            a(&mut perms),
+            a(&mut off),
+            a(&mut dev),
+            a(&mut inode),
+            a(&mut path),
+        ];
+        if let Some(w) = &mut self.map {
+            w.write_columns(cols)?;
+        }
+        Ok(())
+    }
+
+    pub fn finish(self, cap: &mut CaptureWriter) -> Result<()> {
+        for w in [self.access, self.fetch, self.page, self.map].into_iter().flatten() {
+            cap.close_table(w)?;
+        }
+        Ok(())
+    }
+}
+
+impl Default for MemConverter {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl RowSink for MemConverter {
+    fn rows(&mut self, rows: Rows) -> Result<()> {
+        let n = rows.len();
+        let keys = Int32Array::from_iter_values(rows.kind.iter().map(|&k| k as i32));
+        let kind = DictionaryArray::<Int32Type>::try_new(keys, self.kinds.clone()).map_err(
+            |source| crate::Error::Arrow {
+                table: "mem_access".into(),
+                source,
+            },
+        )?;
+        let cols: Vec<ArrayRef> = vec![
+            Arc::new(Int32Array::from(vec![self.source_id; n])),
+            Arc::new(Int64Array::from(rows.ordinal)),
+            Arc::new(kind),
+            Arc::new(UInt64Array::from(rows.address)),
+            Arc::new(Int32Array::from_iter_values(rows.size.iter().map(|&s| s as i32))),
+        ];
+        match &mut self.access {
+            Some(w) => w.write_columns(cols),
+            None => Ok(()),
+        }
+    }
+}

@@ -1,0 +1,484 @@
+//! valgrind lackey text (`--tool=lackey --trace-mem=yes`) → typed records.
+//!
+//! ```text
+//! ==3518== Command: ls /
+//! I  0401ab70,3          instruction fetch: address (hex), size (decimal)
+//!  S 1fff000778,8        store
+//!  L 1fff000770,8        load
+//!  M 0025747C,1          modify (load and store of the same bytes)
+//! ```
+//!
+//! [`parse_chunk`] reads a run of whole lines (the input is cut at line
+//! boundaries, so chunks are parsed in parallel) into a [`Chunk`]: the kept
+//! records as columns, instruction fetches aggregated per address, data
+//! accesses aggregated per page, `==PID==` / `--PID--` lines as metadata and
+//! what was wrong with the lines that were not records. Ordinals and line
+//! numbers are local to the chunk; [`super::Collector`] adds the counts of
+//! the chunks before it. No Arrow here.
+
+use super::{Filter, KIND_I, KIND_L, KIND_M, KIND_S};
+use super::{FetchMap, PageStats, Problem, Rows};
+
+/// What one chunk of lines held.
+pub struct Chunk {
+    pub rows: Rows,
+    pub fetch: FetchMap,
+    pub pages: PageStats,
+    /// `I` records in the chunk (kept or not): the ordinal advance.
+    pub instrs: u64,
+    /// Lines in the chunk (a last line without newline included).
+    pub lines: u64,
+    /// Records dropped by the address / kind filter.
+    pub filtered: u64,
+    /// Records read (of any kind, kept or not).
+    pub records: u64,
+    /// `==PID==` and `--PID--` lines: (line in the chunk, 1-based; text).
+    pub meta: Vec<(u64, String)>,
+    pub problems: Vec<Problem>,
+}
+
+static HEX: [u8; 256] = {
+    let mut t = [0xffu8; 256];
+    let mut i = 0;
+    while i < 10 {
+        t[b'0' as usize + i] = i as u8;
+        i += 1;
+    }
+    let mut i = 0;
+    while i < 6 {
+        t[b'a' as usize + i] = 10 + i as u8;
+        t[b'A' as usize + i] = 10 + i as u8;
+        i += 1;
+    }
+    t
+};
+
+/// Why a line is not a record.
+enum Bad {
+    /// More than 16 hex digits.
+    Wide,
+    /// A record that does not read as `ADDR,SIZE`.
+    Malformed,
+}
+
+/// Parses `ADDR,SIZE\n` at `i` (after the kind and its spaces). Returns the
+/// address, size and the index after the newline; `Err` with the reason
+/// otherwise. `Ok(None)` when the buffer ends before the newline.
+#[inline(always)]
+fn record(buf: &[u8], mut i: usize) -> Result<Option<(u64, u32, usize)>, Bad> {
+    let n = buf.len();
+    while i < n && buf[i] == b' ' {
+        i += 1;
+    }
+    let start = i;
+    let mut addr = 0u64;
+    while i < n {
+        let d = HEX[buf[i] as usize];
+        if d == 0xff {
+            break;
+        }
+        addr = (addr << 4) | d as u64;
+        i += 1;
+    }
+    let digits = i - start;
+    if i == n {
+        return Ok(None);
+    }
+    if digits == 0 || buf[i] != b',' {
+        return Err(Bad::Malformed);
+    }
+    if digits > 16 {
+        // Leading zeros are harmless; anything else does not fit 64 bits.
+        if buf[start..i - 16].iter().any(|&b| b != b'0') {
+            return Err(Bad::Wide);
+        }
+    }
+    i += 1;
+    let s0 = i;
+    let mut size = 0u32;
+    while i < n && buf[i].is_ascii_digit() {
+        if i - s0 >= 9 {
+            return Err(Bad::Malformed);
+        }
+        size = size * 10 + (buf[i] - b'0') as u32;
+        i += 1;
+    }
+    if i == n {
+        return Ok(None);
+    }
+    if i == s0 {
+        return Err(Bad::Malformed);
+    }
+    // Lackey ends records with a newline; tolerate `\r\n` and trailing
+    // blanks.
+    while i < n && (buf[i] == b' ' || buf[i] == b'\r') {
+        i += 1;
+    }
+    if i == n {
+        return Ok(None);
+    }
+    if buf[i] != b'\n' {
+        return Err(Bad::Malformed);
+    }
+    Ok(Some((addr, size, i + 1)))
+}
+
+const ONES: u64 = 0x0101_0101_0101_0101;
+const HIGHS: u64 = 0x8080_8080_8080_8080;
+
+#[inline(always)]
+fn load(buf: &[u8], i: usize) -> u64 {
+    u64::from_le_bytes(buf[i..i + 8].try_into().unwrap())
+}
+
+/// High bit set in each byte of `x` (bytes < 0x80) strictly between `m`
+/// and `n` (Bit Twiddling Hacks, "hasbetween").
+#[inline(always)]
+fn between(x: u64, m: u64, n: u64) -> u64 {
+    let lo7 = x & (ONES * 127);
+    (ONES * (127 + n)).wrapping_sub(lo7) & !x & (lo7 + ONES * (127 - m)) & HIGHS
+}
+
+/// High bit set in each byte of `w` that is a hex digit.
+#[inline(always)]
+fn hex_bytes(w: u64) -> u64 {
+    let ascii = !w & HIGHS;
+    (between(w, 0x2f, 0x3a) | between(w | (ONES * 0x20), 0x60, 0x67)) & ascii
+}
+
+/// Eight hex digits (byte 0 the most significant) → their value.
+#[inline(always)]
+fn hex8(w: u64) -> u64 {
+    let l = w | (ONES * 0x20);
+    let v = (l & (ONES * 0x0f)) + 9 * ((l >> 6) & ONES);
+    let v = ((v & 0x000f_000f_000f_000f) << 4) | ((v >> 8) & 0x000f_000f_000f_000f);
+    let v = ((v & 0x0000_00ff_0000_00ff) << 8) | ((v >> 16) & 0x0000_00ff_0000_00ff);
+    ((v & 0xffff) << 16) | ((v >> 32) & 0xffff)
+}
+
+/// [`record`] without per-byte branches for the common case: up to 16
+/// hex digits, a comma, a one- or two-digit size and a newline, with 24
+/// bytes of buffer left. `None` sends the line to [`record`].
+#[inline(always)]
+fn record_fast(buf: &[u8], mut i: usize) -> Option<(u64, u32, usize)> {
+    if i + 24 > buf.len() {
+        return None;
+    }
+    if buf[i] == b' ' {
+        i += 1;
+    }
+    let w0 = load(buf, i);
+    let w1 = load(buf, i + 8);
+    let comma = |w: u64| {
+        let x = w ^ (ONES * b',' as u64);
+        x.wrapping_sub(ONES) & !x & HIGHS
+    };
+    let c0 = comma(w0);
+    let len = if c0 != 0 {
+        (c0.trailing_zeros() / 8) as usize
+    } else {
+        let c1 = comma(w1);
+        if c1 == 0 {
+            return None;
+        }
+        8 + (c1.trailing_zeros() / 8) as usize
+    };
+    if len == 0 {
+        return None;
+    }
+    let addr = if len <= 8 {
+        let need = if len == 8 { HIGHS } else { HIGHS & ((1u64 << (8 * len)) - 1) };
+        if hex_bytes(w0) & need != need {
+            return None;
+        }
+        hex8(w0 << (8 * (8 - len)))
+    } else {
+        let lo = load(buf, i + len - 8);
+        let k = len - 8;
+        let need = if k == 8 { HIGHS } else { HIGHS & ((1u64 << (8 * k)) - 1) };
+        if hex_bytes(w0) & need != need || hex_bytes(lo) != HIGHS {
+            return None;
+        }
+        (hex8(w0 << (8 * (8 - k))) << 32) | hex8(lo)
+    };
+    let j = i + len + 1;
+    let d0 = buf[j].wrapping_sub(b'0');
+    if d0 > 9 {
+        return None;
+    }
+    let d1 = buf[j + 1];
+    if d1 == b'\n' {
+        return Some((addr, d0 as u32, j + 2));
+    }
+    let d1 = d1.wrapping_sub(b'0');
+    if d1 > 9 || buf[j + 2] != b'\n' {
+        return None;
+    }
+    Some((addr, d0 as u32 * 10 + d1 as u32, j + 3))
+}
+
+fn line_end(buf: &[u8], i: usize) -> usize {
+    memchr::memchr(b'\n', &buf[i..]).map_or(buf.len(), |k| i + k + 1)
+}
+
+/// Parses whole lines of lackey output. `buf` ends at a line boundary,
+/// except for the last chunk of the input, whose unterminated last line is
+/// reported as truncated.
+pub fn parse_chunk(buf: &[u8], filter: &Filter, page_size: u64) -> Chunk {
+    let mut c = Chunk {
+        rows: Rows::default(),
+        fetch: FetchMap::default(),
+        pages: PageStats::new(page_size),
+        instrs: 0,
+        lines: 0,
+        filtered: 0,
+        records: 0,
+        meta: Vec::new(),
+        problems: Vec::new(),
+    };
+    // Most records are data accesses to a few stack pages and fetches of
+    // a few code pages: rows are reserved for a typical mix.
+    c.rows.reserve(buf.len() / 40);
+    let keep_i = filter.kinds & (1 << KIND_I) != 0;
+    let fetch_rows = keep_i && filter.fetch_rows;
+    let all_addrs = filter.ranges.is_empty();
+    let n = buf.len();
+    let mut i = 0usize;
+    while i < n {
+        c.lines += 1;
+        let b = buf[i];
+        let (kind, at) = if b == b'I' {
+            // `I  ADDR`: two blanks; record_fast skips one more.
+            (KIND_I, if buf.get(i + 1) == Some(&b' ') { i + 2 } else { i + 1 })
+        } else if b == b' ' && i + 2 < n && buf[i + 2] == b' ' {
+            match buf[i + 1] {
+                b'L' => (KIND_L, i + 3),
+                b'S' => (KIND_S, i + 3),
+                b'M' => (KIND_M, i + 3),
+                _ => (u8::MAX, i),
+            }
+        } else {
+            (u8::MAX, i)
+        };
+        if kind != u8::MAX {
+            let rec = match record_fast(buf, at) {
+                Some(r) => Ok(Some(r)),
+                None => record(buf, at),
+            };
+            match rec {
+                Ok(Some((addr, size, next))) => {
+                    c.records += 1;
+                    if kind == KIND_I {
+                        c.instrs += 1;
+                    }
+                    let ord = c.instrs as i64;
+                    let keep = filter.kinds & (1 << kind) != 0
+                        && (all_addrs || filter.keep_addr(addr));
+                    if !keep {
+                        c.filtered += 1;
+                    } else if kind == KIND_I {
+                        c.fetch.add(addr, size, 1, ord, ord);
+                        if fetch_rows {
+                            c.rows.push(ord, kind, addr, size);
+                        }
+                    } else {
+                        c.pages.touch(kind, addr, size, ord);
+                        c.rows.push(ord, kind, addr, size);
+                    }
+                    i = next;
+                    continue;
+                }
+                Ok(None) => {
+                    c.problems.push(Problem {
+                        line: c.lines,
+                        kind: "truncated_line",
+                        message: format!(
+                            "last line {:?} has no end: skipped",
+                            String::from_utf8_lossy(&buf[i..n.min(i + 60)])
+                        ),
+                    });
+                    break;
+                }
+                Err(bad) => {
+                    let end = line_end(buf, i);
+                    let text = String::from_utf8_lossy(&buf[i..end.min(i + 80)]);
+                    let text = text.trim_end();
+                    let (k, m) = match bad {
+                        Bad::Wide => (
+                            "bad_address",
+                            format!("address wider than 64 bits in {text:?}: skipped"),
+                        ),
+                        _ => ("bad_record", format!("not `ADDR,SIZE`: {text:?}: skipped")),
+                    };
+                    if end == n && buf[n - 1] != b'\n' {
+                        c.problems.push(Problem {
+                            line: c.lines,
+                            kind: "truncated_line",
+                            message: format!("last line {text:?} has no end: skipped"),
+                        });
+                    } else {
+                        c.problems.push(Problem {
+                            line: c.lines,
+                            kind: k,
+                            message: m,
+                        });
+                    }
+                    i = end;
+                    continue;
+                }
+            }
+        }
+        let end = line_end(buf, i);
+        let raw = &buf[i..end];
+        let text = String::from_utf8_lossy(raw);
+        let text = text.trim_end_matches(['\n', '\r']);
+        if (b == b'=' && text.starts_with("==")) || (b == b'-' && text.starts_with("--")) {
+            c.meta.push((c.lines, text.to_string()));
+        } else if text.trim().is_empty() {
+            // Blank lines carry nothing.
+        } else if end == n && raw.last() != Some(&b'\n') {
+            c.problems.push(Problem {
+                line: c.lines,
+                kind: "truncated_line",
+                message: format!("last line {:?} has no end: skipped", clip(text)),
+            });
+        } else {
+            c.problems.push(Problem {
+                line: c.lines,
+                kind: "unknown_record",
+                message: format!(
+                    "not a lackey record (`I`, ` L`, ` S`, ` M`) or `==PID==` line: {:?}: skipped",
+                    clip(text)
+                ),
+            });
+        }
+        i = end;
+    }
+    c
+}
+
+fn clip(s: &str) -> &str {
+    match s.char_indices().nth(80) {
+        Some((k, _)) => &s[..k],
+        None => s,
+    }
+}
+
+/// Does this look like lackey output? The first line is valgrind's
+/// `==PID== ` banner naming Lackey, or a record.
+pub fn sniff(head: &[u8]) -> bool {
+    let text = String::from_utf8_lossy(head);
+    let mut lines = text.lines().filter(|l| !l.trim().is_empty());
+    let Some(first) = lines.next() else {
+        return false;
+    };
+    let is_record = |l: &str| {
+        let b = l.as_bytes();
+        let rest = if l.starts_with("I  ") {
+            &l[3..]
+        } else if b.len() > 3 && b[0] == b' ' && matches!(b[1], b'L' | b'S' | b'M') && b[2] == b' '
+        {
+            &l[3..]
+        } else {
+            return false;
+        };
+        let rest = rest.trim_start();
+        match rest.split_once(',') {
+            Some((a, _)) => !a.is_empty() && a.bytes().all(|c| c.is_ascii_hexdigit()),
+            None => !rest.is_empty() && rest.bytes().all(|c| c.is_ascii_hexdigit()),
+        }
+    };
+    if first.starts_with("==") {
+        // valgrind's banner: `==PID== Lackey, an example Valgrind tool`.
+        text.lines().take(3).any(|l| l.contains("Lackey"))
+            || lines.take(20).any(|l| is_record(l))
+    } else {
+        is_record(first)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn all() -> Filter {
+        Filter::default()
+    }
+
+    #[test]
+    fn reads_records_ordinals_and_metadata() {
+        let text = b"==1== Lackey, an example Valgrind tool\nI  0401ab70,3\n S 1fff000778,8\nI  0401ab73,5\n L 1fff000770,8\n M 0025747C,1\n";
+        let c = parse_chunk(text, &all(), 4096);
+        assert_eq!(c.lines, 6);
+        assert_eq!(c.instrs, 2);
+        assert_eq!(c.meta, vec![(1, "==1== Lackey, an example Valgrind tool".into())]);
+        assert_eq!(c.rows.kind, vec![KIND_S, KIND_L, KIND_M]);
+        // The store follows the first fetch, the load and modify the second.
+        assert_eq!(c.rows.ordinal, vec![1, 2, 2]);
+        assert_eq!(c.rows.address, vec![0x1fff000778, 0x1fff000770, 0x25747c]);
+        assert_eq!(c.rows.size, vec![8, 8, 1]);
+        assert_eq!(c.fetch.len(), 2);
+        assert!(c.problems.is_empty());
+    }
+
+    #[test]
+    fn bad_lines_are_problems_with_line_numbers() {
+        let text = b"I  0401ab70,3\n X 1234,4\n L 12345678901234567,8\n L 00001234567890123456,8\nI  0401ab73,";
+        let c = parse_chunk(text, &all(), 4096);
+        let kinds: Vec<_> = c.problems.iter().map(|p| (p.line, p.kind)).collect();
+        assert_eq!(
+            kinds,
+            vec![(2, "unknown_record"), (3, "bad_address"), (5, "truncated_line")]
+        );
+        // 20 digits with leading zeros still fit.
+        assert_eq!(c.rows.address, vec![0x1234567890123456]);
+        assert_eq!(c.instrs, 1);
+    }
+
+    #[test]
+    fn filters_keep_ordinals() {
+        let text = b"I  1000,3\n L 5000,8\nI  1003,2\n S 9000,4\n";
+        let f = Filter {
+            kinds: 1 << KIND_S,
+            ranges: vec![(0x8000, 0xa000)],
+            fetch_rows: false,
+        };
+        let c = parse_chunk(text, &f, 4096);
+        assert_eq!(c.rows.ordinal, vec![2]);
+        assert_eq!(c.filtered, 3);
+        assert_eq!(c.fetch.len(), 0);
+    }
+
+    #[test]
+    fn fast_and_slow_paths_agree() {
+        let pad = "                        ";
+        for (text, want) in [
+            ("0401ab70,3\n", Some((0x0401ab70u64, 3u32))),
+            ("1fff000778,8\n", Some((0x1fff000778, 8))),
+            ("FFFFFFFFFFFFFFFF,16\n", Some((u64::MAX, 16))),
+            ("FFFFFFFFgFFFFFFF,16\n", None),
+            ("a,1\n", Some((0xa, 1))),
+            ("12345678,32\n", Some((0x12345678, 32))),
+            ("123456789,2\n", Some((0x123456789, 2))),
+            ("12g45678,2\n", None),
+            ("1234,\n", None),
+            ("1234,123\n", Some((0x1234, 123))),
+        ] {
+            let line = format!("{text}{pad}");
+            let fast = record_fast(line.as_bytes(), 0).map(|(a, s, _)| (a, s));
+            let slow = record(line.as_bytes(), 0).ok().flatten().map(|(a, s, _)| (a, s));
+            assert_eq!(slow, want, "{text:?} slow");
+            if fast.is_some() {
+                assert_eq!(fast, want, "{text:?} fast");
+            }
+        }
+    }
+
+    #[test]
+    fn sniffs_banner_and_bare_records() {
+        assert!(sniff(b"==3518== Lackey, an example Valgrind tool\n==3518== Copyright"));
+        assert!(sniff(b"I  0401ab70,3\n S 1fff000778,8\n"));
+        assert!(!sniff(b"==3518== Memcheck, a memory error detector\n"));
+        assert!(!sniff(b"execve(\"/bin/ls\", ...) = 0\n"));
+    }
+}

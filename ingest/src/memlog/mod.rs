@@ -1,0 +1,1017 @@
+//! Memory access logs: valgrind lackey text (`--trace-mem=yes`) and trawl's
+//! binary memory log → `mem_access`, `mem_fetch`, `mem_page`; saved
+//! `/proc/PID/maps` → `mem_map` (document 001).
+//!
+//! - [`lackey`]: text lines → [`lackey::Chunk`]s of typed records, in
+//!   parallel over line-aligned blocks (no Arrow).
+//! - [`binary`]: the binary log format: [`binary::Writer`] (records →
+//!   bytes) and [`binary::read`] (bytes → records).
+//! - [`maps`]: `/proc/PID/maps` lines → mappings.
+//! - [`Collector`]: puts chunks in order (instruction ordinals and line
+//!   numbers continue across chunks), keeps per-address fetch and per-page
+//!   summaries, and hands rows to a [`RowSink`].
+//! - [`convert`]: rows and summaries → Arrow batches of the tables.
+//!
+//! Every record gets an instruction **ordinal**: for a data access the
+//! number of `I` records before it (so a load or store carries the 1-based
+//! index of the instruction that made it), for a fetch the 1-based index of
+//! its instruction. Filters (address ranges, kinds) drop records while
+//! reading; ordinals still count every instruction.
+
+pub mod binary;
+pub mod convert;
+pub mod lackey;
+pub mod maps;
+
+use std::io::Read;
+
+use rayon::prelude::*;
+use rustc_hash::FxHashMap;
+
+use crate::diag::{Diagnostics, Position, Severity};
+use crate::{Error, Result};
+
+pub const KIND_I: u8 = 0;
+pub const KIND_L: u8 = 1;
+pub const KIND_S: u8 = 2;
+pub const KIND_M: u8 = 3;
+/// The kind letters, by kind code.
+pub const KIND_LETTERS: [&str; 4] = ["I", "L", "S", "M"];
+
+/// Which records to keep while reading.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Filter {
+    /// Bit `1 << KIND_*` per kind kept.
+    pub kinds: u8,
+    /// Address ranges `[lo, hi)`; empty keeps every address.
+    pub ranges: Vec<(u64, u64)>,
+    /// Keep each instruction fetch as a `mem_access` row too (not only
+    /// the per-address summary `mem_fetch`).
+    pub fetch_rows: bool,
+}
+
+impl Default for Filter {
+    fn default() -> Self {
+        Filter {
+            kinds: 0b1111,
+            ranges: Vec::new(),
+            fetch_rows: false,
+        }
+    }
+}
+
+impl Filter {
+    #[inline]
+    pub fn keep_addr(&self, a: u64) -> bool {
+        self.ranges.is_empty() || self.ranges.iter().any(|&(lo, hi)| a >= lo && a < hi)
+    }
+
+    /// Parses `ILSM`-style kind letters.
+    pub fn parse_kinds(s: &str) -> std::result::Result<u8, String> {
+        let mut m = 0u8;
+        for c in s.chars() {
+            m |= match c.to_ascii_uppercase() {
+                'I' => 1 << KIND_I,
+                'L' => 1 << KIND_L,
+                'S' => 1 << KIND_S,
+                'M' => 1 << KIND_M,
+                ',' | ' ' => 0,
+                _ => return Err(format!("{s:?}: kinds are letters of ILSM (I fetch, L load, S store, M modify)")),
+            };
+        }
+        if m == 0 {
+            return Err(format!("{s:?}: no kind given (letters of ILSM)"));
+        }
+        Ok(m)
+    }
+
+    /// Parses `LO-HI` / `LO..HI` (hex with or without `0x`, `HI`
+    /// exclusive) or `LO+LEN`.
+    pub fn parse_range(s: &str) -> std::result::Result<(u64, u64), String> {
+        let num = |t: &str| {
+            let t = t.trim();
+            let h = t
+                .strip_prefix("0x")
+                .or_else(|| t.strip_prefix("0X"))
+                .unwrap_or(t);
+            u64::from_str_radix(h, 16).map_err(|_| format!("{t:?} is not a hex address"))
+        };
+        let (lo, hi) = if let Some((a, b)) = s.split_once("..") {
+            (num(a)?, num(b)?)
+        } else if let Some((a, b)) = s.split_once('+') {
+            let lo = num(a)?;
+            let len = parse_size(b)?;
+            (lo, lo.saturating_add(len))
+        } else if let Some((a, b)) = s.split_once('-') {
+            (num(a)?, num(b)?)
+        } else {
+            return Err(format!("{s:?}: give an address range as LO-HI (hex, HI exclusive) or LO+LEN"));
+        };
+        if hi <= lo {
+            return Err(format!("{s:?}: the range is empty"));
+        }
+        Ok((lo, hi))
+    }
+
+    /// `ILSM` letters of the kinds kept.
+    pub fn kind_letters(&self) -> String {
+        (0..4)
+            .filter(|k| self.kinds & (1 << k) != 0)
+            .map(|k| KIND_LETTERS[k as usize])
+            .collect()
+    }
+}
+
+/// A byte count: `4096`, `4k`, `2M`, `0x1000`.
+pub fn parse_size(s: &str) -> std::result::Result<u64, String> {
+    let t = s.trim();
+    if let Some(h) = t.strip_prefix("0x") {
+        return u64::from_str_radix(h, 16).map_err(|_| format!("{s:?} is not a size"));
+    }
+    let (digits, mult) = match t.char_indices().find(|(_, c)| !c.is_ascii_digit()) {
+        Some((k, _)) => {
+            let unit = t[k..].to_ascii_lowercase();
+            let m = match unit.trim_end_matches(['b', 'i']).trim() {
+                "" => 1,
+                "k" => 1 << 10,
+                "m" => 1 << 20,
+                "g" => 1 << 30,
+                _ => return Err(format!("{s:?}: sizes are bytes with an optional k, M or G")),
+            };
+            (&t[..k], m)
+        }
+        None => (t, 1),
+    };
+    digits
+        .parse::<u64>()
+        .ok()
+        .and_then(|v| v.checked_mul(mult))
+        .ok_or_else(|| format!("{s:?} is not a size"))
+}
+
+/// Kept records as columns (rows of `mem_access`).
+#[derive(Clone, Debug, Default)]
+pub struct Rows {
+    pub ordinal: Vec<i64>,
+    pub kind: Vec<u8>,
+    pub address: Vec<u64>,
+    pub size: Vec<u32>,
+}
+
+impl Rows {
+    #[inline(always)]
+    pub fn push(&mut self, ord: i64, kind: u8, addr: u64, size: u32) {
+        self.ordinal.push(ord);
+        self.kind.push(kind);
+        self.address.push(addr);
+        self.size.push(size);
+    }
+
+    pub fn reserve(&mut self, n: usize) {
+        self.ordinal.reserve(n);
+        self.kind.reserve(n);
+        self.address.reserve(n);
+        self.size.reserve(n);
+    }
+
+    pub fn len(&self) -> usize {
+        self.ordinal.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ordinal.is_empty()
+    }
+}
+
+/// Instruction fetches of one address.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FetchStat {
+    pub size: u32,
+    pub count: u64,
+    pub first: i64,
+    pub last: i64,
+}
+
+/// Instruction fetches aggregated per address. A direct-mapped cache of
+/// recent addresses sits in front of the hash map: loops fetch the same
+/// instructions again and again.
+#[derive(Clone, Debug)]
+pub struct FetchMap {
+    index: FxHashMap<u64, u32>,
+    entries: Vec<(u64, FetchStat)>,
+    cache: Vec<(u64, u32)>,
+}
+
+const FETCH_CACHE: usize = 1 << 13;
+
+impl Default for FetchMap {
+    fn default() -> Self {
+        FetchMap {
+            index: FxHashMap::default(),
+            entries: Vec::new(),
+            cache: vec![(u64::MAX, 0); FETCH_CACHE],
+        }
+    }
+}
+
+impl FetchMap {
+    #[inline(always)]
+    pub fn add(&mut self, addr: u64, size: u32, count: u64, first: i64, last: i64) {
+        let h = ((addr ^ (addr >> 13)) as usize) & (FETCH_CACHE - 1);
+        let i = if self.cache[h].0 == addr {
+            self.cache[h].1 as usize
+        } else {
+            let n = self.entries.len() as u32;
+            let entries = &mut self.entries;
+            let i = *self.index.entry(addr).or_insert_with(|| {
+                entries.push((
+                    addr,
+                    FetchStat {
+                        size,
+                        count: 0,
+                        first,
+                        last,
+                    },
+                ));
+                n
+            });
+            self.cache[h] = (addr, i);
+            i as usize
+        };
+        let s = &mut self.entries[i].1;
+        s.count += count;
+        if first < s.first {
+            s.first = first;
+        }
+        if last > s.last {
+            s.last = last;
+        }
+        if size > s.size {
+            s.size = size;
+        }
+    }
+
+    /// Adds the fetches of a later chunk whose ordinals start at `base`.
+    pub fn merge(&mut self, other: FetchMap, base: i64) {
+        for (a, s) in other.entries {
+            self.add(a, s.size, s.count, s.first + base, s.last + base);
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// (address, stat) sorted by address.
+    pub fn sorted(&self) -> Vec<(u64, FetchStat)> {
+        let mut v = self.entries.clone();
+        v.sort_unstable_by_key(|e| e.0);
+        v
+    }
+}
+
+/// Accesses of one page.
+#[derive(Clone, Debug)]
+pub struct PageStat {
+    /// Address of the page's first byte.
+    pub page: u64,
+    /// Accesses per kind code (an access that crosses into the next page
+    /// counts on both).
+    pub counts: [u64; 4],
+    /// Bytes accessed, summed over the accesses (the part inside the page).
+    pub bytes: u64,
+    pub first: i64,
+    pub last: i64,
+    /// One bit per byte of the page: touched at least once.
+    pub touched: Vec<u64>,
+}
+
+impl PageStat {
+    pub fn bytes_touched(&self) -> u64 {
+        self.touched.iter().map(|w| w.count_ones() as u64).sum()
+    }
+}
+
+/// Accesses aggregated per page of `page_size` bytes (a power of two).
+#[derive(Clone, Debug)]
+pub struct PageStats {
+    pub page_size: u64,
+    shift: u32,
+    index: FxHashMap<u64, u32>,
+    pub pages: Vec<PageStat>,
+    last: (u64, u32),
+}
+
+/// Smallest and largest page sizes trawl keeps per-byte maps for.
+pub const MIN_PAGE_SIZE: u64 = 64;
+pub const MAX_PAGE_SIZE: u64 = 2 << 20;
+
+impl PageStats {
+    pub fn new(page_size: u64) -> Self {
+        debug_assert!(page_size.is_power_of_two());
+        PageStats {
+            page_size,
+            shift: page_size.trailing_zeros(),
+            index: FxHashMap::default(),
+            pages: Vec::new(),
+            last: (u64::MAX, 0),
+        }
+    }
+
+    #[inline(always)]
+    fn slot(&mut self, page: u64) -> usize {
+        if self.last.0 == page {
+            return self.last.1 as usize;
+        }
+        let n = self.pages.len() as u32;
+        let words = (self.page_size / 64).max(1) as usize;
+        let shift = self.shift;
+        let pages = &mut self.pages;
+        let i = *self.index.entry(page).or_insert_with(|| {
+            pages.push(PageStat {
+                page: page << shift,
+                counts: [0; 4],
+                bytes: 0,
+                first: i64::MAX,
+                last: i64::MIN,
+                touched: vec![0; words],
+            });
+            n
+        });
+        self.last = (page, i);
+        i as usize
+    }
+
+    /// Counts `count` accesses of `kind` to `[addr, addr+size)` made first
+    /// at ordinal `first` and last at `last`.
+    #[inline(always)]
+    pub fn touch_many(&mut self, kind: u8, addr: u64, size: u32, count: u64, first: i64, last: i64) {
+        let end = addr.saturating_add(size.max(1) as u64);
+        let mut a = addr;
+        loop {
+            let page = a >> self.shift;
+            let base = page << self.shift;
+            let pend = base.saturating_add(self.page_size);
+            let e = end.min(pend);
+            let i = self.slot(page);
+            let st = &mut self.pages[i];
+            st.counts[kind as usize] += count;
+            if first < st.first {
+                st.first = first;
+            }
+            if last > st.last {
+                st.last = last;
+            }
+            if size > 0 {
+                st.bytes += (e - a) * count;
+                set_bits(&mut st.touched, a - base, e - base);
+            }
+            if e >= end || e == pend && pend == u64::MAX {
+                break;
+            }
+            a = e;
+        }
+    }
+
+    #[inline(always)]
+    pub fn touch(&mut self, kind: u8, addr: u64, size: u32, ord: i64) {
+        self.touch_many(kind, addr, size, 1, ord, ord)
+    }
+
+    /// Adds the pages of a later chunk whose ordinals start at `base`.
+    pub fn merge(&mut self, other: PageStats, base: i64) {
+        debug_assert_eq!(self.page_size, other.page_size);
+        for p in other.pages {
+            let i = self.slot(p.page >> self.shift);
+            let st = &mut self.pages[i];
+            for k in 0..4 {
+                st.counts[k] += p.counts[k];
+            }
+            st.bytes += p.bytes;
+            st.first = st.first.min(p.first + base);
+            st.last = st.last.max(p.last + base);
+            for (w, o) in st.touched.iter_mut().zip(&p.touched) {
+                *w |= o;
+            }
+        }
+    }
+
+    /// Pages sorted by address.
+    pub fn sorted(mut self) -> Vec<PageStat> {
+        self.pages.sort_unstable_by_key(|p| p.page);
+        self.pages
+    }
+}
+
+/// Sets bits `[from, to)` of a bitmap.
+#[inline(always)]
+fn set_bits(words: &mut [u64], from: u64, to: u64) {
+    let (mut f, t) = (from as usize, to as usize);
+    while f < t {
+        let w = f / 64;
+        let b = f % 64;
+        let n = (t - f).min(64 - b);
+        let mask = if n == 64 { u64::MAX } else { ((1u64 << n) - 1) << b };
+        if let Some(x) = words.get_mut(w) {
+            *x |= mask;
+        }
+        f += n;
+    }
+}
+
+/// A line that was not a record, before it is placed in the input.
+#[derive(Clone, Debug)]
+pub struct Problem {
+    /// Line in its chunk, 1-based.
+    pub line: u64,
+    pub kind: &'static str,
+    pub message: String,
+}
+
+/// Where kept rows go: the `mem_access` converter, or the binary writer.
+pub trait RowSink {
+    fn rows(&mut self, rows: Rows) -> Result<()>;
+}
+
+/// What was read from one memory log, in order.
+pub struct Collector {
+    pub fetch: FetchMap,
+    pub pages: PageStats,
+    /// Instructions so far (the next chunk's ordinal base).
+    pub instrs: u64,
+    pub lines: u64,
+    pub records: u64,
+    pub filtered: u64,
+    pub rows: u64,
+    /// Metadata lines (valgrind's `==PID==` lines) with their line numbers.
+    pub meta: Vec<(u64, String)>,
+}
+
+impl Collector {
+    pub fn new(page_size: u64) -> Self {
+        Collector {
+            fetch: FetchMap::default(),
+            pages: PageStats::new(page_size),
+            instrs: 0,
+            lines: 0,
+            records: 0,
+            filtered: 0,
+            rows: 0,
+            meta: Vec::new(),
+        }
+    }
+
+    /// Places a parsed chunk after the ones before it.
+    pub fn add_chunk(
+        &mut self,
+        mut c: lackey::Chunk,
+        diags: &mut Diagnostics,
+        sink: &mut dyn RowSink,
+    ) -> Result<()> {
+        let base = self.instrs as i64;
+        let lbase = self.lines;
+        if base != 0 {
+            for o in &mut c.rows.ordinal {
+                *o += base;
+            }
+        }
+        self.fetch.merge(c.fetch, base);
+        self.pages.merge(c.pages, base);
+        for p in c.problems {
+            diags.report(
+                Position::Line(lbase + p.line),
+                Severity::Warning,
+                p.kind,
+                p.message,
+            )?;
+        }
+        self.meta
+            .extend(c.meta.into_iter().map(|(l, t)| (lbase + l, t)));
+        self.instrs += c.instrs;
+        self.lines += c.lines;
+        self.records += c.records;
+        self.filtered += c.filtered;
+        self.rows += c.rows.len() as u64;
+        if !c.rows.is_empty() {
+            sink.rows(c.rows)?;
+        }
+        Ok(())
+    }
+
+    /// The page summary with the instruction fetches added.
+    pub fn page_summary(&self) -> Vec<PageStat> {
+        let mut pages = self.pages.clone();
+        for (a, s) in self.fetch.sorted() {
+            pages.touch_many(KIND_I, a, s.size, s.count, s.first, s.last);
+        }
+        pages.sorted()
+    }
+
+    /// Metadata from valgrind's banner and summary lines: (key, value).
+    pub fn valgrind_meta(&self) -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        for (_, l) in &self.meta {
+            // `==PID== text`
+            let Some(rest) = l.strip_prefix("==") else {
+                continue;
+            };
+            let Some((pid, text)) = rest.split_once("==") else {
+                continue;
+            };
+            let text = text.trim();
+            if out.is_empty() {
+                out.push(("valgrind_pid".to_string(), pid.to_string()));
+            }
+            let mut kv = |k: &str, v: &str| out.push((k.to_string(), v.trim().to_string()));
+            if let Some(v) = text.strip_prefix("Command:") {
+                kv("valgrind_command", v);
+            } else if let Some(v) = text.strip_prefix("Parent PID:") {
+                kv("valgrind_parent_pid", v);
+            } else if let Some(v) = text.strip_prefix("Exit code:") {
+                kv("valgrind_exit_code", v);
+            } else if let Some(v) = text.strip_prefix("guest instrs:") {
+                kv("valgrind_guest_instrs", &v.replace(',', ""));
+            } else if let Some(v) = text.strip_prefix("Using ") {
+                kv("valgrind_version", v.split(" and ").next().unwrap_or(v));
+            } else if text.ends_with("an example Valgrind tool") {
+                kv("valgrind_tool", text.split(',').next().unwrap_or(text));
+            }
+        }
+        let log: Vec<&str> = self.meta.iter().map(|(_, l)| l.as_str()).collect();
+        if !log.is_empty() {
+            out.push(("valgrind_log".to_string(), log.join("\n")));
+        }
+        out
+    }
+}
+
+/// Bytes of text per parsed block; blocks are cut at line ends and parsed
+/// two per thread at a time, so memory stays bounded whatever the input
+/// size.
+pub const BLOCK_BYTES: usize = 8 << 20;
+
+/// Reads lackey text from `input` (a file, a decompressor or a pipe) into
+/// `collector` and `sink`. Returns the bytes read. A reader thread cuts the
+/// input into line-aligned blocks (buffers are recycled, so memory stays
+/// bounded); blocks are parsed two per thread at a time and put in order
+/// here.
+pub fn read_lackey(
+    input: &mut (dyn Read + Send),
+    name: &str,
+    filter: &Filter,
+    collector: &mut Collector,
+    diags: &mut Diagnostics,
+    sink: &mut dyn RowSink,
+) -> Result<u64> {
+    use std::sync::mpsc::{channel, sync_channel};
+    let page_size = collector.pages.page_size;
+    let batch = rayon::current_num_threads().max(1) * 2;
+    let (tx, rx) = sync_channel::<Vec<u8>>(batch);
+    let (back_tx, back_rx) = channel::<Vec<u8>>();
+    std::thread::scope(|sc| -> Result<u64> {
+        let reader = sc.spawn(move || -> std::io::Result<u64> {
+            let mut carry: Vec<u8> = Vec::new();
+            let mut total = 0u64;
+            loop {
+                let mut b = back_rx.try_recv().unwrap_or_default();
+                b.clear();
+                b.extend_from_slice(&carry);
+                carry.clear();
+                b.reserve(BLOCK_BYTES + 4096);
+                let want = BLOCK_BYTES.saturating_sub(b.len()) as u64;
+                let got = (&mut *input).take(want).read_to_end(&mut b)?;
+                total += got as u64;
+                let eof = (got as u64) < want;
+                if !eof {
+                    // A "line" longer than a block is garbage: parse it
+                    // as is (it is reported).
+                    if let Some(k) = memchr::memrchr(b'\n', &b) {
+                        carry.extend_from_slice(&b[k + 1..]);
+                        b.truncate(k + 1);
+                    }
+                }
+                if !b.is_empty() && tx.send(b).is_err() {
+                    break;
+                }
+                if eof {
+                    break;
+                }
+            }
+            Ok(total)
+        });
+        let mut done = false;
+        let mut result = Ok(());
+        while !done {
+            let mut bufs = Vec::with_capacity(batch);
+            while bufs.len() < batch {
+                match rx.recv() {
+                    Ok(b) => bufs.push(b),
+                    Err(_) => {
+                        done = true;
+                        break;
+                    }
+                }
+            }
+            let chunks: Vec<lackey::Chunk> = bufs
+                .par_iter()
+                .map(|b| lackey::parse_chunk(b, filter, page_size))
+                .collect();
+            for b in bufs {
+                let _ = back_tx.send(b);
+            }
+            for c in chunks {
+                if let Err(e) = collector.add_chunk(c, diags, sink) {
+                    result = Err(e);
+                    done = true;
+                    break;
+                }
+            }
+        }
+        drop(rx);
+        let total = reader
+            .join()
+            .map_err(|_| Error::io(name, std::io::Error::other("reader thread panicked")))?
+            .map_err(|e| Error::io(name, e))?;
+        result.map(|_| total)
+    })
+}
+
+/// How a memory log is read: the filters and the page size of `mem_page`.
+#[derive(Clone, Debug, Default)]
+pub struct MemOptions {
+    pub filter: Filter,
+    /// Page size for `mem_page` (a power of two); default 4096, or the
+    /// binary log's.
+    pub page_size: Option<u64>,
+}
+
+impl MemOptions {
+    pub fn check(&self) -> std::result::Result<(), String> {
+        if let Some(p) = self.page_size {
+            if !p.is_power_of_two() || !(MIN_PAGE_SIZE..=MAX_PAGE_SIZE).contains(&p) {
+                return Err(format!(
+                    "page size {p}: a power of two from {MIN_PAGE_SIZE} to {MAX_PAGE_SIZE} bytes"
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// What one memory log held.
+pub struct MemStats {
+    pub bytes: u64,
+    /// Records (text: lines that were records; binary: access records read).
+    pub records: u64,
+    /// Rows written to `mem_access`.
+    pub rows: u64,
+    /// `capture_meta` pairs of the input.
+    pub meta: Vec<(String, String)>,
+}
+
+fn filter_meta(c: &Collector, f: &Filter, extra: &[(String, String)]) -> Vec<(String, String)> {
+    let mut m = vec![
+        ("mem_page_size".to_string(), c.pages.page_size.to_string()),
+        ("mem_kinds".to_string(), f.kind_letters()),
+        (
+            "mem_ranges".to_string(),
+            f.ranges
+                .iter()
+                .map(|(lo, hi)| format!("{lo:#x}-{hi:#x}"))
+                .collect::<Vec<_>>()
+                .join(","),
+        ),
+        ("mem_fetch_rows".to_string(), f.fetch_rows.to_string()),
+        ("mem_instructions".to_string(), c.instrs.to_string()),
+        ("mem_lines".to_string(), c.lines.to_string()),
+        ("mem_filtered".to_string(), c.filtered.to_string()),
+    ];
+    m.extend(extra.iter().cloned());
+    m.extend(c.valgrind_meta());
+    m
+}
+
+/// Reads a lackey log (text, maybe decompressed already) into `sink`, with
+/// the page and fetch summaries left in the returned collector.
+pub fn read_text(
+    input: &mut (dyn Read + Send),
+    name: &str,
+    opts: &MemOptions,
+    diags: &mut Diagnostics,
+    sink: &mut dyn RowSink,
+) -> Result<(Collector, u64)> {
+    let mut c = Collector::new(opts.page_size.unwrap_or(4096));
+    let bytes = read_lackey(input, name, &opts.filter, &mut c, diags, sink)?;
+    if c.records == 0 {
+        diags.report(
+            Position::None,
+            Severity::Warning,
+            "no_records",
+            "no memory access records (was lackey run with --trace-mem=yes?)",
+        )?;
+    }
+    Ok((c, bytes))
+}
+
+/// Ingests one lackey text log.
+pub fn ingest_text(
+    input: &mut (dyn Read + Send),
+    name: &str,
+    opts: &MemOptions,
+    conv: &mut convert::MemConverter,
+    diags: &mut Diagnostics,
+) -> Result<MemStats> {
+    let (c, bytes) = read_text(input, name, opts, diags, conv)?;
+    conv.end_source(&c)?;
+    Ok(MemStats {
+        bytes,
+        records: c.records,
+        rows: c.rows,
+        meta: filter_meta(&c, &opts.filter, &[("mem_format".into(), "lackey".into())]),
+    })
+}
+
+/// A diagnostic kind written by a converter, as a static name.
+fn static_kind(k: &str) -> &'static str {
+    match k {
+        "truncated_line" => "truncated_line",
+        "bad_address" => "bad_address",
+        "bad_record" => "bad_record",
+        "unknown_record" => "unknown_record",
+        "no_records" => "no_records",
+        _ => "converter_diagnostic",
+    }
+}
+
+/// Ingests one binary memory log, narrowing its filters with `opts`.
+pub fn ingest_binary(
+    input: &mut dyn Read,
+    opts: &MemOptions,
+    conv: &mut convert::MemConverter,
+    diags: &mut Diagnostics,
+) -> Result<MemStats> {
+    let (header, mut off) = match binary::read_header(input) {
+        Ok(h) => h,
+        Err(e) => {
+            return Err(Error::BadInput {
+                path: diags.source().into(),
+                offset: e.offset,
+                message: e.message,
+            })
+        }
+    };
+    let page_size = opts.page_size.unwrap_or(header.page_size as u64);
+    if !page_size.is_power_of_two() || !(MIN_PAGE_SIZE..=MAX_PAGE_SIZE).contains(&page_size) {
+        return Err(Error::BadInput {
+            path: diags.source().into(),
+            offset: 12,
+            message: format!("page size {page_size} is not a power of two from {MIN_PAGE_SIZE} to {MAX_PAGE_SIZE}"),
+        });
+    }
+    let mut filter = opts.filter.clone();
+    filter.kinds &= header.filter.kinds;
+    if opts.filter.fetch_rows && !header.filter.fetch_rows {
+        diags.report(
+            Position::Byte(17),
+            Severity::Warning,
+            "no_fetch_rows",
+            "fetch rows were asked for but the binary log was written without them (trawl convert --fetch-rows): only the per-address summary is available",
+        )?;
+        filter.fetch_rows = false;
+    }
+    let mut c = Collector::new(page_size);
+    let threads = rayon::current_num_threads().max(1);
+    let mut pending: Vec<(Vec<u8>, u64)> = Vec::new();
+    let mut ended = false;
+    let mut records = 0u64;
+    let flush = |pending: &mut Vec<(Vec<u8>, u64)>,
+                 c: &mut Collector,
+                 conv: &mut convert::MemConverter|
+     -> Result<()> {
+        let decoded: Vec<(Rows, PageStats)> = pending
+            .par_iter()
+            .map(|(raw, base)| {
+                let mut rows = Rows::default();
+                // Kinds were checked when the block was read.
+                let _ = binary::decode_accesses(raw, *base, &filter, &mut rows);
+                let mut pages = PageStats::new(page_size);
+                for i in 0..rows.len() {
+                    if rows.kind[i] != KIND_I {
+                        pages.touch(rows.kind[i], rows.address[i], rows.size[i], rows.ordinal[i]);
+                    }
+                }
+                (rows, pages)
+            })
+            .collect();
+        pending.clear();
+        for (rows, pages) in decoded {
+            c.pages.merge(pages, 0);
+            c.rows += rows.len() as u64;
+            if !rows.is_empty() {
+                conv.rows(rows)?;
+            }
+        }
+        Ok(())
+    };
+    loop {
+        match binary::read_block(input, off) {
+            Ok(None) => break,
+            Ok(Some((block, next))) => {
+                match block {
+                    binary::Block::Accesses { raw, count, base, offset } => {
+                        // Validate kinds here so a bad record names its block.
+                        if let Some(k) = raw.chunks_exact(binary::RECORD_SIZE).position(|r| r[14] > 3) {
+                            diags.report(
+                                Position::Byte(offset),
+                                Severity::Error,
+                                "corrupt",
+                                format!("record {k} of the block at byte {offset} has kind {} (0–3 expected): block skipped", raw[k * binary::RECORD_SIZE + 14]),
+                            )?;
+                        } else {
+                            records += count as u64;
+                            pending.push((raw, base));
+                            if pending.len() >= threads * 2 {
+                                flush(&mut pending, &mut c, conv)?;
+                            }
+                        }
+                    }
+                    binary::Block::Fetch(v) => {
+                        let keep_i = filter.kinds & (1 << KIND_I) != 0;
+                        for (a, s) in v {
+                            if keep_i && filter.keep_addr(a) {
+                                c.fetch.add(a, s.size, s.count, s.first, s.last);
+                            }
+                        }
+                    }
+                    binary::Block::Meta(m) => c.meta.extend(m),
+                    binary::Block::Diag(d) => {
+                        for (line, kind, msg) in d {
+                            diags.report(Position::Line(line), Severity::Warning, static_kind(&kind), msg)?;
+                        }
+                    }
+                    binary::Block::End { instrs, lines } => {
+                        c.instrs = instrs;
+                        c.lines = lines;
+                        ended = true;
+                        off = next;
+                        break;
+                    }
+                }
+                off = next;
+            }
+            Err(e) => {
+                diags.report(Position::Byte(e.offset), Severity::Error, "corrupt", format!("{}: the rest of the file is skipped", e.message))?;
+                break;
+            }
+        }
+    }
+    flush(&mut pending, &mut c, conv)?;
+    if !ended {
+        diags.report(
+            Position::Byte(off),
+            Severity::Error,
+            "truncated",
+            "the binary log ends without its END1 block (cut short): the records before are kept; fetch summary and instruction count may be missing",
+        )?;
+    }
+    c.records = records;
+    conv.end_source(&c)?;
+    let extra = [
+        ("mem_format".to_string(), "trawl-binary".to_string()),
+        ("mem_binary_version".to_string(), header.version.to_string()),
+        ("mem_binary_kinds".to_string(), header.filter.kind_letters()),
+        (
+            "mem_binary_ranges".to_string(),
+            header
+                .filter
+                .ranges
+                .iter()
+                .map(|(lo, hi)| format!("{lo:#x}-{hi:#x}"))
+                .collect::<Vec<_>>()
+                .join(","),
+        ),
+    ];
+    Ok(MemStats {
+        bytes: off,
+        records,
+        rows: c.rows,
+        meta: filter_meta(&c, &filter, &extra),
+    })
+}
+
+/// What [`to_binary`] wrote.
+pub struct ConvertSummary {
+    pub text_bytes: u64,
+    pub binary_bytes: u64,
+    pub records: u64,
+    pub rows: u64,
+    pub instructions: u64,
+    pub fetch_addresses: usize,
+    pub diagnostics: Vec<crate::Diagnostic>,
+}
+
+/// Converts lackey text (`input`, decompressed already) into a binary
+/// memory log written to `out`, applying `opts`' filters while reading.
+pub fn to_binary<W: std::io::Write>(
+    input: &mut (dyn Read + Send),
+    name: &str,
+    opts: &MemOptions,
+    strict: bool,
+    out: W,
+) -> Result<(W, ConvertSummary)> {
+    opts.check().map_err(Error::Usage)?;
+    let mut diags = Diagnostics::new(name, strict);
+    let page_size = opts.page_size.unwrap_or(4096);
+    let header = binary::Header {
+        version: binary::VERSION,
+        page_size: page_size as u32,
+        filter: opts.filter.clone(),
+    };
+    let mut w = binary::Writer::new(out, &header).map_err(|e| Error::io(name, e))?;
+    let (c, bytes) = read_text(input, name, opts, &mut diags, &mut w)?;
+    if w.clamped > 0 {
+        diags.report(
+            Position::None,
+            Severity::Warning,
+            "size_clamped",
+            format!("{} accesses larger than 65535 bytes stored as 65535", w.clamped),
+        )?;
+    }
+    let list = diags.into_vec();
+    let dl: Vec<(u64, String, String)> = list
+        .iter()
+        .map(|d| (d.position.line().unwrap_or(0), d.kind.to_string(), d.message.clone()))
+        .collect();
+    let (out, written) = w
+        .finish(&c.fetch, &c.meta, &dl, c.instrs, c.lines)
+        .map_err(|e| Error::io(name, e))?;
+    Ok((
+        out,
+        ConvertSummary {
+            text_bytes: bytes,
+            binary_bytes: written,
+            records: c.records,
+            rows: c.rows,
+            instructions: c.instrs,
+            fetch_addresses: c.fetch.len(),
+            diagnostics: list,
+        },
+    ))
+}
+
+/// Wraps a gzip or zstd stream (recognised by its magic bytes) in a
+/// decompressor; other input is returned as is. `head` are the first bytes
+/// already read from `input`.
+pub fn decompress(
+    head: Vec<u8>,
+    input: Box<dyn Read + Send>,
+) -> std::io::Result<(Option<&'static str>, Box<dyn Read + Send>)> {
+    let whole: Box<dyn Read + Send> = Box::new(std::io::Cursor::new(head.clone()).chain(input));
+    if head.starts_with(&[0x1f, 0x8b]) {
+        let d = flate2::read::MultiGzDecoder::new(std::io::BufReader::with_capacity(1 << 20, whole));
+        Ok((Some("gzip"), Box::new(d)))
+    } else if head.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
+        let d = zstd::stream::read::Decoder::new(whole)?;
+        Ok((Some("zstd"), Box::new(d)))
+    } else {
+        Ok((None, whole))
+    }
+}
+
+/// Is this the start of a gzip or zstd stream?
+pub fn is_compressed(head: &[u8]) -> bool {
+    head.starts_with(&[0x1f, 0x8b]) || head.starts_with(&[0x28, 0xb5, 0x2f, 0xfd])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pages_split_crossing_accesses_and_count_bytes() {
+        let mut p = PageStats::new(4096);
+        p.touch(KIND_S, 0x1ffc, 8, 5);
+        p.touch(KIND_L, 0x1ffc, 4, 7);
+        let v = p.sorted();
+        assert_eq!(v.len(), 2);
+        assert_eq!((v[0].page, v[0].counts, v[0].bytes), (0x1000, [0, 1, 1, 0], 8));
+        assert_eq!(v[0].bytes_touched(), 4);
+        assert_eq!((v[0].first, v[0].last), (5, 7));
+        assert_eq!((v[1].page, v[1].counts, v[1].bytes_touched()), (0x2000, [0, 0, 1, 0], 4));
+    }
+
+    #[test]
+    fn parses_filters_and_sizes() {
+        assert_eq!(Filter::parse_kinds("ls").unwrap(), 0b0110);
+        assert!(Filter::parse_kinds("X").is_err());
+        assert_eq!(Filter::parse_range("0x1000-0x2000").unwrap(), (0x1000, 0x2000));
+        assert_eq!(Filter::parse_range("1000+4k").unwrap(), (0x1000, 0x2000));
+        assert!(Filter::parse_range("2000-1000").is_err());
+        assert_eq!(parse_size("2M").unwrap(), 2 << 20);
+        assert_eq!(parse_size("4KiB").unwrap(), 4096);
+    }
+}

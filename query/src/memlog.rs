@@ -1,0 +1,553 @@
+//! Memory access log analyses (document 001): used pages, page reuse
+//! (pages whose lifetimes do not overlap can share one physical page),
+//! symbol and object use, and the instruction-order × address heatmap.
+//!
+//! SQL: views `mem_symbol_use`, `mem_object_use`, `mem_reuse_pair`
+//! (`analyses/memlog/*.sql`). Rust: [`page_reuse`] (sweep over lifetimes)
+//! and [`heatmap`] (one pass over `mem_access` into a bitmap).
+
+use std::collections::BinaryHeap;
+use std::cmp::Reverse;
+
+use datafusion::arrow::array::{Array, AsArray, RecordBatch};
+use datafusion::arrow::datatypes::{Int32Type, Int64Type, UInt64Type};
+use datafusion::prelude::DataFrame;
+use futures::StreamExt;
+
+use crate::{Error, Result, Session};
+
+pub const SYMBOL_USE: &str = include_str!("../analyses/memlog/symbol_use.sql");
+pub const OBJECT_USE: &str = include_str!("../analyses/memlog/object_use.sql");
+pub const REUSE_PAIR: &str = include_str!("../analyses/memlog/reuse_pair.sql");
+
+pub async fn register(s: &Session) -> Result<()> {
+    s.run_script(SYMBOL_USE).await?;
+    s.run_script(OBJECT_USE).await?;
+    s.run_script(REUSE_PAIR).await?;
+    Ok(())
+}
+
+/// The page size the capture's `mem_page` was built with (the largest when
+/// captures differ), or an error when there is no memory log.
+pub async fn ingest_page_size(s: &Session) -> Result<u64> {
+    let b = s
+        .sql("SELECT CAST(max(page_size) AS BIGINT) AS p FROM mem_page")
+        .await?
+        .collect()
+        .await?;
+    let p = b
+        .first()
+        .filter(|b| b.num_rows() > 0 && !b.column(0).is_null(0))
+        .map(|b| b.column(0).as_primitive::<Int64Type>().value(0));
+    match p {
+        Some(p) if p > 0 => Ok(p as u64),
+        _ => Err(Error::Usage(
+            "no memory log in the capture (mem_page is empty): ingest a lackey or binary memory log first".into(),
+        )),
+    }
+}
+
+/// `mem_page` regrouped by a page size that is a multiple of the one it
+/// was built with (exact: counts and distinct bytes add up).
+pub async fn pages_sql(s: &Session, page_size: Option<u64>) -> Result<String> {
+    let base = ingest_page_size(s).await?;
+    let ps = page_size.unwrap_or(base);
+    if ps % base != 0 || !ps.is_power_of_two() {
+        return Err(Error::Usage(format!(
+            "--page-size {ps}: must be a power of two and a multiple of the page size the capture was ingested with ({base}); ingest again with --page-size for smaller pages"
+        )));
+    }
+    let k = ps.trailing_zeros();
+    Ok(format!(
+        "SELECT capture, source_id, CAST((page >> {k}) << {k} AS BIGINT UNSIGNED) AS page, CAST({ps} AS BIGINT) AS page_size,
+                sum(fetches) AS fetches, sum(loads) AS loads, sum(stores) AS stores, sum(modifies) AS modifies,
+                sum(bytes_accessed) AS bytes_accessed, sum(bytes_touched) AS bytes_touched,
+                min(first_ordinal) AS first_ordinal, max(last_ordinal) AS last_ordinal
+         FROM mem_page GROUP BY capture, source_id, page >> {k}"
+    ))
+}
+
+/// How `trawl report pages` sorts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PageSort {
+    Address,
+    Accesses,
+    First,
+    Touched,
+}
+
+/// `trawl report pages`: the used pages with their object, counts per
+/// kind, bytes touched and lifetime.
+pub async fn pages(s: &Session, page_size: Option<u64>, sort: PageSort) -> Result<DataFrame> {
+    let inner = pages_sql(s, page_size).await?;
+    let order = match sort {
+        PageSort::Address => "capture, source_id, page_address",
+        PageSort::Accesses => "accesses DESC, page_address",
+        PageSort::First => "first_ordinal, page_address",
+        PageSort::Touched => "bytes_touched DESC, page_address",
+    };
+    let q = format!(
+        "WITH p AS ({inner}),
+         o AS (SELECT p.capture, p.source_id, p.page, min(CASE WHEN m.path = '' THEN '[anon]' ELSE m.path END) AS object
+               FROM p JOIN mem_map m ON m.capture = p.capture AND p.page < m.end_address AND p.page + p.page_size > m.start_address
+               GROUP BY p.capture, p.source_id, p.page)
+         , q AS (SELECT p.capture, p.source_id, p.page AS page_address, o.object,
+                p.fetches, p.loads, p.stores, p.modifies,
+                p.fetches + p.loads + p.stores + p.modifies AS accesses,
+                p.bytes_touched,
+                round(100.0 * p.bytes_touched / p.page_size, 1) AS used_pct,
+                p.first_ordinal, p.last_ordinal,
+                p.last_ordinal - p.first_ordinal + 1 AS lifetime
+         FROM p LEFT JOIN o ON o.capture = p.capture AND o.source_id = p.source_id AND o.page = p.page)
+         SELECT capture, source_id, '0x' || to_hex(page_address) AS page, object, fetches, loads, stores, modifies,
+                accesses, bytes_touched, used_pct, first_ordinal, last_ordinal, lifetime
+         FROM q ORDER BY {order}"
+    );
+    Ok(s.sql(&q).await?)
+}
+
+/// A page and its lifetime.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Life {
+    pub page: u64,
+    pub first: i64,
+    pub last: i64,
+}
+
+/// What page reuse could save in one capture input.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Reuse {
+    pub capture: String,
+    pub source_id: i32,
+    pub page_size: u64,
+    pub pages: usize,
+    /// The most pages live at one ordinal: the fewest physical pages the
+    /// accesses need when pages with disjoint lifetimes share one.
+    pub min_pages: usize,
+    /// Pairs (a, b) with a.last < b.first.
+    pub pairs: u64,
+    /// Pages live across the whole lifetime of another page (the
+    /// document's page c): touched before and after it.
+    pub spanning: usize,
+    /// The sharing plan: each inner list is the pages one physical page
+    /// holds, in order of use.
+    pub plan: Vec<Vec<Life>>,
+}
+
+impl Reuse {
+    pub fn saving_pages(&self) -> usize {
+        self.pages - self.min_pages
+    }
+}
+
+/// Lifetimes are closed intervals [first, last] of ordinals; a can be
+/// reused as b when a.last < b.first.
+pub fn reuse_of(mut lives: Vec<Life>) -> (usize, u64, usize, Vec<Vec<Life>>) {
+    lives.sort_by_key(|l| (l.first, l.last, l.page));
+    // Pairs: for each b, the pages whose last < b.first.
+    let mut lasts: Vec<i64> = lives.iter().map(|l| l.last).collect();
+    lasts.sort_unstable();
+    let pairs: u64 = lives
+        .iter()
+        .map(|b| lasts.partition_point(|&x| x < b.first) as u64)
+        .sum();
+    // Spanning pages: p with some q, p.first < q.first and q.last < p.last.
+    // Walking by first descending, keep the smallest last seen among
+    // strictly later firsts.
+    let mut spanning = 0;
+    let mut min_last_after = i64::MAX;
+    let mut i = lives.len();
+    while i > 0 {
+        let f = lives[i - 1].first;
+        let mut j = i;
+        while j > 0 && lives[j - 1].first == f {
+            j -= 1;
+        }
+        for l in &lives[j..i] {
+            if min_last_after < l.last {
+                spanning += 1;
+            }
+        }
+        for l in &lives[j..i] {
+            min_last_after = min_last_after.min(l.last);
+        }
+        i = j;
+    }
+    // Greedy interval partitioning (by first): reuse the physical page
+    // whose current page ended earliest, if it ended before this one
+    // starts. Optimal: uses exactly the maximum number of live pages.
+    let mut plan: Vec<Vec<Life>> = Vec::new();
+    let mut free: BinaryHeap<Reverse<(i64, usize)>> = BinaryHeap::new();
+    for l in &lives {
+        match free.peek() {
+            Some(Reverse((last, slot))) if *last < l.first => {
+                let slot = *slot;
+                free.pop();
+                plan[slot].push(*l);
+                free.push(Reverse((l.last, slot)));
+            }
+            _ => {
+                plan.push(vec![*l]);
+                free.push(Reverse((l.last, plan.len() - 1)));
+            }
+        }
+    }
+    (plan.len(), pairs, spanning, plan)
+}
+
+/// `trawl report page-reuse`: per capture input, the pages, the fewest
+/// pages needed, the pairs and the plan.
+pub async fn page_reuse(s: &Session, page_size: Option<u64>) -> Result<Vec<Reuse>> {
+    let inner = pages_sql(s, page_size).await?;
+    let q = format!(
+        "SELECT capture, source_id, page, page_size, first_ordinal, last_ordinal FROM ({inner}) ORDER BY capture, source_id"
+    );
+    let batches = s.sql(&q).await?.collect().await?;
+    let mut groups: Vec<(String, i32, u64, Vec<Life>)> = Vec::new();
+    for b in &batches {
+        let cap = crate::string_values(b.column(0));
+        let sid = b.column(1).as_primitive::<Int32Type>();
+        let page = b.column(2).as_primitive::<UInt64Type>();
+        let ps = b.column(3).as_primitive::<Int64Type>();
+        let first = b.column(4).as_primitive::<Int64Type>();
+        let last = b.column(5).as_primitive::<Int64Type>();
+        for i in 0..b.num_rows() {
+            let c = cap[i].clone().unwrap_or_default();
+            let key_matches = groups
+                .last()
+                .is_some_and(|g| g.0 == c && g.1 == sid.value(i));
+            if !key_matches {
+                groups.push((c, sid.value(i), ps.value(i) as u64, Vec::new()));
+            }
+            if let Some(g) = groups.last_mut() {
+                g.3.push(Life {
+                    page: page.value(i),
+                    first: first.value(i),
+                    last: last.value(i),
+                });
+            }
+        }
+    }
+    Ok(groups
+        .into_iter()
+        .map(|(capture, source_id, page_size, lives)| {
+            let pages = lives.len();
+            let (min_pages, pairs, spanning, plan) = reuse_of(lives);
+            Reuse {
+                capture,
+                source_id,
+                page_size,
+                pages,
+                min_pages,
+                pairs,
+                spanning,
+                plan,
+            }
+        })
+        .collect())
+}
+
+/// Which rows a heatmap has.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum View {
+    /// Only pages touched at least once (rows not contiguous).
+    Used,
+    /// The whole address range, contiguous.
+    Full,
+}
+
+#[derive(Clone, Debug)]
+pub struct HeatOpts {
+    pub view: View,
+    /// Bytes per row (power of two); default: the page size (used view) or
+    /// what makes about 1024 rows (full view).
+    pub bytes_per_row: Option<u64>,
+    /// Instructions per column; default: what makes about 1024 columns.
+    pub instr_per_col: Option<u64>,
+    /// Zoom: addresses [lo, hi).
+    pub addr: Option<(u64, u64)>,
+    /// Zoom: ordinals [lo, hi].
+    pub ordinals: Option<(i64, i64)>,
+    /// Only this input of the capture (default: the first memory log).
+    pub source_id: Option<i32>,
+    /// Refuse images larger than this many cells.
+    pub max_cells: u64,
+}
+
+impl Default for HeatOpts {
+    fn default() -> Self {
+        HeatOpts {
+            view: View::Used,
+            bytes_per_row: None,
+            instr_per_col: None,
+            addr: None,
+            ordinals: None,
+            source_id: None,
+            max_cells: 1 << 28,
+        }
+    }
+}
+
+/// Cell bits.
+pub const LOAD: u8 = 1;
+pub const STORE: u8 = 2;
+
+/// An instruction-order × address bitmap: `cells[row * width + col]` has
+/// [`LOAD`] and/or [`STORE`] set. Row 0 is the lowest address.
+pub struct Heatmap {
+    pub width: usize,
+    pub height: usize,
+    pub cells: Vec<u8>,
+    /// Address range [start, end) of each row.
+    pub rows: Vec<(u64, u64)>,
+    pub ordinal0: i64,
+    pub instr_per_col: u64,
+    pub bytes_per_row: u64,
+    pub source_id: i32,
+    /// Accesses drawn.
+    pub accesses: u64,
+}
+
+fn i64_at(b: &[RecordBatch], c: usize) -> Option<i64> {
+    let b = b.first()?;
+    if b.num_rows() == 0 || b.column(c).is_null(0) {
+        return None;
+    }
+    let col = datafusion::arrow::compute::cast(b.column(c), &datafusion::arrow::datatypes::DataType::Int64).ok()?;
+    Some(col.as_primitive::<Int64Type>().value(0))
+}
+
+/// Builds the heatmap of the first capture of the session.
+pub async fn heatmap(s: &Session, o: &HeatOpts) -> Result<Heatmap> {
+    let cap = s
+        .captures
+        .first()
+        .map(|c| c.name.clone())
+        .unwrap_or_default();
+    let capq = crate::memory::quote(&cap);
+    let source_id = match o.source_id {
+        Some(x) => x,
+        None => {
+            let b = s
+                .sql(&format!("SELECT CAST(min(source_id) AS BIGINT) FROM mem_page WHERE capture = {capq}"))
+                .await?
+                .collect()
+                .await?;
+            i64_at(&b, 0).ok_or_else(|| {
+                Error::Usage("no memory log in the capture: ingest a lackey or binary memory log first".into())
+            })? as i32
+        }
+    };
+    let page_size = ingest_page_size(s).await?;
+    let mut filt = format!("capture = {capq} AND source_id = {source_id}");
+    if let Some((lo, hi)) = o.addr {
+        filt.push_str(&format!(" AND address >= {lo} AND address < {hi}"));
+    }
+    if let Some((lo, hi)) = o.ordinals {
+        filt.push_str(&format!(" AND ordinal >= {lo} AND ordinal <= {hi}"));
+    }
+    let b = s
+        .sql(&format!(
+            "SELECT min(ordinal), max(ordinal), CAST(min(address) AS BIGINT UNSIGNED), CAST(max(address + CAST(size AS BIGINT UNSIGNED)) AS BIGINT UNSIGNED), count(*) FROM mem_access WHERE {filt}"
+        ))
+        .await?
+        .collect()
+        .await?;
+    let (Some(omin), Some(omax)) = (i64_at(&b, 0), i64_at(&b, 1)) else {
+        return Err(Error::Usage("no memory accesses in the range asked for".into()));
+    };
+    let (o0, o1) = o.ordinals.unwrap_or((omin, omax));
+    let span = (o1 - o0 + 1).max(1) as u64;
+    let ipc = o
+        .instr_per_col
+        .unwrap_or_else(|| span.div_ceil(1024).next_power_of_two())
+        .max(1);
+    let width = span.div_ceil(ipc) as usize;
+    let amin = b[0].column(2).as_primitive::<UInt64Type>().value(0);
+    let amax = b[0].column(3).as_primitive::<UInt64Type>().value(0);
+    // Rows.
+    let (bpr, rows): (u64, Vec<(u64, u64)>) = match o.view {
+        View::Used => {
+            let bpr = o.bytes_per_row.unwrap_or(page_size);
+            let shift = page_size.trailing_zeros();
+            let pb = s
+                .sql(&format!(
+                    "SELECT DISTINCT CAST(address >> {shift} AS BIGINT UNSIGNED) AS p FROM mem_access WHERE {filt} ORDER BY p"
+                ))
+                .await?
+                .collect()
+                .await?;
+            let mut pages = Vec::new();
+            for b in &pb {
+                let c = b.column(0).as_primitive::<UInt64Type>();
+                pages.extend((0..b.num_rows()).map(|i| c.value(i) << shift));
+            }
+            let mut rows = Vec::new();
+            if bpr <= page_size {
+                for p in &pages {
+                    let mut a = *p;
+                    while a < p + page_size {
+                        rows.push((a, a + bpr));
+                        a += bpr;
+                    }
+                }
+            } else {
+                // Several used pages per row: the row spans from the first
+                // one's start to the last one's end.
+                let per = (bpr / page_size) as usize;
+                for g in pages.chunks(per) {
+                    rows.push((g[0], g[g.len() - 1] + page_size));
+                }
+            }
+            (bpr, rows)
+        }
+        View::Full => {
+            let (lo, hi) = o.addr.unwrap_or((amin, amax.max(amin + 1)));
+            let bpr = o
+                .bytes_per_row
+                .unwrap_or_else(|| (hi - lo).div_ceil(1024).next_power_of_two().max(1));
+            let lo = lo / bpr * bpr;
+            let n = (hi - lo).div_ceil(bpr);
+            if n.saturating_mul(width as u64) > o.max_cells || n > 1 << 20 {
+                return Err(Error::Usage(format!(
+                    "the full-range view of {lo:#x}..{hi:#x} at {bpr} bytes per row has {n} rows: choose more bytes per row, zoom with an address range, or use the used-pages view"
+                )));
+            }
+            (bpr, (0..n).map(|k| (lo + k * bpr, lo + (k + 1) * bpr)).collect())
+        }
+    };
+    let height = rows.len();
+    if (height as u64).saturating_mul(width as u64) > o.max_cells {
+        return Err(Error::Usage(format!(
+            "{width} columns × {height} rows is too large an image: raise the instructions per column or bytes per row, or zoom"
+        )));
+    }
+    let mut cells = vec![0u8; width * height];
+    // Row of an address: used view searches the row starts; both views
+    // then walk rows while the access continues.
+    let starts: Vec<u64> = rows.iter().map(|r| r.0).collect();
+    let row_of = |a: u64| -> Option<usize> {
+        let i = starts.partition_point(|&s| s <= a);
+        (i > 0 && a < rows[i - 1].1).then(|| i - 1)
+    };
+    let mut stream = s
+        .sql(&format!(
+            "SELECT ordinal, kind, address, size FROM mem_access WHERE {filt}"
+        ))
+        .await?
+        .execute_stream()
+        .await?;
+    let mut accesses = 0u64;
+    while let Some(b) = stream.next().await {
+        let b = b?;
+        let ord = b.column(0).as_primitive::<Int64Type>();
+        let kind = crate::string_values(b.column(1));
+        let addr = b.column(2).as_primitive::<UInt64Type>();
+        let size = b.column(3).as_primitive::<Int32Type>();
+        for i in 0..b.num_rows() {
+            let bits = match kind[i].as_deref() {
+                Some("S") => STORE,
+                Some("M") => LOAD | STORE,
+                _ => LOAD,
+            };
+            let col = ((ord.value(i) - o0) as u64 / ipc) as usize;
+            if col >= width {
+                continue;
+            }
+            let a = addr.value(i);
+            let end = a.saturating_add(size.value(i).max(1) as u64);
+            let Some(mut r) = row_of(a) else { continue };
+            accesses += 1;
+            loop {
+                cells[r * width + col] |= bits;
+                r += 1;
+                if r >= height || rows[r].0 >= end {
+                    break;
+                }
+            }
+        }
+    }
+    Ok(Heatmap {
+        width,
+        height,
+        cells,
+        rows,
+        ordinal0: o0,
+        instr_per_col: ipc,
+        bytes_per_row: bpr,
+        source_id,
+        accesses,
+    })
+}
+
+/// What each heatmap row holds: its mapped object and the symbol at (or
+/// overlapping) its start, from `mem_map` / `mem_symbol`.
+pub async fn row_labels(s: &Session, rows: &[(u64, u64)]) -> Result<Vec<(String, String)>> {
+    let cap = s.captures.first().map(|c| c.name.clone()).unwrap_or_default();
+    let capq = crate::memory::quote(&cap);
+    let load = |q: String| async move {
+        let b = s.sql(&q).await?.collect().await?;
+        let mut v: Vec<(u64, u64, String)> = Vec::new();
+        for b in &b {
+            let st = b.column(0).as_primitive::<UInt64Type>();
+            let en = b.column(1).as_primitive::<UInt64Type>();
+            let n = crate::string_values(b.column(2));
+            for i in 0..b.num_rows() {
+                v.push((st.value(i), en.value(i), n[i].clone().unwrap_or_default()));
+            }
+        }
+        v.sort_by_key(|e| e.0);
+        Ok::<_, Error>(v)
+    };
+    let maps = load(format!(
+        "SELECT start_address, end_address, CASE WHEN path = '' THEN '[anon]' ELSE path END FROM mem_map WHERE capture = {capq}"
+    ))
+    .await?;
+    let syms = load(format!(
+        "SELECT start_address, end_address, name FROM mem_symbol WHERE capture = {capq}"
+    ))
+    .await?;
+    let find = |v: &[(u64, u64, String)], lo: u64, hi: u64| -> String {
+        // The last entry starting before hi that ends after lo.
+        let i = v.partition_point(|e| e.0 < hi);
+        v[..i]
+            .iter()
+            .rev()
+            .take(64)
+            .find(|e| e.1 > lo)
+            .map(|e| e.2.clone())
+            .unwrap_or_default()
+    };
+    Ok(rows
+        .iter()
+        .map(|&(lo, hi)| (find(&maps, lo, hi), find(&syms, lo, hi)))
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn l(page: u64, first: i64, last: i64) -> Life {
+        Life { page, first, last }
+    }
+
+    #[test]
+    fn document_pages_a_b_c() {
+        // a: phase 1; b: phase 2; c: phase 1 and 3 (before and after b).
+        let (min, pairs, spanning, plan) =
+            reuse_of(vec![l(0xa, 1, 10), l(0xb, 20, 30), l(0xc, 5, 40)]);
+        assert_eq!(min, 2);
+        // Only (a, b): c overlaps both.
+        assert_eq!(pairs, 1);
+        assert_eq!(spanning, 1);
+        let shared: Vec<Vec<u64>> = plan.iter().map(|s| s.iter().map(|x| x.page).collect()).collect();
+        assert_eq!(shared, vec![vec![0xa, 0xb], vec![0xc]]);
+    }
+
+    #[test]
+    fn touching_at_one_ordinal_overlaps() {
+        let (min, pairs, _, _) = reuse_of(vec![l(1, 1, 5), l(2, 5, 9)]);
+        assert_eq!((min, pairs), (2, 0));
+    }
+}

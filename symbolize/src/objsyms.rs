@@ -1,0 +1,108 @@
+//! Every function and data object of an ELF file with its section, for
+//! attributing memory accesses (document 001's "functions of each library
+//! never executed", "data never touched").
+
+use object::{Object, ObjectSection, ObjectSymbol, SymbolKind, SymbolSection};
+
+use crate::elf::LoadSegments;
+use crate::find::{locate, Config};
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ObjSym {
+    pub name: String,
+    /// `function` or `object`.
+    pub kind: &'static str,
+    /// Link-time virtual address.
+    pub vaddr: u64,
+    pub size: u64,
+    pub section: Option<String>,
+}
+
+/// The symbols of one object file and how to place them at run time.
+pub struct ObjectSymbols {
+    pub syms: Vec<ObjSym>,
+    pub segments: LoadSegments,
+    /// The file the symbols came from.
+    pub symbols_file: String,
+}
+
+impl ObjectSymbols {
+    /// Load bias of a mapping of file offset `offset` at `start`:
+    /// run-time address = link-time address + bias.
+    pub fn bias(&self, start: u64, offset: u64) -> Option<u64> {
+        let v = self.segments.offset_to_vaddr(offset)?;
+        Some(start.wrapping_sub(v))
+    }
+}
+
+fn read_syms(file: &object::File<'_>, dynamic: bool) -> Vec<ObjSym> {
+    let iter: Box<dyn Iterator<Item = object::Symbol<'_, '_>>> = if dynamic {
+        Box::new(file.dynamic_symbols())
+    } else {
+        Box::new(file.symbols())
+    };
+    let mut out = Vec::new();
+    for s in iter {
+        let kind = match s.kind() {
+            SymbolKind::Text => "function",
+            SymbolKind::Data => "object",
+            _ => continue,
+        };
+        let SymbolSection::Section(idx) = s.section() else {
+            continue;
+        };
+        let Ok(name) = s.name() else { continue };
+        if name.is_empty() || !s.is_definition() {
+            continue;
+        }
+        let section = file
+            .section_by_index(idx)
+            .ok()
+            .and_then(|sec| sec.name().ok().map(str::to_string));
+        out.push(ObjSym {
+            name: crate::demangle(name),
+            kind,
+            vaddr: s.address(),
+            size: s.size(),
+            section,
+        });
+    }
+    out.sort_by(|a, b| (a.vaddr, &a.name).cmp(&(b.vaddr, &b.name)));
+    out.dedup_by(|a, b| a.vaddr == b.vaddr && a.name == b.name);
+    out
+}
+
+/// Finds `path` (as named in a maps file) the way [`crate::symbolize`]
+/// does and reads its functions and data objects: `.symtab` of the binary
+/// or of its debug file, else `.dynsym`.
+pub fn object_symbols(cfg: &Config, path: &str) -> Result<ObjectSymbols, String> {
+    let found = locate(cfg, path, None).map_err(|(_, m)| m)?;
+    let segments = LoadSegments::from_data(&found.binary.data)
+        .ok_or_else(|| format!("{}: no ELF program headers", found.binary.path.display()))?;
+    let mut best: Option<(Vec<ObjSym>, String)> = None;
+    for l in std::iter::once(&found.binary).chain(found.debug.iter()) {
+        let Ok(f) = object::File::parse(&*l.data) else {
+            continue;
+        };
+        let syms = read_syms(&f, false);
+        if !syms.is_empty() {
+            best = Some((syms, l.path.display().to_string()));
+            break;
+        }
+    }
+    if best.is_none() {
+        if let Ok(f) = object::File::parse(&*found.binary.data) {
+            let syms = read_syms(&f, true);
+            if !syms.is_empty() {
+                best = Some((syms, found.binary.path.display().to_string()));
+            }
+        }
+    }
+    let (syms, symbols_file) =
+        best.ok_or_else(|| format!("{}: no symbols", found.binary.path.display()))?;
+    Ok(ObjectSymbols {
+        syms,
+        segments,
+        symbols_file,
+    })
+}
