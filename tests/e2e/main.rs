@@ -7,6 +7,7 @@
 mod bad_input;
 mod common;
 mod lines;
+mod memlog;
 mod metrics;
 mod monitoring;
 mod perf_fixtures;

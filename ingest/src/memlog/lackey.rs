@@ -374,14 +374,11 @@ pub fn sniff(head: &[u8]) -> bool {
     };
     let is_record = |l: &str| {
         let b = l.as_bytes();
-        let rest = if l.starts_with("I  ") {
-            &l[3..]
-        } else if b.len() > 3 && b[0] == b' ' && matches!(b[1], b'L' | b'S' | b'M') && b[2] == b' '
-        {
-            &l[3..]
-        } else {
+        let data = b.len() > 3 && b[0] == b' ' && matches!(b[1], b'L' | b'S' | b'M') && b[2] == b' ';
+        if !l.starts_with("I  ") && !data {
             return false;
-        };
+        }
+        let rest = &l[3..];
         let rest = rest.trim_start();
         match rest.split_once(',') {
             Some((a, _)) => !a.is_empty() && a.bytes().all(|c| c.is_ascii_hexdigit()),
@@ -391,7 +388,7 @@ pub fn sniff(head: &[u8]) -> bool {
     if first.starts_with("==") {
         // valgrind's banner: `==PID== Lackey, an example Valgrind tool`.
         text.lines().take(3).any(|l| l.contains("Lackey"))
-            || lines.take(20).any(|l| is_record(l))
+            || lines.take(20).any(is_record)
     } else {
         is_record(first)
     }
