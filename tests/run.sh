@@ -16,6 +16,9 @@ command -v llvm-addr2line >/dev/null 2>&1 || missing+=(llvm)
 [ -d /usr/lib/debug/.build-id ] || missing+=(libc6-dbg)
 # A TrueType font for the text of plots (report timeline/exhaustion --plot).
 [ -f /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] || missing+=(fonts-dejavu-core)
+# zstd and gzip unpack and repack the memory-log fixtures.
+command -v zstd >/dev/null 2>&1 || missing+=(zstd)
+command -v gzip >/dev/null 2>&1 || missing+=(gzip)
 if [ ${#missing[@]} -gt 0 ]; then
   apt-get update -qq && apt-get install -y -qq "${missing[@]}"
 fi
