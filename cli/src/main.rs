@@ -856,7 +856,9 @@ fn ingest(a: &IngestArgs) -> Result<()> {
                     Err(e) => sym_line = Some(format!("symbolization failed: {e:#}")),
                 }
                 match symbols::symbolize_memory(staging, &cfg) {
-                    Ok(Some(l)) => sym_line = Some(format!("{}\n{l}", sym_line.take().unwrap_or_default())),
+                    Ok(Some(l)) => {
+                        sym_line = Some(format!("{}\n{l}", sym_line.take().unwrap_or_default()))
+                    }
                     Ok(None) => {}
                     Err(e) => sym_line = Some(format!("placing mem_map symbols failed: {e:#}")),
                 }
@@ -1390,7 +1392,10 @@ async fn demo() -> Result<()> {
     Ok(())
 }
 
-async fn limited(df: trawl_query::datafusion::prelude::DataFrame, limit: Option<usize>) -> Result<Vec<trawl_query::datafusion::arrow::array::RecordBatch>> {
+async fn limited(
+    df: trawl_query::datafusion::prelude::DataFrame,
+    limit: Option<usize>,
+) -> Result<Vec<trawl_query::datafusion::arrow::array::RecordBatch>> {
     let df = match limit {
         Some(n) => df.limit(0, Some(n))?,
         None => df,
@@ -1413,7 +1418,9 @@ async fn report_pages(a: PagesArgs) -> Result<()> {
 
 async fn report_page_reuse(a: PageReuseArgs) -> Result<()> {
     use std::sync::Arc;
-    use trawl_query::datafusion::arrow::array::{ArrayRef, Int32Array, Int64Array, StringArray, RecordBatch};
+    use trawl_query::datafusion::arrow::array::{
+        ArrayRef, Int32Array, Int64Array, RecordBatch, StringArray,
+    };
     let s = Session::open(&a.captures).await?;
     if a.show == ReuseShow::Pairs {
         let ps = trawl_query::memlog::pages_sql(&s, a.page_size).await?;
@@ -1439,12 +1446,20 @@ async fn report_page_reuse(a: PageReuseArgs) -> Result<()> {
         };
         RecordBatch::try_from_iter(vec![
             ("capture", col_s(&|r| r.capture.clone())),
-            ("source_id", Arc::new(Int32Array::from(reuse.iter().map(|r| r.source_id).collect::<Vec<_>>())) as ArrayRef),
+            (
+                "source_id",
+                Arc::new(Int32Array::from(
+                    reuse.iter().map(|r| r.source_id).collect::<Vec<_>>(),
+                )) as ArrayRef,
+            ),
             ("page_size", col_i(&|r| r.page_size as i64)),
             ("pages", col_i(&|r| r.pages as i64)),
             ("min_pages", col_i(&|r| r.min_pages as i64)),
             ("saving_pages", col_i(&|r| r.saving_pages() as i64)),
-            ("saving_bytes", col_i(&|r| (r.saving_pages() as u64 * r.page_size) as i64)),
+            (
+                "saving_bytes",
+                col_i(&|r| (r.saving_pages() as u64 * r.page_size) as i64),
+            ),
             ("pairs", col_i(&|r| r.pairs as i64)),
             ("spanning_pages", col_i(&|r| r.spanning as i64)),
         ])?
@@ -1467,10 +1482,16 @@ async fn report_page_reuse(a: PageReuseArgs) -> Result<()> {
         RecordBatch::try_from_iter(vec![
             ("capture", Arc::new(StringArray::from(cap)) as ArrayRef),
             ("source_id", Arc::new(Int32Array::from(sid)) as ArrayRef),
-            ("physical_page", Arc::new(Int64Array::from(slot)) as ArrayRef),
+            (
+                "physical_page",
+                Arc::new(Int64Array::from(slot)) as ArrayRef,
+            ),
             ("order", Arc::new(Int64Array::from(order)) as ArrayRef),
             ("page", Arc::new(StringArray::from(page)) as ArrayRef),
-            ("first_ordinal", Arc::new(Int64Array::from(first)) as ArrayRef),
+            (
+                "first_ordinal",
+                Arc::new(Int64Array::from(first)) as ArrayRef,
+            ),
             ("last_ordinal", Arc::new(Int64Array::from(last)) as ArrayRef),
         ])?
     };
@@ -1600,7 +1621,12 @@ async fn render_heatmap(a: HeatmapArgs) -> Result<()> {
     let mut csv = String::from("row,start_address,end_address,bytes,object,symbol\n");
     let q = |t: &str| format!("\"{}\"", t.replace('"', "\"\""));
     for (i, ((lo, hi), (obj, sym))) in hm.rows.iter().zip(&labels).enumerate() {
-        csv.push_str(&format!("{i},{lo:#x},{hi:#x},{},{},{}\n", hi - lo, q(obj), q(sym)));
+        csv.push_str(&format!(
+            "{i},{lo:#x},{hi:#x},{},{},{}\n",
+            hi - lo,
+            q(obj),
+            q(sym)
+        ));
     }
     let mut rows_path = a.output.clone().into_os_string();
     rows_path.push(".rows.csv");

@@ -254,7 +254,13 @@ pub fn read_mem_maps(dir: &Path) -> Result<Vec<MemMapRow>> {
         let off = col(&b, def, "file_offset")?.as_primitive::<UInt64Type>();
         let path = col(&b, def, "path")?.as_string::<i32>();
         for i in 0..b.num_rows() {
-            out.push((s.value(i), st.value(i), en.value(i), off.value(i), path.value(i).to_string()));
+            out.push((
+                s.value(i),
+                st.value(i),
+                en.value(i),
+                off.value(i),
+                path.value(i).to_string(),
+            ));
         }
     }
     Ok(out)

@@ -6,8 +6,8 @@
 //! (`analyses/memlog/*.sql`). Rust: [`page_reuse`] (sweep over lifetimes)
 //! and [`heatmap`] (one pass over `mem_access` into a bitmap).
 
-use std::collections::BinaryHeap;
 use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 
 use datafusion::arrow::array::{Array, AsArray, RecordBatch};
 use datafusion::arrow::datatypes::{Int32Type, Int64Type, UInt64Type};
@@ -313,7 +313,11 @@ fn i64_at(b: &[RecordBatch], c: usize) -> Option<i64> {
     if b.num_rows() == 0 || b.column(c).is_null(0) {
         return None;
     }
-    let col = datafusion::arrow::compute::cast(b.column(c), &datafusion::arrow::datatypes::DataType::Int64).ok()?;
+    let col = datafusion::arrow::compute::cast(
+        b.column(c),
+        &datafusion::arrow::datatypes::DataType::Int64,
+    )
+    .ok()?;
     Some(col.as_primitive::<Int64Type>().value(0))
 }
 
@@ -329,12 +333,17 @@ pub async fn heatmap(s: &Session, o: &HeatOpts) -> Result<Heatmap> {
         Some(x) => x,
         None => {
             let b = s
-                .sql(&format!("SELECT CAST(min(source_id) AS BIGINT) FROM mem_page WHERE capture = {capq}"))
+                .sql(&format!(
+                    "SELECT CAST(min(source_id) AS BIGINT) FROM mem_page WHERE capture = {capq}"
+                ))
                 .await?
                 .collect()
                 .await?;
             i64_at(&b, 0).ok_or_else(|| {
-                Error::Usage("no memory log in the capture: ingest a lackey or binary memory log first".into())
+                Error::Usage(
+                    "no memory log in the capture: ingest a lackey or binary memory log first"
+                        .into(),
+                )
             })? as i32
         }
     };
@@ -354,7 +363,9 @@ pub async fn heatmap(s: &Session, o: &HeatOpts) -> Result<Heatmap> {
         .collect()
         .await?;
     let (Some(omin), Some(omax)) = (i64_at(&b, 0), i64_at(&b, 1)) else {
-        return Err(Error::Usage("no memory accesses in the range asked for".into()));
+        return Err(Error::Usage(
+            "no memory accesses in the range asked for".into(),
+        ));
     };
     let (o0, o1) = o.ordinals.unwrap_or((omin, omax));
     let span = (o1 - o0 + 1).max(1) as u64;
@@ -413,7 +424,10 @@ pub async fn heatmap(s: &Session, o: &HeatOpts) -> Result<Heatmap> {
                     "the full-range view of {lo:#x}..{hi:#x} at {bpr} bytes per row has {n} rows: choose more bytes per row, zoom with an address range, or use the used-pages view"
                 )));
             }
-            (bpr, (0..n).map(|k| (lo + k * bpr, lo + (k + 1) * bpr)).collect())
+            (
+                bpr,
+                (0..n).map(|k| (lo + k * bpr, lo + (k + 1) * bpr)).collect(),
+            )
         }
     };
     let height = rows.len();
@@ -483,7 +497,11 @@ pub async fn heatmap(s: &Session, o: &HeatOpts) -> Result<Heatmap> {
 /// What each heatmap row holds: its mapped object and the symbol at (or
 /// overlapping) its start, from `mem_map` / `mem_symbol`.
 pub async fn row_labels(s: &Session, rows: &[(u64, u64)]) -> Result<Vec<(String, String)>> {
-    let cap = s.captures.first().map(|c| c.name.clone()).unwrap_or_default();
+    let cap = s
+        .captures
+        .first()
+        .map(|c| c.name.clone())
+        .unwrap_or_default();
     let capq = crate::memory::quote(&cap);
     let load = |q: String| async move {
         let b = s.sql(&q).await?.collect().await?;
@@ -541,7 +559,10 @@ mod tests {
         // Only (a, b): c overlaps both.
         assert_eq!(pairs, 1);
         assert_eq!(spanning, 1);
-        let shared: Vec<Vec<u64>> = plan.iter().map(|s| s.iter().map(|x| x.page).collect()).collect();
+        let shared: Vec<Vec<u64>> = plan
+            .iter()
+            .map(|s| s.iter().map(|x| x.page).collect())
+            .collect();
         assert_eq!(shared, vec![vec![0xa, 0xb], vec![0xc]]);
     }
 

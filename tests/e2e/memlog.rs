@@ -36,7 +36,10 @@ fn addrs() -> HashMap<String, u64> {
         .lines()
         .filter_map(|l| {
             let (n, a) = l.split_once(' ')?;
-            Some((n.to_string(), u64::from_str_radix(a.trim_start_matches("0x"), 16).ok()?))
+            Some((
+                n.to_string(),
+                u64::from_str_radix(a.trim_start_matches("0x"), 16).ok()?,
+            ))
         })
         .collect()
 }
@@ -66,7 +69,11 @@ fn python_pages(log: &Path, page_size: u64) -> (Vec<Vec<String>>, Vec<u64>) {
         .arg(page_size.to_string())
         .output()
         .expect("run python3");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let text = String::from_utf8(out.stdout).unwrap();
     let reuse = text
         .lines()
@@ -75,7 +82,11 @@ fn python_pages(log: &Path, page_size: u64) -> (Vec<Vec<String>>, Vec<u64>) {
         .split(',')
         .map(|x| x.parse().unwrap())
         .collect();
-    let csv: String = text.lines().filter(|l| !l.starts_with('#')).map(|l| format!("{l}\n")).collect();
+    let csv: String = text
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .map(|l| format!("{l}\n"))
+        .collect();
     (csv_rows(&csv), reuse)
 }
 
@@ -87,13 +98,24 @@ fn pages_match_an_independent_reading_of_the_log() {
     let log = text_log(dir.path());
     let cap = ingest_pages(dir.path(), &[]);
     let (want, _) = python_pages(&log, 4096);
-    let got = sql_rows(&cap, &format!("SELECT {PAGE_COLS} FROM mem_page ORDER BY page"));
+    let got = sql_rows(
+        &cap,
+        &format!("SELECT {PAGE_COLS} FROM mem_page ORDER BY page"),
+    );
     assert!(want.len() > 100, "{} pages", want.len());
     assert_eq!(got, want);
     // Every record kept: kinds as grep counts them.
     let text = std::fs::read_to_string(&log).unwrap();
-    let count = |p: &str| text.lines().filter(|l| l.starts_with(p)).count().to_string();
-    let rows = sql_rows(&cap, "SELECT kind, CAST(count(*) AS VARCHAR) AS n FROM mem_access GROUP BY kind ORDER BY kind");
+    let count = |p: &str| {
+        text.lines()
+            .filter(|l| l.starts_with(p))
+            .count()
+            .to_string()
+    };
+    let rows = sql_rows(
+        &cap,
+        "SELECT kind, CAST(count(*) AS VARCHAR) AS n FROM mem_access GROUP BY kind ORDER BY kind",
+    );
     assert_eq!(
         rows,
         vec![
@@ -102,18 +124,33 @@ fn pages_match_an_independent_reading_of_the_log() {
             vec!["S".to_string(), count(" S ")],
         ]
     );
-    assert_eq!(sql_scalar(&cap, "SELECT sum(count) FROM mem_fetch"), count("I  "));
+    assert_eq!(
+        sql_scalar(&cap, "SELECT sum(count) FROM mem_fetch"),
+        count("I  ")
+    );
     // valgrind's banner is kept.
-    assert!(sql_scalar(&cap, "SELECT value FROM capture_meta WHERE key = 'valgrind_command'").ends_with("pages pages.maps"));
+    assert!(sql_scalar(
+        &cap,
+        "SELECT value FROM capture_meta WHERE key = 'valgrind_command'"
+    )
+    .ends_with("pages pages.maps"));
     // A page size that is a multiple regroups exactly.
     let (want16, _) = python_pages(&log, 16384);
     let got16 = csv_rows(&report_csv("pages", &cap, &["--page-size", "16k"]));
     assert_eq!(got16.len(), want16.len());
     let p16: Vec<(u64, String)> = got16
         .iter()
-        .map(|r| (u64::from_str_radix(r[2].trim_start_matches("0x"), 16).unwrap(), r[9].clone()))
+        .map(|r| {
+            (
+                u64::from_str_radix(r[2].trim_start_matches("0x"), 16).unwrap(),
+                r[9].clone(),
+            )
+        })
         .collect();
-    let w16: Vec<(u64, String)> = want16.iter().map(|r| (r[0].parse().unwrap(), r[5].clone())).collect();
+    let w16: Vec<(u64, String)> = want16
+        .iter()
+        .map(|r| (r[0].parse().unwrap(), r[5].clone()))
+        .collect();
     assert_eq!(p16, w16, "bytes touched per 16 KiB page");
 }
 
@@ -134,16 +171,24 @@ fn page_reuse_matches_the_page_story() {
     // The program's story: a (phase 1) can be reused as b (phase 2) and d
     // (phase 3); c is touched before and after b, so (c, b) never pairs.
     let ad = addrs();
-    let pairs: std::collections::HashSet<(u64, u64)> = csv_rows(&report_csv("page-reuse", &cap, &["--show", "pairs"]))
-        .iter()
-        .map(|r| {
-            let h = |s: &str| u64::from_str_radix(s.trim_start_matches("0x"), 16).unwrap();
-            (h(&r[2]), h(&r[4]))
-        })
-        .collect();
+    let pairs: std::collections::HashSet<(u64, u64)> =
+        csv_rows(&report_csv("page-reuse", &cap, &["--show", "pairs"]))
+            .iter()
+            .map(|r| {
+                let h = |s: &str| u64::from_str_radix(s.trim_start_matches("0x"), 16).unwrap();
+                (h(&r[2]), h(&r[4]))
+            })
+            .collect();
     assert_eq!(pairs.len() as u64, reuse[2]);
     let (a, b, c, d) = (ad["a"], ad["b"], ad["c"], ad["d"]);
-    for (x, y) in [(a, b), (a, b + 4096), (a + 4096, b), (a + 4096, b + 4096), (a, d), (b, d)] {
+    for (x, y) in [
+        (a, b),
+        (a, b + 4096),
+        (a + 4096, b),
+        (a + 4096, b + 4096),
+        (a, d),
+        (b, d),
+    ] {
         assert!(pairs.contains(&(x, y)), "({x:#x}, {y:#x}) missing");
     }
     for (x, y) in [(c, b), (b, c), (c, d), (d, c), (b, a)] {
@@ -157,7 +202,8 @@ fn page_reuse_matches_the_page_story() {
             .map(|r| r["physical_page"].clone())
             .unwrap()
     };
-    let slots: std::collections::HashSet<String> = plan.iter().map(|r| r["physical_page"].clone()).collect();
+    let slots: std::collections::HashSet<String> =
+        plan.iter().map(|r| r["physical_page"].clone()).collect();
     assert_eq!(slots.len() as u64, reuse[1]);
     assert_ne!(slot_of(c), slot_of(b));
     assert_ne!(slot_of(c), slot_of(d));
@@ -167,8 +213,17 @@ fn page_reuse_matches_the_page_story() {
 fn symbols_never_executed_and_never_touched() {
     let dir = tempfile::tempdir().unwrap();
     let cap = ingest_pages(dir.path(), &[]);
-    let rows = csv_maps(&report_csv("mem-symbols", &cap, &["--object", "memlog/bin/pages"]));
-    let used = |n: &str| rows.iter().find(|r| r["name"] == n).map(|r| r["used"].clone()).unwrap_or_else(|| panic!("{n} missing"));
+    let rows = csv_maps(&report_csv(
+        "mem-symbols",
+        &cap,
+        &["--object", "memlog/bin/pages"],
+    ));
+    let used = |n: &str| {
+        rows.iter()
+            .find(|r| r["name"] == n)
+            .map(|r| r["used"].clone())
+            .unwrap_or_else(|| panic!("{n} missing"))
+    };
     for f in ["main", "fill", "sum", "a", "b", "c", "d"] {
         assert_eq!(used(f), "true", "{f}");
     }
@@ -179,16 +234,38 @@ fn symbols_never_executed_and_never_touched() {
     let a = rows.iter().find(|r| r["name"] == "a").unwrap();
     assert_eq!((a["loads"].as_str(), a["stores"].as_str()), ("128", "128"));
     // `--never` lists exactly the unused ones.
-    let never = csv_maps(&report_csv("mem-symbols", &cap, &["--object", "memlog/bin/pages", "--never", "--kind", "function"]));
+    let never = csv_maps(&report_csv(
+        "mem-symbols",
+        &cap,
+        &[
+            "--object",
+            "memlog/bin/pages",
+            "--never",
+            "--kind",
+            "function",
+        ],
+    ));
     assert!(never.iter().any(|r| r["name"] == "never_called"));
     assert!(never.iter().all(|r| r["used"] == "false"));
     // Per object: the executable's 5 mapped pages are all touched; libc has
     // functions that never ran.
     let objs = csv_maps(&report_csv("mem-objects", &cap, &[]));
-    let exe = objs.iter().find(|r| r["object"].ends_with("memlog/bin/pages")).unwrap();
-    assert_eq!((exe["mapped_pages"].as_str(), exe["untouched_pages"].as_str()), ("5", "0"));
+    let exe = objs
+        .iter()
+        .find(|r| r["object"].ends_with("memlog/bin/pages"))
+        .unwrap();
+    assert_eq!(
+        (
+            exe["mapped_pages"].as_str(),
+            exe["untouched_pages"].as_str()
+        ),
+        ("5", "0")
+    );
     assert_eq!(exe["functions_never_executed"], never.len().to_string());
-    let libc = objs.iter().find(|r| r["object"].contains("libc.so")).unwrap();
+    let libc = objs
+        .iter()
+        .find(|r| r["object"].contains("libc.so"))
+        .unwrap();
     assert!(libc["functions_never_executed"].parse::<u64>().unwrap() > 1000);
 }
 
@@ -197,7 +274,13 @@ fn binary_log_is_smaller_and_reads_back_the_same() {
     let dir = tempfile::tempdir().unwrap();
     let log = text_log(dir.path());
     let bin = dir.path().join("pages.tmem");
-    trawl_ok(&["convert", "lackey", log.to_str().unwrap(), "-o", bin.to_str().unwrap()]);
+    trawl_ok(&[
+        "convert",
+        "lackey",
+        log.to_str().unwrap(),
+        "-o",
+        bin.to_str().unwrap(),
+    ]);
     let tlen = std::fs::metadata(&log).unwrap().len();
     let blen = std::fs::metadata(&bin).unwrap().len();
     assert!(tlen >= 5 * blen, "text {tlen} B, binary {blen} B");
@@ -217,13 +300,29 @@ fn binary_log_is_smaller_and_reads_back_the_same() {
     let ad = addrs();
     let range = format!("{:#x}+8k", ad["b"]);
     let fbin = dir.path().join("b.tmem");
-    trawl_ok(&["convert", "lackey", log.to_str().unwrap(), "-o", fbin.to_str().unwrap(), "--mem-kinds", "S", "--mem-range", &range]);
+    trawl_ok(&[
+        "convert",
+        "lackey",
+        log.to_str().unwrap(),
+        "-o",
+        fbin.to_str().unwrap(),
+        "--mem-kinds",
+        "S",
+        "--mem-range",
+        &range,
+    ]);
     let fcap = dir.path().join("fcap");
     ingest_file(&fbin, &fcap, &["--no-symbolize"]);
     assert_eq!(sql_scalar(&fcap, "SELECT count(*) FROM mem_access"), "128");
-    assert_eq!(sql_scalar(&fcap, "SELECT count(DISTINCT kind) FROM mem_access"), "1");
     assert_eq!(
-        sql_scalar(&fcap, "SELECT value FROM capture_meta WHERE key = 'mem_binary_kinds'"),
+        sql_scalar(&fcap, "SELECT count(DISTINCT kind) FROM mem_access"),
+        "1"
+    );
+    assert_eq!(
+        sql_scalar(
+            &fcap,
+            "SELECT value FROM capture_meta WHERE key = 'mem_binary_kinds'"
+        ),
         "S"
     );
     // Ordinals stay those of the whole log.
@@ -248,17 +347,36 @@ fn pipe_and_gzip_inputs_with_filters() {
         .spawn()
         .unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_trawl"))
-        .args(["ingest", "-", "--no-symbolize", "--mem-range", &range, "--mem-kinds", "LSM", "-o"])
+        .args([
+            "ingest",
+            "-",
+            "--no-symbolize",
+            "--mem-range",
+            &range,
+            "--mem-kinds",
+            "LSM",
+            "-o",
+        ])
         .arg(&cap)
         .stdin(z.stdout.take().unwrap())
         .output()
         .unwrap();
     assert!(z.wait().unwrap().success());
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     // a, b, c, d: 6 pages, one store per 64 bytes each, loads of a, b, c.
     assert_eq!(sql_scalar(&cap, "SELECT count(*) FROM mem_page"), "6");
-    assert_eq!(sql_scalar(&cap, "SELECT sum(stores) FROM mem_page"), (6 * 64).to_string());
-    assert_eq!(sql_scalar(&cap, "SELECT sum(loads) FROM mem_page"), (5 * 64).to_string());
+    assert_eq!(
+        sql_scalar(&cap, "SELECT sum(stores) FROM mem_page"),
+        (6 * 64).to_string()
+    );
+    assert_eq!(
+        sql_scalar(&cap, "SELECT sum(loads) FROM mem_page"),
+        (5 * 64).to_string()
+    );
     assert_eq!(sql_scalar(&cap, "SELECT count(*) FROM mem_fetch"), "0");
     // gzip: same as the text.
     let gz = dir.path().join("pages.lackey.gz");
@@ -275,7 +393,10 @@ fn pipe_and_gzip_inputs_with_filters() {
     let q = format!("SELECT {PAGE_COLS} FROM mem_page ORDER BY page");
     assert_eq!(sql_rows(&gcap, &q), sql_rows(&tcap, &q));
     assert_eq!(
-        sql_scalar(&gcap, "SELECT value FROM capture_meta WHERE key = 'compression'"),
+        sql_scalar(
+            &gcap,
+            "SELECT value FROM capture_meta WHERE key = 'compression'"
+        ),
         "gzip"
     );
 }
@@ -287,20 +408,53 @@ fn heatmap_shows_the_page_story() {
     let ad = addrs();
     // Used-pages overview: one row per touched page, in address order.
     let png = dir.path().join("mem.png");
-    trawl_ok(&["render", "heatmap", cap.to_str().unwrap(), "-o", png.to_str().unwrap()]);
+    trawl_ok(&[
+        "render",
+        "heatmap",
+        cap.to_str().unwrap(),
+        "-o",
+        png.to_str().unwrap(),
+    ]);
     let rows = csv_maps(&std::fs::read_to_string(dir.path().join("mem.png.rows.csv")).unwrap());
-    assert_eq!(rows.len().to_string(), sql_scalar(&cap, "SELECT count(DISTINCT page) FROM mem_page WHERE loads + stores + modifies > 0"));
+    assert_eq!(
+        rows.len().to_string(),
+        sql_scalar(
+            &cap,
+            "SELECT count(DISTINCT page) FROM mem_page WHERE loads + stores + modifies > 0"
+        )
+    );
     let img = image::open(&png).unwrap().to_rgb8();
     assert_eq!(img.height() as usize, rows.len());
-    let a_row = rows.iter().position(|r| r["start_address"] == format!("{:#x}", ad["a"])).unwrap();
+    let a_row = rows
+        .iter()
+        .position(|r| r["start_address"] == format!("{:#x}", ad["a"]))
+        .unwrap();
     assert_eq!(rows[a_row]["symbol"], "a");
     // The executable's first page, from the saved maps.
-    assert!(rows[0]["object"].ends_with("memlog/bin/pages"), "{:?}", rows[0]);
+    assert!(
+        rows[0]["object"].ends_with("memlog/bin/pages"),
+        "{:?}",
+        rows[0]
+    );
     // Zoom on a..d, 4 KiB rows, one column per 64 instructions: the rows
     // of a are used only in columns before b's first; c's before and after.
     let z = dir.path().join("zoom.png");
     let range = format!("{:#x}-{:#x}", ad["d"], ad["a"] + 8192);
-    trawl_ok(&["render", "heatmap", cap.to_str().unwrap(), "-o", z.to_str().unwrap(), "--view", "full", "--addr-range", &range, "--bytes-per-row", "4096", "--instr-per-col", "64"]);
+    trawl_ok(&[
+        "render",
+        "heatmap",
+        cap.to_str().unwrap(),
+        "-o",
+        z.to_str().unwrap(),
+        "--view",
+        "full",
+        "--addr-range",
+        &range,
+        "--bytes-per-row",
+        "4096",
+        "--instr-per-col",
+        "64",
+    ]);
     let img = image::open(&z).unwrap().to_rgb8();
     assert_eq!(img.height(), 6); // d, c, b, b, a, a
     let cols = |row: u32| -> Vec<(u32, [u8; 3])> {
@@ -337,31 +491,69 @@ fn bad_lackey_lines_are_reported_with_line_numbers() {
     std::fs::write(&f, bad).unwrap();
     let cap = dir.path().join("bad");
     ingest_file(&f, &cap, &["--no-symbolize"]);
-    let d = sql_rows(&cap, "SELECT CAST(line AS VARCHAR) AS l, kind FROM diagnostic ORDER BY line");
-    let want: Vec<Vec<String>> = [("101", "unknown_record"), ("201", "bad_address"), ("301", "unknown_record"), ("2004", "truncated_line")]
-        .iter()
-        .map(|(l, k)| vec![l.to_string(), k.to_string()])
-        .collect();
+    let d = sql_rows(
+        &cap,
+        "SELECT CAST(line AS VARCHAR) AS l, kind FROM diagnostic ORDER BY line",
+    );
+    let want: Vec<Vec<String>> = [
+        ("101", "unknown_record"),
+        ("201", "bad_address"),
+        ("301", "unknown_record"),
+        ("2004", "truncated_line"),
+    ]
+    .iter()
+    .map(|(l, k)| vec![l.to_string(), k.to_string()])
+    .collect();
     assert_eq!(d, want);
     // What could be read was kept: every good record line.
-    let good = lines.iter().filter(|l| l.starts_with(" L ") || l.starts_with(" S ") || l.starts_with(" M ")).count() - 1;
-    assert_eq!(sql_scalar(&cap, "SELECT count(*) FROM mem_access"), good.to_string());
+    let good = lines
+        .iter()
+        .filter(|l| l.starts_with(" L ") || l.starts_with(" S ") || l.starts_with(" M "))
+        .count()
+        - 1;
+    assert_eq!(
+        sql_scalar(&cap, "SELECT count(*) FROM mem_access"),
+        good.to_string()
+    );
     // --strict fails, naming the line.
-    let o = trawl(&["ingest", f.to_str().unwrap(), "-o", dir.path().join("s").to_str().unwrap(), "--strict"]);
+    let o = trawl(&[
+        "ingest",
+        f.to_str().unwrap(),
+        "-o",
+        dir.path().join("s").to_str().unwrap(),
+        "--strict",
+    ]);
     assert!(!o.status.success());
-    assert!(String::from_utf8_lossy(&o.stderr).contains("bad.lackey:101"), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("bad.lackey:101"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     // A binary log cut short keeps its records and says where it ends.
     let bin = dir.path().join("p.tmem");
-    trawl_ok(&["convert", "lackey", log.to_str().unwrap(), "-o", bin.to_str().unwrap()]);
+    trawl_ok(&[
+        "convert",
+        "lackey",
+        log.to_str().unwrap(),
+        "-o",
+        bin.to_str().unwrap(),
+    ]);
     let bytes = std::fs::read(&bin).unwrap();
     let cut = dir.path().join("cut.tmem");
     std::fs::write(&cut, &bytes[..bytes.len() * 2 / 3]).unwrap();
     let ccap = dir.path().join("cut");
     ingest_file(&cut, &ccap, &["--no-symbolize"]);
     let kinds = sql_rows(&ccap, "SELECT kind, severity FROM diagnostic ORDER BY kind");
-    assert!(kinds.iter().any(|r| r[0] == "corrupt" || r[0] == "truncated"), "{kinds:?}");
+    assert!(
+        kinds
+            .iter()
+            .any(|r| r[0] == "corrupt" || r[0] == "truncated"),
+        "{kinds:?}"
+    );
     // The fixture's 49 882 accesses fit one block, written before the
     // fetch summary where the cut falls: all are kept.
-    let n: u64 = sql_scalar(&ccap, "SELECT count(*) FROM mem_access").parse().unwrap();
+    let n: u64 = sql_scalar(&ccap, "SELECT count(*) FROM mem_access")
+        .parse()
+        .unwrap();
     assert_eq!(n, 49882);
 }

@@ -34,7 +34,7 @@
 
 use std::io::{Read, Write};
 
-use super::{FetchMap, Filter, Rows, RowSink};
+use super::{FetchMap, Filter, RowSink, Rows};
 use crate::{Error, Result};
 
 pub const MAGIC: &[u8; 8] = b"TRAWLMEM";
@@ -114,7 +114,14 @@ impl<W: Write> Writer<W> {
         })
     }
 
-    fn block(&mut self, tag: &[u8; 4], count: usize, raw: &[u8], base: u64, extra: u64) -> std::io::Result<()> {
+    fn block(
+        &mut self,
+        tag: &[u8; 4],
+        count: usize,
+        raw: &[u8],
+        base: u64,
+        extra: u64,
+    ) -> std::io::Result<()> {
         let stored = if raw.is_empty() {
             Vec::new()
         } else {
@@ -229,11 +236,19 @@ impl<W: Write> RowSink for Writer<W> {
 /// One block of a binary log, as read.
 pub enum Block {
     /// Access records (not yet decoded) and their base ordinal.
-    Accesses { raw: Vec<u8>, count: usize, base: u64, offset: u64 },
+    Accesses {
+        raw: Vec<u8>,
+        count: usize,
+        base: u64,
+        offset: u64,
+    },
     Fetch(Vec<(u64, super::FetchStat)>),
     Meta(Vec<(u64, String)>),
     Diag(Vec<(u64, String, String)>),
-    End { instrs: u64, lines: u64 },
+    End {
+        instrs: u64,
+        lines: u64,
+    },
 }
 
 /// A problem with the file itself: where, and what.
@@ -300,7 +315,10 @@ pub fn read_header(r: &mut dyn Read) -> std::result::Result<(Header, u64), Corru
 
 /// Reads the next block at byte `offset`; `Ok(None)` at a clean end of
 /// input (which, without an END1 block first, means the file was cut).
-pub fn read_block(r: &mut dyn Read, offset: u64) -> std::result::Result<Option<(Block, u64)>, Corrupt> {
+pub fn read_block(
+    r: &mut dyn Read,
+    offset: u64,
+) -> std::result::Result<Option<(Block, u64)>, Corrupt> {
     let mut h = [0u8; BLOCK_HEADER];
     let mut got = 0;
     while got < BLOCK_HEADER {
@@ -426,7 +444,12 @@ pub fn read_block(r: &mut dyn Read, offset: u64) -> std::result::Result<Option<(
 /// Decodes the access records of an ACC1 block, keeping those `filter`
 /// keeps (a binary log may be read with narrower filters than it was
 /// written with).
-pub fn decode_accesses(raw: &[u8], base: u64, filter: &Filter, rows: &mut Rows) -> std::result::Result<(), String> {
+pub fn decode_accesses(
+    raw: &[u8],
+    base: u64,
+    filter: &Filter,
+    rows: &mut Rows,
+) -> std::result::Result<(), String> {
     rows.reserve(raw.len() / RECORD_SIZE);
     let mut ord = base as i64;
     for r in raw.chunks_exact(RECORD_SIZE) {
@@ -470,7 +493,13 @@ mod tests {
         let mut f = FetchMap::default();
         f.add(0x400000, 3, 7, 1, 9);
         let (bytes, n) = w
-            .finish(&f, &[(1, "==1== Command: x".into())], &[(5, "bad_record".into(), "x".into())], 10, 20)
+            .finish(
+                &f,
+                &[(1, "==1== Command: x".into())],
+                &[(5, "bad_record".into(), "x".into())],
+                10,
+                20,
+            )
             .unwrap();
         assert_eq!(n as usize, bytes.len());
         let mut r: &[u8] = &bytes;

@@ -59,7 +59,11 @@ impl MemConverter {
                 Arc::new(Int32Array::from(vec![sid; n])),
                 Arc::new(part.iter().map(|e| e.0).collect::<UInt64Array>()),
                 Arc::new(part.iter().map(|e| e.1.size as i32).collect::<Int32Array>()),
-                Arc::new(part.iter().map(|e| e.1.count as i64).collect::<Int64Array>()),
+                Arc::new(
+                    part.iter()
+                        .map(|e| e.1.count as i64)
+                        .collect::<Int64Array>(),
+                ),
                 Arc::new(part.iter().map(|e| e.1.first).collect::<Int64Array>()),
                 Arc::new(part.iter().map(|e| e.1.last).collect::<Int64Array>()),
             ];
@@ -72,7 +76,11 @@ impl MemConverter {
         for part in pages.chunks(256 * 1024) {
             let n = part.len();
             let count = |k: usize| -> ArrayRef {
-                Arc::new(part.iter().map(|p| p.counts[k] as i64).collect::<Int64Array>())
+                Arc::new(
+                    part.iter()
+                        .map(|p| p.counts[k] as i64)
+                        .collect::<Int64Array>(),
+                )
             };
             let cols: Vec<ArrayRef> = vec![
                 Arc::new(Int32Array::from(vec![sid; n])),
@@ -83,7 +91,11 @@ impl MemConverter {
                 count(2),
                 count(3),
                 Arc::new(part.iter().map(|p| p.bytes as i64).collect::<Int64Array>()),
-                Arc::new(part.iter().map(|p| p.bytes_touched() as i64).collect::<Int64Array>()),
+                Arc::new(
+                    part.iter()
+                        .map(|p| p.bytes_touched() as i64)
+                        .collect::<Int64Array>(),
+                ),
                 Arc::new(part.iter().map(|p| p.first).collect::<Int64Array>()),
                 Arc::new(part.iter().map(|p| p.last).collect::<Int64Array>()),
             ];
@@ -136,7 +148,10 @@ impl MemConverter {
     }
 
     pub fn finish(self, cap: &mut CaptureWriter) -> Result<()> {
-        for w in [self.access, self.fetch, self.page, self.map].into_iter().flatten() {
+        for w in [self.access, self.fetch, self.page, self.map]
+            .into_iter()
+            .flatten()
+        {
             cap.close_table(w)?;
         }
         Ok(())
@@ -153,18 +168,21 @@ impl RowSink for MemConverter {
     fn rows(&mut self, rows: Rows) -> Result<()> {
         let n = rows.len();
         let keys = Int32Array::from_iter_values(rows.kind.iter().map(|&k| k as i32));
-        let kind = DictionaryArray::<Int32Type>::try_new(keys, self.kinds.clone()).map_err(
-            |source| crate::Error::Arrow {
-                table: "mem_access".into(),
-                source,
-            },
-        )?;
+        let kind =
+            DictionaryArray::<Int32Type>::try_new(keys, self.kinds.clone()).map_err(|source| {
+                crate::Error::Arrow {
+                    table: "mem_access".into(),
+                    source,
+                }
+            })?;
         let cols: Vec<ArrayRef> = vec![
             Arc::new(Int32Array::from(vec![self.source_id; n])),
             Arc::new(Int64Array::from(rows.ordinal)),
             Arc::new(kind),
             Arc::new(UInt64Array::from(rows.address)),
-            Arc::new(Int32Array::from_iter_values(rows.size.iter().map(|&s| s as i32))),
+            Arc::new(Int32Array::from_iter_values(
+                rows.size.iter().map(|&s| s as i32),
+            )),
         ];
         match &mut self.access {
             Some(w) => w.write_columns(cols),

@@ -16,8 +16,8 @@
 //! numbers are local to the chunk; [`super::Collector`] adds the counts of
 //! the chunks before it. No Arrow here.
 
-use super::{Filter, KIND_I, KIND_L, KIND_M, KIND_S};
 use super::{FetchMap, PageStats, Problem, Rows};
+use super::{Filter, KIND_I, KIND_L, KIND_M, KIND_S};
 
 /// What one chunk of lines held.
 pub struct Chunk {
@@ -187,7 +187,11 @@ fn record_fast(buf: &[u8], mut i: usize) -> Option<(u64, u32, usize)> {
         return None;
     }
     let addr = if len <= 8 {
-        let need = if len == 8 { HIGHS } else { HIGHS & ((1u64 << (8 * len)) - 1) };
+        let need = if len == 8 {
+            HIGHS
+        } else {
+            HIGHS & ((1u64 << (8 * len)) - 1)
+        };
         if hex_bytes(w0) & need != need {
             return None;
         }
@@ -195,7 +199,11 @@ fn record_fast(buf: &[u8], mut i: usize) -> Option<(u64, u32, usize)> {
     } else {
         let lo = load(buf, i + len - 8);
         let k = len - 8;
-        let need = if k == 8 { HIGHS } else { HIGHS & ((1u64 << (8 * k)) - 1) };
+        let need = if k == 8 {
+            HIGHS
+        } else {
+            HIGHS & ((1u64 << (8 * k)) - 1)
+        };
         if hex_bytes(w0) & need != need || hex_bytes(lo) != HIGHS {
             return None;
         }
@@ -249,7 +257,14 @@ pub fn parse_chunk(buf: &[u8], filter: &Filter, page_size: u64) -> Chunk {
         let b = buf[i];
         let (kind, at) = if b == b'I' {
             // `I  ADDR`: two blanks; record_fast skips one more.
-            (KIND_I, if buf.get(i + 1) == Some(&b' ') { i + 2 } else { i + 1 })
+            (
+                KIND_I,
+                if buf.get(i + 1) == Some(&b' ') {
+                    i + 2
+                } else {
+                    i + 1
+                },
+            )
         } else if b == b' ' && i + 2 < n && buf[i + 2] == b' ' {
             match buf[i + 1] {
                 b'L' => (KIND_L, i + 3),
@@ -272,8 +287,8 @@ pub fn parse_chunk(buf: &[u8], filter: &Filter, page_size: u64) -> Chunk {
                         c.instrs += 1;
                     }
                     let ord = c.instrs as i64;
-                    let keep = filter.kinds & (1 << kind) != 0
-                        && (all_addrs || filter.keep_addr(addr));
+                    let keep =
+                        filter.kinds & (1 << kind) != 0 && (all_addrs || filter.keep_addr(addr));
                     if !keep {
                         c.filtered += 1;
                     } else if kind == KIND_I {
@@ -374,7 +389,8 @@ pub fn sniff(head: &[u8]) -> bool {
     };
     let is_record = |l: &str| {
         let b = l.as_bytes();
-        let data = b.len() > 3 && b[0] == b' ' && matches!(b[1], b'L' | b'S' | b'M') && b[2] == b' ';
+        let data =
+            b.len() > 3 && b[0] == b' ' && matches!(b[1], b'L' | b'S' | b'M') && b[2] == b' ';
         if !l.starts_with("I  ") && !data {
             return false;
         }
@@ -387,8 +403,7 @@ pub fn sniff(head: &[u8]) -> bool {
     };
     if first.starts_with("==") {
         // valgrind's banner: `==PID== Lackey, an example Valgrind tool`.
-        text.lines().take(3).any(|l| l.contains("Lackey"))
-            || lines.take(20).any(is_record)
+        text.lines().take(3).any(|l| l.contains("Lackey")) || lines.take(20).any(is_record)
     } else {
         is_record(first)
     }
@@ -408,7 +423,10 @@ mod tests {
         let c = parse_chunk(text, &all(), 4096);
         assert_eq!(c.lines, 6);
         assert_eq!(c.instrs, 2);
-        assert_eq!(c.meta, vec![(1, "==1== Lackey, an example Valgrind tool".into())]);
+        assert_eq!(
+            c.meta,
+            vec![(1, "==1== Lackey, an example Valgrind tool".into())]
+        );
         assert_eq!(c.rows.kind, vec![KIND_S, KIND_L, KIND_M]);
         // The store follows the first fetch, the load and modify the second.
         assert_eq!(c.rows.ordinal, vec![1, 2, 2]);
@@ -425,7 +443,11 @@ mod tests {
         let kinds: Vec<_> = c.problems.iter().map(|p| (p.line, p.kind)).collect();
         assert_eq!(
             kinds,
-            vec![(2, "unknown_record"), (3, "bad_address"), (5, "truncated_line")]
+            vec![
+                (2, "unknown_record"),
+                (3, "bad_address"),
+                (5, "truncated_line")
+            ]
         );
         // 20 digits with leading zeros still fit.
         assert_eq!(c.rows.address, vec![0x1234567890123456]);
@@ -463,7 +485,10 @@ mod tests {
         ] {
             let line = format!("{text}{pad}");
             let fast = record_fast(line.as_bytes(), 0).map(|(a, s, _)| (a, s));
-            let slow = record(line.as_bytes(), 0).ok().flatten().map(|(a, s, _)| (a, s));
+            let slow = record(line.as_bytes(), 0)
+                .ok()
+                .flatten()
+                .map(|(a, s, _)| (a, s));
             assert_eq!(slow, want, "{text:?} slow");
             if fast.is_some() {
                 assert_eq!(fast, want, "{text:?} fast");
@@ -473,7 +498,9 @@ mod tests {
 
     #[test]
     fn sniffs_banner_and_bare_records() {
-        assert!(sniff(b"==3518== Lackey, an example Valgrind tool\n==3518== Copyright"));
+        assert!(sniff(
+            b"==3518== Lackey, an example Valgrind tool\n==3518== Copyright"
+        ));
         assert!(sniff(b"I  0401ab70,3\n S 1fff000778,8\n"));
         assert!(!sniff(b"==3518== Memcheck, a memory error detector\n"));
         assert!(!sniff(b"execve(\"/bin/ls\", ...) = 0\n"));

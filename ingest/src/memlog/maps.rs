@@ -103,6 +103,8 @@ mod tests {
         assert_eq!(m[0].end - m[0].start, 0x2000);
         assert_eq!(m[1].path, "");
         assert_eq!(bad, vec![(3, "garbage".to_string())]);
-        assert!(sniff(b"00400000-00452000 r-xp 00000000 08:02 173521      /usr/bin/dbus-daemon\n"));
+        assert!(sniff(
+            b"00400000-00452000 r-xp 00000000 08:02 173521      /usr/bin/dbus-daemon\n"
+        ));
     }
 }

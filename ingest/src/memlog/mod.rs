@@ -76,7 +76,11 @@ impl Filter {
                 'S' => 1 << KIND_S,
                 'M' => 1 << KIND_M,
                 ',' | ' ' => 0,
-                _ => return Err(format!("{s:?}: kinds are letters of ILSM (I fetch, L load, S store, M modify)")),
+                _ => {
+                    return Err(format!(
+                        "{s:?}: kinds are letters of ILSM (I fetch, L load, S store, M modify)"
+                    ))
+                }
             };
         }
         if m == 0 {
@@ -105,7 +109,9 @@ impl Filter {
         } else if let Some((a, b)) = s.split_once('-') {
             (num(a)?, num(b)?)
         } else {
-            return Err(format!("{s:?}: give an address range as LO-HI (hex, HI exclusive) or LO+LEN"));
+            return Err(format!(
+                "{s:?}: give an address range as LO-HI (hex, HI exclusive) or LO+LEN"
+            ));
         };
         if hi <= lo {
             return Err(format!("{s:?}: the range is empty"));
@@ -349,7 +355,15 @@ impl PageStats {
     /// Counts `count` accesses of `kind` to `[addr, addr+size)` made first
     /// at ordinal `first` and last at `last`.
     #[inline(always)]
-    pub fn touch_many(&mut self, kind: u8, addr: u64, size: u32, count: u64, first: i64, last: i64) {
+    pub fn touch_many(
+        &mut self,
+        kind: u8,
+        addr: u64,
+        size: u32,
+        count: u64,
+        first: i64,
+        last: i64,
+    ) {
         let end = addr.saturating_add(size.max(1) as u64);
         let mut a = addr;
         loop {
@@ -415,7 +429,11 @@ fn set_bits(words: &mut [u64], from: u64, to: u64) {
         let w = f / 64;
         let b = f % 64;
         let n = (t - f).min(64 - b);
-        let mask = if n == 64 { u64::MAX } else { ((1u64 << n) - 1) << b };
+        let mask = if n == 64 {
+            u64::MAX
+        } else {
+            ((1u64 << n) - 1) << b
+        };
         if let Some(x) = words.get_mut(w) {
             *x |= mask;
         }
@@ -822,9 +840,17 @@ pub fn ingest_binary(
             Ok(None) => break,
             Ok(Some((block, next))) => {
                 match block {
-                    binary::Block::Accesses { raw, count, base, offset } => {
+                    binary::Block::Accesses {
+                        raw,
+                        count,
+                        base,
+                        offset,
+                    } => {
                         // Validate kinds here so a bad record names its block.
-                        if let Some(k) = raw.chunks_exact(binary::RECORD_SIZE).position(|r| r[14] > 3) {
+                        if let Some(k) = raw
+                            .chunks_exact(binary::RECORD_SIZE)
+                            .position(|r| r[14] > 3)
+                        {
                             diags.report(
                                 Position::Byte(offset),
                                 Severity::Error,
@@ -850,7 +876,12 @@ pub fn ingest_binary(
                     binary::Block::Meta(m) => c.meta.extend(m),
                     binary::Block::Diag(d) => {
                         for (line, kind, msg) in d {
-                            diags.report(Position::Line(line), Severity::Warning, static_kind(&kind), msg)?;
+                            diags.report(
+                                Position::Line(line),
+                                Severity::Warning,
+                                static_kind(&kind),
+                                msg,
+                            )?;
                         }
                     }
                     binary::Block::End { instrs, lines } => {
@@ -864,7 +895,12 @@ pub fn ingest_binary(
                 off = next;
             }
             Err(e) => {
-                diags.report(Position::Byte(e.offset), Severity::Error, "corrupt", format!("{}: the rest of the file is skipped", e.message))?;
+                diags.report(
+                    Position::Byte(e.offset),
+                    Severity::Error,
+                    "corrupt",
+                    format!("{}: the rest of the file is skipped", e.message),
+                )?;
                 break;
             }
         }
@@ -938,13 +974,22 @@ pub fn to_binary<W: std::io::Write>(
             Position::None,
             Severity::Warning,
             "size_clamped",
-            format!("{} accesses larger than 65535 bytes stored as 65535", w.clamped),
+            format!(
+                "{} accesses larger than 65535 bytes stored as 65535",
+                w.clamped
+            ),
         )?;
     }
     let list = diags.into_vec();
     let dl: Vec<(u64, String, String)> = list
         .iter()
-        .map(|d| (d.position.line().unwrap_or(0), d.kind.to_string(), d.message.clone()))
+        .map(|d| {
+            (
+                d.position.line().unwrap_or(0),
+                d.kind.to_string(),
+                d.message.clone(),
+            )
+        })
         .collect();
     let (out, written) = w
         .finish(&c.fetch, &c.meta, &dl, c.instrs, c.lines)
@@ -972,7 +1017,8 @@ pub fn decompress(
 ) -> std::io::Result<(Option<&'static str>, Box<dyn Read + Send>)> {
     let whole: Box<dyn Read + Send> = Box::new(std::io::Cursor::new(head.clone()).chain(input));
     if head.starts_with(&[0x1f, 0x8b]) {
-        let d = flate2::read::MultiGzDecoder::new(std::io::BufReader::with_capacity(1 << 20, whole));
+        let d =
+            flate2::read::MultiGzDecoder::new(std::io::BufReader::with_capacity(1 << 20, whole));
         Ok((Some("gzip"), Box::new(d)))
     } else if head.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
         let d = zstd::stream::read::Decoder::new(whole)?;
@@ -998,17 +1044,26 @@ mod tests {
         p.touch(KIND_L, 0x1ffc, 4, 7);
         let v = p.sorted();
         assert_eq!(v.len(), 2);
-        assert_eq!((v[0].page, v[0].counts, v[0].bytes), (0x1000, [0, 1, 1, 0], 8));
+        assert_eq!(
+            (v[0].page, v[0].counts, v[0].bytes),
+            (0x1000, [0, 1, 1, 0], 8)
+        );
         assert_eq!(v[0].bytes_touched(), 4);
         assert_eq!((v[0].first, v[0].last), (5, 7));
-        assert_eq!((v[1].page, v[1].counts, v[1].bytes_touched()), (0x2000, [0, 0, 1, 0], 4));
+        assert_eq!(
+            (v[1].page, v[1].counts, v[1].bytes_touched()),
+            (0x2000, [0, 0, 1, 0], 4)
+        );
     }
 
     #[test]
     fn parses_filters_and_sizes() {
         assert_eq!(Filter::parse_kinds("ls").unwrap(), 0b0110);
         assert!(Filter::parse_kinds("X").is_err());
-        assert_eq!(Filter::parse_range("0x1000-0x2000").unwrap(), (0x1000, 0x2000));
+        assert_eq!(
+            Filter::parse_range("0x1000-0x2000").unwrap(),
+            (0x1000, 0x2000)
+        );
         assert_eq!(Filter::parse_range("1000+4k").unwrap(), (0x1000, 0x2000));
         assert!(Filter::parse_range("2000-1000").is_err());
         assert_eq!(parse_size("2M").unwrap(), 2 << 20);
