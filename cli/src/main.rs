@@ -1535,18 +1535,14 @@ async fn report_mem_objects(a: MemObjectsArgs) -> Result<()> {
 }
 
 fn convert_lackey(a: ConvertLackeyArgs) -> Result<()> {
-    use std::io::Read;
     let name = a.input.to_string_lossy().into_owned();
-    let raw: Box<dyn Read + Send> = if name == "-" {
-        Box::new(std::io::stdin())
-    } else {
-        Box::new(std::fs::File::open(&a.input).with_context(|| format!("opening {name}"))?)
-    };
-    let mut raw = raw;
-    let mut head = vec![0u8; 4];
-    let n = read_up_to(&mut raw, &mut head)?;
-    head.truncate(n);
-    let (_, mut input) = trawl_ingest::memlog::decompress(head, raw)?;
+    let (format, mut input, _) = trawl_ingest::open_stream(&a.input)?;
+    if format != trawl_ingest::Format::Lackey {
+        bail!(
+            "{name}: a {} file, not a valgrind lackey log",
+            format.name()
+        );
+    }
     let dir = a
         .output
         .parent()
@@ -1580,19 +1576,6 @@ fn convert_lackey(a: ConvertLackeyArgs) -> Result<()> {
         eprintln!("  {d}");
     }
     Ok(())
-}
-
-fn read_up_to(r: &mut dyn std::io::Read, buf: &mut [u8]) -> Result<usize> {
-    let mut got = 0;
-    while got < buf.len() {
-        match r.read(&mut buf[got..]) {
-            Ok(0) => break,
-            Ok(k) => got += k,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e.into()),
-        }
-    }
-    Ok(got)
 }
 
 async fn render_heatmap(a: HeatmapArgs) -> Result<()> {

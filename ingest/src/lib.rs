@@ -194,6 +194,18 @@ fn open_input(
     }
 }
 
+/// Opens an input (a path, or `-`) as a stream, decompressing gzip and
+/// zstd: its format, the stream and the compression found.
+pub fn open_stream(input: &Path) -> Result<(Format, Box<dyn Read + Send>, Option<&'static str>)> {
+    let name = input.to_string_lossy();
+    let (format, stream, compression) = open_input(input, &name)?;
+    let s = match stream {
+        Some(s) => s,
+        None => Box::new(std::fs::File::open(input).map_err(|e| Error::io(input, e))?),
+    };
+    Ok((format, s, compression))
+}
+
 /// Converts `inputs` (paths, or `-` for standard input) into the capture
 /// directory `out`. `before_commit` runs on the staging directory after all
 /// tables are written and before the capture becomes visible (the CLI
@@ -227,7 +239,7 @@ pub fn ingest_with_unwinder(
     let mut sconv = strace::convert::StraceConverter::new(&mut cap)?;
     let mut mconv = metrics::convert::MetricConverter::new(&mut cap, tz)?;
     let mut mem = memlog::convert::MemConverter::new();
-    opts.mem.check().map_err(|m| Error::Usage(m))?;
+    opts.mem.check().map_err(Error::Usage)?;
     let mut extra_meta = Vec::new();
     if let Some(u) = unwinder {
         conv.set_unwinder(u);

@@ -9,7 +9,7 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use datafusion::arrow::array::{Array, AsArray, RecordBatch};
+use datafusion::arrow::array::{AsArray, RecordBatch};
 use datafusion::arrow::datatypes::{Int32Type, Int64Type, UInt64Type};
 use datafusion::prelude::DataFrame;
 use futures::StreamExt;
@@ -35,10 +35,7 @@ pub async fn ingest_page_size(s: &Session) -> Result<u64> {
         .await?
         .collect()
         .await?;
-    let p = b
-        .first()
-        .filter(|b| b.num_rows() > 0 && !b.column(0).is_null(0))
-        .map(|b| b.column(0).as_primitive::<Int64Type>().value(0));
+    let p = first_i64(&b, 0);
     match p {
         Some(p) if p > 0 => Ok(p as u64),
         _ => Err(Error::Usage(
@@ -308,17 +305,11 @@ pub struct Heatmap {
     pub accesses: u64,
 }
 
-fn i64_at(b: &[RecordBatch], c: usize) -> Option<i64> {
-    let b = b.first()?;
-    if b.num_rows() == 0 || b.column(c).is_null(0) {
-        return None;
-    }
-    let col = datafusion::arrow::compute::cast(
-        b.column(c),
-        &datafusion::arrow::datatypes::DataType::Int64,
-    )
-    .ok()?;
-    Some(col.as_primitive::<Int64Type>().value(0))
+/// Column `c` of the first row of a query result, as i64.
+fn first_i64(b: &[RecordBatch], c: usize) -> Option<i64> {
+    b.iter()
+        .find(|b| b.num_rows() > 0)
+        .and_then(|b| crate::time::i64_at(b, c, 0))
 }
 
 /// Builds the heatmap of the first capture of the session.
@@ -339,7 +330,7 @@ pub async fn heatmap(s: &Session, o: &HeatOpts) -> Result<Heatmap> {
                 .await?
                 .collect()
                 .await?;
-            i64_at(&b, 0).ok_or_else(|| {
+            first_i64(&b, 0).ok_or_else(|| {
                 Error::Usage(
                     "no memory log in the capture: ingest a lackey or binary memory log first"
                         .into(),
@@ -362,7 +353,7 @@ pub async fn heatmap(s: &Session, o: &HeatOpts) -> Result<Heatmap> {
         .await?
         .collect()
         .await?;
-    let (Some(omin), Some(omax)) = (i64_at(&b, 0), i64_at(&b, 1)) else {
+    let (Some(omin), Some(omax)) = (first_i64(&b, 0), first_i64(&b, 1)) else {
         return Err(Error::Usage(
             "no memory accesses in the range asked for".into(),
         ));
@@ -393,14 +384,22 @@ pub async fn heatmap(s: &Session, o: &HeatOpts) -> Result<Heatmap> {
                 let c = b.column(0).as_primitive::<UInt64Type>();
                 pages.extend((0..b.num_rows()).map(|i| c.value(i) << shift));
             }
-            let mut rows = Vec::new();
+            // Check the size before building the rows: tiny rows of many
+            // pages would otherwise allocate first and refuse after.
+            let n = if bpr <= page_size {
+                pages.len() as u64 * (page_size / bpr)
+            } else {
+                (pages.len() as u64).div_ceil(bpr / page_size)
+            };
+            if n.saturating_mul(width as u64) > o.max_cells {
+                return Err(Error::Usage(format!(
+                    "{width} columns × {n} rows is too large an image: raise the instructions per column or bytes per row, or zoom"
+                )));
+            }
+            let mut rows = Vec::with_capacity(n as usize);
             if bpr <= page_size {
                 for p in &pages {
-                    let mut a = *p;
-                    while a < p + page_size {
-                        rows.push((a, a + bpr));
-                        a += bpr;
-                    }
+                    rows.extend((0..page_size / bpr).map(|k| (p + k * bpr, p + (k + 1) * bpr)));
                 }
             } else {
                 // Several used pages per row: the row spans from the first

@@ -137,7 +137,8 @@ async fn rows(s: &Session, q: &str) -> Result<Vec<RecordBatch>> {
     Ok(s.sql(q).await?.collect().await?)
 }
 
-fn i64_at(b: &RecordBatch, col: usize, i: usize) -> Option<i64> {
+/// Row `i` of column `col` as i64 (cast), `None` when null.
+pub(crate) fn i64_at(b: &RecordBatch, col: usize, i: usize) -> Option<i64> {
     let c = datafusion::arrow::compute::cast(b.column(col), &DataType::Int64).ok()?;
     let c = c.as_primitive::<Int64Type>();
     (!c.is_null(i)).then(|| c.value(i))
