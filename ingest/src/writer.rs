@@ -11,9 +11,14 @@ use std::fs::{self, File};
 use std::path::{Path, PathBuf};
 
 use arrow::array::{ArrayRef, RecordBatch};
+use arrow::datatypes::SchemaRef;
+use parquet::arrow::arrow_writer::{compute_leaves, ArrowColumnChunk, ArrowRowGroupWriterFactory};
 use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, Encoding, ZstdLevel};
+use parquet::errors::ParquetError;
 use parquet::file::properties::{EnabledStatistics, WriterProperties};
+use parquet::file::writer::SerializedFileWriter;
+use rayon::prelude::*;
 
 use std::sync::mpsc::{sync_channel, SyncSender};
 use std::thread::JoinHandle;
@@ -40,7 +45,7 @@ pub fn is_capture(dir: &Path) -> bool {
 fn writer_properties(def: &TableDef) -> WriterProperties {
     let mut b = WriterProperties::builder()
         .set_compression(Compression::ZSTD(ZstdLevel::try_new(1).unwrap()))
-        .set_max_row_group_row_count(Some(512 * 1024))
+        .set_max_row_group_row_count(Some(ROW_GROUP_ROWS))
         .set_created_by(format!("trawl {}", env!("CARGO_PKG_VERSION")));
     for c in def.columns {
         let dict = matches!(c.ty, ColType::Utf8 | ColType::DictUtf8 | ColType::Bool);
@@ -61,23 +66,106 @@ fn writer_properties(def: &TableDef) -> WriterProperties {
     }
     if def.name == "mem_access" {
         // Tens of millions of rows per GB of log: the one-letter kind is
-        // written plain (a dictionary interns every value), and the
-        // constant source_id delta-encoded (zero bits per value).
-        b = b
-            .set_column_dictionary_enabled(ColumnPath::from("kind"), false)
-            .set_column_encoding(ColumnPath::from("source_id"), Encoding::DELTA_BINARY_PACKED);
+        // written plain (a dictionary interns every value); the constant
+        // source_id plain too (zstd takes a run of equal values for free,
+        // cheaper than delta blocks).
+        b = b.set_column_dictionary_enabled(ColumnPath::from("kind"), false);
     }
     b.build()
 }
 
+/// Rows per Parquet row group.
+const ROW_GROUP_ROWS: usize = 512 * 1024;
+
 /// Streams batches of one table into a Parquet file. Encoding and
 /// compression run on a thread of their own, so conversion and Parquet
-/// encoding use two cores; at most two batches wait in between.
+/// encoding overlap; at most two batches wait in between. Each row group's
+/// columns are encoded in parallel on the rayon pool (the pattern of
+/// parquet's `ArrowColumnWriter` example), so a table of tens of millions
+/// of rows is not held to one core.
 pub struct TableWriter {
     def: &'static TableDef,
     tx: Option<SyncSender<RecordBatch>>,
     worker: Option<JoinHandle<Result<()>>>,
     rows: u64,
+}
+
+/// The worker's side: batches gathered into row groups, each encoded
+/// column by column in parallel and appended in order.
+struct RowGroupEncoder {
+    def: &'static TableDef,
+    schema: SchemaRef,
+    file: SerializedFileWriter<File>,
+    factory: ArrowRowGroupWriterFactory,
+    pending: Vec<RecordBatch>,
+    pending_rows: usize,
+    row_groups: usize,
+}
+
+impl RowGroupEncoder {
+    fn err(def: &TableDef) -> impl Fn(ParquetError) -> Error + '_ {
+        move |source| Error::Parquet {
+            table: def.name.into(),
+            source,
+        }
+    }
+
+    fn write(&mut self, mut batch: RecordBatch) -> Result<()> {
+        while batch.num_rows() > 0 {
+            let take = (ROW_GROUP_ROWS - self.pending_rows).min(batch.num_rows());
+            self.pending.push(batch.slice(0, take));
+            self.pending_rows += take;
+            batch = batch.slice(take, batch.num_rows() - take);
+            if self.pending_rows == ROW_GROUP_ROWS {
+                self.flush()?;
+            }
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        if self.pending_rows == 0 {
+            return Ok(());
+        }
+        let batches = std::mem::take(&mut self.pending);
+        self.pending_rows = 0;
+        let err = Self::err(self.def);
+        let writers = self
+            .factory
+            .create_column_writers(self.row_groups)
+            .map_err(&err)?;
+        // Every column of a trawl table is one Parquet leaf (flat values
+        // or a list of them).
+        debug_assert_eq!(writers.len(), self.schema.fields().len());
+        let schema = &self.schema;
+        let chunks: Vec<std::result::Result<ArrowColumnChunk, ParquetError>> = writers
+            .into_par_iter()
+            .enumerate()
+            .map(|(i, mut w)| {
+                let field = schema.field(i);
+                for b in &batches {
+                    for leaf in compute_leaves(field, b.column(i))? {
+                        w.write(&leaf)?;
+                    }
+                }
+                w.close()
+            })
+            .collect();
+        let mut rg = self.file.next_row_group().map_err(&err)?;
+        for c in chunks {
+            let c = c.map_err(&err)?;
+            c.append_to_row_group(&mut rg).map_err(&err)?;
+        }
+        rg.close().map_err(&err)?;
+        self.row_groups += 1;
+        Ok(())
+    }
+
+    fn close(mut self) -> Result<()> {
+        self.flush()?;
+        self.file.close().map_err(Self::err(self.def))?;
+        Ok(())
+    }
 }
 
 impl TableWriter {
@@ -87,17 +175,28 @@ impl TableWriter {
             table: def.name.into(),
             source,
         };
-        let mut writer = ArrowWriter::try_new(file, def.schema(), Some(writer_properties(def)))
-            .map_err(parquet_err)?;
+        let schema = def.schema();
+        let (file, factory) =
+            ArrowWriter::try_new(file, schema.clone(), Some(writer_properties(def)))
+                .and_then(|w| w.into_serialized_writer())
+                .map_err(parquet_err)?;
+        let mut enc = RowGroupEncoder {
+            def,
+            schema,
+            file,
+            factory,
+            pending: Vec::new(),
+            pending_rows: 0,
+            row_groups: 0,
+        };
         let (tx, rx) = sync_channel::<RecordBatch>(2);
         let worker = std::thread::Builder::new()
             .name(format!("parquet-{}", def.name))
             .spawn(move || -> Result<()> {
                 for batch in rx {
-                    writer.write(&batch).map_err(parquet_err)?;
+                    enc.write(batch)?;
                 }
-                writer.close().map_err(parquet_err)?;
-                Ok(())
+                enc.close()
             })
             .map_err(|e| Error::io(path, e))?;
         Ok(TableWriter {

@@ -16,7 +16,7 @@
 //! numbers are local to the chunk; [`super::Collector`] adds the counts of
 //! the chunks before it. No Arrow here.
 
-use super::{FetchMap, PageStats, Problem, Rows};
+use super::{FetchCache, FetchMap, PageStats, Problem, Rows};
 use super::{Filter, KIND_I, KIND_L, KIND_M, KIND_S};
 
 /// What one chunk of lines held.
@@ -233,6 +233,7 @@ fn line_end(buf: &[u8], i: usize) -> usize {
 /// except for the last chunk of the input, whose unterminated last line is
 /// reported as truncated.
 pub fn parse_chunk(buf: &[u8], filter: &Filter, page_size: u64) -> Chunk {
+    let mut fetch = FetchCache::default();
     let mut c = Chunk {
         rows: Rows::default(),
         fetch: FetchMap::default(),
@@ -292,7 +293,7 @@ pub fn parse_chunk(buf: &[u8], filter: &Filter, page_size: u64) -> Chunk {
                     if !keep {
                         c.filtered += 1;
                     } else if kind == KIND_I {
-                        c.fetch.add(addr, size, 1, ord, ord);
+                        fetch.add(addr, size, ord);
                         if fetch_rows {
                             c.rows.push(ord, kind, addr, size);
                         }
@@ -369,6 +370,7 @@ pub fn parse_chunk(buf: &[u8], filter: &Filter, page_size: u64) -> Chunk {
         }
         i = end;
     }
+    c.fetch = fetch.finish();
     c
 }
 

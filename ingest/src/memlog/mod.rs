@@ -280,6 +280,85 @@ impl FetchMap {
     }
 }
 
+/// Instruction fetches of one block of a log, counted in a direct-mapped
+/// table of whole statistics (one 32-byte slot per address, 256 KB): the
+/// hot path of a loop touches one slot and no hash map. An address pushed
+/// out of its slot is added to the [`FetchMap`]; [`FetchCache::finish`]
+/// adds the rest.
+pub struct FetchCache {
+    slots: Vec<FetchSlot>,
+    map: FetchMap,
+}
+
+#[derive(Clone, Copy)]
+struct FetchSlot {
+    addr: u64,
+    first: i64,
+    last: i64,
+    count: u32,
+    size: u32,
+}
+
+const FETCH_SLOTS: usize = 1 << 13;
+const NO_ADDR: u64 = u64::MAX;
+
+impl Default for FetchCache {
+    fn default() -> Self {
+        FetchCache {
+            slots: vec![
+                FetchSlot {
+                    addr: NO_ADDR,
+                    first: 0,
+                    last: 0,
+                    count: 0,
+                    size: 0,
+                };
+                FETCH_SLOTS
+            ],
+            map: FetchMap::default(),
+        }
+    }
+}
+
+impl FetchCache {
+    /// One fetch of `addr` at ordinal `ord` (ordinals grow).
+    #[inline(always)]
+    pub fn add(&mut self, addr: u64, size: u32, ord: i64) {
+        let h = ((addr ^ (addr >> 13)) as usize) & (FETCH_SLOTS - 1);
+        let s = &mut self.slots[h];
+        if s.addr == addr && s.count < u32::MAX {
+            s.count += 1;
+            s.last = ord;
+            if size > s.size {
+                s.size = size;
+            }
+            return;
+        }
+        let old = *s;
+        *s = FetchSlot {
+            addr,
+            first: ord,
+            last: ord,
+            count: 1,
+            size,
+        };
+        if old.addr != NO_ADDR {
+            self.map
+                .add(old.addr, old.size, old.count as u64, old.first, old.last);
+        }
+    }
+
+    pub fn finish(mut self) -> FetchMap {
+        for s in &self.slots {
+            if s.addr != NO_ADDR {
+                self.map
+                    .add(s.addr, s.size, s.count as u64, s.first, s.last);
+            }
+        }
+        self.map
+    }
+}
+
 /// Accesses of one page.
 #[derive(Clone, Debug)]
 pub struct PageStat {
@@ -309,8 +388,12 @@ pub struct PageStats {
     shift: u32,
     index: FxHashMap<u64, u32>,
     pub pages: Vec<PageStat>,
-    last: (u64, u32),
+    /// Direct-mapped (page, index) cache in front of `index`: accesses
+    /// alternate between a few stack, heap and data pages.
+    recent: [(u64, u32); PAGE_CACHE],
 }
+
+const PAGE_CACHE: usize = 64;
 
 /// Smallest and largest page sizes trawl keeps per-byte maps for.
 pub const MIN_PAGE_SIZE: u64 = 64;
@@ -324,14 +407,15 @@ impl PageStats {
             shift: page_size.trailing_zeros(),
             index: FxHashMap::default(),
             pages: Vec::new(),
-            last: (u64::MAX, 0),
+            recent: [(u64::MAX, 0); PAGE_CACHE],
         }
     }
 
     #[inline(always)]
     fn slot(&mut self, page: u64) -> usize {
-        if self.last.0 == page {
-            return self.last.1 as usize;
+        let h = (page as usize) & (PAGE_CACHE - 1);
+        if self.recent[h].0 == page {
+            return self.recent[h].1 as usize;
         }
         let n = self.pages.len() as u32;
         let words = (self.page_size / 64).max(1) as usize;
@@ -348,7 +432,7 @@ impl PageStats {
             });
             n
         });
-        self.last = (page, i);
+        self.recent[h] = (page, i);
         i as usize
     }
 
@@ -621,34 +705,51 @@ pub fn read_lackey(
             }
             Ok(total)
         });
-        let mut done = false;
-        let mut result = Ok(());
-        while !done {
-            let mut bufs = Vec::with_capacity(batch);
-            while bufs.len() < batch {
-                match rx.recv() {
-                    Ok(b) => bufs.push(b),
-                    Err(_) => {
-                        done = true;
+        // Blocks are parsed on the rayon pool as they arrive, up to
+        // `inflight` at a time, and handed to the collector in input
+        // order; the pool never waits for the collector.
+        let inflight = batch;
+        let (res_tx, res_rx) = channel::<(u64, lackey::Chunk, Vec<u8>)>();
+        let result = rayon::in_place_scope(|scope| -> Result<()> {
+            let (mut sent, mut next) = (0u64, 0u64);
+            let mut eof = false;
+            let mut ready = std::collections::BTreeMap::new();
+            loop {
+                while !eof && sent - next < inflight as u64 {
+                    let b = if sent == next {
+                        rx.recv().ok()
+                    } else {
+                        match rx.try_recv() {
+                            Ok(b) => Some(b),
+                            Err(std::sync::mpsc::TryRecvError::Empty) => break,
+                            Err(std::sync::mpsc::TryRecvError::Disconnected) => None,
+                        }
+                    };
+                    let Some(b) = b else {
+                        eof = true;
                         break;
-                    }
+                    };
+                    let (seq, res_tx) = (sent, res_tx.clone());
+                    sent += 1;
+                    scope.spawn(move |_| {
+                        let c = lackey::parse_chunk(&b, filter, page_size);
+                        let _ = res_tx.send((seq, c, b));
+                    });
+                }
+                if sent == next {
+                    return Ok(());
+                }
+                let Ok((seq, c, b)) = res_rx.recv() else {
+                    return Ok(());
+                };
+                ready.insert(seq, (c, b));
+                while let Some((c, b)) = ready.remove(&next) {
+                    next += 1;
+                    let _ = back_tx.send(b);
+                    collector.add_chunk(c, diags, sink)?;
                 }
             }
-            let chunks: Vec<lackey::Chunk> = bufs
-                .par_iter()
-                .map(|b| lackey::parse_chunk(b, filter, page_size))
-                .collect();
-            for b in bufs {
-                let _ = back_tx.send(b);
-            }
-            for c in chunks {
-                if let Err(e) = collector.add_chunk(c, diags, sink) {
-                    result = Err(e);
-                    done = true;
-                    break;
-                }
-            }
-        }
+        });
         drop(rx);
         let total = reader
             .join()
