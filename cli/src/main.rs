@@ -14,6 +14,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use output::{Format, OutputOpts};
 use trawl_query::analyses::{self, HotspotKey, SampleFilter};
+use trawl_query::lbr::Method;
 use trawl_query::Session;
 
 #[derive(Parser)]
@@ -414,6 +415,53 @@ enum Report {
     /// top N and the rest as [other], with shares; --plot draws them
     /// stacked.
     Timeline(TimelineArgs),
+    /// Branch stacks (LBR, `perf record -b` / `-j any_call,any_ret`) as
+    /// extra samples (seed document 003): time per function under a
+    /// method, the resolution gained, the points, the transitions caller →
+    /// callee, or each sample's call/return sequence.
+    Lbr(LbrArgs),
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum LbrView {
+    /// Per function: samples, points, time and share under the method.
+    Functions,
+    /// Samples, branch entries, points per sample (resolution gained).
+    Summary,
+    /// Every sample and pseudo-sample with its time and weight.
+    Points,
+    /// Branches per (from function, to function, call/return/other).
+    Transitions,
+    /// Per sample: the branch sources FROM15 … FROM0 (oldest first), then
+    /// the sampled function.
+    Sequence,
+}
+
+#[derive(Args)]
+struct LbrArgs {
+    /// Captures (or directories of captures) with branch stacks.
+    #[arg(required = true)]
+    captures: Vec<PathBuf>,
+    /// How a sample's interval is shared with its branch entries: 0
+    /// samples only; 1 equally; 2 each entry its function's execution
+    /// ratio, the sample the rest; 3 in proportion to the ratios; cycles:
+    /// by the entries' cycle counts.
+    #[arg(long, default_value = "3")]
+    method: String,
+    /// Clock rate for --method cycles (default: the lowest rate at which
+    /// no sample's entries outlast its interval).
+    #[arg(long)]
+    ghz: Option<f64>,
+    #[arg(long, value_enum, default_value = "functions")]
+    view: LbrView,
+    /// Only this perf event.
+    #[arg(long)]
+    event: Option<String>,
+    /// For --view points and sequence: only this sample (perf_sample.sample_id).
+    #[arg(long)]
+    sample: Option<i64>,
+    #[command(flatten)]
+    out: OutputOpts,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -446,6 +494,10 @@ struct TimelineArgs {
     /// Shade the ranges where this rule holds in the plot.
     #[command(flatten)]
     rule: RuleArgs,
+    /// Count branch stack entries as samples too, timed by this method (0,
+    /// 1, 2, 3 or cycles; see `trawl report lbr`).
+    #[arg(long, value_name = "METHOD")]
+    lbr: Option<String>,
     #[command(flatten)]
     t0: T0Args,
     #[command(flatten)]
@@ -547,6 +599,10 @@ struct CauseArgs {
     /// moment in the range when the traced processes held the most (`max`).
     #[arg(long, default_value = "start", value_parser = ["start", "max"])]
     at: String,
+    /// For cpu: count branch stack entries as samples too, timed by this
+    /// method (0, 1, 2, 3 or cycles; see `trawl report lbr`).
+    #[arg(long, value_name = "METHOD")]
+    lbr: Option<String>,
     #[command(flatten)]
     t0: T0Args,
     #[command(flatten)]
@@ -798,6 +854,7 @@ fn run(cli: Cli) -> Result<()> {
         Cmd::Report(Report::Exhaustion(a)) => runtime()?.block_on(exhaustion(a)),
         Cmd::Report(Report::Cause(a)) => runtime()?.block_on(cause(a)),
         Cmd::Report(Report::Timeline(a)) => runtime()?.block_on(timeline(a)),
+        Cmd::Report(Report::Lbr(a)) => runtime()?.block_on(report_lbr(a)),
         Cmd::Report(Report::Pages(a)) => runtime()?.block_on(report_pages(a)),
         Cmd::Report(Report::PageReuse(a)) => runtime()?.block_on(report_page_reuse(a)),
         Cmd::Report(Report::MemSymbols(a)) => runtime()?.block_on(report_mem_symbols(a)),
@@ -1163,7 +1220,8 @@ async fn timeline(a: TimelineArgs) -> Result<()> {
         TimelineBy::Module => TimelineKey::Module,
         TimelineBy::Process => TimelineKey::Process,
     };
-    let (df, event) = tl::timeline(&s, window, key, a.top, a.event.as_deref()).await?;
+    let lbr = a.lbr.as_deref().map(Method::parse).transpose()?;
+    let (df, event) = tl::timeline(&s, window, key, a.top, a.event.as_deref(), lbr).await?;
     let batches = df.collect().await?;
     if let Some(p) = &a.plot {
         let first = &s.captures[0].name;
@@ -1297,6 +1355,7 @@ async fn cause(a: CauseArgs) -> Result<()> {
         } else {
             trawl_query::cause::MemoryAt::Start
         },
+        a.lbr.as_deref().map(Method::parse).transpose()?,
     )
     .await?;
     let batches = df.collect().await?;
@@ -1401,6 +1460,35 @@ async fn limited(
         None => df,
     };
     Ok(df.collect().await?)
+}
+
+async fn report_lbr(a: LbrArgs) -> Result<()> {
+    use trawl_query::lbr::{self, View};
+    let s = Session::open(&a.captures).await?;
+    let mut method = Method::parse(&a.method)?;
+    if let Some(g) = a.ghz {
+        if !(g.is_finite() && g > 0.0) {
+            bail!("--ghz {g}: expected a positive clock rate");
+        }
+        if method != Method::Cycles {
+            bail!("--ghz applies to --method cycles");
+        }
+    }
+    let view = match a.view {
+        LbrView::Functions => View::Functions,
+        LbrView::Summary => View::Summary,
+        LbrView::Points => View::Points,
+        LbrView::Transitions => View::Transitions,
+        LbrView::Sequence => View::Sequence,
+    };
+    if !lbr::has_branches(&s).await? {
+        bail!("no branch stacks in the capture: record with `perf record -b` or `-j any_call,any_ret,u` (LBR)");
+    }
+    if a.ghz.is_some() {
+        method = Method::Cycles;
+    }
+    let df = lbr::report(&s, view, method, a.ghz, a.event.as_deref(), a.sample).await?;
+    output::write(&df.collect().await?, &a.out)
 }
 
 async fn report_pages(a: PagesArgs) -> Result<()> {

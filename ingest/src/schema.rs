@@ -52,7 +52,7 @@ impl ColType {
         }
     }
 
-    fn sql_name(self) -> &'static str {
+    pub fn sql_name(self) -> &'static str {
         match self {
             ColType::Bool => "BOOLEAN",
             ColType::Int32 => "INT",
@@ -291,6 +291,10 @@ pub static PERF_BRANCH: TableDef = TableDef {
         col!("priv", UInt32, "Privilege level of the branch target (PERF_BR_PRIV_*)."),
         col!("counters", UInt64, null, "Event counter values of the entry (PERF_SAMPLE_BRANCH_COUNTERS)."),
         col!("hw_idx", UInt64, null, "Hardware index of the newest entry (PERF_SAMPLE_BRANCH_HW_INDEX), same for all entries of a sample."),
+        col!("transfer", DictUtf8, "What the branch did to the call stack: `call` (PERF_BR_CALL, IND_CALL, COND_CALL, SYSCALL, IRQ), `return` (RET, COND_RET, SYSRET, ERET), `other` (jumps); when the type was not saved (`type` 0) it follows from the branch filter (`-j any_call` alone: calls; `-j any_ret` alone: returns), else `other`."),
+        col!("from_frame_id", Int64, "The branch source as a frame (`frame.frame_id`), symbolized like sample frames."),
+        col!("to_frame_id", Int64, "The branch target as a frame (`frame.frame_id`)."),
+        col!("stack_id", Int64, "Call stack at the branch source (`stack.stack_id`), leaf first, rebuilt by walking back from the sample's stack through the newer entries: a call pops the callee, a return pushes the function returned from, other branches move the leaf. Pseudo-samples of `lbr_samples()` carry it."),
     ],
 };
 

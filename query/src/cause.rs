@@ -73,16 +73,23 @@ pub async fn cause(
     lead_ns: i64,
     event: Option<&str>,
     memory_at: MemoryAt,
+    lbr: Option<crate::lbr::Method>,
 ) -> Result<DataFrame> {
     let mut parts = Vec::new();
     let q = match resource {
         Resource::Cpu => {
             let event = crate::analyses::choose_event(s, event).await?;
             crate::time::require_aligned_samples(s, &event).await?;
+            // With `lbr`, the samples and their branch entries'
+            // pseudo-samples (document 003), weighted in ns.
+            let (from, cost) = match lbr {
+                None => ("perf_sample_t".to_string(), "COALESCE(period, 1)"),
+                Some(m) => (format!("lbr_samples({})", m.sql()), "weight_ns"),
+            };
             for (cap, rs) in ranges {
                 for (i, r) in rs.iter().enumerate() {
                     parts.push(format!(
-                        "SELECT capture, {sc}, pid, stack_id, COALESCE(period, 1) AS bytes FROM perf_sample_t \
+                        "SELECT capture, {sc}, pid, stack_id, {cost} AS bytes FROM {from} \
                          WHERE capture = {c} AND CAST(event AS VARCHAR) = {e} AND t_ns >= {a} AND t_ns < {b}",
                         sc = scope_cols(i, r),
                         c = quote(cap),

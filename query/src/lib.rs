@@ -19,6 +19,7 @@
 pub mod analyses;
 pub mod cause;
 pub mod io;
+pub mod lbr;
 pub mod memlog;
 pub mod memory;
 pub mod ranges;
@@ -144,10 +145,16 @@ impl Session {
                         Arc::new(MemTable::try_new(schema, vec![vec![]])?),
                     )?;
                 }
+                // Columns added to a table after a capture was written are
+                // null in that capture.
+                let have = ctx.table_provider(internal.as_str()).await?.schema();
                 let cols = def
                     .columns
                     .iter()
-                    .map(|c| format!("\"{}\"", c.name))
+                    .map(|c| match have.field_with_name(c.name) {
+                        Ok(_) => format!("\"{}\"", c.name),
+                        Err(_) => format!("CAST(NULL AS {}) AS \"{}\"", c.ty.sql_name(), c.name),
+                    })
                     .collect::<Vec<_>>()
                     .join(", ");
                 parts.push(format!(
@@ -165,6 +172,7 @@ impl Session {
         };
         s.times = time::register(&s, origin).await?;
         s.run_script(analyses::FRAME_NAME).await?;
+        lbr::register(&s).await?;
         memory::register(&s).await?;
         memlog::register(&s).await?;
         ranges::register(&s).await?;

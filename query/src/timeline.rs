@@ -33,13 +33,16 @@ impl TimelineKey {
 /// Rows: capture, window_start_s, key (named `by`), samples, cost (the
 /// period sum) and share_pct (of the window's cost), windows of
 /// `window_ns` from the origin; `event` defaults to the event with most
-/// samples.
+/// samples. With `lbr`, the samples are `lbr_samples(method)`: every
+/// sample and its branch entries' pseudo-samples, cost their weight in
+/// ns, and a last column `method`.
 pub async fn timeline(
     s: &Session,
     window_ns: i64,
     key: TimelineKey,
     top: usize,
     event: Option<&str>,
+    lbr: Option<crate::lbr::Method>,
 ) -> Result<(DataFrame, String)> {
     if window_ns <= 0 {
         return Err(Error::Usage("--window must be > 0".into()));
@@ -51,10 +54,22 @@ pub async fn timeline(
         TimelineKey::Module => "module",
         TimelineKey::Process => "process",
     };
+    let (from, cost, method) = match lbr {
+        None => (
+            "perf_sample_t".to_string(),
+            "COALESCE(x.period, 1)",
+            String::new(),
+        ),
+        Some(m) => (
+            format!("lbr_samples({})", m.sql()),
+            "x.weight_ns",
+            format!(", {} AS method", quote(m.sql().trim_matches('\''))),
+        ),
+    };
     let q = format!(
         "WITH k AS ( \
-           SELECT x.capture, window_start(x.t_ns, {w}) AS w, {key} AS key, COALESCE(x.period, 1) AS cost \
-           FROM perf_sample_t x \
+           SELECT x.capture, window_start(x.t_ns, {w}) AS w, {key} AS key, {cost} AS cost \
+           FROM {from} x \
            LEFT JOIN stack_entry l ON l.capture = x.capture AND l.stack_id = x.stack_id AND l.pos = 0 \
            WHERE CAST(x.event AS VARCHAR) = {e} AND x.t_ns IS NOT NULL), \
          tot AS (SELECT capture, key, sum(cost) AS c FROM k GROUP BY capture, key), \
@@ -66,7 +81,7 @@ pub async fn timeline(
            FROM k LEFT JOIN top ON top.capture = k.capture AND top.key = k.key \
            GROUP BY k.capture, k.w, COALESCE(top.key, '[other]')) \
          SELECT capture, CAST(w AS DOUBLE) / 1e9 AS window_start_s, key AS {name}, samples, cost, \
-           round(100.0 * cost / sum(cost) OVER (PARTITION BY capture, w), 2) AS share_pct \
+           round(100.0 * cost / sum(cost) OVER (PARTITION BY capture, w), 2) AS share_pct{method} \
          FROM g ORDER BY capture, w, cost DESC, key",
         w = window_ns,
         key = key.sql(),

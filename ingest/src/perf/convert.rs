@@ -62,6 +62,59 @@ fn list_u64() -> ListBuilder<UInt64Builder> {
     )))
 }
 
+/// What a branch entry did to the call stack (`perf_branch.transfer`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Transfer {
+    Call,
+    Return,
+    Other,
+}
+
+impl Transfer {
+    /// From the entry's PERF_BR_* type; for entries without a saved type,
+    /// from the branch filter when it admits only calls or only returns.
+    fn of(br_type: u32, filter: u64) -> Transfer {
+        match br_type {
+            4 | 5 | 7 | 9 | 12 => return Transfer::Call,
+            6 | 8 | 10 | 11 => return Transfer::Return,
+            0 => {}
+            _ => return Transfer::Other,
+        }
+        // PERF_SAMPLE_BRANCH_*: ANY 3, ANY_CALL 4, ANY_RETURN 5, IND_CALL
+        // 6, COND 10, CALL_STACK 11, IND_JUMP 12, CALL 13.
+        let bit = |b: u32| filter & (1 << b) != 0;
+        let calls = bit(4) || bit(6) || bit(11) || bit(13);
+        let rets = bit(5);
+        let jumps = bit(3) || bit(10) || bit(12);
+        match (calls, rets, jumps) {
+            (true, false, false) => Transfer::Call,
+            (false, true, false) => Transfer::Return,
+            _ => Transfer::Other,
+        }
+    }
+
+    fn as_str(self) -> &'static str {
+        match self {
+            Transfer::Call => "call",
+            Transfer::Return => "return",
+            Transfer::Other => "other",
+        }
+    }
+}
+
+/// The mode of a branch address: the recorded privilege (PERF_BR_PRIV_*:
+/// 1 user, 2 kernel, 3 hypervisor) when known, else kernel for the upper
+/// half of the address space.
+fn branch_mode(addr: u64, privilege: u32) -> CpuMode {
+    match privilege {
+        1 => CpuMode::User,
+        2 => CpuMode::Kernel,
+        3 => CpuMode::Hypervisor,
+        _ if addr >= 0xffff_8000_0000_0000 => CpuMode::Kernel,
+        _ => CpuMode::User,
+    }
+}
+
 fn a<B: arrow::array::ArrayBuilder>(b: &mut B) -> ArrayRef {
     b.finish()
 }
@@ -185,6 +238,10 @@ struct BranchCols {
     privilege: UInt32Builder,
     counters: UInt64Builder,
     hw_idx: UInt64Builder,
+    transfer: Dict,
+    from_frame: Int64Builder,
+    to_frame: Int64Builder,
+    stack: Int64Builder,
 }
 
 struct UserStackCols {
@@ -413,6 +470,11 @@ pub struct PerfConverter {
     comms: HashMap<(i32, i32), (Arc<str>, i32)>,
     threads: HashMap<(i32, i32, i32), ThreadInfo>,
     chain: Vec<i64>,
+    /// Index of the first user frame in `chain` (None: no user frames).
+    chain_user_from: Option<usize>,
+    /// Per branch entry of the current sample: (from frame, to frame,
+    /// stack at the source, transfer).
+    lbr: Vec<(i64, i64, i64, Transfer)>,
     last_thread: Option<LastThread>,
     pub samples_written: u64,
 }
@@ -466,6 +528,8 @@ impl PerfConverter {
             comms: HashMap::default(),
             threads: HashMap::default(),
             chain: Vec::new(),
+            chain_user_from: None,
+            lbr: Vec::new(),
             last_thread: None,
             samples_written: 0,
         })
@@ -795,6 +859,7 @@ impl PerfConverter {
         let ev = &self.events[gid as usize].1;
         let attr_period = (!ev.attr.freq() && ev.attr.sample_period_or_freq > 0)
             .then_some(ev.attr.sample_period_or_freq);
+        let ev_branch_filter = ev.attr.branch_sample_type;
         let mode = s.cpu_mode();
 
         // Consecutive samples mostly come from the same thread: its command
@@ -896,6 +961,8 @@ impl PerfConverter {
             }
         }
 
+        self.branch_frames(s, mode, ev_branch_filter);
+
         let c = &mut self.samples;
         c.sample_id.push(sample_id);
         c.source_id.push(self.source_id);
@@ -930,6 +997,69 @@ impl PerfConverter {
         self.samples_out.rows += 1;
         self.samples_written += 1;
         self.child_rows(sample_id, gid, s)
+    }
+
+    /// The frames of the sample's branch entries and the call stack at
+    /// each entry's source (`self.lbr`, newest entry first). Walking back
+    /// in time from the sample's stack: before a call the callee was not
+    /// on the stack and the caller was at the call site; before a return
+    /// the function returned from was on top of the caller, which was at
+    /// the return address; any other branch only moves the leaf.
+    fn branch_frames(&mut self, s: &Sample<'_>, mode: CpuMode, filter: u64) {
+        self.lbr.clear();
+        let Some(b) = &s.branch else { return };
+        if b.is_empty() {
+            return;
+        }
+        self.resolve_stack(s, mode, false);
+        let user_from = self.chain_user_from;
+        let mut chain = std::mem::take(&mut self.chain);
+        let pid = s.pid;
+        let first_user = b
+            .iter()
+            .next()
+            .is_some_and(|e| branch_mode(e.from, 0) == CpuMode::User);
+        // User-only branch stacks (`-j ...,u`) continue the user part of a
+        // sample taken in the kernel.
+        let mut cur: Vec<i64> = match (first_user, user_from) {
+            (true, Some(i)) => chain[i..].to_vec(),
+            (true, None) if mode.is_kernel() => Vec::new(),
+            _ => chain.clone(),
+        };
+        // Leaf last: pushes and pops at the end.
+        cur.reverse();
+        for e in b.iter() {
+            let from = self.frame(pid, e.from, branch_mode(e.from, 0), false);
+            let tmode = branch_mode(e.to, e.privilege());
+            let to = self.frame(pid, e.to, tmode, false);
+            let transfer = Transfer::of(e.br_type(), filter);
+            match transfer {
+                Transfer::Call => {
+                    cur.pop();
+                    match cur.last_mut() {
+                        Some(top) => *top = from,
+                        None => cur.push(from),
+                    }
+                }
+                Transfer::Return => {
+                    let ret = self.frame(pid, e.to, tmode, true);
+                    match cur.last_mut() {
+                        Some(top) => *top = ret,
+                        None => cur.push(ret),
+                    }
+                    cur.push(from);
+                }
+                Transfer::Other => match cur.last_mut() {
+                    Some(top) => *top = from,
+                    None => cur.push(from),
+                },
+            }
+            let leaf_first: Vec<i64> = cur.iter().rev().copied().collect();
+            let stack = self.stacks.stack(&leaf_first);
+            self.lbr.push((from, to, stack, transfer));
+        }
+        chain.clear();
+        self.chain = chain;
     }
 
     /// Resolves a sample's callchain (or ip) to frames and returns the id of
@@ -991,6 +1121,7 @@ impl PerfConverter {
             }
         }
         let stack_id = (!chain.is_empty()).then(|| self.stacks.stack(&chain));
+        self.chain_user_from = user_from;
         let user_id = match user_from {
             Some(0) => stack_id,
             Some(i) if want_user && i < chain.len() => Some(self.stacks.stack(&chain[i..])),
@@ -1026,7 +1157,12 @@ impl PerfConverter {
         }
         if let Some(b) = &s.branch {
             for (i, e) in b.iter().enumerate() {
+                let (from_frame, to_frame, stack, transfer) = self.lbr[i];
                 let c = &mut self.branches;
+                c.transfer.append_value(transfer.as_str());
+                c.from_frame.append_value(from_frame);
+                c.to_frame.append_value(to_frame);
+                c.stack.append_value(stack);
                 c.sample_id.append_value(sample_id);
                 c.idx.append_value(i as i32);
                 c.from.append_value(e.from);
@@ -1110,6 +1246,10 @@ impl PerfConverter {
                 a(&mut c.privilege),
                 a(&mut c.counters),
                 a(&mut c.hw_idx),
+                a(&mut c.transfer),
+                a(&mut c.from_frame),
+                a(&mut c.to_frame),
+                a(&mut c.stack),
             ];
             self.branches_out.w.write_columns(cols)?;
             self.branches_out.rows = 0;

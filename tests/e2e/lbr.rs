@@ -1,0 +1,863 @@
+//! Branch stacks as extra samples (issue 7, seed document 003). This
+//! machine cannot record LBR: the captures are written with
+//! `trawl_ingest::perf::writer` around the real binary
+//! `fixtures/perf/bin/lbr` (`src/lbr.c`: the document's F1, F2, F3 and the
+//! p3 call pattern of its Fig. 10), at the addresses `objdump -d` gives
+//! for its calls and returns, and read back with the real
+//! `perf script -F ip,sym,brstack,brstacksym`. Expected times per method
+//! are worked out by hand below.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use trawl_ingest::perf::header::{sample, Attr};
+use trawl_ingest::perf::records::{context, BranchEntry};
+use trawl_ingest::perf::writer::{PerfDataWriter, SampleOut};
+
+use crate::common::*;
+
+/// Where the binary is mapped (one mapping from file offset 0; the PIE's
+/// text offsets equal its virtual addresses).
+const BASE: u64 = 0x5555_0000_0000;
+const KBASE: u64 = 0xffff_ffff_8100_0000;
+/// 100 µs cpu-clock period, the document's sampling interval.
+const T: u64 = 100_000;
+const PID: i32 = 4242;
+
+/// PERF_SAMPLE_BRANCH_*: USER 0, ANY_CALL 4, ANY_RETURN 5, TYPE_SAVE 16.
+const BR_USER: u64 = 1 << 0;
+const BR_ANY_CALL: u64 = 1 << 4;
+const BR_ANY_RETURN: u64 = 1 << 5;
+const BR_TYPE_SAVE: u64 = 1 << 16;
+/// PERF_BR_* types (entry flags bits 20-23).
+const CALL: u64 = 4;
+const RET: u64 = 6;
+const SYSCALL: u64 = 7;
+const SYSRET: u64 = 8;
+
+/// The calls and returns of `bin/lbr`, from `objdump -d`.
+struct Disasm {
+    /// Function start addresses.
+    start: HashMap<String, u64>,
+    /// (caller, callee) → (call instruction, return address).
+    calls: HashMap<(String, String), (u64, u64)>,
+    /// Function → its `ret` instruction.
+    ret: HashMap<String, u64>,
+}
+
+fn disasm() -> Disasm {
+    let out = Command::new("objdump")
+        .args(["-d", "--no-show-raw-insn"])
+        .arg(fixture_bin().join("lbr"))
+        .output()
+        .expect("objdump (binutils)");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let mut d = Disasm {
+        start: HashMap::new(),
+        calls: HashMap::new(),
+        ret: HashMap::new(),
+    };
+    let mut cur = String::new();
+    let mut pending: Option<(String, u64)> = None;
+    for l in text.lines() {
+        // "00000000000011f0 <p3_f2>:"
+        if let Some(name) = l.strip_suffix(">:") {
+            if let Some((a, n)) = name.split_once(" <") {
+                cur = n.to_string();
+                d.start
+                    .insert(cur.clone(), u64::from_str_radix(a, 16).unwrap());
+            }
+            continue;
+        }
+        // "    11f4:\tcall   11ae <p3_B>"
+        let Some((a, ins)) = l.trim().split_once(":\t") else {
+            continue;
+        };
+        let Ok(addr) = u64::from_str_radix(a, 16) else {
+            continue;
+        };
+        if let Some((callee, at)) = pending.take() {
+            d.calls.insert((cur.clone(), callee), (at, addr));
+        }
+        let ins = ins.trim();
+        if ins.starts_with("call") {
+            if let Some(c) = ins.split('<').nth(1) {
+                pending = Some((c.trim_end_matches('>').to_string(), addr));
+            }
+        } else if ins.starts_with("ret") {
+            d.ret.insert(cur.clone(), addr);
+        }
+    }
+    d
+}
+
+impl Disasm {
+    fn f(&self, name: &str) -> u64 {
+        BASE + self.start[name]
+    }
+    /// The branch of `caller` calling `callee`.
+    fn call(&self, caller: &str, callee: &str) -> BranchEntry {
+        let (at, _) = self.calls[&(caller.to_string(), callee.to_string())];
+        entry(BASE + at, self.f(callee), CALL, 0)
+    }
+    /// The return of `callee` into `caller`.
+    fn ret(&self, callee: &str, caller: &str) -> BranchEntry {
+        let (_, back) = self.calls[&(caller.to_string(), callee.to_string())];
+        entry(BASE + self.ret[callee], BASE + back, RET, 0)
+    }
+    /// The return address in `caller` after its call of `callee`.
+    fn back(&self, caller: &str, callee: &str) -> u64 {
+        BASE + self.calls[&(caller.to_string(), callee.to_string())].1
+    }
+}
+
+fn hex_bytes(h: &str) -> Vec<u8> {
+    (0..h.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&h[i..i + 2], 16).unwrap())
+        .collect()
+}
+
+fn entry(from: u64, to: u64, ty: u64, cycles: u64) -> BranchEntry {
+    BranchEntry {
+        from,
+        to,
+        // predicted, cycles, type
+        flags: 2 | (cycles << 4) | (ty << 20),
+        counters: None,
+    }
+}
+
+/// The binary's path in the written mmap records: where it is in the tests
+/// (so perf finds it), a path of no checkout in the committed fixtures
+/// (trawl finds the binary by build-id with `--debug-dir
+/// fixtures/perf/bin`; perf after `perf buildid-cache -a
+/// fixtures/perf/bin/lbr`).
+fn bin_path(committed: bool) -> String {
+    if committed {
+        "/opt/trawl-fixtures/bin/lbr".into()
+    } else {
+        fixture_bin().join("lbr").to_string_lossy().into_owned()
+    }
+}
+
+fn writer(filter: u64, path: &str) -> (PerfDataWriter, usize) {
+    let mut w = PerfDataWriter::new();
+    let mut at = Attr::sampling(
+        1,
+        0,
+        T,
+        sample::IP
+            | sample::TID
+            | sample::TIME
+            | sample::PERIOD
+            | sample::CALLCHAIN
+            | sample::BRANCH_STACK,
+    );
+    at.branch_sample_type = filter;
+    let ev = w.add_event(at, "cpu-clock");
+    w.mmap_kernel(KBASE, 0x100_0000, KBASE, "[kernel.kallsyms]_text", 1);
+    w.comm(PID, PID, "lbr", 2, true);
+    let bin = fixture_bin().join("lbr");
+    let bid = trawl_symbolize::build_id_of(&bin).unwrap();
+    w.mmap2(
+        PID,
+        PID,
+        BASE,
+        0x10_0000,
+        0,
+        path,
+        3,
+        Some(&hex_bytes(&bid)),
+    );
+    (w, ev)
+}
+
+/// A sample `at` (address in the binary) in `leaf` with the frame-pointer
+/// chain `callers` (outermost last) and branch entries (newest first).
+fn smp(ev: usize, time: u64, ip: u64, callers: &[u64], branch: Vec<BranchEntry>) -> SampleOut {
+    let mut callchain = vec![context::USER, ip];
+    callchain.extend_from_slice(callers);
+    SampleOut {
+        event: ev,
+        ip,
+        pid: PID,
+        tid: PID,
+        time,
+        period: T,
+        callchain,
+        branch,
+        ..Default::default()
+    }
+}
+
+/// Capture A (Fig. 8, `-j any_ret,u`, types not saved): 20 samples 100 µs
+/// apart, leaves F1 ×2, F2 ×6, F3 ×2, p3_B ×5, p3_C ×5, so the execution
+/// ratios are F1 10 %, F2 30 %, F3 10 %. The last sample, in F3, holds the
+/// returns of F1 and F2 (F1 older) with cycle counts 6000 and 18000 (LBR
+/// cycle fields are 16 bits); the
+/// others hold empty branch stacks.
+fn fig8(d: &Disasm, path: &str) -> (Vec<u8>, Vec<SampleOut>) {
+    let (mut w, ev) = writer(BR_USER | BR_ANY_RETURN, path);
+    let main_back = |f: &str| d.back("main", f);
+    let leaves = [
+        "F1", "F2", "F2", "F2", "p3_B", "p3_C", "F3", "p3_B", "p3_C", "F2", "p3_B", "p3_C", "F1",
+        "F2", "p3_B", "p3_C", "F2", "p3_B", "p3_C", "F3",
+    ];
+    let mut out = Vec::new();
+    for (k, f) in leaves.iter().enumerate() {
+        let time = 1_000_000 + T * k as u64;
+        let ip = d.f(f) + 4;
+        let callers: Vec<u64> = match *f {
+            "p3_B" | "p3_C" => vec![
+                d.back("p3_f2", f),
+                d.back("p3_f1", "p3_f2"),
+                d.back("p3_A", "p3_f1"),
+                d.back("p3", "p3_A"),
+                main_back("p3"),
+            ],
+            _ => vec![main_back(f)],
+        };
+        let branch = if k == leaves.len() - 1 {
+            let mut f2 = d.ret("F2", "main");
+            f2.flags |= 18_000 << 4;
+            let mut f1 = d.ret("F1", "main");
+            f1.flags |= 6_000 << 4;
+            // Types not saved: the filter (returns only) says what they are.
+            f2.flags &= !(0xf << 20);
+            f1.flags &= !(0xf << 20);
+            vec![f2, f1]
+        } else {
+            Vec::new()
+        };
+        let s = smp(ev, time, ip, &callers, branch);
+        w.sample(&s);
+        out.push(s);
+    }
+    w.finished_round();
+    (w.to_bytes(), out)
+}
+
+/// Capture B (`-j any_call,any_ret,u,save_type`): the sample of Fig. 10
+/// in p3_C with its 16 entries, then bad and unusual stacks: 3 entries, an
+/// entry to an unmapped address, kernel entries (a system call and its
+/// return).
+fn fig10(d: &Disasm, path: &str) -> (Vec<u8>, Vec<SampleOut>) {
+    let (mut w, ev) = writer(BR_USER | BR_ANY_CALL | BR_ANY_RETURN | BR_TYPE_SAVE, path);
+    let chain = [
+        d.back("p3_f2", "p3_C"),
+        d.back("p3_f1", "p3_f2"),
+        d.back("p3_A", "p3_f1"),
+        d.back("p3", "p3_A"),
+        d.back("main", "p3"),
+    ];
+    let fig10 = vec![
+        d.call("p3_f2", "p3_C"), // FROM0
+        d.ret("p3_B", "p3_f2"),
+        d.call("p3_f2", "p3_B"),
+        d.call("p3_f1", "p3_f2"),
+        d.call("p3_A", "p3_f1"),
+        d.call("p3", "p3_A"), // FROM5
+        d.ret("p3_A", "p3"),
+        d.ret("p3_f1", "p3_A"),
+        d.ret("p3_f2", "p3_f1"),
+        d.ret("p3_C", "p3_f2"),
+        d.call("p3_f2", "p3_C"), // FROM10
+        d.ret("p3_B", "p3_f2"),
+        d.call("p3_f2", "p3_B"),
+        d.call("p3_f1", "p3_f2"),
+        d.call("p3_A", "p3_f1"),
+        d.call("p3", "p3_A"), // FROM15
+    ];
+    let mut out = Vec::new();
+    out.push(smp(ev, 1_000_000, d.f("p3_C") + 4, &chain, fig10));
+    // A short stack: F2 returned, main called F3.
+    out.push(smp(
+        ev,
+        1_000_000 + T,
+        d.f("F3") + 4,
+        &[d.back("main", "F3")],
+        vec![
+            d.call("main", "F3"),
+            d.ret("F2", "main"),
+            d.call("main", "F2"),
+        ],
+    ));
+    // A call into an address no mapping covers (a JIT without a map).
+    out.push(smp(
+        ev,
+        1_000_000 + 2 * T,
+        0x1234_5678,
+        &[d.back("main", "F1")],
+        vec![entry(d.f("F1") + 8, 0x1234_5000, CALL, 0)],
+    ));
+    // Kernel entries: a system call from F2 and its return.
+    let k = KBASE + 0x150;
+    let mut sysret = entry(k + 0x40, d.f("F2") + 12, SYSRET, 0);
+    sysret.flags |= 1 << 30; // target privilege: user
+    let mut sys = entry(d.f("F2") + 10, k, SYSCALL, 0);
+    sys.flags |= 2 << 30; // target privilege: kernel
+    out.push(smp(
+        ev,
+        1_000_000 + 3 * T,
+        d.f("F2") + 14,
+        &[d.back("main", "F2")],
+        vec![sysret, sys],
+    ));
+    for s in &out {
+        w.sample(s);
+    }
+    w.finished_round();
+    (w.to_bytes(), out)
+}
+
+fn write(dir: &Path, name: &str, bytes: &[u8]) -> PathBuf {
+    let f = dir.join(name);
+    std::fs::write(&f, bytes).unwrap();
+    f
+}
+
+/// `perf script -F FIELD` lines, one per sample (`-G`: no call chains):
+/// `brstacksym` gives "from+off/to+off/P/-/-/cycles/TYPE" per entry,
+/// `brstack` the same with addresses.
+fn perf_field(file: &Path, field: &str) -> Vec<String> {
+    perf(&["script", "-G", "-F", field, "-i", file.to_str().unwrap()])
+        .lines()
+        .map(|l| l.trim().to_string())
+        .collect()
+}
+
+fn perf_brstack(file: &Path) -> Vec<String> {
+    perf_field(file, "brstacksym")
+}
+
+fn ingest(dir: &Path, file: &Path) -> PathBuf {
+    let cap = dir.join(file.file_stem().unwrap());
+    ingest_file(
+        file,
+        &cap,
+        &["--debug-dir", fixture_bin().to_str().unwrap()],
+    );
+    cap
+}
+
+#[test]
+fn written_branch_stacks_read_back_in_perf() {
+    let d = disasm();
+    let dir = tempfile::tempdir().unwrap();
+    let (a, _) = fig8(&d, &bin_path(false));
+    let (b, _) = fig10(&d, &bin_path(false));
+    let fa = write(dir.path(), "fig8.data", &a);
+    let fb = write(dir.path(), "fig10.data", &b);
+    // perf names both ends from the binary: Fig. 10's stack, newest first.
+    let lines = perf_brstack(&fb);
+    let first = &lines[0];
+    let syms = perf_field(&fb, "ip,sym");
+    assert!(syms[0].ends_with("p3_C"), "{syms:?}");
+    let want = [
+        "p3_f2", "p3_B", "p3_f2", "p3_f1", "p3_A", "p3", "p3_A", "p3_f1", "p3_f2", "p3_C", "p3_f2",
+        "p3_B", "p3_f2", "p3_f1", "p3_A", "p3",
+    ];
+    let froms: Vec<&str> = first
+        .split_whitespace()
+        .map(|e| e.split('/').next().unwrap().split('+').next().unwrap())
+        .collect();
+    assert_eq!(froms, want, "perf script brstacksym sources: {first}");
+    // The raw addresses and types, entry by entry, as written.
+    let (_, samples) = fig10(&d, &bin_path(false));
+    let raw = perf_field(&fb, "brstack");
+    for (l, s) in raw.iter().zip(&samples) {
+        let got: Vec<(u64, u64, String)> = l
+            .split_whitespace()
+            .map(|e| {
+                let p: Vec<&str> = e.split('/').collect();
+                let h = |x: &str| u64::from_str_radix(x.trim_start_matches("0x"), 16).unwrap();
+                (h(p[0]), h(p[1]), p[6].to_string())
+            })
+            .collect();
+        let want: Vec<(u64, u64, String)> = s
+            .branch
+            .iter()
+            .map(|e| {
+                let t = match e.br_type() {
+                    4 => "CALL",
+                    6 => "RET",
+                    7 => "SYSCALL",
+                    8 => "SYSRET",
+                    _ => "-",
+                };
+                (e.from, e.to, t.to_string())
+            })
+            .collect();
+        assert_eq!(got, want, "perf script -F brstack: {l}");
+    }
+    // Fig. 8: the F3 sample's entries are the returns of F2 and F1.
+    let last = perf_brstack(&fa).pop().unwrap();
+    let froms: Vec<&str> = last
+        .split_whitespace()
+        .map(|e| e.split('/').next().unwrap().split('+').next().unwrap())
+        .collect();
+    assert_eq!(froms, ["F2", "F1"], "{last}");
+    let tos: Vec<&str> = last
+        .split_whitespace()
+        .map(|e| e.split('/').nth(1).unwrap().split('+').next().unwrap())
+        .collect();
+    assert_eq!(tos, ["main", "main"], "{last}");
+}
+
+#[test]
+fn branch_table_matches_perf_script() {
+    let d = disasm();
+    let dir = tempfile::tempdir().unwrap();
+    let (b, samples) = fig10(&d, &bin_path(false));
+    let fb = write(dir.path(), "fig10.data", &b);
+    let cap = ingest(dir.path(), &fb);
+    let rows = sql_rows(
+        &cap,
+        "SELECT sample_id, idx, from_ip, to_ip, from_function, to_function, transfer, from_module, to_module \
+         FROM branch ORDER BY sample_id, idx",
+    );
+    let n: usize = samples.iter().map(|s| s.branch.len()).sum();
+    assert_eq!(rows.len(), n);
+    // Same sources and targets as perf script's brstacksym (perf names
+    // unmapped addresses [unknown], trawl by their address; perf names
+    // the written kernel addresses from this machine's /proc/kallsyms,
+    // trawl only from the recorded kernel's symbols, which a written file
+    // lacks: kernel ends are compared by module).
+    let lines = perf_brstack(&fb);
+    let mut k = 0;
+    for l in &lines {
+        for e in l.split_whitespace() {
+            let p: Vec<&str> = e.split('/').collect();
+            let name = |s: &str| s.split('+').next().unwrap().to_string();
+            let r = &rows[k];
+            if r[7] == "[kernel.kallsyms]" {
+                assert!(r[4].starts_with("0xffffffff81"), "{r:?}");
+            } else if !name(p[0]).starts_with("[unknown]") {
+                assert_eq!(r[4], name(p[0]), "from of row {r:?} vs perf {e}");
+            }
+            if r[8] == "[kernel.kallsyms]" {
+                assert!(r[5].starts_with("0xffffffff81"), "{r:?}");
+            } else if !name(p[1]).starts_with("[unknown]") {
+                assert_eq!(r[5], name(p[1]), "to of row {r:?} vs perf {e}");
+            }
+            k += 1;
+        }
+    }
+    assert_eq!(k, n, "perf script printed every entry");
+    // Fig. 10: calls and returns as saved.
+    let fig: Vec<&Vec<String>> = rows.iter().filter(|r| r[0] == rows[0][0]).collect();
+    assert_eq!(fig.len(), 16);
+    assert_eq!(fig[0][6], "call");
+    assert_eq!(fig[1][6], "return");
+    // The unmapped target keeps its address as its name.
+    let unmapped = rows
+        .iter()
+        .find(|r| r[3] == 0x1234_5000u64.to_string())
+        .unwrap();
+    assert_eq!(unmapped[5], "0x0000000012345000");
+    assert_eq!(unmapped[4], "F1");
+    // Kernel entries: the system call's target and the return's source
+    // are kernel frames; the transfer follows the saved type.
+    let k_rows: Vec<&Vec<String>> = rows
+        .iter()
+        .filter(|r| r[7] == "[kernel.kallsyms]")
+        .collect();
+    assert_eq!(k_rows.len(), 1, "{rows:?}");
+    assert_eq!(k_rows[0][6], "return");
+    let sys = rows
+        .iter()
+        .find(|r| r[6] == "call" && r[4] == "F2")
+        .unwrap();
+    assert_eq!(
+        (sys[1].as_str(), sys[8].as_str()),
+        ("1", "[kernel.kallsyms]")
+    );
+}
+
+#[test]
+fn fig10_sequence_stacks_and_transitions() {
+    let d = disasm();
+    let dir = tempfile::tempdir().unwrap();
+    let (b, _) = fig10(&d, &bin_path(false));
+    let cap = ingest(dir.path(), &write(dir.path(), "fig10.data", &b));
+    // The sequence, oldest first, then the sampled function (Fig. 10).
+    let seq = csv_maps(&trawl_ok(&[
+        "report",
+        "lbr",
+        cap.to_str().unwrap(),
+        "--view",
+        "sequence",
+        "--sample",
+        "0",
+        "--format",
+        "csv",
+    ]));
+    let got: Vec<(String, String)> = seq
+        .iter()
+        .map(|r| (r["entry"].clone(), r["function"].clone()))
+        .collect();
+    let want = [
+        ("FROM15", "p3"),
+        ("FROM14", "p3_A"),
+        ("FROM13", "p3_f1"),
+        ("FROM12", "p3_f2"),
+        ("FROM11", "p3_B"),
+        ("FROM10", "p3_f2"),
+        ("FROM9", "p3_C"),
+        ("FROM8", "p3_f2"),
+        ("FROM7", "p3_f1"),
+        ("FROM6", "p3_A"),
+        ("FROM5", "p3"),
+        ("FROM4", "p3_A"),
+        ("FROM3", "p3_f1"),
+        ("FROM2", "p3_f2"),
+        ("FROM1", "p3_B"),
+        ("FROM0", "p3_f2"),
+        ("sample", "p3_C"),
+    ];
+    let want: Vec<(String, String)> = want
+        .iter()
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+        .collect();
+    assert_eq!(got, want);
+    // The call stack rebuilt at each entry's source, walking back from the
+    // sample's stack [p3_C p3_f2 p3_f1 p3_A p3 main] (worked by hand: a call
+    // pops the callee, a return pushes the function returned from).
+    let stacks = sql_rows(
+        &cap,
+        "SELECT b.idx, string_agg(e.function, ' ' ORDER BY e.pos) \
+         FROM perf_branch b JOIN stack_entry e ON e.capture = b.capture AND e.stack_id = b.stack_id \
+         WHERE b.sample_id = 0 GROUP BY b.idx ORDER BY b.idx",
+    );
+    let outer = "p3 main";
+    let want = [
+        format!("p3_f2 p3_f1 p3_A {outer}"),
+        format!("p3_B p3_f2 p3_f1 p3_A {outer}"),
+        format!("p3_f2 p3_f1 p3_A {outer}"),
+        format!("p3_f1 p3_A {outer}"),
+        format!("p3_A {outer}"),
+        outer.to_string(),
+        format!("p3_A {outer}"),
+        format!("p3_f1 p3_A {outer}"),
+        format!("p3_f2 p3_f1 p3_A {outer}"),
+        format!("p3_C p3_f2 p3_f1 p3_A {outer}"),
+        format!("p3_f2 p3_f1 p3_A {outer}"),
+        format!("p3_B p3_f2 p3_f1 p3_A {outer}"),
+        format!("p3_f2 p3_f1 p3_A {outer}"),
+        format!("p3_f1 p3_A {outer}"),
+        format!("p3_A {outer}"),
+        outer.to_string(),
+    ];
+    let got: Vec<String> = stacks.iter().map(|r| r[1].clone()).collect();
+    assert_eq!(got, want);
+    // Transitions of the Fig. 10 sample: 2 of each call, returns as seen.
+    let tr = csv_maps(&trawl_ok(&[
+        "report",
+        "lbr",
+        cap.to_str().unwrap(),
+        "--view",
+        "transitions",
+        "--format",
+        "csv",
+    ]));
+    let count = |from: &str, to: &str, t: &str| {
+        tr.iter()
+            .find(|r| r["from_function"] == from && r["to_function"] == to && r["transfer"] == t)
+            .map_or(0, |r| r["entries"].parse::<i64>().unwrap())
+    };
+    for (a, b) in [
+        ("p3_f2", "p3_C"),
+        ("p3_f2", "p3_B"),
+        ("p3_f1", "p3_f2"),
+        ("p3_A", "p3_f1"),
+        ("p3", "p3_A"),
+    ] {
+        assert_eq!(count(a, b, "call"), 2, "{a} -> {b}");
+    }
+    assert_eq!(count("p3_B", "p3_f2", "return"), 2);
+    for (a, b) in [
+        ("p3_A", "p3"),
+        ("p3_f1", "p3_A"),
+        ("p3_f2", "p3_f1"),
+        ("p3_C", "p3_f2"),
+    ] {
+        assert_eq!(count(a, b, "return"), 1, "{a} -> {b}");
+    }
+    // The short stack's main -> F3 and F2 -> main.
+    assert_eq!(count("main", "F3", "call"), 1);
+    assert_eq!(count("F2", "main", "return"), 1);
+}
+
+/// (function, time_ns relative to the F3 sample, weight_ns) of the F3
+/// sample's points under `method`.
+fn points(cap: &Path, method: &str, extra: &[&str]) -> Vec<(String, i64, f64)> {
+    let mut args = vec![
+        "report",
+        "lbr",
+        cap.to_str().unwrap(),
+        "--view",
+        "points",
+        "--sample",
+        "19",
+        "--method",
+        method,
+        "--format",
+        "csv",
+    ];
+    args.extend_from_slice(extra);
+    let rows = csv_maps(&trawl_ok(&args));
+    let t = 1_000_000 + 19 * T as i64;
+    rows.iter()
+        .map(|r| {
+            (
+                r["function"].clone(),
+                r["time_ns"].parse::<i64>().unwrap() - t,
+                r["weight_ns"].parse::<f64>().unwrap(),
+            )
+        })
+        .collect()
+}
+
+fn close(got: &[(String, i64, f64)], want: &[(&str, i64, f64)]) {
+    assert_eq!(got.len(), want.len(), "{got:?}");
+    for (g, w) in got.iter().zip(want) {
+        assert_eq!(g.0, w.0, "{got:?}");
+        assert!(
+            (g.1 - w.1).abs() <= 1,
+            "time of {}: {got:?} vs {want:?}",
+            w.0
+        );
+        assert!(
+            (g.2 - w.2).abs() < 0.01,
+            "weight of {}: {got:?} vs {want:?}",
+            w.0
+        );
+    }
+}
+
+#[test]
+fn fig8_methods_by_hand() {
+    let d = disasm();
+    let dir = tempfile::tempdir().unwrap();
+    let (a, _) = fig8(&d, &bin_path(false));
+    let cap = ingest(dir.path(), &write(dir.path(), "fig8.data", &a));
+    // Returns-only filter without saved types: both entries are returns.
+    assert_eq!(
+        sql_scalar(
+            &cap,
+            "SELECT string_agg(CAST(transfer AS VARCHAR), '+') FROM perf_branch"
+        ),
+        "return+return"
+    );
+    // T = 100 µs before the F3 sample; ratios F1 10 %, F2 30 %, F3 10 %;
+    // entries F1 (older), F2. Slices oldest first, each point at its end.
+    // 0: F3 alone.
+    close(&points(&cap, "0", &[]), &[("F3", 0, 100_000.0)]);
+    // 1: thirds.
+    close(
+        &points(&cap, "1", &[]),
+        &[
+            ("F1", -66_667, 33_333.333),
+            ("F2", -33_333, 33_333.333),
+            ("F3", 0, 33_333.333),
+        ],
+    );
+    // 2: F1 10 % of T, F2 30 %, F3 the remaining 60 %.
+    close(
+        &points(&cap, "2", &[]),
+        &[
+            ("F1", -90_000, 10_000.0),
+            ("F2", -60_000, 30_000.0),
+            ("F3", 0, 60_000.0),
+        ],
+    );
+    // 3: 10 : 30 : 10 of T.
+    close(
+        &points(&cap, "3", &[]),
+        &[
+            ("F1", -80_000, 20_000.0),
+            ("F2", -20_000, 60_000.0),
+            ("F3", 0, 20_000.0),
+        ],
+    );
+    // cycles at 0.6 GHz: 6000 and 18000 cycles = 10 and 30 µs; F3 the
+    // rest.
+    close(
+        &points(&cap, "cycles", &["--ghz", "0.6"]),
+        &[
+            ("F1", -90_000, 10_000.0),
+            ("F2", -60_000, 30_000.0),
+            ("F3", 0, 60_000.0),
+        ],
+    );
+    // cycles, clock estimated: 24000 cycles in 100 µs → 0.24 GHz, the
+    // entries fill the interval.
+    close(
+        &points(&cap, "cycles", &[]),
+        &[
+            ("F1", -75_000, 25_000.0),
+            ("F2", 0, 75_000.0),
+            ("F3", 0, 0.0),
+        ],
+    );
+    // Resolution: 20 samples, 2 entries: 22 points (1.1 per sample).
+    let sum = csv_maps(&trawl_ok(&[
+        "report",
+        "lbr",
+        cap.to_str().unwrap(),
+        "--view",
+        "summary",
+        "--method",
+        "cycles",
+        "--format",
+        "csv",
+    ]));
+    assert_eq!(sum[0]["samples"], "20");
+    assert_eq!(sum[0]["entries"], "2");
+    assert_eq!(sum[0]["points"], "22");
+    assert_eq!(sum[0]["points_per_sample"], "1.1");
+    assert_eq!(sum[0]["ghz"], "0.24");
+    // Functions under method 3: F1 gains 20 µs over its two samples.
+    let f = csv_maps(&trawl_ok(&[
+        "report",
+        "lbr",
+        cap.to_str().unwrap(),
+        "--method",
+        "3",
+        "--format",
+        "csv",
+    ]));
+    let time = |n: &str| -> f64 {
+        f.iter().find(|r| r["function"] == n).unwrap()["time_ms"]
+            .parse()
+            .unwrap()
+    };
+    assert!((time("F1") - 0.22).abs() < 1e-9, "{f:?}");
+    assert!((time("F2") - 0.66).abs() < 1e-9, "{f:?}");
+    assert!((time("F3") - 0.12).abs() < 1e-9, "{f:?}");
+    // The total is still the sampled time: 20 × 100 µs.
+    let total: f64 = f.iter().map(|r| r["time_ms"].parse::<f64>().unwrap()).sum();
+    assert!((total - 2.0).abs() < 1e-6);
+}
+
+#[test]
+fn time_window_reports_take_pseudo_samples() {
+    let d = disasm();
+    let dir = tempfile::tempdir().unwrap();
+    let (a, _) = fig8(&d, &bin_path(false));
+    let cap = ingest(dir.path(), &write(dir.path(), "fig8.data", &a));
+    // The timeline in 20 µs windows from the first sample (t0 = first =
+    // 1 ms): the last interval [2.8 ms, 2.9 ms) under method 3 puts F1's
+    // point at 2.82 ms, F2's at 2.88 ms, F3 at 2.9 ms.
+    let tl = csv_maps(&trawl_ok(&[
+        "report",
+        "timeline",
+        cap.to_str().unwrap(),
+        "--window",
+        "20us",
+        "--lbr",
+        "3",
+        "--format",
+        "csv",
+    ]));
+    let at = |f: &str| {
+        tl.iter()
+            .filter(|r| r["function"] == f)
+            .map(|r| {
+                (
+                    (r["window_start_s"].parse::<f64>().unwrap() * 1e6).round() as i64,
+                    r["cost"].parse::<i64>().unwrap(),
+                    r["method"].clone(),
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    assert!(
+        at("F1").contains(&(1820, 20_000, "3".into())),
+        "{:?}",
+        at("F1")
+    );
+    assert!(
+        at("F2").contains(&(1880, 60_000, "3".into())),
+        "{:?}",
+        at("F2")
+    );
+    assert!(
+        at("F3").contains(&(1900, 20_000, "3".into())),
+        "{:?}",
+        at("F3")
+    );
+    // Without --lbr the same window holds only the sample.
+    let plain = csv_maps(&trawl_ok(&[
+        "report",
+        "timeline",
+        cap.to_str().unwrap(),
+        "--window",
+        "20us",
+        "--format",
+        "csv",
+    ]));
+    assert!(plain
+        .iter()
+        .all(|r| !(r["function"] == "F1" && r["window_start_s"].starts_with("0.00182"))));
+    // Causes of CPU use in the last interval: F1, F2 and F3 by method 2.
+    let c = csv_maps(&trawl_ok(&[
+        "report",
+        "cause",
+        cap.to_str().unwrap(),
+        "--resource",
+        "cpu",
+        "--range",
+        "0.0018..0.0019",
+        "--lbr",
+        "2",
+        "--app",
+        fixture_bin().to_str().unwrap(),
+        "--format",
+        "csv",
+    ]));
+    let ns = |f: &str| -> f64 {
+        c.iter()
+            .filter(|r| r["actual_function"] == f)
+            .map(|r| r["cpu_ns"].parse::<f64>().unwrap())
+            .sum()
+    };
+    assert_eq!((ns("F1"), ns("F2")), (10_000.0, 30_000.0), "{c:?}");
+}
+
+#[test]
+fn lbr_report_needs_branch_stacks() {
+    let cap_dir = tempfile::tempdir().unwrap();
+    let cap = cap_dir.path().join("c");
+    ingest_file(&fixture("hot-fp.data"), &cap, &["--no-symbolize"]);
+    let o = trawl(&["report", "lbr", cap.to_str().unwrap()]);
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("no branch stacks"));
+    let o = trawl(&["report", "lbr", cap.to_str().unwrap(), "--method", "7"]);
+    assert!(!o.status.success());
+}
+
+/// The committed `fixtures/perf/lbr-fig8.data` and `lbr-fig10.data` are
+/// what this file's writers produce (with the binary at
+/// `/opt/trawl-fixtures/bin/lbr`);
+/// `TRAWL_WRITE_FIXTURES=1` rewrites them.
+#[test]
+fn committed_fixtures_are_the_written_ones() {
+    let d = disasm();
+    let path = bin_path(true);
+    for (name, bytes) in [
+        ("lbr-fig8.data", fig8(&d, &path).0),
+        ("lbr-fig10.data", fig10(&d, &path).0),
+    ] {
+        let f = fixture(name);
+        if std::env::var_os("TRAWL_WRITE_FIXTURES").is_some() {
+            std::fs::write(&f, &bytes).unwrap();
+        }
+        assert!(
+            std::fs::read(&f).unwrap() == bytes,
+            "{name} differs from the writer's output: rerun with TRAWL_WRITE_FIXTURES=1"
+        );
+    }
+}
