@@ -1511,6 +1511,29 @@ impl PerfConverter {
 mod tests {
     use super::*;
 
+    #[test]
+    fn branch_transfer_from_type_or_filter() {
+        // Saved types: CALL, IND_CALL, SYSCALL are calls; RET, SYSRET
+        // returns; COND a jump.
+        for t in [4, 5, 7, 9, 12] {
+            assert_eq!(Transfer::of(t, 0), Transfer::Call);
+        }
+        for t in [6, 8, 10, 11] {
+            assert_eq!(Transfer::of(t, 0), Transfer::Return);
+        }
+        assert_eq!(Transfer::of(1, 1 << 5), Transfer::Other);
+        // Unsaved: the filter decides when it admits one kind only.
+        let user = 1;
+        assert_eq!(Transfer::of(0, user | 1 << 4), Transfer::Call);
+        assert_eq!(Transfer::of(0, user | 1 << 11), Transfer::Call);
+        assert_eq!(Transfer::of(0, user | 1 << 5), Transfer::Return);
+        assert_eq!(Transfer::of(0, user | 1 << 4 | 1 << 5), Transfer::Other);
+        assert_eq!(Transfer::of(0, user | 1 << 3), Transfer::Other);
+        assert_eq!(branch_mode(0xffff_ffff_8100_0000, 0), CpuMode::Kernel);
+        assert_eq!(branch_mode(0xffff_ffff_8100_0000, 1), CpuMode::User);
+        assert_eq!(branch_mode(0x40_1000, 0), CpuMode::User);
+    }
+
     fn lookup(space: &AddressSpace, ip: u64) -> Option<&MapEntry> {
         space
             .range(..=ip)
