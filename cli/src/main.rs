@@ -420,6 +420,43 @@ enum Report {
     /// method, the resolution gained, the points, the transitions caller →
     /// callee, or each sample's call/return sequence.
     Lbr(LbrArgs),
+    /// RAPL energy per function (or process, source line, CPU): each
+    /// interval's package, cores and DRAM energy split across the samples
+    /// taken in it by a per-core indicator (seed document 004, Fig. 2).
+    Energy(EnergyArgs),
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum EnergyBy {
+    Function,
+    Process,
+    Line,
+    Cpu,
+}
+
+#[derive(Args)]
+struct EnergyArgs {
+    /// Captures with perf samples and energy readings of the same run.
+    #[arg(required = true)]
+    captures: Vec<PathBuf>,
+    #[arg(long, value_enum, default_value = "function")]
+    by: EnergyBy,
+    /// The perf event whose samples get the energy (default: the one with
+    /// most samples).
+    #[arg(long)]
+    event: Option<String>,
+    /// What a sample weighs in the package, cores, gpu and psys split:
+    /// `period`, `samples` or `read:EVENT` (a counter read at the samples,
+    /// e.g. read:cycles).
+    #[arg(long, default_value = "period")]
+    core_indicator: String,
+    /// The same for the DRAM split (e.g. read:LLC-load-misses).
+    #[arg(long, default_value = "period")]
+    dram_indicator: String,
+    #[command(flatten)]
+    t0: T0Args,
+    #[command(flatten)]
+    out: OutputOpts,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -855,6 +892,7 @@ fn run(cli: Cli) -> Result<()> {
         Cmd::Report(Report::Cause(a)) => runtime()?.block_on(cause(a)),
         Cmd::Report(Report::Timeline(a)) => runtime()?.block_on(timeline(a)),
         Cmd::Report(Report::Lbr(a)) => runtime()?.block_on(report_lbr(a)),
+        Cmd::Report(Report::Energy(a)) => runtime()?.block_on(report_energy(a)),
         Cmd::Report(Report::Pages(a)) => runtime()?.block_on(report_pages(a)),
         Cmd::Report(Report::PageReuse(a)) => runtime()?.block_on(report_page_reuse(a)),
         Cmd::Report(Report::MemSymbols(a)) => runtime()?.block_on(report_mem_symbols(a)),
@@ -935,6 +973,9 @@ fn ingest(a: &IngestArgs) -> Result<()> {
                 ("records", "mem_access rows")
             }
             trawl_ingest::Format::ProcMaps => ("mappings", "samples"),
+            trawl_ingest::Format::Powercap | trawl_ingest::Format::PerfStat => {
+                ("readings", "energy rows")
+            }
             _ => ("records", "samples"),
         };
         eprintln!(
@@ -1460,6 +1501,22 @@ async fn limited(
         None => df,
     };
     Ok(df.collect().await?)
+}
+
+async fn report_energy(a: EnergyArgs) -> Result<()> {
+    use trawl_query::energy::{self, EnergyKey, Indicator};
+    let s = a.t0.open(&a.captures).await?;
+    let core = Indicator::parse(&a.core_indicator)?;
+    let dram = Indicator::parse(&a.dram_indicator)?;
+    energy::sample_energy(&s, a.event.as_deref(), &core, &dram).await?;
+    let key = match a.by {
+        EnergyBy::Function => EnergyKey::Function,
+        EnergyBy::Process => EnergyKey::Process,
+        EnergyBy::Line => EnergyKey::Line,
+        EnergyBy::Cpu => EnergyKey::Cpu,
+    };
+    let df = energy::report(&s, key).await?;
+    output::write(&df.collect().await?, &a.out)
 }
 
 async fn report_lbr(a: LbrArgs) -> Result<()> {

@@ -26,6 +26,7 @@
 pub mod capture;
 pub mod columns;
 pub mod diag;
+pub mod energy;
 mod error;
 pub mod memlog;
 pub mod metrics;
@@ -63,6 +64,8 @@ pub enum Format {
     Lackey,
     MemBinary,
     ProcMaps,
+    Powercap,
+    PerfStat,
 }
 
 impl Format {
@@ -80,6 +83,8 @@ impl Format {
             Format::Lackey => "lackey",
             Format::MemBinary => "trawl-memlog",
             Format::ProcMaps => "proc-maps",
+            Format::Powercap => "powercap-csv",
+            Format::PerfStat => "perf-stat",
         }
     }
 }
@@ -97,6 +102,8 @@ pub fn detect(head: &[u8]) -> Option<Format> {
         None if memlog::lackey::sniff(head) => Some(Format::Lackey),
         None if memlog::maps::sniff(head) => Some(Format::ProcMaps),
         None if strace::sniff(head) => Some(Format::Strace),
+        None if energy::sniff(head) == Some(energy::Kind::Powercap) => Some(Format::Powercap),
+        None if energy::sniff(head) == Some(energy::Kind::PerfStat) => Some(Format::PerfStat),
         None => match metrics::sniff(head) {
             Some(metrics::Kind::Vmstat) => Some(Format::Vmstat),
             Some(metrics::Kind::Iostat) => Some(Format::Iostat),
@@ -239,6 +246,7 @@ pub fn ingest_with_unwinder(
     let mut sconv = strace::convert::StraceConverter::new(&mut cap)?;
     let mut mconv = metrics::convert::MetricConverter::new(&mut cap, tz)?;
     let mut mem = memlog::convert::MemConverter::new();
+    let mut econv = energy::convert::EnergyConverter::new(&mut cap)?;
     opts.mem.check().map_err(Error::Usage)?;
     let mut extra_meta = Vec::new();
     if let Some(u) = unwinder {
@@ -252,6 +260,7 @@ pub fn ingest_with_unwinder(
         conv.begin_source(i as i32);
         sconv.begin_source(i as i32);
         mconv.begin_source(i as i32);
+        econv.begin_source(i as i32);
         // (clock, utc offset) of the input; perf's are filled in below from
         // its header.
         let mut clock = ("none".to_string(), None);
@@ -348,6 +357,35 @@ pub fn ingest_with_unwinder(
                     pipe: false,
                 }
             }
+            Format::Powercap | Format::PerfStat => {
+                let bytes = match stream {
+                    Some(mut s) => {
+                        let mut v = Vec::new();
+                        s.read_to_end(&mut v).map_err(|e| Error::io(input, e))?;
+                        v
+                    }
+                    None => std::fs::read(input).map_err(|e| Error::io(input, e))?,
+                };
+                let text = String::from_utf8_lossy(&bytes);
+                let before = econv.readings;
+                let rows = if format == Format::Powercap {
+                    clock = ("utc".into(), Some(0));
+                    energy::read_powercap(&text, &mut diags, &mut econv)?
+                } else {
+                    clock = ("perf-stat:relative".into(), None);
+                    energy::read_perf_stat(&text, &mut diags, &mut econv)?
+                };
+                for (line, kind, message) in std::mem::take(&mut econv.problems) {
+                    diags.report(Position::Line(line), Severity::Warning, kind, message)?;
+                }
+                econv.flush()?;
+                perf::PerfStats {
+                    bytes: bytes.len() as u64,
+                    records: rows,
+                    samples: econv.readings - before,
+                    pipe: false,
+                }
+            }
             Format::Strace => {
                 let s = strace::ingest_strace(
                     input,
@@ -387,6 +425,7 @@ pub fn ingest_with_unwinder(
     }
     sconv.finish(&mut cap, &mut conv.stacks, &mut conv.syscalls)?;
     mconv.finish(&mut cap)?;
+    econv.finish(&mut cap)?;
     mem.finish(&mut cap)?;
     let mut pairs = conv.finish(&mut cap)?;
     for (i, s) in summaries.iter_mut().enumerate() {

@@ -563,6 +563,23 @@ pub static METRIC: TableDef = TableDef {
     ],
 };
 
+pub static ENERGY: TableDef = TableDef {
+    name: "energy",
+    doc: "RAPL energy readings (seed document 004): one row per reading of a domain's counter, from a powercap CSV (`scripts/rapl-sample.sh`: cumulative µJ counters of `/sys/class/powercap/intel-rapl:*`) or `perf stat -I MS -x, -e power/energy-*/` output (joules per interval). `delta_uj` is the energy of the interval `(time_ns - interval_ns, time_ns]`.",
+    columns: &[
+        col!("source_id", Int32, "Input (`source.source_id`)."),
+        col!("line", Int64, "Line of the input."),
+        col!("time_ns", Int64, "Time of the reading on the input's clock (`source.clock`): ns since the epoch for powercap CSV (`utc`), since perf stat started for perf stat output (`perf-stat:relative`, not placed on UTC)."),
+        col!("package", Int32, null, "Package (socket): `intel-rapl:P` of the zone, perf stat's `S<P>` with `--per-socket`; null when the input does not say."),
+        col!("domain", DictUtf8, "`package`, `cores`, `dram`, `gpu` (powercap's `uncore`) or `psys`."),
+        col!("zone", Utf8, "The counter as the input names it: `intel-rapl:0:1`, `power/energy-pkg/`."),
+        col!("energy_uj", Float64, null, "Cumulative energy: the counter as read (powercap; it wraps at `max_energy_range_uj`), or the running sum of perf stat's intervals."),
+        col!("delta_uj", Float64, null, "Energy of the interval ending at this reading (µJ), wrap-around undone; null for a counter's first reading and when it went back with no known wrap range."),
+        col!("interval_ns", Int64, null, "Length of that interval (ns since the counter's previous reading; perf stat: since the previous interval or the start)."),
+        col!("wrapped", Bool, "The counter wrapped (or went back) in the interval."),
+    ],
+};
+
 pub static MEM_ACCESS: TableDef = TableDef {
     name: "mem_access",
     doc: "Memory accesses of a valgrind lackey log (`valgrind --tool=lackey --trace-mem=yes`) or a trawl binary memory log, in log order: loads, stores and modifies, plus every instruction fetch when ingested with `--fetch-rows` (otherwise fetches are summarised per address in `mem_fetch`). Rows dropped by the ingest filters (`--mem-kinds`, `--mem-range`) are absent; `capture_meta` keys `mem_kinds` and `mem_ranges` say which were kept.",
@@ -657,6 +674,7 @@ pub static TABLES: &[&TableDef] = &[
     &SYSCALL,
     &STRACE_EVENT,
     &METRIC,
+    &ENERGY,
     &MEM_ACCESS,
     &MEM_FETCH,
     &MEM_PAGE,

@@ -18,6 +18,7 @@
 
 pub mod analyses;
 pub mod cause;
+pub mod energy;
 pub mod io;
 pub mod lbr;
 pub mod memlog;

@@ -10,7 +10,8 @@
 //! - `time_base`: per capture and input, the clock, `offset_ns` (native +
 //!   offset = `t_ns`; null when the input cannot be placed on the capture's
 //!   axis), the origin in UTC and how it was found;
-//! - `perf_sample_t`, `syscall_t`, `metric_t`: the tables with `t_ns`;
+//! - `perf_sample_t`, `syscall_t`, `metric_t`, `energy_t`: the tables
+//!   with `t_ns`;
 //! - `window_start(t_ns, window_ns)`: the start of the window `t_ns` falls
 //!   in (windows start at the origin).
 
@@ -187,7 +188,8 @@ pub async fn register(s: &Session, origin: &Origin) -> Result<Vec<CaptureTime>> 
     // Earliest times per input.
     let firsts = "SELECT capture, source_id, min(time_ns) AS n, CAST(NULL AS BIGINT) AS u FROM perf_sample GROUP BY 1, 2 \
          UNION ALL SELECT capture, source_id, min(time_ns), CAST(NULL AS BIGINT) FROM syscall GROUP BY 1, 2 \
-         UNION ALL SELECT capture, source_id, min(time_ns), min(utc_ns) FROM metric GROUP BY 1, 2";
+         UNION ALL SELECT capture, source_id, min(time_ns), min(utc_ns) FROM metric GROUP BY 1, 2 \
+         UNION ALL SELECT capture, source_id, min(time_ns), CAST(NULL AS BIGINT) FROM energy GROUP BY 1, 2";
     for b in rows(s, firsts).await? {
         let cap = crate::string_values(b.column(0));
         for i in 0..b.num_rows() {
@@ -353,6 +355,8 @@ async fn register_tables(s: &Session, caps: &[CaptureTime]) -> Result<()> {
          FROM perf_sample x JOIN time_base b ON x.capture = b.capture AND x.source_id = b.source_id",
         "CREATE VIEW syscall_t AS SELECT x.*, x.time_ns + b.offset_ns AS t_ns \
          FROM syscall x JOIN time_base b ON x.capture = b.capture AND x.source_id = b.source_id",
+        "CREATE VIEW energy_t AS SELECT x.*, x.time_ns + b.offset_ns AS t_ns \
+         FROM energy x JOIN time_base b ON x.capture = b.capture AND x.source_id = b.source_id",
         "CREATE VIEW metric_t AS SELECT x.*, \
            CASE WHEN x.utc_ns IS NOT NULL AND b.origin_utc_ns IS NOT NULL THEN x.utc_ns - b.origin_utc_ns \
                 ELSE x.time_ns + b.offset_ns END AS t_ns \

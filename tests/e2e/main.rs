@@ -6,6 +6,7 @@
 
 mod bad_input;
 mod common;
+mod energy;
 mod lbr;
 mod lines;
 mod memlog;

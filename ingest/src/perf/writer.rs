@@ -113,6 +113,10 @@ pub struct PerfDataWriter {
     pub cmdline: Vec<String>,
     /// (name, leader event index, members) for the GROUP_DESC feature.
     pub groups: Vec<(String, u32, u32)>,
+    /// (clockid, wall-clock ns, the clock's ns read at the same moment)
+    /// for the CLOCKID and CLOCK_DATA features (`perf record -k`); set the
+    /// events' `use_clockid` flag and `clockid` too.
+    pub clock_data: Option<(u32, u64, u64)>,
 }
 
 fn pad8(b: &mut Vec<u8>) {
@@ -541,6 +545,16 @@ impl PerfDataWriter {
                 }
             }
             feats.push((Feature::EVENT_DESC, b));
+        }
+        if let Some((clockid, wall, clk)) = self.clock_data {
+            // CLOCKID: the clock's resolution; CLOCK_DATA: version 1.
+            feats.push((Feature::CLOCKID, 1u64.to_le_bytes().to_vec()));
+            let mut b = Vec::new();
+            b.extend_from_slice(&1u32.to_le_bytes());
+            b.extend_from_slice(&clockid.to_le_bytes());
+            b.extend_from_slice(&wall.to_le_bytes());
+            b.extend_from_slice(&clk.to_le_bytes());
+            feats.push((Feature::CLOCK_DATA, b));
         }
         if !self.groups.is_empty() {
             let mut b = Vec::new();

@@ -1,0 +1,177 @@
+//! Energy readings → Arrow batches of `energy`: the energy of each
+//! interval between consecutive readings of a counter, wrap-arounds
+//! undone, readings out of order and counters that went back reported.
+
+use std::collections::HashMap;
+
+use arrow::array::{
+    ArrayRef, BooleanBuilder, Float64Builder, Int32Builder, Int64Builder, StringBuilder,
+    StringDictionaryBuilder,
+};
+use arrow::datatypes::Int32Type;
+
+use super::{Reading, ReadingSink, Value};
+use crate::schema;
+use crate::writer::{CaptureWriter, TableWriter};
+use crate::Result;
+
+#[derive(Default)]
+struct Cols {
+    source: Int32Builder,
+    line: Int64Builder,
+    time: Int64Builder,
+    package: Int32Builder,
+    domain: StringDictionaryBuilder<Int32Type>,
+    zone: StringBuilder,
+    energy: Float64Builder,
+    delta: Float64Builder,
+    interval: Int64Builder,
+    wrapped: BooleanBuilder,
+    rows: usize,
+}
+
+/// A problem found while turning readings into intervals: (line, kind,
+/// message).
+pub type Problem = (u64, &'static str, String);
+
+pub struct EnergyConverter {
+    cols: Cols,
+    out: TableWriter,
+    source_id: i32,
+    /// Per counter (package, domain, zone): the last reading's time and
+    /// cumulative value.
+    last: HashMap<(Option<i32>, &'static str, String), (i64, f64)>,
+    pub problems: Vec<Problem>,
+    pub readings: u64,
+}
+
+impl EnergyConverter {
+    pub fn new(cap: &mut CaptureWriter) -> Result<Self> {
+        Ok(EnergyConverter {
+            cols: Cols::default(),
+            out: cap.open_table(&schema::ENERGY)?,
+            source_id: 0,
+            last: HashMap::new(),
+            problems: Vec::new(),
+            readings: 0,
+        })
+    }
+
+    pub fn begin_source(&mut self, source_id: i32) {
+        self.source_id = source_id;
+        self.last.clear();
+        self.problems.clear();
+    }
+
+    fn row(
+        &mut self,
+        r: &Reading,
+        energy: Option<f64>,
+        delta: Option<f64>,
+        interval: Option<i64>,
+        wrapped: bool,
+    ) {
+        let c = &mut self.cols;
+        c.source.append_value(self.source_id);
+        c.line.append_value(r.line as i64);
+        c.time.append_value(r.time_ns);
+        c.package.append_option(r.package);
+        c.domain.append_value(r.domain);
+        c.zone.append_value(&r.zone);
+        c.energy.append_option(energy);
+        c.delta.append_option(delta);
+        c.interval.append_option(interval);
+        c.wrapped.append_value(wrapped);
+        c.rows += 1;
+        self.readings += 1;
+    }
+
+    /// Writes the rows gathered so far.
+    pub fn flush(&mut self) -> Result<()> {
+        if self.cols.rows == 0 {
+            return Ok(());
+        }
+        let c = &mut self.cols;
+        let cols: Vec<ArrayRef> = vec![
+            std::sync::Arc::new(c.source.finish()),
+            std::sync::Arc::new(c.line.finish()),
+            std::sync::Arc::new(c.time.finish()),
+            std::sync::Arc::new(c.package.finish()),
+            std::sync::Arc::new(c.domain.finish()),
+            std::sync::Arc::new(c.zone.finish()),
+            std::sync::Arc::new(c.energy.finish()),
+            std::sync::Arc::new(c.delta.finish()),
+            std::sync::Arc::new(c.interval.finish()),
+            std::sync::Arc::new(c.wrapped.finish()),
+        ];
+        c.rows = 0;
+        self.out.write_columns(cols)
+    }
+
+    pub fn finish(mut self, cap: &mut CaptureWriter) -> Result<()> {
+        self.flush()?;
+        cap.close_table(self.out)?;
+        Ok(())
+    }
+}
+
+impl ReadingSink for EnergyConverter {
+    fn reading(&mut self, r: Reading) {
+        let key = (r.package, r.domain, r.zone.clone());
+        match r.value {
+            Value::Delta { uj, interval_ns } => {
+                let (t0, sum) = self.last.get(&key).copied().unwrap_or((i64::MIN, 0.0));
+                if r.time_ns <= t0 {
+                    self.problems.push((
+                        r.line,
+                        "out_of_order",
+                        format!(
+                            "{} reading at {} ns is not after the previous one ({t0} ns): skipped",
+                            r.zone, r.time_ns
+                        ),
+                    ));
+                    return;
+                }
+                self.last.insert(key, (r.time_ns, sum + uj));
+                self.row(&r, Some(sum + uj), Some(uj), interval_ns, false);
+            }
+            Value::Cumulative { uj, max } => {
+                let Some(&(t0, prev)) = self.last.get(&key) else {
+                    // The first reading of a counter starts its intervals.
+                    self.last.insert(key, (r.time_ns, uj));
+                    self.row(&r, Some(uj), None, None, false);
+                    return;
+                };
+                if r.time_ns <= t0 {
+                    self.problems.push((
+                        r.line,
+                        "out_of_order",
+                        format!(
+                            "{} reading at {} ns is not after the previous one ({t0} ns): skipped",
+                            r.zone, r.time_ns
+                        ),
+                    ));
+                    return;
+                }
+                self.last.insert(key, (r.time_ns, uj));
+                let interval = Some(r.time_ns - t0);
+                if uj >= prev {
+                    self.row(&r, Some(uj), Some(uj - prev), interval, false);
+                } else if let Some(m) = max {
+                    // The counter wrapped at max_energy_range_uj.
+                    self.row(&r, Some(uj), Some(uj + m - prev), interval, true);
+                } else {
+                    self.problems.push((
+                        r.line,
+                        "counter_wrap",
+                        format!(
+                            "{} went back from {prev} to {uj} µJ and its max_energy_range_uj is unknown: the interval's energy is left null",
+                            r.zone
+                        ),
+                    ));
+                    self.row(&r, Some(uj), None, interval, true);
+                }
+            }
+        }
+    }
+}

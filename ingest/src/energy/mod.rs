@@ -1,0 +1,299 @@
+//! RAPL energy readings (seed document 004) → typed [`Reading`]s (no
+//! Arrow here; [`convert`] makes the `energy` table).
+//!
+//! - [`read_powercap`]: a CSV of powercap counter readings, header naming
+//!   `time`, `zone`, `energy_uj` and optionally `name` (the zone's
+//!   `name` file: `package-0`, `core`, `uncore`, `dram`, `psys`) and
+//!   `max_energy_range_uj` (where the counter wraps), as
+//!   `scripts/rapl-sample.sh` writes it from
+//!   `/sys/class/powercap/intel-rapl:*`. Cumulative: deltas come from
+//!   consecutive readings, wrap-arounds through `max_energy_range_uj`.
+//! - [`read_perf_stat`]: `perf stat -I MS -x, -e power/energy-pkg/,...`
+//!   output: joules per interval (deltas), times relative to perf stat's
+//!   start.
+
+pub mod convert;
+
+use crate::diag::{Diagnostics, Position, Severity};
+
+/// A RAPL domain.
+pub fn domain_of_name(name: &str) -> Option<&'static str> {
+    let n = name.trim().to_ascii_lowercase();
+    let n = n.trim_start_matches("power/").trim_end_matches('/');
+    Some(match n {
+        _ if n.starts_with("package") || n == "energy-pkg" || n == "pkg" => "package",
+        "core" | "cores" | "energy-cores" => "cores",
+        "dram" | "ram" | "energy-ram" => "dram",
+        "uncore" | "gpu" | "energy-gpu" => "gpu",
+        "psys" | "energy-psys" => "psys",
+        _ => return None,
+    })
+}
+
+/// One reading of one domain's counter.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Reading {
+    /// Line of the input (1-based).
+    pub line: u64,
+    /// ns on the input's clock.
+    pub time_ns: i64,
+    /// Package (socket) number, when the input says.
+    pub package: Option<i32>,
+    pub domain: &'static str,
+    /// The zone as the input names it (`intel-rapl:0:1`, `power/energy-pkg/`).
+    pub zone: String,
+    /// What was read.
+    pub value: Value,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Value {
+    /// A cumulative counter in µJ that wraps at `max` µJ (when known).
+    Cumulative { uj: f64, max: Option<f64> },
+    /// The energy of the interval ending at the reading, in µJ.
+    Delta { uj: f64, interval_ns: Option<i64> },
+}
+
+pub trait ReadingSink {
+    fn reading(&mut self, r: Reading);
+}
+
+/// What a file is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Powercap,
+    PerfStat,
+}
+
+fn powercap_header(
+    line: &str,
+) -> Option<(usize, usize, usize, Option<usize>, Option<usize>, usize)> {
+    let names: Vec<String> = line
+        .split(',')
+        .map(|c| c.trim().trim_matches('"').to_ascii_lowercase())
+        .collect();
+    let at = |n: &str| names.iter().position(|c| c == n);
+    Some((
+        at("time")?,
+        at("zone")?,
+        at("energy_uj")?,
+        at("name"),
+        at("max_energy_range_uj"),
+        names.len(),
+    ))
+}
+
+/// A perf stat CSV line: (time s, socket, value, unit, event).
+fn perf_stat_fields(line: &str) -> Option<(f64, Option<i32>, &str, &str, &str)> {
+    let f: Vec<&str> = line.split(',').map(str::trim).collect();
+    let time: f64 = f.first()?.parse().ok()?;
+    // `--per-socket`: time,S0,CPUS,value,unit,event,...
+    let (socket, rest) = match f.get(1) {
+        Some(s) if s.starts_with('S') && s[1..].parse::<i32>().is_ok() => {
+            (Some(s[1..].parse().ok()?), &f[3..])
+        }
+        _ => (None, &f[1..]),
+    };
+    if rest.len() < 3 {
+        return None;
+    }
+    Some((time, socket, rest[0], rest[1], rest[2]))
+}
+
+pub fn sniff(head: &[u8]) -> Option<Kind> {
+    let text = String::from_utf8_lossy(head);
+    let mut lines = text
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'));
+    let first = lines.next()?;
+    if powercap_header(first).is_some() {
+        return Some(Kind::Powercap);
+    }
+    let power = |l: &str| {
+        perf_stat_fields(l).is_some_and(|(_, _, _, _, ev)| ev.starts_with("power/energy-"))
+    };
+    if power(first) {
+        return Some(Kind::PerfStat);
+    }
+    None
+}
+
+/// A time field: epoch seconds or RFC 3339 → ns since the epoch.
+fn utc_time(s: &str) -> Option<i64> {
+    let s = s.trim().trim_matches('"');
+    if let Ok(secs) = s.parse::<f64>() {
+        return (secs.is_finite() && secs > 0.0 && secs < 1e11)
+            .then(|| (secs * 1e9).round() as i64);
+    }
+    chrono::DateTime::parse_from_rfc3339(s)
+        .ok()?
+        .timestamp_nanos_opt()
+}
+
+/// `intel-rapl:P[:S]` → P.
+fn zone_package(zone: &str) -> Option<i32> {
+    let rest = zone.split(':').nth(1)?;
+    rest.parse().ok()
+}
+
+pub fn read_powercap(
+    text: &str,
+    diags: &mut Diagnostics,
+    sink: &mut dyn ReadingSink,
+) -> crate::Result<u64> {
+    let mut lines = text.lines().enumerate();
+    let Some((_, first)) = lines.next() else {
+        return Ok(0);
+    };
+    let Some((t, z, e, name, max, width)) = powercap_header(first) else {
+        diags.report(
+            Position::Line(1),
+            Severity::Error,
+            "missing_columns",
+            "the header names no time, zone and energy_uj columns: nothing read",
+        )?;
+        return Ok(0);
+    };
+    let mut rows = 0;
+    for (i, line) in lines {
+        let n = i as u64 + 1;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let f: Vec<&str> = line
+            .split(',')
+            .map(|c| c.trim().trim_matches('"'))
+            .collect();
+        if f.len() != width {
+            crate::metrics::bad_width(diags, n, f.len(), width)?;
+            continue;
+        }
+        let Some(time_ns) = utc_time(f[t]) else {
+            diags.report(
+                Position::Line(n),
+                Severity::Warning,
+                "bad_time",
+                format!("unreadable time {:?}: reading skipped", f[t]),
+            )?;
+            continue;
+        };
+        let Ok(uj) = f[e].parse::<f64>() else {
+            crate::metrics::bad_value(diags, n, "energy_uj", f[e])?;
+            continue;
+        };
+        let zone = f[z];
+        let domain = name
+            .and_then(|k| domain_of_name(f[k]))
+            .or_else(|| (zone.matches(':').count() == 1).then_some("package"));
+        let Some(domain) = domain else {
+            diags.report(
+                Position::Line(n),
+                Severity::Warning,
+                "unknown_domain",
+                format!(
+                    "zone {zone:?}{}: not a RAPL domain trawl knows (package, core, uncore, dram, psys): reading skipped",
+                    name.map(|k| format!(" named {:?}", f[k])).unwrap_or_default()
+                ),
+            )?;
+            continue;
+        };
+        let max = max
+            .and_then(|k| f[k].parse::<f64>().ok())
+            .filter(|m| *m > 0.0);
+        sink.reading(Reading {
+            line: n,
+            time_ns,
+            package: zone_package(zone),
+            domain,
+            zone: zone.to_string(),
+            value: Value::Cumulative { uj, max },
+        });
+        rows += 1;
+    }
+    Ok(rows)
+}
+
+pub fn read_perf_stat(
+    text: &str,
+    diags: &mut Diagnostics,
+    sink: &mut dyn ReadingSink,
+) -> crate::Result<u64> {
+    let mut rows = 0;
+    // The interval: the time since the previous line of the same event.
+    let mut last: std::collections::HashMap<(Option<i32>, String), i64> = Default::default();
+    for (i, line) in text.lines().enumerate() {
+        let n = i as u64 + 1;
+        let l = line.trim();
+        if l.is_empty() || l.starts_with('#') {
+            continue;
+        }
+        let Some((secs, socket, value, unit, event)) = perf_stat_fields(l) else {
+            diags.report(
+                Position::Line(n),
+                Severity::Warning,
+                "bad_row",
+                format!("not a `perf stat -I -x,` line: {:?}: skipped", clip(l)),
+            )?;
+            continue;
+        };
+        let time_ns = (secs * 1e9).round() as i64;
+        let Some(domain) = domain_of_name(event) else {
+            diags.report(
+                Position::Line(n),
+                Severity::Warning,
+                "unknown_domain",
+                format!("event {event:?} is not a RAPL energy event: skipped"),
+            )?;
+            continue;
+        };
+        let Ok(j) = value.parse::<f64>() else {
+            diags.report(
+                Position::Line(n),
+                Severity::Warning,
+                "not_counted",
+                format!("{event} at {secs} s: {value:?}: no reading"),
+            )?;
+            continue;
+        };
+        let scale = match unit {
+            "Joules" | "J" => 1e6,
+            "mJ" => 1e3,
+            "uJ" | "µJ" => 1.0,
+            other => {
+                diags.report(
+                    Position::Line(n),
+                    Severity::Warning,
+                    "bad_unit",
+                    format!("{event}: unit {other:?} (expected Joules): skipped"),
+                )?;
+                continue;
+            }
+        };
+        let key = (socket, event.to_string());
+        let interval_ns = match last.insert(key, time_ns) {
+            Some(prev) => Some(time_ns - prev),
+            // The first interval starts when perf stat started.
+            None => Some(time_ns),
+        };
+        sink.reading(Reading {
+            line: n,
+            time_ns,
+            package: socket,
+            domain,
+            zone: event.to_string(),
+            value: Value::Delta {
+                uj: j * scale,
+                interval_ns,
+            },
+        });
+        rows += 1;
+    }
+    Ok(rows)
+}
+
+fn clip(s: &str) -> &str {
+    match s.char_indices().nth(80) {
+        Some((i, _)) => &s[..i],
+        None => s,
+    }
+}

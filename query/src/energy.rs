@@ -1,0 +1,323 @@
+//! Energy per function (issue 8, seed document 004 §2.2, Fig. 2).
+//!
+//! Each interval of a RAPL domain's counter (`energy_t`: `delta_uj` over
+//! `(t_ns - interval_ns, t_ns]`) is shared among the samples taken in it
+//! in proportion to a per-sample indicator, summed per core that is the
+//! document's split of package energy across cores (cores 20 J at 70 : 30
+//! → 14 J and 6 J) followed by the split of each core's share among the
+//! functions sampled on it. The core indicator (package, cores, gpu, psys)
+//! and the DRAM indicator are chosen separately: the sample's period
+//! (time on CPU for `cpu-clock`), one per sample, or the increase of a
+//! counter read at the samples (`read:EVENT`, e.g. unhalted cycles for
+//! cores and LLC misses for DRAM). Energy of an interval with no samples
+//! (or all indicators zero) is kept as `[unattributed]`.
+//!
+//! The sweep is Rust (two sorted streams); [`sample_energy`] registers its
+//! result as the table `sample_energy` and the report is SQL over it.
+
+use std::sync::Arc;
+
+use datafusion::arrow::array::{
+    Array, AsArray, Float64Builder, Int32Builder, Int64Builder, RecordBatch, StringBuilder,
+};
+use datafusion::arrow::datatypes::{DataType, Field, Float64Type, Int64Type, Schema};
+use datafusion::datasource::MemTable;
+use datafusion::prelude::DataFrame;
+
+use crate::memory::quote;
+use crate::{Error, Result, Session};
+
+/// What a sample weighs when an interval's energy is shared.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Indicator {
+    /// The sample's period.
+    Period,
+    /// One per sample.
+    Samples,
+    /// The increase of a counter read at the samples (`perf_sample_read`).
+    Read(String),
+}
+
+impl Indicator {
+    pub fn parse(s: &str) -> Result<Indicator> {
+        Ok(match s {
+            "period" => Indicator::Period,
+            "samples" => Indicator::Samples,
+            _ => match s.strip_prefix("read:") {
+                Some(e) if !e.is_empty() => Indicator::Read(e.to_string()),
+                _ => {
+                    return Err(Error::Usage(format!(
+                        "indicator {s:?}: expected period, samples or read:EVENT"
+                    )))
+                }
+            },
+        })
+    }
+
+    /// SQL for the weight of sample `p` (and a join it needs).
+    fn sql(&self, alias: &str) -> (String, String) {
+        match self {
+            Indicator::Period => ("CAST(COALESCE(p.period, 1) AS DOUBLE)".into(), String::new()),
+            Indicator::Samples => ("CAST(1 AS DOUBLE)".into(), String::new()),
+            Indicator::Read(e) => (
+                format!("CAST(COALESCE({alias}.delta, 0) AS DOUBLE)"),
+                format!(
+                    "LEFT JOIN (SELECT r.capture, r.sample_id, \
+                       CAST(r.value AS DOUBLE) - CAST(COALESCE(lag(r.value) OVER (\
+                         PARTITION BY r.capture, s.tid, r.idx ORDER BY r.sample_id), 0) AS DOUBLE) AS delta \
+                     FROM perf_sample_read r JOIN perf_sample s \
+                       ON s.capture = r.capture AND s.sample_id = r.sample_id \
+                     WHERE r.event = {}) {alias} \
+                   ON {alias}.capture = p.capture AND {alias}.sample_id = p.sample_id",
+                    quote(e)
+                ),
+            ),
+        }
+    }
+}
+
+/// Splits every energy interval among its samples and registers the
+/// result as `sample_energy` (capture, sample_id (null: unattributed),
+/// domain, joules, cpu). Returns the event used.
+pub async fn sample_energy(
+    s: &Session,
+    event: Option<&str>,
+    core: &Indicator,
+    dram: &Indicator,
+) -> Result<String> {
+    let n = crate::memory::scalar(
+        s,
+        "SELECT CAST(count(*) AS VARCHAR) FROM energy WHERE delta_uj IS NOT NULL",
+    )
+    .await?;
+    if matches!(n.as_deref(), Some("0") | None) {
+        return Err(Error::Usage(
+            "no energy intervals in the capture: ingest RAPL readings with the samples (a powercap CSV from scripts/rapl-sample.py, or perf stat -I -x, -e power/energy-pkg/,...)".into(),
+        ));
+    }
+    let unplaced = crate::memory::scalar(
+        s,
+        "SELECT CAST(count(*) AS VARCHAR) FROM energy_t WHERE delta_uj IS NOT NULL AND t_ns IS NULL",
+    )
+    .await?;
+    if !matches!(unplaced.as_deref(), Some("0") | None) {
+        return Err(Error::Usage(format!(
+            "{} energy readings cannot be placed on the samples' time axis (perf stat -I times are relative to its start; record the readings with scripts/rapl-sample.py, and perf with -k CLOCK_MONOTONIC)",
+            unplaced.unwrap_or_default()
+        )));
+    }
+    let packages = crate::memory::scalar(
+        s,
+        "SELECT CAST(count(DISTINCT COALESCE(package, 0)) AS VARCHAR) FROM energy",
+    )
+    .await?;
+    if !matches!(packages.as_deref(), Some("1") | None) {
+        return Err(Error::Usage(
+            "readings of several packages: splitting them needs the CPU → package map, which trawl does not read yet".into(),
+        ));
+    }
+    let event = crate::analyses::choose_event(s, event).await?;
+    crate::time::require_aligned_samples(s, &event).await?;
+    for (ind, name) in [(core, "core"), (dram, "DRAM")] {
+        if let Indicator::Read(e) = ind {
+            let n = crate::memory::scalar(
+                s,
+                &format!(
+                    "SELECT CAST(count(*) AS VARCHAR) FROM perf_sample_read WHERE event = {}",
+                    quote(e)
+                ),
+            )
+            .await?;
+            if matches!(n.as_deref(), Some("0") | None) {
+                return Err(Error::Usage(format!(
+                    "{name} indicator read:{e}: no counter of that event in perf_sample_read"
+                )));
+            }
+        }
+    }
+    let (wc, jc) = core.sql("rc");
+    let (wd, jd) = dram.sql("rd");
+    let samples = Session::collect(
+        s.sql(&format!(
+            "SELECT p.capture AS cap, CAST(p.sample_id AS BIGINT) AS sid, CAST(p.t_ns AS BIGINT) AS tns, \
+               CAST(p.cpu AS INT) AS cpu_id, {wc} AS wc, {wd} AS wd \
+             FROM perf_sample_t p {jc} {jd} \
+             WHERE CAST(p.event AS VARCHAR) = {e} AND p.t_ns IS NOT NULL \
+             ORDER BY cap, tns, sid",
+            e = quote(&event)
+        ))
+        .await?,
+    )
+    .await?;
+    let intervals = Session::collect(
+        s.sql(
+            "SELECT capture, CAST(domain AS VARCHAR) AS domain, CAST(t_ns - COALESCE(interval_ns, 0) AS BIGINT) AS t0, \
+               CAST(t_ns AS BIGINT) AS t1, CAST(delta_uj AS DOUBLE) AS uj \
+             FROM energy_t WHERE delta_uj IS NOT NULL AND t_ns IS NOT NULL \
+             ORDER BY capture, domain, t1",
+        )
+        .await?,
+    )
+    .await?;
+    // Samples per capture, in time order.
+    struct Smp {
+        id: i64,
+        t: i64,
+        cpu: Option<i32>,
+        wc: f64,
+        wd: f64,
+    }
+    let mut by_cap: std::collections::BTreeMap<String, Vec<Smp>> = Default::default();
+    for b in &samples {
+        let cap = crate::string_values(b.column(0));
+        let id = b.column(1).as_primitive::<Int64Type>();
+        let t = b.column(2).as_primitive::<Int64Type>();
+        let cpu = b
+            .column(3)
+            .as_primitive::<datafusion::arrow::datatypes::Int32Type>();
+        let wc = b.column(4).as_primitive::<Float64Type>();
+        let wd = b.column(5).as_primitive::<Float64Type>();
+        for i in 0..b.num_rows() {
+            by_cap
+                .entry(cap[i].clone().unwrap_or_default())
+                .or_default()
+                .push(Smp {
+                    id: id.value(i),
+                    t: t.value(i),
+                    cpu: (!cpu.is_null(i)).then(|| cpu.value(i)),
+                    wc: if wc.is_null(i) {
+                        0.0
+                    } else {
+                        wc.value(i).max(0.0)
+                    },
+                    wd: if wd.is_null(i) {
+                        0.0
+                    } else {
+                        wd.value(i).max(0.0)
+                    },
+                });
+        }
+    }
+    let (mut ocap, mut oid, mut odom, mut oj, mut ocpu) = (
+        StringBuilder::new(),
+        Int64Builder::new(),
+        StringBuilder::new(),
+        Float64Builder::new(),
+        Int32Builder::new(),
+    );
+    // Per (capture, sample, domain): joules, summed over intervals.
+    let mut acc: std::collections::HashMap<(String, i64, String), (f64, Option<i32>)> =
+        Default::default();
+    let mut unattributed: std::collections::BTreeMap<(String, String), f64> = Default::default();
+    let empty = Vec::new();
+    for b in &intervals {
+        let cap = crate::string_values(b.column(0));
+        let dom = crate::string_values(b.column(1));
+        let t0 = b.column(2).as_primitive::<Int64Type>();
+        let t1 = b.column(3).as_primitive::<Int64Type>();
+        let uj = b.column(4).as_primitive::<Float64Type>();
+        for i in 0..b.num_rows() {
+            let c = cap[i].clone().unwrap_or_default();
+            let d = dom[i].clone().unwrap_or_default();
+            let smp = by_cap.get(&c).unwrap_or(&empty);
+            let (a, z) = (t0.value(i), t1.value(i));
+            // Samples in (a, z].
+            let lo = smp.partition_point(|x| x.t <= a);
+            let hi = smp.partition_point(|x| x.t <= z);
+            let w = |x: &Smp| if d == "dram" { x.wd } else { x.wc };
+            let total: f64 = smp[lo..hi].iter().map(w).sum();
+            let j = uj.value(i) / 1e6;
+            if total <= 0.0 {
+                *unattributed.entry((c, d)).or_default() += j;
+                continue;
+            }
+            for x in &smp[lo..hi] {
+                let e = acc
+                    .entry((c.clone(), x.id, d.clone()))
+                    .or_insert((0.0, x.cpu));
+                e.0 += j * w(x) / total;
+            }
+        }
+    }
+    for ((c, id, d), (j, cpu)) in acc {
+        ocap.append_value(&c);
+        oid.append_value(id);
+        odom.append_value(&d);
+        oj.append_value(j);
+        ocpu.append_option(cpu);
+    }
+    for ((c, d), j) in unattributed {
+        ocap.append_value(&c);
+        oid.append_null();
+        odom.append_value(&d);
+        oj.append_value(j);
+        ocpu.append_null();
+    }
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("capture", DataType::Utf8, false),
+        Field::new("sample_id", DataType::Int64, true),
+        Field::new("domain", DataType::Utf8, false),
+        Field::new("joules", DataType::Float64, false),
+        Field::new("cpu", DataType::Int32, true),
+    ]));
+    let batch = RecordBatch::try_new(
+        schema.clone(),
+        vec![
+            Arc::new(ocap.finish()),
+            Arc::new(oid.finish()),
+            Arc::new(odom.finish()),
+            Arc::new(oj.finish()),
+            Arc::new(ocpu.finish()),
+        ],
+    )
+    .map_err(datafusion::error::DataFusionError::from)?;
+    let _ = s.ctx.deregister_table("sample_energy");
+    s.ctx.register_table(
+        "sample_energy",
+        Arc::new(MemTable::try_new(schema, vec![vec![batch]])?),
+    )?;
+    Ok(event)
+}
+
+/// What the energy report is grouped by.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EnergyKey {
+    Function,
+    Process,
+    Line,
+    Cpu,
+}
+
+/// Joules per key and domain, with the share of the domain's energy
+/// (`[unattributed]`: intervals without samples).
+pub async fn report(s: &Session, key: EnergyKey) -> Result<DataFrame> {
+    let k = match key {
+        EnergyKey::Function => "COALESCE(l.function, '[unknown]')",
+        EnergyKey::Line => "COALESCE(l.srcline, '[unknown]')",
+        EnergyKey::Process => {
+            "concat(COALESCE(CAST(x.comm AS VARCHAR), '?'), '[', CAST(x.pid AS VARCHAR), ']')"
+        }
+        EnergyKey::Cpu => "COALESCE(CAST(e.cpu AS VARCHAR), '?')",
+    };
+    let name = match key {
+        EnergyKey::Function => "function",
+        EnergyKey::Line => "line",
+        EnergyKey::Process => "process",
+        EnergyKey::Cpu => "cpu",
+    };
+    let q = format!(
+        "WITH k AS ( \
+           SELECT e.capture, e.domain, \
+             CASE WHEN e.sample_id IS NULL THEN '[unattributed]' ELSE {k} END AS key, \
+             e.joules, CASE WHEN e.sample_id IS NULL THEN 0 ELSE 1 END AS n \
+           FROM sample_energy e \
+           LEFT JOIN perf_sample x ON x.capture = e.capture AND x.sample_id = e.sample_id \
+           LEFT JOIN stack_entry l ON l.capture = x.capture AND l.stack_id = x.stack_id AND l.pos = 0) \
+         SELECT capture, domain, key AS {name}, round(sum(joules), 9) AS joules, \
+           round(100.0 * sum(joules) / sum(sum(joules)) OVER (PARTITION BY capture, domain), 3) AS share_pct, \
+           sum(n) AS samples \
+         FROM k GROUP BY capture, domain, key \
+         ORDER BY capture, domain, joules DESC, key"
+    );
+    Ok(s.sql(&q).await?)
+}
