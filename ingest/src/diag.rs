@@ -175,3 +175,11 @@ impl Diagnostics {
         self.list.len()
     }
 }
+
+/// The first 80 characters of `s`, for quoting input in a message.
+pub fn clip(s: &str) -> &str {
+    match s.char_indices().nth(80) {
+        Some((k, _)) => &s[..k],
+        None => s,
+    }
+}

@@ -330,14 +330,7 @@ pub fn ingest_with_unwinder(
             | Format::Sysstat
             | Format::Sadf
             | Format::MetricCsv => {
-                let bytes = match stream {
-                    Some(mut s) => {
-                        let mut v = Vec::new();
-                        s.read_to_end(&mut v).map_err(|e| Error::io(input, e))?;
-                        v
-                    }
-                    None => std::fs::read(input).map_err(|e| Error::io(input, e))?,
-                };
+                let bytes = read_whole(input, stream)?;
                 let kind = match format {
                     Format::Vmstat => metrics::Kind::Vmstat,
                     Format::Iostat => metrics::Kind::Iostat,
@@ -358,14 +351,7 @@ pub fn ingest_with_unwinder(
                 }
             }
             Format::Powercap | Format::PerfStat => {
-                let bytes = match stream {
-                    Some(mut s) => {
-                        let mut v = Vec::new();
-                        s.read_to_end(&mut v).map_err(|e| Error::io(input, e))?;
-                        v
-                    }
-                    None => std::fs::read(input).map_err(|e| Error::io(input, e))?,
-                };
+                let bytes = read_whole(input, stream)?;
                 let text = String::from_utf8_lossy(&bytes);
                 let before = econv.readings;
                 let rows = if format == Format::Powercap {
@@ -441,6 +427,18 @@ pub fn ingest_with_unwinder(
         out,
         inputs: summaries,
     })
+}
+
+/// All of a text input: from its (decompressing) stream, else the file.
+fn read_whole(input: &Path, stream: Option<Box<dyn Read + Send>>) -> Result<Vec<u8>> {
+    match stream {
+        Some(mut s) => {
+            let mut v = Vec::new();
+            s.read_to_end(&mut v).map_err(|e| Error::io(input, e))?;
+            Ok(v)
+        }
+        None => std::fs::read(input).map_err(|e| Error::io(input, e)),
+    }
 }
 
 /// The clock of a perf.data input from its header metadata: with clock data

@@ -211,6 +211,24 @@ pub async fn choose_event(s: &Session, given: Option<&str>) -> Result<String> {
     })
 }
 
+/// `LEFT JOIN (...) ALIAS` giving `ALIAS.delta`: the increase of the
+/// counter `event` read at each sample of `perf_sample p` since the
+/// previous read of the same thread and group member, in sample order
+/// (what perf script prints as the period).
+pub(crate) fn read_delta_join(event: &str, alias: &str) -> String {
+    format!(
+        "LEFT JOIN (SELECT r.capture, r.sample_id, \
+           CAST(r.value AS DECIMAL(20,0)) - CAST(COALESCE(lag(r.value) OVER (\
+             PARTITION BY r.capture, s.tid, r.idx ORDER BY r.sample_id), 0) \
+             AS DECIMAL(20,0)) AS delta \
+         FROM perf_sample_read r JOIN perf_sample s \
+           ON s.capture = r.capture AND s.sample_id = r.sample_id \
+         WHERE r.event = {}) {alias} \
+       ON {alias}.capture = p.capture AND {alias}.sample_id = p.sample_id",
+        quote(event)
+    )
+}
+
 /// Defines the `selected_sample` view: the samples of one event (the one
 /// named, or the one with most samples), narrowed by the filter, with a
 /// `cost` column (the weight), and the view `selected_stack`: samples (`n`)
@@ -241,21 +259,9 @@ pub async fn select_samples(s: &Session, f: &SampleFilter, weight: &Weight) -> R
                     "weight read:{e}: no counter of that event in perf_sample_read"
                 )));
             }
-            // Deltas of the cumulative value per thread and group member,
-            // in sample order (what perf script prints as the period).
             (
                 "CAST(COALESCE(r.delta, 0) AS BIGINT)".to_string(),
-                format!(
-                    "LEFT JOIN (SELECT r.capture, r.sample_id, \
-                       CAST(r.value AS DECIMAL(20,0)) - CAST(COALESCE(lag(r.value) OVER (\
-                         PARTITION BY r.capture, s.tid, r.idx ORDER BY r.sample_id), 0) \
-                         AS DECIMAL(20,0)) AS delta \
-                     FROM perf_sample_read r JOIN perf_sample s \
-                       ON s.capture = r.capture AND s.sample_id = r.sample_id \
-                     WHERE r.event = {}) r \
-                   ON r.capture = p.capture AND r.sample_id = p.sample_id",
-                    quote(e)
-                ),
+                read_delta_join(e, "r"),
             )
         }
     };

@@ -57,20 +57,14 @@ impl Indicator {
     /// SQL for the weight of sample `p` (and a join it needs).
     fn sql(&self, alias: &str) -> (String, String) {
         match self {
-            Indicator::Period => ("CAST(COALESCE(p.period, 1) AS DOUBLE)".into(), String::new()),
+            Indicator::Period => (
+                "CAST(COALESCE(p.period, 1) AS DOUBLE)".into(),
+                String::new(),
+            ),
             Indicator::Samples => ("CAST(1 AS DOUBLE)".into(), String::new()),
             Indicator::Read(e) => (
                 format!("CAST(COALESCE({alias}.delta, 0) AS DOUBLE)"),
-                format!(
-                    "LEFT JOIN (SELECT r.capture, r.sample_id, \
-                       CAST(r.value AS DOUBLE) - CAST(COALESCE(lag(r.value) OVER (\
-                         PARTITION BY r.capture, s.tid, r.idx ORDER BY r.sample_id), 0) AS DOUBLE) AS delta \
-                     FROM perf_sample_read r JOIN perf_sample s \
-                       ON s.capture = r.capture AND s.sample_id = r.sample_id \
-                     WHERE r.event = {}) {alias} \
-                   ON {alias}.capture = p.capture AND {alias}.sample_id = p.sample_id",
-                    quote(e)
-                ),
+                crate::analyses::read_delta_join(e, alias),
             ),
         }
     }

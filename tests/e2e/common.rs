@@ -182,3 +182,11 @@ pub fn sql_scalar(cap: &Path, q: &str) -> String {
     let out = trawl_ok(&["sql", cap.to_str().unwrap(), q, "--format", "csv"]);
     out.lines().nth(1).unwrap_or("").to_string()
 }
+
+/// A hex string (a build-id) → its bytes.
+pub fn hex_to_bytes(h: &str) -> Vec<u8> {
+    (0..h.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&h[i..i + 2], 16).unwrap())
+        .collect()
+}

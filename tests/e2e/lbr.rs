@@ -112,13 +112,6 @@ impl Disasm {
     }
 }
 
-fn hex_bytes(h: &str) -> Vec<u8> {
-    (0..h.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&h[i..i + 2], 16).unwrap())
-        .collect()
-}
-
 fn entry(from: u64, to: u64, ty: u64, cycles: u64) -> BranchEntry {
     BranchEntry {
         from,
@@ -169,7 +162,7 @@ fn writer(filter: u64, path: &str) -> (PerfDataWriter, usize) {
         0,
         path,
         3,
-        Some(&hex_bytes(&bid)),
+        Some(&hex_to_bytes(&bid)),
     );
     (w, ev)
 }

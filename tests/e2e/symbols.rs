@@ -9,13 +9,6 @@ use trawl_ingest::perf::writer::{PerfDataWriter, SampleOut};
 
 use crate::common::*;
 
-fn hex_to_bytes(h: &str) -> Vec<u8> {
-    (0..h.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&h[i..i + 2], 16).unwrap())
-        .collect()
-}
-
 /// A capture of one process running `/nonexistent/prog` (so the recorded
 /// path never resolves) with the given build-id, sampled at `offsets`
 /// (file offsets of the text), plus kernel samples.

@@ -115,21 +115,32 @@ impl EnergyConverter {
     }
 }
 
+impl EnergyConverter {
+    /// A reading not after its counter's previous one (at `t0`) is
+    /// reported and skipped.
+    fn out_of_order(&mut self, r: &Reading, t0: i64) -> bool {
+        if r.time_ns > t0 {
+            return false;
+        }
+        self.problems.push((
+            r.line,
+            "out_of_order",
+            format!(
+                "{} reading at {} ns is not after the previous one ({t0} ns): skipped",
+                r.zone, r.time_ns
+            ),
+        ));
+        true
+    }
+}
+
 impl ReadingSink for EnergyConverter {
     fn reading(&mut self, r: Reading) {
         let key = (r.package, r.domain, r.zone.clone());
         match r.value {
             Value::Delta { uj, interval_ns } => {
                 let (t0, sum) = self.last.get(&key).copied().unwrap_or((i64::MIN, 0.0));
-                if r.time_ns <= t0 {
-                    self.problems.push((
-                        r.line,
-                        "out_of_order",
-                        format!(
-                            "{} reading at {} ns is not after the previous one ({t0} ns): skipped",
-                            r.zone, r.time_ns
-                        ),
-                    ));
+                if self.out_of_order(&r, t0) {
                     return;
                 }
                 self.last.insert(key, (r.time_ns, sum + uj));
@@ -142,15 +153,7 @@ impl ReadingSink for EnergyConverter {
                     self.row(&r, Some(uj), None, None, false);
                     return;
                 };
-                if r.time_ns <= t0 {
-                    self.problems.push((
-                        r.line,
-                        "out_of_order",
-                        format!(
-                            "{} reading at {} ns is not after the previous one ({t0} ns): skipped",
-                            r.zone, r.time_ns
-                        ),
-                    ));
+                if self.out_of_order(&r, t0) {
                     return;
                 }
                 self.last.insert(key, (r.time_ns, uj));

@@ -90,7 +90,7 @@ fn perf_stat_fields(line: &str) -> Option<(f64, Option<i32>, &str, &str, &str)> 
     // `--per-socket`: time,S0,CPUS,value,unit,event,...
     let (socket, rest) = match f.get(1) {
         Some(s) if s.starts_with('S') && s[1..].parse::<i32>().is_ok() => {
-            (Some(s[1..].parse().ok()?), &f[3..])
+            (Some(s[1..].parse().ok()?), f.get(3..).unwrap_or(&[]))
         }
         _ => (None, &f[1..]),
     };
@@ -118,16 +118,13 @@ pub fn sniff(head: &[u8]) -> Option<Kind> {
     None
 }
 
-/// A time field: epoch seconds or RFC 3339 → ns since the epoch.
+/// A time field: epoch seconds or RFC 3339 → ns since the epoch (local
+/// wall-clock times are refused: readings are placed on UTC).
 fn utc_time(s: &str) -> Option<i64> {
-    let s = s.trim().trim_matches('"');
-    if let Ok(secs) = s.parse::<f64>() {
-        return (secs.is_finite() && secs > 0.0 && secs < 1e11)
-            .then(|| (secs * 1e9).round() as i64);
+    match crate::metrics::csv::parse_time(s)? {
+        (t, "utc") => Some(t),
+        _ => None,
     }
-    chrono::DateTime::parse_from_rfc3339(s)
-        .ok()?
-        .timestamp_nanos_opt()
 }
 
 /// `intel-rapl:P[:S]` → P.
@@ -232,7 +229,10 @@ pub fn read_perf_stat(
                 Position::Line(n),
                 Severity::Warning,
                 "bad_row",
-                format!("not a `perf stat -I -x,` line: {:?}: skipped", clip(l)),
+                format!(
+                    "not a `perf stat -I -x,` line: {:?}: skipped",
+                    crate::diag::clip(l)
+                ),
             )?;
             continue;
         };
@@ -291,9 +291,28 @@ pub fn read_perf_stat(
     Ok(rows)
 }
 
-fn clip(s: &str) -> &str {
-    match s.char_indices().nth(80) {
-        Some((i, _)) => &s[..i],
-        None => s,
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn perf_stat_lines_cut_short_are_not_records() {
+        for l in [
+            "1.0,S0",
+            "1.0,S0,2",
+            "1.0",
+            "1.0,2.5",
+            "x,1,Joules,power/energy-pkg/",
+        ] {
+            assert!(perf_stat_fields(l).is_none(), "{l}");
+        }
+        assert_eq!(
+            perf_stat_fields("1.5,S1,4,2.25,Joules,power/energy-pkg/,1,100.00,,"),
+            Some((1.5, Some(1), "2.25", "Joules", "power/energy-pkg/"))
+        );
+        assert_eq!(domain_of_name("power/energy-ram/"), Some("dram"));
+        assert_eq!(domain_of_name("uncore"), Some("gpu"));
+        assert_eq!(utc_time("2026-11-22 10:00:00"), None);
+        assert_eq!(utc_time("1700000000.5"), Some(1_700_000_000_500_000_000));
     }
 }

@@ -356,7 +356,10 @@ pub fn parse_chunk(buf: &[u8], filter: &Filter, page_size: u64) -> Chunk {
             c.problems.push(Problem {
                 line: c.lines,
                 kind: "truncated_line",
-                message: format!("last line {:?} has no end: skipped", clip(text)),
+                message: format!(
+                    "last line {:?} has no end: skipped",
+                    crate::diag::clip(text)
+                ),
             });
         } else {
             c.problems.push(Problem {
@@ -364,7 +367,7 @@ pub fn parse_chunk(buf: &[u8], filter: &Filter, page_size: u64) -> Chunk {
                 kind: "unknown_record",
                 message: format!(
                     "not a lackey record (`I`, ` L`, ` S`, ` M`) or `==PID==` line: {:?}: skipped",
-                    clip(text)
+                    crate::diag::clip(text)
                 ),
             });
         }
@@ -372,13 +375,6 @@ pub fn parse_chunk(buf: &[u8], filter: &Filter, page_size: u64) -> Chunk {
     }
     c.fetch = fetch.finish();
     c
-}
-
-fn clip(s: &str) -> &str {
-    match s.char_indices().nth(80) {
-        Some((k, _)) => &s[..k],
-        None => s,
-    }
 }
 
 /// Does this look like lackey output? The first line is valgrind's

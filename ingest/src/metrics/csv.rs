@@ -35,7 +35,7 @@ pub fn sniff(head: &[u8]) -> bool {
 }
 
 /// A time field → (ns, clock).
-fn parse_time(s: &str) -> Option<(i64, &'static str)> {
+pub(crate) fn parse_time(s: &str) -> Option<(i64, &'static str)> {
     let s = s.trim().trim_matches('"');
     if let Ok(secs) = s.parse::<f64>() {
         return (secs.is_finite() && secs.abs() < 1e11)
