@@ -424,6 +424,19 @@ enum Report {
     /// interval's package, cores and DRAM energy split across the samples
     /// taken in it by a per-core indicator (seed document 004, Fig. 2).
     Energy(EnergyArgs),
+    /// Power model (document 004 §3.2–3.3): watts = a + Σ c_i · rate_i
+    /// fitted by least squares over the intervals of a domain's energy
+    /// counter (rates from counters read at the samples, or sampled
+    /// periods); coefficients, R², and the sampling interval R_i = P / c_i
+    /// that makes each sample of event i worth P joules.
+    PowerModel(PowerModelArgs),
+    /// Energy-based samples (document 004 §3.5): the samples of several
+    /// events merged in time order and cut into runs whose modelled
+    /// energy reaches a target P; each run is a power datum, its measured
+    /// energy the RAPL counter over it. Mean, spread and share within
+    /// ±5 %/±10 % of P for every subset of the events, next to runs of N
+    /// consecutive time-based samples.
+    PowerSamples(PowerSamplesArgs),
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -453,10 +466,100 @@ struct EnergyArgs {
     /// The same for the DRAM split (e.g. read:LLC-load-misses).
     #[arg(long, default_value = "period")]
     dram_indicator: String,
+    /// The energy counters to read (`intel-rapl:0:0`,
+    /// `power/energy-cores/@cpu-clock`; repeatable). Default: per domain,
+    /// the one the event's samples read, else the one with most readings.
+    #[arg(long)]
+    zone: Vec<String>,
     #[command(flatten)]
     t0: T0Args,
     #[command(flatten)]
     out: OutputOpts,
+}
+
+#[derive(Args)]
+struct PowerModelArgs {
+    /// A capture with energy readings and counters of the same run.
+    #[arg(required = true)]
+    captures: Vec<PathBuf>,
+    /// The events whose rates explain the power (comma-separated; default:
+    /// every counter read at the samples, power events excepted).
+    #[arg(long, value_delimiter = ',')]
+    events: Vec<String>,
+    /// The energy domain modelled.
+    #[arg(long, default_value = "cores")]
+    domain: String,
+    /// The energy counter to read (see `report energy --zone`).
+    #[arg(long)]
+    zone: Vec<String>,
+    /// The samples whose counter reads give the rates (default: the
+    /// leader of the group that read the domain's counter).
+    #[arg(long)]
+    event: Option<String>,
+    /// Target energy per sample P (J) for R_i = P / c_i.
+    #[arg(long, default_value_t = 1.0)]
+    target: f64,
+    /// Consecutive counter intervals are merged until they span this
+    /// (RAPL counters step about every millisecond: 1 ms intervals carry
+    /// one step whatever their length); `0` fits the raw intervals.
+    #[arg(long, default_value = "10ms")]
+    window: String,
+    /// Print the intervals fitted on instead (t_ns, seconds, joules,
+    /// watts, rate_1 … rate_k).
+    #[arg(long)]
+    intervals: bool,
+    #[command(flatten)]
+    out: OutputOpts,
+}
+
+#[derive(Args)]
+struct PowerSamplesArgs {
+    /// Captures (one, or several inputs of the same run ingested together).
+    #[arg(required = true)]
+    captures: Vec<PathBuf>,
+    /// The sampled events merged (comma-separated; default: every sampled
+    /// event except the time event).
+    #[arg(long, value_delimiter = ',')]
+    events: Vec<String>,
+    /// The time-based event compared.
+    #[arg(long, default_value = "cpu-clock")]
+    time_event: String,
+    /// Target energy per datum P (J).
+    #[arg(long, default_value_t = 1.0)]
+    target: f64,
+    /// Also group the time-based samples this many at a time (besides the
+    /// count whose mean comes closest to P).
+    #[arg(long)]
+    group: Option<usize>,
+    /// Joules per event of the model (EVENT=J, repeatable); default:
+    /// fitted on the capture (`report power-model`).
+    #[arg(long, value_name = "EVENT=J")]
+    coef: Vec<String>,
+    /// The model's constant power (W), with --coef.
+    #[arg(long, default_value_t = 0.0)]
+    intercept: f64,
+    #[arg(long, default_value = "cores")]
+    domain: String,
+    #[arg(long)]
+    zone: Vec<String>,
+    /// Window of the fit when the model is fitted (see `report power-model`).
+    #[arg(long, default_value = "10ms")]
+    window: String,
+    /// `summary` (per subset) or `data` (every power datum).
+    #[arg(long, value_enum, default_value = "summary")]
+    view: PowerView,
+    /// Histograms of the data's energy (PNG or SVG): the best subset and
+    /// the time-based runs (document 004 Fig. 6/8).
+    #[arg(long, value_name = "FILE")]
+    plot: Option<PathBuf>,
+    #[command(flatten)]
+    out: OutputOpts,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum PowerView {
+    Summary,
+    Data,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -893,6 +996,8 @@ fn run(cli: Cli) -> Result<()> {
         Cmd::Report(Report::Timeline(a)) => runtime()?.block_on(timeline(a)),
         Cmd::Report(Report::Lbr(a)) => runtime()?.block_on(report_lbr(a)),
         Cmd::Report(Report::Energy(a)) => runtime()?.block_on(report_energy(a)),
+        Cmd::Report(Report::PowerModel(a)) => runtime()?.block_on(report_power_model(a)),
+        Cmd::Report(Report::PowerSamples(a)) => runtime()?.block_on(report_power_samples(a)),
         Cmd::Report(Report::Pages(a)) => runtime()?.block_on(report_pages(a)),
         Cmd::Report(Report::PageReuse(a)) => runtime()?.block_on(report_page_reuse(a)),
         Cmd::Report(Report::MemSymbols(a)) => runtime()?.block_on(report_mem_symbols(a)),
@@ -1508,7 +1613,21 @@ async fn report_energy(a: EnergyArgs) -> Result<()> {
     let s = a.t0.open(&a.captures).await?;
     let core = Indicator::parse(&a.core_indicator)?;
     let dram = Indicator::parse(&a.dram_indicator)?;
-    energy::sample_energy(&s, a.event.as_deref(), &core, &dram).await?;
+    let (_, chains) = energy::sample_energy(&s, a.event.as_deref(), &core, &dram, &a.zone).await?;
+    for c in &chains {
+        eprintln!(
+            "{}: {} from {} ({} intervals){}",
+            c.capture,
+            c.domain,
+            c.zone,
+            c.intervals,
+            if c.ignored.is_empty() {
+                String::new()
+            } else {
+                format!("; not read: {}", c.ignored.join(", "))
+            }
+        );
+    }
     let key = match a.by {
         EnergyBy::Function => EnergyKey::Function,
         EnergyBy::Process => EnergyKey::Process,
@@ -1517,6 +1636,184 @@ async fn report_energy(a: EnergyArgs) -> Result<()> {
     };
     let df = energy::report(&s, key).await?;
     output::write(&df.collect().await?, &a.out)
+}
+
+async fn report_power_model(a: PowerModelArgs) -> Result<()> {
+    use trawl_query::power;
+    if !(a.target.is_finite() && a.target > 0.0) {
+        bail!(
+            "--target {}: expected a positive energy in joules",
+            a.target
+        );
+    }
+    let s = Session::open(&a.captures).await?;
+    let events = if a.events.is_empty() {
+        trawl_query::power::read_events(&s).await?
+    } else {
+        a.events.clone()
+    };
+    if events.is_empty() {
+        bail!("no counters read at the samples: name the events with --events (sampled events count by their periods)");
+    }
+    let input = power::ModelInput {
+        events: events.clone(),
+        domain: a.domain.clone(),
+        zones: a.zone.clone(),
+        event: a.event.clone(),
+        window_ns: trawl_query::time::parse_duration_ns(&a.window)?,
+    };
+    let src = power::model_intervals(&s, &input).await?;
+    eprintln!(
+        "{}: {} from {} ({} intervals); rates from {} at the {} samples",
+        src.chain.capture,
+        src.chain.domain,
+        src.chain.zone,
+        src.chain.intervals,
+        src.how
+            .iter()
+            .map(|(e, h)| format!("{e} ({h})"))
+            .collect::<Vec<_>>()
+            .join(", "),
+        src.event
+    );
+    if a.intervals {
+        let df = s.sql("SELECT * FROM power_interval ORDER BY t_ns").await?;
+        return output::write(&df.collect().await?, &a.out);
+    }
+    let fit = power::fit(&s, events.len()).await?;
+    let table = power::fit_table(&s, &events, &fit, a.target).await?;
+    output::write(&[table], &a.out)
+}
+
+async fn report_power_samples(a: PowerSamplesArgs) -> Result<()> {
+    use trawl_query::power;
+    if !(a.target.is_finite() && a.target > 0.0) {
+        bail!(
+            "--target {}: expected a positive energy in joules",
+            a.target
+        );
+    }
+    if a.group == Some(0) {
+        bail!("--group 0: expected a positive number of samples");
+    }
+    let s = Session::open(&a.captures).await?;
+    let events = if a.events.is_empty() {
+        power::sampled_events(&s, &a.time_event).await?
+    } else {
+        a.events.clone()
+    };
+    if events.is_empty() {
+        bail!(
+            "no sampled events besides {}: name them with --events",
+            a.time_event
+        );
+    }
+    if events.len() > 8 {
+        bail!("{} events: at most 8 (every subset is tried)", events.len());
+    }
+    let mut model = power::Model {
+        intercept_w: a.intercept,
+        ..Default::default()
+    };
+    for c in &a.coef {
+        let (e, v) = c
+            .rsplit_once('=')
+            .with_context(|| format!("--coef {c:?}: expected EVENT=JOULES"))?;
+        let v: f64 = v
+            .parse()
+            .ok()
+            .filter(|v: &f64| v.is_finite())
+            .with_context(|| format!("--coef {c:?}: {v:?} is not a number"))?;
+        model.coef.insert(e.to_string(), v);
+    }
+    if model.coef.is_empty() {
+        let input = power::ModelInput {
+            events: events.clone(),
+            domain: a.domain.clone(),
+            zones: a.zone.clone(),
+            event: None,
+            window_ns: trawl_query::time::parse_duration_ns(&a.window)?,
+        };
+        power::model_intervals(&s, &input)
+            .await
+            .context("fitting the power model (or give it with --coef and --intercept)")?;
+        let f = power::fit(&s, events.len()).await?;
+        model.intercept_w = f.intercept;
+        for (e, c) in events.iter().zip(&f.coef) {
+            model.coef.insert(e.clone(), *c);
+        }
+        eprintln!(
+            "model fitted on {} intervals (R² {:.4}): {:.4} W{}",
+            f.n,
+            f.r2,
+            f.intercept,
+            events
+                .iter()
+                .zip(&f.coef)
+                .map(|(e, c)| format!(" + {c:.4e} J × {e}"))
+                .collect::<String>()
+        );
+    }
+    let input = power::PowerSamplesInput {
+        events,
+        time_event: a.time_event.clone(),
+        target_j: a.target,
+        group: a.group,
+        model,
+        domain: a.domain.clone(),
+        zones: a.zone.clone(),
+    };
+    let summary = power::power_samples(&s, &input).await?;
+    if let Some(path) = &a.plot {
+        plot_power_data(&s, &summary, path, a.target).await?;
+        eprintln!("wrote {}", path.display());
+    }
+    match a.view {
+        PowerView::Summary => output::write(&[summary], &a.out),
+        PowerView::Data => {
+            let df = s
+                .sql("SELECT * FROM power_datum ORDER BY n_events DESC, events, datum")
+                .await?;
+            output::write(&df.collect().await?, &a.out)
+        }
+    }
+}
+
+/// Histograms of the best subset's data (most within ±10 %, then the
+/// smallest mean error) and of each time-based grouping.
+async fn plot_power_data(
+    s: &Session,
+    summary: &trawl_query::datafusion::arrow::array::RecordBatch,
+    path: &Path,
+    target: f64,
+) -> Result<()> {
+    use trawl_query::datafusion::arrow::array::{Array, AsArray};
+    use trawl_query::datafusion::arrow::datatypes::Float64Type;
+    let method = trawl_query::string_values(summary.column(0));
+    let events = trawl_query::string_values(summary.column(1));
+    let w10 = summary.column(7).as_primitive::<Float64Type>();
+    let err = summary.column(8).as_primitive::<Float64Type>();
+    let mut best: Option<(usize, f64, f64)> = None;
+    let mut panels: Vec<String> = Vec::new();
+    for i in 0..summary.num_rows() {
+        if w10.is_null(i) {
+            continue;
+        }
+        if method[i].as_deref() == Some("time") {
+            panels.push(events[i].clone().unwrap_or_default());
+        } else if best.is_none_or(|(_, w, e)| (w10.value(i), -err.value(i).abs()) > (w, -e.abs())) {
+            best = Some((i, w10.value(i), err.value(i)));
+        }
+    }
+    if let Some((i, _, _)) = best {
+        panels.insert(0, events[i].clone().unwrap_or_default());
+    }
+    let mut hist = Vec::new();
+    for p in panels {
+        let v = trawl_query::power::datum_values(s, &p).await?;
+        hist.push((p, v));
+    }
+    plot::histograms(path, "energy per power datum (J)", &hist, target)
 }
 
 async fn report_lbr(a: LbrArgs) -> Result<()> {

@@ -358,3 +358,84 @@ pub fn heatmap_png(path: &Path, hm: &trawl_query::memlog::Heatmap, scale: u32) -
         .map_err(|e| anyhow::anyhow!("encoding PNG: {e}"))?;
     crate::output::write_atomic(path, buf.get_ref())
 }
+
+/// Histograms of values (one panel each, same bins: 50 from 0 to 2 ×
+/// target), the target marked, with the share within ±5 % and ±10 % in
+/// each title: document 004's Fig. 6 and 8.
+pub fn histograms(
+    path: &Path,
+    title: &str,
+    panels: &[(String, Vec<f64>)],
+    target: f64,
+) -> Result<()> {
+    let h = 260 * panels.len().max(1) as u32 + 40;
+    render(
+        path,
+        900,
+        h,
+        |root| draw_histograms(root, title, panels, target),
+        |root| draw_histograms(root, title, panels, target),
+    )
+}
+
+fn draw_histograms<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    title: &str,
+    panels: &[(String, Vec<f64>)],
+    target: f64,
+) -> Result<()> {
+    let root = root.titled(title, ("sans-serif", 20)).map_err(err)?;
+    let areas = root.split_evenly((panels.len().max(1), 1));
+    let bins = 50usize;
+    let width = 2.0 * target / bins as f64;
+    for (i, (name, v)) in panels.iter().enumerate() {
+        let mut counts = vec![0u32; bins];
+        for x in v {
+            let b = (x / width).floor();
+            if b >= 0.0 && (b as usize) < bins {
+                counts[b as usize] += 1;
+            }
+        }
+        let n = v.len().max(1) as f64;
+        let within = |f: f64| {
+            100.0
+                * v.iter()
+                    .filter(|x| (*x - target).abs() <= f * target)
+                    .count() as f64
+                / n
+        };
+        let ymax = counts.iter().copied().max().unwrap_or(1).max(1);
+        let caption = format!(
+            "{name}: {} data, {:.0} % within ±5 %, {:.0} % within ±10 %",
+            v.len(),
+            within(0.05),
+            within(0.10)
+        );
+        let mut chart = ChartBuilder::on(&areas[i])
+            .caption(caption, ("sans-serif", 15))
+            .margin(10)
+            .x_label_area_size(30)
+            .y_label_area_size(50)
+            .build_cartesian_2d(0.0..2.0 * target, 0u32..ymax + ymax / 10 + 1)
+            .map_err(err)?;
+        chart
+            .configure_mesh()
+            .x_desc("joules")
+            .y_desc("data")
+            .draw()
+            .map_err(err)?;
+        chart
+            .draw_series(counts.iter().enumerate().map(|(b, &c)| {
+                let x0 = b as f64 * width;
+                Rectangle::new([(x0, 0), (x0 + width * 0.9, c)], colour(i).filled())
+            }))
+            .map_err(err)?;
+        chart
+            .draw_series(std::iter::once(PathElement::new(
+                vec![(target, 0), (target, ymax + ymax / 10 + 1)],
+                BLACK.stroke_width(2),
+            )))
+            .map_err(err)?;
+    }
+    Ok(())
+}

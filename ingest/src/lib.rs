@@ -227,6 +227,33 @@ pub fn ingest(
 }
 
 /// [`ingest`], unwinding `--call-graph dwarf` samples with `unwinder`.
+/// Power events read at the input's samples (`perf record -e
+/// '{cpu-clock,power/energy-cores/}:S'`) → `energy` rows. Their "line" is
+/// the reading's rank in time order.
+fn power_readings(
+    conv: &mut perf::convert::PerfConverter,
+    econv: &mut energy::convert::EnergyConverter,
+    diags: &mut Diagnostics,
+) -> Result<()> {
+    use energy::ReadingSink;
+    let reads = conv.take_power_readings();
+    if reads.is_empty() {
+        return Ok(());
+    }
+    for r in reads {
+        econv.reading(r);
+    }
+    for (line, kind, message) in std::mem::take(&mut econv.problems) {
+        diags.report(
+            Position::Line(line),
+            Severity::Warning,
+            kind,
+            format!("power event read #{line}: {message}"),
+        )?;
+    }
+    econv.flush()
+}
+
 pub fn ingest_with_unwinder(
     inputs: &[PathBuf],
     out: &Path,
@@ -275,7 +302,11 @@ pub fn ingest_with_unwinder(
                     ),
                 })
             }
-            Format::PerfFile => perf::ingest_perf(input, stream, false, &mut conv, &mut diags)?,
+            Format::PerfFile => {
+                let st = perf::ingest_perf(input, stream, false, &mut conv, &mut diags)?;
+                power_readings(&mut conv, &mut econv, &mut diags)?;
+                st
+            }
             Format::Lackey | Format::MemBinary => {
                 mem.begin_source(&mut cap, i as i32)?;
                 let mut s: Box<dyn Read + Send> = match stream {
@@ -323,7 +354,11 @@ pub fn ingest_with_unwinder(
                     pipe: false,
                 }
             }
-            Format::PerfPipe => perf::ingest_perf(input, stream, true, &mut conv, &mut diags)?,
+            Format::PerfPipe => {
+                let st = perf::ingest_perf(input, stream, true, &mut conv, &mut diags)?;
+                power_readings(&mut conv, &mut econv, &mut diags)?;
+                st
+            }
             Format::Vmstat
             | Format::Iostat
             | Format::IostatJson

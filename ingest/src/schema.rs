@@ -565,11 +565,11 @@ pub static METRIC: TableDef = TableDef {
 
 pub static ENERGY: TableDef = TableDef {
     name: "energy",
-    doc: "RAPL energy readings (seed document 004): one row per reading of a domain's counter, from a powercap CSV (`scripts/rapl-sample.sh`: cumulative µJ counters of `/sys/class/powercap/intel-rapl:*`) or `perf stat -I MS -x, -e power/energy-*/` output (joules per interval). `delta_uj` is the energy of the interval `(time_ns - interval_ns, time_ns]`.",
+    doc: "RAPL energy readings (seed document 004): one row per reading of a domain's counter, from a powercap CSV (`scripts/rapl-sample.sh`: cumulative µJ counters of `/sys/class/powercap/intel-rapl:*`) `perf stat -I MS -x, -e power/energy-*/` output (joules per interval) or power events read at perf.data samples (`perf record -e '{cpu-clock,power/energy-cores/}:S'`: the group's power counter values, 2^-32 J units). `delta_uj` is the energy of the interval `(time_ns - interval_ns, time_ns]`.",
     columns: &[
         col!("source_id", Int32, "Input (`source.source_id`)."),
-        col!("line", Int64, "Line of the input."),
-        col!("time_ns", Int64, "Time of the reading on the input's clock (`source.clock`): ns since the epoch for powercap CSV (`utc`), since perf stat started for perf stat output (`perf-stat:relative`, not placed on UTC)."),
+        col!("line", Int64, "Line of the input; for perf.data, the read's rank in time order."),
+        col!("time_ns", Int64, "Time of the reading on the input's clock (`source.clock`): ns since the epoch for powercap CSV (`utc`), since perf stat started for perf stat output (`perf-stat:relative`, not placed on UTC), the sample's time for perf.data."),
         col!("package", Int32, null, "Package (socket): `intel-rapl:P` of the zone, perf stat's `S<P>` with `--per-socket`; null when the input does not say."),
         col!("domain", DictUtf8, "`package`, `cores`, `dram`, `gpu` (powercap's `uncore`) or `psys`."),
         col!("zone", Utf8, "The counter as the input names it: `intel-rapl:0:1`, `power/energy-pkg/`."),

@@ -72,13 +72,17 @@ impl Indicator {
 
 /// Splits every energy interval among its samples and registers the
 /// result as `sample_energy` (capture, sample_id (null: unattributed),
-/// domain, joules, cpu). Returns the event used.
+/// domain, joules, cpu). One counter is read per domain ([`Chain`]):
+/// `zones` picks them, else the one the samples' event read (perf group
+/// reads `power/energy-*/@EVENT`), else the one with most readings.
+/// Returns the event used and the counters read.
 pub async fn sample_energy(
     s: &Session,
     event: Option<&str>,
     core: &Indicator,
     dram: &Indicator,
-) -> Result<String> {
+    zones: &[String],
+) -> Result<(String, Vec<Chain>)> {
     let n = crate::memory::scalar(
         s,
         "SELECT CAST(count(*) AS VARCHAR) FROM energy WHERE delta_uj IS NOT NULL",
@@ -143,13 +147,15 @@ pub async fn sample_energy(
         .await?,
     )
     .await?;
+    let chains = chosen_chains(s, &event, zones).await?;
     let intervals = Session::collect(
-        s.sql(
-            "SELECT capture, CAST(domain AS VARCHAR) AS domain, CAST(t_ns - COALESCE(interval_ns, 0) AS BIGINT) AS t0, \
-               CAST(t_ns AS BIGINT) AS t1, CAST(delta_uj AS DOUBLE) AS uj \
-             FROM energy_t WHERE delta_uj IS NOT NULL AND t_ns IS NOT NULL \
-             ORDER BY capture, domain, t1",
-        )
+        s.sql(&format!(
+            "SELECT e.capture, CAST(e.domain AS VARCHAR) AS domain, CAST(e.t_ns - COALESCE(e.interval_ns, 0) AS BIGINT) AS t0, \
+               CAST(e.t_ns AS BIGINT) AS t1, CAST(e.delta_uj AS DOUBLE) AS uj \
+             FROM energy_t e JOIN ({CHOSEN}) c ON c.capture = e.capture AND c.source_id = e.source_id AND c.zone = e.zone \
+             WHERE e.delta_uj IS NOT NULL AND e.t_ns IS NOT NULL \
+             ORDER BY e.capture, domain, t1",
+        ))
         .await?,
     )
     .await?;
@@ -270,7 +276,116 @@ pub async fn sample_energy(
         "sample_energy",
         Arc::new(MemTable::try_new(schema, vec![vec![batch]])?),
     )?;
-    Ok(event)
+    let _ = s.ctx.deregister_table("energy_chain");
+    Ok((event, chains))
+}
+
+/// One counter's readings: a domain is read by several when a powercap
+/// CSV and perf group reads (one counter per group) come together; adding
+/// them up would count the energy twice, so one is chosen per domain.
+#[derive(Clone, Debug)]
+pub struct Chain {
+    pub capture: String,
+    pub domain: String,
+    pub source_id: i32,
+    pub zone: String,
+    pub intervals: i64,
+    /// Other counters of the domain, not read.
+    pub ignored: Vec<String>,
+}
+
+/// The chosen counters (`energy_chain`, registered by [`chosen_chains`]).
+const CHOSEN: &str = "SELECT capture, source_id, zone FROM energy_chain WHERE chosen";
+
+/// Chooses one counter per (capture, domain) and registers them as
+/// `energy_chain` (capture, domain, source_id, zone, intervals, chosen).
+pub async fn chosen_chains(s: &Session, event: &str, zones: &[String]) -> Result<Vec<Chain>> {
+    let filter = if zones.is_empty() {
+        "true".to_string()
+    } else {
+        format!(
+            "zone IN ({})",
+            zones
+                .iter()
+                .map(|z| quote(z))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    };
+    let df = s
+        .sql(&format!(
+            "WITH c AS (SELECT capture, CAST(domain AS VARCHAR) AS domain, source_id, zone, count(*) AS n \
+               FROM energy WHERE delta_uj IS NOT NULL GROUP BY 1, 2, 3, 4), \
+             r AS (SELECT *, ({filter}) AS ok, row_number() OVER (PARTITION BY capture, domain \
+               ORDER BY CASE WHEN {filter} THEN 0 ELSE 1 END, \
+                 CASE WHEN ends_with(zone, {at}) THEN 0 ELSE 1 END, n DESC, source_id, zone) AS rn FROM c) \
+             SELECT capture, domain, source_id, zone, CAST(n AS BIGINT) AS intervals, ok AND rn = 1 AS chosen FROM r",
+            at = quote(&format!("@{event}"))
+        ))
+        .await?;
+    let batches = Session::collect(df).await?;
+    let mut out: Vec<Chain> = Vec::new();
+    let mut others: Vec<(String, String, String)> = Vec::new();
+    for b in &batches {
+        let cap = crate::string_values(b.column(0));
+        let dom = crate::string_values(b.column(1));
+        let src = b
+            .column(2)
+            .as_primitive::<datafusion::arrow::datatypes::Int32Type>();
+        let zone = crate::string_values(b.column(3));
+        let n = b.column(4).as_primitive::<Int64Type>();
+        let chosen = b.column(5).as_boolean();
+        for i in 0..b.num_rows() {
+            let (c, d, z) = (
+                cap[i].clone().unwrap_or_default(),
+                dom[i].clone().unwrap_or_default(),
+                zone[i].clone().unwrap_or_default(),
+            );
+            if chosen.value(i) {
+                out.push(Chain {
+                    capture: c,
+                    domain: d,
+                    source_id: src.value(i),
+                    zone: z,
+                    intervals: n.value(i),
+                    ignored: Vec::new(),
+                });
+            } else {
+                others.push((c, d, z));
+            }
+        }
+    }
+    if out.is_empty() {
+        return Err(Error::Usage(format!(
+            "no energy counter {}: the capture's zones are {}",
+            if zones.is_empty() {
+                "with intervals".to_string()
+            } else {
+                format!("named {}", zones.join(", "))
+            },
+            others
+                .iter()
+                .map(|o| o.2.clone())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )));
+    }
+    for (c, d, z) in others {
+        if let Some(ch) = out.iter_mut().find(|x| x.capture == c && x.domain == d) {
+            ch.ignored.push(z);
+        }
+    }
+    out.sort_by(|a, b| (&a.capture, &a.domain).cmp(&(&b.capture, &b.domain)));
+    let schema = batches
+        .first()
+        .map(|b| b.schema())
+        .ok_or_else(|| Error::Usage("no energy counters".into()))?;
+    let _ = s.ctx.deregister_table("energy_chain");
+    s.ctx.register_table(
+        "energy_chain",
+        Arc::new(MemTable::try_new(schema, vec![batches])?),
+    )?;
+    Ok(out)
 }
 
 /// What the energy report is grouped by.

@@ -23,6 +23,7 @@ pub mod io;
 pub mod lbr;
 pub mod memlog;
 pub mod memory;
+pub mod power;
 pub mod ranges;
 pub mod time;
 pub mod timeline;
@@ -177,6 +178,7 @@ impl Session {
         memory::register(&s).await?;
         memlog::register(&s).await?;
         ranges::register(&s).await?;
+        power::register(&s).await?;
         Ok(s)
     }
 

@@ -13,6 +13,7 @@
 //!   start.
 
 pub mod convert;
+pub mod sim;
 
 use crate::diag::{Diagnostics, Position, Severity};
 

@@ -34,6 +34,18 @@ pub const BATCH_ROWS: usize = 64 * 1024;
 /// The system call a `syscalls:sys_enter_NAME`/`sys_exit_NAME` event
 /// records, by the name strace prints (the kernel names a few tracepoints
 /// after their implementation: `sendfile64`, `newfstat`, ...).
+/// The RAPL domain of a perf power event (`power/energy-cores/`).
+fn power_domain(event: &str) -> Option<&'static str> {
+    event
+        .starts_with("power/energy-")
+        .then(|| crate::energy::domain_of_name(event))
+        .flatten()
+}
+
+/// Joules per count of the perf power PMU's energy events (its sysfs
+/// `scale`, 2.3283064365386962890625e-10: 2^-32 J).
+pub const POWER_EVENT_JOULES: f64 = 1.0 / 4294967296.0;
+
 fn syscall_name(event: &str) -> Option<Arc<str>> {
     let (_, n) = super::records::syscall_tracepoint(event)?;
     Some(
@@ -446,6 +458,12 @@ pub struct PerfConverter {
     /// Per input: kernel id → global event id.
     id_to_event: HashMap<u64, i32>,
     event_names: Vec<Arc<str>>,
+    /// RAPL domain of each event that is a power event (`power/energy-*/`).
+    power_domain: Vec<Option<&'static str>>,
+    /// Power event values read at samples (group reads), for the `energy`
+    /// table: (time ns, power event id, the sample's event id, value in
+    /// 2^-32 J), in file order.
+    pub power_reads: Vec<(u64, i32, i32, u64)>,
     events: Vec<(i32, EventDesc)>,
     metas: Vec<(i32, Metadata)>,
 
@@ -512,6 +530,8 @@ impl PerfConverter {
             event_base: 0,
             id_to_event: HashMap::default(),
             event_names: Vec::new(),
+            power_domain: Vec::new(),
+            power_reads: Vec::new(),
             events: Vec::new(),
             metas: Vec::new(),
             next_sample: 0,
@@ -557,6 +577,7 @@ impl PerfConverter {
             if i >= have {
                 self.events.push((self.source_id, e.clone()));
                 self.event_names.push(e.name().into());
+                self.power_domain.push(power_domain(&e.name()));
                 self.event_keys.push(self.samples.event.intern(&e.name()));
                 self.sys_names.push(syscall_name(&e.name()));
             } else {
@@ -565,6 +586,7 @@ impl PerfConverter {
                 if self.events[idx].1.name != e.name {
                     self.events[idx].1 = e.clone();
                     self.event_names[idx] = e.name().into();
+                    self.power_domain[idx] = power_domain(&e.name());
                     self.event_keys[idx] = self.samples.event.intern(&e.name());
                     self.sys_names[idx] = syscall_name(&e.name());
                 }
@@ -1141,6 +1163,11 @@ impl PerfConverter {
                     None if r.values.len() == 1 => Some(gid),
                     None => None,
                 };
+                if let (Some(e), Some(t)) = (ev_id, s.time) {
+                    if self.power_domain[e as usize].is_some() {
+                        self.power_reads.push((t, e, gid, *value));
+                    }
+                }
                 let c = &mut self.reads;
                 c.sample_id.append_value(sample_id);
                 c.idx.append_value(i as i32);
@@ -1331,6 +1358,39 @@ impl PerfConverter {
     /// Flushes the streamed tables and writes the summary tables (events,
     /// modules, threads, build-ids, metadata pairs are returned for
     /// `capture_meta`).
+    /// The power event values read at this input's samples as energy
+    /// readings in time order, the read's rank standing for the line. Each
+    /// group's power event is its own counter (perf opens one per group,
+    /// counting from when it was enabled): its zone is
+    /// `power/energy-cores/@LEADER`, LEADER the group's sampling event, so
+    /// each delta is the energy since the previous sample of that event
+    /// (document 004 §3.4). The RAPL MSRs are package-wide: reads from
+    /// any CPU continue one counter.
+    pub fn take_power_readings(&mut self) -> Vec<crate::energy::Reading> {
+        let mut reads = std::mem::take(&mut self.power_reads);
+        reads.sort_by_key(|r| r.0);
+        reads
+            .into_iter()
+            .enumerate()
+            .filter_map(|(i, (t, e, lead, v))| {
+                Some(crate::energy::Reading {
+                    line: i as u64 + 1,
+                    time_ns: t as i64,
+                    package: None,
+                    domain: self.power_domain[e as usize]?,
+                    zone: format!(
+                        "{}@{}",
+                        self.event_names[e as usize], self.event_names[lead as usize]
+                    ),
+                    value: crate::energy::Value::Cumulative {
+                        uj: v as f64 * POWER_EVENT_JOULES * 1e6,
+                        max: None,
+                    },
+                })
+            })
+            .collect()
+    }
+
     pub fn finish(mut self, cap: &mut CaptureWriter) -> Result<Vec<(i32, String, String)>> {
         self.flush_last_thread();
         self.flush()?;
