@@ -1078,9 +1078,9 @@ fn ingest(a: &IngestArgs) -> Result<()> {
                 ("records", "mem_access rows")
             }
             trawl_ingest::Format::ProcMaps => ("mappings", "samples"),
-            trawl_ingest::Format::Powercap | trawl_ingest::Format::PerfStat => {
-                ("readings", "energy rows")
-            }
+            trawl_ingest::Format::Powercap
+            | trawl_ingest::Format::PerfStat
+            | trawl_ingest::Format::Turbostat => ("readings", "energy rows"),
             _ => ("records", "samples"),
         };
         eprintln!(

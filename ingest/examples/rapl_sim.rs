@@ -35,6 +35,19 @@ fn main() {
     // Mapped where the committed LBR fixtures map it: ingest with
     // `--debug-dir fixtures/perf/bin`.
     let mut cfg = SimConfig::default_model("/opt/trawl-fixtures/bin/lbr", &ips);
+    // The build id, as `readelf -n` prints it, so perf finds the binary.
+    let notes = std::process::Command::new("readelf")
+        .args(["-n", bin])
+        .output()
+        .expect("readelf");
+    cfg.build_id = String::from_utf8_lossy(&notes.stdout)
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("Build ID: ").map(str::to_string))
+        .map(|h| {
+            (0..h.len() / 2)
+                .map(|i| u8::from_str_radix(&h[2 * i..2 * i + 2], 16).unwrap())
+                .collect()
+        });
     if let Some(s) = args.get(3) {
         cfg.duration_ns = (s.parse::<f64>().expect("SECONDS") * 1e9) as u64;
     }

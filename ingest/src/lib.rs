@@ -66,6 +66,7 @@ pub enum Format {
     ProcMaps,
     Powercap,
     PerfStat,
+    Turbostat,
 }
 
 impl Format {
@@ -85,6 +86,7 @@ impl Format {
             Format::ProcMaps => "proc-maps",
             Format::Powercap => "powercap-csv",
             Format::PerfStat => "perf-stat",
+            Format::Turbostat => "turbostat",
         }
     }
 }
@@ -104,6 +106,7 @@ pub fn detect(head: &[u8]) -> Option<Format> {
         None if strace::sniff(head) => Some(Format::Strace),
         None if energy::sniff(head) == Some(energy::Kind::Powercap) => Some(Format::Powercap),
         None if energy::sniff(head) == Some(energy::Kind::PerfStat) => Some(Format::PerfStat),
+        None if energy::sniff(head) == Some(energy::Kind::Turbostat) => Some(Format::Turbostat),
         None => match metrics::sniff(head) {
             Some(metrics::Kind::Vmstat) => Some(Format::Vmstat),
             Some(metrics::Kind::Iostat) => Some(Format::Iostat),
@@ -385,13 +388,16 @@ pub fn ingest_with_unwinder(
                     pipe: false,
                 }
             }
-            Format::Powercap | Format::PerfStat => {
+            Format::Powercap | Format::PerfStat | Format::Turbostat => {
                 let bytes = read_whole(input, stream)?;
                 let text = String::from_utf8_lossy(&bytes);
                 let before = econv.readings;
                 let rows = if format == Format::Powercap {
                     clock = ("utc".into(), Some(0));
                     energy::read_powercap(&text, &mut diags, &mut econv)?
+                } else if format == Format::Turbostat {
+                    clock = ("utc".into(), Some(0));
+                    energy::read_turbostat(&text, &mut diags, &mut econv)?
                 } else {
                     clock = ("perf-stat:relative".into(), None);
                     energy::read_perf_stat(&text, &mut diags, &mut econv)?

@@ -565,7 +565,7 @@ pub static METRIC: TableDef = TableDef {
 
 pub static ENERGY: TableDef = TableDef {
     name: "energy",
-    doc: "RAPL energy readings (seed document 004): one row per reading of a domain's counter, from a powercap CSV (`scripts/rapl-sample.sh`: cumulative µJ counters of `/sys/class/powercap/intel-rapl:*`) `perf stat -I MS -x, -e power/energy-*/` output (joules per interval) or power events read at perf.data samples (`perf record -e '{cpu-clock,power/energy-cores/}:S'`: the group's power counter values, 2^-32 J units). `delta_uj` is the energy of the interval `(time_ns - interval_ns, time_ns]`.",
+    doc: "RAPL energy readings (seed document 004): one row per reading of a domain's counter, from a powercap CSV (`scripts/rapl-sample.py`: cumulative µJ counters of `/sys/class/powercap/intel-rapl:*`), `perf stat -I MS -x, -e power/energy-*/` output (joules per interval) or power events read at perf.data samples (`perf record -e '{cpu-clock,power/energy-cores/}:S'`: the group's power counter values, 2^-32 J units). `delta_uj` is the energy of the interval `(time_ns - interval_ns, time_ns]`.",
     columns: &[
         col!("source_id", Int32, "Input (`source.source_id`)."),
         col!("line", Int64, "Line of the input; for perf.data, the read's rank in time order."),
@@ -574,8 +574,8 @@ pub static ENERGY: TableDef = TableDef {
         col!("domain", DictUtf8, "`package`, `cores`, `dram`, `gpu` (powercap's `uncore`) or `psys`."),
         col!("zone", Utf8, "The counter as the input names it: `intel-rapl:0:1`, `power/energy-pkg/`."),
         col!("energy_uj", Float64, null, "Cumulative energy: the counter as read (powercap; it wraps at `max_energy_range_uj`), or the running sum of perf stat's intervals."),
-        col!("delta_uj", Float64, null, "Energy of the interval ending at this reading (µJ), wrap-around undone; null for a counter's first reading and when it went back with no known wrap range."),
-        col!("interval_ns", Int64, null, "Length of that interval (ns since the counter's previous reading; perf stat: since the previous interval or the start)."),
+        col!("delta_uj", Float64, null, "Energy of the interval ending at this reading (µJ), wrap-around undone; null for a counter's first reading (except perf's power events, which count from the start of the run: their first reading is the energy since then) and when it went back with no known wrap range."),
+        col!("interval_ns", Int64, null, "Length of that interval (ns since the counter's previous reading; perf stat: since the previous interval or the start; null for a perf power event's first reading: since the run started)."),
         col!("wrapped", Bool, "The counter wrapped (or went back) in the interval."),
     ],
 };

@@ -150,7 +150,7 @@ pub async fn sample_energy(
     let chains = chosen_chains(s, &event, zones).await?;
     let intervals = Session::collect(
         s.sql(&format!(
-            "SELECT e.capture, CAST(e.domain AS VARCHAR) AS domain, CAST(e.t_ns - COALESCE(e.interval_ns, 0) AS BIGINT) AS t0, \
+            "SELECT e.capture, CAST(e.domain AS VARCHAR) AS domain, CAST(COALESCE(e.t_ns - e.interval_ns, -9223372036854775807) AS BIGINT) AS t0, \
                CAST(e.t_ns AS BIGINT) AS t1, CAST(e.delta_uj AS DOUBLE) AS uj \
              FROM energy_t e JOIN ({CHOSEN}) c ON c.capture = e.capture AND c.source_id = e.source_id AND c.zone = e.zone \
              WHERE e.delta_uj IS NOT NULL AND e.t_ns IS NOT NULL \
@@ -159,6 +159,7 @@ pub async fn sample_energy(
         .await?,
     )
     .await?;
+    overlap_check(&samples, &intervals)?;
     // Samples per capture, in time order.
     struct Smp {
         id: i64,
@@ -386,6 +387,39 @@ pub async fn chosen_chains(s: &Session, event: &str, zones: &[String]) -> Result
         Arc::new(MemTable::try_new(schema, vec![batches])?),
     )?;
     Ok(out)
+}
+
+/// Refuses readings that do not overlap the samples in time (a clock
+/// mismatch would leave every joule unattributed, or put it on the wrong
+/// samples).
+fn overlap_check(samples: &[RecordBatch], intervals: &[RecordBatch]) -> Result<()> {
+    let span = |bs: &[RecordBatch], a: usize, b: usize| -> Option<(i64, i64)> {
+        let mut r: Option<(i64, i64)> = None;
+        for x in bs {
+            let (ca, cb) = (
+                x.column(a).as_primitive::<Int64Type>(),
+                x.column(b).as_primitive::<Int64Type>(),
+            );
+            for i in 0..x.num_rows() {
+                let (lo, hi) = (ca.value(i), cb.value(i));
+                r = Some(r.map_or((lo, hi), |(p, q)| (p.min(lo), q.max(hi))));
+            }
+        }
+        r
+    };
+    let (Some((s0, s1)), Some((e0, e1))) = (span(samples, 2, 2), span(intervals, 2, 3)) else {
+        return Ok(());
+    };
+    if e1 < s0 || e0 > s1 {
+        return Err(Error::Usage(format!(
+            "the energy readings ({:.3} s to {:.3} s on the capture's axis) do not overlap the samples ({:.3} s to {:.3} s): were they taken on another clock or run? (perf needs -k CLOCK_MONOTONIC and clock data; powercap CSV times are UTC)",
+            e0 as f64 / 1e9,
+            e1 as f64 / 1e9,
+            s0 as f64 / 1e9,
+            s1 as f64 / 1e9
+        )));
+    }
+    Ok(())
 }
 
 /// What the energy report is grouped by.

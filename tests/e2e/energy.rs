@@ -446,3 +446,71 @@ fn sampler_script_writes_what_ingest_reads() {
     }
     assert_eq!(doms[2][2], "123456.0");
 }
+
+/// turbostat as `turbostat --quiet --show
+/// Time_Of_Day_Seconds,Package,Core,CPU,PkgWatt,CorWatt,RAMWatt
+/// --interval 1` prints it on two packages of two CPUs (tab-separated; a
+/// header per block; package columns on each package's first CPU only).
+/// Expected values by hand: W × the 1 s since the previous block; the
+/// first block's length is unknown.
+const TURBOSTAT: &str = "Time_Of_Day_Seconds\tPackage\tCore\tCPU\tPkgWatt\tCorWatt\tRAMWatt
+1700000000.000100\t-\t-\t-\t40.00\t20.00\t6.00
+1700000000.000100\t0\t0\t0\t25.00\t12.00\t4.00
+1700000000.000110\t0\t1\t1
+1700000000.000120\t1\t0\t2\t15.00\t8.00\t2.00
+1700000000.000130\t1\t1\t3
+Time_Of_Day_Seconds\tPackage\tCore\tCPU\tPkgWatt\tCorWatt\tRAMWatt
+1700000001.000100\t-\t-\t-\t41.00\t21.00\t6.00
+1700000001.000100\t0\t0\t0\t26.00\t13.00\t4.00
+1700000001.000110\t0\t1\t1
+1700000001.000120\t1\t0\t2\t15.00\t8.00\t2.00
+1700000001.000130\t1\t1\t3
+garbage line
+Time_Of_Day_Seconds\tPackage\tCore\tCPU\tPkgWatt\tCorWatt\tRAMWatt
+1700000002.000100\t-\t-\t-\t42.00\t22.00\t6.00
+1700000002.000100\t0\t0\t0\t27.00\tbad\t4.00
+1700000002.000110\t0\t1\t1
+1700000002.000120\t1\t0\t2\t15.00\t8.00\t2.00
+1700000002.000130\t1\t1\t3
+";
+
+#[test]
+fn turbostat_watts_per_package() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("turbostat.txt");
+    std::fs::write(&f, TURBOSTAT).unwrap();
+    let cap = dir.path().join("cap");
+    let o = trawl(&["ingest", f.to_str().unwrap(), "-o", cap.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("turbostat"), "{err}");
+    // Per-package rows, not the summary: package 0 at 26 W then 27 W over
+    // 1 s each; package 1 at 15 W; CorWatt "bad" on line 20 skipped.
+    let rows = sql_rows(
+        &cap,
+        "SELECT package, CAST(domain AS VARCHAR) AS d, line, CAST(round(delta_uj) AS BIGINT) AS uj, interval_ns FROM energy ORDER BY package, d, line",
+    );
+    let want: Vec<Vec<String>> = [
+        ["0", "cores", "9", "13000000", "1000000000"],
+        ["0", "dram", "9", "4000000", "1000000000"],
+        ["0", "dram", "16", "4000000", "1000000000"],
+        ["0", "package", "9", "26000000", "1000000000"],
+        ["0", "package", "16", "27000000", "1000000000"],
+        ["1", "cores", "11", "8000000", "1000000000"],
+        ["1", "cores", "18", "8000000", "1000000000"],
+        ["1", "dram", "11", "2000000", "1000000000"],
+        ["1", "dram", "18", "2000000", "1000000000"],
+        ["1", "package", "11", "15000000", "1000000000"],
+        ["1", "package", "18", "15000000", "1000000000"],
+    ]
+    .iter()
+    .map(|r| r.iter().map(|s| s.to_string()).collect())
+    .collect();
+    assert_eq!(rows, want);
+    let diags = sql_rows(&cap, "SELECT line, kind FROM diagnostic ORDER BY line");
+    assert_eq!(diags, [["13", "bad_row"], ["16", "bad_value"]]);
+    // Two packages: report energy refuses to split them without the CPU →
+    // package map rather than misattribute.
+    let o = trawl(&["report", "energy", cap.to_str().unwrap()]);
+    assert!(!o.status.success());
+}

@@ -7,6 +7,7 @@
 mod bad_input;
 mod common;
 mod energy;
+mod energy_sim;
 mod lbr;
 mod lines;
 mod memlog;

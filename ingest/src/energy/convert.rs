@@ -146,11 +146,13 @@ impl ReadingSink for EnergyConverter {
                 self.last.insert(key, (r.time_ns, sum + uj));
                 self.row(&r, Some(sum + uj), Some(uj), interval_ns, false);
             }
-            Value::Cumulative { uj, max } => {
+            Value::Cumulative { uj, max, from_zero } => {
                 let Some(&(t0, prev)) = self.last.get(&key) else {
-                    // The first reading of a counter starts its intervals.
+                    // The first reading of a counter starts its intervals;
+                    // one that counted from the start holds the energy
+                    // since then (an interval of unknown length).
                     self.last.insert(key, (r.time_ns, uj));
-                    self.row(&r, Some(uj), None, None, false);
+                    self.row(&r, Some(uj), from_zero.then_some(uj), None, false);
                     return;
                 };
                 if self.out_of_order(&r, t0) {

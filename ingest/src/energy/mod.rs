@@ -5,7 +5,7 @@
 //!   `time`, `zone`, `energy_uj` and optionally `name` (the zone's
 //!   `name` file: `package-0`, `core`, `uncore`, `dram`, `psys`) and
 //!   `max_energy_range_uj` (where the counter wraps), as
-//!   `scripts/rapl-sample.sh` writes it from
+//!   `scripts/rapl-sample.py` writes it from
 //!   `/sys/class/powercap/intel-rapl:*`. Cumulative: deltas come from
 //!   consecutive readings, wrap-arounds through `max_energy_range_uj`.
 //! - [`read_perf_stat`]: `perf stat -I MS -x, -e power/energy-pkg/,...`
@@ -50,7 +50,13 @@ pub struct Reading {
 #[derive(Clone, Debug, PartialEq)]
 pub enum Value {
     /// A cumulative counter in µJ that wraps at `max` µJ (when known).
-    Cumulative { uj: f64, max: Option<f64> },
+    /// `from_zero`: it counted from 0 when the run started (perf's
+    /// counters), so its first reading is the energy since then.
+    Cumulative {
+        uj: f64,
+        max: Option<f64>,
+        from_zero: bool,
+    },
     /// The energy of the interval ending at the reading, in µJ.
     Delta { uj: f64, interval_ns: Option<i64> },
 }
@@ -64,6 +70,7 @@ pub trait ReadingSink {
 pub enum Kind {
     Powercap,
     PerfStat,
+    Turbostat,
 }
 
 fn powercap_header(
@@ -101,8 +108,38 @@ fn perf_stat_fields(line: &str) -> Option<(f64, Option<i32>, &str, &str, &str)> 
     Some((time, socket, rest[0], rest[1], rest[2]))
 }
 
+/// turbostat's energy columns: (column, domain, joules (true) or watts).
+fn turbostat_column(name: &str) -> Option<(&'static str, bool)> {
+    Some(match name {
+        "PkgWatt" => ("package", false),
+        "CorWatt" => ("cores", false),
+        "GFXWatt" => ("gpu", false),
+        "RAMWatt" => ("dram", false),
+        "SysWatt" | "SYSWatt" => ("psys", false),
+        "Pkg_J" => ("package", true),
+        "Cor_J" => ("cores", true),
+        "GFX_J" => ("gpu", true),
+        "RAM_J" => ("dram", true),
+        "Sys_J" | "SYS_J" => ("psys", true),
+        _ => return None,
+    })
+}
+
+fn turbostat_header(line: &str) -> bool {
+    let f: Vec<&str> = line.split_whitespace().collect();
+    f.iter().any(|c| turbostat_column(c).is_some())
+        && f.iter().all(|c| c.parse::<f64>().is_err() && *c != "-")
+}
+
 pub fn sniff(head: &[u8]) -> Option<Kind> {
     let text = String::from_utf8_lossy(head);
+    if text
+        .lines()
+        .take(5)
+        .any(|l| turbostat_header(l) && !l.contains(','))
+    {
+        return Some(Kind::Turbostat);
+    }
     let mut lines = text
         .lines()
         .filter(|l| !l.trim().is_empty() && !l.starts_with('#'));
@@ -204,7 +241,11 @@ pub fn read_powercap(
             package: zone_package(zone),
             domain,
             zone: zone.to_string(),
-            value: Value::Cumulative { uj, max },
+            value: Value::Cumulative {
+                uj,
+                max,
+                from_zero: false,
+            },
         });
         rows += 1;
     }
@@ -290,6 +331,148 @@ pub fn read_perf_stat(
         rows += 1;
     }
     Ok(rows)
+}
+
+/// turbostat output (`turbostat --quiet --show
+/// Time_Of_Day_Seconds,Package,CPU,PkgWatt,CorWatt,RAMWatt --interval S`,
+/// or the `_J` columns with `--Joules`): a header before each block, a
+/// summary row (`-` for Package/CPU), then rows per CPU whose package
+/// columns are filled on each package's first CPU. Per-package rows are
+/// read when there are any, else the summary rows. Watts are energy per
+/// interval times the time since the previous block: the first block, of
+/// unknown length, is skipped. Times: `Time_Of_Day_Seconds` (UTC).
+pub fn read_turbostat(
+    text: &str,
+    diags: &mut Diagnostics,
+    sink: &mut dyn ReadingSink,
+) -> crate::Result<u64> {
+    struct Row {
+        line: u64,
+        time: i64,
+        package: Option<i32>,
+        summary: bool,
+        values: Vec<(&'static str, bool, String, f64)>,
+    }
+    let mut header: Vec<String> = Vec::new();
+    let mut rows: Vec<Row> = Vec::new();
+    let mut no_time = false;
+    for (i, line) in text.lines().enumerate() {
+        let n = i as u64 + 1;
+        let l = line.trim();
+        if l.is_empty() {
+            continue;
+        }
+        if turbostat_header(l) {
+            header = l.split_whitespace().map(str::to_string).collect();
+            continue;
+        }
+        let f: Vec<&str> = l.split_whitespace().collect();
+        if header.is_empty()
+            || f.len() > header.len()
+            || f[0].parse::<f64>().is_err() && f[0] != "-"
+        {
+            diags.report(
+                Position::Line(n),
+                Severity::Warning,
+                "bad_row",
+                format!("not a turbostat row: {:?}: skipped", crate::diag::clip(l)),
+            )?;
+            continue;
+        }
+        let col = |name: &str| {
+            header
+                .iter()
+                .position(|h| h == name)
+                .and_then(|k| f.get(k).copied())
+        };
+        let Some(t) = col("Time_Of_Day_Seconds").and_then(|t| t.parse::<f64>().ok()) else {
+            no_time = true;
+            continue;
+        };
+        let pkg = col("Package");
+        let summary = matches!(pkg, Some("-") | None) && matches!(col("CPU"), Some("-") | None);
+        let mut values = Vec::new();
+        for (k, h) in header.iter().enumerate() {
+            let Some((domain, joules)) = turbostat_column(h) else {
+                continue;
+            };
+            match f.get(k).map(|v| v.parse::<f64>()) {
+                Some(Ok(v)) if v.is_finite() && v >= 0.0 => {
+                    values.push((domain, joules, h.clone(), v))
+                }
+                Some(_) => {
+                    diags.report(
+                        Position::Line(n),
+                        Severity::Warning,
+                        "bad_value",
+                        format!("{h} {:?} is not a number of watts or joules: skipped", f[k]),
+                    )?;
+                }
+                None => {}
+            }
+        }
+        if values.is_empty() {
+            continue;
+        }
+        rows.push(Row {
+            line: n,
+            time: (t * 1e9).round() as i64,
+            package: pkg.and_then(|p| p.parse().ok()),
+            summary,
+            values,
+        });
+    }
+    if no_time {
+        diags.report(
+            Position::Line(1),
+            Severity::Error,
+            "missing_time",
+            "rows without Time_Of_Day_Seconds cannot be placed in time: run turbostat with --show Time_Of_Day_Seconds,...",
+        )?;
+    }
+    let per_package = rows.iter().any(|r| !r.summary && r.package.is_some());
+    let mut last: std::collections::HashMap<(Option<i32>, String), i64> = Default::default();
+    let mut out = 0;
+    for r in rows.iter().filter(|r| r.summary != per_package) {
+        let package = if per_package { r.package } else { None };
+        for (domain, joules, name, v) in &r.values {
+            let prev = last.insert((package, name.clone()), r.time);
+            let Some(t0) = prev else {
+                continue;
+            };
+            let interval = r.time - t0;
+            if interval <= 0 {
+                diags.report(
+                    Position::Line(r.line),
+                    Severity::Warning,
+                    "out_of_order",
+                    format!(
+                        "{name} at {} s is not after the previous block: skipped",
+                        r.time as f64 / 1e9
+                    ),
+                )?;
+                continue;
+            }
+            let uj = if *joules {
+                v * 1e6
+            } else {
+                v * interval as f64 * 1e-3
+            };
+            sink.reading(Reading {
+                line: r.line,
+                time_ns: r.time,
+                package,
+                domain,
+                zone: format!("turbostat:{name}"),
+                value: Value::Delta {
+                    uj,
+                    interval_ns: Some(interval),
+                },
+            });
+            out += 1;
+        }
+    }
+    Ok(out)
 }
 
 #[cfg(test)]

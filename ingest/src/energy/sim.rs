@@ -63,8 +63,10 @@ pub struct SimConfig {
     pub intercept_w: f64,
     pub events: Vec<SimEvent>,
     pub functions: Vec<SimFunction>,
-    /// Binary the functions are in (mapped at [`SIM_BASE`]).
+    /// Binary the functions are in (mapped at [`SIM_BASE`]) and its
+    /// build id (so perf finds it in its build-id cache).
     pub binary: String,
+    pub build_id: Option<Vec<u8>>,
     /// Powercap reading interval and wrap range of the core zone.
     pub csv_ns: u64,
     pub csv_max_uj: u64,
@@ -129,6 +131,7 @@ impl SimConfig {
                 })
                 .collect(),
             binary: binary.into(),
+            build_id: None,
             csv_ns: 2_000_000,
             csv_max_uj: 20_000_000,
             uncore_w: 3.0,
@@ -348,7 +351,16 @@ pub fn simulate(cfg: &SimConfig) -> (Vec<u8>, String, Truth) {
     w.clock_data = Some((1, SIM_WALL, SIM_MONO));
     let (pid, start) = (100, SIM_MONO);
     w.comm(pid, pid, "sim", start, true);
-    w.mmap2(pid, pid, SIM_BASE, 0x10_0000, 0, &cfg.binary, start, None);
+    w.mmap2(
+        pid,
+        pid,
+        SIM_BASE,
+        0x10_0000,
+        0,
+        &cfg.binary,
+        start,
+        cfg.build_id.as_deref(),
+    );
     // Samples of all groups in time order: (t, group, seq).
     let mut samples: Vec<(u64, usize, u64)> = Vec::new();
     // cpu-clock's hrtimer does not run in step with RAPL's updates: an

@@ -1385,6 +1385,7 @@ impl PerfConverter {
                     value: crate::energy::Value::Cumulative {
                         uj: v as f64 * POWER_EVENT_JOULES * 1e6,
                         max: None,
+                        from_zero: true,
                     },
                 })
             })
