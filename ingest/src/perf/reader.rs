@@ -177,6 +177,10 @@ pub struct PerfReader {
     pending_bytes: usize,
     /// Mapped input below this offset has been released.
     released: usize,
+    /// Position at which to look for pages to release again (a scan that
+    /// frees nothing, e.g. a file without FINISHED_ROUND, is not repeated
+    /// per record).
+    release_check: usize,
     ready: VecDeque<Queued>,
     limit: u64,
     max_seen: u64,
@@ -479,6 +483,7 @@ impl PerfReader {
             pending: Vec::new(),
             pending_bytes: 0,
             released: 0,
+            release_check: 2 * RELEASE_EVERY,
             ready: VecDeque::new(),
             limit: 0,
             max_seen: 0,
@@ -789,7 +794,7 @@ impl PerfReader {
         };
         self.pos += size as u64;
         self.stats.records += 1;
-        if self.pos as usize >= self.released + 2 * RELEASE_EVERY {
+        if self.pos as usize >= self.release_check {
             self.release_consumed();
         }
         // Payload that follows some user records outside their size.
@@ -1041,6 +1046,7 @@ impl PerfReader {
 
     /// Releases the mapped pages below the oldest record still queued.
     fn release_consumed(&mut self) {
+        self.release_check = self.pos as usize + RELEASE_EVERY;
         let Input::Map(m) = &self.input else { return };
         let off = |q: &Queued| match q.body {
             Body::Map { off, .. } => off,
