@@ -20,8 +20,7 @@ use std::sync::Arc;
 use datafusion::arrow::array::{
     Array, AsArray, Float64Builder, Int32Builder, Int64Builder, RecordBatch, StringBuilder,
 };
-use datafusion::arrow::datatypes::{DataType, Field, Float64Type, Int64Type, Schema};
-use datafusion::datasource::MemTable;
+use datafusion::arrow::datatypes::{Float64Type, Int64Type};
 use datafusion::prelude::DataFrame;
 
 use crate::memory::quote;
@@ -254,30 +253,14 @@ pub async fn sample_energy(
         oj.append_value(j);
         ocpu.append_null();
     }
-    let schema = Arc::new(Schema::new(vec![
-        Field::new("capture", DataType::Utf8, false),
-        Field::new("sample_id", DataType::Int64, true),
-        Field::new("domain", DataType::Utf8, false),
-        Field::new("joules", DataType::Float64, false),
-        Field::new("cpu", DataType::Int32, true),
-    ]));
-    let batch = RecordBatch::try_new(
-        schema.clone(),
-        vec![
-            Arc::new(ocap.finish()),
-            Arc::new(oid.finish()),
-            Arc::new(odom.finish()),
-            Arc::new(oj.finish()),
-            Arc::new(ocpu.finish()),
-        ],
-    )
-    .map_err(datafusion::error::DataFusionError::from)?;
-    let _ = s.ctx.deregister_table("sample_energy");
-    s.ctx.register_table(
-        "sample_energy",
-        Arc::new(MemTable::try_new(schema, vec![vec![batch]])?),
-    )?;
-    let _ = s.ctx.deregister_table("energy_chain");
+    let batch = crate::batch_of(vec![
+        ("capture", Arc::new(ocap.finish())),
+        ("sample_id", Arc::new(oid.finish())),
+        ("domain", Arc::new(odom.finish())),
+        ("joules", Arc::new(oj.finish())),
+        ("cpu", Arc::new(ocpu.finish())),
+    ])?;
+    s.register_rows("sample_energy", batch.schema(), vec![batch])?;
     Ok((event, chains))
 }
 
@@ -381,11 +364,7 @@ pub async fn chosen_chains(s: &Session, event: &str, zones: &[String]) -> Result
         .first()
         .map(|b| b.schema())
         .ok_or_else(|| Error::Usage("no energy counters".into()))?;
-    let _ = s.ctx.deregister_table("energy_chain");
-    s.ctx.register_table(
-        "energy_chain",
-        Arc::new(MemTable::try_new(schema, vec![batches])?),
-    )?;
+    s.register_rows("energy_chain", schema, batches)?;
     Ok(out)
 }
 

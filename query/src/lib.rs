@@ -203,10 +203,29 @@ impl Session {
         Ok(df.collect().await?)
     }
 
+    /// Registers computed rows as the in-memory table `name`, replacing
+    /// one of that name.
+    pub fn register_rows(
+        &self,
+        name: &str,
+        schema: SchemaRef,
+        batches: Vec<RecordBatch>,
+    ) -> Result<()> {
+        let _ = self.ctx.deregister_table(name);
+        self.ctx
+            .register_table(name, Arc::new(MemTable::try_new(schema, vec![batches])?))?;
+        Ok(())
+    }
+
     /// The capture directories of this session.
     pub fn dirs(&self) -> Vec<&Path> {
         self.captures.iter().map(|c| c.dir.as_path()).collect()
     }
+}
+
+/// A batch of named columns (a column is nullable when it holds nulls).
+pub fn batch_of(cols: Vec<(&str, datafusion::arrow::array::ArrayRef)>) -> Result<RecordBatch> {
+    Ok(RecordBatch::try_from_iter(cols).map_err(datafusion::error::DataFusionError::from)?)
 }
 
 /// The values of a string-like column (Utf8, Utf8View, LargeUtf8,

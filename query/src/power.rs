@@ -24,11 +24,8 @@ use datafusion::arrow::array::{
     Array, ArrayRef, AsArray, Float64Array, Float64Builder, Int64Array, Int64Builder, ListArray,
     RecordBatch, StringBuilder, StructArray,
 };
-use datafusion::arrow::datatypes::{
-    DataType, Field, FieldRef, Fields, Float64Type, Int64Type, Schema,
-};
+use datafusion::arrow::datatypes::{DataType, Field, FieldRef, Fields, Float64Type, Int64Type};
 use datafusion::common::ScalarValue;
-use datafusion::datasource::MemTable;
 use datafusion::logical_expr::function::{AccumulatorArgs, StateFieldsArgs};
 use datafusion::logical_expr::{
     Accumulator, AggregateUDF, AggregateUDFImpl, Signature, Volatility,
@@ -465,34 +462,18 @@ pub async fn model_intervals(s: &Session, input: &ModelInput) -> Result<ModelSou
             chain.zone
         )));
     }
-    let mut fields = vec![
-        Field::new("t_ns", DataType::Int64, false),
-        Field::new("seconds", DataType::Float64, false),
-        Field::new("joules", DataType::Float64, false),
-        Field::new("watts", DataType::Float64, false),
+    let names: Vec<String> = (1..=k).map(|j| format!("rate_{j}")).collect();
+    let mut cols: Vec<(&str, ArrayRef)> = vec![
+        ("t_ns", Arc::new(t_col.finish())),
+        ("seconds", Arc::new(sec.finish())),
+        ("joules", Arc::new(joules.finish())),
+        ("watts", Arc::new(watts.finish())),
     ];
-    let mut cols: Vec<ArrayRef> = vec![
-        Arc::new(t_col.finish()),
-        Arc::new(sec.finish()),
-        Arc::new(joules.finish()),
-        Arc::new(watts.finish()),
-    ];
-    for (j, mut r) in rates.into_iter().enumerate() {
-        fields.push(Field::new(
-            format!("rate_{}", j + 1),
-            DataType::Float64,
-            false,
-        ));
-        cols.push(Arc::new(r.finish()));
+    for (name, mut r) in names.iter().zip(rates) {
+        cols.push((name, Arc::new(r.finish())));
     }
-    let schema = Arc::new(Schema::new(fields));
-    let batch = RecordBatch::try_new(schema.clone(), cols)
-        .map_err(datafusion::error::DataFusionError::from)?;
-    let _ = s.ctx.deregister_table("power_interval");
-    s.ctx.register_table(
-        "power_interval",
-        Arc::new(MemTable::try_new(schema, vec![vec![batch]])?),
-    )?;
+    let batch = crate::batch_of(cols)?;
+    s.register_rows("power_interval", batch.schema(), vec![batch])?;
     Ok(ModelSource { event, chain, how })
 }
 
@@ -586,30 +567,16 @@ pub async fn fit_table(
         r2.append_value(f.r2);
         n.append_value(f.n as i64);
     }
-    let schema = Arc::new(Schema::new(vec![
-        Field::new("term", DataType::Utf8, false),
-        Field::new("coefficient", DataType::Float64, true),
-        Field::new("mean_rate_per_s", DataType::Float64, true),
-        Field::new("mean_watts", DataType::Float64, true),
-        Field::new("interval_events", DataType::Float64, true),
-        Field::new("samples_per_s", DataType::Float64, true),
-        Field::new("r2", DataType::Float64, false),
-        Field::new("intervals", DataType::Int64, false),
-    ]));
-    Ok(RecordBatch::try_new(
-        schema,
-        vec![
-            Arc::new(term.finish()),
-            Arc::new(coef.finish()),
-            Arc::new(rate.finish()),
-            Arc::new(w.finish()),
-            Arc::new(ri.finish()),
-            Arc::new(sps.finish()),
-            Arc::new(r2.finish()),
-            Arc::new(n.finish()),
-        ],
-    )
-    .map_err(datafusion::error::DataFusionError::from)?)
+    crate::batch_of(vec![
+        ("term", Arc::new(term.finish())),
+        ("coefficient", Arc::new(coef.finish())),
+        ("mean_rate_per_s", Arc::new(rate.finish())),
+        ("mean_watts", Arc::new(w.finish())),
+        ("interval_events", Arc::new(ri.finish())),
+        ("samples_per_s", Arc::new(sps.finish())),
+        ("r2", Arc::new(r2.finish())),
+        ("intervals", Arc::new(n.finish())),
+    ])
 }
 
 #[cfg(test)]
@@ -956,65 +923,30 @@ pub async fn power_samples(s: &Session, input: &PowerSamplesInput) -> Result<Rec
             runs.iter().map(|d| (d.end - d.start) as f64).sum::<f64>() / runs.len() as f64 * 1e-6;
         sspan.append_value(span);
     }
-    let schema = Arc::new(Schema::new(vec![
-        Field::new("method", DataType::Utf8, false),
-        Field::new("events", DataType::Utf8, false),
-        Field::new("n_events", DataType::Int64, false),
-        Field::new("datum", DataType::Int64, false),
-        Field::new("t_start_ns", DataType::Int64, false),
-        Field::new("t_end_ns", DataType::Int64, false),
-        Field::new("samples", DataType::Int64, false),
-        Field::new("predicted_j", DataType::Float64, true),
-        Field::new("measured_j", DataType::Float64, false),
-    ]));
-    let batch = RecordBatch::try_new(
-        schema.clone(),
-        vec![
-            Arc::new(m.finish()),
-            Arc::new(ev.finish()),
-            Arc::new(ne.finish()),
-            Arc::new(di.finish()),
-            Arc::new(ts.finish()),
-            Arc::new(te.finish()),
-            Arc::new(ns.finish()),
-            Arc::new(pr.finish()),
-            Arc::new(me.finish()),
-        ],
-    )
-    .map_err(datafusion::error::DataFusionError::from)?;
-    let _ = s.ctx.deregister_table("power_datum");
-    s.ctx.register_table(
-        "power_datum",
-        Arc::new(MemTable::try_new(schema, vec![vec![batch]])?),
-    )?;
-    let schema = Arc::new(Schema::new(vec![
-        Field::new("method", DataType::Utf8, false),
-        Field::new("events", DataType::Utf8, false),
-        Field::new("n_events", DataType::Int64, false),
-        Field::new("data", DataType::Int64, false),
-        Field::new("mean_j", DataType::Float64, true),
-        Field::new("sd_j", DataType::Float64, true),
-        Field::new("within_5_pct", DataType::Float64, true),
-        Field::new("within_10_pct", DataType::Float64, true),
-        Field::new("mean_error_pct", DataType::Float64, true),
-        Field::new("mean_span_ms", DataType::Float64, true),
-    ]));
-    Ok(RecordBatch::try_new(
-        schema,
-        vec![
-            Arc::new(sm.finish()),
-            Arc::new(sev.finish()),
-            Arc::new(sne.finish()),
-            Arc::new(sn.finish()),
-            Arc::new(smean.finish()),
-            Arc::new(ssd.finish()),
-            Arc::new(s5.finish()),
-            Arc::new(s10.finish()),
-            Arc::new(serr.finish()),
-            Arc::new(sspan.finish()),
-        ],
-    )
-    .map_err(datafusion::error::DataFusionError::from)?)
+    let batch = crate::batch_of(vec![
+        ("method", Arc::new(m.finish())),
+        ("events", Arc::new(ev.finish())),
+        ("n_events", Arc::new(ne.finish())),
+        ("datum", Arc::new(di.finish())),
+        ("t_start_ns", Arc::new(ts.finish())),
+        ("t_end_ns", Arc::new(te.finish())),
+        ("samples", Arc::new(ns.finish())),
+        ("predicted_j", Arc::new(pr.finish())),
+        ("measured_j", Arc::new(me.finish())),
+    ])?;
+    s.register_rows("power_datum", batch.schema(), vec![batch])?;
+    crate::batch_of(vec![
+        ("method", Arc::new(sm.finish())),
+        ("events", Arc::new(sev.finish())),
+        ("n_events", Arc::new(sne.finish())),
+        ("data", Arc::new(sn.finish())),
+        ("mean_j", Arc::new(smean.finish())),
+        ("sd_j", Arc::new(ssd.finish())),
+        ("within_5_pct", Arc::new(s5.finish())),
+        ("within_10_pct", Arc::new(s10.finish())),
+        ("mean_error_pct", Arc::new(serr.finish())),
+        ("mean_span_ms", Arc::new(sspan.finish())),
+    ])
 }
 
 async fn strings(s: &Session, q: &str) -> Result<Vec<String>> {

@@ -190,3 +190,14 @@ pub fn hex_to_bytes(h: &str) -> Vec<u8> {
         .map(|i| u8::from_str_radix(&h[i..i + 2], 16).unwrap())
         .collect()
 }
+
+/// The address of a text symbol of `bin`, as `nm` prints it.
+pub fn symbol_address(bin: &Path, name: &str) -> u64 {
+    let out = Command::new("nm").arg(bin).output().expect("nm");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let l = text
+        .lines()
+        .find(|l| l.ends_with(&format!(" T {name}")))
+        .unwrap_or_else(|| panic!("{name} not in {}", bin.display()));
+    u64::from_str_radix(l.split(' ').next().unwrap(), 16).unwrap()
+}

@@ -27,15 +27,7 @@ fn sim() -> &'static Sim {
     static SIM: OnceLock<Sim> = OnceLock::new();
     SIM.get_or_init(|| {
         let bin = fixture_bin().join("lbr");
-        let nm = std::process::Command::new("nm").arg(&bin).output().unwrap();
-        let text = String::from_utf8_lossy(&nm.stdout).into_owned();
-        let addr = |name: &str| -> u64 {
-            let l = text
-                .lines()
-                .find(|l| l.ends_with(&format!(" T {name}")))
-                .unwrap();
-            SIM_BASE + u64::from_str_radix(l.split(' ').next().unwrap(), 16).unwrap()
-        };
+        let addr = |name: &str| SIM_BASE + symbol_address(&bin, name);
         let ips = ["F1", "F2", "F3", "p3_A", "p3_B", "p3_C"].map(addr);
         let mut cfg = SimConfig::default_model("/opt/trawl-fixtures/bin/lbr", &ips);
         cfg.build_id = Some(hex_to_bytes(&trawl_symbolize::build_id_of(&bin).unwrap()));
