@@ -231,8 +231,9 @@ pub fn ingest(
 
 /// [`ingest`], unwinding `--call-graph dwarf` samples with `unwinder`.
 /// Power events read at the input's samples (`perf record -e
-/// '{cpu-clock,power/energy-cores/}:S'`) → `energy` rows. Their "line" is
-/// the reading's rank in time order.
+/// '{cpu-clock,power/energy-cores/}:S'`) → `energy` rows (their `line` is
+/// the read's rank in time order); problems are reported at the sample's
+/// byte offset.
 fn power_readings(
     conv: &mut perf::convert::PerfConverter,
     econv: &mut energy::convert::EnergyConverter,
@@ -243,16 +244,17 @@ fn power_readings(
     if reads.is_empty() {
         return Ok(());
     }
-    for r in reads {
+    let mut at = Vec::with_capacity(reads.len());
+    for (r, p) in reads {
+        at.push(p);
         econv.reading(r);
     }
-    for (line, kind, message) in std::mem::take(&mut econv.problems) {
-        diags.report(
-            Position::Line(line),
-            Severity::Warning,
-            kind,
-            format!("power event read #{line}: {message}"),
-        )?;
+    for (rank, kind, message) in std::mem::take(&mut econv.problems) {
+        let p = rank
+            .checked_sub(1)
+            .and_then(|i| at.get(i as usize).copied())
+            .unwrap_or(Position::None);
+        diags.report(p, Severity::Warning, kind, message)?;
     }
     econv.flush()
 }

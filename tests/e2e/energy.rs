@@ -54,15 +54,7 @@ fn fig2_perf() -> Vec<u8> {
     w.clock_data = Some((1, WALL, MONO));
     let ids: Vec<u64> = events.iter().map(|&e| w.event_id(e)).collect();
     let bin = fixture_bin().join("lbr");
-    let f = |name: &str| -> u64 {
-        let out = std::process::Command::new("nm").arg(&bin).output().unwrap();
-        let text = String::from_utf8_lossy(&out.stdout).into_owned();
-        let l = text
-            .lines()
-            .find(|l| l.ends_with(&format!(" T {name}")))
-            .unwrap();
-        0x5555_0000_0000 + u64::from_str_radix(l.split(' ').next().unwrap(), 16).unwrap() + 4
-    };
+    let f = |name: &str| 0x5555_0000_0000 + symbol_address(&bin, name) + 4;
     for (tid, cpu, func, cycles, misses, dt) in [
         (10, 0, "F1", 70, 20, 500_000_000),
         (11, 1, "F2", 30, 80, 600_000_000),
@@ -513,4 +505,82 @@ fn turbostat_watts_per_package() {
     // package map rather than misattribute.
     let o = trawl(&["report", "energy", cap.to_str().unwrap()]);
     assert!(!o.status.success());
+}
+
+/// A power counter read at samples that goes back (a damaged file): the
+/// interval is left null and reported at the sample's byte offset; the
+/// readings before and after are kept.
+#[test]
+fn power_reads_going_back_are_reported_at_their_sample() {
+    let mut w = PerfDataWriter::new();
+    let st = sample::IP | sample::TID | sample::TIME | sample::PERIOD | sample::READ;
+    let rf = read_format::GROUP | read_format::ID;
+    let mut ev = Vec::new();
+    for (ty, name) in [(1, "cpu-clock"), (20, "power/energy-pkg/")] {
+        let mut at = Attr::sampling(ty, 0, if ty == 1 { 1_000_000 } else { 0 }, st);
+        at.read_format = rf;
+        ev.push(w.add_event(at, name));
+    }
+    w.groups
+        .push(("{cpu-clock,power/energy-pkg/}".into(), 0, 2));
+    let ids: Vec<u64> = ev.iter().map(|&e| w.event_id(e)).collect();
+    w.comm(10, 10, "app", 1, true);
+    // 1 J, 3 J, then 2 J (back), then 4 J: in 2^-32 J units.
+    for (i, j) in [1u64, 3, 2, 4].into_iter().enumerate() {
+        w.sample(&SampleOut {
+            event: ev[0],
+            ip: 0x401000,
+            pid: 10,
+            tid: 10,
+            time: 1_000_000 * (i as u64 + 1),
+            period: 1_000_000,
+            read: Some(ReadValues {
+                time_enabled: None,
+                time_running: None,
+                values: vec![(0, Some(ids[0]), None), (j << 32, Some(ids[1]), None)],
+            }),
+            ..Default::default()
+        });
+    }
+    w.finished_round();
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("back.data");
+    std::fs::write(&data, w.to_bytes()).unwrap();
+    let cap = dir.path().join("cap");
+    trawl_ok(&[
+        "ingest",
+        data.to_str().unwrap(),
+        "-o",
+        cap.to_str().unwrap(),
+    ]);
+    // The first read holds the energy since the start; 3 → 2 has no
+    // known wrap range: null; 2 → 4 is 2 J.
+    let rows = sql_rows(
+        &cap,
+        "SELECT zone, line, CAST(delta_uj AS BIGINT) AS d FROM energy ORDER BY line",
+    );
+    let z = "power/energy-pkg/@cpu-clock";
+    assert_eq!(
+        rows,
+        [
+            [z, "1", "1000000"],
+            [z, "2", "2000000"],
+            [z, "3", ""],
+            [z, "4", "2000000"]
+        ]
+    );
+    // Reported at the third sample's byte offset, which perf script -D
+    // prints for that sample.
+    let d = sql_rows(&cap, "SELECT kind, byte_offset FROM diagnostic");
+    assert_eq!(d.len(), 1, "{d:?}");
+    assert_eq!(d[0][0], "counter_wrap");
+    let dump = perf(&["script", "-D", "-i", data.to_str().unwrap()]);
+    let offsets: Vec<u64> = dump
+        .lines()
+        .filter(|l| l.contains("PERF_RECORD_SAMPLE"))
+        .filter_map(|l| l.split_whitespace().find(|x| x.starts_with("0x")))
+        .map(|x| u64::from_str_radix(&x[2..], 16).unwrap())
+        .collect();
+    assert_eq!(offsets.len(), 4, "{dump}");
+    assert_eq!(d[0][1], offsets[2].to_string());
 }

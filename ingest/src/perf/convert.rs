@@ -462,8 +462,11 @@ pub struct PerfConverter {
     power_domain: Vec<Option<&'static str>>,
     /// Power event values read at samples (group reads), for the `energy`
     /// table: (time ns, power event id, the sample's event id, value in
-    /// 2^-32 J), in file order.
-    pub power_reads: Vec<(u64, i32, i32, u64)>,
+    /// 2^-32 J, where the sample is), in file order.
+    power_reads: Vec<(u64, i32, i32, u64, crate::diag::Position)>,
+    /// Where the record being handled is in the input (for diagnostics
+    /// made after the input is read).
+    pub position: crate::diag::Position,
     events: Vec<(i32, EventDesc)>,
     metas: Vec<(i32, Metadata)>,
 
@@ -532,6 +535,7 @@ impl PerfConverter {
             event_names: Vec::new(),
             power_domain: Vec::new(),
             power_reads: Vec::new(),
+            position: crate::diag::Position::None,
             events: Vec::new(),
             metas: Vec::new(),
             next_sample: 0,
@@ -1165,7 +1169,7 @@ impl PerfConverter {
                 };
                 if let (Some(e), Some(t)) = (ev_id, s.time) {
                     if self.power_domain[e as usize].is_some() {
-                        self.power_reads.push((t, e, gid, *value));
+                        self.power_reads.push((t, e, gid, *value, self.position));
                     }
                 }
                 let c = &mut self.reads;
@@ -1359,21 +1363,22 @@ impl PerfConverter {
     /// modules, threads, build-ids, metadata pairs are returned for
     /// `capture_meta`).
     /// The power event values read at this input's samples as energy
-    /// readings in time order, the read's rank standing for the line. Each
+    /// readings in time order, with where each sample is (the read's rank
+    /// stands for the line). Each
     /// group's power event is its own counter (perf opens one per group,
     /// counting from when it was enabled): its zone is
     /// `power/energy-cores/@LEADER`, LEADER the group's sampling event, so
     /// each delta is the energy since the previous sample of that event
     /// (document 004 §3.4). The RAPL MSRs are package-wide: reads from
     /// any CPU continue one counter.
-    pub fn take_power_readings(&mut self) -> Vec<crate::energy::Reading> {
+    pub fn take_power_readings(&mut self) -> Vec<(crate::energy::Reading, crate::diag::Position)> {
         let mut reads = std::mem::take(&mut self.power_reads);
         reads.sort_by_key(|r| r.0);
         reads
             .into_iter()
             .enumerate()
-            .filter_map(|(i, (t, e, lead, v))| {
-                Some(crate::energy::Reading {
+            .filter_map(|(i, (t, e, lead, v, at))| {
+                let r = crate::energy::Reading {
                     line: i as u64 + 1,
                     time_ns: t as i64,
                     package: None,
@@ -1387,7 +1392,8 @@ impl PerfConverter {
                         max: None,
                         from_zero: true,
                     },
-                })
+                };
+                Some((r, at))
             })
             .collect()
     }

@@ -66,6 +66,7 @@ pub fn ingest_perf(
         let Some(item) = reader.next_record(diags)? else {
             break;
         };
+        conv.position = item.position;
         let decoded = if item.is_sample() {
             let mut s = records::Sample::default();
             item.decode_sample_into(&mut s).map(|()| {
