@@ -26,5 +26,9 @@ if ! python3 -c 'import pyarrow, polars, duckdb' >/dev/null 2>&1; then
   python3 -m pip install --quiet --disable-pip-version-check pyarrow polars duckdb
 fi
 
+# No incremental build state: a clean checkout builds once, and the target
+# directory stays small on a machine with little free disk.
+export CARGO_INCREMENTAL=0
+df -h . | tail -1
 cargo test --workspace --no-fail-fast
 python3 tests/notebook_check.py target/debug/trawl

@@ -445,6 +445,8 @@ enum EnergyBy {
     Process,
     Line,
     Cpu,
+    /// The package (socket) of the sample's CPU (perf_cpu).
+    Package,
 }
 
 #[derive(Args)]
@@ -452,8 +454,10 @@ struct EnergyArgs {
     /// Captures with perf samples and energy readings of the same run.
     #[arg(required = true)]
     captures: Vec<PathBuf>,
-    #[arg(long, value_enum, default_value = "function")]
-    by: EnergyBy,
+    /// What the joules are summed by: one or more keys, comma-separated
+    /// (`package,function` gives each package's functions).
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "function")]
+    by: Vec<EnergyBy>,
     /// The perf event whose samples get the energy (default: the one with
     /// most samples).
     #[arg(long)]
@@ -467,8 +471,10 @@ struct EnergyArgs {
     #[arg(long, default_value = "period")]
     dram_indicator: String,
     /// The energy counters to read (`intel-rapl:0:0`,
-    /// `power/energy-cores/@cpu-clock`; repeatable). Default: per domain,
-    /// the one the event's samples read, else the one with most readings.
+    /// `power/energy-cores/@cpu-clock`; repeatable). Default: per domain
+    /// (and per package, when the readings are of several: each package's
+    /// energy goes to the samples on its CPUs), the one the event's
+    /// samples read, else the one with most readings.
     #[arg(long)]
     zone: Vec<String>,
     #[command(flatten)]
@@ -492,6 +498,10 @@ struct PowerModelArgs {
     /// The energy counter to read (see `report energy --zone`).
     #[arg(long)]
     zone: Vec<String>,
+    /// The package (socket) modelled, when the domain is read per package:
+    /// its counter, and the samples on its CPUs (perf_cpu).
+    #[arg(long)]
+    package: Option<i32>,
     /// The samples whose counter reads give the rates (default: the
     /// leader of the group that read the domain's counter).
     #[arg(long)]
@@ -542,6 +552,10 @@ struct PowerSamplesArgs {
     domain: String,
     #[arg(long)]
     zone: Vec<String>,
+    /// The package (socket) modelled, when the domain is read per package:
+    /// its counter, and the samples on its CPUs (perf_cpu).
+    #[arg(long)]
+    package: Option<i32>,
     /// Window of the fit when the model is fitted (see `report power-model`).
     #[arg(long, default_value = "10ms")]
     window: String,
@@ -1616,9 +1630,12 @@ async fn report_energy(a: EnergyArgs) -> Result<()> {
     let (_, chains) = energy::sample_energy(&s, a.event.as_deref(), &core, &dram, &a.zone).await?;
     for c in &chains {
         eprintln!(
-            "{}: {} from {} ({} intervals){}",
+            "{}: {}{} from {} ({} intervals){}",
             c.capture,
             c.domain,
+            c.package
+                .map(|p| format!(" of package {p}"))
+                .unwrap_or_default(),
             c.zone,
             c.intervals,
             if c.ignored.is_empty() {
@@ -1628,13 +1645,18 @@ async fn report_energy(a: EnergyArgs) -> Result<()> {
             }
         );
     }
-    let key = match a.by {
-        EnergyBy::Function => EnergyKey::Function,
-        EnergyBy::Process => EnergyKey::Process,
-        EnergyBy::Line => EnergyKey::Line,
-        EnergyBy::Cpu => EnergyKey::Cpu,
-    };
-    let df = energy::report(&s, key).await?;
+    let keys: Vec<EnergyKey> = a
+        .by
+        .iter()
+        .map(|b| match b {
+            EnergyBy::Function => EnergyKey::Function,
+            EnergyBy::Process => EnergyKey::Process,
+            EnergyBy::Line => EnergyKey::Line,
+            EnergyBy::Cpu => EnergyKey::Cpu,
+            EnergyBy::Package => EnergyKey::Package,
+        })
+        .collect();
+    let df = energy::report(&s, &keys).await?;
     output::write(&df.collect().await?, &a.out)
 }
 
@@ -1661,12 +1683,16 @@ async fn report_power_model(a: PowerModelArgs) -> Result<()> {
         zones: a.zone.clone(),
         event: a.event.clone(),
         window_ns: trawl_query::time::parse_duration_ns(&a.window)?,
+        package: a.package,
     };
     let src = power::model_intervals(&s, &input).await?;
     eprintln!(
-        "{}: {} from {} ({} intervals); rates from {} at the {} samples",
+        "{}: {}{} from {} ({} intervals); rates from {} at the {} samples{}",
         src.chain.capture,
         src.chain.domain,
+        a.package
+            .map(|p| format!(" of package {p}"))
+            .unwrap_or_default(),
         src.chain.zone,
         src.chain.intervals,
         src.how
@@ -1674,7 +1700,10 @@ async fn report_power_model(a: PowerModelArgs) -> Result<()> {
             .map(|(e, h)| format!("{e} ({h})"))
             .collect::<Vec<_>>()
             .join(", "),
-        src.event
+        src.event,
+        a.package
+            .map(|_| " on its CPUs".to_string())
+            .unwrap_or_default()
     );
     if a.intervals {
         let df = s.sql("SELECT * FROM power_interval ORDER BY t_ns").await?;
@@ -1733,6 +1762,7 @@ async fn report_power_samples(a: PowerSamplesArgs) -> Result<()> {
             zones: a.zone.clone(),
             event: None,
             window_ns: trawl_query::time::parse_duration_ns(&a.window)?,
+            package: a.package,
         };
         power::model_intervals(&s, &input)
             .await
@@ -1762,6 +1792,7 @@ async fn report_power_samples(a: PowerSamplesArgs) -> Result<()> {
         model,
         domain: a.domain.clone(),
         zones: a.zone.clone(),
+        package: a.package,
     };
     let summary = power::power_samples(&s, &input).await?;
     if let Some(path) = &a.plot {

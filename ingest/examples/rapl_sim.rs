@@ -3,18 +3,20 @@
 //! `power/energy-cores/` counter, a powercap CSV of the same run, and the
 //! truth (energy per function, model coefficients) as JSON.
 //!
-//! Usage: `cargo run --example rapl_sim -- OUT_DIR BINARY [SECONDS]`
+//! Usage: `cargo run --example rapl_sim -- OUT_DIR BINARY [SECONDS [PACKAGES]]`
 //! (BINARY: `fixtures/perf/bin/lbr`, whose F1, F2, F3, p3_A, p3_B, p3_C
 //! the simulated thread runs; their addresses are read with `nm`). The
 //! binary is mapped as `/opt/trawl-fixtures/bin/lbr`, as in the LBR
-//! fixtures: ingest with `--debug-dir fixtures/perf/bin`.
+//! fixtures: ingest with `--debug-dir fixtures/perf/bin`. With PACKAGES
+//! > 1 each package runs its own thread on its own CPUs (CPU_TOPOLOGY in
+//! the perf.data, `intel-rapl:K` zones in the CSV).
 
 use trawl_ingest::energy::sim::{simulate, SimConfig};
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     if args.len() < 3 {
-        eprintln!("usage: rapl_sim OUT_DIR BINARY [SECONDS]");
+        eprintln!("usage: rapl_sim OUT_DIR BINARY [SECONDS [PACKAGES]]");
         std::process::exit(2);
     }
     let (dir, bin) = (std::path::Path::new(&args[1]), &args[2]);
@@ -50,6 +52,9 @@ fn main() {
         });
     if let Some(s) = args.get(3) {
         cfg.duration_ns = (s.parse::<f64>().expect("SECONDS") * 1e9) as u64;
+    }
+    if let Some(s) = args.get(4) {
+        cfg.sockets = s.parse().expect("PACKAGES");
     }
     let (perf, csv, truth) = simulate(&cfg);
     std::fs::create_dir_all(dir).unwrap();

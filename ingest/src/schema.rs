@@ -448,6 +448,18 @@ pub static PERF_BUILD_ID: TableDef = TableDef {
     ],
 };
 
+pub static PERF_CPU: TableDef = TableDef {
+    name: "perf_cpu",
+    doc: "CPU topology perf recorded (HEADER_CPU_TOPOLOGY feature, `perf report --header`'s `CPU N: Core ID, Die ID, Socket ID`): maps `perf_sample.cpu` to its package (socket) for per-package energy (`trawl report energy`) and `perf report --sort socket`.",
+    columns: &[
+        col!("source_id", Int32, "Input (`source.source_id`)."),
+        col!("cpu", Int32, "CPU number."),
+        col!("core_id", Int32, "Core (-1: the CPU was offline)."),
+        col!("die_id", Int32, null, "Die; null in files of perf before 5.3."),
+        col!("socket_id", Int32, "Package (socket): RAPL's `intel-rapl:P` (-1: offline)."),
+    ],
+};
+
 pub static SYMBOL: TableDef = TableDef {
     name: "symbol",
     doc: "Symbolization of frame addresses, written by `trawl ingest` (unless `--no-symbolize`) or `trawl symbolize`: one row per (module, address, inline level). An address inside inlined code has one row per level of its inline chain, innermost first; the outermost level is the function the ELF symbol names.",
@@ -671,6 +683,7 @@ pub static TABLES: &[&TableDef] = &[
     &PERF_THREAD,
     &PERF_LOST,
     &PERF_BUILD_ID,
+    &PERF_CPU,
     &SYSCALL,
     &STRACE_EVENT,
     &METRIC,

@@ -20,7 +20,7 @@ use std::sync::Arc;
 use datafusion::arrow::array::{
     Array, AsArray, Float64Builder, Int32Builder, Int64Builder, RecordBatch, StringBuilder,
 };
-use datafusion::arrow::datatypes::{Float64Type, Int64Type};
+use datafusion::arrow::datatypes::{Float64Type, Int32Type, Int64Type};
 use datafusion::prelude::DataFrame;
 
 use crate::memory::quote;
@@ -103,16 +103,6 @@ pub async fn sample_energy(
             unplaced.unwrap_or_default()
         )));
     }
-    let packages = crate::memory::scalar(
-        s,
-        "SELECT CAST(count(DISTINCT COALESCE(package, 0)) AS VARCHAR) FROM energy",
-    )
-    .await?;
-    if !matches!(packages.as_deref(), Some("1") | None) {
-        return Err(Error::Usage(
-            "readings of several packages: splitting them needs the CPU → package map, which trawl does not read yet".into(),
-        ));
-    }
     let event = crate::analyses::choose_event(s, event).await?;
     crate::time::require_aligned_samples(s, &event).await?;
     for (ind, name) in [(core, "core"), (dram, "DRAM")] {
@@ -137,8 +127,9 @@ pub async fn sample_energy(
     let samples = Session::collect(
         s.sql(&format!(
             "SELECT p.capture AS cap, CAST(p.sample_id AS BIGINT) AS sid, CAST(p.t_ns AS BIGINT) AS tns, \
-               CAST(p.cpu AS INT) AS cpu_id, {wc} AS wc, {wd} AS wd \
+               CAST(p.cpu AS INT) AS cpu_id, {wc} AS wc, {wd} AS wd, CAST(tp.socket_id AS INT) AS pkg \
              FROM perf_sample_t p {jc} {jd} \
+             LEFT JOIN perf_cpu tp ON tp.capture = p.capture AND tp.source_id = p.source_id AND tp.cpu = CAST(p.cpu AS INT) AND tp.socket_id >= 0 \
              WHERE CAST(p.event AS VARCHAR) = {e} AND p.t_ns IS NOT NULL \
              ORDER BY cap, tns, sid",
             e = quote(&event)
@@ -150,8 +141,9 @@ pub async fn sample_energy(
     let intervals = Session::collect(
         s.sql(&format!(
             "SELECT e.capture, CAST(e.domain AS VARCHAR) AS domain, CAST(COALESCE(e.t_ns - e.interval_ns, -9223372036854775807) AS BIGINT) AS t0, \
-               CAST(e.t_ns AS BIGINT) AS t1, CAST(e.delta_uj AS DOUBLE) AS uj \
+               CAST(e.t_ns AS BIGINT) AS t1, CAST(e.delta_uj AS DOUBLE) AS uj, CAST(c.package AS INT) AS pkg \
              FROM energy_t e JOIN ({CHOSEN}) c ON c.capture = e.capture AND c.source_id = e.source_id AND c.zone = e.zone \
+               AND (c.package IS NULL OR c.package = e.package) \
              WHERE e.delta_uj IS NOT NULL AND e.t_ns IS NOT NULL \
              ORDER BY e.capture, domain, t1",
         ))
@@ -159,56 +151,81 @@ pub async fn sample_energy(
     )
     .await?;
     overlap_check(&samples, &intervals)?;
-    // Samples per capture, in time order.
+    // Samples per capture, in time order; per (capture, package) too for
+    // the packages whose counters are read separately.
+    let split: std::collections::HashSet<(&str, i32)> = chains
+        .iter()
+        .filter_map(|c| Some((c.capture.as_str(), c.package?)))
+        .collect();
+    #[derive(Clone)]
     struct Smp {
         id: i64,
         t: i64,
         cpu: Option<i32>,
+        pkg: Option<i32>,
         wc: f64,
         wd: f64,
     }
-    let mut by_cap: std::collections::BTreeMap<String, Vec<Smp>> = Default::default();
+    type Key = (String, Option<i32>);
+    let mut by_cap: std::collections::HashMap<Key, Vec<Smp>> = Default::default();
     for b in &samples {
         let cap = crate::string_values(b.column(0));
         let id = b.column(1).as_primitive::<Int64Type>();
         let t = b.column(2).as_primitive::<Int64Type>();
-        let cpu = b
-            .column(3)
-            .as_primitive::<datafusion::arrow::datatypes::Int32Type>();
+        let cpu = b.column(3).as_primitive::<Int32Type>();
         let wc = b.column(4).as_primitive::<Float64Type>();
         let wd = b.column(5).as_primitive::<Float64Type>();
+        let pkg = b.column(6).as_primitive::<Int32Type>();
+        let weight = |a: &datafusion::arrow::array::Float64Array, i: usize| {
+            if a.is_null(i) {
+                0.0
+            } else {
+                a.value(i).max(0.0)
+            }
+        };
         for i in 0..b.num_rows() {
-            by_cap
-                .entry(cap[i].clone().unwrap_or_default())
-                .or_default()
-                .push(Smp {
-                    id: id.value(i),
-                    t: t.value(i),
-                    cpu: (!cpu.is_null(i)).then(|| cpu.value(i)),
-                    wc: if wc.is_null(i) {
-                        0.0
-                    } else {
-                        wc.value(i).max(0.0)
-                    },
-                    wd: if wd.is_null(i) {
-                        0.0
-                    } else {
-                        wd.value(i).max(0.0)
-                    },
-                });
+            let c = cap[i].clone().unwrap_or_default();
+            let x = Smp {
+                id: id.value(i),
+                t: t.value(i),
+                cpu: (!cpu.is_null(i)).then(|| cpu.value(i)),
+                pkg: (!pkg.is_null(i)).then(|| pkg.value(i)),
+                wc: weight(wc, i),
+                wd: weight(wd, i),
+            };
+            if let Some(p) = x.pkg.filter(|&p| split.contains(&(c.as_str(), p))) {
+                by_cap.entry((c.clone(), Some(p))).or_default().push(x.clone());
+            }
+            by_cap.entry((c, None)).or_default().push(x);
         }
     }
-    let (mut ocap, mut oid, mut odom, mut oj, mut ocpu) = (
+    for (c, p) in &split {
+        if !by_cap.contains_key(&(c.to_string(), Some(*p))) {
+            let any = by_cap
+                .get(&(c.to_string(), None))
+                .is_some_and(|v| v.iter().any(|x| x.pkg.is_some()));
+            return Err(Error::Usage(if any {
+                format!("{c}: energy of package {p} but no {event} samples on its CPUs")
+            } else {
+                format!(
+                    "{c}: readings of several packages, but the samples cannot be placed on packages: that needs each sample's CPU (perf record -a, or --sample-cpu) and the CPU topology perf.data records (HEADER_CPU_TOPOLOGY, table perf_cpu); pick one package's counter with --zone"
+                )
+            }));
+        }
+    }
+    let (mut ocap, mut oid, mut odom, mut oj, mut ocpu, mut opkg) = (
         StringBuilder::new(),
         Int64Builder::new(),
         StringBuilder::new(),
         Float64Builder::new(),
         Int32Builder::new(),
+        Int32Builder::new(),
     );
     // Per (capture, sample, domain): joules, summed over intervals.
-    let mut acc: std::collections::HashMap<(String, i64, String), (f64, Option<i32>)> =
+    let mut acc: std::collections::HashMap<(String, i64, String), (f64, Option<i32>, Option<i32>)> =
         Default::default();
-    let mut unattributed: std::collections::BTreeMap<(String, String), f64> = Default::default();
+    let mut unattributed: std::collections::BTreeMap<(String, String, Option<i32>), f64> =
+        Default::default();
     let empty = Vec::new();
     for b in &intervals {
         let cap = crate::string_values(b.column(0));
@@ -216,10 +233,12 @@ pub async fn sample_energy(
         let t0 = b.column(2).as_primitive::<Int64Type>();
         let t1 = b.column(3).as_primitive::<Int64Type>();
         let uj = b.column(4).as_primitive::<Float64Type>();
+        let pkg = b.column(5).as_primitive::<Int32Type>();
         for i in 0..b.num_rows() {
             let c = cap[i].clone().unwrap_or_default();
             let d = dom[i].clone().unwrap_or_default();
-            let smp = by_cap.get(&c).unwrap_or(&empty);
+            let p = (!pkg.is_null(i)).then(|| pkg.value(i));
+            let smp = by_cap.get(&(c.clone(), p)).unwrap_or(&empty);
             let (a, z) = (t0.value(i), t1.value(i));
             // Samples in (a, z].
             let lo = smp.partition_point(|x| x.t <= a);
@@ -228,30 +247,32 @@ pub async fn sample_energy(
             let total: f64 = smp[lo..hi].iter().map(w).sum();
             let j = uj.value(i) / 1e6;
             if total <= 0.0 {
-                *unattributed.entry((c, d)).or_default() += j;
+                *unattributed.entry((c, d, p)).or_default() += j;
                 continue;
             }
             for x in &smp[lo..hi] {
                 let e = acc
                     .entry((c.clone(), x.id, d.clone()))
-                    .or_insert((0.0, x.cpu));
+                    .or_insert((0.0, x.cpu, x.pkg));
                 e.0 += j * w(x) / total;
             }
         }
     }
-    for ((c, id, d), (j, cpu)) in acc {
+    for ((c, id, d), (j, cpu, pkg)) in acc {
         ocap.append_value(&c);
         oid.append_value(id);
         odom.append_value(&d);
         oj.append_value(j);
         ocpu.append_option(cpu);
+        opkg.append_option(pkg);
     }
-    for ((c, d), j) in unattributed {
+    for ((c, d, p), j) in unattributed {
         ocap.append_value(&c);
         oid.append_null();
         odom.append_value(&d);
         oj.append_value(j);
         ocpu.append_null();
+        opkg.append_option(p);
     }
     let batch = crate::batch_of(vec![
         ("capture", Arc::new(ocap.finish())),
@@ -259,6 +280,7 @@ pub async fn sample_energy(
         ("domain", Arc::new(odom.finish())),
         ("joules", Arc::new(oj.finish())),
         ("cpu", Arc::new(ocpu.finish())),
+        ("package", Arc::new(opkg.finish())),
     ])?;
     s.register_rows("sample_energy", batch.schema(), vec![batch])?;
     Ok((event, chains))
@@ -271,6 +293,9 @@ pub async fn sample_energy(
 pub struct Chain {
     pub capture: String,
     pub domain: String,
+    /// The package whose samples share this counter's energy, when the
+    /// domain is read per package (several packages); None: all samples.
+    pub package: Option<i32>,
     pub source_id: i32,
     pub zone: String,
     pub intervals: i64,
@@ -279,10 +304,15 @@ pub struct Chain {
 }
 
 /// The chosen counters (`energy_chain`, registered by [`chosen_chains`]).
-const CHOSEN: &str = "SELECT capture, source_id, zone FROM energy_chain WHERE chosen";
+const CHOSEN: &str = "SELECT capture, source_id, zone, package FROM energy_chain WHERE chosen";
 
 /// Chooses one counter per (capture, domain) and registers them as
-/// `energy_chain` (capture, domain, source_id, zone, intervals, chosen).
+/// `energy_chain` (capture, domain, package, source_id, zone, intervals,
+/// chosen). When the domain's counters (those `zones` admits) name
+/// several packages (`intel-rapl:0`, `intel-rapl:1`; turbostat's or perf
+/// stat's per-socket rows; power events read on CPUs of several
+/// packages), one counter is chosen per package and `package` is set;
+/// counters of the whole machine are then left out.
 pub async fn chosen_chains(s: &Session, event: &str, zones: &[String]) -> Result<Vec<Chain>> {
     let filter = if zones.is_empty() {
         "true".to_string()
@@ -298,27 +328,31 @@ pub async fn chosen_chains(s: &Session, event: &str, zones: &[String]) -> Result
     };
     let df = s
         .sql(&format!(
-            "WITH c AS (SELECT capture, CAST(domain AS VARCHAR) AS domain, source_id, zone, count(*) AS n \
-               FROM energy WHERE delta_uj IS NOT NULL GROUP BY 1, 2, 3, 4), \
-             r AS (SELECT *, ({filter}) AS ok, row_number() OVER (PARTITION BY capture, domain \
-               ORDER BY CASE WHEN {filter} THEN 0 ELSE 1 END, \
-                 CASE WHEN ends_with(zone, {at}) THEN 0 ELSE 1 END, n DESC, source_id, zone) AS rn FROM c) \
-             SELECT capture, domain, source_id, zone, CAST(n AS BIGINT) AS intervals, ok AND rn = 1 AS chosen FROM r",
+            "WITH c AS (SELECT capture, CAST(domain AS VARCHAR) AS domain, CAST(package AS INT) AS package, source_id, zone, count(*) AS n \
+               FROM energy WHERE delta_uj IS NOT NULL GROUP BY 1, 2, 3, 4, 5), \
+             np AS (SELECT capture, domain, count(DISTINCT package) AS np FROM c WHERE {filter} GROUP BY 1, 2), \
+             k AS (SELECT c.*, ({filter}) AS ok, \
+               CASE WHEN COALESCE(np.np, 0) >= 2 THEN COALESCE(c.package, -1) ELSE -2 END AS pk \
+               FROM c LEFT JOIN np ON np.capture = c.capture AND np.domain = c.domain), \
+             r AS (SELECT *, row_number() OVER (PARTITION BY capture, domain, pk \
+               ORDER BY CASE WHEN ok THEN 0 ELSE 1 END, \
+                 CASE WHEN ends_with(zone, {at}) THEN 0 ELSE 1 END, n DESC, source_id, zone) AS rn FROM k) \
+             SELECT capture, domain, CAST(CASE WHEN pk >= 0 THEN pk END AS INT) AS package, source_id, zone, \
+               CAST(n AS BIGINT) AS intervals, ok AND rn = 1 AND pk <> -1 AS chosen FROM r",
             at = quote(&format!("@{event}"))
         ))
         .await?;
     let batches = Session::collect(df).await?;
     let mut out: Vec<Chain> = Vec::new();
-    let mut others: Vec<(String, String, String)> = Vec::new();
+    let mut others: Vec<(String, String, Option<i32>, String)> = Vec::new();
     for b in &batches {
         let cap = crate::string_values(b.column(0));
         let dom = crate::string_values(b.column(1));
-        let src = b
-            .column(2)
-            .as_primitive::<datafusion::arrow::datatypes::Int32Type>();
-        let zone = crate::string_values(b.column(3));
-        let n = b.column(4).as_primitive::<Int64Type>();
-        let chosen = b.column(5).as_boolean();
+        let pkg = b.column(2).as_primitive::<Int32Type>();
+        let src = b.column(3).as_primitive::<Int32Type>();
+        let zone = crate::string_values(b.column(4));
+        let n = b.column(5).as_primitive::<Int64Type>();
+        let chosen = b.column(6).as_boolean();
         for i in 0..b.num_rows() {
             let (c, d, z) = (
                 cap[i].clone().unwrap_or_default(),
@@ -329,13 +363,14 @@ pub async fn chosen_chains(s: &Session, event: &str, zones: &[String]) -> Result
                 out.push(Chain {
                     capture: c,
                     domain: d,
+                    package: (!pkg.is_null(i)).then(|| pkg.value(i)),
                     source_id: src.value(i),
                     zone: z,
                     intervals: n.value(i),
                     ignored: Vec::new(),
                 });
             } else {
-                others.push((c, d, z));
+                others.push((c, d, (!pkg.is_null(i)).then(|| pkg.value(i)), z));
             }
         }
     }
@@ -349,23 +384,75 @@ pub async fn chosen_chains(s: &Session, event: &str, zones: &[String]) -> Result
             },
             others
                 .iter()
-                .map(|o| o.2.clone())
+                .map(|o| o.3.clone())
                 .collect::<Vec<_>>()
                 .join(", ")
         )));
     }
-    for (c, d, z) in others {
-        if let Some(ch) = out.iter_mut().find(|x| x.capture == c && x.domain == d) {
-            ch.ignored.push(z);
+    for (c, d, p, z) in others {
+        if let Some(ch) = out.iter_mut().find(|x| {
+            x.capture == c && x.domain == d && (p.is_none() || x.package.is_none() || x.package == p)
+        }) {
+            if !ch.ignored.contains(&z) {
+                ch.ignored.push(z);
+            }
         }
     }
-    out.sort_by(|a, b| (&a.capture, &a.domain).cmp(&(&b.capture, &b.domain)));
+    out.sort_by(|a, b| {
+        (&a.capture, &a.domain, a.package).cmp(&(&b.capture, &b.domain, b.package))
+    });
     let schema = batches
         .first()
         .map(|b| b.schema())
         .ok_or_else(|| Error::Usage("no energy counters".into()))?;
     s.register_rows("energy_chain", schema, batches)?;
     Ok(out)
+}
+
+/// The package a power model or power samples are made for. With
+/// readings of several packages in `domain`, `package` must name one (the
+/// model relates one package's counter to the event rates of the samples
+/// on its CPUs); with one, `package` (if given) still restricts the
+/// samples to its CPUs. Returns the package and a condition on a sample's
+/// CPU column `cpu_col` (empty: all samples).
+pub async fn package_scope(
+    s: &Session,
+    domain: &str,
+    package: Option<i32>,
+    cpu_col: &str,
+) -> Result<(Option<i32>, String)> {
+    let pk = crate::memory::scalar(
+        s,
+        &format!(
+            "SELECT string_agg(DISTINCT CAST(package AS VARCHAR), ', ') FROM energy WHERE CAST(domain AS VARCHAR) = {} AND package IS NOT NULL",
+            quote(domain)
+        ),
+    )
+    .await?
+    .unwrap_or_default();
+    let several = pk.contains(',');
+    let Some(p) = package else {
+        if several {
+            return Err(Error::Usage(format!(
+                "{domain} energy of packages {pk}: the model relates one package's counter to the event rates of the samples on its CPUs; pick one with --package"
+            )));
+        }
+        return Ok((None, String::new()));
+    };
+    let cpus = crate::memory::scalar(
+        s,
+        &format!("SELECT CAST(count(*) AS VARCHAR) FROM perf_cpu WHERE socket_id = {p}"),
+    )
+    .await?;
+    if matches!(cpus.as_deref(), Some("0") | None) {
+        return Err(Error::Usage(format!(
+            "package {p}: the capture's CPU topology (perf_cpu, from perf.data's HEADER_CPU_TOPOLOGY) has no CPU of that package"
+        )));
+    }
+    Ok((
+        Some(p),
+        format!(" AND CAST({cpu_col} AS INT) IN (SELECT cpu FROM perf_cpu WHERE socket_id = {p})"),
+    ))
 }
 
 /// Refuses readings that do not overlap the samples in time (a clock
@@ -408,38 +495,73 @@ pub enum EnergyKey {
     Process,
     Line,
     Cpu,
+    /// The package (socket) of the sample's CPU.
+    Package,
 }
 
-/// Joules per key and domain, with the share of the domain's energy
-/// (`[unattributed]`: intervals without samples).
-pub async fn report(s: &Session, key: EnergyKey) -> Result<DataFrame> {
-    let k = match key {
-        EnergyKey::Function => "COALESCE(l.function, '[unknown]')",
-        EnergyKey::Line => "COALESCE(l.srcline, '[unknown]')",
-        EnergyKey::Process => {
-            "concat(COALESCE(CAST(x.comm AS VARCHAR), '?'), '[', CAST(x.pid AS VARCHAR), ']')"
+/// Joules per domain and keys (`--by package,function`: one column per
+/// key), with the share of the domain's energy (`[unattributed]`:
+/// intervals without samples; their package is kept).
+pub async fn report(s: &Session, keys: &[EnergyKey]) -> Result<DataFrame> {
+    let keys = if keys.is_empty() {
+        &[EnergyKey::Function][..]
+    } else {
+        keys
+    };
+    let mut cols = Vec::new();
+    let mut names = Vec::new();
+    for (i, key) in keys.iter().enumerate() {
+        let k = match key {
+            EnergyKey::Function => "COALESCE(l.function, '[unknown]')",
+            EnergyKey::Line => "COALESCE(l.srcline, '[unknown]')",
+            EnergyKey::Process => {
+                "concat(COALESCE(CAST(x.comm AS VARCHAR), '?'), '[', CAST(x.pid AS VARCHAR), ']')"
+            }
+            EnergyKey::Cpu => "COALESCE(CAST(e.cpu AS VARCHAR), '?')",
+            EnergyKey::Package => "COALESCE(CAST(e.package AS VARCHAR), '?')",
+        };
+        let name = match key {
+            EnergyKey::Function => "function",
+            EnergyKey::Line => "line",
+            EnergyKey::Process => "process",
+            EnergyKey::Cpu => "cpu",
+            EnergyKey::Package => "package",
+        };
+        if names.contains(&name) {
+            continue;
         }
-        EnergyKey::Cpu => "COALESCE(CAST(e.cpu AS VARCHAR), '?')",
-    };
-    let name = match key {
-        EnergyKey::Function => "function",
-        EnergyKey::Line => "line",
-        EnergyKey::Process => "process",
-        EnergyKey::Cpu => "cpu",
-    };
+        // Energy of intervals without samples: its package is known.
+        cols.push(if *key == EnergyKey::Package {
+            format!("{k} AS k{i}")
+        } else {
+            format!("CASE WHEN e.sample_id IS NULL THEN '[unattributed]' ELSE {k} END AS k{i}")
+        });
+        names.push(name);
+    }
+    let ks: Vec<String> = (0..keys.len())
+        .filter(|i| cols.iter().any(|c| c.ends_with(&format!(" AS k{i}"))))
+        .map(|i| format!("k{i}"))
+        .collect();
+    let select: Vec<String> = ks
+        .iter()
+        .zip(&names)
+        .map(|(k, n)| format!("{k} AS {n}"))
+        .collect();
     let q = format!(
         "WITH k AS ( \
-           SELECT e.capture, e.domain, \
-             CASE WHEN e.sample_id IS NULL THEN '[unattributed]' ELSE {k} END AS key, \
+           SELECT e.capture, e.domain, {cols}, \
              e.joules, CASE WHEN e.sample_id IS NULL THEN 0 ELSE 1 END AS n \
            FROM sample_energy e \
            LEFT JOIN perf_sample x ON x.capture = e.capture AND x.sample_id = e.sample_id \
            LEFT JOIN stack_entry l ON l.capture = x.capture AND l.stack_id = x.stack_id AND l.pos = 0) \
-         SELECT capture, domain, key AS {name}, round(sum(joules), 9) AS joules, \
+         SELECT capture, domain, {select}, round(sum(joules), 9) AS joules, \
            round(100.0 * sum(joules) / sum(sum(joules)) OVER (PARTITION BY capture, domain), 3) AS share_pct, \
            sum(n) AS samples \
-         FROM k GROUP BY capture, domain, key \
-         ORDER BY capture, domain, joules DESC, key"
+         FROM k GROUP BY capture, domain, {group} \
+         ORDER BY capture, domain, joules DESC, {group}",
+        cols = cols.join(", "),
+        select = select.join(", "),
+        group = ks.join(", ")
     );
     Ok(s.sql(&q).await?)
 }

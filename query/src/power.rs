@@ -314,6 +314,9 @@ pub struct ModelInput {
     /// Intervals are merged until they span this (RAPL updates about
     /// every millisecond: shorter intervals are dominated by that step).
     pub window_ns: i64,
+    /// The package whose counter and CPUs' samples are modelled (needed
+    /// when the domain is read per package).
+    pub package: Option<i32>,
 }
 
 /// What [`model_intervals`] used.
@@ -349,10 +352,12 @@ pub async fn model_intervals(s: &Session, input: &ModelInput) -> Result<ModelSou
             }
         }
     };
+    let (pkg, on_cpus) =
+        crate::energy::package_scope(s, &input.domain, input.package, "p.cpu").await?;
     let chains = crate::energy::chosen_chains(s, &event, &input.zones).await?;
     let chain = chains
         .into_iter()
-        .find(|c| c.domain == input.domain)
+        .find(|c| c.domain == input.domain && (c.package.is_none() || c.package == pkg))
         .ok_or_else(|| {
             Error::Usage(format!(
                 "no {} energy readings in the capture",
@@ -368,7 +373,7 @@ pub async fn model_intervals(s: &Session, input: &ModelInput) -> Result<ModelSou
             "SELECT r.event AS ev, CAST(p.t_ns AS BIGINT) AS tn, CAST(r.value AS DOUBLE) - CAST(COALESCE(lag(r.value) OVER (\
                PARTITION BY r.capture, p.tid, r.event_id, r.idx ORDER BY p.t_ns, p.sample_id), 0) AS DOUBLE) AS v \
              FROM perf_sample_read r JOIN perf_sample_t p ON p.capture = r.capture AND p.sample_id = r.sample_id \
-             WHERE r.event IN ({list}) AND CAST(p.event AS VARCHAR) = {e} AND p.t_ns IS NOT NULL AND p.capture = {c}",
+             WHERE r.event IN ({list}) AND CAST(p.event AS VARCHAR) = {e} AND p.t_ns IS NOT NULL AND p.capture = {c}{on_cpus}",
             e = quote(&event),
             c = quote(&chain.capture)
         ),
@@ -378,7 +383,7 @@ pub async fn model_intervals(s: &Session, input: &ModelInput) -> Result<ModelSou
         s,
         &format!(
             "SELECT CAST(event AS VARCHAR) AS ev, CAST(t_ns AS BIGINT) AS tn, CAST(COALESCE(period, 1) AS DOUBLE) AS v \
-             FROM perf_sample_t WHERE CAST(event AS VARCHAR) IN ({list}) AND t_ns IS NOT NULL AND capture = {c}",
+             FROM perf_sample_t p WHERE CAST(event AS VARCHAR) IN ({list}) AND t_ns IS NOT NULL AND capture = {c}{on_cpus}",
             c = quote(&chain.capture)
         ),
     )
@@ -402,11 +407,13 @@ pub async fn model_intervals(s: &Session, input: &ModelInput) -> Result<ModelSou
     let iv = Session::collect(
         s.sql(&format!(
             "SELECT CAST(t_ns - interval_ns AS BIGINT) AS a, CAST(t_ns AS BIGINT) AS z, CAST(delta_uj AS DOUBLE) AS uj FROM energy_t \
-             WHERE capture = {} AND source_id = {} AND zone = {} AND delta_uj IS NOT NULL AND interval_ns > 0 \
+             WHERE capture = {} AND source_id = {} AND zone = {}{} AND delta_uj IS NOT NULL AND interval_ns > 0 \
                AND t_ns IS NOT NULL ORDER BY t_ns",
             quote(&chain.capture),
             chain.source_id,
-            quote(&chain.zone)
+            quote(&chain.zone),
+            pkg.map(|p| format!(" AND (package IS NULL OR package = {p})"))
+                .unwrap_or_default()
         ))
         .await?,
     )
@@ -629,6 +636,8 @@ pub struct PowerSamplesInput {
     pub model: Model,
     pub domain: String,
     pub zones: Vec<String>,
+    /// See [`ModelInput::package`].
+    pub package: Option<i32>,
 }
 
 /// The cumulative energy of one counter, interpolated between readings.
@@ -736,10 +745,12 @@ fn count_runs(times: &[i64], n: usize) -> Vec<Datum> {
 /// subset: data, mean, standard deviation, share within ±5 % and ±10 % of
 /// the target, mean error.
 pub async fn power_samples(s: &Session, input: &PowerSamplesInput) -> Result<RecordBatch> {
+    let (pkg, on_cpus) =
+        crate::energy::package_scope(s, &input.domain, input.package, "p.cpu").await?;
     let chains = crate::energy::chosen_chains(s, &input.time_event, &input.zones).await?;
     let chain = chains
         .into_iter()
-        .find(|c| c.domain == input.domain)
+        .find(|c| c.domain == input.domain && (c.package.is_none() || c.package == pkg))
         .ok_or_else(|| {
             Error::Usage(format!(
                 "no {} energy readings in the capture",
@@ -751,10 +762,12 @@ pub async fn power_samples(s: &Session, input: &PowerSamplesInput) -> Result<Rec
     for b in Session::collect(
         s.sql(&format!(
             "SELECT CAST(t_ns AS BIGINT) AS tn, CAST(COALESCE(delta_uj, 0) AS DOUBLE) AS uj FROM energy_t \
-             WHERE capture = {} AND source_id = {} AND zone = {} AND t_ns IS NOT NULL ORDER BY t_ns",
+             WHERE capture = {} AND source_id = {} AND zone = {}{} AND t_ns IS NOT NULL ORDER BY t_ns",
             quote(&chain.capture),
             chain.source_id,
-            quote(&chain.zone)
+            quote(&chain.zone),
+            pkg.map(|p| format!(" AND (package IS NULL OR package = {p})"))
+                .unwrap_or_default()
         ))
         .await?,
     )
@@ -774,7 +787,7 @@ pub async fn power_samples(s: &Session, input: &PowerSamplesInput) -> Result<Rec
         s,
         &format!(
             "SELECT CAST(event AS VARCHAR) AS ev, CAST(t_ns AS BIGINT) AS tn, CAST(COALESCE(period, 1) AS DOUBLE) AS v \
-             FROM perf_sample_t WHERE CAST(event AS VARCHAR) IN ({}) AND t_ns IS NOT NULL AND capture = {}",
+             FROM perf_sample_t p WHERE CAST(event AS VARCHAR) IN ({}) AND t_ns IS NOT NULL AND capture = {}{on_cpus}",
             names.join(", "),
             quote(&chain.capture)
         ),

@@ -3,7 +3,8 @@
 //! a known power model, and the truth (energy per function, the model's
 //! coefficients) is kept to check what trawl recovers.
 //!
-//! One thread on CPU 0 runs phases of functions of a real binary; each
+//! One thread on CPU 0 (per package: tid 100 + k on CPU 2k) runs phases
+//! of functions of a real binary; each
 //! function runs its events at fixed rates (events/s), so the core's power
 //! is `W = intercept + Σ coef_i · rate_i`, times `1 + noise·z` per RAPL
 //! update (z normal, one per tick). The RAPL counter updates every `tick`
@@ -72,6 +73,11 @@ pub struct SimConfig {
     pub csv_max_uj: u64,
     /// Package power beyond the cores (W, constant).
     pub uncore_w: f64,
+    /// Packages (sockets): each runs its own thread (tid 100 + k on CPU
+    /// 2k, two CPUs per package in the CPU_TOPOLOGY feature) through its
+    /// own shuffle of the phases, with its own RAPL counters (`intel-rapl:k`
+    /// in the CSV; reads of power/energy-cores/ on CPU 2k).
+    pub sockets: usize,
 }
 
 /// Where the binary is mapped.
@@ -135,6 +141,7 @@ impl SimConfig {
             csv_ns: 2_000_000,
             csv_max_uj: 20_000_000,
             uncore_w: 3.0,
+            sockets: 1,
         }
     }
 
@@ -153,9 +160,14 @@ impl SimConfig {
 /// What the simulation did.
 #[derive(Clone, Debug, Default)]
 pub struct Truth {
-    /// Core energy per function (J), in [`SimConfig::functions`] order.
+    /// Core energy per function (J), in [`SimConfig::functions`] order,
+    /// over all packages.
     pub function_j: Vec<f64>,
     pub total_j: f64,
+    /// Per package: core energy per function (J).
+    pub socket_function_j: Vec<Vec<f64>>,
+    /// Per package: cpu-clock samples.
+    pub socket_samples: Vec<u64>,
     /// Samples written per group: cpu-clock, then each event's.
     pub samples: Vec<u64>,
     /// Counter wrap-arounds in the CSV's core zone.
@@ -188,9 +200,23 @@ impl Truth {
             );
         }
         s += &format!(
-            "\n  }},\n  \"samples\": {:?},\n  \"csv_wraps\": {}\n}}\n",
+            "\n  }},\n  \"samples\": {:?},\n  \"csv_wraps\": {},\n  \"sockets\": [",
             self.samples, self.csv_wraps
         );
+        for (k, fj) in self.socket_function_j.iter().enumerate() {
+            s += &format!(
+                "{}\n    {{\"package\": {k}, \"cpu_clock_samples\": {}, \"function_joules\": {{{}}}}}",
+                if k > 0 { "," } else { "" },
+                self.socket_samples[k],
+                cfg.functions
+                    .iter()
+                    .zip(fj)
+                    .map(|(f, j)| format!("\"{}\": {j:.9}", f.name))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
+        s += "\n  ]\n}\n";
         s
     }
 }
@@ -245,9 +271,9 @@ fn count_at(cfg: &SimConfig, run: &Run, e: usize, t: u64, cum: &[Vec<f64>]) -> f
     cum[p][e] + cfg.functions[f].rates[e] * (t - t0) as f64 * 1e-9
 }
 
-/// Simulates and writes: (perf.data bytes, powercap CSV, truth).
-pub fn simulate(cfg: &SimConfig) -> (Vec<u8>, String, Truth) {
-    let mut rng = Rng(cfg.seed);
+/// One package's run: phases, per-tick energy, and event counts at each
+/// phase start; adds its energy per function to `fj`.
+fn run_socket(cfg: &SimConfig, rng: &mut Rng, fj: &mut [f64]) -> (Run, Vec<Vec<f64>>) {
     let nf = cfg.functions.len();
     // Phases: functions in shuffled rounds so each runs several times.
     let mut phases = Vec::new();
@@ -270,10 +296,6 @@ pub fn simulate(cfg: &SimConfig) -> (Vec<u8>, String, Truth) {
         ecum: vec![0.0; ticks + 1],
         factor: Vec::with_capacity(ticks),
     };
-    let mut truth = Truth {
-        function_j: vec![0.0; nf],
-        ..Default::default()
-    };
     for j in 0..ticks {
         let f = 1.0 + cfg.noise * rng.normal();
         run.factor.push(f);
@@ -288,14 +310,13 @@ pub fn simulate(cfg: &SimConfig) -> (Vec<u8>, String, Truth) {
             let end = run.phases.get(p + 1).map_or(u64::MAX, |x| x.0).min(z);
             let fun = run.phases[p].1;
             let de = cfg.watts(fun) * (end - s) as f64 * 1e-9 * f;
-            truth.function_j[fun] += de;
+            fj[fun] += de;
             e += de;
             s = end;
             p += 1;
         }
         run.ecum[j + 1] = run.ecum[j] + e;
     }
-    truth.total_j = run.ecum[ticks];
     // Event counts at each phase start.
     let ne = cfg.events.len();
     let mut cum = vec![vec![0.0; ne]; run.phases.len()];
@@ -306,9 +327,39 @@ pub fn simulate(cfg: &SimConfig) -> (Vec<u8>, String, Truth) {
             cum[p][e] = cum[p - 1][e] + cfg.functions[f].rates[e] * dt;
         }
     }
+    (run, cum)
+}
+
+/// Simulates and writes: (perf.data bytes, powercap CSV, truth).
+pub fn simulate(cfg: &SimConfig) -> (Vec<u8>, String, Truth) {
+    let mut rng = Rng(cfg.seed);
+    let nf = cfg.functions.len();
+    let nsock = cfg.sockets.max(1);
+    let mut truth = Truth {
+        function_j: vec![0.0; nf],
+        socket_function_j: vec![vec![0.0; nf]; nsock],
+        socket_samples: vec![0; nsock],
+        ..Default::default()
+    };
+    let mut socks = Vec::new();
+    for k in 0..nsock {
+        let (run, cum) = run_socket(cfg, &mut rng, &mut truth.socket_function_j[k]);
+        truth.total_j += run.ecum[run.ecum.len() - 1];
+        for (f, j) in truth.socket_function_j[k].iter().enumerate() {
+            truth.function_j[f] += j;
+        }
+        socks.push((run, cum));
+    }
+    let ne = cfg.events.len();
 
     // perf.data.
     let mut w = PerfDataWriter::new();
+    if nsock > 1 {
+        // Two CPUs (cores 0 and 1, die 0) per package.
+        w.cpus = (0..nsock as i32)
+            .flat_map(|k| [(0, 0, k), (1, 0, k)])
+            .collect();
+    }
     let st = sample::IP
         | sample::TID
         | sample::TIME
@@ -351,6 +402,9 @@ pub fn simulate(cfg: &SimConfig) -> (Vec<u8>, String, Truth) {
     w.clock_data = Some((1, SIM_WALL, SIM_MONO));
     let (pid, start) = (100, SIM_MONO);
     w.comm(pid, pid, "sim", start, true);
+    for k in 1..nsock {
+        w.comm(pid, pid + k as i32, "sim", start, false);
+    }
     w.mmap2(
         pid,
         pid,
@@ -361,46 +415,52 @@ pub fn simulate(cfg: &SimConfig) -> (Vec<u8>, String, Truth) {
         start,
         cfg.build_id.as_deref(),
     );
-    // Samples of all groups in time order: (t, group, seq).
-    let mut samples: Vec<(u64, usize, u64)> = Vec::new();
-    // cpu-clock's hrtimer does not run in step with RAPL's updates: an
-    // offset of 0.37 periods and ±3 % jitter.
-    let mut k = 1;
-    loop {
-        let jitter =
-            (rng.next() % (cfg.sample_ns * 6 / 100 + 1)) as i64 - (cfg.sample_ns * 3 / 100) as i64;
-        let t = ((k * cfg.sample_ns + cfg.sample_ns * 37 / 100) as i64 + jitter) as u64;
-        if t >= cfg.duration_ns {
-            break;
-        }
-        samples.push((t, 0, k));
-        k += 1;
-    }
-    for (e, ev) in cfg.events.iter().enumerate() {
-        // Crossings of multiples of the period, phase by phase.
-        let mut n = 1u64;
-        for p in 0..run.phases.len() {
-            let (t0, f) = run.phases[p];
-            let t1 = run.phases.get(p + 1).map_or(cfg.duration_ns, |x| x.0);
-            let r = cfg.functions[f].rates[e];
-            if r <= 0.0 {
-                continue;
+    // Samples of all groups in time order: (t, package, group, seq).
+    let mut samples: Vec<(u64, usize, usize, u64)> = Vec::new();
+    for (k, (run, cum)) in socks.iter().enumerate() {
+        // cpu-clock's hrtimer does not run in step with RAPL's updates: an
+        // offset of 0.37 periods and ±3 % jitter.
+        let mut n = 1;
+        loop {
+            let jitter = (rng.next() % (cfg.sample_ns * 6 / 100 + 1)) as i64
+                - (cfg.sample_ns * 3 / 100) as i64;
+            let t = ((n * cfg.sample_ns + cfg.sample_ns * 37 / 100) as i64 + jitter) as u64;
+            if t >= cfg.duration_ns {
+                break;
             }
-            while (n * ev.period) as f64 <= cum[p][e] + r * (t1 - t0) as f64 * 1e-9 {
-                let dt = ((n * ev.period) as f64 - cum[p][e]) / r * 1e9;
-                samples.push((t0 + dt.ceil() as u64, e + 1, n));
-                n += 1;
+            samples.push((t, k, 0, n));
+            n += 1;
+        }
+        for (e, ev) in cfg.events.iter().enumerate() {
+            // Crossings of multiples of the period, phase by phase.
+            let mut n = 1u64;
+            for p in 0..run.phases.len() {
+                let (t0, f) = run.phases[p];
+                let t1 = run.phases.get(p + 1).map_or(cfg.duration_ns, |x| x.0);
+                let r = cfg.functions[f].rates[e];
+                if r <= 0.0 {
+                    continue;
+                }
+                while (n * ev.period) as f64 <= cum[p][e] + r * (t1 - t0) as f64 * 1e-9 {
+                    let dt = ((n * ev.period) as f64 - cum[p][e]) / r * 1e9;
+                    samples.push((t0 + dt.ceil() as u64, k, e + 1, n));
+                    n += 1;
+                }
             }
         }
     }
     samples.sort();
     truth.samples = vec![0; ne + 1];
-    let power = |t: u64| rapl_units(&run, cfg.tick_ns, t) << 18;
-    for &(t, g, seq) in &samples {
+    for &(t, k, g, seq) in &samples {
         if t >= cfg.duration_ns {
             continue;
         }
+        let (run, cum) = &socks[k];
         truth.samples[g] += 1;
+        if g == 0 {
+            truth.socket_samples[k] += 1;
+        }
+        let power = rapl_units(run, cfg.tick_ns, t) << 18;
         let fun = run.phases[run.phase_at(t)].1;
         let ip = cfg.functions[fun].ip + 4;
         let (event, period, values) = if g == 0 {
@@ -408,12 +468,12 @@ pub fn simulate(cfg: &SimConfig) -> (Vec<u8>, String, Truth) {
             let mut v = vec![(t, Some(w.event_id(g0[0])), None)];
             for e in 0..ne {
                 v.push((
-                    count_at(cfg, &run, e, t, &cum).round() as u64,
+                    count_at(cfg, run, e, t, cum).round() as u64,
                     Some(w.event_id(g0[e + 1])),
                     None,
                 ));
             }
-            v.push((power(t), Some(w.event_id(g0[ne + 1])), None));
+            v.push((power, Some(w.event_id(g0[ne + 1])), None));
             (g0[0], cfg.sample_ns, v)
         } else {
             let (lead, pw) = ge[g - 1];
@@ -423,7 +483,7 @@ pub fn simulate(cfg: &SimConfig) -> (Vec<u8>, String, Truth) {
                 p,
                 vec![
                     (seq * p, Some(w.event_id(lead)), None),
-                    (power(t), Some(w.event_id(pw)), None),
+                    (power, Some(w.event_id(pw)), None),
                 ],
             )
         };
@@ -431,9 +491,9 @@ pub fn simulate(cfg: &SimConfig) -> (Vec<u8>, String, Truth) {
             event,
             ip,
             pid,
-            tid: pid,
+            tid: pid + k as i32,
             time: start + t,
-            cpu: 0,
+            cpu: 2 * k as u32,
             period,
             read: Some(ReadValues {
                 time_enabled: None,
@@ -446,29 +506,32 @@ pub fn simulate(cfg: &SimConfig) -> (Vec<u8>, String, Truth) {
     }
     w.finished_round();
 
-    // Powercap CSV: core and package zones.
+    // Powercap CSV: core and package zones of each package.
     let mut csv = String::from("time,zone,name,energy_uj,max_energy_range_uj\n");
     let pkg_max = 262_143_328_850u64;
-    let mut last = 0;
+    let mut last = vec![0; nsock];
     let mut t = 0;
     while t <= cfg.duration_ns {
-        let units = rapl_units(&run, cfg.tick_ns, t);
-        let core_uj = (units as f64 * UNIT_J * 1e6).floor() as u64;
-        // The package: cores plus uncore power, on the same tick grid.
-        let tk = (t / cfg.tick_ns) * cfg.tick_ns;
-        let pkg_uj = (units as f64 * UNIT_J * 1e6 + cfg.uncore_w * tk as f64 * 1e-3).floor() as u64;
-        let core = core_uj % cfg.csv_max_uj;
-        if core < last {
-            truth.csv_wraps += 1;
-        }
-        last = core;
         let wall = SIM_WALL + t;
         let ts = format!("{}.{:09}", wall / 1_000_000_000, wall % 1_000_000_000);
-        csv += &format!(
-            "{ts},intel-rapl:0,package-0,{},{pkg_max}\n{ts},intel-rapl:0:0,core,{core},{}\n",
-            pkg_uj % pkg_max,
-            cfg.csv_max_uj
-        );
+        for (k, (run, _)) in socks.iter().enumerate() {
+            let units = rapl_units(run, cfg.tick_ns, t);
+            let core_uj = (units as f64 * UNIT_J * 1e6).floor() as u64;
+            // The package: cores plus uncore power, on the same tick grid.
+            let tk = (t / cfg.tick_ns) * cfg.tick_ns;
+            let pkg_uj =
+                (units as f64 * UNIT_J * 1e6 + cfg.uncore_w * tk as f64 * 1e-3).floor() as u64;
+            let core = core_uj % cfg.csv_max_uj;
+            if core < last[k] {
+                truth.csv_wraps += 1;
+            }
+            last[k] = core;
+            csv += &format!(
+                "{ts},intel-rapl:{k},package-{k},{},{pkg_max}\n{ts},intel-rapl:{k}:0,core,{core},{}\n",
+                pkg_uj % pkg_max,
+                cfg.csv_max_uj
+            );
+        }
         t += cfg.csv_ns;
     }
     (w.to_bytes(), csv, truth)

@@ -463,7 +463,7 @@ pub struct PerfConverter {
     /// Power event values read at samples (group reads), for the `energy`
     /// table: (time ns, power event id, the sample's event id, value in
     /// 2^-32 J, where the sample is), in file order.
-    power_reads: Vec<(u64, i32, i32, u64, crate::diag::Position)>,
+    power_reads: Vec<(u64, i32, i32, u64, Option<u32>, crate::diag::Position)>,
     /// Where the record being handled is in the input (for diagnostics
     /// made after the input is read).
     pub position: crate::diag::Position,
@@ -1169,7 +1169,7 @@ impl PerfConverter {
                 };
                 if let (Some(e), Some(t)) = (ev_id, s.time) {
                     if self.power_domain[e as usize].is_some() {
-                        self.power_reads.push((t, e, gid, *value, self.position));
+                        self.power_reads.push((t, e, gid, *value, s.cpu, self.position));
                     }
                 }
                 let c = &mut self.reads;
@@ -1359,9 +1359,6 @@ impl PerfConverter {
         Ok(())
     }
 
-    /// Flushes the streamed tables and writes the summary tables (events,
-    /// modules, threads, build-ids, metadata pairs are returned for
-    /// `capture_meta`).
     /// The power event values read at this input's samples as energy
     /// readings in time order, with where each sample is (the read's rank
     /// stands for the line). Each
@@ -1370,18 +1367,38 @@ impl PerfConverter {
     /// `power/energy-cores/@LEADER`, LEADER the group's sampling event, so
     /// each delta is the energy since the previous sample of that event
     /// (document 004 §3.4). The RAPL MSRs are package-wide: reads from
-    /// any CPU continue one counter.
+    /// any CPU of a package continue its counter; with several packages
+    /// in the topology each read is placed on the package of the CPU
+    /// that read it (one counter per package).
     pub fn take_power_readings(&mut self) -> Vec<(crate::energy::Reading, crate::diag::Position)> {
         let mut reads = std::mem::take(&mut self.power_reads);
         reads.sort_by_key(|r| r.0);
+        // The package of the CPU that read (HEADER_CPU_TOPOLOGY); with one
+        // package (or no topology) the package is not named.
+        let topo: &[crate::perf::header::CpuTopology] = match self.metas.last() {
+            Some((s, m)) if *s == self.source_id => &m.cpus,
+            _ => &[],
+        };
+        let sockets: std::collections::BTreeSet<i32> = topo
+            .iter()
+            .map(|t| t.socket_id)
+            .filter(|&s| s >= 0)
+            .collect();
+        let package = |cpu: Option<u32>| -> Option<i32> {
+            if sockets.len() < 2 {
+                return None;
+            }
+            let t = topo.get(cpu? as usize)?;
+            (t.socket_id >= 0).then_some(t.socket_id)
+        };
         reads
             .into_iter()
             .enumerate()
-            .filter_map(|(i, (t, e, lead, v, at))| {
+            .filter_map(|(i, (t, e, lead, v, cpu, at))| {
                 let r = crate::energy::Reading {
                     line: i as u64 + 1,
                     time_ns: t as i64,
-                    package: None,
+                    package: package(cpu),
                     domain: self.power_domain[e as usize]?,
                     zone: format!(
                         "{}@{}",
@@ -1398,6 +1415,9 @@ impl PerfConverter {
             .collect()
     }
 
+    /// Flushes the streamed tables and writes the summary tables (events,
+    /// modules, threads, build-ids, CPUs; metadata pairs are returned for
+    /// `capture_meta`).
     pub fn finish(mut self, cap: &mut CaptureWriter) -> Result<Vec<(i32, String, String)>> {
         self.flush_last_thread();
         self.flush()?;
@@ -1522,6 +1542,34 @@ impl PerfConverter {
             )?;
         }
         self.stacks.finish(cap, |p| bid_by_path.get(p).cloned())?;
+
+        // CPU topology.
+        {
+            let mut src = Int32Builder::new();
+            let mut cpu = Int32Builder::new();
+            let mut core = Int32Builder::new();
+            let mut die = Int32Builder::new();
+            let mut socket = Int32Builder::new();
+            for (s, m) in &self.metas {
+                for t in &m.cpus {
+                    src.append_value(*s);
+                    cpu.append_value(t.cpu as i32);
+                    core.append_value(t.core_id);
+                    die.append_option(t.die_id);
+                    socket.append_value(t.socket_id);
+                }
+            }
+            cap.write_table(
+                &schema::PERF_CPU,
+                vec![
+                    a(&mut src),
+                    a(&mut cpu),
+                    a(&mut core),
+                    a(&mut die),
+                    a(&mut socket),
+                ],
+            )?;
+        }
 
         // Threads.
         {

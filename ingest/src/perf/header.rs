@@ -411,6 +411,70 @@ pub struct Metadata {
     pub build_ids: Vec<BuildIdEntry>,
     pub event_desc: Option<Vec<EventDesc>>,
     pub features: Vec<u32>,
+    /// Per CPU: core, die and socket (HEADER_CPU_TOPOLOGY), in CPU order.
+    pub cpus: Vec<CpuTopology>,
+}
+
+/// One CPU of the HEADER_CPU_TOPOLOGY feature (`perf report --header`'s
+/// `CPU N: Core ID c, Die ID d, Socket ID s`); -1 for a CPU that was
+/// offline.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CpuTopology {
+    pub cpu: u32,
+    pub core_id: i32,
+    pub socket_id: i32,
+    /// Absent in files of perf before 5.3 (no die section).
+    pub die_id: Option<i32>,
+}
+
+/// Parses HEADER_CPU_TOPOLOGY (tools/perf/util/header.c
+/// `write_cpu_topology`): u32 count and that many strings of sibling
+/// sockets (package CPU lists), the same for sibling threads, then for
+/// each of `nr_cpus` available CPUs {u32 core_id, u32 socket_id}; perf
+/// 5.3+ adds sibling dies (count, strings) and a u32 die_id per CPU.
+/// `nr_cpus` is NRCPUS' available count; without it the CPU array is
+/// taken to fill the rest of the section (files without a die section).
+pub fn parse_cpu_topology(data: &[u8], be: bool, nr_cpus: Option<u32>) -> Option<Vec<CpuTopology>> {
+    let mut c = Cursor::new(data, be);
+    for _ in 0..2 {
+        let n = c.u32()?;
+        if n as usize > data.len() {
+            return None;
+        }
+        for _ in 0..n {
+            c.perf_string()?;
+        }
+    }
+    let nr = match nr_cpus {
+        Some(n) => n as usize,
+        None => c.remaining() / 8,
+    };
+    if nr.checked_mul(8)? > c.remaining() {
+        return None;
+    }
+    let mut out = Vec::with_capacity(nr);
+    for cpu in 0..nr {
+        let (core, socket) = (c.u32()? as i32, c.u32()? as i32);
+        out.push(CpuTopology {
+            cpu: cpu as u32,
+            core_id: core,
+            socket_id: socket,
+            die_id: None,
+        });
+    }
+    if c.remaining() >= 4 {
+        let n = c.u32()?;
+        if n as usize > data.len() {
+            return None;
+        }
+        for _ in 0..n {
+            c.perf_string()?;
+        }
+        for t in out.iter_mut() {
+            t.die_id = Some(c.u32()? as i32);
+        }
+    }
+    Some(out)
 }
 
 impl Metadata {
@@ -465,6 +529,16 @@ impl Metadata {
                 }
                 _ => false,
             },
+            Feature::CPU_TOPOLOGY => {
+                let nr = self.get("nr_cpus_available").and_then(|v| v.parse().ok());
+                match parse_cpu_topology(data, be, nr) {
+                    Some(t) => {
+                        self.cpus = t;
+                        true
+                    }
+                    None => false,
+                }
+            }
             Feature::TOTAL_MEM => match c.u64() {
                 Some(v) => {
                     self.set("total_mem_kb", v.to_string());

@@ -117,6 +117,28 @@ pub struct PerfDataWriter {
     /// for the CLOCKID and CLOCK_DATA features (`perf record -k`); set the
     /// events' `use_clockid` flag and `clockid` too.
     pub clock_data: Option<(u32, u64, u64)>,
+    /// Per CPU (core_id, die_id, socket_id) for the CPU_TOPOLOGY feature
+    /// (and NRCPUS); empty: 2 CPUs and no topology.
+    pub cpus: Vec<(i32, i32, i32)>,
+}
+
+/// A CPU list as perf writes it in the topology strings (`0-1,4`).
+fn cpu_list(cpus: &[usize]) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < cpus.len() {
+        let mut j = i;
+        while j + 1 < cpus.len() && cpus[j + 1] == cpus[j] + 1 {
+            j += 1;
+        }
+        parts.push(if i == j {
+            cpus[i].to_string()
+        } else {
+            format!("{}-{}", cpus[i], cpus[j])
+        });
+        i = j + 1;
+    }
+    parts.join(",")
 }
 
 fn pad8(b: &mut Vec<u8>) {
@@ -519,10 +541,48 @@ impl PerfDataWriter {
             feats.push((f, b));
         }
         {
+            let n = if self.cpus.is_empty() {
+                2
+            } else {
+                self.cpus.len() as u32
+            };
             let mut b = Vec::new();
-            b.extend_from_slice(&2u32.to_le_bytes());
-            b.extend_from_slice(&2u32.to_le_bytes());
+            b.extend_from_slice(&n.to_le_bytes());
+            b.extend_from_slice(&n.to_le_bytes());
             feats.push((Feature::NRCPUS, b));
+        }
+        if !self.cpus.is_empty() {
+            // Sibling lists: CPUs of each socket, of each core, of each die.
+            let lists = |key: &dyn Fn(&(i32, i32, i32)) -> (i32, i32)| {
+                let mut groups: Vec<((i32, i32), Vec<usize>)> = Vec::new();
+                for (i, c) in self.cpus.iter().enumerate() {
+                    match groups.iter_mut().find(|g| g.0 == key(c)) {
+                        Some(g) => g.1.push(i),
+                        None => groups.push((key(c), vec![i])),
+                    }
+                }
+                groups.into_iter().map(|g| cpu_list(&g.1)).collect::<Vec<_>>()
+            };
+            let mut b = Vec::new();
+            for l in [lists(&|c| (c.2, 0)), lists(&|c| (c.2, c.0))] {
+                b.extend_from_slice(&(l.len() as u32).to_le_bytes());
+                for x in &l {
+                    perf_string(&mut b, x);
+                }
+            }
+            for &(core, _, socket) in &self.cpus {
+                b.extend_from_slice(&core.to_le_bytes());
+                b.extend_from_slice(&socket.to_le_bytes());
+            }
+            let dies = lists(&|c| (c.2, c.1));
+            b.extend_from_slice(&(dies.len() as u32).to_le_bytes());
+            for x in &dies {
+                perf_string(&mut b, x);
+            }
+            for &(_, die, _) in &self.cpus {
+                b.extend_from_slice(&die.to_le_bytes());
+            }
+            feats.push((Feature::CPU_TOPOLOGY, b));
         }
         {
             let mut b = Vec::new();
