@@ -1645,17 +1645,16 @@ async fn report_energy(a: EnergyArgs) -> Result<()> {
             }
         );
     }
-    let keys: Vec<EnergyKey> = a
-        .by
-        .iter()
-        .map(|b| match b {
-            EnergyBy::Function => EnergyKey::Function,
-            EnergyBy::Process => EnergyKey::Process,
-            EnergyBy::Line => EnergyKey::Line,
-            EnergyBy::Cpu => EnergyKey::Cpu,
-            EnergyBy::Package => EnergyKey::Package,
-        })
-        .collect();
+    let keys: Vec<EnergyKey> =
+        a.by.iter()
+            .map(|b| match b {
+                EnergyBy::Function => EnergyKey::Function,
+                EnergyBy::Process => EnergyKey::Process,
+                EnergyBy::Line => EnergyKey::Line,
+                EnergyBy::Cpu => EnergyKey::Cpu,
+                EnergyBy::Package => EnergyKey::Package,
+            })
+            .collect();
     let df = energy::report(&s, &keys).await?;
     output::write(&df.collect().await?, &a.out)
 }

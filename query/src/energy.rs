@@ -194,7 +194,10 @@ pub async fn sample_energy(
                 wd: weight(wd, i),
             };
             if let Some(p) = x.pkg.filter(|&p| split.contains(&(c.as_str(), p))) {
-                by_cap.entry((c.clone(), Some(p))).or_default().push(x.clone());
+                by_cap
+                    .entry((c.clone(), Some(p)))
+                    .or_default()
+                    .push(x.clone());
             }
             by_cap.entry((c, None)).or_default().push(x);
         }
@@ -391,16 +394,16 @@ pub async fn chosen_chains(s: &Session, event: &str, zones: &[String]) -> Result
     }
     for (c, d, p, z) in others {
         if let Some(ch) = out.iter_mut().find(|x| {
-            x.capture == c && x.domain == d && (p.is_none() || x.package.is_none() || x.package == p)
+            x.capture == c
+                && x.domain == d
+                && (p.is_none() || x.package.is_none() || x.package == p)
         }) {
             if !ch.ignored.contains(&z) {
                 ch.ignored.push(z);
             }
         }
     }
-    out.sort_by(|a, b| {
-        (&a.capture, &a.domain, a.package).cmp(&(&b.capture, &b.domain, b.package))
-    });
+    out.sort_by(|a, b| (&a.capture, &a.domain, a.package).cmp(&(&b.capture, &b.domain, b.package)));
     let schema = batches
         .first()
         .map(|b| b.schema())

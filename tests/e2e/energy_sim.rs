@@ -23,39 +23,50 @@ struct Sim {
     truth: Truth,
 }
 
+fn make_sim(sockets: usize, duration_ns: u64) -> Sim {
+    let bin = fixture_bin().join("lbr");
+    let addr = |name: &str| SIM_BASE + symbol_address(&bin, name);
+    let ips = ["F1", "F2", "F3", "p3_A", "p3_B", "p3_C"].map(addr);
+    let mut cfg = SimConfig::default_model("/opt/trawl-fixtures/bin/lbr", &ips);
+    cfg.build_id = Some(hex_to_bytes(&trawl_symbolize::build_id_of(&bin).unwrap()));
+    cfg.sockets = sockets;
+    cfg.duration_ns = duration_ns;
+    let (perf_bytes, csv_text, truth) = simulate(&cfg);
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("sim.data");
+    let csv = dir.path().join("sim-rapl.csv");
+    std::fs::write(&data, perf_bytes).unwrap();
+    std::fs::write(&csv, csv_text).unwrap();
+    let cap = dir.path().join("cap");
+    trawl_ok(&[
+        "ingest",
+        data.to_str().unwrap(),
+        csv.to_str().unwrap(),
+        "-o",
+        cap.to_str().unwrap(),
+        "--debug-dir",
+        fixture_bin().to_str().unwrap(),
+    ]);
+    Sim {
+        _dir: dir,
+        data,
+        csv,
+        cap,
+        cfg,
+        truth,
+    }
+}
+
 fn sim() -> &'static Sim {
     static SIM: OnceLock<Sim> = OnceLock::new();
-    SIM.get_or_init(|| {
-        let bin = fixture_bin().join("lbr");
-        let addr = |name: &str| SIM_BASE + symbol_address(&bin, name);
-        let ips = ["F1", "F2", "F3", "p3_A", "p3_B", "p3_C"].map(addr);
-        let mut cfg = SimConfig::default_model("/opt/trawl-fixtures/bin/lbr", &ips);
-        cfg.build_id = Some(hex_to_bytes(&trawl_symbolize::build_id_of(&bin).unwrap()));
-        let (perf_bytes, csv_text, truth) = simulate(&cfg);
-        let dir = tempfile::tempdir().unwrap();
-        let data = dir.path().join("sim.data");
-        let csv = dir.path().join("sim-rapl.csv");
-        std::fs::write(&data, perf_bytes).unwrap();
-        std::fs::write(&csv, csv_text).unwrap();
-        let cap = dir.path().join("cap");
-        trawl_ok(&[
-            "ingest",
-            data.to_str().unwrap(),
-            csv.to_str().unwrap(),
-            "-o",
-            cap.to_str().unwrap(),
-            "--debug-dir",
-            fixture_bin().to_str().unwrap(),
-        ]);
-        Sim {
-            _dir: dir,
-            data,
-            csv,
-            cap,
-            cfg,
-            truth,
-        }
-    })
+    SIM.get_or_init(|| make_sim(1, 12_000_000_000))
+}
+
+/// Two packages (CPUs 0-1 and 2-3), a thread on CPU 0 and one on CPU 2,
+/// 4 s.
+fn sim2() -> &'static Sim {
+    static SIM: OnceLock<Sim> = OnceLock::new();
+    SIM.get_or_init(|| make_sim(2, 4_000_000_000))
 }
 
 fn names(cfg: &SimConfig) -> Vec<String> {
@@ -377,4 +388,239 @@ fn readings_on_another_clock_are_refused() {
     assert!(!o.status.success());
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("do not overlap the samples"), "{err}");
+}
+
+/// `report energy --by package,function` rows of the cores domain:
+/// (package, function) → (joules, share, samples).
+fn cores_by_package(
+    cap: &Path,
+    extra: &[&str],
+) -> std::collections::HashMap<(String, String), (f64, f64, u64)> {
+    let mut args = vec![
+        "report",
+        "energy",
+        cap.to_str().unwrap(),
+        "--by",
+        "package,function",
+        "--format",
+        "csv",
+    ];
+    args.extend_from_slice(extra);
+    csv_maps(&trawl_ok(&args))
+        .into_iter()
+        .filter(|r| r["domain"] == "cores")
+        .map(|r| {
+            (
+                (r["package"].clone(), r["function"].clone()),
+                (
+                    r["joules"].parse().unwrap(),
+                    r["share_pct"].parse().unwrap(),
+                    r["samples"].parse().unwrap(),
+                ),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn two_packages_topology_and_sockets_agree_with_perf() {
+    let s = sim2();
+    // perf report --header prints the CPU_TOPOLOGY the simulator wrote;
+    // trawl's perf_cpu has the same rows.
+    let header = perf(&[
+        "report",
+        "-i",
+        s.data.to_str().unwrap(),
+        "--header-only",
+        "-I",
+    ]);
+    let mut perf_cpus = Vec::new();
+    for l in header.lines() {
+        // "# CPU 2: Core ID 0, Die ID 0, Socket ID 1"
+        if let Some(rest) = l.strip_prefix("# CPU ") {
+            let nums: Vec<String> = rest
+                .split(|c: char| !c.is_ascii_digit())
+                .filter(|x| !x.is_empty())
+                .map(str::to_string)
+                .collect();
+            perf_cpus.push(nums.join(","));
+        }
+    }
+    assert_eq!(perf_cpus.len(), 4, "{header}");
+    let trawl_cpus: Vec<String> = sql_rows(
+        &s.cap,
+        "SELECT cpu, core_id, die_id, socket_id FROM perf_cpu ORDER BY cpu",
+    )
+    .into_iter()
+    .map(|r| r.join(","))
+    .collect();
+    assert_eq!(trawl_cpus, perf_cpus);
+    // Samples per socket: perf report --sort socket (cpu-clock section).
+    let out = perf(&[
+        "report",
+        "-i",
+        s.data.to_str().unwrap(),
+        "--stdio",
+        "--sort",
+        "socket",
+        "-n",
+        "--no-children",
+        "-g",
+        "none",
+        "--no-group",
+    ]);
+    let section = out.split("# Samples:").nth(1).unwrap();
+    assert!(section.contains("'cpu-clock'"), "{section}");
+    let mut perf_n = std::collections::BTreeMap::new();
+    for l in section.lines().filter(|l| !l.starts_with('#')) {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        if f.len() == 3 {
+            perf_n.insert(f[2].parse::<i32>().unwrap(), f[1].parse::<u64>().unwrap());
+        }
+    }
+    let by_pkg = csv_maps(&trawl_ok(&[
+        "report",
+        "energy",
+        s.cap.to_str().unwrap(),
+        "--by",
+        "package",
+        "--format",
+        "csv",
+    ]));
+    for k in 0..2 {
+        assert_eq!(perf_n[&k], s.truth.socket_samples[k as usize], "socket {k}");
+        let r = by_pkg
+            .iter()
+            .find(|r| r["domain"] == "cores" && r["package"] == k.to_string())
+            .unwrap();
+        assert_eq!(r["samples"], perf_n[&k].to_string(), "package {k}");
+    }
+}
+
+#[test]
+fn two_packages_energy_per_function_per_package() {
+    let s = sim2();
+    // perf report --group --sort socket,sym: the power column (last of
+    // the cpu-clock group) per socket and symbol; perf takes each read's
+    // increase per instance (one per CPU), trawl per package.
+    let out = perf(&[
+        "report",
+        "-i",
+        s.data.to_str().unwrap(),
+        "--stdio",
+        "--group",
+        "-F",
+        "overhead,socket,sym",
+        "-g",
+        "none",
+    ]);
+    let section = out.split("# Samples:").nth(1).unwrap();
+    let mut perf_share = std::collections::HashMap::new();
+    for l in section.lines() {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        if f.len() == 9 && f[7] == "[.]" {
+            let socket = f[6].parse::<i32>().unwrap().to_string();
+            perf_share.insert(
+                (socket, f[8].to_string()),
+                f[5].trim_end_matches('%').parse::<f64>().unwrap(),
+            );
+        }
+    }
+    assert_eq!(perf_share.len(), 12, "{section}");
+    let reads = cores_by_package(&s.cap, &[]);
+    let csv = cores_by_package(
+        &s.cap,
+        &["--zone", "intel-rapl:0:0", "--zone", "intel-rapl:1:0"],
+    );
+    for k in 0..2 {
+        for (i, f) in names(&s.cfg).iter().enumerate() {
+            let key = (k.to_string(), f.clone());
+            let t = s.truth.socket_function_j[k][i];
+            let (j, share, _) = reads[&key];
+            assert!(
+                (share - perf_share[&key]).abs() <= 0.006,
+                "{key:?}: trawl {share} %, perf report {} %",
+                perf_share[&key]
+            );
+            assert!((j - t).abs() <= 0.01 * t, "{key:?}: {j} J, simulated {t} J");
+            let j = csv[&key].0;
+            assert!(
+                (j - t).abs() <= 0.01 * t,
+                "{key:?}: {j} J from the CSV, simulated {t} J"
+            );
+        }
+    }
+}
+
+#[test]
+fn two_packages_model_per_package() {
+    let s = sim2();
+    let cap = s.cap.to_str().unwrap();
+    let o = trawl(&["report", "power-model", cap]);
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("--package"), "{err}");
+    for p in ["0", "1"] {
+        let rows = csv_maps(&trawl_ok(&[
+            "report",
+            "power-model",
+            cap,
+            "--package",
+            p,
+            "--format",
+            "csv",
+        ]));
+        let coef = |t: &str| -> f64 {
+            rows.iter().find(|r| r["term"] == t).unwrap()["coefficient"]
+                .parse()
+                .unwrap()
+        };
+        let a = coef("intercept");
+        assert!(
+            (a - s.cfg.intercept_w).abs() <= 0.01 * s.cfg.intercept_w,
+            "package {p}: intercept {a}"
+        );
+        for e in &s.cfg.events {
+            let c = coef(&e.name);
+            assert!(
+                (c - e.coef).abs() <= 0.01 * e.coef,
+                "package {p}: {} {c}",
+                e.name
+            );
+        }
+    }
+    // A package without CPUs in the topology is refused.
+    let o = trawl(&["report", "power-model", cap, "--package", "7"]);
+    assert!(!o.status.success());
+}
+
+#[test]
+fn several_packages_without_topology_are_refused() {
+    // One-package perf.data (no CPU_TOPOLOGY) with the two-package CSV.
+    let (one, two) = (sim(), sim2());
+    let dir = tempfile::tempdir().unwrap();
+    let cap = dir.path().join("cap");
+    trawl_ok(&[
+        "ingest",
+        one.data.to_str().unwrap(),
+        two.csv.to_str().unwrap(),
+        "-o",
+        cap.to_str().unwrap(),
+        "--no-symbolize",
+    ]);
+    assert_eq!(sql_scalar(&cap, "SELECT count(*) FROM perf_cpu"), "0");
+    let o = trawl(&["report", "energy", cap.to_str().unwrap()]);
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("HEADER_CPU_TOPOLOGY"), "{err}");
+    // One package's counter picked with --zone works.
+    trawl_ok(&[
+        "report",
+        "energy",
+        cap.to_str().unwrap(),
+        "--zone",
+        "intel-rapl:1:0",
+        "--zone",
+        "intel-rapl:1",
+    ]);
 }

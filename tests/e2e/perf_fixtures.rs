@@ -706,3 +706,41 @@ fn tracepoint_payloads_match_perf_script() {
     assert!(!got.is_empty());
     assert_eq!(got, want);
 }
+
+#[test]
+fn cpu_topology_matches_perf_report_header() {
+    // perf report --header-only -I prints HEADER_CPU_TOPOLOGY as
+    // "# CPU N: Core ID c, Die ID d, Socket ID s"; trawl's perf_cpu rows
+    // must be the same, for a recording made here and its pipe-mode twin
+    // (features as HEADER_FEATURE records).
+    for name in ["hot-fp.data", "hot-pipe.data"] {
+        let (_t, cap) = ingest(name);
+        let header = perf(&[
+            "report",
+            "-i",
+            fixture(name).to_str().unwrap(),
+            "--header-only",
+            "-I",
+        ]);
+        let expected: Vec<String> = header
+            .lines()
+            .filter_map(|l| l.strip_prefix("# CPU "))
+            .filter(|l| l.contains("Socket ID"))
+            .map(|rest| {
+                rest.split(|c: char| !c.is_ascii_digit())
+                    .filter(|x| !x.is_empty())
+                    .collect::<Vec<_>>()
+                    .join(",")
+            })
+            .collect();
+        let got: Vec<String> = sql_rows(
+            &cap,
+            "SELECT cpu, core_id, die_id, socket_id FROM perf_cpu ORDER BY cpu",
+        )
+        .into_iter()
+        .map(|r| r.join(","))
+        .collect();
+        assert!(!expected.is_empty(), "{name}: {header}");
+        assert_eq!(got, expected, "{name}");
+    }
+}

@@ -399,6 +399,16 @@ pub fn simulate(cfg: &SimConfig) -> (Vec<u8>, String, Truth) {
         ));
         ge.push((lead, pw));
     }
+    // Each package's thread has its own instance of every event (perf
+    // opens one per CPU): ids[k][event index].
+    let nev = g0.len() + 2 * ge.len();
+    let ids: Vec<Vec<u64>> = (0..nsock)
+        .map(|k| {
+            (0..nev)
+                .map(|e| if k == 0 { w.event_id(e) } else { w.add_id(e) })
+                .collect()
+        })
+        .collect();
     w.clock_data = Some((1, SIM_WALL, SIM_MONO));
     let (pid, start) = (100, SIM_MONO);
     w.comm(pid, pid, "sim", start, true);
@@ -465,15 +475,15 @@ pub fn simulate(cfg: &SimConfig) -> (Vec<u8>, String, Truth) {
         let ip = cfg.functions[fun].ip + 4;
         let (event, period, values) = if g == 0 {
             // cpu-clock counts ns since it was enabled.
-            let mut v = vec![(t, Some(w.event_id(g0[0])), None)];
+            let mut v = vec![(t, Some(ids[k][g0[0]]), None)];
             for e in 0..ne {
                 v.push((
                     count_at(cfg, run, e, t, cum).round() as u64,
-                    Some(w.event_id(g0[e + 1])),
+                    Some(ids[k][g0[e + 1]]),
                     None,
                 ));
             }
-            v.push((power, Some(w.event_id(g0[ne + 1])), None));
+            v.push((power, Some(ids[k][g0[ne + 1]]), None));
             (g0[0], cfg.sample_ns, v)
         } else {
             let (lead, pw) = ge[g - 1];
@@ -482,13 +492,14 @@ pub fn simulate(cfg: &SimConfig) -> (Vec<u8>, String, Truth) {
                 lead,
                 p,
                 vec![
-                    (seq * p, Some(w.event_id(lead)), None),
-                    (power, Some(w.event_id(pw)), None),
+                    (seq * p, Some(ids[k][lead]), None),
+                    (power, Some(ids[k][pw]), None),
                 ],
             )
         };
         w.sample(&SampleOut {
             event,
+            id: Some(ids[k][event]),
             ip,
             pid,
             tid: pid + k as i32,

@@ -1169,7 +1169,8 @@ impl PerfConverter {
                 };
                 if let (Some(e), Some(t)) = (ev_id, s.time) {
                     if self.power_domain[e as usize].is_some() {
-                        self.power_reads.push((t, e, gid, *value, s.cpu, self.position));
+                        self.power_reads
+                            .push((t, e, gid, *value, s.cpu, self.position));
                     }
                 }
                 let c = &mut self.reads;

@@ -73,6 +73,9 @@ impl Attr {
 #[derive(Clone, Debug, Default)]
 pub struct SampleOut {
     pub event: usize,
+    /// The event's instance (one of its ids, [`PerfDataWriter::add_id`]:
+    /// perf opens an event once per CPU or thread); None: its first id.
+    pub id: Option<u64>,
     /// PERF_RECORD_MISC_* cpumode (1 kernel, 2 user); 2 when 0.
     pub misc: u16,
     pub ip: u64,
@@ -191,6 +194,15 @@ impl PerfDataWriter {
     /// The kernel id of an event (for group read values).
     pub fn event_id(&self, event: usize) -> u64 {
         self.events[event].ids[0]
+    }
+
+    /// Another instance of `event` (perf's one file descriptor per CPU):
+    /// a new id, which samples and group reads of that instance carry.
+    pub fn add_id(&mut self, event: usize) -> u64 {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.events[event].ids.push(id);
+        id
     }
 
     fn trailer(&self, pid: i32, tid: i32, time: u64, cpu: u32) -> Vec<u8> {
@@ -348,7 +360,7 @@ impl PerfDataWriter {
         let ev = &self.events[s.event];
         let a = &ev.attr;
         let st = a.sample_type;
-        let id = ev.ids[0];
+        let id = s.id.unwrap_or(ev.ids[0]);
         let mut b = Vec::new();
         let mut put = |v: u64| b.extend_from_slice(&v.to_le_bytes());
         if st & sample::IDENTIFIER != 0 {
@@ -561,7 +573,10 @@ impl PerfDataWriter {
                         None => groups.push((key(c), vec![i])),
                     }
                 }
-                groups.into_iter().map(|g| cpu_list(&g.1)).collect::<Vec<_>>()
+                groups
+                    .into_iter()
+                    .map(|g| cpu_list(&g.1))
+                    .collect::<Vec<_>>()
             };
             let mut b = Vec::new();
             for l in [lists(&|c| (c.2, 0)), lists(&|c| (c.2, c.0))] {
