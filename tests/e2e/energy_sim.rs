@@ -92,6 +92,49 @@ fn cores_by_function(cap: &Path, extra: &[&str]) -> std::collections::HashMap<St
         .collect()
 }
 
+/// `perf report --stdio --group -F overhead,[KEY,]sym -g none` of a
+/// file: for group section `n` (1-based) of `members` events, with `key`
+/// sort keys before the symbol: (keys, symbol) → the share of the last
+/// member (the power counter), in %.
+fn perf_power_share(
+    data: &Path,
+    fields: &str,
+    n: usize,
+    members: usize,
+    keys: usize,
+) -> std::collections::HashMap<(Vec<String>, String), f64> {
+    let out = perf(&[
+        "report",
+        "-i",
+        data.to_str().unwrap(),
+        "--stdio",
+        "--group",
+        "-F",
+        fields,
+        "-g",
+        "none",
+    ]);
+    let section = out.split("# Samples:").nth(n).unwrap();
+    let mut share = std::collections::HashMap::new();
+    for l in section.lines() {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        if f.len() == members + keys + 2 && f[members + keys] == "[.]" {
+            share.insert(
+                (
+                    f[members..members + keys]
+                        .iter()
+                        .map(|k| k.trim_start_matches('0').to_string())
+                        .map(|k| if k.is_empty() { "0".into() } else { k })
+                        .collect(),
+                    f[members + keys + 1].to_string(),
+                ),
+                f[members - 1].trim_end_matches('%').parse::<f64>().unwrap(),
+            );
+        }
+    }
+    share
+}
+
 #[test]
 fn simulated_file_reads_back_in_perf() {
     let s = sim();
@@ -128,29 +171,13 @@ fn simulated_energy_per_function_matches_perf_report_and_the_truth() {
     // perf report --group attributes each group member's increase to the
     // sample's symbol: the power column (last of the cpu-clock group) is
     // document 004's Fig. 1 split, share per function.
-    let out = perf(&[
-        "report",
-        "-i",
-        s.data.to_str().unwrap(),
-        "--stdio",
-        "--group",
-        "-F",
-        "overhead,sym",
-        "-g",
-        "none",
-    ]);
-    let section = out.split("# Samples:").nth(1).unwrap();
-    let mut perf_share = std::collections::HashMap::new();
-    for l in section.lines() {
-        let f: Vec<&str> = l.split_whitespace().collect();
-        if f.len() == 8 && f[6] == "[.]" {
-            perf_share.insert(
-                f[7].to_string(),
-                f[5].trim_end_matches('%').parse::<f64>().unwrap(),
-            );
-        }
-    }
-    assert_eq!(perf_share.len(), 6, "{section}");
+    let members = 2 + s.cfg.events.len();
+    let perf_share: std::collections::HashMap<String, f64> =
+        perf_power_share(&s.data, "overhead,sym", 1, members, 0)
+            .into_iter()
+            .map(|((_, f), v)| (f, v))
+            .collect();
+    assert_eq!(perf_share.len(), 6, "{perf_share:?}");
     let trawl = cores_by_function(&s.cap, &[]);
     for f in names(&s.cfg) {
         let (j, share) = trawl[&f];
@@ -184,17 +211,11 @@ fn simulated_energy_per_function_matches_perf_report_and_the_truth() {
     // Each event's own counter (§3.4): the energy since that event's
     // previous sample, as perf report's second group shows.
     let ev = &s.cfg.events[0].name;
-    let section = out.split("# Samples:").nth(2).unwrap();
-    let mut perf_share = std::collections::HashMap::new();
-    for l in section.lines() {
-        let f: Vec<&str> = l.split_whitespace().collect();
-        if f.len() == 4 && f[2] == "[.]" {
-            perf_share.insert(
-                f[3].to_string(),
-                f[1].trim_end_matches('%').parse::<f64>().unwrap(),
-            );
-        }
-    }
+    let perf_share: std::collections::HashMap<String, f64> =
+        perf_power_share(&s.data, "overhead,sym", 2, 2, 0)
+            .into_iter()
+            .map(|((_, f), v)| (f, v))
+            .collect();
     let by_event = cores_by_function(&s.cap, &["--event", ev]);
     for f in names(&s.cfg) {
         assert!(
@@ -503,30 +524,12 @@ fn two_packages_energy_per_function_per_package() {
     // perf report --group --sort socket,sym: the power column (last of
     // the cpu-clock group) per socket and symbol; perf takes each read's
     // increase per instance (one per CPU), trawl per package.
-    let out = perf(&[
-        "report",
-        "-i",
-        s.data.to_str().unwrap(),
-        "--stdio",
-        "--group",
-        "-F",
-        "overhead,socket,sym",
-        "-g",
-        "none",
-    ]);
-    let section = out.split("# Samples:").nth(1).unwrap();
-    let mut perf_share = std::collections::HashMap::new();
-    for l in section.lines() {
-        let f: Vec<&str> = l.split_whitespace().collect();
-        if f.len() == 9 && f[7] == "[.]" {
-            let socket = f[6].parse::<i32>().unwrap().to_string();
-            perf_share.insert(
-                (socket, f[8].to_string()),
-                f[5].trim_end_matches('%').parse::<f64>().unwrap(),
-            );
-        }
-    }
-    assert_eq!(perf_share.len(), 12, "{section}");
+    let perf_share: std::collections::HashMap<(String, String), f64> =
+        perf_power_share(&s.data, "overhead,socket,sym", 1, 2 + s.cfg.events.len(), 1)
+            .into_iter()
+            .map(|((k, f), v)| ((k[0].clone(), f), v))
+            .collect();
+    assert_eq!(perf_share.len(), 12, "{perf_share:?}");
     let reads = cores_by_package(&s.cap, &[]);
     let csv = cores_by_package(
         &s.cap,
