@@ -151,25 +151,22 @@ pub async fn sample_energy(
     )
     .await?;
     overlap_check(&samples, &intervals)?;
-    // Samples per capture, in time order; per (capture, package) too for
-    // the packages whose counters are read separately.
-    let split: std::collections::HashSet<(&str, i32)> = chains
+    // Samples (columns by sample index, in capture and time order), and
+    // per capture, and per (capture, package) for the packages whose
+    // counters are read separately, the (time, index) of its samples.
+    let mut caps = Interner::default();
+    let split: std::collections::HashSet<(u32, i32)> = chains
         .iter()
-        .filter_map(|c| Some((c.capture.as_str(), c.package?)))
+        .filter_map(|c| Some((caps.id(&c.capture), c.package?)))
         .collect();
-    #[derive(Clone)]
-    struct Smp {
-        id: i64,
-        t: i64,
-        cpu: Option<i32>,
-        pkg: Option<i32>,
-        wc: f64,
-        wd: f64,
-    }
-    type Key = (String, Option<i32>);
-    let mut by_cap: std::collections::HashMap<Key, Vec<Smp>> = Default::default();
+    let n: usize = samples.iter().map(|b| b.num_rows()).sum();
+    let (mut sid, mut scap) = (Vec::with_capacity(n), Vec::with_capacity(n));
+    let (mut scpu, mut spkg) = (Vec::with_capacity(n), Vec::with_capacity(n));
+    let (mut swc, mut swd) = (Vec::with_capacity(n), Vec::with_capacity(n));
+    let mut groups: std::collections::HashMap<(u32, Option<i32>), Vec<(i64, u32)>> =
+        Default::default();
     for b in &samples {
-        let cap = crate::string_values(b.column(0));
+        let cap = caps.column(b.column(0))?;
         let id = b.column(1).as_primitive::<Int64Type>();
         let t = b.column(2).as_primitive::<Int64Type>();
         let cpu = b.column(3).as_primitive::<Int32Type>();
@@ -183,30 +180,28 @@ pub async fn sample_energy(
                 a.value(i).max(0.0)
             }
         };
-        for i in 0..b.num_rows() {
-            let c = cap[i].clone().unwrap_or_default();
-            let x = Smp {
-                id: id.value(i),
-                t: t.value(i),
-                cpu: (!cpu.is_null(i)).then(|| cpu.value(i)),
-                pkg: (!pkg.is_null(i)).then(|| pkg.value(i)),
-                wc: weight(wc, i),
-                wd: weight(wd, i),
-            };
-            if let Some(p) = x.pkg.filter(|&p| split.contains(&(c.as_str(), p))) {
-                by_cap
-                    .entry((c.clone(), Some(p)))
-                    .or_default()
-                    .push(x.clone());
+        for (i, &c) in cap.iter().enumerate() {
+            let gi = sid.len() as u32;
+            let p = (!pkg.is_null(i)).then(|| pkg.value(i));
+            sid.push(id.value(i));
+            scap.push(c);
+            scpu.push((!cpu.is_null(i)).then(|| cpu.value(i)));
+            spkg.push(p);
+            swc.push(weight(wc, i));
+            swd.push(weight(wd, i));
+            let x = (t.value(i), gi);
+            if let Some(p) = p.filter(|&p| split.contains(&(c, p))) {
+                groups.entry((c, Some(p))).or_default().push(x);
             }
-            by_cap.entry((c, None)).or_default().push(x);
+            groups.entry((c, None)).or_default().push(x);
         }
     }
-    for (c, p) in &split {
-        if !by_cap.contains_key(&(c.to_string(), Some(*p))) {
-            let any = by_cap
-                .get(&(c.to_string(), None))
-                .is_some_and(|v| v.iter().any(|x| x.pkg.is_some()));
+    for &(c, p) in &split {
+        if !groups.contains_key(&(c, Some(p))) {
+            let any = groups
+                .get(&(c, None))
+                .is_some_and(|v| v.iter().any(|x| spkg[x.1 as usize].is_some()));
+            let c = caps.name(c);
             return Err(Error::Usage(if any {
                 format!("{c}: energy of package {p} but no {event} samples on its CPUs")
             } else {
@@ -216,63 +211,75 @@ pub async fn sample_energy(
             }));
         }
     }
-    let (mut ocap, mut oid, mut odom, mut oj, mut ocpu, mut opkg) = (
-        StringBuilder::new(),
-        Int64Builder::new(),
-        StringBuilder::new(),
-        Float64Builder::new(),
-        Int32Builder::new(),
-        Int32Builder::new(),
-    );
-    // Per (capture, sample, domain): joules, summed over intervals.
-    let mut acc: std::collections::HashMap<(String, i64, String), (f64, Option<i32>, Option<i32>)> =
-        Default::default();
-    let mut unattributed: std::collections::BTreeMap<(String, String, Option<i32>), f64> =
+    // Joules per domain and sample (NaN: no interval of the domain).
+    let mut doms = Interner::default();
+    let mut joules: Vec<Vec<f64>> = Vec::new();
+    let mut unattributed: std::collections::BTreeMap<(u32, u32, Option<i32>), f64> =
         Default::default();
     let empty = Vec::new();
     for b in &intervals {
-        let cap = crate::string_values(b.column(0));
-        let dom = crate::string_values(b.column(1));
+        let cap = caps.column(b.column(0))?;
+        let dom = doms.column(b.column(1))?;
         let t0 = b.column(2).as_primitive::<Int64Type>();
         let t1 = b.column(3).as_primitive::<Int64Type>();
         let uj = b.column(4).as_primitive::<Float64Type>();
         let pkg = b.column(5).as_primitive::<Int32Type>();
+        while joules.len() < doms.len() {
+            joules.push(vec![f64::NAN; n]);
+        }
         for i in 0..b.num_rows() {
-            let c = cap[i].clone().unwrap_or_default();
-            let d = dom[i].clone().unwrap_or_default();
+            let (c, d) = (cap[i], dom[i]);
             let p = (!pkg.is_null(i)).then(|| pkg.value(i));
-            let smp = by_cap.get(&(c.clone(), p)).unwrap_or(&empty);
+            let smp = groups.get(&(c, p)).unwrap_or(&empty);
             let (a, z) = (t0.value(i), t1.value(i));
             // Samples in (a, z].
-            let lo = smp.partition_point(|x| x.t <= a);
-            let hi = smp.partition_point(|x| x.t <= z);
-            let w = |x: &Smp| if d == "dram" { x.wd } else { x.wc };
-            let total: f64 = smp[lo..hi].iter().map(w).sum();
+            let lo = smp.partition_point(|x| x.0 <= a);
+            let hi = smp.partition_point(|x| x.0 <= z);
+            let w = if doms.name(d) == "dram" { &swd } else { &swc };
+            let total: f64 = smp[lo..hi].iter().map(|x| w[x.1 as usize]).sum();
             let j = uj.value(i) / 1e6;
             if total <= 0.0 {
                 *unattributed.entry((c, d, p)).or_default() += j;
                 continue;
             }
+            let acc = &mut joules[d as usize];
             for x in &smp[lo..hi] {
-                let e = acc
-                    .entry((c.clone(), x.id, d.clone()))
-                    .or_insert((0.0, x.cpu, x.pkg));
-                e.0 += j * w(x) / total;
+                let k = x.1 as usize;
+                let add = j * w[k] / total;
+                acc[k] = if acc[k].is_nan() { add } else { acc[k] + add };
             }
         }
     }
-    for ((c, id, d), (j, cpu, pkg)) in acc {
-        ocap.append_value(&c);
-        oid.append_value(id);
-        odom.append_value(&d);
-        oj.append_value(j);
-        ocpu.append_option(cpu);
-        opkg.append_option(pkg);
+    let rows = joules
+        .iter()
+        .map(|v| v.iter().filter(|j| !j.is_nan()).count())
+        .sum::<usize>()
+        + unattributed.len();
+    let (mut ocap, mut oid, mut odom, mut oj, mut ocpu, mut opkg) = (
+        StringBuilder::with_capacity(rows, rows * 8),
+        Int64Builder::with_capacity(rows),
+        StringBuilder::with_capacity(rows, rows * 8),
+        Float64Builder::with_capacity(rows),
+        Int32Builder::with_capacity(rows),
+        Int32Builder::with_capacity(rows),
+    );
+    for (d, v) in joules.iter().enumerate() {
+        for (k, &j) in v.iter().enumerate() {
+            if j.is_nan() {
+                continue;
+            }
+            ocap.append_value(caps.name(scap[k]));
+            oid.append_value(sid[k]);
+            odom.append_value(doms.name(d as u32));
+            oj.append_value(j);
+            ocpu.append_option(scpu[k]);
+            opkg.append_option(spkg[k]);
+        }
     }
     for ((c, d, p), j) in unattributed {
-        ocap.append_value(&c);
+        ocap.append_value(caps.name(c));
         oid.append_null();
-        odom.append_value(&d);
+        odom.append_value(doms.name(d));
         oj.append_value(j);
         ocpu.append_null();
         opkg.append_option(p);
@@ -287,6 +294,52 @@ pub async fn sample_energy(
     ])?;
     s.register_rows("sample_energy", batch.schema(), vec![batch])?;
     Ok((event, chains))
+}
+
+/// Small integer ids for the strings of a column (captures, domains).
+#[derive(Default)]
+struct Interner {
+    ids: std::collections::HashMap<String, u32>,
+    names: Vec<String>,
+}
+
+impl Interner {
+    fn id(&mut self, s: &str) -> u32 {
+        if let Some(&i) = self.ids.get(s) {
+            return i;
+        }
+        let i = self.names.len() as u32;
+        self.ids.insert(s.to_string(), i);
+        self.names.push(s.to_string());
+        i
+    }
+
+    fn name(&self, i: u32) -> &str {
+        &self.names[i as usize]
+    }
+
+    fn len(&self) -> usize {
+        self.names.len()
+    }
+
+    /// The ids of a string column's rows (null: the empty string).
+    fn column(&mut self, a: &datafusion::arrow::array::ArrayRef) -> Result<Vec<u32>> {
+        let c = datafusion::arrow::compute::cast(a, &datafusion::arrow::datatypes::DataType::Utf8)
+            .map_err(datafusion::error::DataFusionError::from)?;
+        let c = c.as_string::<i32>();
+        let mut out = Vec::with_capacity(c.len());
+        let mut last: Option<(&str, u32)> = None;
+        for i in 0..c.len() {
+            let v = if c.is_null(i) { "" } else { c.value(i) };
+            let id = match last {
+                Some((l, id)) if l == v => id,
+                _ => self.id(v),
+            };
+            last = Some((v, id));
+            out.push(id);
+        }
+        Ok(out)
+    }
 }
 
 /// One counter's readings: a domain is read by several when a powercap
