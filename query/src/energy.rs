@@ -71,7 +71,9 @@ impl Indicator {
 
 /// Splits every energy interval among its samples and registers the
 /// result as `sample_energy` (capture, sample_id (null: unattributed),
-/// domain, joules, cpu). One counter is read per domain ([`Chain`]):
+/// domain, joules, cpu, package: of the sample's CPU, or of an
+/// unattributed interval). One counter is read per domain (and package
+/// when several are read; [`Chain`]):
 /// `zones` picks them, else the one the samples' event read (perf group
 /// reads `power/energy-*/@EVENT`), else the one with most readings.
 /// Returns the event used and the counters read.
@@ -509,6 +511,41 @@ pub async fn package_scope(
         Some(p),
         format!(" AND CAST({cpu_col} AS INT) IN (SELECT cpu FROM perf_cpu WHERE socket_id = {p})"),
     ))
+}
+
+/// The one counter of `domain` a power model or power samples read, with
+/// the package it is for ([`package_scope`]).
+pub struct DomainCounter {
+    pub chain: Chain,
+    pub package: Option<i32>,
+    /// Condition keeping the samples on the package's CPUs (alias `p`).
+    pub on_cpus: String,
+    /// Condition keeping the counter's rows of that package (`energy_t`).
+    pub on_package: String,
+}
+
+/// Chooses `domain`'s counter ([`chosen_chains`]) for `package`.
+pub async fn domain_counter(
+    s: &Session,
+    event: &str,
+    domain: &str,
+    zones: &[String],
+    package: Option<i32>,
+) -> Result<DomainCounter> {
+    let (package, on_cpus) = package_scope(s, domain, package, "p.cpu").await?;
+    let chain = chosen_chains(s, event, zones)
+        .await?
+        .into_iter()
+        .find(|c| c.domain == domain && (c.package.is_none() || c.package == package))
+        .ok_or_else(|| Error::Usage(format!("no {domain} energy readings in the capture")))?;
+    Ok(DomainCounter {
+        chain,
+        package,
+        on_cpus,
+        on_package: package
+            .map(|p| format!(" AND (package IS NULL OR package = {p})"))
+            .unwrap_or_default(),
+    })
 }
 
 /// Refuses readings that do not overlap the samples in time (a clock

@@ -352,18 +352,13 @@ pub async fn model_intervals(s: &Session, input: &ModelInput) -> Result<ModelSou
             }
         }
     };
-    let (pkg, on_cpus) =
-        crate::energy::package_scope(s, &input.domain, input.package, "p.cpu").await?;
-    let chains = crate::energy::chosen_chains(s, &event, &input.zones).await?;
-    let chain = chains
-        .into_iter()
-        .find(|c| c.domain == input.domain && (c.package.is_none() || c.package == pkg))
-        .ok_or_else(|| {
-            Error::Usage(format!(
-                "no {} energy readings in the capture",
-                input.domain
-            ))
-        })?;
+    let crate::energy::DomainCounter {
+        chain,
+        on_cpus,
+        on_package,
+        ..
+    } = crate::energy::domain_counter(s, &event, &input.domain, &input.zones, input.package)
+        .await?;
     // Counter increases read at the event's samples.
     let names: Vec<String> = input.events.iter().map(|e| quote(e)).collect();
     let list = names.join(", ");
@@ -412,8 +407,7 @@ pub async fn model_intervals(s: &Session, input: &ModelInput) -> Result<ModelSou
             quote(&chain.capture),
             chain.source_id,
             quote(&chain.zone),
-            pkg.map(|p| format!(" AND (package IS NULL OR package = {p})"))
-                .unwrap_or_default()
+            on_package
         ))
         .await?,
     )
@@ -745,18 +739,19 @@ fn count_runs(times: &[i64], n: usize) -> Vec<Datum> {
 /// subset: data, mean, standard deviation, share within ±5 % and ±10 % of
 /// the target, mean error.
 pub async fn power_samples(s: &Session, input: &PowerSamplesInput) -> Result<RecordBatch> {
-    let (pkg, on_cpus) =
-        crate::energy::package_scope(s, &input.domain, input.package, "p.cpu").await?;
-    let chains = crate::energy::chosen_chains(s, &input.time_event, &input.zones).await?;
-    let chain = chains
-        .into_iter()
-        .find(|c| c.domain == input.domain && (c.package.is_none() || c.package == pkg))
-        .ok_or_else(|| {
-            Error::Usage(format!(
-                "no {} energy readings in the capture",
-                input.domain
-            ))
-        })?;
+    let crate::energy::DomainCounter {
+        chain,
+        on_cpus,
+        on_package,
+        ..
+    } = crate::energy::domain_counter(
+        s,
+        &input.time_event,
+        &input.domain,
+        &input.zones,
+        input.package,
+    )
+    .await?;
     let mut curve = Vec::new();
     let mut cum = 0.0;
     for b in Session::collect(
@@ -766,8 +761,7 @@ pub async fn power_samples(s: &Session, input: &PowerSamplesInput) -> Result<Rec
             quote(&chain.capture),
             chain.source_id,
             quote(&chain.zone),
-            pkg.map(|p| format!(" AND (package IS NULL OR package = {p})"))
-                .unwrap_or_default()
+            on_package
         ))
         .await?,
     )

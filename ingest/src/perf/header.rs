@@ -630,3 +630,56 @@ pub fn clockid_name(id: i64) -> String {
         n => format!("clock{n}"),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A CPU_TOPOLOGY section as perf 5.3+ writes it: 2 sockets of 1 CPU.
+    fn section() -> Vec<u8> {
+        let mut b = Vec::new();
+        let string = |b: &mut Vec<u8>, s: &str| {
+            let mut x = s.as_bytes().to_vec();
+            x.resize(64, 0);
+            b.extend_from_slice(&64u32.to_le_bytes());
+            b.extend_from_slice(&x);
+        };
+        for lists in [["0", "1"], ["0", "1"]] {
+            b.extend_from_slice(&2u32.to_le_bytes());
+            for l in lists {
+                string(&mut b, l);
+            }
+        }
+        for (core, socket) in [(0u32, 0u32), (0, 1)] {
+            b.extend_from_slice(&core.to_le_bytes());
+            b.extend_from_slice(&socket.to_le_bytes());
+        }
+        b.extend_from_slice(&1u32.to_le_bytes());
+        string(&mut b, "0-1");
+        b.extend_from_slice(&[0u8; 8]);
+        b
+    }
+
+    #[test]
+    fn cpu_topology_reads_and_truncations_are_refused() {
+        let t = parse_cpu_topology(&section(), false, Some(2)).unwrap();
+        assert_eq!(t.len(), 2);
+        assert_eq!((t[1].cpu, t[1].socket_id, t[1].die_id), (1, 1, Some(0)));
+        // Without NRCPUS and without the die section: the CPU array fills
+        // the rest.
+        let old = &section()[..section().len() - 4 - 68 - 8];
+        let t = parse_cpu_topology(old, false, None).unwrap();
+        assert_eq!(t.iter().map(|c| c.socket_id).collect::<Vec<_>>(), [0, 1]);
+        assert_eq!(t[0].die_id, None);
+        // Every truncation is None (a bad_feature_section diagnostic), no
+        // panic; a CPU count larger than the section too.
+        let full = section();
+        for n in 0..full.len() - 4 - 68 - 8 {
+            assert!(
+                parse_cpu_topology(&full[..n], false, Some(2)).is_none(),
+                "{n}"
+            );
+        }
+        assert!(parse_cpu_topology(&full, false, Some(u32::MAX)).is_none());
+    }
+}
