@@ -70,6 +70,16 @@ fn writer_properties(def: &TableDef) -> WriterProperties {
         // source_id plain too (zstd takes a run of equal values for free,
         // cheaper than delta blocks).
         b = b.set_column_dictionary_enabled(ColumnPath::from("kind"), false);
+        // Pages of up to a million rows (within the byte limit): with the
+        // default 20,000 rows a 1 GB log's 22 M rows made 1,100 pages per
+        // column, each compressed on its own (a zstd frame set up per
+        // page); bigger pages made mem_access 29 % smaller (26 -> 18.6 MB)
+        // and its writing ~10 % cheaper. Min/max of the constant
+        // source_id and of size prune nothing: not computed.
+        b = b
+            .set_data_page_row_count_limit(1 << 20)
+            .set_column_statistics_enabled(ColumnPath::from("source_id"), EnabledStatistics::None)
+            .set_column_statistics_enabled(ColumnPath::from("size"), EnabledStatistics::None);
     }
     b.build()
 }

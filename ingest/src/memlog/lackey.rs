@@ -229,6 +229,76 @@ fn line_end(buf: &[u8], i: usize) -> usize {
     memchr::memchr(b'\n', &buf[i..]).map_or(buf.len(), |k| i + k + 1)
 }
 
+/// Instruction fetch lines seen recently, by their text: a loop fetches
+/// the same instructions again and again, and a line equal byte for byte
+/// to one already read is counted without reading its digits again. A
+/// direct-mapped table of 8192 slots (320 KB); the statistics of a line
+/// pushed out of its slot go to the chunk's [`FetchCache`] map.
+struct FetchLines {
+    slots: Vec<LineSlot>,
+}
+
+/// One cached `I` line: its text after `I  ` up to and including the
+/// newline, as two little-endian words (the second masked after the
+/// newline), what it reads as, and its fetches so far (ordinals local to
+/// the chunk). `count == 0`: empty.
+#[derive(Clone, Copy, Default)]
+struct LineSlot {
+    w0: u64,
+    w1: u64,
+    addr: u64,
+    size: u32,
+    count: u32,
+    first: u32,
+    last: u32,
+}
+
+const LINE_BITS: u32 = 13;
+const LINE_SLOTS: usize = 1 << LINE_BITS;
+
+impl FetchLines {
+    fn new() -> Self {
+        FetchLines {
+            slots: vec![LineSlot::default(); LINE_SLOTS],
+        }
+    }
+
+    #[inline(always)]
+    fn slot(w0: u64, w1: u64) -> usize {
+        ((w0 ^ w1.rotate_left(23)).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - LINE_BITS)) as usize
+    }
+
+    /// Adds every slot's fetches to `fetch`.
+    fn flush(self, fetch: &mut FetchCache) {
+        for s in &self.slots {
+            s.spill(fetch);
+        }
+    }
+}
+
+impl LineSlot {
+    /// Adds this slot's fetches (if any) to `fetch`.
+    #[inline]
+    fn spill(&self, fetch: &mut FetchCache) {
+        if self.count > 0 {
+            fetch.add_counted(
+                self.addr,
+                self.size,
+                self.count as u64,
+                self.first as i64,
+                self.last as i64,
+            );
+        }
+    }
+}
+
+/// High bit set in each byte of `w` that is a newline.
+#[inline(always)]
+fn newline_bytes(w: u64) -> u64 {
+    let x = w ^ (ONES * b'\n' as u64);
+    x.wrapping_sub(ONES) & !x & HIGHS
+}
+
 /// Parses whole lines of lackey output. `buf` ends at a line boundary,
 /// except for the last chunk of the input, whose unterminated last line is
 /// reported as truncated.
@@ -251,11 +321,42 @@ pub fn parse_chunk(buf: &[u8], filter: &Filter, page_size: u64) -> Chunk {
     let keep_i = filter.kinds & (1 << KIND_I) != 0;
     let fetch_rows = keep_i && filter.fetch_rows;
     let all_addrs = filter.ranges.is_empty();
+    // Every fetch kept (the usual case), and ordinals of the chunk fit
+    // the slots' 32 bits: `I` lines go through the line cache.
+    let by_line = keep_i && all_addrs && buf.len() < u32::MAX as usize;
+    let mut lines = FetchLines::new();
     let n = buf.len();
     let mut i = 0usize;
     while i < n {
-        c.lines += 1;
         let b = buf[i];
+        // (slot, text words, end) of an `I` line to cache once read.
+        let mut install = None;
+        if b == b'I' && by_line && i + 19 <= n && buf[i + 1] == b' ' && buf[i + 2] == b' ' {
+            let w0 = load(buf, i + 3);
+            let w1 = load(buf, i + 11);
+            let z1 = newline_bytes(w1);
+            if newline_bytes(w0) == 0 && z1 != 0 {
+                let k = (z1.trailing_zeros() / 8) as usize;
+                let w1 = w1 & (u64::MAX >> (56 - 8 * k));
+                let end = i + 12 + k;
+                let h = FetchLines::slot(w0, w1);
+                let s = &mut lines.slots[h];
+                if s.count != 0 && s.w0 == w0 && s.w1 == w1 && s.count < u32::MAX {
+                    c.lines += 1;
+                    c.records += 1;
+                    c.instrs += 1;
+                    s.count += 1;
+                    s.last = c.instrs as u32;
+                    if fetch_rows {
+                        c.rows.push(c.instrs as i64, KIND_I, s.addr, s.size);
+                    }
+                    i = end;
+                    continue;
+                }
+                install = Some((h, w0, w1, end));
+            }
+        }
+        c.lines += 1;
         let (kind, at) = if b == b'I' {
             // `I  ADDR`: two blanks; record_fast skips one more.
             (
@@ -293,7 +394,22 @@ pub fn parse_chunk(buf: &[u8], filter: &Filter, page_size: u64) -> Chunk {
                     if !keep {
                         c.filtered += 1;
                     } else if kind == KIND_I {
-                        fetch.add(addr, size, ord);
+                        match install {
+                            Some((h, w0, w1, end)) if end == next => {
+                                let s = &mut lines.slots[h];
+                                s.spill(&mut fetch);
+                                *s = LineSlot {
+                                    w0,
+                                    w1,
+                                    addr,
+                                    size,
+                                    count: 1,
+                                    first: ord as u32,
+                                    last: ord as u32,
+                                };
+                            }
+                            _ => fetch.add(addr, size, ord),
+                        }
                         if fetch_rows {
                             c.rows.push(ord, kind, addr, size);
                         }
@@ -373,6 +489,7 @@ pub fn parse_chunk(buf: &[u8], filter: &Filter, page_size: u64) -> Chunk {
         }
         i = end;
     }
+    lines.flush(&mut fetch);
     c.fetch = fetch.finish();
     c
 }
@@ -491,6 +608,91 @@ mod tests {
             if fast.is_some() {
                 assert_eq!(fast, want, "{text:?} fast");
             }
+        }
+    }
+
+    /// Lines of a made-up log: fetches from a small pool of addresses
+    /// (loops: cached lines, slots pushed out), sizes that change for one
+    /// address, 8- to 16-digit addresses in both cases, data accesses,
+    /// extra blanks, `\r\n`, metadata and bad lines.
+    fn random_log(seed: u64, lines: usize) -> Vec<u8> {
+        let mut x = seed;
+        let mut next = move || {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            x >> 33
+        };
+        let mut out = String::new();
+        for _ in 0..lines {
+            let r = next() % 100;
+            let addr = 0x0400_0000 + (next() % 20_000) * 3;
+            let size = 1 + next() % 15;
+            match r {
+                0..=69 => out += &format!("I  {addr:08x},{size}\n"),
+                70..=72 => out += &format!("I  {:08X},{size}\n", addr),
+                73..=74 => out += &format!("I  {:016x},{size}\n", addr << 20),
+                75 => out += &format!("I   {addr:08x},{size}\n"),
+                76 => out += &format!("I  {addr:08x},{size}\r\n"),
+                77 => out += &format!("I  {addr:08x},{}\n", 100 + size),
+                78..=94 => {
+                    let k = ["L", "S", "M"][(next() % 3) as usize];
+                    out += &format!(" {k} {:010x},{size}\n", 0x001f_feff_f000 + next() % 9000)
+                }
+                95 => out += "==12== Lackey, an example Valgrind tool\n",
+                96 => out += &format!("I  {addr:08x}\n"),
+                97 => out += &format!(" X {addr:08x},{size}\n"),
+                98 => out += "\n",
+                _ => out += &format!("I  1{addr:016x},{size}\n"),
+            }
+        }
+        out.into_bytes()
+    }
+
+    #[test]
+    fn line_cache_reads_as_every_line_parsed() {
+        // Filter::default() counts `I` lines through the line cache; a
+        // range covering every address turns it off: both must agree.
+        for (seed, fetch_rows) in [(1, false), (2, true), (3, false)] {
+            let text = random_log(seed, 60_000);
+            let cached = Filter {
+                fetch_rows,
+                ..Filter::default()
+            };
+            let plain = Filter {
+                ranges: vec![(0, u64::MAX)],
+                fetch_rows,
+                ..Filter::default()
+            };
+            let a = parse_chunk(&text, &cached, 4096);
+            let b = parse_chunk(&text, &plain, 4096);
+            assert!(a.instrs > 30_000 && a.fetch.len() > 1000);
+            assert_eq!(
+                (a.instrs, a.lines, a.records, a.filtered),
+                (b.instrs, b.lines, b.records, b.filtered)
+            );
+            assert_eq!(a.rows.ordinal, b.rows.ordinal);
+            assert_eq!(a.rows.kind, b.rows.kind);
+            assert_eq!(a.rows.address, b.rows.address);
+            assert_eq!(a.rows.size, b.rows.size);
+            assert_eq!(a.fetch.sorted(), b.fetch.sorted());
+            let pages = |c: Chunk| {
+                c.pages
+                    .sorted()
+                    .into_iter()
+                    .map(|p| (p.page, p.counts, p.bytes, p.first, p.last))
+                    .collect::<Vec<_>>()
+            };
+            let probs = |c: &Chunk| {
+                c.problems
+                    .iter()
+                    .map(|p| (p.line, p.kind))
+                    .collect::<Vec<_>>()
+            };
+            assert_eq!(probs(&a), probs(&b));
+            assert!(a.problems.len() > 100);
+            assert_eq!(a.meta, b.meta);
+            assert_eq!(pages(a), pages(b));
         }
     }
 

@@ -321,6 +321,12 @@ impl Default for FetchCache {
 }
 
 impl FetchCache {
+    /// `count` fetches of `addr` counted elsewhere (first and last at
+    /// the given ordinals).
+    pub fn add_counted(&mut self, addr: u64, size: u32, count: u64, first: i64, last: i64) {
+        self.map.add(addr, size, count, first, last);
+    }
+
     /// One fetch of `addr` at ordinal `ord` (ordinals grow).
     #[inline(always)]
     pub fn add(&mut self, addr: u64, size: u32, ord: i64) {
