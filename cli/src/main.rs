@@ -483,15 +483,9 @@ struct EnergyArgs {
     out: OutputOpts,
 }
 
+/// The energy counter a power command models.
 #[derive(Args)]
-struct PowerModelArgs {
-    /// A capture with energy readings and counters of the same run.
-    #[arg(required = true)]
-    captures: Vec<PathBuf>,
-    /// The events whose rates explain the power (comma-separated; default:
-    /// every counter read at the samples, power events excepted).
-    #[arg(long, value_delimiter = ',')]
-    events: Vec<String>,
+struct CounterArgs {
     /// The energy domain modelled.
     #[arg(long, default_value = "cores")]
     domain: String,
@@ -502,6 +496,19 @@ struct PowerModelArgs {
     /// its counter, and the samples on its CPUs (perf_cpu).
     #[arg(long)]
     package: Option<i32>,
+}
+
+#[derive(Args)]
+struct PowerModelArgs {
+    /// A capture with energy readings and counters of the same run.
+    #[arg(required = true)]
+    captures: Vec<PathBuf>,
+    /// The events whose rates explain the power (comma-separated; default:
+    /// every counter read at the samples, power events excepted).
+    #[arg(long, value_delimiter = ',')]
+    events: Vec<String>,
+    #[command(flatten)]
+    counter: CounterArgs,
     /// The samples whose counter reads give the rates (default: the
     /// leader of the group that read the domain's counter).
     #[arg(long)]
@@ -548,14 +555,8 @@ struct PowerSamplesArgs {
     /// The model's constant power (W), with --coef.
     #[arg(long, default_value_t = 0.0)]
     intercept: f64,
-    #[arg(long, default_value = "cores")]
-    domain: String,
-    #[arg(long)]
-    zone: Vec<String>,
-    /// The package (socket) modelled, when the domain is read per package:
-    /// its counter, and the samples on its CPUs (perf_cpu).
-    #[arg(long)]
-    package: Option<i32>,
+    #[command(flatten)]
+    counter: CounterArgs,
     /// Window of the fit when the model is fitted (see `report power-model`).
     #[arg(long, default_value = "10ms")]
     window: String,
@@ -1678,18 +1679,19 @@ async fn report_power_model(a: PowerModelArgs) -> Result<()> {
     }
     let input = power::ModelInput {
         events: events.clone(),
-        domain: a.domain.clone(),
-        zones: a.zone.clone(),
+        domain: a.counter.domain.clone(),
+        zones: a.counter.zone.clone(),
         event: a.event.clone(),
         window_ns: trawl_query::time::parse_duration_ns(&a.window)?,
-        package: a.package,
+        package: a.counter.package,
     };
     let src = power::model_intervals(&s, &input).await?;
     eprintln!(
         "{}: {}{} from {} ({} intervals); rates from {} at the {} samples{}",
         src.chain.capture,
         src.chain.domain,
-        a.package
+        a.counter
+            .package
             .map(|p| format!(" of package {p}"))
             .unwrap_or_default(),
         src.chain.zone,
@@ -1700,7 +1702,8 @@ async fn report_power_model(a: PowerModelArgs) -> Result<()> {
             .collect::<Vec<_>>()
             .join(", "),
         src.event,
-        a.package
+        a.counter
+            .package
             .map(|_| " on its CPUs".to_string())
             .unwrap_or_default()
     );
@@ -1757,11 +1760,11 @@ async fn report_power_samples(a: PowerSamplesArgs) -> Result<()> {
     if model.coef.is_empty() {
         let input = power::ModelInput {
             events: events.clone(),
-            domain: a.domain.clone(),
-            zones: a.zone.clone(),
+            domain: a.counter.domain.clone(),
+            zones: a.counter.zone.clone(),
             event: None,
             window_ns: trawl_query::time::parse_duration_ns(&a.window)?,
-            package: a.package,
+            package: a.counter.package,
         };
         power::model_intervals(&s, &input)
             .await
@@ -1789,9 +1792,9 @@ async fn report_power_samples(a: PowerSamplesArgs) -> Result<()> {
         target_j: a.target,
         group: a.group,
         model,
-        domain: a.domain.clone(),
-        zones: a.zone.clone(),
-        package: a.package,
+        domain: a.counter.domain.clone(),
+        zones: a.counter.zone.clone(),
+        package: a.counter.package,
     };
     let summary = power::power_samples(&s, &input).await?;
     if let Some(path) = &a.plot {

@@ -126,32 +126,26 @@ pub async fn sample_energy(
     }
     let (wc, jc) = core.sql("rc");
     let (wd, jd) = dram.sql("rd");
-    let samples = Session::collect(
-        s.sql(&format!(
-            "SELECT p.capture AS cap, CAST(p.sample_id AS BIGINT) AS sid, CAST(p.t_ns AS BIGINT) AS tns, \
-               CAST(p.cpu AS INT) AS cpu_id, {wc} AS wc, {wd} AS wd, CAST(tp.socket_id AS INT) AS pkg \
-             FROM perf_sample_t p {jc} {jd} \
-             LEFT JOIN perf_cpu tp ON tp.capture = p.capture AND tp.source_id = p.source_id AND tp.cpu = CAST(p.cpu AS INT) AND tp.socket_id >= 0 \
-             WHERE CAST(p.event AS VARCHAR) = {e} AND p.t_ns IS NOT NULL \
-             ORDER BY cap, tns, sid",
-            e = quote(&event)
-        ))
-        .await?,
-    )
-    .await?;
+    let q = format!(
+        "SELECT p.capture AS cap, CAST(p.sample_id AS BIGINT) AS sid, CAST(p.t_ns AS BIGINT) AS tns, \
+           CAST(p.cpu AS INT) AS cpu_id, {wc} AS wc, {wd} AS wd, CAST(tp.socket_id AS INT) AS pkg \
+         FROM perf_sample_t p {jc} {jd} \
+         LEFT JOIN perf_cpu tp ON tp.capture = p.capture AND tp.source_id = p.source_id AND tp.cpu = CAST(p.cpu AS INT) AND tp.socket_id >= 0 \
+         WHERE CAST(p.event AS VARCHAR) = {e} AND p.t_ns IS NOT NULL \
+         ORDER BY cap, tns, sid",
+        e = quote(&event)
+    );
+    let samples = s.sql(&q).await?.collect().await?;
     let chains = chosen_chains(s, &event, zones).await?;
-    let intervals = Session::collect(
-        s.sql(&format!(
-            "SELECT e.capture, CAST(e.domain AS VARCHAR) AS domain, CAST(COALESCE(e.t_ns - e.interval_ns, -9223372036854775807) AS BIGINT) AS t0, \
-               CAST(e.t_ns AS BIGINT) AS t1, CAST(e.delta_uj AS DOUBLE) AS uj, CAST(c.package AS INT) AS pkg \
-             FROM energy_t e JOIN ({CHOSEN}) c ON c.capture = e.capture AND c.source_id = e.source_id AND c.zone = e.zone \
-               AND (c.package IS NULL OR c.package = e.package) \
-             WHERE e.delta_uj IS NOT NULL AND e.t_ns IS NOT NULL \
-             ORDER BY e.capture, domain, t1",
-        ))
-        .await?,
-    )
-    .await?;
+    let q = format!(
+        "SELECT e.capture, CAST(e.domain AS VARCHAR) AS domain, CAST(COALESCE(e.t_ns - e.interval_ns, -9223372036854775807) AS BIGINT) AS t0, \
+           CAST(e.t_ns AS BIGINT) AS t1, CAST(e.delta_uj AS DOUBLE) AS uj, CAST(c.package AS INT) AS pkg \
+         FROM energy_t e JOIN ({CHOSEN}) c ON c.capture = e.capture AND c.source_id = e.source_id AND c.zone = e.zone \
+           AND (c.package IS NULL OR c.package = e.package) \
+         WHERE e.delta_uj IS NOT NULL AND e.t_ns IS NOT NULL \
+         ORDER BY e.capture, domain, t1",
+    );
+    let intervals = s.sql(&q).await?.collect().await?;
     overlap_check(&samples, &intervals)?;
     // Samples (columns by sample index, in capture and time order), and
     // per capture, and per (capture, package) for the packages whose
@@ -643,7 +637,7 @@ pub async fn report(s: &Session, keys: &[EnergyKey]) -> Result<DataFrame> {
     let q = format!(
         "WITH k AS ( \
            SELECT e.capture, e.domain, {cols}, \
-             e.joules, CASE WHEN e.sample_id IS NULL THEN 0 ELSE 1 END AS n \
+         e.joules, CASE WHEN e.sample_id IS NULL THEN 0 ELSE 1 END AS n \
            FROM sample_energy e \
            LEFT JOIN perf_sample x ON x.capture = e.capture AND x.sample_id = e.sample_id \
            LEFT JOIN stack_entry l ON l.capture = x.capture AND l.stack_id = x.stack_id AND l.pos = 0) \

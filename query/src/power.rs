@@ -274,7 +274,7 @@ type Series = BTreeMap<String, Vec<(i64, f64)>>;
 
 async fn series(s: &Session, q: &str) -> Result<Series> {
     let mut out: Series = BTreeMap::new();
-    for b in Session::collect(s.sql(q).await?).await? {
+    for b in s.sql(q).await?.collect().await? {
         let ev = crate::string_values(b.column(0));
         let t = b.column(1).as_primitive::<Int64Type>();
         let v = b.column(2).as_primitive::<Float64Type>();
@@ -399,19 +399,16 @@ pub async fn model_intervals(s: &Session, input: &ModelInput) -> Result<ModelSou
             )));
         }
     }
-    let iv = Session::collect(
-        s.sql(&format!(
-            "SELECT CAST(t_ns - interval_ns AS BIGINT) AS a, CAST(t_ns AS BIGINT) AS z, CAST(delta_uj AS DOUBLE) AS uj FROM energy_t \
-             WHERE capture = {} AND source_id = {} AND zone = {}{} AND delta_uj IS NOT NULL AND interval_ns > 0 \
-               AND t_ns IS NOT NULL ORDER BY t_ns",
-            quote(&chain.capture),
-            chain.source_id,
-            quote(&chain.zone),
-            on_package
-        ))
-        .await?,
-    )
-    .await?;
+    let q = format!(
+        "SELECT CAST(t_ns - interval_ns AS BIGINT) AS a, CAST(t_ns AS BIGINT) AS z, CAST(delta_uj AS DOUBLE) AS uj FROM energy_t \
+         WHERE capture = {} AND source_id = {} AND zone = {}{} AND delta_uj IS NOT NULL AND interval_ns > 0 \
+           AND t_ns IS NOT NULL ORDER BY t_ns",
+        quote(&chain.capture),
+        chain.source_id,
+        quote(&chain.zone),
+        on_package
+    );
+    let iv = s.sql(&q).await?.collect().await?;
     let k = input.events.len();
     let mut t_col = Int64Builder::new();
     let mut sec = Float64Builder::new();
@@ -481,14 +478,11 @@ pub async fn model_intervals(s: &Session, input: &ModelInput) -> Result<ModelSou
 /// Fits the model over `power_interval` with the SQL aggregate.
 pub async fn fit(s: &Session, k: usize) -> Result<Fit> {
     let args: Vec<String> = (1..=k).map(|j| format!("rate_{j}")).collect();
-    let b = Session::collect(
-        s.sql(&format!(
-            "SELECT f.intercept, f.coefficients, f.r2, f.n FROM (SELECT power_fit(watts, {}) AS f FROM power_interval)",
-            args.join(", ")
-        ))
-        .await?,
-    )
-    .await?;
+    let q = format!(
+        "SELECT f.intercept, f.coefficients, f.r2, f.n FROM (SELECT power_fit(watts, {}) AS f FROM power_interval)",
+        args.join(", ")
+    );
+    let b = s.sql(&q).await?.collect().await?;
     let b = b
         .first()
         .filter(|b| b.num_rows() == 1)
@@ -521,14 +515,14 @@ pub async fn fit_table(
     let args: Vec<String> = (1..=k)
         .map(|j| format!("sum(rate_{j} * seconds) / sum(seconds) AS m{j}"))
         .collect();
-    let b = Session::collect(
-        s.sql(&format!(
+    let b = s
+        .sql(&format!(
             "SELECT {}, sum(joules) / sum(seconds) AS w FROM power_interval",
             args.join(", ")
         ))
-        .await?,
-    )
-    .await?;
+        .await?
+        .collect()
+        .await?;
     let mean: Vec<f64> = (0..=k)
         .map(|j| b[0].column(j).as_primitive::<Float64Type>().value(0))
         .collect();
@@ -754,19 +748,15 @@ pub async fn power_samples(s: &Session, input: &PowerSamplesInput) -> Result<Rec
     .await?;
     let mut curve = Vec::new();
     let mut cum = 0.0;
-    for b in Session::collect(
-        s.sql(&format!(
-            "SELECT CAST(t_ns AS BIGINT) AS tn, CAST(COALESCE(delta_uj, 0) AS DOUBLE) AS uj FROM energy_t \
-             WHERE capture = {} AND source_id = {} AND zone = {}{} AND t_ns IS NOT NULL ORDER BY t_ns",
-            quote(&chain.capture),
-            chain.source_id,
-            quote(&chain.zone),
-            on_package
-        ))
-        .await?,
-    )
-    .await?
-    {
+    let q = format!(
+        "SELECT CAST(t_ns AS BIGINT) AS tn, CAST(COALESCE(delta_uj, 0) AS DOUBLE) AS uj FROM energy_t \
+         WHERE capture = {} AND source_id = {} AND zone = {}{} AND t_ns IS NOT NULL ORDER BY t_ns",
+        quote(&chain.capture),
+        chain.source_id,
+        quote(&chain.zone),
+        on_package
+    );
+    for b in s.sql(&q).await?.collect().await? {
         let t = b.column(0).as_primitive::<Int64Type>();
         let uj = b.column(1).as_primitive::<Float64Type>();
         for i in 0..b.num_rows() {
@@ -958,7 +948,7 @@ pub async fn power_samples(s: &Session, input: &PowerSamplesInput) -> Result<Rec
 
 async fn strings(s: &Session, q: &str) -> Result<Vec<String>> {
     let mut out = Vec::new();
-    for b in Session::collect(s.sql(q).await?).await? {
+    for b in s.sql(q).await?.collect().await? {
         out.extend(crate::string_values(b.column(0)).into_iter().flatten());
     }
     Ok(out)
@@ -990,14 +980,14 @@ pub async fn sampled_events(s: &Session, time_event: &str) -> Result<Vec<String>
 /// Measured energy of the power data of one subset (`power_datum.events`).
 pub async fn datum_values(s: &Session, events: &str) -> Result<Vec<f64>> {
     let mut v = Vec::new();
-    for b in Session::collect(
-        s.sql(&format!(
+    for b in s
+        .sql(&format!(
             "SELECT measured_j FROM power_datum WHERE events = {} ORDER BY datum",
             quote(events)
         ))
-        .await?,
-    )
-    .await?
+        .await?
+        .collect()
+        .await?
     {
         v.extend(
             b.column(0)

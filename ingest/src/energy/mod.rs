@@ -192,17 +192,9 @@ pub fn read_powercap(
     let mut rows = 0;
     for (i, line) in lines {
         let n = i as u64 + 1;
-        if line.trim().is_empty() {
+        let Some(f) = crate::metrics::csv_fields(diags, n, line, width)? else {
             continue;
-        }
-        let f: Vec<&str> = line
-            .split(',')
-            .map(|c| c.trim().trim_matches('"'))
-            .collect();
-        if f.len() != width {
-            crate::metrics::bad_width(diags, n, f.len(), width)?;
-            continue;
-        }
+        };
         let Some(time_ns) = utc_time(f[t]) else {
             diags.report(
                 Position::Line(n),

@@ -69,17 +69,9 @@ pub fn read(text: &str, diags: &mut Diagnostics, sink: &mut dyn MetricSink) -> c
     let mut rows = 0u64;
     for (i, line) in lines {
         let n = i as u64 + 1;
-        if line.trim().is_empty() {
+        let Some(f) = super::csv_fields(diags, n, line, h.width)? else {
             continue;
-        }
-        let f: Vec<&str> = line
-            .split(',')
-            .map(|c| c.trim().trim_matches('"'))
-            .collect();
-        if f.len() != h.width {
-            super::bad_width(diags, n, f.len(), h.width)?;
-            continue;
-        }
+        };
         let Some((time_ns, clock)) = parse_time(f[h.time]) else {
             diags.report(
                 Position::Line(n),

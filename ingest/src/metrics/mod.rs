@@ -54,6 +54,29 @@ pub(crate) fn bad_width(
     )
 }
 
+/// The fields of CSV line `n` (trimmed, quotes dropped), or `None` for a
+/// blank line and for a row whose width is not the header's `width`
+/// (reported).
+pub(crate) fn csv_fields<'a>(
+    diags: &mut Diagnostics,
+    n: u64,
+    line: &'a str,
+    width: usize,
+) -> crate::Result<Option<Vec<&'a str>>> {
+    if line.trim().is_empty() {
+        return Ok(None);
+    }
+    let f: Vec<&str> = line
+        .split(',')
+        .map(|c| c.trim().trim_matches('"'))
+        .collect();
+    if f.len() != width {
+        bad_width(diags, n, f.len(), width)?;
+        return Ok(None);
+    }
+    Ok(Some(f))
+}
+
 /// Reports a value `v` of column `col` on line `n` that is not a number.
 pub(crate) fn bad_value(diags: &mut Diagnostics, n: u64, col: &str, v: &str) -> crate::Result<()> {
     diags.report(
