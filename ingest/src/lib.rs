@@ -26,6 +26,7 @@
 pub mod capture;
 pub mod columns;
 pub mod diag;
+pub mod dict_codes;
 pub mod energy;
 mod error;
 pub mod memlog;

@@ -15,6 +15,7 @@ use arrow::datatypes::SchemaRef;
 use parquet::arrow::arrow_writer::{compute_leaves, ArrowColumnChunk, ArrowRowGroupWriterFactory};
 use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, Encoding, ZstdLevel};
+use parquet::column::writer::ColumnCloseResult;
 use parquet::errors::ParquetError;
 use parquet::file::properties::{EnabledStatistics, WriterProperties};
 use parquet::file::writer::SerializedFileWriter;
@@ -25,6 +26,7 @@ use std::thread::JoinHandle;
 
 use parquet::schema::types::ColumnPath;
 
+use crate::dict_codes;
 use crate::schema::{ColType, TableDef};
 use crate::{Error, Result};
 
@@ -100,6 +102,24 @@ pub struct TableWriter {
     rows: u64,
 }
 
+/// A column chunk ready to append: from parquet's Arrow column writer, or
+/// encoded here from dictionary keys ([`dict_codes`]).
+enum Chunk {
+    Arrow(ArrowColumnChunk),
+    Encoded(bytes::Bytes, ColumnCloseResult),
+}
+
+/// The column of `def` written from its dictionary keys, if any: `kind` of
+/// `mem_access` (tens of millions of one-letter codes per GB of log, for
+/// which the Arrow writer's per-row interning was the table's most
+/// expensive column).
+fn code_column(def: &TableDef) -> Option<usize> {
+    if def.name != "mem_access" {
+        return None;
+    }
+    def.columns.iter().position(|c| c.name == "kind")
+}
+
 /// The worker's side: batches gathered into row groups, each encoded
 /// column by column in parallel and appended in order.
 struct RowGroupEncoder {
@@ -148,23 +168,40 @@ impl RowGroupEncoder {
         // or a list of them).
         debug_assert_eq!(writers.len(), self.schema.fields().len());
         let schema = &self.schema;
-        let chunks: Vec<std::result::Result<ArrowColumnChunk, ParquetError>> = writers
+        let descr = self.file.schema_descr();
+        let props = self.file.properties();
+        let code_col = code_column(self.def);
+        let chunks: Vec<std::result::Result<Chunk, ParquetError>> = writers
             .into_par_iter()
             .enumerate()
             .map(|(i, mut w)| {
                 let field = schema.field(i);
+                if code_col == Some(i) {
+                    let cols: Vec<&ArrayRef> = batches.iter().map(|b| b.column(i)).collect();
+                    let path = descr.column(i).path().clone();
+                    let codec = props.compression(&path);
+                    if let Some(dict) = dict_codes::shared_dictionary(&cols)
+                        .filter(|_| dict_codes::supports(codec) && !field.is_nullable())
+                    {
+                        let page_rows = props.data_page_row_count_limit();
+                        return dict_codes::encode(descr.column(i), codec, page_rows, &dict, &cols)
+                            .map(|(bytes, close)| Chunk::Encoded(bytes, close));
+                    }
+                }
                 for b in &batches {
                     for leaf in compute_leaves(field, b.column(i))? {
                         w.write(&leaf)?;
                     }
                 }
-                w.close()
+                w.close().map(Chunk::Arrow)
             })
             .collect();
         let mut rg = self.file.next_row_group().map_err(&err)?;
         for c in chunks {
-            let c = c.map_err(&err)?;
-            c.append_to_row_group(&mut rg).map_err(&err)?;
+            match c.map_err(&err)? {
+                Chunk::Arrow(c) => c.append_to_row_group(&mut rg).map_err(&err)?,
+                Chunk::Encoded(bytes, close) => rg.append_column(&bytes, close).map_err(&err)?,
+            }
         }
         rg.close().map_err(&err)?;
         self.row_groups += 1;

@@ -8,6 +8,7 @@ use arrow::array::{
     ArrayRef, DictionaryArray, Int32Array, Int64Array, Int64Builder, StringArray, StringBuilder,
     UInt64Array, UInt64Builder,
 };
+use arrow::buffer::{Buffer, ScalarBuffer};
 use arrow::datatypes::Int32Type;
 
 use super::{maps::Mapping, Collector, RowSink, Rows, KIND_LETTERS};
@@ -180,8 +181,11 @@ impl RowSink for MemConverter {
             Arc::new(Int64Array::from(rows.ordinal)),
             Arc::new(kind),
             Arc::new(UInt64Array::from(rows.address)),
-            Arc::new(Int32Array::from_iter_values(
-                rows.size.iter().map(|&s| s as i32),
+            // The u32 sizes reinterpreted as Int32 without a copy (sizes
+            // are < 2^31: lackey's are at most a few hundred bytes).
+            Arc::new(Int32Array::new(
+                ScalarBuffer::new(Buffer::from_vec(rows.size), 0, n),
+                None,
             )),
         ];
         match &mut self.access {
