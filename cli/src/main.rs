@@ -2011,7 +2011,7 @@ async fn report_mem_objects(a: MemObjectsArgs) -> Result<()> {
 
 fn convert_lackey(a: ConvertLackeyArgs) -> Result<()> {
     let name = a.input.to_string_lossy().into_owned();
-    let (format, mut input, _) = trawl_ingest::open_stream(&a.input)?;
+    let (format, mut input, _) = trawl_ingest::open_text(&a.input)?;
     if format != trawl_ingest::Format::Lackey {
         bail!(
             "{name}: a {} file, not a valgrind lackey log",

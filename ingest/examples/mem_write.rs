@@ -20,7 +20,7 @@ fn cpu() -> f64 {
 
 fn main() {
     let path = std::env::args().nth(1).expect("LOG");
-    let mut f = std::fs::File::open(&path).unwrap();
+    let mut f = memlog::TextSource::file(path.as_ref()).unwrap();
     let mut d = Diagnostics::new(path.clone(), false);
     let mut keep = Keep(Vec::new());
     memlog::read_text(&mut f, &path, &Default::default(), &mut d, &mut keep).unwrap();

@@ -205,16 +205,17 @@ fn open_input(
     }
 }
 
-/// Opens an input (a path, or `-`) as a stream, decompressing gzip and
-/// zstd: its format, the stream and the compression found.
-pub fn open_stream(input: &Path) -> Result<(Format, Box<dyn Read + Send>, Option<&'static str>)> {
+/// Opens a text input (a path, or `-`): its format, its text (a regular
+/// uncompressed file mapped, anything else as a decompressing stream) and
+/// the compression found.
+pub fn open_text(input: &Path) -> Result<(Format, memlog::TextSource, Option<&'static str>)> {
     let name = input.to_string_lossy();
     let (format, stream, compression) = open_input(input, &name)?;
-    let s = match stream {
-        Some(s) => s,
-        None => Box::new(std::fs::File::open(input).map_err(|e| Error::io(input, e))?),
+    let text = match stream {
+        Some(s) => memlog::TextSource::Stream(s),
+        None => memlog::TextSource::file(input).map_err(|e| Error::io(input, e))?,
     };
-    Ok((format, s, compression))
+    Ok((format, text, compression))
 }
 
 /// Converts `inputs` (paths, or `-` for standard input) into the capture
@@ -315,14 +316,24 @@ pub fn ingest_with_unwinder(
             }
             Format::Lackey | Format::MemBinary => {
                 mem.begin_source(&mut cap, i as i32)?;
-                let mut s: Box<dyn Read + Send> = match stream {
-                    Some(s) => s,
-                    None => Box::new(std::fs::File::open(input).map_err(|e| Error::io(input, e))?),
-                };
-                let st = if format == Format::Lackey {
-                    memlog::ingest_text(&mut s, &name, &opts.mem, &mut mem, &mut diags)?
-                } else {
-                    memlog::ingest_binary(&mut s, &opts.mem, &mut mem, &mut diags)?
+                let st = match (format, stream) {
+                    (Format::Lackey, stream) => {
+                        let mut text = match stream {
+                            Some(s) => memlog::TextSource::Stream(s),
+                            None => memlog::TextSource::file(input)
+                                .map_err(|e| Error::io(input, e))?,
+                        };
+                        memlog::ingest_text(&mut text, &name, &opts.mem, &mut mem, &mut diags)?
+                    }
+                    (_, stream) => {
+                        let mut s: Box<dyn Read + Send> = match stream {
+                            Some(s) => s,
+                            None => Box::new(
+                                std::fs::File::open(input).map_err(|e| Error::io(input, e))?,
+                            ),
+                        };
+                        memlog::ingest_binary(&mut s, &opts.mem, &mut mem, &mut diags)?
+                    }
                 };
                 if let Some(c) = compression {
                     extra_meta.push((i as i32, "compression".to_string(), c.to_string()));
