@@ -15,16 +15,16 @@ use arrow::datatypes::SchemaRef;
 use parquet::arrow::arrow_writer::{compute_leaves, ArrowColumnChunk, ArrowRowGroupWriterFactory};
 use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, Encoding, ZstdLevel};
-use parquet::column::writer::ColumnCloseResult;
+use parquet::column::writer::{get_column_writer, ColumnCloseResult, ColumnWriter};
 use parquet::errors::ParquetError;
-use parquet::file::properties::{EnabledStatistics, WriterProperties};
-use parquet::file::writer::SerializedFileWriter;
+use parquet::file::properties::{EnabledStatistics, WriterProperties, WriterPropertiesPtr};
+use parquet::file::writer::{SerializedFileWriter, SerializedPageWriter, TrackedWrite};
 use rayon::prelude::*;
 
 use std::sync::mpsc::{sync_channel, SyncSender};
 use std::thread::JoinHandle;
 
-use parquet::schema::types::ColumnPath;
+use parquet::schema::types::{ColumnDescPtr, ColumnPath};
 
 use crate::dict_codes;
 use crate::schema::{ColType, TableDef};
@@ -103,10 +103,60 @@ pub struct TableWriter {
 }
 
 /// A column chunk ready to append: from parquet's Arrow column writer, or
-/// encoded here from dictionary keys ([`dict_codes`]).
+/// encoded here (dictionary keys, [`dict_codes`]; required integers,
+/// [`write_plain_ints`]).
 enum Chunk {
     Arrow(ArrowColumnChunk),
     Encoded(bytes::Bytes, ColumnCloseResult),
+}
+
+/// A required Int32, Int64 or UInt64 column written with parquet's typed
+/// column writer straight from the Arrow value buffers: the Arrow writer
+/// first builds a list of non-null row indices and gathers the values
+/// through it into a new vector (tens of millions of rows of `mem_access`
+/// copied twice per column). Same encoder, pages, statistics and page
+/// index; `None` for other types.
+fn write_plain_ints(
+    descr: ColumnDescPtr,
+    props: &WriterPropertiesPtr,
+    batches: &[RecordBatch],
+    i: usize,
+) -> std::result::Result<Option<Chunk>, ParquetError> {
+    use arrow::array::AsArray;
+    use arrow::datatypes::{DataType, Int32Type, Int64Type, UInt64Type};
+    let ty = batches[0].column(i).data_type().clone();
+    if !matches!(ty, DataType::Int32 | DataType::Int64 | DataType::UInt64)
+        || descr.max_def_level() != 0
+        || descr.max_rep_level() != 0
+    {
+        return Ok(None);
+    }
+    let mut sink = TrackedWrite::new(Vec::new());
+    let close = {
+        let pages = Box::new(SerializedPageWriter::new(&mut sink));
+        let mut w = get_column_writer(descr, props.clone(), pages);
+        for b in batches {
+            let c = b.column(i);
+            match (&mut w, &ty) {
+                (ColumnWriter::Int32ColumnWriter(t), DataType::Int32) => {
+                    t.write_batch(c.as_primitive::<Int32Type>().values(), None, None)?;
+                }
+                (ColumnWriter::Int64ColumnWriter(t), DataType::Int64) => {
+                    t.write_batch(c.as_primitive::<Int64Type>().values(), None, None)?;
+                }
+                (ColumnWriter::Int64ColumnWriter(t), DataType::UInt64) => {
+                    // Stored as the same 64 bits, as the Arrow writer does
+                    // (the column's UINT_64 annotation orders statistics).
+                    let v = c.as_primitive::<UInt64Type>().values();
+                    t.write_batch(v.inner().typed_data::<i64>(), None, None)?;
+                }
+                _ => return Ok(None),
+            }
+        }
+        w.close()?
+    };
+    let bytes = bytes::Bytes::from(sink.into_inner()?);
+    Ok(Some(Chunk::Encoded(bytes, close)))
 }
 
 /// The column of `def` written from its dictionary keys, if any: `kind` of
@@ -186,6 +236,11 @@ impl RowGroupEncoder {
                         let page_rows = props.data_page_row_count_limit();
                         return dict_codes::encode(descr.column(i), codec, page_rows, &dict, &cols)
                             .map(|(bytes, close)| Chunk::Encoded(bytes, close));
+                    }
+                }
+                if !field.is_nullable() && batches.iter().all(|b| b.column(i).null_count() == 0) {
+                    if let Some(c) = write_plain_ints(descr.column(i), props, &batches, i)? {
+                        return Ok(c);
                     }
                 }
                 for b in &batches {
