@@ -212,9 +212,11 @@ const FETCH_CACHE: usize = 1 << 13;
 
 impl Default for FetchMap {
     fn default() -> Self {
+        // Sized for a block's distinct instructions (a few thousand), so
+        // a block's map does not rehash as it grows.
         FetchMap {
-            index: FxHashMap::default(),
-            entries: Vec::new(),
+            index: FxHashMap::with_capacity_and_hasher(8192, Default::default()),
+            entries: Vec::with_capacity(8192),
             cache: vec![(u64::MAX, 0); FETCH_CACHE],
         }
     }
