@@ -238,6 +238,31 @@ impl RowGroupEncoder {
                             .map(|(bytes, close)| Chunk::Encoded(bytes, close));
                     }
                 }
+                if field.data_type() == &arrow::datatypes::DataType::Int32 && !field.is_nullable() {
+                    // Small integers without statistics (`size` and
+                    // `source_id` of `mem_access`): a dictionary of the few
+                    // values and bit-packed codes, not 4 bytes a row
+                    // through zstd.
+                    let path = descr.column(i).path().clone();
+                    let codec = props.compression(&path);
+                    if props.statistics_enabled(&path) == EnabledStatistics::None
+                        && dict_codes::supports(codec)
+                    {
+                        let cols: Vec<&ArrayRef> = batches.iter().map(|b| b.column(i)).collect();
+                        if let Some((values, code)) = dict_codes::small_ints(&cols) {
+                            let page_rows = props.data_page_row_count_limit();
+                            return dict_codes::encode_small_ints(
+                                descr.column(i),
+                                codec,
+                                page_rows,
+                                &values,
+                                &code,
+                                &cols,
+                            )
+                            .map(|(bytes, close)| Chunk::Encoded(bytes, close));
+                        }
+                    }
+                }
                 if !field.is_nullable() && batches.iter().all(|b| b.column(i).null_count() == 0) {
                     if let Some(c) = write_plain_ints(descr.column(i), props, &batches, i)? {
                         return Ok(c);
