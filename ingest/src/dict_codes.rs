@@ -371,18 +371,47 @@ mod tests {
         )
     }
 
+    type File = parquet::file::writer::SerializedFileWriter<Vec<u8>>;
+
+    /// A file of one column `ty` (required) with parquet's own writer.
+    fn one_column_file(ty: arrow::datatypes::DataType, codec: Compression) -> File {
+        use arrow::datatypes::{Field, Schema};
+        use parquet::arrow::ArrowWriter;
+        use parquet::file::properties::WriterProperties;
+        let schema = std::sync::Arc::new(Schema::new(vec![Field::new("c", ty, false)]));
+        let props = WriterProperties::builder().set_compression(codec).build();
+        ArrowWriter::try_new(Vec::new(), schema, Some(props.into()))
+            .unwrap()
+            .into_serialized_writer()
+            .unwrap()
+            .0
+    }
+
+    /// Appends an encoded chunk as a row group of its own.
+    fn append(file: &mut File, (bytes, close): (Bytes, ColumnCloseResult)) {
+        let mut g = file.next_row_group().unwrap();
+        g.append_column(&bytes, close).unwrap();
+        g.close().unwrap();
+    }
+
+    /// The column as parquet's Arrow reader reads it back.
+    fn read_back(file: File) -> Vec<ArrayRef> {
+        use parquet::arrow::arrow_reader::ParquetRecordBatchReader;
+        let data = Bytes::from(file.into_inner().unwrap());
+        ParquetRecordBatchReader::try_new(data, 1000)
+            .unwrap()
+            .map(|b| b.unwrap().column(0).clone())
+            .collect()
+    }
+
     /// Chunks encoded here, appended to a file with parquet's own writer
     /// and read back with parquet's Arrow reader, give the strings the keys
     /// stand for: several pages, sliced batches, 1 to 5 dictionary values,
     /// zstd and uncompressed.
     #[test]
     fn chunks_read_back_as_the_keys_values() {
-        use arrow::array::{RecordBatch, StringArray};
-        use arrow::datatypes::{DataType, Field, Schema};
-        use parquet::arrow::arrow_reader::ParquetRecordBatchReader;
-        use parquet::arrow::ArrowWriter;
+        use arrow::datatypes::DataType;
         use parquet::basic::ZstdLevel;
-        use parquet::file::properties::WriterProperties;
         use std::sync::Arc;
 
         let words = ["I", "L", "S", "M", "longer value"];
@@ -394,13 +423,7 @@ mod tests {
         ] {
             let values: ArrayRef = Arc::new(StringArray::from(words[..nd].to_vec()));
             let ty = DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8));
-            let schema = Arc::new(Schema::new(vec![Field::new("kind", ty, false)]));
-            let props = WriterProperties::builder().set_compression(codec).build();
-            let (mut file, _) =
-                ArrowWriter::try_new(Vec::new(), schema.clone(), Some(props.into()))
-                    .unwrap()
-                    .into_serialized_writer()
-                    .unwrap();
+            let mut file = one_column_file(ty, codec);
             let mut expect = Vec::new();
             for rg in 0..2u64 {
                 // Batches of 700 and 1,301 rows, the second a slice.
@@ -416,19 +439,17 @@ mod tests {
                 let cols = [&a1, &a2];
                 let dict = shared_dictionary(&cols).expect("one dictionary");
                 let descr = file.schema_descr().column(0);
-                let (bytes, close) = encode(descr, codec, 300, &dict, &cols).unwrap();
-                assert_eq!(close.rows_written, 2001);
-                assert_eq!(close.offset_index.as_ref().unwrap().page_locations.len(), 7);
-                let mut g = file.next_row_group().unwrap();
-                g.append_column(&bytes, close).unwrap();
-                g.close().unwrap();
+                let chunk = encode(descr, codec, 300, &dict, &cols).unwrap();
+                assert_eq!(chunk.1.rows_written, 2001);
+                assert_eq!(
+                    chunk.1.offset_index.as_ref().unwrap().page_locations.len(),
+                    7
+                );
+                append(&mut file, chunk);
             }
-            let data = Bytes::from(file.into_inner().unwrap());
             let mut got = Vec::new();
-            for b in ParquetRecordBatchReader::try_new(data, 1000).unwrap() {
-                let b: RecordBatch = b.unwrap();
-                let d = b
-                    .column(0)
+            for c in read_back(file) {
+                let d = c
                     .as_any()
                     .downcast_ref::<DictionaryArray<Int32Type>>()
                     .unwrap();
@@ -471,12 +492,9 @@ mod tests {
     /// 0..=255 are left to the Arrow writer.
     #[test]
     fn small_ints_read_back_as_written() {
-        use arrow::array::{Int32Array, RecordBatch};
-        use arrow::datatypes::{DataType, Field, Schema};
-        use parquet::arrow::arrow_reader::ParquetRecordBatchReader;
-        use parquet::arrow::ArrowWriter;
+        use arrow::array::Int32Array;
+        use arrow::datatypes::DataType;
         use parquet::basic::ZstdLevel;
-        use parquet::file::properties::WriterProperties;
         use std::sync::Arc;
 
         let sizes = [1, 2, 4, 8, 16, 32, 255];
@@ -488,17 +506,8 @@ mod tests {
             ("constant", Box::new(|_| 3)),
             ("zero", Box::new(|_| 0)),
         ] {
-            let schema = Arc::new(Schema::new(vec![Field::new(
-                "size",
-                DataType::Int32,
-                false,
-            )]));
             let codec = Compression::ZSTD(ZstdLevel::try_new(1).unwrap());
-            let props = WriterProperties::builder().set_compression(codec).build();
-            let (mut file, _) = ArrowWriter::try_new(Vec::new(), schema, Some(props.into()))
-                .unwrap()
-                .into_serialized_writer()
-                .unwrap();
+            let mut file = one_column_file(DataType::Int32, codec);
             let v1: Vec<i32> = keys(1000, sizes.len(), 5).into_iter().map(&make).collect();
             let v2: Vec<i32> = keys(2500, sizes.len(), 6).into_iter().map(&make).collect();
             let a1: ArrayRef = Arc::new(Int32Array::from(v1.clone()));
@@ -506,17 +515,13 @@ mod tests {
             let cols = [&a1, &a2];
             let (values, code) = small_ints(&cols).expect("values in 0..=255");
             let descr = file.schema_descr().column(0);
-            let (bytes, close) =
-                encode_small_ints(descr, codec, 700, &values, &code, &cols).unwrap();
-            let mut g = file.next_row_group().unwrap();
-            g.append_column(&bytes, close).unwrap();
-            g.close().unwrap();
-            let data = Bytes::from(file.into_inner().unwrap());
+            append(
+                &mut file,
+                encode_small_ints(descr, codec, 700, &values, &code, &cols).unwrap(),
+            );
             let mut got = Vec::new();
-            for b in ParquetRecordBatchReader::try_new(data, 1000).unwrap() {
-                let b: RecordBatch = b.unwrap();
-                let a = b.column(0).as_any().downcast_ref::<Int32Array>().unwrap();
-                got.extend_from_slice(a.values());
+            for c in read_back(file) {
+                got.extend_from_slice(c.as_any().downcast_ref::<Int32Array>().unwrap().values());
             }
             let expect: Vec<i32> = v1.iter().chain(&v2[500..]).copied().collect();
             assert_eq!(got, expect, "{label}");
