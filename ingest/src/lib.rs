@@ -211,11 +211,15 @@ fn open_input(
 pub fn open_text(input: &Path) -> Result<(Format, memlog::TextSource, Option<&'static str>)> {
     let name = input.to_string_lossy();
     let (format, stream, compression) = open_input(input, &name)?;
-    let text = match stream {
+    Ok((format, text_source(input, stream)?, compression))
+}
+
+/// The text of `input`: `open_input`'s stream, else the file (mapped).
+fn text_source(input: &Path, stream: Option<Box<dyn Read + Send>>) -> Result<memlog::TextSource> {
+    Ok(match stream {
         Some(s) => memlog::TextSource::Stream(s),
         None => memlog::TextSource::file(input).map_err(|e| Error::io(input, e))?,
-    };
-    Ok((format, text, compression))
+    })
 }
 
 /// Converts `inputs` (paths, or `-` for standard input) into the capture
@@ -318,11 +322,7 @@ pub fn ingest_with_unwinder(
                 mem.begin_source(&mut cap, i as i32)?;
                 let st = match (format, stream) {
                     (Format::Lackey, stream) => {
-                        let mut text = match stream {
-                            Some(s) => memlog::TextSource::Stream(s),
-                            None => memlog::TextSource::file(input)
-                                .map_err(|e| Error::io(input, e))?,
-                        };
+                        let mut text = text_source(input, stream)?;
                         memlog::ingest_text(&mut text, &name, &opts.mem, &mut mem, &mut diags)?
                     }
                     (_, stream) => {

@@ -67,10 +67,10 @@ fn writer_properties(def: &TableDef) -> WriterProperties {
         }
     }
     if def.name == "mem_access" {
-        // Tens of millions of rows per GB of log: the one-letter kind is
-        // written plain (a dictionary interns every value); the constant
-        // source_id plain too (zstd takes a run of equal values for free,
-        // cheaper than delta blocks).
+        // Tens of millions of rows per GB of log. `kind` is written from
+        // its dictionary keys, `size` and `source_id` as dictionaries of
+        // their few values (`encode_column`); should that not apply, kind
+        // is written plain (parquet's dictionary interns every value).
         b = b.set_column_dictionary_enabled(ColumnPath::from("kind"), false);
         // Pages of up to a million rows (within the byte limit): with the
         // default 20,000 rows a 1 GB log's 22 M rows made 1,100 pages per
@@ -159,6 +159,49 @@ fn write_plain_ints(
     Ok(Some(Chunk::Encoded(bytes, close)))
 }
 
+/// Column `i` of a row group's batches encoded here rather than by
+/// parquet's Arrow column writer, when one of these applies: the table's
+/// code column (`codes`) as dictionary keys ([`dict_codes::encode`]);
+/// a required Int32 column without statistics whose values lie in 0..=255
+/// as a dictionary of them ([`dict_codes::encode_small_ints`]); any other
+/// required integer column through the typed writer
+/// ([`write_plain_ints`]). `None`: the Arrow writer's turn.
+fn encode_column(
+    codes: bool,
+    field: &arrow::datatypes::Field,
+    descr: ColumnDescPtr,
+    props: &WriterPropertiesPtr,
+    batches: &[RecordBatch],
+    i: usize,
+) -> std::result::Result<Option<Chunk>, ParquetError> {
+    if field.is_nullable() {
+        return Ok(None);
+    }
+    let cols: Vec<&ArrayRef> = batches.iter().map(|b| b.column(i)).collect();
+    let path = descr.path().clone();
+    let codec = props.compression(&path);
+    let page_rows = props.data_page_row_count_limit();
+    let encoded = |(bytes, close)| Some(Chunk::Encoded(bytes, close));
+    if dict_codes::supports(codec) {
+        if codes {
+            if let Some(dict) = dict_codes::shared_dictionary(&cols) {
+                return dict_codes::encode(descr, codec, page_rows, &dict, &cols).map(encoded);
+            }
+        }
+        if field.data_type() == &arrow::datatypes::DataType::Int32
+            && props.statistics_enabled(&path) == EnabledStatistics::None
+        {
+            if let Some((values, code)) = dict_codes::small_ints(&cols) {
+                return dict_codes::encode_small_ints(
+                    descr, codec, page_rows, &values, &code, &cols,
+                )
+                .map(encoded);
+            }
+        }
+    }
+    write_plain_ints(descr, props, batches, i)
+}
+
 /// The column of `def` written from its dictionary keys, if any: `kind` of
 /// `mem_access` (tens of millions of one-letter codes per GB of log, for
 /// which the Arrow writer's per-row interning was the table's most
@@ -226,47 +269,15 @@ impl RowGroupEncoder {
             .enumerate()
             .map(|(i, mut w)| {
                 let field = schema.field(i);
-                if code_col == Some(i) {
-                    let cols: Vec<&ArrayRef> = batches.iter().map(|b| b.column(i)).collect();
-                    let path = descr.column(i).path().clone();
-                    let codec = props.compression(&path);
-                    if let Some(dict) = dict_codes::shared_dictionary(&cols)
-                        .filter(|_| dict_codes::supports(codec) && !field.is_nullable())
-                    {
-                        let page_rows = props.data_page_row_count_limit();
-                        return dict_codes::encode(descr.column(i), codec, page_rows, &dict, &cols)
-                            .map(|(bytes, close)| Chunk::Encoded(bytes, close));
-                    }
-                }
-                if field.data_type() == &arrow::datatypes::DataType::Int32 && !field.is_nullable() {
-                    // Small integers without statistics (`size` and
-                    // `source_id` of `mem_access`): a dictionary of the few
-                    // values and bit-packed codes, not 4 bytes a row
-                    // through zstd.
-                    let path = descr.column(i).path().clone();
-                    let codec = props.compression(&path);
-                    if props.statistics_enabled(&path) == EnabledStatistics::None
-                        && dict_codes::supports(codec)
-                    {
-                        let cols: Vec<&ArrayRef> = batches.iter().map(|b| b.column(i)).collect();
-                        if let Some((values, code)) = dict_codes::small_ints(&cols) {
-                            let page_rows = props.data_page_row_count_limit();
-                            return dict_codes::encode_small_ints(
-                                descr.column(i),
-                                codec,
-                                page_rows,
-                                &values,
-                                &code,
-                                &cols,
-                            )
-                            .map(|(bytes, close)| Chunk::Encoded(bytes, close));
-                        }
-                    }
-                }
-                if !field.is_nullable() && batches.iter().all(|b| b.column(i).null_count() == 0) {
-                    if let Some(c) = write_plain_ints(descr.column(i), props, &batches, i)? {
-                        return Ok(c);
-                    }
+                if let Some(c) = encode_column(
+                    code_col == Some(i),
+                    field,
+                    descr.column(i),
+                    props,
+                    &batches,
+                    i,
+                )? {
+                    return Ok(c);
                 }
                 for b in &batches {
                     for leaf in compute_leaves(field, b.column(i))? {
