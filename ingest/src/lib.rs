@@ -29,6 +29,7 @@ pub mod diag;
 pub mod dict_codes;
 pub mod energy;
 mod error;
+pub mod int_pages;
 pub mod memlog;
 pub mod metrics;
 pub mod perf;

@@ -26,8 +26,8 @@ use std::thread::JoinHandle;
 
 use parquet::schema::types::{ColumnDescPtr, ColumnPath};
 
-use crate::dict_codes;
 use crate::schema::{ColType, TableDef};
+use crate::{dict_codes, int_pages};
 use crate::{Error, Result};
 
 /// File name of a table inside a capture directory.
@@ -197,6 +197,21 @@ fn encode_column(
                 )
                 .map(encoded);
             }
+        }
+    }
+    if let Some(plan) = int_pages::plan(&descr, props) {
+        use arrow::array::AsArray;
+        use arrow::datatypes::{DataType, Int64Type, UInt64Type};
+        let buffers: Option<Vec<&arrow::buffer::Buffer>> = cols
+            .iter()
+            .map(|c| match c.data_type() {
+                DataType::Int64 => Some(c.as_primitive::<Int64Type>().values().inner()),
+                DataType::UInt64 => Some(c.as_primitive::<UInt64Type>().values().inner()),
+                _ => None,
+            })
+            .collect();
+        if let Some(buffers) = buffers {
+            return int_pages::encode(descr, props, plan, &buffers).map(encoded);
         }
     }
     write_plain_ints(descr, props, batches, i)
