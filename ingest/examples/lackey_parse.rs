@@ -20,13 +20,16 @@ fn main() {
     for _ in 0..2 {
         let t = std::time::Instant::now();
         let (mut records, mut rows, mut fetch, mut pages) = (0u64, 0usize, 0usize, 0usize);
-        for b in &blocks {
-            let c = lackey::parse_chunk(b, &filter, 4096);
+        // One fetch aggregate through all blocks, as one parser thread of
+        // `trawl ingest` keeps it.
+        let mut agg = lackey::FetchAgg::default();
+        for (seq, b) in blocks.iter().enumerate() {
+            let c = lackey::parse_chunk_into(b, &filter, 4096, &mut agg, seq as u32);
             records += c.records;
             rows += c.rows.len();
-            fetch += c.fetch.len();
             pages += c.pages.pages.len();
         }
+        fetch += agg.into_map().len();
         let e = t.elapsed().as_secs_f64();
         println!(
             "{records} records, {rows} rows, {fetch} fetch entries, {pages} page entries in {e:.3} s: {:.2} ns/record, {:.2} GB/s on one thread",

@@ -223,8 +223,20 @@ impl Default for FetchMap {
 }
 
 impl FetchMap {
+    /// A map that allocates nothing until used.
+    pub fn empty() -> Self {
+        FetchMap {
+            index: FxHashMap::default(),
+            entries: Vec::new(),
+            cache: Vec::new(),
+        }
+    }
+
     #[inline(always)]
     pub fn add(&mut self, addr: u64, size: u32, count: u64, first: i64, last: i64) {
+        if self.cache.is_empty() {
+            self.cache = vec![(u64::MAX, 0); FETCH_CACHE];
+        }
         let h = ((addr ^ (addr >> 13)) as usize) & (FETCH_CACHE - 1);
         let i = if self.cache[h].0 == addr {
             self.cache[h].1 as usize
@@ -266,6 +278,18 @@ impl FetchMap {
         }
     }
 
+    /// Adds fetches whose ordinals are [`chunk_key`]s: chunk `seq`'s
+    /// ordinals start at `bases[seq]`.
+    pub fn merge_keyed(&mut self, other: FetchMap, bases: &[i64]) {
+        let global = |k: i64| {
+            let seq = (k >> 32) as usize;
+            bases.get(seq).copied().unwrap_or(0) + (k & 0xffff_ffff)
+        };
+        for (a, s) in other.entries {
+            self.add(a, s.size, s.count, global(s.first), global(s.last));
+        }
+    }
+
     pub fn len(&self) -> usize {
         self.entries.len()
     }
@@ -288,9 +312,30 @@ impl FetchMap {
 /// out of its slot is added to the [`FetchMap`]; [`FetchCache::finish`]
 /// adds the rest.
 pub struct FetchCache {
+    /// Allocated on first use: with the line cache of the lackey parser in
+    /// front, only unusual `I` lines and filtered reads come here.
     slots: Vec<FetchSlot>,
     map: FetchMap,
+    /// Added to ordinals as they go into `map` ([`chunk_key`]).
+    key: i64,
 }
+
+/// Chunk `seq`'s local ordinal `ord` as one number that orders like the
+/// global ordinal (chunks are in input order and hold fewer than 2^32
+/// instructions): `seq << 32 | ord`. Lets a parser thread keep one fetch
+/// map across the blocks it parses, whatever their bases turn out to be
+/// ([`FetchMap::merge_keyed`]).
+pub fn chunk_key(seq: u32) -> i64 {
+    (seq as i64) << 32
+}
+
+const EMPTY_SLOT: FetchSlot = FetchSlot {
+    addr: NO_ADDR,
+    first: 0,
+    last: 0,
+    count: 0,
+    size: 0,
+};
 
 #[derive(Clone, Copy)]
 struct FetchSlot {
@@ -307,17 +352,9 @@ const NO_ADDR: u64 = u64::MAX;
 impl Default for FetchCache {
     fn default() -> Self {
         FetchCache {
-            slots: vec![
-                FetchSlot {
-                    addr: NO_ADDR,
-                    first: 0,
-                    last: 0,
-                    count: 0,
-                    size: 0,
-                };
-                FETCH_SLOTS
-            ],
+            slots: Vec::new(),
             map: FetchMap::default(),
+            key: 0,
         }
     }
 }
@@ -326,12 +363,21 @@ impl FetchCache {
     /// `count` fetches of `addr` counted elsewhere (first and last at
     /// the given ordinals).
     pub fn add_counted(&mut self, addr: u64, size: u32, count: u64, first: i64, last: i64) {
-        self.map.add(addr, size, count, first, last);
+        self.map
+            .add(addr, size, count, first + self.key, last + self.key);
+    }
+
+    /// Ordinals from now on are local to chunk `key` ([`chunk_key`]).
+    pub fn set_key(&mut self, key: i64) {
+        self.key = key;
     }
 
     /// One fetch of `addr` at ordinal `ord` (ordinals grow).
     #[inline(always)]
     pub fn add(&mut self, addr: u64, size: u32, ord: i64) {
+        if self.slots.is_empty() {
+            self.slots = vec![EMPTY_SLOT; FETCH_SLOTS];
+        }
         let h = ((addr ^ (addr >> 13)) as usize) & (FETCH_SLOTS - 1);
         let s = &mut self.slots[h];
         if s.addr == addr && s.count < u32::MAX {
@@ -351,18 +397,22 @@ impl FetchCache {
             size,
         };
         if old.addr != NO_ADDR {
-            self.map
-                .add(old.addr, old.size, old.count as u64, old.first, old.last);
+            self.add_counted(old.addr, old.size, old.count as u64, old.first, old.last);
+        }
+    }
+
+    /// Moves the slots' fetches into the map (at the end of a chunk).
+    pub fn end_chunk(&mut self) {
+        for i in 0..self.slots.len() {
+            let s = std::mem::replace(&mut self.slots[i], EMPTY_SLOT);
+            if s.addr != NO_ADDR {
+                self.add_counted(s.addr, s.size, s.count as u64, s.first, s.last);
+            }
         }
     }
 
     pub fn finish(mut self) -> FetchMap {
-        for s in &self.slots {
-            if s.addr != NO_ADDR {
-                self.map
-                    .add(s.addr, s.size, s.count as u64, s.first, s.last);
-            }
-        }
+        self.end_chunk();
         self.map
     }
 }
@@ -559,6 +609,8 @@ pub struct Collector {
     pub rows: u64,
     /// Metadata lines (valgrind's `==PID==` lines) with their line numbers.
     pub meta: Vec<(u64, String)>,
+    /// Ordinal base of each chunk added so far, in order.
+    bases: Vec<i64>,
 }
 
 impl Collector {
@@ -572,6 +624,7 @@ impl Collector {
             filtered: 0,
             rows: 0,
             meta: Vec::new(),
+            bases: Vec::new(),
         }
     }
 
@@ -583,6 +636,7 @@ impl Collector {
         sink: &mut dyn RowSink,
     ) -> Result<()> {
         let base = self.instrs as i64;
+        self.bases.push(base);
         let lbase = self.lines;
         if base != 0 {
             for o in &mut c.rows.ordinal {
@@ -610,6 +664,12 @@ impl Collector {
             sink.rows(c.rows)?;
         }
         Ok(())
+    }
+
+    /// Adds fetches counted across chunks with [`chunk_key`] ordinals
+    /// (the `seq` of a chunk being its place among those added).
+    pub fn add_keyed_fetches(&mut self, fetch: FetchMap) {
+        self.fetch.merge_keyed(fetch, &self.bases);
     }
 
     /// The page summary with the instruction fetches added.
@@ -849,7 +909,13 @@ fn parse_blocks<S: Blocks>(
     use std::sync::mpsc::channel;
     let page_size = collector.pages.page_size;
     let (res_tx, res_rx) = channel::<(u64, lackey::Chunk, S::B)>();
-    rayon::in_place_scope(|scope| -> Result<()> {
+    // Each parse takes a fetch aggregate (line cache and fetch map) from
+    // here and puts it back: fetches are counted in a few maps that live
+    // through the whole input, with chunk-keyed ordinals, rather than in
+    // a new map per block merged into the collector's.
+    let aggs = std::sync::Mutex::new(Vec::<lackey::FetchAgg>::new());
+    let aggs = &aggs;
+    let result = rayon::in_place_scope(|scope| -> Result<()> {
         let (mut sent, mut next) = (0u64, 0u64);
         let mut eof = false;
         let mut ready = std::collections::BTreeMap::new();
@@ -866,7 +932,16 @@ fn parse_blocks<S: Blocks>(
                 let (seq, res_tx) = (sent, res_tx.clone());
                 sent += 1;
                 scope.spawn(move |_| {
-                    let c = lackey::parse_chunk(b.as_ref(), filter, page_size);
+                    let taken = aggs.lock().unwrap_or_else(|p| p.into_inner()).pop();
+                    let mut agg = taken.unwrap_or_default();
+                    let c = lackey::parse_chunk_into(
+                        b.as_ref(),
+                        filter,
+                        page_size,
+                        &mut agg,
+                        seq as u32,
+                    );
+                    aggs.lock().unwrap_or_else(|p| p.into_inner()).push(agg);
                     let _ = res_tx.send((seq, c, b));
                 });
             }
@@ -883,7 +958,14 @@ fn parse_blocks<S: Blocks>(
                 collector.add_chunk(c, diags, sink)?;
             }
         }
-    })
+    });
+    result?;
+    // A poisoned lock still holds whole aggregates (push and pop only).
+    let aggs = std::mem::take(&mut *aggs.lock().unwrap_or_else(|p| p.into_inner()));
+    for agg in aggs {
+        collector.add_keyed_fetches(agg.into_map());
+    }
+    Ok(())
 }
 
 /// How a memory log is read: the filters and the page size of `mem_page`.
