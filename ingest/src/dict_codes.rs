@@ -52,7 +52,8 @@ pub fn shared_dictionary(columns: &[&ArrayRef]) -> Option<StringArray> {
         .as_any()
         .downcast_ref::<DictionaryArray<Int32Type>>()?;
     let values = d0.values().as_any().downcast_ref::<StringArray>()?;
-    if values.null_count() > 0 {
+    // Indices are gathered as bytes.
+    if values.null_count() > 0 || values.len() > 256 {
         return None;
     }
     for c in columns {
@@ -76,7 +77,7 @@ fn bit_width(n: usize) -> u8 {
 }
 
 /// Appends `keys` as RLE/bit-packed hybrid runs of `bw`-bit indices.
-fn pack(keys: &[i32], bw: u8, out: &mut Vec<u8>) {
+fn pack(keys: &[u8], bw: u8, out: &mut Vec<u8>) {
     let bw = bw as usize;
     for run in keys.chunks(RUN_VALUES) {
         let groups = run.len().div_ceil(8);
@@ -91,17 +92,42 @@ fn pack(keys: &[i32], bw: u8, out: &mut Vec<u8>) {
     }
 }
 
-/// Compresses a page body with the chunk's codec (ZSTD or none).
-fn compress(codec: Compression, raw: Vec<u8>) -> Result<(Bytes, usize)> {
-    let n = raw.len();
-    match codec {
-        Compression::UNCOMPRESSED => Ok((Bytes::from(raw), n)),
-        Compression::ZSTD(level) => {
-            let c = zstd::bulk::compress(&raw, level.compression_level())
-                .map_err(|e| ParquetError::External(Box::new(e)))?;
-            Ok((Bytes::from(c), n))
+/// Appends `n` copies of index 0 as one RLE run (`varint(n << 1)`, then
+/// the value in `ceil(bw / 8)` bytes): a one-value dictionary's page.
+fn rle_zeros(n: usize, bw: u8, out: &mut Vec<u8>) {
+    let mut h = (n as u64) << 1;
+    while h >= 0x80 {
+        out.push((h as u8) | 0x80);
+        h >>= 7;
+    }
+    out.push(h as u8);
+    out.extend(std::iter::repeat_n(0u8, (bw as usize).div_ceil(8)));
+}
+
+/// Compresses page bodies with the chunk's codec (ZSTD or none), one zstd
+/// context for all pages of the chunk.
+struct Codec(Option<zstd::bulk::Compressor<'static>>);
+
+impl Codec {
+    fn new(codec: Compression) -> Result<Self> {
+        match codec {
+            Compression::UNCOMPRESSED => Ok(Codec(None)),
+            Compression::ZSTD(level) => zstd::bulk::Compressor::new(level.compression_level())
+                .map(|z| Codec(Some(z)))
+                .map_err(|e| ParquetError::External(Box::new(e))),
+            other => Err(ParquetError::NYI(format!("dictionary codes with {other}"))),
         }
-        other => Err(ParquetError::NYI(format!("dictionary codes with {other}"))),
+    }
+
+    fn compress(&mut self, raw: Vec<u8>) -> Result<(Bytes, usize)> {
+        let n = raw.len();
+        match &mut self.0 {
+            None => Ok((Bytes::from(raw), n)),
+            Some(z) => z
+                .compress(&raw)
+                .map(|c| (Bytes::from(c), n))
+                .map_err(|e| ParquetError::External(Box::new(e))),
+        }
     }
 }
 
@@ -153,22 +179,36 @@ pub fn encode(
 /// access sizes of `mem_access`, its constant `source_id`): the distinct
 /// values in ascending order and each value's code.
 pub fn small_ints(columns: &[&ArrayRef]) -> Option<(Vec<i32>, Vec<u8>)> {
-    let mut seen = [false; 256];
+    let mut arrays = Vec::with_capacity(columns.len());
+    let (mut lo, mut hi) = (i32::MAX, i32::MIN);
     for c in columns {
         let a = c.as_any().downcast_ref::<Int32Array>()?;
         if a.null_count() > 0 {
             return None;
         }
-        // Out of range: one OR of all values says so without a branch per
-        // value.
-        if a.values().iter().fold(0u32, |m, &v| m | v as u32) > 255 {
-            return None;
-        }
-        for &v in a.values().iter() {
-            seen[v as usize] = true;
-        }
+        // Range first, without a branch per value (vectorised).
+        let (l, h) = a
+            .values()
+            .iter()
+            .fold((lo, hi), |(l, h), &v| (l.min(v), h.max(v)));
+        (lo, hi) = (l, h);
+        arrays.push(a);
     }
-    let values: Vec<i32> = (0..256).filter(|&v| seen[v as usize]).collect();
+    if lo < 0 || hi > 255 {
+        return None;
+    }
+    let values: Vec<i32> = if lo == hi {
+        // A constant column (`source_id`): nothing more to look at.
+        vec![lo]
+    } else {
+        let mut seen = [false; 256];
+        for a in arrays {
+            for &v in a.values().iter() {
+                seen[v as usize] = true;
+            }
+        }
+        (0..256).filter(|&v| seen[v as usize]).collect()
+    };
     let mut code = vec![0u8; 256];
     for (k, &v) in values.iter().enumerate() {
         code[v as usize] = k as u8;
@@ -214,7 +254,8 @@ fn write_chunk(
 ) -> Result<(Bytes, ColumnCloseResult)> {
     let mut sink = TrackedWrite::new(Vec::new());
     let mut pw = SerializedPageWriter::new(&mut sink);
-    let (buf, raw_len) = compress(codec, dict)?;
+    let mut z = Codec::new(codec)?;
+    let (buf, raw_len) = z.compress(dict)?;
     let spec = pw.write_page(CompressedPage::new(
         Page::DictionaryPage {
             buf,
@@ -235,12 +276,15 @@ fn write_chunk(
     let page_rows = page_rows.max(8);
     let mut locations = Vec::new();
     let mut rows = 0usize;
-    let mut page: Vec<i32> = Vec::with_capacity(page_rows);
+    // A one-value dictionary's indices are all 0: counted, not gathered.
+    let constant = dict_len == 1;
+    let mut page: Vec<u8> = Vec::with_capacity(if constant { 0 } else { page_rows });
     let mut rest = columns.iter();
     let mut pending: &[i32] = &[];
     loop {
         page.clear();
-        while page.len() < page_rows {
+        let mut n = 0usize;
+        while n < page_rows {
             if pending.is_empty() {
                 match rest.next() {
                     Some(k) => pending = k,
@@ -248,25 +292,33 @@ fn write_chunk(
                 }
                 continue;
             }
-            let take = (page_rows - page.len()).min(pending.len());
-            if code.is_empty() {
-                page.extend_from_slice(&pending[..take]);
+            let take = (page_rows - n).min(pending.len());
+            if constant {
+            } else if code.is_empty() {
+                // Dictionary keys (fewer than 256 values: checked by
+                // `shared_dictionary`).
+                page.extend(pending[..take].iter().map(|&k| k as u8));
             } else {
-                page.extend(pending[..take].iter().map(|&v| code[v as usize] as i32));
+                page.extend(pending[..take].iter().map(|&v| code[v as usize]));
             }
+            n += take;
             pending = &pending[take..];
         }
-        if page.is_empty() {
+        if n == 0 {
             break;
         }
-        let mut body = Vec::with_capacity(1 + page.len() * bw as usize / 8 + page.len() / 256 + 16);
+        let mut body = Vec::with_capacity(1 + n * bw as usize / 8 + n / 256 + 16);
         body.push(bw);
-        pack(&page, bw, &mut body);
-        let (buf, raw_len) = compress(codec, body)?;
+        if constant {
+            rle_zeros(n, bw, &mut body);
+        } else {
+            pack(&page, bw, &mut body);
+        }
+        let (buf, raw_len) = z.compress(body)?;
         let spec = pw.write_page(CompressedPage::new(
             Page::DataPage {
                 buf,
-                num_values: page.len() as u32,
+                num_values: n as u32,
                 encoding: Encoding::RLE_DICTIONARY,
                 def_level_encoding: Encoding::RLE,
                 rep_level_encoding: Encoding::RLE,
@@ -282,7 +334,7 @@ fn write_chunk(
         compressed += spec.compressed_size as i64;
         uncompressed += spec.uncompressed_size as i64;
         written += spec.bytes_written;
-        rows += page.len();
+        rows += n;
     }
     pw.close()?;
     drop(pw);
@@ -346,6 +398,11 @@ mod tests {
         assert_eq!(out[0], 127);
         assert_eq!(out[1 + 126], 25);
         assert_eq!(out.len(), 1 + 126 + 1 + 24);
+        // 300 zeros of a 1-bit index as one RLE run: varint(300 << 1) =
+        // 600 = 0xd8 0x04, then the value in one byte.
+        let mut out = Vec::new();
+        rle_zeros(300, 1, &mut out);
+        assert_eq!(out, vec![0xd8, 0x04, 0]);
         assert_eq!(bit_width(1), 1);
         assert_eq!(bit_width(4), 2);
         assert_eq!(bit_width(5), 3);
@@ -484,6 +541,11 @@ mod tests {
         assert!(shared_dictionary(&[&x, &nulls]).is_none());
         let plain: ArrayRef = Arc::new(StringArray::from(vec!["I"]));
         assert!(shared_dictionary(&[&plain]).is_none());
+        // Keys are gathered as bytes: no more than 256 values.
+        let many: ArrayRef = Arc::new(StringArray::from_iter_values(
+            (0..257).map(|i| i.to_string()),
+        ));
+        assert!(shared_dictionary(&[&dict_array(vec![0, 256], &many)]).is_none());
         assert!(!supports(Compression::SNAPPY));
     }
 
