@@ -306,36 +306,35 @@ impl FetchMap {
     }
 }
 
-/// Instruction fetches of one block of a log, counted in a direct-mapped
-/// table of whole statistics (one 32-byte slot per address, 256 KB): the
-/// hot path of a loop touches one slot and no hash map. An address pushed
-/// out of its slot is added to the [`FetchMap`]; [`FetchCache::finish`]
-/// adds the rest.
+/// Instruction fetches counted by a parser, block after block: a
+/// direct-mapped table of whole statistics (one 32-byte slot per address,
+/// 256 KB, allocated on first use) for `I` lines the lackey parser's line
+/// cache does not take, and the fetches pushed out of either cache.
+///
+/// Pushed-out statistics are appended to a log (a sequential write) and,
+/// at the end of each block, sorted by address and merged into an
+/// address-sorted aggregate: adding each to a hash map as it came cost
+/// two or three cache misses apiece (≈60 ns; 2.2 M of them on the 1.1 GB
+/// bench log, 7 % of the ingest), a sort and a merge a few ns.
 pub struct FetchCache {
-    /// Allocated on first use: with the line cache of the lackey parser in
-    /// front, only unusual `I` lines and filtered reads come here.
     slots: Vec<FetchSlot>,
-    map: FetchMap,
-    /// Added to ordinals as they go into `map` ([`chunk_key`]).
+    /// Pushed-out statistics not merged yet, ordinals keyed.
+    log: Vec<(u64, FetchStat)>,
+    /// Everything merged so far, sorted by address, one entry each.
+    agg: Vec<(u64, FetchStat)>,
+    spare: Vec<(u64, FetchStat)>,
+    /// Added to ordinals as they go into the log ([`chunk_key`]).
     key: i64,
 }
 
 /// Chunk `seq`'s local ordinal `ord` as one number that orders like the
 /// global ordinal (chunks are in input order and hold fewer than 2^32
 /// instructions): `seq << 32 | ord`. Lets a parser thread keep one fetch
-/// map across the blocks it parses, whatever their bases turn out to be
-/// ([`FetchMap::merge_keyed`]).
+/// aggregate across the blocks it parses, whatever their bases turn out
+/// to be ([`FetchMap::merge_keyed`]).
 pub fn chunk_key(seq: u32) -> i64 {
     (seq as i64) << 32
 }
-
-const EMPTY_SLOT: FetchSlot = FetchSlot {
-    addr: NO_ADDR,
-    first: 0,
-    last: 0,
-    count: 0,
-    size: 0,
-};
 
 #[derive(Clone, Copy)]
 struct FetchSlot {
@@ -348,23 +347,55 @@ struct FetchSlot {
 
 const FETCH_SLOTS: usize = 1 << 13;
 const NO_ADDR: u64 = u64::MAX;
+/// Log entries merged early, so a block of unusual lines stays bounded.
+const FETCH_LOG_MAX: usize = 1 << 16;
+
+const EMPTY_SLOT: FetchSlot = FetchSlot {
+    addr: NO_ADDR,
+    first: 0,
+    last: 0,
+    count: 0,
+    size: 0,
+};
 
 impl Default for FetchCache {
     fn default() -> Self {
         FetchCache {
             slots: Vec::new(),
-            map: FetchMap::default(),
+            log: Vec::new(),
+            agg: Vec::new(),
+            spare: Vec::new(),
             key: 0,
         }
     }
 }
 
+/// Adds `b`'s fetches to `a` (same address).
+#[inline]
+fn combine(a: &mut FetchStat, b: &FetchStat) {
+    a.count += b.count;
+    a.first = a.first.min(b.first);
+    a.last = a.last.max(b.last);
+    a.size = a.size.max(b.size);
+}
+
 impl FetchCache {
     /// `count` fetches of `addr` counted elsewhere (first and last at
     /// the given ordinals).
+    #[inline]
     pub fn add_counted(&mut self, addr: u64, size: u32, count: u64, first: i64, last: i64) {
-        self.map
-            .add(addr, size, count, first + self.key, last + self.key);
+        self.log.push((
+            addr,
+            FetchStat {
+                size,
+                count,
+                first: first + self.key,
+                last: last + self.key,
+            },
+        ));
+        if self.log.len() >= FETCH_LOG_MAX {
+            self.merge_log();
+        }
     }
 
     /// Ordinals from now on are local to chunk `key` ([`chunk_key`]).
@@ -401,7 +432,35 @@ impl FetchCache {
         }
     }
 
-    /// Moves the slots' fetches into the map (at the end of a chunk).
+    /// Sorts the log by address and merges it into the aggregate.
+    fn merge_log(&mut self) {
+        if self.log.is_empty() {
+            return;
+        }
+        self.log.sort_unstable_by_key(|e| e.0);
+        let out = &mut self.spare;
+        out.clear();
+        out.reserve(self.agg.len() + self.log.len());
+        let (mut i, mut j) = (0, 0);
+        let (a, l) = (&self.agg, &self.log);
+        while i < a.len() || j < l.len() {
+            let e = if j == l.len() || (i < a.len() && a[i].0 <= l[j].0) {
+                i += 1;
+                &a[i - 1]
+            } else {
+                j += 1;
+                &l[j - 1]
+            };
+            match out.last_mut() {
+                Some(last) if last.0 == e.0 => combine(&mut last.1, &e.1),
+                _ => out.push(*e),
+            }
+        }
+        std::mem::swap(&mut self.agg, &mut self.spare);
+        self.log.clear();
+    }
+
+    /// Moves the slots' fetches into the aggregate (at the end of a chunk).
     pub fn end_chunk(&mut self) {
         for i in 0..self.slots.len() {
             let s = std::mem::replace(&mut self.slots[i], EMPTY_SLOT);
@@ -409,11 +468,17 @@ impl FetchCache {
                 self.add_counted(s.addr, s.size, s.count as u64, s.first, s.last);
             }
         }
+        self.merge_log();
     }
 
+    /// Everything counted, as a map.
     pub fn finish(mut self) -> FetchMap {
         self.end_chunk();
-        self.map
+        let mut m = FetchMap::default();
+        for (a, s) in self.agg {
+            m.add(a, s.size, s.count, s.first, s.last);
+        }
+        m
     }
 }
 
