@@ -1412,6 +1412,46 @@ pub fn is_compressed(head: &[u8]) -> bool {
 mod tests {
     use super::*;
 
+    /// Fetches counted through the slots, the spill log (merged early
+    /// when it fills, and at each chunk end) and chunk keys equal a plain
+    /// per-address count worked out here.
+    #[test]
+    fn fetch_cache_counts_as_a_plain_map() {
+        let mut c = FetchCache::default();
+        let mut expect: std::collections::BTreeMap<u64, FetchStat> = Default::default();
+        let mut x = 99u64;
+        for seq in 0..3u32 {
+            c.set_key(chunk_key(seq));
+            // Enough distinct addresses in one chunk to fill the log.
+            for ord in 1..=150_000i64 {
+                x = x
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                let addr = 0x1000 + (x >> 33) % 40_000;
+                let size = 1 + (x >> 20) as u32 % 9;
+                c.add(addr, size, ord);
+                assert!(c.log.len() < FETCH_LOG_MAX, "the log is bounded");
+                let k = chunk_key(seq) + ord;
+                let e = expect.entry(addr).or_insert(FetchStat {
+                    size,
+                    count: 0,
+                    first: k,
+                    last: k,
+                });
+                e.count += 1;
+                e.size = e.size.max(size);
+                e.last = k;
+            }
+            c.end_chunk();
+            assert!(c.log.is_empty());
+            // One entry per address, in address order.
+            assert!(c.agg.windows(2).all(|w| w[0].0 < w[1].0));
+        }
+        let got = c.finish().sorted();
+        assert!(got.len() > 30_000);
+        assert_eq!(got, expect.into_iter().collect::<Vec<_>>());
+    }
+
     #[test]
     fn pages_split_crossing_accesses_and_count_bytes() {
         let mut p = PageStats::new(4096);
