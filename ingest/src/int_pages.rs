@@ -143,6 +143,30 @@ fn pack_mini(vals: &[u64; MINI], bw: u32, out: &mut Vec<u8>) {
     let start = out.len();
     out.resize(start + 8 * bw as usize, 0);
     let dst = &mut out[start..];
+    // Widths that divide 64 (ordinal deltas are a few bits): whole words
+    // of 64 / bw values, shifts known at compile time.
+    macro_rules! words {
+        ($bw:literal) => {{
+            const PER: usize = 64 / $bw;
+            for (w, vs) in dst.chunks_exact_mut(8).zip(vals.chunks_exact(PER)) {
+                let mut acc = 0u64;
+                for (k, &v) in vs.iter().enumerate() {
+                    acc |= v << (k * $bw);
+                }
+                w.copy_from_slice(&acc.to_le_bytes());
+            }
+            return;
+        }};
+    }
+    match bw {
+        1 => words!(1),
+        2 => words!(2),
+        4 => words!(4),
+        8 => words!(8),
+        16 => words!(16),
+        32 => words!(32),
+        _ => {}
+    }
     let (mut acc, mut bits, mut w) = (0u128, 0u32, 0usize);
     for &v in vals {
         acc |= (v as u128) << bits;
@@ -168,7 +192,8 @@ struct PageState<'a> {
     /// Delta: first value, last value, pending deltas, completed blocks.
     first: i64,
     last: i64,
-    deltas: Vec<i64>,
+    deltas: Box<[i64; BLOCK]>,
+    pending: usize,
     blocks: Vec<u8>,
 }
 
@@ -182,7 +207,8 @@ impl<'a> PageState<'a> {
             parts: Vec::new(),
             first: 0,
             last: 0,
-            deltas: Vec::with_capacity(BLOCK),
+            deltas: Box::new([0; BLOCK]),
+            pending: 0,
             blocks: Vec::new(),
         }
     }
@@ -221,10 +247,20 @@ impl<'a> PageState<'a> {
                     self.last = v[0];
                     rest = &v[1..];
                 }
-                for &x in rest {
-                    self.deltas.push(x.wrapping_sub(self.last));
-                    self.last = x;
-                    if self.deltas.len() == BLOCK {
+                while !rest.is_empty() {
+                    let take = (BLOCK - self.pending).min(rest.len());
+                    let mut prev = self.last;
+                    for (d, &x) in self.deltas[self.pending..self.pending + take]
+                        .iter_mut()
+                        .zip(&rest[..take])
+                    {
+                        *d = x.wrapping_sub(prev);
+                        prev = x;
+                    }
+                    self.last = prev;
+                    self.pending += take;
+                    rest = &rest[take..];
+                    if self.pending == BLOCK {
                         self.flush_block();
                     }
                 }
@@ -235,16 +271,17 @@ impl<'a> PageState<'a> {
 
     /// Encodes the pending deltas as one block.
     fn flush_block(&mut self) {
-        let n = self.deltas.len();
+        let n = self.pending;
         if n == 0 {
             return;
         }
-        let min = self.deltas.iter().copied().min().unwrap_or(0);
+        let deltas = &self.deltas[..n];
+        let min = deltas.iter().copied().min().unwrap_or(0);
         put_zigzag(&mut self.blocks, min);
         let widths = self.blocks.len();
         self.blocks.extend_from_slice(&[0; BLOCK / MINI]);
         let mut vals = [0u64; MINI];
-        for (m, d) in self.deltas.chunks(MINI).enumerate() {
+        for (m, d) in deltas.chunks(MINI).enumerate() {
             let mut or = 0u64;
             for (slot, &x) in vals.iter_mut().zip(d) {
                 *slot = x.wrapping_sub(min) as u64;
@@ -255,7 +292,7 @@ impl<'a> PageState<'a> {
             self.blocks[widths + m] = bw as u8;
             pack_mini(&vals, bw, &mut self.blocks);
         }
-        self.deltas.clear();
+        self.pending = 0;
     }
 
     /// The encoder's estimate of the page's bytes, as parquet's writer
@@ -289,7 +326,7 @@ impl<'a> PageState<'a> {
         self.min = i64::MAX;
         self.max = i64::MIN;
         self.parts.clear();
-        self.deltas.clear();
+        self.pending = 0;
         self.blocks.clear();
     }
 }
@@ -526,6 +563,24 @@ mod tests {
             // Descending, then constant.
             (0..700).map(|i| 5000 - 3 * i).collect(),
             vec![42; 777],
+            // Blocks of deltas of every bit width 1..=63 (0 and
+            // 2^bw - 1 in each, so each miniblock packs at that width).
+            {
+                let mut v = vec![0i64];
+                for bw in 1..64u32 {
+                    let top = (1u64 << bw) - 1;
+                    for i in 0..256u64 {
+                        let d = match i % 64 {
+                            0 => 0,
+                            1 => top,
+                            _ => (i.wrapping_mul(0x9e37_79b9_7f4a_7c15)) & top,
+                        };
+                        let last = *v.last().unwrap();
+                        v.push((last as u64).wrapping_add(d) as i64);
+                    }
+                }
+                v
+            },
         ]
     }
 
