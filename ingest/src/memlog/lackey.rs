@@ -233,17 +233,23 @@ fn line_end(buf: &[u8], i: usize) -> usize {
 /// the same instructions again and again, and a line equal byte for byte
 /// to one already read is counted without reading its digits again.
 ///
-/// Lines cached are lackey's usual `I  XXXXXXXX,S` (8 characters, a comma,
-/// one character and the newline after `I  `: 99.6 % of the bench log's
-/// fetches); others take the [`FetchCache`] path. The table is 2-way
-/// set-associative, one 64-byte cache line per set (8,192 sets, 512 KB,
-/// within L2): a new line goes to way 0, way 0 moves to way 1, and way 1's
-/// statistics go to the chunk's [`FetchCache`] map. Measured on the 1.1 GB
-/// bench log (61.7 M fetches): a direct-mapped table of 8,192 40-byte
-/// slots missed 9.4 M times, of 32,768 slots (1.25 MB) 3.1 M times but
-/// stalled on L2 misses (30 % of the parser's samples on the slot load).
+/// Lines cached are lackey's usual `I  XXXXXXXX,S` (8 hex digits, a
+/// comma, one size digit and the newline after `I  `: 99.6 % of the bench
+/// log's fetches); others take the [`FetchCache`] path. The table is 2-way
+/// set-associative, 16-byte slots (what a hit reads and writes: the
+/// digits, the count, the last ordinal), two per 32-byte set, 16,384 sets
+/// (512 KB, within L2), first ordinals in a cold array beside it: a new
+/// line goes to way 0, way 0 moves to way 1, and way 1's statistics go to
+/// the [`FetchCache`]. Measured on the 1.1 GB bench log (61.7 M fetches):
+/// a direct-mapped table of 8,192 40-byte slots missed 9.4 M times, of
+/// 32,768 slots (1.25 MB) 3.1 M times but stalled on L2 misses (30 % of
+/// the parser's samples on the slot load); 8,192 sets of two 32-byte
+/// slots missed 2.2 M times; the same 512 KB as 16,384 sets of 16-byte
+/// slots made the parser ~8 % faster.
 struct FetchLines {
     sets: Vec<LineSet>,
+    /// First fetch ordinal of each slot (read only when it is spilled).
+    firsts: Vec<[u32; 2]>,
 }
 
 /// A parser's instruction fetch counts, kept from block to block: the
@@ -275,56 +281,60 @@ impl FetchAgg {
 }
 
 #[derive(Clone, Copy, Default)]
-#[repr(C, align(64))]
+#[repr(C, align(32))]
 struct LineSet([LineSlot; 2]);
 
-/// One cached `I` line: its text after `I  `, as the first 8 bytes (`w0`,
-/// little-endian) and the 3 after them (`tail`'s low 24 bits, the last
-/// one the newline), with the size in `tail`'s top byte; what it reads as
-/// and its fetches so far (ordinals local to the chunk). `count == 0`:
-/// empty.
+/// One cached `I` line, as the hit path reads it: the 8 address digits
+/// after `I  ` (`w0`, little-endian; the line is those, a comma, one size
+/// digit and the newline), the size digit and the fetch count (`cnt`: the
+/// digit's byte in the top 8 bits, the count below), and the last fetch's
+/// ordinal (local to the chunk). The first fetch's ordinal sits in the
+/// table's cold `firsts`. The address is the digits' value ([`hex8`]).
+/// An empty slot is all zeros (no line has 8 NUL bytes: see the hit test).
 #[derive(Clone, Copy, Default)]
 #[repr(C)]
 struct LineSlot {
     w0: u64,
-    addr: u64,
-    tail: u32,
-    count: u32,
-    first: u32,
+    cnt: u32,
     last: u32,
 }
 
-const LINE_SETS_BITS: u32 = 13;
+const LINE_SETS_BITS: u32 = 14;
 const LINE_SETS: usize = 1 << LINE_SETS_BITS;
-const TAIL_MASK: u32 = 0x00ff_ffff;
+const COUNT_MASK: u32 = 0x00ff_ffff;
 
 impl FetchLines {
     fn new() -> Self {
         FetchLines {
             sets: vec![LineSet::default(); LINE_SETS],
+            firsts: vec![[0; 2]; LINE_SETS],
         }
     }
 
     #[inline(always)]
-    fn set(w0: u64, w1: u32) -> usize {
-        ((w0 ^ ((w1 as u64) << 29)).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - LINE_SETS_BITS))
+    fn set(w0: u64, digit: u8) -> usize {
+        ((w0 ^ ((digit as u64) << 45)).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - LINE_SETS_BITS))
             as usize
     }
 
-    /// Puts a line just read in way 0 of set `h`, pushing way 1 out.
+    /// Puts a line just read (first fetched at `first`) in way 0 of set
+    /// `h`, pushing way 1 out.
     #[inline]
-    fn install(&mut self, h: usize, slot: LineSlot, fetch: &mut FetchCache) {
+    fn install(&mut self, h: usize, slot: LineSlot, first: u32, fetch: &mut FetchCache) {
         let set = &mut self.sets[h].0;
-        set[1].spill(fetch);
+        let firsts = &mut self.firsts[h];
+        set[1].spill(firsts[1], fetch);
         set[1] = set[0];
+        firsts[1] = firsts[0];
         set[0] = slot;
+        firsts[0] = first;
     }
 
     /// Adds every slot's fetches to `fetch` and empties the table.
     fn flush(&mut self, fetch: &mut FetchCache) {
-        for set in &mut self.sets {
-            set.0[0].spill(fetch);
-            set.0[1].spill(fetch);
+        for (set, firsts) in self.sets.iter_mut().zip(&self.firsts) {
+            set.0[0].spill(firsts[0], fetch);
+            set.0[1].spill(firsts[1], fetch);
             *set = LineSet::default();
         }
     }
@@ -333,18 +343,24 @@ impl FetchLines {
 impl LineSlot {
     #[inline(always)]
     fn size(&self) -> u32 {
-        self.tail >> 24
+        ((self.cnt >> 24) as u8).wrapping_sub(b'0') as u32
+    }
+
+    #[inline(always)]
+    fn addr(&self) -> u64 {
+        hex8(self.w0)
     }
 
     /// Adds this slot's fetches (if any) to `fetch`.
     #[inline]
-    fn spill(&self, fetch: &mut FetchCache) {
-        if self.count > 0 {
+    fn spill(&self, first: u32, fetch: &mut FetchCache) {
+        let count = self.cnt & COUNT_MASK;
+        if count > 0 {
             fetch.add_counted(
-                self.addr,
+                self.addr(),
                 self.size(),
-                self.count as u64,
-                self.first as i64,
+                count as u64,
+                first as i64,
                 self.last as i64,
             );
         }
@@ -408,33 +424,34 @@ pub fn parse_chunk_into(
         let mut install = None;
         if b == b'I' && by_line && i + 15 <= n && buf[i + 1] == b' ' && buf[i + 2] == b' ' {
             let w0 = load(buf, i + 3);
-            // The 3 bytes after the first 8 end in the newline.
-            let w1 = u32::from_le_bytes(buf[i + 11..i + 15].try_into().unwrap()) & TAIL_MASK;
-            if w1 >> 16 == b'\n' as u32 && newline_bytes(w0) == 0 {
+            // `,` `D` `\n` after the 8 bytes: one size digit.
+            let digit = buf[i + 12];
+            if buf[i + 11] == b',' && buf[i + 13] == b'\n' && newline_bytes(w0) == 0 && w0 != 0 {
                 let end = i + 14;
-                let h = FetchLines::set(w0, w1);
+                let h = FetchLines::set(w0, digit);
                 let set = &mut lines.sets[h].0;
-                let way = if set[0].w0 == w0 && set[0].tail & TAIL_MASK == w1 && set[0].count != 0 {
+                let tag = (digit as u32) << 24;
+                let way = if set[0].w0 == w0 && set[0].cnt & !COUNT_MASK == tag {
                     0
-                } else if set[1].w0 == w0 && set[1].tail & TAIL_MASK == w1 && set[1].count != 0 {
+                } else if set[1].w0 == w0 && set[1].cnt & !COUNT_MASK == tag {
                     1
                 } else {
                     2
                 };
-                if way < 2 && set[way].count < u32::MAX {
+                if way < 2 && set[way].cnt & COUNT_MASK < COUNT_MASK {
                     let s = &mut set[way];
                     c.lines += 1;
                     c.records += 1;
                     c.instrs += 1;
-                    s.count += 1;
+                    s.cnt += 1;
                     s.last = c.instrs as u32;
                     if fetch_rows {
-                        c.rows.push(c.instrs as i64, KIND_I, s.addr, s.size());
+                        c.rows.push(c.instrs as i64, KIND_I, s.addr(), s.size());
                     }
                     i = end;
                     continue;
                 }
-                install = Some((h, w0, w1, end));
+                install = Some((h, w0, digit, end));
             }
         }
         c.lines += 1;
@@ -476,16 +493,15 @@ pub fn parse_chunk_into(
                         c.filtered += 1;
                     } else if kind == KIND_I {
                         match install {
-                            Some((h, w0, w1, end)) if end == next && size < 256 => {
+                            Some((h, w0, digit, end)) if end == next => {
+                                // Parsed as 8 hex digits, `,`, the digit.
+                                debug_assert_eq!(hex8(w0), addr);
                                 let slot = LineSlot {
                                     w0,
-                                    addr,
-                                    tail: w1 | (size << 24),
-                                    count: 1,
-                                    first: ord as u32,
+                                    cnt: ((digit as u32) << 24) | 1,
                                     last: ord as u32,
                                 };
-                                lines.install(h, slot, fetch);
+                                lines.install(h, slot, ord as u32, fetch);
                             }
                             _ => fetch.add(addr, size, ord),
                         }
