@@ -8,7 +8,8 @@
 # The log is generated, not committed: lackey of `ls -lR` over
 # /usr/share/doc and /usr/share/zoneinfo (about 1.1 GB here).
 #
-# Usage: bench/lackey_ingest.sh   (env BENCH_DIR, default /tmp/trawl-bench)
+# Usage: bench/lackey_ingest.sh   (env BENCH_DIR, default /tmp/trawl-bench;
+# ROUNDS, alternating DuckDB and trawl ingest runs, default 3)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 W=${BENCH_DIR:-/tmp/trawl-bench}/lackey
@@ -32,20 +33,33 @@ gbs() { python3 -c "print(f'{$SIZE / $1 / 1e9:.2f}')"; }
 # does not keep a 1.1 GB file for long (`fincore` showed 20 % of the log
 # gone again between runs, then read from disk inside the timed run), so
 # the log and the program are read into it again right before every timed
-# run, for every tool alike. The machine is noisy: trawl's runs are the
-# median of 3.
+# run, for every tool alike. The machine is noisy (its speed swings by
+# ~40 % within minutes): DuckDB and trawl ingest run in alternation,
+# ROUNDS times (default 3), so both see the same phases; each round's
+# ratio is printed and the medians are compared.
 warm() { cat "$LOG" "$@" > /dev/null; }
 T_STDOUT=/dev/null
 warm /usr/bin/wc
 read -r WC_S WC_KB < <(t wc wc -l "$LOG")
-rm -f "$W/duck.parquet"
-warm
-read -r DK_S DK_KB < <(t duckdb python3 bench/lackey_duckdb.py "$LOG" "$W/duck.parquet")
 median3() { # label, command...: median "seconds maxrss_kb" of 3 runs
   local label=$1; shift
   for _ in 1 2 3; do rm -rf "$W/cap-$label"; warm "$TRAWL"; t "$label" "$@" -o "$W/cap-$label"; done | sort -n | sed -n 2p
 }
-read -r TR_S TR_KB < <(median3 trawl "$TRAWL" ingest "$LOG" --no-symbolize)
+median() { sort -n | awk '{ v[NR] = $0 } END { print v[int((NR + 1) / 2)] }'; }
+ROUNDS=${ROUNDS:-3}
+: > "$W/runs.duckdb"
+: > "$W/runs.trawl"
+for r in $(seq "$ROUNDS"); do
+  rm -f "$W/duck.parquet"
+  warm
+  t duckdb python3 bench/lackey_duckdb.py "$LOG" "$W/duck.parquet" >> "$W/runs.duckdb"
+  rm -rf "$W/cap-trawl"
+  warm "$TRAWL"
+  t trawl "$TRAWL" ingest "$LOG" --no-symbolize -o "$W/cap-trawl" >> "$W/runs.trawl"
+  echo "round $r: DuckDB $(sed -n "${r}p" "$W/runs.duckdb" | cut -d' ' -f1) s, trawl ingest $(sed -n "${r}p" "$W/runs.trawl" | cut -d' ' -f1) s, ratio $(ratio "$(sed -n "${r}p" "$W/runs.duckdb" | cut -d' ' -f1)" "$(sed -n "${r}p" "$W/runs.trawl" | cut -d' ' -f1)")"
+done
+read -r DK_S DK_KB < <(median < "$W/runs.duckdb")
+read -r TR_S TR_KB < <(median < "$W/runs.trawl")
 read -r TF_S TF_KB < <(median3 trawl_rows "$TRAWL" ingest "$LOG" --no-symbolize --fetch-rows)
 rm -f "$W/log.tmem"
 warm "$TRAWL"
