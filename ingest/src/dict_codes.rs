@@ -337,7 +337,6 @@ fn write_chunk(
         rows += n;
     }
     pw.close()?;
-    drop(pw);
     let data_offset = locations.first().map_or(0, |l| l.offset);
     let metadata = ColumnChunkMetaData::builder(descr)
         .set_compression(codec)

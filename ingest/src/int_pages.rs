@@ -439,7 +439,6 @@ pub fn encode(
         emit(&mut page, &mut pw)?;
     }
     pw.close()?;
-    drop(pw);
 
     let encoding = match values {
         Values::Plain => Encoding::PLAIN,
@@ -689,7 +688,7 @@ mod tests {
                     .set_write_batch_size(1)
                     .build(),
             );
-            let close = same_as_parquet(&props, &[vals.clone()], &format!("{vals:?}"));
+            let close = same_as_parquet(&props, std::slice::from_ref(&vals), &format!("{vals:?}"));
             let index = format!("{:?}", close.column_index.unwrap());
             assert!(index.contains(order), "{vals:?}: {index}");
         }

@@ -316,6 +316,7 @@ impl FetchMap {
 /// address-sorted aggregate: adding each to a hash map as it came cost
 /// two or three cache misses apiece (≈60 ns; 2.2 M of them on the 1.1 GB
 /// bench log, 7 % of the ingest), a sort and a merge a few ns.
+#[derive(Default)]
 pub struct FetchCache {
     slots: Vec<FetchSlot>,
     /// Pushed-out statistics not merged yet, ordinals keyed.
@@ -357,18 +358,6 @@ const EMPTY_SLOT: FetchSlot = FetchSlot {
     count: 0,
     size: 0,
 };
-
-impl Default for FetchCache {
-    fn default() -> Self {
-        FetchCache {
-            slots: Vec::new(),
-            log: Vec::new(),
-            agg: Vec::new(),
-            spare: Vec::new(),
-            key: 0,
-        }
-    }
-}
 
 /// Adds `b`'s fetches to `a` (same address).
 #[inline]
