@@ -186,12 +186,11 @@ pub fn small_ints(columns: &[&ArrayRef]) -> Option<(Vec<i32>, Vec<u8>)> {
         if a.null_count() > 0 {
             return None;
         }
-        // Range first, without a branch per value (vectorised).
-        let (l, h) = a
-            .values()
-            .iter()
-            .fold((lo, hi), |(l, h), &v| (l.min(v), h.max(v)));
-        (lo, hi) = (l, h);
+        // Range first, without a branch per value (two vectorised
+        // passes; a (min, max) fold was not vectorised).
+        let v = a.values();
+        lo = lo.min(v.iter().copied().min().unwrap_or(lo));
+        hi = hi.max(v.iter().copied().max().unwrap_or(hi));
         arrays.push(a);
     }
     if lo < 0 || hi > 255 {
@@ -201,13 +200,25 @@ pub fn small_ints(columns: &[&ArrayRef]) -> Option<(Vec<i32>, Vec<u8>)> {
         // A constant column (`source_id`): nothing more to look at.
         vec![lo]
     } else {
-        let mut seen = [false; 256];
+        // Four tables, so stores of the same few values do not wait on
+        // each other.
+        let mut seen = [[false; 256]; 4];
         for a in arrays {
-            for &v in a.values().iter() {
-                seen[v as usize] = true;
+            let v = a.values();
+            let mut quads = v.chunks_exact(4);
+            for q in &mut quads {
+                seen[0][q[0] as u8 as usize] = true;
+                seen[1][q[1] as u8 as usize] = true;
+                seen[2][q[2] as u8 as usize] = true;
+                seen[3][q[3] as u8 as usize] = true;
+            }
+            for &x in quads.remainder() {
+                seen[0][x as u8 as usize] = true;
             }
         }
-        (0..256).filter(|&v| seen[v as usize]).collect()
+        (0..256)
+            .filter(|&v| seen.iter().any(|t| t[v as usize]))
+            .collect()
     };
     let mut code = vec![0u8; 256];
     for (k, &v) in values.iter().enumerate() {
