@@ -182,13 +182,14 @@ fn pack_mini(vals: &[u64; MINI], bw: u32, out: &mut Vec<u8>) {
 }
 
 /// The page being filled.
-struct PageState<'a> {
+struct PageState {
     values: Values,
     rows: usize,
     min: i64,
     max: i64,
-    /// PLAIN: the value bytes of the page, as runs of the batches' buffers.
-    parts: Vec<&'a [u8]>,
+    /// PLAIN: the page's values, as runs (buffer, first byte, end byte) of
+    /// the batches' buffers.
+    parts: Vec<(usize, usize, usize)>,
     /// Delta: first value, last value, pending deltas, completed blocks.
     first: i64,
     last: i64,
@@ -197,7 +198,7 @@ struct PageState<'a> {
     blocks: Vec<u8>,
 }
 
-impl<'a> PageState<'a> {
+impl PageState {
     fn new(values: Values) -> Self {
         PageState {
             values,
@@ -213,8 +214,8 @@ impl<'a> PageState<'a> {
         }
     }
 
-    /// Adds a mini-batch: `v` and its bytes `raw`.
-    fn put(&mut self, v: &[i64], raw: &'a [u8], stats: bool) {
+    /// Adds a mini-batch: `v`, bytes `bytes` of buffer `buf`.
+    fn put(&mut self, v: &[i64], buf: usize, bytes: std::ops::Range<usize>, stats: bool) {
         if v.is_empty() {
             return;
         }
@@ -227,18 +228,11 @@ impl<'a> PageState<'a> {
         }
         match self.values {
             Values::Plain => {
-                // Mini-batches of one batch follow each other in memory.
-                if let Some(p) = self.parts.last_mut() {
-                    if p.as_ptr_range().end == raw.as_ptr() {
-                        // SAFETY: `p` and `raw` are adjacent ranges of the
-                        // same Arrow buffer (one batch's values), so their
-                        // union is one valid, immutable range of it.
-                        *p = unsafe { std::slice::from_raw_parts(p.as_ptr(), p.len() + raw.len()) };
-                        self.rows += v.len();
-                        return;
-                    }
+                // Mini-batches of one batch follow each other.
+                match self.parts.last_mut() {
+                    Some((b, _, end)) if *b == buf && *end == bytes.start => *end = bytes.end,
+                    _ => self.parts.push((buf, bytes.start, bytes.end)),
                 }
-                self.parts.push(raw);
             }
             Values::Delta => {
                 let mut rest = v;
@@ -369,11 +363,11 @@ pub fn encode(
         let body = page.body();
         let raw: &[u8] = match (values, page.parts.as_slice()) {
             (Values::Delta, _) => &body,
-            (Values::Plain, [one]) => one,
+            (Values::Plain, &[(b, start, end)]) => &buffers[b].as_slice()[start..end],
             (Values::Plain, parts) => {
                 scratch.clear();
-                for p in parts {
-                    scratch.extend_from_slice(p);
+                for &(b, start, end) in parts {
+                    scratch.extend_from_slice(&buffers[b].as_slice()[start..end]);
                 }
                 &scratch
             }
@@ -422,13 +416,12 @@ pub fn encode(
         Ok(())
     };
 
-    for b in buffers {
+    for (k, b) in buffers.iter().enumerate() {
         let v: &[i64] = b.typed_data::<i64>();
-        let raw = b.as_slice();
         let mut off = 0;
         while off < v.len() {
             let end = (off + batch).min(v.len());
-            page.put(&v[off..end], &raw[off * 8..end * 8], with_stats);
+            page.put(&v[off..end], k, off * 8..end * 8, with_stats);
             off = end;
             if page.rows >= row_limit || page.estimated_bytes() >= size_limit {
                 emit(&mut page, &mut pw)?;
