@@ -40,6 +40,8 @@ use parquet::file::page_index::offset_index::{OffsetIndexMetaData, PageLocation}
 use parquet::file::writer::{SerializedPageWriter, TrackedWrite};
 use parquet::schema::types::ColumnDescPtr;
 
+use crate::int_pages::{put_varint, Codec};
+
 /// Indices per bit-packed run (63 groups of 8: a one-byte run header).
 const RUN_VALUES: usize = 63 * 8;
 
@@ -95,40 +97,14 @@ fn pack(keys: &[u8], bw: u8, out: &mut Vec<u8>) {
 /// Appends `n` copies of index 0 as one RLE run (`varint(n << 1)`, then
 /// the value in `ceil(bw / 8)` bytes): a one-value dictionary's page.
 fn rle_zeros(n: usize, bw: u8, out: &mut Vec<u8>) {
-    let mut h = (n as u64) << 1;
-    while h >= 0x80 {
-        out.push((h as u8) | 0x80);
-        h >>= 7;
-    }
-    out.push(h as u8);
+    put_varint(out, (n as u64) << 1);
     out.extend(std::iter::repeat_n(0u8, (bw as usize).div_ceil(8)));
 }
 
-/// Compresses page bodies with the chunk's codec (ZSTD or none), one zstd
-/// context for all pages of the chunk.
-struct Codec(Option<zstd::bulk::Compressor<'static>>);
-
-impl Codec {
-    fn new(codec: Compression) -> Result<Self> {
-        match codec {
-            Compression::UNCOMPRESSED => Ok(Codec(None)),
-            Compression::ZSTD(level) => zstd::bulk::Compressor::new(level.compression_level())
-                .map(|z| Codec(Some(z)))
-                .map_err(|e| ParquetError::External(Box::new(e))),
-            other => Err(ParquetError::NYI(format!("dictionary codes with {other}"))),
-        }
-    }
-
-    fn compress(&mut self, raw: Vec<u8>) -> Result<(Bytes, usize)> {
-        let n = raw.len();
-        match &mut self.0 {
-            None => Ok((Bytes::from(raw), n)),
-            Some(z) => z
-                .compress(&raw)
-                .map(|c| (Bytes::from(c), n))
-                .map_err(|e| ParquetError::External(Box::new(e))),
-        }
-    }
+/// Compresses `raw` with the chunk's codec: (page bytes, uncompressed
+/// length).
+fn compress(z: &mut Codec, raw: Vec<u8>) -> Result<(Bytes, usize)> {
+    Ok((z.compress(&raw)?, raw.len()))
 }
 
 /// Whether [`encode`] can write a chunk with this codec.
@@ -266,7 +242,7 @@ fn write_chunk(
     let mut sink = TrackedWrite::new(Vec::new());
     let mut pw = SerializedPageWriter::new(&mut sink);
     let mut z = Codec::new(codec)?;
-    let (buf, raw_len) = z.compress(dict)?;
+    let (buf, raw_len) = compress(&mut z, dict)?;
     let spec = pw.write_page(CompressedPage::new(
         Page::DictionaryPage {
             buf,
@@ -304,13 +280,14 @@ fn write_chunk(
                 continue;
             }
             let take = (page_rows - n).min(pending.len());
-            if constant {
-            } else if code.is_empty() {
-                // Dictionary keys (fewer than 256 values: checked by
-                // `shared_dictionary`).
-                page.extend(pending[..take].iter().map(|&k| k as u8));
-            } else {
-                page.extend(pending[..take].iter().map(|&v| code[v as usize]));
+            if !constant {
+                if code.is_empty() {
+                    // Dictionary keys (fewer than 256 values: checked by
+                    // `shared_dictionary`).
+                    page.extend(pending[..take].iter().map(|&k| k as u8));
+                } else {
+                    page.extend(pending[..take].iter().map(|&v| code[v as usize]));
+                }
             }
             n += take;
             pending = &pending[take..];
@@ -325,7 +302,7 @@ fn write_chunk(
         } else {
             pack(&page, bw, &mut body);
         }
-        let (buf, raw_len) = z.compress(body)?;
+        let (buf, raw_len) = compress(&mut z, body)?;
         let spec = pw.write_page(CompressedPage::new(
             Page::DataPage {
                 buf,
@@ -447,7 +424,7 @@ mod tests {
         use parquet::file::properties::WriterProperties;
         let schema = std::sync::Arc::new(Schema::new(vec![Field::new("c", ty, false)]));
         let props = WriterProperties::builder().set_compression(codec).build();
-        ArrowWriter::try_new(Vec::new(), schema, Some(props.into()))
+        ArrowWriter::try_new(Vec::new(), schema, Some(props))
             .unwrap()
             .into_serialized_writer()
             .unwrap()

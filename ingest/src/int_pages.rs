@@ -11,8 +11,8 @@
 //! and delta blocks are packed 64 values at a time.
 //!
 //! The pages, statistics, column index and offset index are those parquet's
-//! own writer makes with the same properties, byte for byte before
-//! compression (tests compare both): values are taken in mini-batches of
+//! own writer makes with the same properties, byte for byte (tests compare
+//! both writers' chunks, uncompressed and zstd): values are taken in mini-batches of
 //! `write_batch_size` from each batch, and a page ends after the mini-batch
 //! that brings it to `data_page_row_count_limit` rows or to
 //! `data_page_size_limit` estimated bytes (PLAIN: 8 per value; delta: the
@@ -49,6 +49,15 @@ const MINI: usize = 64;
 pub enum Values {
     Plain,
     Delta,
+}
+
+impl Values {
+    fn encoding(self) -> Encoding {
+        match self {
+            Values::Plain => Encoding::PLAIN,
+            Values::Delta => Encoding::DELTA_BINARY_PACKED,
+        }
+    }
 }
 
 /// How this module writes the column `descr` with `props`, or `None` when
@@ -92,25 +101,27 @@ pub fn plan(
     Some((values, stats))
 }
 
-/// Compresses page bodies with the chunk's codec, one zstd context for
-/// all of its pages.
-enum Codec {
+/// Compresses page bodies with a chunk's codec (ZSTD or none), one zstd
+/// context for all of its pages (also used by [`crate::dict_codes`]).
+pub(crate) enum Codec {
     None,
     Zstd(zstd::bulk::Compressor<'static>),
 }
 
 impl Codec {
-    fn new(c: Compression) -> Result<Self> {
+    pub(crate) fn new(c: Compression) -> Result<Self> {
         match c {
             Compression::UNCOMPRESSED => Ok(Codec::None),
             Compression::ZSTD(level) => zstd::bulk::Compressor::new(level.compression_level())
                 .map(Codec::Zstd)
                 .map_err(|e| ParquetError::External(Box::new(e))),
-            other => Err(ParquetError::NYI(format!("integer pages with {other}"))),
+            other => Err(ParquetError::NYI(format!(
+                "pages written here with {other}"
+            ))),
         }
     }
 
-    fn compress(&mut self, raw: &[u8]) -> Result<Bytes> {
+    pub(crate) fn compress(&mut self, raw: &[u8]) -> Result<Bytes> {
         match self {
             Codec::None => Ok(Bytes::copy_from_slice(raw)),
             Codec::Zstd(z) => z
@@ -122,7 +133,7 @@ impl Codec {
 }
 
 /// Appends `v` as an unsigned LEB128 varint.
-fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+pub(crate) fn put_varint(out: &mut Vec<u8>, mut v: u64) {
     while v >= 0x80 {
         out.push((v as u8) | 0x80);
         v >>= 7;
@@ -377,10 +388,7 @@ pub fn encode(
             Page::DataPage {
                 buf,
                 num_values: page.rows as u32,
-                encoding: match values {
-                    Values::Plain => Encoding::PLAIN,
-                    Values::Delta => Encoding::DELTA_BINARY_PACKED,
-                },
+                encoding: values.encoding(),
                 def_level_encoding: Encoding::RLE,
                 rep_level_encoding: Encoding::RLE,
                 statistics: None,
@@ -433,10 +441,7 @@ pub fn encode(
     }
     pw.close()?;
 
-    let encoding = match values {
-        Values::Plain => Encoding::PLAIN,
-        Values::Delta => Encoding::DELTA_BINARY_PACKED,
-    };
+    let encoding = values.encoding();
     let mut meta = ColumnChunkMetaData::builder(descr)
         .set_compression(codec)
         .set_encodings_mask(EncodingMask::new_from_encodings(

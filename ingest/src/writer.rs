@@ -103,7 +103,8 @@ pub struct TableWriter {
 }
 
 /// A column chunk ready to append: from parquet's Arrow column writer, or
-/// encoded here (dictionary keys, [`dict_codes`]; required integers,
+/// encoded here (dictionary keys and small integers, [`dict_codes`];
+/// 64-bit integers, [`int_pages`]; other required integers,
 /// [`write_plain_ints`]).
 enum Chunk {
     Arrow(ArrowColumnChunk),
@@ -163,8 +164,9 @@ fn write_plain_ints(
 /// parquet's Arrow column writer, when one of these applies: the table's
 /// code column (`codes`) as dictionary keys ([`dict_codes::encode`]);
 /// a required Int32 column without statistics whose values lie in 0..=255
-/// as a dictionary of them ([`dict_codes::encode_small_ints`]); any other
-/// required integer column through the typed writer
+/// as a dictionary of them ([`dict_codes::encode_small_ints`]); a required
+/// INT64 column [`int_pages::plan`] takes ([`int_pages::encode`]); any
+/// other required integer column through the typed writer
 /// ([`write_plain_ints`]). `None`: the Arrow writer's turn.
 fn encode_column(
     codes: bool,

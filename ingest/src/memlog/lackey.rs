@@ -398,7 +398,7 @@ pub fn parse_chunk_into(
     fetch.set_key(super::chunk_key(seq));
     let mut c = Chunk {
         rows: Rows::default(),
-        fetch: FetchMap::empty(),
+        fetch: FetchMap::default(),
         pages: PageStats::new(page_size),
         instrs: 0,
         lines: 0,
@@ -420,7 +420,8 @@ pub fn parse_chunk_into(
     let mut i = 0usize;
     while i < n {
         let b = buf[i];
-        // (slot, text words, end) of an `I` line to cache once read.
+        // (set, address digits, size digit, end) of an `I` line to cache
+        // once read.
         let mut install = None;
         if b == b'I' && by_line && i + 15 <= n && buf[i + 1] == b' ' && buf[i + 2] == b' ' {
             let w0 = load(buf, i + 3);
@@ -803,8 +804,8 @@ mod tests {
     #[test]
     fn blocks_with_shared_fetch_maps_read_as_one_chunk() {
         use super::super::{Collector, RowSink};
-        struct Drop;
-        impl RowSink for Drop {
+        struct Discard;
+        impl RowSink for Discard {
             fn rows(&mut self, _: Rows) -> crate::Result<()> {
                 Ok(())
             }
@@ -825,7 +826,7 @@ mod tests {
             let agg = &mut aggs[(seq % 3 == 0) as usize];
             let chunk = parse_chunk_into(&text[at..end], &Filter::default(), 4096, agg, seq);
             assert!(chunk.fetch.is_empty());
-            c.add_chunk(chunk, &mut diags, &mut Drop).unwrap();
+            c.add_chunk(chunk, &mut diags, &mut Discard).unwrap();
             at = end;
             seq += 1;
         }
@@ -842,7 +843,7 @@ mod tests {
                 .collect::<Vec<_>>()
         };
         let mut one = Collector::new(4096);
-        one.add_chunk(whole, &mut diags, &mut Drop).unwrap();
+        one.add_chunk(whole, &mut diags, &mut Discard).unwrap();
         assert_eq!(pages(c.page_summary()), pages(one.page_summary()));
     }
 

@@ -200,38 +200,19 @@ pub struct FetchStat {
 
 /// Instruction fetches aggregated per address. A direct-mapped cache of
 /// recent addresses sits in front of the hash map: loops fetch the same
-/// instructions again and again.
-#[derive(Clone, Debug)]
+/// instructions again and again. Nothing is allocated until the first
+/// fetch.
+#[derive(Clone, Debug, Default)]
 pub struct FetchMap {
     index: FxHashMap<u64, u32>,
     entries: Vec<(u64, FetchStat)>,
+    /// `FETCH_CACHE` (address, entry) pairs once used.
     cache: Vec<(u64, u32)>,
 }
 
 const FETCH_CACHE: usize = 1 << 13;
 
-impl Default for FetchMap {
-    fn default() -> Self {
-        // Sized for a block's distinct instructions (a few thousand), so
-        // a block's map does not rehash as it grows.
-        FetchMap {
-            index: FxHashMap::with_capacity_and_hasher(8192, Default::default()),
-            entries: Vec::with_capacity(8192),
-            cache: vec![(u64::MAX, 0); FETCH_CACHE],
-        }
-    }
-}
-
 impl FetchMap {
-    /// A map that allocates nothing until used.
-    pub fn empty() -> Self {
-        FetchMap {
-            index: FxHashMap::default(),
-            entries: Vec::new(),
-            cache: Vec::new(),
-        }
-    }
-
     #[inline(always)]
     pub fn add(&mut self, addr: u64, size: u32, count: u64, first: i64, last: i64) {
         if self.cache.is_empty() {
