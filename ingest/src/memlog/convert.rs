@@ -8,10 +8,10 @@ use arrow::array::{
     ArrayRef, DictionaryArray, Int32Array, Int64Array, Int64Builder, StringArray, StringBuilder,
     UInt64Array, UInt64Builder,
 };
-use arrow::buffer::{Buffer, ScalarBuffer};
+use arrow::buffer::ScalarBuffer;
 use arrow::datatypes::Int32Type;
 
-use super::{maps::Mapping, Collector, RowSink, Rows, KIND_LETTERS};
+use super::{maps::Mapping, pool, Collector, RowSink, Rows, KIND_LETTERS};
 use crate::schema;
 use crate::writer::{CaptureWriter, TableWriter};
 use crate::Result;
@@ -25,6 +25,8 @@ pub struct MemConverter {
     page: Option<TableWriter>,
     map: Option<TableWriter>,
     kinds: ArrayRef,
+    /// `source_id` values of `mem_access`, sliced for each batch.
+    sids: Int32Array,
 }
 
 impl MemConverter {
@@ -36,11 +38,13 @@ impl MemConverter {
             page: None,
             map: None,
             kinds: Arc::new(StringArray::from(KIND_LETTERS.to_vec())),
+            sids: Int32Array::from(Vec::<i32>::new()),
         }
     }
 
     pub fn begin_source(&mut self, cap: &mut CaptureWriter, id: i32) -> Result<()> {
         self.source_id = id;
+        self.sids = Int32Array::from(Vec::<i32>::new());
         if self.access.is_none() {
             self.access = Some(cap.open_table(&schema::MEM_ACCESS)?);
             self.fetch = Some(cap.open_table(&schema::MEM_FETCH)?);
@@ -105,6 +109,15 @@ impl MemConverter {
             }
         }
         Ok(())
+    }
+
+    /// `n` copies of the source id: a slice of one array made for many
+    /// batches (not a new vector each).
+    fn source_ids(&mut self, n: usize) -> Int32Array {
+        if self.sids.len() < n {
+            self.sids = Int32Array::from(vec![self.source_id; n.max(1 << 18)]);
+        }
+        self.sids.slice(0, n)
     }
 
     /// Writes the mappings of a maps file (input `id`).
@@ -179,19 +192,33 @@ impl RowSink for MemConverter {
                 )),
             });
         }
-        let keys = Int32Array::from_iter_values(rows.kind.iter().map(|&k| k as i32));
+        let mut keys = pool::KEYS.take(n);
+        keys.extend(rows.kind.iter().map(|&k| k as i32));
+        pool::KINDS.give(rows.kind);
+        let keys = Int32Array::new(
+            ScalarBuffer::new(pool::buffer(keys, &pool::KEYS), 0, n),
+            None,
+        );
         // SAFETY: no key is null, and the largest is below the number of
         // dictionary values (checked above).
         let kind = unsafe { DictionaryArray::<Int32Type>::new_unchecked(keys, self.kinds.clone()) };
+        // The vectors go back to the parsers' pools once their row group
+        // is written (no copy: Arrow buffers over them).
         let cols: Vec<ArrayRef> = vec![
-            Arc::new(Int32Array::from(vec![self.source_id; n])),
-            Arc::new(Int64Array::from(rows.ordinal)),
+            Arc::new(self.source_ids(n)),
+            Arc::new(Int64Array::new(
+                ScalarBuffer::new(pool::buffer(rows.ordinal, &pool::ORDINALS), 0, n),
+                None,
+            )),
             Arc::new(kind),
-            Arc::new(UInt64Array::from(rows.address)),
+            Arc::new(UInt64Array::new(
+                ScalarBuffer::new(pool::buffer(rows.address, &pool::ADDRESSES), 0, n),
+                None,
+            )),
             // The u32 sizes reinterpreted as Int32 without a copy (sizes
             // are < 2^31: lackey's are at most a few hundred bytes).
             Arc::new(Int32Array::new(
-                ScalarBuffer::new(Buffer::from_vec(rows.size), 0, n),
+                ScalarBuffer::new(pool::buffer(rows.size, &pool::SIZES), 0, n),
                 None,
             )),
         ];

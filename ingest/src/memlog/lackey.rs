@@ -247,7 +247,7 @@ fn line_end(buf: &[u8], i: usize) -> usize {
 /// slots missed 2.2 M times; the same 512 KB as 16,384 sets of 16-byte
 /// slots made the parser ~8 % faster.
 struct FetchLines {
-    sets: Vec<LineSet>,
+    sets: Box<[LineSet; LINE_SETS]>,
     /// First fetch ordinal of each slot (read only when it is spilled).
     firsts: Vec<[u32; 2]>,
 }
@@ -290,7 +290,8 @@ struct LineSet([LineSlot; 2]);
 /// digit's byte in the top 8 bits, the count below), and the last fetch's
 /// ordinal (local to the chunk). The first fetch's ordinal sits in the
 /// table's cold `firsts`. The address is the digits' value ([`hex8`]).
-/// An empty slot is all zeros (no line has 8 NUL bytes: see the hit test).
+/// An empty slot is all zeros: its tag (the digit byte) is no digit, so
+/// no line hits it.
 #[derive(Clone, Copy, Default)]
 #[repr(C)]
 struct LineSlot {
@@ -302,11 +303,20 @@ struct LineSlot {
 const LINE_SETS_BITS: u32 = 14;
 const LINE_SETS: usize = 1 << LINE_SETS_BITS;
 const COUNT_MASK: u32 = 0x00ff_ffff;
+/// `I  ` (little-endian), the first three bytes of a cached line.
+const LINE_HEAD: u64 = 0x20_2049;
+/// The comma and the newline of a cached line, bytes 11 and 13 (of bytes
+/// 8 to 15).
+const LINE_SEP_MASK: u64 = 0x0000_ff00_ff00_0000;
+const LINE_SEP: u64 = 0x0000_0a00_2c00_0000;
 
 impl FetchLines {
     fn new() -> Self {
         FetchLines {
-            sets: vec![LineSet::default(); LINE_SETS],
+            sets: vec![LineSet::default(); LINE_SETS]
+                .into_boxed_slice()
+                .try_into()
+                .unwrap_or_else(|_| unreachable!()),
             firsts: vec![[0; 2]; LINE_SETS],
         }
     }
@@ -318,11 +328,19 @@ impl FetchLines {
     }
 
     /// Puts a line just read (first fetched at `first`) in way 0 of set
-    /// `h`, pushing way 1 out.
+    /// `h` (of `sets`, `firsts`: a table's, borrowed apart), pushing way 1
+    /// out.
     #[inline]
-    fn install(&mut self, h: usize, slot: LineSlot, first: u32, fetch: &mut FetchCache) {
-        let set = &mut self.sets[h].0;
-        let firsts = &mut self.firsts[h];
+    fn install(
+        sets: &mut [LineSet; LINE_SETS],
+        firsts: &mut [[u32; 2]],
+        h: usize,
+        slot: LineSlot,
+        first: u32,
+        fetch: &mut FetchCache,
+    ) {
+        let set = &mut sets[h].0;
+        let firsts = &mut firsts[h];
         set[1].spill(firsts[1], fetch);
         set[1] = set[0];
         firsts[1] = firsts[0];
@@ -367,13 +385,6 @@ impl LineSlot {
     }
 }
 
-/// High bit set in each byte of `w` that is a newline.
-#[inline(always)]
-fn newline_bytes(w: u64) -> u64 {
-    let x = w ^ (ONES * b'\n' as u64);
-    x.wrapping_sub(ONES) & !x & HIGHS
-}
-
 /// Parses whole lines of lackey output. `buf` ends at a line boundary,
 /// except for the last chunk of the input, whose unterminated last line is
 /// reported as truncated.
@@ -407,31 +418,44 @@ pub fn parse_chunk_into(
         meta: Vec::new(),
         problems: Vec::new(),
     };
-    // Most records are data accesses to a few stack pages and fetches of
-    // a few code pages: rows are reserved for a typical mix.
-    c.rows.reserve(buf.len() / 40);
+    // Rows are reserved for a typical mix (a quarter of the lines, 14 to
+    // 16 bytes each, are data accesses), in vectors used before.
+    c.rows = Rows::pooled(buf.len() / 40);
     let keep_i = filter.kinds & (1 << KIND_I) != 0;
     let fetch_rows = keep_i && filter.fetch_rows;
     let all_addrs = filter.ranges.is_empty();
-    // Every fetch kept (the usual case), and ordinals of the chunk fit
-    // the slots' 32 bits: `I` lines go through the line cache.
-    let by_line = keep_i && all_addrs && buf.len() < u32::MAX as usize;
+    // Every fetch kept (the usual case), and a chunk too short for a line
+    // to be counted 2^24 times (14 bytes a line): `I` lines go through
+    // the line cache. `cache_end`: a line at `i < cache_end` has 16 bytes
+    // of buffer for the loads below.
+    let by_line = keep_i && all_addrs && buf.len() < 14 * COUNT_MASK as usize;
+    let cache_end = if by_line {
+        buf.len().saturating_sub(15)
+    } else {
+        0
+    };
+    let FetchLines { sets, firsts } = &mut *lines;
     let n = buf.len();
+    let (mut instrs, mut hits) = (0u64, 0u64);
     let mut i = 0usize;
     while i < n {
-        let b = buf[i];
         // (set, address digits, size digit, end) of an `I` line to cache
         // once read.
         let mut install = None;
-        if b == b'I' && by_line && i + 15 <= n && buf[i + 1] == b' ' && buf[i + 2] == b' ' {
-            let w0 = load(buf, i + 3);
-            // `,` `D` `\n` after the 8 bytes: one size digit.
-            let digit = buf[i + 12];
-            if buf[i + 11] == b',' && buf[i + 13] == b'\n' && newline_bytes(w0) == 0 && w0 != 0 {
-                let end = i + 14;
+        if i < cache_end {
+            // `I  XXXXXXXX,D\n`: `I` and two blanks, 8 digits, a comma, one
+            // size digit and a newline.
+            let head = load(buf, i);
+            let tail = load(buf, i + 8);
+            if head & 0xff_ffff == LINE_HEAD && tail & LINE_SEP_MASK == LINE_SEP {
+                let w0 = load(buf, i + 3);
+                let digit = (tail >> 32) as u8;
                 let h = FetchLines::set(w0, digit);
-                let set = &mut lines.sets[h].0;
+                let set = &mut sets[h].0;
                 let tag = (digit as u32) << 24;
+                // A hit needs no check of the digits: only lines read as
+                // 8 hex digits are installed, and an empty slot's tag is
+                // 0 (no digit's).
                 let way = if set[0].w0 == w0 && set[0].cnt & !COUNT_MASK == tag {
                     0
                 } else if set[1].w0 == w0 && set[1].cnt & !COUNT_MASK == tag {
@@ -439,23 +463,26 @@ pub fn parse_chunk_into(
                 } else {
                     2
                 };
-                if way < 2 && set[way].cnt & COUNT_MASK < COUNT_MASK {
+                if way < 2 {
                     let s = &mut set[way];
-                    c.lines += 1;
-                    c.records += 1;
-                    c.instrs += 1;
+                    hits += 1;
+                    instrs += 1;
                     s.cnt += 1;
-                    s.last = c.instrs as u32;
+                    s.last = instrs as u32;
                     if fetch_rows {
-                        c.rows.push(c.instrs as i64, KIND_I, s.addr(), s.size());
+                        c.rows.push(instrs as i64, KIND_I, s.addr(), s.size());
                     }
-                    i = end;
+                    i += 14;
                     continue;
                 }
-                install = Some((h, w0, digit, end));
+                install = Some((h, w0, digit, i + 14));
             }
         }
-        c.lines += 1;
+        let b = buf[i];
+        // Line numbers of problems and metadata count the hits before.
+        c.lines += hits + 1;
+        c.records += hits;
+        hits = 0;
         let (kind, at) = if b == b'I' {
             // `I  ADDR`: two blanks; record_fast skips one more.
             (
@@ -485,9 +512,9 @@ pub fn parse_chunk_into(
                 Ok(Some((addr, size, next))) => {
                     c.records += 1;
                     if kind == KIND_I {
-                        c.instrs += 1;
+                        instrs += 1;
                     }
-                    let ord = c.instrs as i64;
+                    let ord = instrs as i64;
                     let keep =
                         filter.kinds & (1 << kind) != 0 && (all_addrs || filter.keep_addr(addr));
                     if !keep {
@@ -502,7 +529,7 @@ pub fn parse_chunk_into(
                                     cnt: ((digit as u32) << 24) | 1,
                                     last: ord as u32,
                                 };
-                                lines.install(h, slot, ord as u32, fetch);
+                                FetchLines::install(sets, firsts, h, slot, ord as u32, fetch);
                             }
                             _ => fetch.add(addr, size, ord),
                         }
@@ -585,6 +612,9 @@ pub fn parse_chunk_into(
         }
         i = end;
     }
+    c.instrs = instrs;
+    c.lines += hits;
+    c.records += hits;
     lines.flush(fetch);
     fetch.end_chunk();
     c

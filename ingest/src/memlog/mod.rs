@@ -22,6 +22,7 @@ pub mod binary;
 pub mod convert;
 pub mod lackey;
 pub mod maps;
+pub mod pool;
 
 use std::io::Read;
 
@@ -1174,7 +1175,7 @@ pub fn ingest_binary(
         let decoded: Vec<(Rows, PageStats)> = pending
             .par_iter()
             .map(|(raw, base)| {
-                let mut rows = Rows::default();
+                let mut rows = Rows::pooled(0);
                 // Kinds were checked when the block was read.
                 let _ = binary::decode_accesses(raw, *base, &filter, &mut rows);
                 let mut pages = PageStats::new(page_size);
