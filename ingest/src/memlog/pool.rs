@@ -33,8 +33,10 @@ impl<T> VecPool<T> {
         }
     }
 
-    /// An empty vector with room for `n` elements.
+    /// An empty vector with room for `n` elements (rounded up, so that
+    /// blocks a few rows apart take the same vectors without growing them).
     pub fn take(&self, n: usize) -> Vec<T> {
+        let n = n.next_multiple_of(4096);
         let v = self.free.lock().unwrap_or_else(|p| p.into_inner()).pop();
         match v {
             Some(mut v) => {
