@@ -2,16 +2,18 @@
 //! `mem_fetch`, `mem_page` and `mem_map`. No bytes here: the readers in
 //! [`super::lackey`], [`super::binary`] and [`super::maps`] parse.
 
+use std::ptr::NonNull;
 use std::sync::Arc;
 
 use arrow::array::{
     ArrayRef, DictionaryArray, Int32Array, Int64Array, Int64Builder, StringArray, StringBuilder,
     UInt64Array, UInt64Builder,
 };
-use arrow::buffer::ScalarBuffer;
-use arrow::datatypes::Int32Type;
+use arrow::buffer::{Buffer, ScalarBuffer};
+use arrow::datatypes::{ArrowNativeType, Int32Type};
 
-use super::{maps::Mapping, pool, Collector, RowSink, Rows, KIND_LETTERS};
+use super::pool::{self, VecPool};
+use super::{maps::Mapping, Collector, RowSink, Rows, KIND_LETTERS};
 use crate::schema;
 use crate::writer::{CaptureWriter, TableWriter};
 use crate::Result;
@@ -172,6 +174,35 @@ impl MemConverter {
     }
 }
 
+/// Owns a vector behind an Arrow buffer; gives it back to its pool when
+/// the buffer's last reference is dropped.
+struct Pooled<T: 'static> {
+    v: Vec<T>,
+    pool: &'static VecPool<T>,
+}
+
+impl<T: 'static> Drop for Pooled<T> {
+    fn drop(&mut self) {
+        self.pool.give(std::mem::take(&mut self.v));
+    }
+}
+
+/// `v`'s elements as an Arrow buffer (no copy); the vector goes back to
+/// `pool` once the buffer (every slice of it) is dropped.
+pub fn pooled_buffer<T: ArrowNativeType + std::panic::RefUnwindSafe>(
+    v: Vec<T>,
+    pool: &'static VecPool<T>,
+) -> Buffer {
+    let len = std::mem::size_of_val(v.as_slice());
+    // A vector's pointer is never null (dangling but aligned when empty).
+    let ptr = NonNull::new(v.as_ptr() as *mut u8).unwrap_or(NonNull::dangling());
+    let owner = Arc::new(Pooled { v, pool });
+    // SAFETY: `ptr` points at `len` initialised bytes of the vector's heap
+    // allocation, which `owner` keeps (unmoved, unchanged: the vector is
+    // only touched again in `drop`) until the buffer's last reference goes.
+    unsafe { Buffer::from_custom_allocation(ptr, len, owner) }
+}
+
 impl Default for MemConverter {
     fn default() -> Self {
         Self::new()
@@ -196,7 +227,7 @@ impl RowSink for MemConverter {
         keys.extend(rows.kind.iter().map(|&k| k as i32));
         pool::KINDS.give(rows.kind);
         let keys = Int32Array::new(
-            ScalarBuffer::new(pool::buffer(keys, &pool::KEYS), 0, n),
+            ScalarBuffer::new(pooled_buffer(keys, &pool::KEYS), 0, n),
             None,
         );
         // SAFETY: no key is null, and the largest is below the number of
@@ -207,18 +238,18 @@ impl RowSink for MemConverter {
         let cols: Vec<ArrayRef> = vec![
             Arc::new(self.source_ids(n)),
             Arc::new(Int64Array::new(
-                ScalarBuffer::new(pool::buffer(rows.ordinal, &pool::ORDINALS), 0, n),
+                ScalarBuffer::new(pooled_buffer(rows.ordinal, &pool::ORDINALS), 0, n),
                 None,
             )),
             Arc::new(kind),
             Arc::new(UInt64Array::new(
-                ScalarBuffer::new(pool::buffer(rows.address, &pool::ADDRESSES), 0, n),
+                ScalarBuffer::new(pooled_buffer(rows.address, &pool::ADDRESSES), 0, n),
                 None,
             )),
             // The u32 sizes reinterpreted as Int32 without a copy (sizes
             // are < 2^31: lackey's are at most a few hundred bytes).
             Arc::new(Int32Array::new(
-                ScalarBuffer::new(pool::buffer(rows.size, &pool::SIZES), 0, n),
+                ScalarBuffer::new(pooled_buffer(rows.size, &pool::SIZES), 0, n),
                 None,
             )),
         ];
@@ -226,5 +257,29 @@ impl RowSink for MemConverter {
             Some(w) => w.write_columns(cols),
             None => Ok(()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buffers_give_their_vectors_back_when_dropped() {
+        static POOL: VecPool<i64> = VecPool::new();
+        let mut v = POOL.take(1000);
+        v.extend(0..1000);
+        let at = v.as_ptr();
+        let a = Int64Array::new(ScalarBuffer::new(pooled_buffer(v, &POOL), 0, 1000), None);
+        let b = a.slice(10, 5);
+        drop(a);
+        // A slice still holds the buffer: nothing back yet.
+        let other = POOL.take(1);
+        assert_ne!(other.as_ptr(), at);
+        assert_eq!(b.values().as_ref(), &[10, 11, 12, 13, 14]);
+        drop(b);
+        let again = POOL.take(10);
+        assert_eq!(again.as_ptr(), at, "the same allocation, emptied");
+        assert!(again.is_empty());
     }
 }

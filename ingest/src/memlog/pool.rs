@@ -5,16 +5,14 @@
 //! the memory back to the kernel, and the next block's vectors are fresh
 //! pages: zeroed and mapped one page fault at a time (≈ 5 % of an ingest's
 //! CPU on the 1.1 GB bench log: 25 K faults, `clear_page`). Instead the
-//! buffers are made from the vectors with an owner that puts them back in
-//! a pool here when Arrow drops the last reference, and parsers take their
-//! vectors from the pool. The pools hold at most [`KEEP`] vectors each,
-//! so they never keep more than what was in flight at once.
+//! converter makes the buffers with an owner that puts the vectors back in
+//! a pool here when Arrow drops the last reference
+//! ([`convert::pooled_buffer`](super::convert::pooled_buffer)), and
+//! parsers take their vectors from the pools. The pools hold at most
+//! [`KEEP`] vectors each, so they never keep more than what was in flight
+//! at once. No Arrow here.
 
-use std::ptr::NonNull;
-use std::sync::{Arc, Mutex};
-
-use arrow::buffer::Buffer;
-use arrow::datatypes::ArrowNativeType;
+use std::sync::Mutex;
 
 use super::Rows;
 
@@ -78,35 +76,6 @@ pub static SIZES: VecPool<u32> = VecPool::new();
 /// `kind` dictionary keys (the converter's).
 pub static KEYS: VecPool<i32> = VecPool::new();
 
-/// Owns a vector behind an Arrow buffer; gives it back to its pool when
-/// the buffer's last reference is dropped.
-struct Pooled<T: 'static> {
-    v: Vec<T>,
-    pool: &'static VecPool<T>,
-}
-
-impl<T: 'static> Drop for Pooled<T> {
-    fn drop(&mut self) {
-        self.pool.give(std::mem::take(&mut self.v));
-    }
-}
-
-/// `v`'s elements as an Arrow buffer (no copy); the vector goes back to
-/// `pool` once the buffer is dropped.
-pub fn buffer<T: ArrowNativeType + std::panic::RefUnwindSafe>(
-    v: Vec<T>,
-    pool: &'static VecPool<T>,
-) -> Buffer {
-    let len = std::mem::size_of_val(v.as_slice());
-    // A vector's pointer is never null (dangling but aligned when empty).
-    let ptr = NonNull::new(v.as_ptr() as *mut u8).unwrap_or(NonNull::dangling());
-    let owner = Arc::new(Pooled { v, pool });
-    // SAFETY: `ptr` points at `len` initialised bytes of the vector's heap
-    // allocation, which `owner` keeps (unmoved, unchanged: the vector is
-    // only touched again in `drop`) until the buffer's last reference goes.
-    unsafe { Buffer::from_custom_allocation(ptr, len, owner) }
-}
-
 impl Rows {
     /// Empty rows with room for `n`, in vectors from the pools.
     pub fn pooled(n: usize) -> Rows {
@@ -122,29 +91,18 @@ impl Rows {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use arrow::array::Int64Array;
-    use arrow::buffer::ScalarBuffer;
 
     #[test]
-    fn buffers_give_their_vectors_back_when_dropped() {
-        static POOL: VecPool<i64> = VecPool::new();
-        let v = POOL.take(1000);
-        assert!(v.capacity() >= 1000);
-        let mut v = v;
-        v.extend(0..1000);
+    fn pools_give_back_what_they_kept_and_stay_bounded() {
+        static POOL: VecPool<u32> = VecPool::new();
+        let mut v = POOL.take(1000);
+        assert!(v.capacity() >= 4096, "rounded up");
+        v.extend(0..10);
         let at = v.as_ptr();
-        let a = Int64Array::new(ScalarBuffer::new(buffer(v, &POOL), 0, 1000), None);
-        let b = a.slice(10, 5);
-        drop(a);
-        assert_eq!(POOL.len(), 0, "a slice still holds the buffer");
-        assert_eq!(b.values().as_ref(), &[10, 11, 12, 13, 14]);
-        drop(b);
-        assert_eq!(POOL.len(), 1);
-        // The same allocation comes back, emptied.
+        POOL.give(v);
         let again = POOL.take(10);
-        assert_eq!(again.as_ptr(), at);
+        assert_eq!(again.as_ptr(), at, "the same allocation, emptied");
         assert!(again.is_empty());
-        // Bounded: vectors beyond KEEP are freed.
         for _ in 0..KEEP + 5 {
             POOL.give(Vec::with_capacity(8));
         }
