@@ -9,7 +9,7 @@
 # /usr/share/doc and /usr/share/zoneinfo (about 1.1 GB here).
 #
 # Usage: bench/lackey_ingest.sh   (env BENCH_DIR, default /tmp/trawl-bench;
-# ROUNDS, alternating DuckDB and trawl ingest runs, default 3)
+# ROUNDS, alternating DuckDB and trawl ingest runs, default 5)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 W=${BENCH_DIR:-/tmp/trawl-bench}/lackey
@@ -35,7 +35,7 @@ gbs() { python3 -c "print(f'{$SIZE / $1 / 1e9:.2f}')"; }
 # the log and the program are read into it again right before every timed
 # run, for every tool alike. The machine is noisy (its speed swings by
 # ~40 % within minutes): DuckDB and trawl ingest run in alternation,
-# ROUNDS times (default 3), so both see the same phases; each round's
+# ROUNDS times (default 5), so both see the same phases; each round's
 # ratio is printed and the medians are compared.
 warm() { cat "$LOG" "$@" > /dev/null; }
 T_STDOUT=/dev/null
@@ -46,7 +46,7 @@ median3() { # label, command...: median "seconds maxrss_kb" of 3 runs
   for _ in 1 2 3; do rm -rf "$W/cap-$label"; warm "$TRAWL"; t "$label" "$@" -o "$W/cap-$label"; done | sort -n | sed -n 2p
 }
 median() { sort -n | awk '{ v[NR] = $0 } END { print v[int((NR + 1) / 2)] }'; }
-ROUNDS=${ROUNDS:-3}
+ROUNDS=${ROUNDS:-5}
 : > "$W/runs.duckdb"
 : > "$W/runs.trawl"
 for r in $(seq "$ROUNDS"); do
