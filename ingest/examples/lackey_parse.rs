@@ -5,19 +5,7 @@ use trawl_ingest::memlog::{lackey, Filter, BLOCK_BYTES};
 
 fn main() {
     let path = std::env::args().nth(1).expect("FILE");
-    // LACKEY_MAP=1: parse the file mapped, as `trawl ingest` reads it.
-    let map;
-    let owned;
-    let buf: &[u8] = if std::env::var_os("LACKEY_MAP").is_some() {
-        let f = std::fs::File::open(&path).unwrap();
-        // SAFETY: a read-only map of a file nobody truncates meanwhile.
-        map = unsafe { memmap2::Mmap::map(&f) }.unwrap();
-        let _ = map.advise(memmap2::Advice::Sequential);
-        &map
-    } else {
-        owned = std::fs::read(&path).unwrap();
-        &owned
-    };
+    let buf = std::fs::read(&path).unwrap();
     let mut blocks = Vec::new();
     let mut i = 0;
     while i < buf.len() {

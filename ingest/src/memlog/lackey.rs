@@ -453,9 +453,10 @@ pub fn parse_chunk_into(
                 let h = FetchLines::set(w0, digit);
                 let set = &mut sets[h].0;
                 let tag = (digit as u32) << 24;
-                // A hit needs no check of the digits: only lines read as
-                // 8 hex digits are installed, and an empty slot's tag is
-                // 0 (no digit's).
+                // A hit needs no check of the digits: a line is installed
+                // only once parsed as a record ending right after these 8
+                // bytes (hex digits, or leading blanks, which `hex8` reads
+                // as 0), and an empty slot's tag is 0 (no digit's).
                 let way = if set[0].w0 == w0 && set[0].cnt & !COUNT_MASK == tag {
                     0
                 } else if set[1].w0 == w0 && set[1].cnt & !COUNT_MASK == tag {
