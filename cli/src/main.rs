@@ -1188,10 +1188,23 @@ async fn tables(captures: Vec<PathBuf>) -> Result<()> {
     output::write(&out, &OutputOpts::default())
 }
 
+/// The samples a stack report reads: the event (checked, or the one with
+/// most samples), the weight (checked), the filter and inline option.
+async fn selection(
+    s: &Session,
+    filter: &FilterArgs,
+    metric: &MetricArgs,
+) -> Result<(SampleFilter, String, analyses::Weight, analyses::StackOpts)> {
+    let (weight, opts) = metric.parse()?;
+    let f = filter.to_filter()?;
+    let event = analyses::choose_event(s, f.event.as_deref()).await?;
+    analyses::check_weight(s, &weight).await?;
+    Ok((f, event, weight, opts))
+}
+
 async fn hotspots(a: HotspotArgs) -> Result<()> {
     let s = Session::open(&a.captures).await?;
-    let (weight, opts) = a.metric.parse()?;
-    let event = analyses::select_samples(&s, &a.filter.to_filter()?, &weight).await?;
+    let (filter, event, weight, opts) = selection(&s, &a.filter, &a.metric).await?;
     let key = match a.by {
         ByArg::Function => HotspotKey::Function,
         ByArg::Module => HotspotKey::Module,
@@ -1199,7 +1212,13 @@ async fn hotspots(a: HotspotArgs) -> Result<()> {
         ByArg::Line => HotspotKey::Line,
         ByArg::Address => HotspotKey::Address,
     };
-    let mut df = analyses::hotspots(&s, key, &weight, opts).await?;
+    let sel = analyses::Selection {
+        filter: &filter,
+        event: &event,
+        weight: &weight,
+        opts,
+    };
+    let mut df = analyses::hotspots(&s, key, &sel).await?;
     if let Some(n) = a.limit {
         df = df.limit(0, Some(n))?;
     }
@@ -1212,16 +1231,21 @@ async fn hotspots(a: HotspotArgs) -> Result<()> {
 
 async fn edges(a: EdgeArgs, callers: bool) -> Result<()> {
     let s = Session::open(&a.captures).await?;
-    let (weight, opts) = a.metric.parse()?;
-    let event = analyses::select_samples(&s, &a.filter.to_filter()?, &weight).await?;
+    let (filter, event, weight, opts) = selection(&s, &a.filter, &a.metric).await?;
     let f = analyses::FunctionMatch {
         function: a.function.clone(),
         module: a.module.clone(),
     };
+    let sel = analyses::Selection {
+        filter: &filter,
+        event: &event,
+        weight: &weight,
+        opts,
+    };
     let df = if callers {
-        analyses::callers(&s, &f, &weight, opts).await?
+        analyses::callers(&s, &f, &sel).await?
     } else {
-        analyses::callees(&s, &f, &weight, opts).await?
+        analyses::callees(&s, &f, &sel).await?
     };
     let batches = df.collect().await?;
     if matches!(a.out.format, Format::Table) && a.out.output.is_none() {
@@ -1292,7 +1316,7 @@ async fn exhaustion(a: ExhaustionArgs) -> Result<()> {
     let per = ranges::ranges(&s, &rule, opts).await?;
     let table = matches!(a.out.format, Format::Table) && a.out.output.is_none();
     if table {
-        for t in &s.times {
+        for t in s.times().await? {
             eprintln!("{}: t0 = {}", t.capture, t.how);
         }
     }
@@ -1315,7 +1339,7 @@ async fn exhaustion(a: ExhaustionArgs) -> Result<()> {
             }
         }
         let runs: Vec<(String, Vec<ranges::Range>)> = s
-            .captures
+            .captures()
             .iter()
             .map(|c| {
                 (
@@ -1329,17 +1353,14 @@ async fn exhaustion(a: ExhaustionArgs) -> Result<()> {
         bands = common.clone();
         ranges::common_batch(&runs, &common)?
     } else {
-        let rows: Vec<(String, Vec<ranges::Range>, Option<i64>)> = s
-            .captures
-            .iter()
-            .map(|c| {
-                (
-                    c.name.clone(),
-                    per.get(&c.name).cloned().unwrap_or_default(),
-                    ranges::origin_of(&s, &c.name),
-                )
-            })
-            .collect();
+        let mut rows: Vec<(String, Vec<ranges::Range>, Option<i64>)> = Vec::new();
+        for c in s.captures() {
+            rows.push((
+                c.name.clone(),
+                per.get(&c.name).cloned().unwrap_or_default(),
+                ranges::origin_of(&s, &c.name).await?,
+            ));
+        }
         ranges::batch(&rows)?
     };
     if let Some(p) = &a.plot {
@@ -1385,7 +1406,7 @@ async fn timeline(a: TimelineArgs) -> Result<()> {
     let (df, event) = tl::timeline(&s, window, key, a.top, a.event.as_deref(), lbr).await?;
     let batches = df.collect().await?;
     if let Some(p) = &a.plot {
-        let first = &s.captures[0].name;
+        let first = &s.captures()[0].name;
         let mut cells: Vec<(f64, String, f64)> = Vec::new();
         for b in &batches {
             let cap = trawl_query::string_values(b.column(0));
@@ -1487,7 +1508,7 @@ async fn cause(a: CauseArgs) -> Result<()> {
                     a.range.as_deref().unwrap_or("")
                 );
             }
-            s.captures
+            s.captures()
                 .iter()
                 .map(|c| (c.name.clone(), vec![r]))
                 .collect()
@@ -1521,7 +1542,7 @@ async fn cause(a: CauseArgs) -> Result<()> {
     .await?;
     let batches = df.collect().await?;
     if matches!(a.out.format, Format::Table) && a.out.output.is_none() {
-        for t in &s.times {
+        for t in s.times().await? {
             eprintln!("{}: t0 = {}", t.capture, t.how);
         }
         eprintln!("application: {app}*");
@@ -1531,9 +1552,14 @@ async fn cause(a: CauseArgs) -> Result<()> {
 
 async fn flamegraph(a: FlameArgs) -> Result<()> {
     let s = Session::open(&a.captures).await?;
-    let (weight, opts) = a.metric.parse()?;
-    let event = analyses::select_samples(&s, &a.filter.to_filter()?, &weight).await?;
-    let folded = analyses::folded(&s, opts).await?;
+    let (filter, event, weight, opts) = selection(&s, &a.filter, &a.metric).await?;
+    let sel = analyses::Selection {
+        filter: &filter,
+        event: &event,
+        weight: &weight,
+        opts,
+    };
+    let folded = analyses::folded(&s, &sel).await?;
     if folded.is_empty() {
         bail!("no samples with stacks to draw");
     }
@@ -1547,7 +1573,7 @@ async fn flamegraph(a: FlameArgs) -> Result<()> {
     }
     let mut o = inferno::flamegraph::Options::default();
     o.title = a.title.clone().unwrap_or_else(|| {
-        let caps: Vec<String> = s.captures.iter().map(|c| c.name.clone()).collect();
+        let caps: Vec<String> = s.captures().iter().map(|c| c.name.clone()).collect();
         format!("{} — {event}", caps.join(", "))
     });
     o.count_name = weight.name().unwrap_or_else(|| "samples".into());
@@ -1599,9 +1625,15 @@ async fn demo() -> Result<()> {
     println!("\n$ trawl report hotspots {} --limit 12", cap.display());
     let s = Session::open(std::slice::from_ref(&cap)).await?;
     let weight = analyses::Weight::Period;
-    let event = analyses::select_samples(&s, &SampleFilter::default(), &weight).await?;
+    let event = analyses::choose_event(&s, None).await?;
     println!("event: {event}");
-    let df = analyses::hotspots(&s, HotspotKey::Function, &weight, Default::default())
+    let sel = analyses::Selection {
+        filter: &SampleFilter::default(),
+        event: &event,
+        weight: &weight,
+        opts: Default::default(),
+    };
+    let df = analyses::hotspots(&s, HotspotKey::Function, &sel)
         .await?
         .limit(0, Some(12))?;
     output::write(&df.collect().await?, &OutputOpts::default())?;

@@ -1,18 +1,135 @@
-//! Named analyses. Each is a SQL file under `query/analyses/`; Rust only
-//! chooses the inputs (the `selected_sample` view) and fills the few
-//! placeholders that name the grouping key.
+//! The stack analyses (hotspots, callers, callees, folded stacks): SQL
+//! files under `query/analyses/perf/` with named parameters, registered as
+//! table functions (`hotspots('function', 'pid', 42)`, ...; see
+//! [`crate::functions`]). The Rust functions here are typed front doors
+//! to the same table functions for the CLI: they bind arguments, never
+//! build SQL text.
 
-use datafusion::prelude::DataFrame;
+use datafusion::logical_expr::Expr;
+use datafusion::prelude::{lit, DataFrame};
+use datafusion::scalar::ScalarValue;
 
+use crate::functions::{Kind, Param, Spec};
 use crate::{Error, Result, Session};
 
 /// Views `frame_line`, `frame_name`, `stack_entry` and
 /// `stack_entry_inline`: what frames are called, stacks as positions.
 pub const FRAME_NAME: &str = include_str!("../analyses/perf/frame_name.sql");
-const HOTSPOTS: &str = include_str!("../analyses/perf/hotspots.sql");
-const CALLERS: &str = include_str!("../analyses/perf/callers.sql");
-const CALLEES: &str = include_str!("../analyses/perf/callees.sql");
-const FOLDED: &str = include_str!("../analyses/perf/folded.sql");
+/// Views `read_delta` and `_stack_weight` (the samples a stack analysis
+/// reads, per distinct stack, with the selection's placeholders).
+pub const STACK_WEIGHT: &str = include_str!("../analyses/perf/stack_weight.sql");
+
+/// The sample selection every stack analysis takes (stack_weight.sql).
+macro_rules! sample_params {
+    ($($p:expr),* $(,)?) => {
+        &[
+            $($p,)*
+            Param { name: "event", kind: Kind::Text, doc: "event (default: the one with most samples)" },
+            Param { name: "weight", kind: Kind::Text, doc: "period (default), samples, weight, weight_ins_lat, weight_var3, n_branch or read:EVENT" },
+            Param { name: "pid", kind: Kind::IntList, doc: "only these processes" },
+            Param { name: "tid", kind: Kind::IntList, doc: "only these threads" },
+            Param { name: "comm", kind: Kind::TextList, doc: "only these commands" },
+            Param { name: "from_ns", kind: Kind::Int, doc: "only samples at or after this time_ns" },
+            Param { name: "to_ns", kind: Kind::Int, doc: "only samples before this time_ns" },
+            Param { name: "capture", kind: Kind::TextList, doc: "only these captures" },
+        ]
+    };
+}
+
+const INLINE: Param = Param {
+    name: "inline",
+    kind: Kind::Bool,
+    doc: "inline levels count as functions of their own (default true)",
+};
+
+/// `stack_weight(...)`: the selected samples per distinct stack.
+pub static STACK_WEIGHT_FN: Spec = Spec {
+    name: "stack_weight",
+    doc: "The samples of one event, narrowed and weighed, per distinct stack (samples n, weight w).",
+    sql: "SELECT * FROM _stack_weight",
+    positional: 0,
+    params: sample_params!(),
+    columns: None,
+};
+
+/// `hotspots(by, ...)`.
+pub static HOTSPOTS: Spec = Spec {
+    name: "hotspots",
+    doc: "Exclusive and inclusive cost per function, module, srcline, line or address.",
+    sql: include_str!("../analyses/perf/hotspots.sql"),
+    positional: 1,
+    params: sample_params!(
+        Param { name: "by", kind: Kind::Text, doc: "function (default), module, srcline, line or address" },
+        INLINE,
+    ),
+    columns: Some(hotspot_columns),
+};
+
+/// `callers(function, ...)`.
+pub static CALLERS: Spec = Spec {
+    name: "callers",
+    doc: "Attributed cost of the edges into a function (document 002): its inclusive cost split among its callers.",
+    sql: include_str!("../analyses/perf/callers.sql"),
+    positional: 1,
+    params: sample_params!(
+        Param { name: "function", kind: Kind::Text, doc: "the function, as hotspots names it" },
+        Param { name: "module", kind: Kind::Text, doc: "only occurrences in modules whose path contains this" },
+        INLINE,
+    ),
+    columns: None,
+};
+
+/// `callees(function, ...)`.
+pub static CALLEES: Spec = Spec {
+    name: "callees",
+    doc: "Attributed cost of the edges out of a function (document 002): its inclusive cost split into self and callees.",
+    sql: include_str!("../analyses/perf/callees.sql"),
+    positional: 1,
+    params: sample_params!(
+        Param { name: "function", kind: Kind::Text, doc: "the function, as hotspots names it" },
+        Param { name: "module", kind: Kind::Text, doc: "only occurrences in modules whose path contains this" },
+        INLINE,
+    ),
+    columns: None,
+};
+
+/// `folded(...)`.
+pub static FOLDED: Spec = Spec {
+    name: "folded",
+    doc: "Folded stacks (root;...;leaf) with their weight, the input of flame graphs.",
+    sql: include_str!("../analyses/perf/folded.sql"),
+    positional: 0,
+    params: sample_params!(INLINE),
+    columns: None,
+};
+
+/// The stack analyses, in registration order.
+pub static SPECS: &[&Spec] = &[&STACK_WEIGHT_FN, &HOTSPOTS, &CALLERS, &CALLEES, &FOLDED];
+
+fn hotspot_columns(b: &crate::functions::Bound) -> datafusion::error::Result<Vec<&'static str>> {
+    let by = match b.get("by") {
+        Some(ScalarValue::Utf8(Some(v))) => v.as_str(),
+        _ => "function",
+    };
+    let keys: &[&str] = match HotspotKey::parse(by) {
+        Some(k) => k.columns(),
+        None => {
+            return datafusion::common::plan_err!(
+                "hotspots: by is function, module, srcline, line or address, got {by:?}"
+            )
+        }
+    };
+    let mut cols = keys.to_vec();
+    cols.extend([
+        "self_samples",
+        "self_weight",
+        "self_pct",
+        "total_samples",
+        "total_weight",
+        "total_pct",
+    ]);
+    Ok(cols)
+}
 
 /// What hotspots are grouped by.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -28,6 +145,45 @@ pub enum HotspotKey {
     /// Function, full source path and line.
     Line,
 }
+
+impl HotspotKey {
+    pub const ALL: [HotspotKey; 5] = [
+        HotspotKey::Function,
+        HotspotKey::Module,
+        HotspotKey::Srcline,
+        HotspotKey::Line,
+        HotspotKey::Address,
+    ];
+
+    /// The name `hotspots(by)` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            HotspotKey::Function => "function",
+            HotspotKey::Module => "module",
+            HotspotKey::Srcline => "srcline",
+            HotspotKey::Line => "line",
+            HotspotKey::Address => "address",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<HotspotKey> {
+        Self::ALL.into_iter().find(|k| k.name() == s)
+    }
+
+    /// The key columns of `hotspots(by)`.
+    pub fn columns(self) -> &'static [&'static str] {
+        match self {
+            HotspotKey::Function => &["function", "module"],
+            HotspotKey::Module => &["module"],
+            HotspotKey::Srcline => &["srcline", "module"],
+            HotspotKey::Line => &["function", "file", "line"],
+            HotspotKey::Address => &["address", "module"],
+        }
+    }
+}
+
+/// The perf_sample columns a sample can be weighed by (stack_weight.sql).
+pub const WEIGHT_COLUMNS: &[&str] = &["weight", "weight_ins_lat", "weight_var3", "n_branch"];
 
 /// What a sample weighs in the metrics.
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
@@ -54,27 +210,26 @@ impl Weight {
             _ => match s.strip_prefix("read:") {
                 Some(e) if !e.is_empty() => Weight::Read(e.to_string()),
                 _ => {
-                    use trawl_ingest::schema::{ColType, PERF_SAMPLE};
-                    let numeric = PERF_SAMPLE.columns.iter().any(|c| {
-                        c.name == s
-                            && matches!(
-                                c.ty,
-                                ColType::Int32
-                                    | ColType::Int64
-                                    | ColType::UInt32
-                                    | ColType::UInt64
-                                    | ColType::Float64
-                            )
-                    });
-                    if !numeric {
+                    if !WEIGHT_COLUMNS.contains(&s) {
                         return Err(Error::Usage(format!(
-                            "weight {s:?}: not `period`, `samples`, `read:EVENT` or a numeric perf_sample column"
+                            "weight {s:?}: not `period`, `samples`, `read:EVENT` or one of the perf_sample columns {}",
+                            WEIGHT_COLUMNS.join(", ")
                         )));
                     }
                     Weight::Column(s.to_string())
                 }
             },
         })
+    }
+
+    /// The value `stack_weight`'s `weight` parameter takes.
+    pub fn arg(&self) -> String {
+        match self {
+            Weight::Period => "period".into(),
+            Weight::Samples => "samples".into(),
+            Weight::Column(c) => c.clone(),
+            Weight::Read(e) => format!("read:{e}"),
+        }
     }
 
     /// Column-name suffix for the weighted metrics (`self_period`, ...);
@@ -106,15 +261,6 @@ impl Default for StackOpts {
     }
 }
 
-impl StackOpts {
-    fn entry_view(self) -> &'static str {
-        if self.inline {
-            "stack_entry_inline"
-        } else {
-            "stack_entry"
-        }
-    }
-}
 
 /// Which samples an analysis looks at.
 #[derive(Clone, Debug, Default)]
@@ -128,42 +274,61 @@ pub struct SampleFilter {
     pub time_to_ns: Option<i64>,
 }
 
-fn quote(s: &str) -> String {
-    format!("'{}'", s.replace('\'', "''"))
-}
-
 impl SampleFilter {
-    fn where_clause(&self, event: &str) -> String {
-        let mut w = vec![format!("event = {}", quote(event))];
-        let list = |v: &[i32]| {
-            v.iter()
-                .map(|x| x.to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
+    /// The selection as name/value arguments of a stack analysis.
+    fn args(&self, event: &str, weight: &Weight, out: &mut Vec<Expr>) {
+        let mut pair = |k: &str, v: ScalarValue| {
+            out.push(lit(k));
+            out.push(lit(v));
         };
-        if !self.pids.is_empty() {
-            w.push(format!("pid IN ({})", list(&self.pids)));
+        pair("event", ScalarValue::from(event));
+        pair("weight", ScalarValue::from(weight.arg()));
+        for &p in &self.pids {
+            pair("pid", ScalarValue::Int32(Some(p)));
         }
-        if !self.tids.is_empty() {
-            w.push(format!("tid IN ({})", list(&self.tids)));
+        for &t in &self.tids {
+            pair("tid", ScalarValue::Int32(Some(t)));
         }
-        if !self.comms.is_empty() {
-            w.push(format!(
-                "comm IN ({})",
-                self.comms
-                    .iter()
-                    .map(|c| quote(c))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ));
+        for c in &self.comms {
+            pair("comm", ScalarValue::from(c.as_str()));
         }
         if let Some(t) = self.time_from_ns {
-            w.push(format!("time_ns >= {t}"));
+            pair("from_ns", ScalarValue::Int64(Some(t)));
         }
         if let Some(t) = self.time_to_ns {
-            w.push(format!("time_ns < {t}"));
+            pair("to_ns", ScalarValue::Int64(Some(t)));
         }
-        w.join(" AND ")
+    }
+}
+
+/// A call of the registered analysis `name` with these arguments, as a
+/// data frame (the same plan `SELECT * FROM name(...)` gives).
+pub async fn call(s: &Session, name: &str, args: &[Expr]) -> Result<DataFrame> {
+    let f = s.ctx.table_function(name)?;
+    let Some(f) =
+        (f.function().as_ref() as &dyn std::any::Any).downcast_ref::<crate::functions::SqlFunction>()
+    else {
+        return Err(Error::Usage(format!("{name} is not a SQL analysis")));
+    };
+    let plan = f.call_plan(&f.bind(args)?)?;
+    Ok(DataFrame::new(s.ctx.state(), plan))
+}
+
+/// A stack selection: which samples, what they weigh, inline levels.
+pub struct Selection<'a> {
+    pub filter: &'a SampleFilter,
+    pub event: &'a str,
+    pub weight: &'a Weight,
+    pub opts: StackOpts,
+}
+
+impl Selection<'_> {
+    fn args(&self, first: Option<Expr>) -> Vec<Expr> {
+        let mut a: Vec<Expr> = first.into_iter().collect();
+        self.filter.args(self.event, self.weight, &mut a);
+        a.push(lit("inline"));
+        a.push(lit(self.opts.inline));
+        a
     }
 }
 
@@ -225,61 +390,30 @@ pub(crate) fn read_delta_join(event: &str, alias: &str) -> String {
            ON s.capture = r.capture AND s.sample_id = r.sample_id \
          WHERE r.event = {}) {alias} \
        ON {alias}.capture = p.capture AND {alias}.sample_id = p.sample_id",
-        quote(event)
+        crate::memory::quote(event)
     )
 }
 
-/// Defines the `selected_sample` view: the samples of one event (the one
-/// named, or the one with most samples), narrowed by the filter, with a
-/// `cost` column (the weight), and the view `selected_stack`: samples (`n`)
-/// and weight (`w`) per distinct stack. Returns the event used.
-pub async fn select_samples(s: &Session, f: &SampleFilter, weight: &Weight) -> Result<String> {
-    let event = choose_event(s, f.event.as_deref()).await?;
-    let (expr, join) = match weight {
-        Weight::Period => (
-            "CAST(COALESCE(p.period, 1) AS BIGINT)".to_string(),
-            String::new(),
-        ),
-        Weight::Samples => ("CAST(1 AS BIGINT)".to_string(), String::new()),
-        Weight::Column(c) => (
-            format!("CAST(COALESCE(p.\"{c}\", 0) AS BIGINT)"),
-            String::new(),
-        ),
-        Weight::Read(e) => {
-            let n: i64 = scalar_i64(
-                s,
-                &format!(
-                    "SELECT count(*) FROM perf_sample_read WHERE event = {}",
-                    quote(e)
-                ),
-            )
+/// Refuses a `read:EVENT` weight when no counter of that event was read.
+pub async fn check_weight(s: &Session, weight: &Weight) -> Result<()> {
+    if let Weight::Read(e) = weight {
+        let n = s
+            .ctx
+            .table("perf_sample_read")
+            .await?
+            .filter(datafusion::prelude::col("event").eq(lit(e.as_str())))?
+            .count()
             .await?;
-            if n == 0 {
-                return Err(Error::Usage(format!(
-                    "weight read:{e}: no counter of that event in perf_sample_read"
-                )));
-            }
-            (
-                "CAST(COALESCE(r.delta, 0) AS BIGINT)".to_string(),
-                read_delta_join(e, "r"),
-            )
+        if n == 0 {
+            return Err(Error::Usage(format!(
+                "weight read:{e}: no counter of that event in perf_sample_read"
+            )));
         }
-    };
-    let w = f.where_clause(&event);
-    s.sql(&format!(
-        "CREATE OR REPLACE VIEW selected_sample AS SELECT p.*, {expr} AS cost FROM perf_sample p {join} WHERE {w}"
-    ))
-    .await?;
-    // The stack analyses work per distinct stack: samples and weight.
-    s.sql(
-        "CREATE OR REPLACE VIEW selected_stack AS \
-         SELECT capture, stack_id, count(*) AS n, sum(cost) AS w \
-         FROM selected_sample WHERE stack_id IS NOT NULL GROUP BY capture, stack_id",
-    )
-    .await?;
-    Ok(event)
+    }
+    Ok(())
 }
 
+#[allow(dead_code)]
 async fn scalar_i64(s: &Session, q: &str) -> Result<i64> {
     use datafusion::arrow::array::AsArray;
     let b = s.sql(q).await?.collect().await?;
@@ -293,62 +427,20 @@ async fn scalar_i64(s: &Session, q: &str) -> Result<i64> {
         .unwrap_or(0))
 }
 
-fn weight_cols(weight: &Weight, prefix: &str, src: &str) -> String {
-    match weight.name() {
-        Some(n) => format!("COALESCE({src}.w, 0) AS \"{prefix}_{n}\","),
-        None => String::new(),
+/// Exclusive and inclusive cost per key of the selected samples
+/// (`hotspots(by, ...)`), with the weight columns named by the weight
+/// (`self_period`, ...; none for sample counts), as the CLI shows them.
+pub async fn hotspots(s: &Session, key: HotspotKey, sel: &Selection<'_>) -> Result<DataFrame> {
+    let df = call(s, "hotspots", &sel.args(Some(lit(key.name())))).await?;
+    let mut cols: Vec<Expr> = key.columns().iter().map(|c| datafusion::prelude::ident(*c)).collect();
+    for side in ["self", "total"] {
+        cols.push(datafusion::prelude::ident(format!("{side}_samples")));
+        if let Some(n) = sel.weight.name() {
+            cols.push(datafusion::prelude::ident(format!("{side}_weight")).alias(format!("{side}_{n}")));
+        }
+        cols.push(datafusion::prelude::ident(format!("{side}_pct")));
     }
-}
-
-/// Exclusive and inclusive cost per function, module, source line or
-/// address of the samples in `selected_sample`.
-pub async fn hotspots(
-    s: &Session,
-    key: HotspotKey,
-    weight: &Weight,
-    opts: StackOpts,
-) -> Result<DataFrame> {
-    let (k1, k2, k3, name, ksel) = match key {
-        HotspotKey::Function => (
-            "e.function",
-            "e.module",
-            "NULL",
-            "function",
-            "t.key2 AS module,",
-        ),
-        HotspotKey::Module => ("e.module", "NULL", "NULL", "module", ""),
-        HotspotKey::Address => (
-            "concat(e.function, ' @ 0x', to_hex(e.rel_pc))",
-            "e.module",
-            "NULL",
-            "address",
-            "t.key2 AS module,",
-        ),
-        HotspotKey::Srcline => (
-            "e.srcline",
-            "e.module",
-            "NULL",
-            "srcline",
-            "t.key2 AS module,",
-        ),
-        HotspotKey::Line => (
-            "e.function",
-            "e.file",
-            "e.line",
-            "function",
-            "t.key2 AS file, t.key3 AS line,",
-        ),
-    };
-    let q = HOTSPOTS
-        .replace("{entry}", opts.entry_view())
-        .replace("{key1_expr}", k1)
-        .replace("{key2_expr}", k2)
-        .replace("{key3_expr}", k3)
-        .replace("{key1_name}", name)
-        .replace("{key_select}", ksel)
-        .replace("{self_weight}", &weight_cols(weight, "self", "s"))
-        .replace("{total_weight}", &weight_cols(weight, "total", "t"));
-    s.sql(&q).await
+    Ok(df.select(cols)?)
 }
 
 /// How a caller/callee report names the centre function.
@@ -360,28 +452,13 @@ pub struct FunctionMatch {
     pub module: Option<String>,
 }
 
-impl FunctionMatch {
-    fn predicate(&self) -> String {
-        let mut p = format!("e.function = {}", quote(&self.function));
-        if let Some(m) = &self.module {
-            p.push_str(&format!(" AND strpos(e.module, {}) > 0", quote(m)));
-        }
-        p
-    }
-}
-
 /// Attributed metrics of the edges into `f` (seed 002): every sample whose
 /// stack contains `f` is attributed once, to the caller of the outermost
 /// occurrence of `f` (the caller that started a recursion), or to `<root>`
 /// when `f` is where the stack begins. The `caller` rows sum to the
 /// `function` row (inclusive).
-pub async fn callers(
-    s: &Session,
-    f: &FunctionMatch,
-    weight: &Weight,
-    opts: StackOpts,
-) -> Result<DataFrame> {
-    edges(s, CALLERS, f, weight, opts).await
+pub async fn callers(s: &Session, f: &FunctionMatch, sel: &Selection<'_>) -> Result<DataFrame> {
+    edges(s, "callers", f, sel).await
 }
 
 /// Attributed metrics of the edges out of `f`: every sample whose stack
@@ -389,32 +466,19 @@ pub async fn callers(
 /// occurrence of `f`, or to `<self>` (the exclusive metric) when that
 /// occurrence is the leaf. The `self` and `callee` rows sum to the
 /// `function` row (inclusive).
-pub async fn callees(
-    s: &Session,
-    f: &FunctionMatch,
-    weight: &Weight,
-    opts: StackOpts,
-) -> Result<DataFrame> {
-    edges(s, CALLEES, f, weight, opts).await
+pub async fn callees(s: &Session, f: &FunctionMatch, sel: &Selection<'_>) -> Result<DataFrame> {
+    edges(s, "callees", f, sel).await
 }
 
-async fn edges(
-    s: &Session,
-    sql: &str,
-    f: &FunctionMatch,
-    weight: &Weight,
-    opts: StackOpts,
-) -> Result<DataFrame> {
-    let n: i64 = scalar_i64(
-        s,
-        &format!(
-            "SELECT count(*) FROM {} e WHERE {}",
-            opts.entry_view(),
-            f.predicate()
-        ),
-    )
-    .await?;
-    if n == 0 {
+async fn edges(s: &Session, name: &str, f: &FunctionMatch, sel: &Selection<'_>) -> Result<DataFrame> {
+    let mut args = sel.args(Some(lit(f.function.as_str())));
+    if let Some(m) = &f.module {
+        args.push(lit("module"));
+        args.push(lit(m.as_str()));
+    }
+    let df = call(s, name, &args).await?;
+    let rows = df.clone().collect().await?;
+    if rows.iter().map(|b| b.num_rows()).sum::<usize>() == 0 || first_samples(&rows) == 0 {
         return Err(Error::Usage(format!(
             "no stack contains a function named {:?}{} (names as `trawl report hotspots` shows them)",
             f.function,
@@ -424,25 +488,32 @@ async fn edges(
                 .unwrap_or_default()
         )));
     }
-    let wcol = match weight.name() {
-        Some(n) => format!("w AS \"{n}\","),
-        None => String::new(),
-    };
-    let q = sql
-        .replace("{entry}", opts.entry_view())
-        .replace("{match}", &f.predicate())
-        .replace("{fname}", &quote(&f.function))
-        .replace("{weight_col}", &wcol);
-    s.sql(&q).await
+    let mut cols: Vec<Expr> = ["role", "function", "module", "samples"]
+        .iter()
+        .map(|c| datafusion::prelude::ident(*c))
+        .collect();
+    if let Some(n) = sel.weight.name() {
+        cols.push(datafusion::prelude::ident("weight").alias(n));
+    }
+    cols.push(datafusion::prelude::ident("pct"));
+    cols.push(datafusion::prelude::ident("share"));
+    Ok(s.ctx.read_batches(rows)?.select(cols)?)
 }
 
-/// Folded stacks (`root;...;leaf weight`), one line per distinct function
+/// The `samples` of the first row (the `function` row of callers/callees).
+fn first_samples(rows: &[datafusion::arrow::record_batch::RecordBatch]) -> i64 {
+    rows.iter()
+        .find(|b| b.num_rows() > 0)
+        .and_then(|b| crate::time::i64_at(b, 3, 0))
+        .unwrap_or(0)
+}
+
+/// Folded stacks (`root;...;leaf`, weight), one line per distinct function
 /// sequence, for flame graphs.
-pub async fn folded(s: &Session, opts: StackOpts) -> Result<Vec<(String, i64)>> {
+pub async fn folded(s: &Session, sel: &Selection<'_>) -> Result<Vec<(String, i64)>> {
     use datafusion::arrow::array::AsArray;
-    let q = FOLDED.replace("{entry}", opts.entry_view());
     let mut out = Vec::new();
-    for b in s.sql(&q).await?.collect().await? {
+    for b in call(s, "folded", &sel.args(None)).await?.collect().await? {
         let names = crate::string_values(b.column(0));
         let w = b
             .column(1)

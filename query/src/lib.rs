@@ -19,12 +19,14 @@
 pub mod analyses;
 pub mod cause;
 pub mod energy;
+pub mod functions;
 pub mod io;
 pub mod lbr;
 pub mod memlog;
 pub mod memory;
 pub mod power;
 pub mod ranges;
+pub mod tables;
 pub mod time;
 pub mod timeline;
 
@@ -101,21 +103,28 @@ pub fn find_captures(args: &[PathBuf]) -> Result<Vec<CaptureRef>> {
 }
 
 /// A DataFusion session over captures.
+///
+/// Opening registers tables and functions without reading any data: each
+/// stored table is one [`tables::CaptureTable`] over all the captures, each
+/// derived table a [`tables::LazyTable`] computed the first time a query
+/// scans it.
 pub struct Session {
     pub ctx: SessionContext,
-    pub captures: Vec<CaptureRef>,
-    /// Each capture's time origin and its inputs' offsets.
-    pub times: Vec<time::CaptureTime>,
+    shared: Arc<Shared>,
 }
 
-fn sql_str(s: &str) -> String {
-    format!("'{}'", s.replace('\'', "''"))
+/// What every [`Session`] over the same captures shares, including the
+/// sessions a lazy table's computation runs in.
+pub(crate) struct Shared {
+    captures: Vec<CaptureRef>,
+    origin: time::Origin,
+    times: tokio::sync::OnceCell<Vec<time::CaptureTime>>,
 }
 
 impl Session {
     /// Opens the captures named by `args` (see [`find_captures`]). Every
-    /// table is a view with a leading `capture` column; tables a capture
-    /// lacks are empty.
+    /// table has a leading `capture` column; tables a capture lacks are
+    /// empty.
     pub async fn open(args: &[PathBuf]) -> Result<Session> {
         Self::open_at(args, &time::Origin::default()).await
     }
@@ -129,57 +138,106 @@ impl Session {
             .with_target_partitions(std::thread::available_parallelism().map_or(2, |n| n.get()));
         let ctx = SessionContext::new_with_config(config);
         for def in trawl_ingest::schema::TABLES {
-            let mut parts = Vec::new();
-            for (i, c) in captures.iter().enumerate() {
-                let internal = format!("_{}_{}", def.name, i);
-                let file = trawl_ingest::writer::table_file(&c.dir, def.name);
-                if file.is_file() {
-                    ctx.register_parquet(
-                        &internal,
-                        file.to_string_lossy().as_ref(),
-                        ParquetReadOptions::default(),
-                    )
-                    .await?;
-                } else {
-                    let schema: SchemaRef = def.schema();
-                    ctx.register_table(
-                        &internal,
-                        Arc::new(MemTable::try_new(schema, vec![vec![]])?),
-                    )?;
-                }
-                // Columns added to a table after a capture was written are
-                // null in that capture.
-                let have = ctx.table_provider(internal.as_str()).await?.schema();
-                let cols = def
-                    .columns
-                    .iter()
-                    .map(|c| match have.field_with_name(c.name) {
-                        Ok(_) => format!("\"{}\"", c.name),
-                        Err(_) => format!("CAST(NULL AS {}) AS \"{}\"", c.ty.sql_name(), c.name),
+            let files = captures
+                .iter()
+                .filter_map(|c| {
+                    let path = trawl_ingest::writer::table_file(&c.dir, def.name);
+                    let meta = std::fs::metadata(&path).ok().filter(|m| m.is_file())?;
+                    Some(tables::CaptureFile {
+                        capture: c.name.clone(),
+                        path: std::path::absolute(&path).unwrap_or(path),
+                        size: meta.len(),
                     })
-                    .collect::<Vec<_>>()
-                    .join(", ");
-                parts.push(format!(
-                    "SELECT {} AS capture, {cols} FROM {internal}",
-                    sql_str(&c.name)
-                ));
-            }
-            let view = format!("CREATE VIEW {} AS {}", def.name, parts.join(" UNION ALL "));
-            ctx.sql(&view).await?;
+                })
+                .collect();
+            ctx.register_table(
+                def.name,
+                Arc::new(tables::CaptureTable::new(def.schema(), files)),
+            )?;
         }
-        let mut s = Session {
+        let s = Session {
             ctx,
-            captures,
-            times: Vec::new(),
+            shared: Arc::new(Shared {
+                captures,
+                origin: origin.clone(),
+                times: tokio::sync::OnceCell::new(),
+            }),
         };
-        s.times = time::register(&s, origin).await?;
+        time::register(&s).await?;
         s.run_script(analyses::FRAME_NAME).await?;
+        s.run_script(analyses::STACK_WEIGHT).await?;
+        functions::register(&s, analyses::SPECS).await?;
         lbr::register(&s).await?;
         memory::register(&s).await?;
         memlog::register(&s).await?;
         ranges::register(&s).await?;
         power::register(&s).await?;
         Ok(s)
+    }
+
+    /// A session over the same captures and catalog as the one `state`
+    /// belongs to (a lazy table computes its rows in it).
+    pub(crate) fn over(
+        state: &dyn datafusion::catalog::Session,
+        shared: Arc<Shared>,
+    ) -> datafusion::error::Result<Session> {
+        let Some(state) = state
+            .as_any()
+            .downcast_ref::<datafusion::execution::SessionState>()
+        else {
+            return datafusion::common::internal_err!("trawl tables need a SessionState");
+        };
+        Ok(Session {
+            ctx: SessionContext::new_with_state(state.clone()),
+            shared,
+        })
+    }
+
+    /// Registers a derived table computed by `compute` the first time a
+    /// query scans it.
+    pub(crate) fn register_lazy<F, Fut>(
+        &self,
+        name: &'static str,
+        schema: SchemaRef,
+        compute: F,
+    ) -> Result<()>
+    where
+        F: Fn(Session) -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = Result<Vec<RecordBatch>>> + Send + 'static,
+    {
+        let table = self.lazy(name, schema, compute);
+        let _ = self.ctx.deregister_table(name);
+        self.ctx.register_table(name, Arc::new(table))?;
+        Ok(())
+    }
+
+    /// A derived table computed by `compute` on first scan.
+    pub(crate) fn lazy<F, Fut>(&self, name: &'static str, schema: SchemaRef, compute: F) -> tables::LazyTable
+    where
+        F: Fn(Session) -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = Result<Vec<RecordBatch>>> + Send + 'static,
+    {
+        tables::LazyTable::new(
+            name,
+            schema,
+            self.shared.clone(),
+            Arc::new(move |s| Box::pin(compute(s))),
+        )
+    }
+
+    /// The captures of this session.
+    pub fn captures(&self) -> &[CaptureRef] {
+        &self.shared.captures
+    }
+
+    /// Each capture's time origin and its inputs' offsets (computed on
+    /// first use: it reads the earliest time of every input).
+    pub async fn times(&self) -> Result<&[time::CaptureTime]> {
+        self.shared
+            .times
+            .get_or_try_init(|| time::compute(self, &self.shared.origin))
+            .await
+            .map(Vec::as_slice)
     }
 
     /// Runs one SQL statement.
@@ -219,7 +277,7 @@ impl Session {
 
     /// The capture directories of this session.
     pub fn dirs(&self) -> Vec<&Path> {
-        self.captures.iter().map(|c| c.dir.as_path()).collect()
+        self.captures().iter().map(|c| c.dir.as_path()).collect()
     }
 }
 

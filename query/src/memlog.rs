@@ -315,7 +315,7 @@ fn first_i64(b: &[RecordBatch], c: usize) -> Option<i64> {
 /// Builds the heatmap of the first capture of the session.
 pub async fn heatmap(s: &Session, o: &HeatOpts) -> Result<Heatmap> {
     let cap = s
-        .captures
+        .captures()
         .first()
         .map(|c| c.name.clone())
         .unwrap_or_default();
@@ -497,7 +497,7 @@ pub async fn heatmap(s: &Session, o: &HeatOpts) -> Result<Heatmap> {
 /// overlapping) its start, from `mem_map` / `mem_symbol`.
 pub async fn row_labels(s: &Session, rows: &[(u64, u64)]) -> Result<Vec<(String, String)>> {
     let cap = s
-        .captures
+        .captures()
         .first()
         .map(|c| c.name.clone())
         .unwrap_or_default();

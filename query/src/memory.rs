@@ -39,7 +39,6 @@ use datafusion::arrow::datatypes::{
 };
 use datafusion::catalog::{TableFunctionArgs, TableFunctionImpl, TableProvider};
 use datafusion::common::ScalarValue;
-use datafusion::datasource::MemTable;
 use datafusion::logical_expr::Expr;
 
 use crate::{string_values, Result, Session};
@@ -626,14 +625,13 @@ fn to_batch(rows: &[Row]) -> Result<RecordBatch> {
 /// `live_regions(at_ns)` / `live_regions()`: the pieces of
 /// `memory_region` alive at a time (at_ns in `syscall.time_ns`'s clock), or
 /// at the end of the trace.
-#[derive(Debug)]
 pub struct LiveRegions {
-    batches: Vec<RecordBatch>,
+    shared: Arc<crate::Shared>,
 }
 
-impl LiveRegions {
-    pub fn new(batches: Vec<RecordBatch>) -> Self {
-        LiveRegions { batches }
+impl std::fmt::Debug for LiveRegions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("LiveRegions")
     }
 }
 
@@ -661,40 +659,57 @@ impl TableFunctionImpl for LiveRegions {
                 )
             }
         };
-        let mut out = Vec::new();
-        for b in &self.batches {
-            let from = b.column(11).as_primitive::<Int64Type>();
-            let to = b.column(12).as_primitive::<Int64Type>();
-            let why = string_values(b.column(14));
-            let keep: BooleanArray = (0..b.num_rows())
-                .map(|i| {
-                    Some(match at {
-                        // Never freed by a call: alive at the end of the
-                        // trace, or until its process exited or exec'd (by
-                        // end_reason: dumps without times have no to_ns).
-                        None => matches!(why[i].as_deref(), None | Some("exit" | "exec")),
-                        Some(t) => {
-                            (from.is_null(i) || from.value(i) <= t)
-                                && (to.is_null(i) || to.value(i) > t)
-                        }
-                    })
-                })
-                .collect();
-            out.push(datafusion::arrow::compute::filter_record_batch(b, &keep)?);
-        }
-        Ok(Arc::new(MemTable::try_new(schema(), vec![out])?))
+        let compute = move |s: Session| async move {
+            let regions = s.ctx.table("memory_region").await?.collect().await?;
+            Ok(live_at(&regions, at)?)
+        };
+        Ok(Arc::new(crate::tables::LazyTable::new(
+            "live_regions",
+            schema(),
+            self.shared.clone(),
+            Arc::new(move |s| Box::pin(compute(s))),
+        )))
     }
+}
+
+/// The rows of `memory_region` alive at `at` (ns), or never freed.
+fn live_at(regions: &[RecordBatch], at: Option<i64>) -> Result<Vec<RecordBatch>> {
+    let mut out = Vec::new();
+    for b in regions {
+        let from = b.column(11).as_primitive::<Int64Type>();
+        let to = b.column(12).as_primitive::<Int64Type>();
+        let why = string_values(b.column(14));
+        let keep: BooleanArray = (0..b.num_rows())
+            .map(|i| {
+                Some(match at {
+                    // Never freed by a call: alive at the end of the
+                    // trace, or until its process exited or exec'd (by
+                    // end_reason: dumps without times have no to_ns).
+                    None => matches!(why[i].as_deref(), None | Some("exit" | "exec")),
+                    Some(t) => {
+                        (from.is_null(i) || from.value(i) <= t)
+                            && (to.is_null(i) || to.value(i) > t)
+                    }
+                })
+            })
+            .collect();
+        out.push(
+            datafusion::arrow::compute::filter_record_batch(b, &keep)
+                .map_err(datafusion::error::DataFusionError::from)?,
+        );
+    }
+    Ok(out)
 }
 
 /// Registers `memory_region` and `live_regions(...)` on the session.
 pub async fn register(s: &Session) -> Result<()> {
-    let batches = regions(s).await?;
-    s.ctx.register_table(
-        "memory_region",
-        Arc::new(MemTable::try_new(schema(), vec![batches.clone()])?),
-    )?;
-    s.ctx
-        .register_udtf("live_regions", Arc::new(LiveRegions::new(batches)));
+    s.register_lazy("memory_region", schema(), |s| async move { regions(&s).await })?;
+    s.ctx.register_udtf(
+        "live_regions",
+        Arc::new(LiveRegions {
+            shared: s.shared.clone(),
+        }),
+    );
     Ok(())
 }
 

@@ -22,7 +22,6 @@ use datafusion::arrow::datatypes::{DataType, Field, Float64Type, Int64Type, Sche
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::catalog::{TableFunctionArgs, TableFunctionImpl, TableProvider};
 use datafusion::common::ScalarValue;
-use datafusion::datasource::MemTable;
 use datafusion::prelude::Expr;
 
 use crate::{string_values, Error, Result, Session};
@@ -558,7 +557,7 @@ const ROWS: &str = "SELECT capture, CAST(metric AS VARCHAR) AS m, CAST(entity AS
 pub async fn load(s: &Session, rule: &Rule) -> Result<BTreeMap<String, CaptureSeries>> {
     let rows = s.sql(ROWS).await?.collect().await?;
     let mut out = series_from_rows(&rows, rule);
-    for c in &s.captures {
+    for c in s.captures() {
         out.entry(c.name.clone()).or_default();
     }
     Ok(out)
@@ -652,22 +651,29 @@ pub fn batch(per_capture: &[(String, Vec<Range>, Option<i64>)]) -> Result<Record
 }
 
 /// The origin in UTC of a capture of the session.
-pub fn origin_of(s: &Session, capture: &str) -> Option<i64> {
-    s.times
+pub async fn origin_of(s: &Session, capture: &str) -> Result<Option<i64>> {
+    Ok(s.times()
+        .await?
         .iter()
         .find(|t| t.capture == capture)
-        .and_then(|t| t.origin_utc_ns)
+        .and_then(|t| t.origin_utc_ns))
 }
 
 /// `exhaustion(rule [, min_duration_s [, gap_s]])`: the ranges of each
-/// capture. The series are loaded when the session opens only for the
-/// metrics a call names, so the function evaluates eagerly in `call`.
-#[derive(Debug)]
+/// capture, evaluated when a query first scans the call's result. The
+/// timed metric rows are read once per session, by the first call
+/// scanned.
 pub struct ExhaustionFn {
+    shared: Arc<crate::Shared>,
     /// (capture, metric, entity, source, t_ns, value) of every timed
-    /// metric row, and the capture origins.
-    rows: Vec<RecordBatch>,
-    origins: BTreeMap<String, Option<i64>>,
+    /// metric row.
+    rows: Arc<tokio::sync::OnceCell<Vec<RecordBatch>>>,
+}
+
+impl std::fmt::Debug for ExhaustionFn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ExhaustionFn")
+    }
 }
 
 fn lit_f64(e: Option<&Expr>, what: &str) -> datafusion::error::Result<f64> {
@@ -703,21 +709,32 @@ impl TableFunctionImpl for ExhaustionFn {
             min_duration_ns: (lit_f64(ex.get(1), "min_duration_s")? * 1e9).round() as i64,
             gap_ns: (lit_f64(ex.get(2), "gap_s")? * 1e9).round() as i64,
         };
-        let series = series_from_rows(&self.rows, &rule);
-        let per: Vec<(String, Vec<Range>, Option<i64>)> = self
-            .origins
-            .iter()
-            .map(|(c, o)| {
-                let rs = series
-                    .get(c)
-                    .map(|cs| evaluate(&rule, cs, opts))
-                    .unwrap_or_default();
-                (c.clone(), rs, *o)
-            })
-            .collect();
-        let b =
-            batch(&per).map_err(|e| datafusion::error::DataFusionError::External(Box::new(e)))?;
-        Ok(Arc::new(MemTable::try_new(schema(), vec![vec![b]])?))
+        let rows = self.rows.clone();
+        let compute = move |s: Session| {
+            let (rows, rule) = (rows.clone(), rule.clone());
+            async move {
+                let rows = rows
+                    .get_or_try_init(|| async { s.sql(ROWS).await?.collect().await.map_err(Error::from) })
+                    .await?;
+                let series = series_from_rows(rows, &rule);
+                let mut per: Vec<(String, Vec<Range>, Option<i64>)> = Vec::new();
+                for t in s.times().await? {
+                    let rs = series
+                        .get(&t.capture)
+                        .map(|cs| evaluate(&rule, cs, opts))
+                        .unwrap_or_default();
+                    per.push((t.capture.clone(), rs, t.origin_utc_ns));
+                }
+                per.sort_by(|a, b| a.0.cmp(&b.0));
+                Ok(vec![batch(&per)?])
+            }
+        };
+        Ok(Arc::new(crate::tables::LazyTable::new(
+            "exhaustion",
+            schema(),
+            self.shared.clone(),
+            Arc::new(move |s| Box::pin(compute(s))),
+        )))
     }
 }
 
@@ -797,14 +814,13 @@ fn build_series(
 
 /// Registers `exhaustion(...)`.
 pub async fn register(s: &Session) -> Result<()> {
-    let rows = s.sql(ROWS).await?.collect().await?;
-    let origins = s
-        .captures
-        .iter()
-        .map(|c| (c.name.clone(), origin_of(s, &c.name)))
-        .collect();
-    s.ctx
-        .register_udtf("exhaustion", Arc::new(ExhaustionFn { rows, origins }));
+    s.ctx.register_udtf(
+        "exhaustion",
+        Arc::new(ExhaustionFn {
+            shared: s.shared.clone(),
+            rows: Arc::default(),
+        }),
+    );
     Ok(())
 }
 

@@ -23,7 +23,6 @@ use datafusion::arrow::array::{
 };
 use datafusion::arrow::datatypes::{DataType, Field, Int64Type, Schema, SchemaRef};
 use datafusion::arrow::record_batch::RecordBatch;
-use datafusion::datasource::MemTable;
 use datafusion::logical_expr::{create_udf, ColumnarValue, Volatility};
 
 use crate::memory::quote;
@@ -145,11 +144,34 @@ pub(crate) fn i64_at(b: &RecordBatch, col: usize, i: usize) -> Option<i64> {
     (!c.is_null(i)).then(|| c.value(i))
 }
 
-/// Computes each capture's origin and registers `time_base`, the `*_t`
-/// views and `window_start`.
-pub async fn register(s: &Session, origin: &Origin) -> Result<Vec<CaptureTime>> {
+/// Registers `time_base` (computed when a query first reads it), the
+/// `*_t` views and `window_start`.
+pub async fn register(s: &Session) -> Result<()> {
+    s.register_lazy("time_base", time_base_schema(), |s| async move {
+        Ok(vec![time_base_batch(s.times().await?)?])
+    })?;
+    for stmt in [
+        "CREATE VIEW perf_sample_t AS SELECT x.*, x.time_ns + b.offset_ns AS t_ns \
+         FROM perf_sample x JOIN time_base b ON x.capture = b.capture AND x.source_id = b.source_id",
+        "CREATE VIEW syscall_t AS SELECT x.*, x.time_ns + b.offset_ns AS t_ns \
+         FROM syscall x JOIN time_base b ON x.capture = b.capture AND x.source_id = b.source_id",
+        "CREATE VIEW energy_t AS SELECT x.*, x.time_ns + b.offset_ns AS t_ns \
+         FROM energy x JOIN time_base b ON x.capture = b.capture AND x.source_id = b.source_id",
+        "CREATE VIEW metric_t AS SELECT x.*, \
+           CASE WHEN x.utc_ns IS NOT NULL AND b.origin_utc_ns IS NOT NULL THEN x.utc_ns - b.origin_utc_ns \
+                ELSE x.time_ns + b.offset_ns END AS t_ns \
+         FROM metric x JOIN time_base b ON x.capture = b.capture AND x.source_id = b.source_id",
+    ] {
+        s.ctx.sql(stmt).await?;
+    }
+    s.ctx.register_udf(window_start_udf());
+    Ok(())
+}
+
+/// Each capture's origin and its inputs' offsets.
+pub(crate) async fn compute(s: &Session, origin: &Origin) -> Result<Vec<CaptureTime>> {
     let mut caps: BTreeMap<String, CaptureTime> = s
-        .captures
+        .captures()
         .iter()
         .map(|c| {
             (
@@ -291,9 +313,7 @@ pub async fn register(s: &Session, origin: &Origin) -> Result<Vec<CaptureTime>> 
             c.how += &format!(" {:+} s", origin.offset_ns as f64 / 1e9);
         }
     }
-    let caps: Vec<CaptureTime> = caps.into_values().collect();
-    register_tables(s, &caps).await?;
-    Ok(caps)
+    Ok(caps.into_values().collect())
 }
 
 /// `2026-11-22T10:27:12.345678901Z`.
@@ -313,7 +333,7 @@ fn time_base_schema() -> SchemaRef {
     ]))
 }
 
-async fn register_tables(s: &Session, caps: &[CaptureTime]) -> Result<()> {
+fn time_base_batch(caps: &[CaptureTime]) -> Result<RecordBatch> {
     let mut cap = StringBuilder::new();
     let mut id = Int32Builder::new();
     let mut clock = StringBuilder::new();
@@ -344,28 +364,8 @@ async fn register_tables(s: &Session, caps: &[CaptureTime]) -> Result<()> {
         Arc::new(origin.finish()),
         Arc::new(how.finish()),
     ];
-    let batch = RecordBatch::try_new(time_base_schema(), cols)
-        .map_err(datafusion::error::DataFusionError::from)?;
-    s.ctx.register_table(
-        "time_base",
-        Arc::new(MemTable::try_new(time_base_schema(), vec![vec![batch]])?),
-    )?;
-    for stmt in [
-        "CREATE VIEW perf_sample_t AS SELECT x.*, x.time_ns + b.offset_ns AS t_ns \
-         FROM perf_sample x JOIN time_base b ON x.capture = b.capture AND x.source_id = b.source_id",
-        "CREATE VIEW syscall_t AS SELECT x.*, x.time_ns + b.offset_ns AS t_ns \
-         FROM syscall x JOIN time_base b ON x.capture = b.capture AND x.source_id = b.source_id",
-        "CREATE VIEW energy_t AS SELECT x.*, x.time_ns + b.offset_ns AS t_ns \
-         FROM energy x JOIN time_base b ON x.capture = b.capture AND x.source_id = b.source_id",
-        "CREATE VIEW metric_t AS SELECT x.*, \
-           CASE WHEN x.utc_ns IS NOT NULL AND b.origin_utc_ns IS NOT NULL THEN x.utc_ns - b.origin_utc_ns \
-                ELSE x.time_ns + b.offset_ns END AS t_ns \
-         FROM metric x JOIN time_base b ON x.capture = b.capture AND x.source_id = b.source_id",
-    ] {
-        s.ctx.sql(stmt).await?;
-    }
-    s.ctx.register_udf(window_start_udf());
-    Ok(())
+    Ok(RecordBatch::try_new(time_base_schema(), cols)
+        .map_err(datafusion::error::DataFusionError::from)?)
 }
 
 /// `window_start(t_ns, window_ns)`: the start of the window of width

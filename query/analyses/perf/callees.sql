@@ -1,16 +1,26 @@
 -- callees: attributed metrics of the edges out of one function (seed 002).
--- Every selected sample whose stack contains the function ({match}) counts
--- once: for the function's inclusive metric (the `function` row) and
--- either for its exclusive metric (`self`, the function is the leaf) or for
+-- Every selected sample whose stack contains the function ($function; with
+-- $module, in a module whose path contains it) counts once: for the
+-- function's inclusive metric (the `function` row) and either for its exclusive metric (`self`, the function is the leaf) or for
 -- exactly one callee: the callee of the function's innermost occurrence.
 -- So `self` + the `callee` rows sum to the `function` row:
 -- inclusive(f) = exclusive(f) + sum of attributed(f -> callee).
-WITH totals AS (SELECT sum(w) AS w FROM selected_stack),
+-- Parameters: $function (as hotspots names it), $module, $inline (default
+-- true: inline levels count as functions), and the sample selection of
+-- stack_weight.sql ($event, $weight, $pid, $tid, $comm, $from_ns, $to_ns,
+-- $capture).
+WITH sw AS (SELECT capture, stack_id, n, w FROM _stack_weight),
+entry AS (                          -- the stacks as positions, leaf first
+  SELECT capture, stack_id, pos, function, module FROM stack_entry_inline WHERE COALESCE($inline, true)
+  UNION ALL
+  SELECT capture, stack_id, pos, function, module FROM stack_entry WHERE NOT COALESCE($inline, true)
+),
+totals AS (SELECT sum(w) AS w FROM sw),
 occ AS (
   SELECT e.capture, e.stack_id, min(e.pos) AS inner_pos, max(e.pos) AS outer_pos
-  FROM {entry} e
-  JOIN selected_stack ps ON ps.capture = e.capture AND ps.stack_id = e.stack_id
-  WHERE {match}
+  FROM entry e
+  JOIN sw ps ON ps.capture = e.capture AND ps.stack_id = e.stack_id
+  WHERE e.function = $function AND ($module IS NULL OR strpos(e.module, $module) > 0)
   GROUP BY e.capture, e.stack_id
 ),
 edge AS (
@@ -19,16 +29,16 @@ edge AS (
          COALESCE(c.function, '<self>') AS function,
          COALESCE(c.module, '') AS module
   FROM occ o
-  JOIN selected_stack ps ON ps.capture = o.capture AND ps.stack_id = o.stack_id
-  LEFT JOIN {entry} c
+  JOIN sw ps ON ps.capture = o.capture AND ps.stack_id = o.stack_id
+  LEFT JOIN entry c
     ON c.capture = o.capture AND c.stack_id = o.stack_id AND c.pos = o.inner_pos - 1
 ),
 incl AS (SELECT sum(n) AS n, sum(w) AS w FROM edge),
 rows AS (
-  SELECT 0 AS ord, 'function' AS role, {fname} AS function, '' AS module,
+  SELECT 0 AS ord, 'function' AS role, $function AS function, '' AS module,
          n, w FROM incl
   UNION ALL
-  SELECT 1, 'self', {fname}, '', sum(n), sum(w) FROM edge WHERE is_self HAVING count(*) > 0
+  SELECT 1, 'self', $function, '', sum(n), sum(w) FROM edge WHERE is_self HAVING count(*) > 0
   UNION ALL
   SELECT 2, 'callee', function, module, sum(n), sum(w) FROM edge WHERE NOT is_self
   GROUP BY function, module
@@ -38,7 +48,7 @@ SELECT
   function,                                                 -- the function, or its callee
   module,                                                   -- module of the callee
   n AS samples,                                             -- samples
-  {weight_col}                                              -- weight
+  w AS weight,                                              -- their weight
   round(100.0 * w / (SELECT w FROM totals), 4) AS pct,      -- share of all selected weight, %
   round(100.0 * w / (SELECT w FROM incl), 4) AS share       -- share of the function's inclusive weight, %
 FROM rows

@@ -1,16 +1,26 @@
 -- callers: attributed metrics of the edges into one function (seed 002).
--- Every selected sample whose stack contains the function ({match}) counts
--- once: for the function's inclusive metric (the `function` row) and for
+-- Every selected sample whose stack contains the function ($function; with
+-- $module, in a module whose path contains it) counts once: for the function's inclusive metric (the `function` row) and for
 -- exactly one caller: the caller of the function's outermost occurrence
 -- (the caller that started a recursion), or `<root>` when the function is
 -- where the stack begins. So the `caller` rows sum to the `function` row:
 -- sum of attributed(caller -> f) = inclusive(f).
-WITH totals AS (SELECT sum(w) AS w FROM selected_stack),
+-- Parameters: $function (as hotspots names it), $module, $inline (default
+-- true: inline levels count as functions), and the sample selection of
+-- stack_weight.sql ($event, $weight, $pid, $tid, $comm, $from_ns, $to_ns,
+-- $capture).
+WITH sw AS (SELECT capture, stack_id, n, w FROM _stack_weight),
+entry AS (                          -- the stacks as positions, leaf first
+  SELECT capture, stack_id, pos, function, module FROM stack_entry_inline WHERE COALESCE($inline, true)
+  UNION ALL
+  SELECT capture, stack_id, pos, function, module FROM stack_entry WHERE NOT COALESCE($inline, true)
+),
+totals AS (SELECT sum(w) AS w FROM sw),
 occ AS (                            -- where the function is in each stack
   SELECT e.capture, e.stack_id, min(e.pos) AS inner_pos, max(e.pos) AS outer_pos
-  FROM {entry} e
-  JOIN selected_stack ps ON ps.capture = e.capture AND ps.stack_id = e.stack_id
-  WHERE {match}
+  FROM entry e
+  JOIN sw ps ON ps.capture = e.capture AND ps.stack_id = e.stack_id
+  WHERE e.function = $function AND ($module IS NULL OR strpos(e.module, $module) > 0)
   GROUP BY e.capture, e.stack_id
 ),
 edge AS (
@@ -18,13 +28,13 @@ edge AS (
          COALESCE(c.function, '<root>') AS function,
          COALESCE(c.module, '') AS module
   FROM occ o
-  JOIN selected_stack ps ON ps.capture = o.capture AND ps.stack_id = o.stack_id
-  LEFT JOIN {entry} c
+  JOIN sw ps ON ps.capture = o.capture AND ps.stack_id = o.stack_id
+  LEFT JOIN entry c
     ON c.capture = o.capture AND c.stack_id = o.stack_id AND c.pos = o.outer_pos + 1
 ),
 incl AS (SELECT sum(n) AS n, sum(w) AS w FROM edge),
 rows AS (
-  SELECT 0 AS ord, 'function' AS role, {fname} AS function, '' AS module,
+  SELECT 0 AS ord, 'function' AS role, $function AS function, '' AS module,
          n, w FROM incl
   UNION ALL
   SELECT 1, 'caller', function, module, sum(n), sum(w) FROM edge GROUP BY function, module
@@ -34,7 +44,7 @@ SELECT
   function,                                                 -- the function, or its caller
   module,                                                   -- module of the caller
   n AS samples,                                             -- samples
-  {weight_col}                                              -- weight
+  w AS weight,                                              -- their weight
   round(100.0 * w / (SELECT w FROM totals), 4) AS pct,      -- share of all selected weight, %
   round(100.0 * w / (SELECT w FROM incl), 4) AS share       -- share of the function's inclusive weight, %
 FROM rows

@@ -1,0 +1,305 @@
+//! Analyses written as SQL files with named parameters, served as table
+//! functions.
+//!
+//! An analysis is a query in `analyses/<area>/<name>.sql` that reads its
+//! inputs as `$name` placeholders (`WHERE ($pid IS NULL OR array_has($pid,
+//! pid))`); the file runs as written once the placeholders have values. It
+//! is planned once when the session opens (plans read no data), and each
+//! call binds the arguments to the placeholders of that plan: no SQL text
+//! is ever built from arguments. A parameter not given is NULL, which the
+//! file reads as "no restriction" or "the default".
+//!
+//! Calls take the leading parameters by position, then any parameter as a
+//! name/value pair, in any order:
+//!
+//! ```sql
+//! SELECT * FROM hotspots('function');
+//! SELECT * FROM hotspots('module', 'pid', 42, 'from_ns', 1000000);
+//! SELECT * FROM hotspots('function', 'comm', 'cc1', 'comm', 'as');  -- a list: either
+//! ```
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use datafusion::arrow::datatypes::{DataType, Field};
+use datafusion::catalog::{TableFunctionArgs, TableFunctionImpl, TableProvider};
+use datafusion::common::tree_node::{Transformed, TreeNode};
+use datafusion::common::{plan_err, ParamValues};
+use datafusion::datasource::ViewTable;
+use datafusion::error::Result as DfResult;
+use datafusion::logical_expr::simplify::SimplifyContext;
+use datafusion::logical_expr::{Expr, LogicalPlan, LogicalPlanBuilder};
+use datafusion::optimizer::simplify_expressions::ExprSimplifier;
+use datafusion::prelude::ident;
+use datafusion::scalar::ScalarValue;
+
+use crate::{Result, Session};
+
+/// A parameter's type. List parameters take a value, an array, or the
+/// same name given several times (any of the values matches).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Text,
+    Int,
+    Bool,
+    IntList,
+    TextList,
+}
+
+impl Kind {
+    fn item_type(self) -> DataType {
+        match self {
+            Kind::Text | Kind::TextList => DataType::Utf8,
+            Kind::Int => DataType::Int64,
+            Kind::IntList => DataType::Int32,
+            Kind::Bool => DataType::Boolean,
+        }
+    }
+
+    fn is_list(self) -> bool {
+        matches!(self, Kind::IntList | Kind::TextList)
+    }
+
+    fn null(self) -> DfResult<ScalarValue> {
+        if self.is_list() {
+            ScalarValue::try_from(DataType::List(Arc::new(Field::new_list_field(
+                self.item_type(),
+                true,
+            ))))
+        } else {
+            ScalarValue::try_from(self.item_type())
+        }
+    }
+}
+
+/// One named input of an analysis.
+#[derive(Clone, Copy, Debug)]
+pub struct Param {
+    pub name: &'static str,
+    pub kind: Kind,
+    pub doc: &'static str,
+}
+
+/// The arguments of one call, by parameter name (every parameter present;
+/// NULL when not given).
+pub type Bound = HashMap<&'static str, ScalarValue>;
+
+/// An analysis: its SQL, its parameters and, optionally, which of its
+/// columns a call returns (for analyses whose columns depend on an
+/// argument, e.g. the key of `hotspots`).
+pub struct Spec {
+    pub name: &'static str,
+    /// What the analysis answers (shown by `trawl functions`).
+    pub doc: &'static str,
+    pub sql: &'static str,
+    /// How many leading parameters may be given by position.
+    pub positional: usize,
+    pub params: &'static [Param],
+    pub columns: Option<fn(&Bound) -> DfResult<Vec<&'static str>>>,
+}
+
+/// A registered analysis: its spec and the plan of its SQL.
+pub struct SqlFunction {
+    spec: &'static Spec,
+    plan: LogicalPlan,
+}
+
+impl std::fmt::Debug for SqlFunction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "SqlFunction({})", self.spec.name)
+    }
+}
+
+impl SqlFunction {
+    /// Plans `spec`'s SQL in `s` (the tables and views it reads must be
+    /// registered; no data is read).
+    pub async fn plan(s: &Session, spec: &'static Spec) -> Result<SqlFunction> {
+        let plan = s.ctx.state().create_logical_plan(spec.sql).await?;
+        Ok(SqlFunction {
+            spec,
+            plan: inline_views(plan)?,
+        })
+    }
+
+    /// Reads a call's arguments.
+    pub fn bind(&self, args: &[Expr]) -> DfResult<Bound> {
+        let spec = self.spec;
+        let simplifier = ExprSimplifier::new(SimplifyContext::default());
+        let mut values: Vec<ScalarValue> = Vec::with_capacity(args.len());
+        for a in args {
+            match simplifier.simplify(a.clone())? {
+                Expr::Literal(v, _) => values.push(v),
+                other => {
+                    return plan_err!(
+                        "{}: arguments must be constants, got {other}",
+                        spec.name
+                    )
+                }
+            }
+        }
+        let positional = values.len().min(spec.positional);
+        let mut given: Vec<(&Param, ScalarValue)> = Vec::new();
+        for (p, v) in spec.params.iter().zip(values.drain(..positional)) {
+            given.push((p, v));
+        }
+        if values.len() % 2 != 0 {
+            return plan_err!(
+                "{}: after the first {} argument(s), give name/value pairs ({})",
+                spec.name,
+                spec.positional,
+                self.usage()
+            );
+        }
+        let mut it = values.into_iter();
+        while let (Some(k), Some(v)) = (it.next(), it.next()) {
+            let name = match &k {
+                ScalarValue::Utf8(Some(n))
+                | ScalarValue::Utf8View(Some(n))
+                | ScalarValue::LargeUtf8(Some(n)) => n.clone(),
+                other => {
+                    return plan_err!(
+                        "{}: expected a parameter name, got {other} ({})",
+                        spec.name,
+                        self.usage()
+                    )
+                }
+            };
+            let Some(p) = spec.params.iter().find(|p| p.name == name) else {
+                return plan_err!(
+                    "{}: no parameter {name:?} ({})",
+                    spec.name,
+                    self.usage()
+                );
+            };
+            given.push((p, v));
+        }
+        let mut out: Bound = HashMap::new();
+        let mut lists: HashMap<&'static str, Vec<ScalarValue>> = HashMap::new();
+        for (p, v) in given {
+            if v.is_null() {
+                continue;
+            }
+            if p.kind.is_list() {
+                let items = lists.entry(p.name).or_default();
+                match &v {
+                    ScalarValue::List(a) => {
+                        for x in ScalarValue::convert_array_to_scalar_vec(a.as_ref())?
+                            .into_iter()
+                            .flatten()
+                            .flatten()
+                        {
+                            items.push(cast(spec, p, x)?);
+                        }
+                    }
+                    _ => items.push(cast(spec, p, v)?),
+                }
+            } else {
+                if out.contains_key(p.name) {
+                    return plan_err!("{}: {} given twice", spec.name, p.name);
+                }
+                out.insert(p.name, cast(spec, p, v)?);
+            }
+        }
+        for p in spec.params {
+            if let Some(items) = lists.remove(p.name) {
+                out.insert(
+                    p.name,
+                    ScalarValue::List(ScalarValue::new_list_nullable(&items, &p.kind.item_type())),
+                );
+            }
+            if !out.contains_key(p.name) {
+                out.insert(p.name, p.kind.null()?);
+            }
+        }
+        Ok(out)
+    }
+
+    /// The plan of a call with these arguments.
+    pub fn call_plan(&self, bound: &Bound) -> DfResult<LogicalPlan> {
+        let values: HashMap<String, ScalarValue> = bound
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.clone()))
+            .collect();
+        // Bound parameters change types and what may be null: every
+        // node's schema is derived again.
+        let plan = self
+            .plan
+            .clone()
+            .with_param_values(ParamValues::from(values))?
+            .transform_up(|p| Ok(Transformed::yes(p.recompute_schema()?)))?
+            .data;
+        Ok(match self.spec.columns {
+            Some(pick) => LogicalPlanBuilder::from(plan)
+                .project(pick(bound)?.into_iter().map(ident))?
+                .build()?,
+            None => plan,
+        })
+    }
+
+    fn usage(&self) -> String {
+        let names: Vec<String> = self
+            .spec
+            .params
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                if i < self.spec.positional {
+                    p.name.to_string()
+                } else {
+                    format!("'{}', value", p.name)
+                }
+            })
+            .collect();
+        format!("{}({})", self.spec.name, names.join(", "))
+    }
+}
+
+fn cast(spec: &Spec, p: &Param, v: ScalarValue) -> DfResult<ScalarValue> {
+    v.cast_to(&p.kind.item_type()).or_else(|_| {
+        plan_err!(
+            "{}: {} must be {:?}, got {v}",
+            spec.name,
+            p.name,
+            p.kind.item_type()
+        )
+    })
+}
+
+impl TableFunctionImpl for SqlFunction {
+    fn call_with_args(&self, args: TableFunctionArgs) -> DfResult<Arc<dyn TableProvider>> {
+        let bound = self.bind(args.exprs())?;
+        Ok(Arc::new(ViewTable::new(self.call_plan(&bound)?, None)))
+    }
+}
+
+/// Replaces every scan of a view by the view's plan, so the placeholders
+/// of views an analysis reads are bound with the analysis's own.
+fn inline_views(plan: LogicalPlan) -> DfResult<LogicalPlan> {
+    plan.transform_up_with_subqueries(|p| {
+        let LogicalPlan::TableScan(scan) = &p else {
+            return Ok(Transformed::no(p));
+        };
+        let Some(view) = scan.source.get_logical_plan() else {
+            return Ok(Transformed::no(p));
+        };
+        let view = inline_views(view.into_owned())?;
+        let mut b = LogicalPlanBuilder::from(view);
+        if let Some(proj) = &scan.projection {
+            let fields = scan.source.schema();
+            b = b.project(proj.iter().map(|&i| ident(fields.field(i).name())))?;
+        }
+        Ok(Transformed::yes(
+            b.alias(scan.table_name.clone())?.build()?,
+        ))
+    })
+    .map(|t| t.data)
+}
+
+/// Registers `specs` as table functions of `s`.
+pub async fn register(s: &Session, specs: &[&'static Spec]) -> Result<()> {
+    for spec in specs {
+        let f = SqlFunction::plan(s, spec).await?;
+        s.ctx.register_udtf(spec.name, Arc::new(f));
+    }
+    Ok(())
+}

@@ -1,0 +1,271 @@
+//! The session's tables, none of which reads data when it is registered.
+//!
+//! - [`CaptureTable`]: one stored table (`perf_sample`, ...) of every
+//!   capture of the session as one table, the capture's name as the
+//!   partition column `capture`. Registering it costs a `stat` per file;
+//!   a scan is one Parquet scan over all the files (DataFusion splits and
+//!   prunes them as for a listing table), not a UNION of per-capture views.
+//! - [`LazyTable`]: a derived table (`time_base`, `memory_region`, ...)
+//!   whose rows a function computes the first time a query scans it; the
+//!   rows are kept for the rest of the session.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use datafusion::arrow::record_batch::RecordBatch;
+use datafusion::catalog::{Session as DfSession, TableProvider};
+use datafusion::datasource::file_format::parquet::ParquetFormat;
+use datafusion::datasource::file_format::FileFormat;
+use datafusion::datasource::listing::PartitionedFile;
+use datafusion::datasource::physical_plan::{FileGroup, FileScanConfigBuilder};
+use datafusion::datasource::table_schema::TableSchema;
+use datafusion::datasource::{MemTable, TableType};
+use datafusion::error::Result as DfResult;
+use datafusion::execution::object_store::ObjectStoreUrl;
+use datafusion::logical_expr::{Expr, TableProviderFilterPushDown};
+use datafusion::physical_plan::empty::EmptyExec;
+use datafusion::physical_plan::ExecutionPlan;
+use datafusion::scalar::ScalarValue;
+use futures::future::BoxFuture;
+use tokio::sync::OnceCell;
+
+/// One file of a [`CaptureTable`]: the capture's name and the Parquet file.
+#[derive(Clone, Debug)]
+pub struct CaptureFile {
+    pub capture: String,
+    pub path: PathBuf,
+    pub size: u64,
+}
+
+/// A stored table of all the session's captures: `capture`, then the
+/// table's columns (`schema::TableDef`).
+#[derive(Debug)]
+pub struct CaptureTable {
+    /// The columns stored in the files.
+    file_schema: SchemaRef,
+    /// `capture`, then `file_schema`'s columns.
+    table_schema: SchemaRef,
+    files: Vec<CaptureFile>,
+}
+
+impl CaptureTable {
+    /// A table over `files`, all written with (a prefix or subset of)
+    /// `file_schema`'s columns; columns a file lacks (added to the schema
+    /// after it was written) read as nulls.
+    pub fn new(file_schema: SchemaRef, files: Vec<CaptureFile>) -> Self {
+        let mut fields = vec![Field::new("capture", DataType::Utf8, false)];
+        fields.extend(file_schema.fields().iter().map(|f| f.as_ref().clone()));
+        CaptureTable {
+            file_schema: file_schema.clone(),
+            table_schema: Arc::new(Schema::new_with_metadata(
+                fields,
+                file_schema.metadata().clone(),
+            )),
+            files,
+        }
+    }
+
+    /// The captures whose files a filter on `capture` keeps (None: the
+    /// filter says nothing about `capture` alone).
+    fn capture_filter(e: &Expr) -> Option<Vec<String>> {
+        use datafusion::logical_expr::{BinaryExpr, Operator};
+        let name = |e: &Expr| matches!(e, Expr::Column(c) if c.name == "capture");
+        let lit = |e: &Expr| match e {
+            Expr::Literal(ScalarValue::Utf8(Some(s)), _)
+            | Expr::Literal(ScalarValue::Utf8View(Some(s)), _)
+            | Expr::Literal(ScalarValue::LargeUtf8(Some(s)), _) => Some(s.clone()),
+            _ => None,
+        };
+        match e {
+            Expr::BinaryExpr(BinaryExpr {
+                left,
+                op: Operator::Eq,
+                right,
+            }) => {
+                if name(left) {
+                    lit(right).map(|s| vec![s])
+                } else if name(right) {
+                    lit(left).map(|s| vec![s])
+                } else {
+                    None
+                }
+            }
+            Expr::InList(l) if !l.negated && name(&l.expr) => {
+                l.list.iter().map(lit).collect::<Option<Vec<_>>>()
+            }
+            _ => None,
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl TableProvider for CaptureTable {
+    fn schema(&self) -> SchemaRef {
+        self.table_schema.clone()
+    }
+
+    fn table_type(&self) -> TableType {
+        TableType::Base
+    }
+
+    fn supports_filters_pushdown(
+        &self,
+        filters: &[&Expr],
+    ) -> DfResult<Vec<TableProviderFilterPushDown>> {
+        // Filters on `capture` alone choose files; the rest are pushed
+        // into the Parquet scan by the physical optimizer, and applied
+        // again above it.
+        Ok(filters
+            .iter()
+            .map(|f| {
+                if Self::capture_filter(f).is_some() {
+                    TableProviderFilterPushDown::Exact
+                } else {
+                    TableProviderFilterPushDown::Inexact
+                }
+            })
+            .collect())
+    }
+
+    async fn scan(
+        &self,
+        state: &dyn DfSession,
+        projection: Option<&Vec<usize>>,
+        filters: &[Expr],
+        limit: Option<usize>,
+    ) -> DfResult<Arc<dyn ExecutionPlan>> {
+        let mut keep: Option<Vec<String>> = None;
+        for f in filters {
+            if let Some(names) = Self::capture_filter(f) {
+                keep = Some(match keep {
+                    None => names,
+                    Some(k) => k.into_iter().filter(|n| names.contains(n)).collect(),
+                });
+            }
+        }
+        let files: Vec<&CaptureFile> = self
+            .files
+            .iter()
+            .filter(|f| keep.as_ref().is_none_or(|k| k.contains(&f.capture)))
+            .collect();
+        if files.is_empty() {
+            let schema = match projection {
+                Some(p) => Arc::new(self.table_schema.project(p)?),
+                None => self.table_schema.clone(),
+            };
+            return Ok(Arc::new(EmptyExec::new(schema)));
+        }
+        // Files spread over the target partitions by size, largest first;
+        // DataFusion splits large files into byte ranges itself.
+        let n = state.config().target_partitions().max(1).min(files.len());
+        let mut groups: Vec<(u64, Vec<PartitionedFile>)> = vec![(0, Vec::new()); n];
+        let mut sorted = files;
+        sorted.sort_by(|a, b| b.size.cmp(&a.size));
+        for f in sorted {
+            let g = groups.iter_mut().min_by_key(|g| g.0).expect("n >= 1");
+            g.0 += f.size;
+            g.1.push(
+                PartitionedFile::new(f.path.to_string_lossy().into_owned(), f.size)
+                    .with_partition_values(vec![ScalarValue::Utf8(Some(f.capture.clone()))]),
+            );
+        }
+        let format = ParquetFormat::default().with_options(state.table_options().parquet.clone());
+        let table_schema = TableSchema::builder(self.file_schema.clone())
+            .with_table_partition_cols(vec![Arc::new(Field::new("capture", DataType::Utf8, false))])
+            .build();
+        let source = format.file_source(table_schema);
+        // The scan produces the file's columns then `capture` (index n):
+        // table column 0 is scan column n, table column i + 1 scan column i.
+        let n_file = self.file_schema.fields().len();
+        let to_scan = |i: usize| if i == 0 { n_file } else { i - 1 };
+        let indices: Vec<usize> = match projection {
+            Some(p) => p.iter().map(|&i| to_scan(i)).collect(),
+            None => (0..=n_file).map(to_scan).collect(),
+        };
+        let config = FileScanConfigBuilder::new(ObjectStoreUrl::local_filesystem(), source)
+            .with_file_groups(groups.into_iter().map(|g| FileGroup::new(g.1)).collect())
+            .with_projection_indices(Some(indices))?
+            .with_limit(limit)
+            .build();
+        format.create_physical_plan(state, config).await
+    }
+}
+
+/// Computes a derived table's rows from the session it is scanned in.
+pub type Compute =
+    Arc<dyn Fn(crate::Session) -> BoxFuture<'static, crate::Result<Vec<RecordBatch>>> + Send + Sync>;
+
+/// A derived table computed on first scan and kept for the session.
+pub struct LazyTable {
+    name: &'static str,
+    schema: SchemaRef,
+    compute: Compute,
+    shared: Arc<crate::Shared>,
+    rows: OnceCell<Vec<RecordBatch>>,
+}
+
+impl fmt::Debug for LazyTable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "LazyTable({})", self.name)
+    }
+}
+
+impl LazyTable {
+    pub(crate) fn new(
+        name: &'static str,
+        schema: SchemaRef,
+        shared: Arc<crate::Shared>,
+        compute: Compute,
+    ) -> Self {
+        LazyTable {
+            name,
+            schema,
+            compute,
+            shared,
+            rows: OnceCell::new(),
+        }
+    }
+
+    /// The rows, computed on first use in a session over `state`.
+    pub(crate) async fn rows(&self, state: &dyn DfSession) -> DfResult<&[RecordBatch]> {
+        self.rows
+            .get_or_try_init(|| async {
+                let s = crate::Session::over(state, self.shared.clone())?;
+                (self.compute)(s).await.map_err(|e| match e {
+                    crate::Error::DataFusion(d) => d,
+                    other => datafusion::error::DataFusionError::Plan(format!(
+                        "{}: {other}",
+                        self.name
+                    )),
+                })
+            })
+            .await
+            .map(Vec::as_slice)
+    }
+}
+
+#[async_trait::async_trait]
+impl TableProvider for LazyTable {
+    fn schema(&self) -> SchemaRef {
+        self.schema.clone()
+    }
+
+    fn table_type(&self) -> TableType {
+        TableType::Temporary
+    }
+
+    async fn scan(
+        &self,
+        state: &dyn DfSession,
+        projection: Option<&Vec<usize>>,
+        filters: &[Expr],
+        limit: Option<usize>,
+    ) -> DfResult<Arc<dyn ExecutionPlan>> {
+        let rows = self.rows(state).await?.to_vec();
+        MemTable::try_new(self.schema.clone(), vec![rows])?
+            .scan(state, projection, filters, limit)
+            .await
+    }
+}
