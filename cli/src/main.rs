@@ -1559,18 +1559,19 @@ async fn flamegraph(a: FlameArgs) -> Result<()> {
         weight: &weight,
         opts,
     };
-    let folded = analyses::folded(&s, &sel).await?;
-    if folded.is_empty() {
+    let tree = trawl_query::flame::frame_tree(&s, &sel).await?;
+    if tree.total() <= 0 {
         bail!("no samples with stacks to draw");
     }
-    let lines: Vec<String> = folded
-        .iter()
-        .filter(|(_, w)| *w > 0)
-        .map(|(st, w)| format!("{} {w}", st.replace(' ', "\u{a0}")))
-        .collect();
+    let line = |(st, w): &(String, i64)| format!("{} {w}", st.replace(' ', "\u{a0}"));
     if let Some(p) = &a.folded {
-        output::write_atomic(p, (lines.join("\n") + "\n").as_bytes())?;
+        let all: Vec<String> = tree.folded(0).iter().map(line).collect();
+        output::write_atomic(p, (all.join("\n") + "\n").as_bytes())?;
     }
+    // inferno draws no frame narrower than min_width (0.1 px) of the
+    // 1,180 px between its pads: frames under half that are folded into
+    // their parents before drawing (the picture is the same).
+    let lines: Vec<String> = tree.folded(tree.total() / 23_600).iter().map(line).collect();
     let mut o = inferno::flamegraph::Options::default();
     o.title = a.title.clone().unwrap_or_else(|| {
         let caps: Vec<String> = s.captures().iter().map(|c| c.name.clone()).collect();
@@ -1582,7 +1583,7 @@ async fn flamegraph(a: FlameArgs) -> Result<()> {
         .context("drawing the flame graph")?;
     output::write_atomic(&a.output, &svg)?;
     eprintln!(
-        "wrote {} ({} distinct stacks)",
+        "wrote {} ({} frames wide enough to draw)",
         a.output.display(),
         lines.len()
     );

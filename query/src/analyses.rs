@@ -323,6 +323,13 @@ pub struct Selection<'a> {
 }
 
 impl Selection<'_> {
+    /// The arguments of `stack_weight(...)`.
+    pub(crate) fn sample_args(&self) -> Vec<Expr> {
+        let mut a = Vec::new();
+        self.filter.args(self.event, self.weight, &mut a);
+        a
+    }
+
     fn args(&self, first: Option<Expr>) -> Vec<Expr> {
         let mut a: Vec<Expr> = first.into_iter().collect();
         self.filter.args(self.event, self.weight, &mut a);
@@ -374,24 +381,6 @@ pub async fn choose_event(s: &Session, given: Option<&str>) -> Result<String> {
             None => return Err(Error::Usage("the capture has no samples".into())),
         },
     })
-}
-
-/// `LEFT JOIN (...) ALIAS` giving `ALIAS.delta`: the increase of the
-/// counter `event` read at each sample of `perf_sample p` since the
-/// previous read of the same thread and group member, in sample order
-/// (what perf script prints as the period).
-pub(crate) fn read_delta_join(event: &str, alias: &str) -> String {
-    format!(
-        "LEFT JOIN (SELECT r.capture, r.sample_id, \
-           CAST(r.value AS DECIMAL(20,0)) - CAST(COALESCE(lag(r.value) OVER (\
-             PARTITION BY r.capture, s.tid, r.idx ORDER BY r.sample_id), 0) \
-             AS DECIMAL(20,0)) AS delta \
-         FROM perf_sample_read r JOIN perf_sample s \
-           ON s.capture = r.capture AND s.sample_id = r.sample_id \
-         WHERE r.event = {}) {alias} \
-       ON {alias}.capture = p.capture AND {alias}.sample_id = p.sample_id",
-        crate::memory::quote(event)
-    )
 }
 
 /// Refuses a `read:EVENT` weight when no counter of that event was read.

@@ -19,6 +19,7 @@
 pub mod analyses;
 pub mod cause;
 pub mod energy;
+pub mod flame;
 pub mod functions;
 pub mod io;
 pub mod lbr;

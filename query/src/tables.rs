@@ -55,14 +55,20 @@ impl CaptureTable {
     /// `file_schema`'s columns; columns a file lacks (added to the schema
     /// after it was written) read as nulls.
     pub fn new(file_schema: SchemaRef, files: Vec<CaptureFile>) -> Self {
-        let mut fields = vec![Field::new("capture", DataType::Utf8, false)];
-        fields.extend(file_schema.fields().iter().map(|f| f.as_ref().clone()));
+        // Without the column docs the files carry in their metadata: plans
+        // that combine tables (unions, joins) require equal metadata on
+        // both sides, and the docs are for readers of the files.
+        let fields: Vec<Field> = file_schema
+            .fields()
+            .iter()
+            .map(|f| f.as_ref().clone().with_metadata(Default::default()))
+            .collect();
+        let file_schema = Arc::new(Schema::new(fields.clone()));
+        let mut all = vec![Field::new("capture", DataType::Utf8, false)];
+        all.extend(fields);
         CaptureTable {
-            file_schema: file_schema.clone(),
-            table_schema: Arc::new(Schema::new_with_metadata(
-                fields,
-                file_schema.metadata().clone(),
-            )),
+            file_schema,
+            table_schema: Arc::new(Schema::new(all)),
             files,
         }
     }

@@ -8,6 +8,7 @@ mod bad_input;
 mod common;
 mod energy;
 mod energy_sim;
+mod layering;
 mod lbr;
 mod lines;
 mod memlog;

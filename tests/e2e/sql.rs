@@ -160,3 +160,106 @@ fn hotspot_filters_select_samples() {
     let range = format!("..{}.{:09}", mid / 1_000_000_000, mid % 1_000_000_000);
     assert_eq!(selected(&cap, &["--time", &range]), want);
 }
+
+/// Rows of a CSV as sorted lines (order-free comparison).
+fn sorted_lines(csv: &str) -> Vec<String> {
+    let mut v: Vec<String> = csv.lines().skip(1).map(str::to_string).collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn analyses_are_table_functions_with_the_reports_answers() {
+    // `report hotspots --pid P` and `hotspots('function', 'pid', P)` in
+    // SQL are the same rows. Expected source for the numbers themselves:
+    // perf script's sample count of the process (the self samples add up
+    // to it); the report is checked against perf report elsewhere
+    // (perf_fixtures::hotspots_match_perf_report_processes).
+    let (_t, cap) = ingest("procs.data");
+    let c = cap.to_str().unwrap();
+    let pid = sql_scalar(&cap, "SELECT pid FROM perf_sample WHERE comm = 'hot' LIMIT 1");
+    let report = trawl_ok(&[
+        "report", "hotspots", c, "--pid", &pid, "--weight", "samples", "--format", "csv",
+    ]);
+    let q = format!(
+        "SELECT function, module, self_samples, self_pct, total_samples, total_pct \
+         FROM hotspots('function', 'pid', {pid}, 'weight', 'samples')"
+    );
+    let sql = trawl_ok(&["sql", c, &q, "--format", "csv"]);
+    assert_eq!(report.lines().next(), sql.lines().next());
+    assert_eq!(sorted_lines(&report), sorted_lines(&sql));
+    let script = perf(&[
+        "script", "-i", fixture("procs.data").to_str().unwrap(), "-F", "pid", "--pid", &pid,
+    ])
+    .lines()
+    .filter(|l| !l.trim().is_empty())
+    .count();
+    let self_sum = sql_scalar(
+        &cap,
+        &format!("SELECT sum(self_samples) FROM hotspots('function', 'pid', {pid}, 'weight', 'samples')"),
+    );
+    assert_eq!(self_sum, script.to_string());
+
+    // Composable: filtered, joined and aggregated like any table; a list
+    // argument (two processes) is the union of the two.
+    let pids = sql_scalar(
+        &cap,
+        "SELECT CAST(count(DISTINCT pid) AS VARCHAR) FROM perf_sample",
+    );
+    assert!(pids.parse::<u32>().unwrap() >= 2);
+    let two: Vec<String> = csv_rows(&trawl_ok(&[
+        "sql",
+        c,
+        "SELECT pid FROM perf_sample GROUP BY pid ORDER BY count(*) DESC LIMIT 2",
+        "--format",
+        "csv",
+    ]))
+    .into_iter()
+    .map(|r| r[0].clone())
+    .collect();
+    let q = format!(
+        "WITH a AS (SELECT function, total_samples FROM hotspots('function', 'pid', {p0}, 'weight', 'samples')), \
+              b AS (SELECT function, total_samples FROM hotspots('function', 'pid', {p1}, 'weight', 'samples')), \
+              ab AS (SELECT function, total_samples FROM hotspots('function', 'pid', {p0}, 'pid', {p1}, 'weight', 'samples')), \
+              n AS (SELECT count(*) AS n FROM perf_sample WHERE pid IN ({p0}, {p1}) AND stack_id IS NOT NULL) \
+         SELECT (SELECT sum(self_samples) FROM hotspots('function', 'pid', make_array({p0}, {p1}), 'weight', 'samples')) = (SELECT n FROM n), \
+                bool_and(COALESCE(a.total_samples, 0) + COALESCE(b.total_samples, 0) = ab.total_samples) \
+         FROM ab LEFT JOIN a ON a.function = ab.function LEFT JOIN b ON b.function = ab.function",
+        p0 = two[0],
+        p1 = two[1]
+    );
+    let out = trawl_ok(&["sql", c, &q, "--format", "csv"]);
+    assert_eq!(out.lines().nth(1).unwrap(), "true,true", "{out}");
+}
+
+#[test]
+fn table_function_arguments_are_checked() {
+    let (_t, cap) = ingest("hot-fp.data");
+    let c = cap.to_str().unwrap();
+    for (q, want) in [
+        ("SELECT * FROM hotspots('function', 'nope', 1)", "no parameter \"nope\""),
+        ("SELECT * FROM hotspots('bogus')", "by is function, module"),
+        ("SELECT * FROM hotspots('function', 'pid')", "name/value pairs"),
+        ("SELECT * FROM callers('main', 'pid', 'x')", "pid must be"),
+    ] {
+        let o = trawl(&["sql", c, q]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success() && err.contains(want), "{q}: {err}");
+    }
+}
+
+#[test]
+fn opening_a_capture_reads_no_derived_data() {
+    // Derived tables (time_base, memory_region, ...) are computed when a
+    // query reads them, not when the capture is opened: with syscall.parquet
+    // destroyed, a query of perf_sample still answers (the count perf
+    // script prints), and only queries that need the system calls fail.
+    let (_t, cap) = ingest("hot-fp.data");
+    std::fs::write(cap.join("syscall.parquet"), b"not parquet").unwrap();
+    let n = sql_scalar(&cap, "SELECT count(*) FROM perf_sample");
+    assert_eq!(n, perf_script_samples(&fixture("hot-fp.data")).to_string());
+    let o = trawl(&["sql", cap.to_str().unwrap(), "SELECT count(*) FROM memory_region"]);
+    assert!(!o.status.success());
+    let o = trawl(&["sql", cap.to_str().unwrap(), "SELECT * FROM time_base"]);
+    assert!(!o.status.success());
+}

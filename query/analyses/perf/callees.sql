@@ -1,8 +1,9 @@
 -- callees: attributed metrics of the edges out of one function (seed 002).
 -- Every selected sample whose stack contains the function ($function; with
 -- $module, in a module whose path contains it) counts once: for the
--- function's inclusive metric (the `function` row) and either for its exclusive metric (`self`, the function is the leaf) or for
--- exactly one callee: the callee of the function's innermost occurrence.
+-- function's inclusive metric (the `function` row) and either for its
+-- exclusive metric (`self`, the function is the leaf) or for exactly one
+-- callee: the callee of the function's innermost occurrence.
 -- So `self` + the `callee` rows sum to the `function` row:
 -- inclusive(f) = exclusive(f) + sum of attributed(f -> callee).
 -- Parameters: $function (as hotspots names it), $module, $inline (default
@@ -10,28 +11,32 @@
 -- stack_weight.sql ($event, $weight, $pid, $tid, $comm, $from_ns, $to_ns,
 -- $capture).
 WITH sw AS (SELECT capture, stack_id, n, w FROM _stack_weight),
-entry AS (                          -- the stacks as positions, leaf first
-  SELECT capture, stack_id, pos, function, module FROM stack_entry_inline WHERE COALESCE($inline, true)
-  UNION ALL
-  SELECT capture, stack_id, pos, function, module FROM stack_entry WHERE NOT COALESCE($inline, true)
-),
 totals AS (SELECT sum(w) AS w FROM sw),
-occ AS (
-  SELECT e.capture, e.stack_id, min(e.pos) AS inner_pos, max(e.pos) AS outer_pos
-  FROM entry e
+occ AS (                            -- where the function is in each stack
+  SELECT e.capture, e.stack_id, min(e.k) AS inner_k
+  FROM _stack_position e
   JOIN sw ps ON ps.capture = e.capture AND ps.stack_id = e.stack_id
   WHERE e.function = $function AND ($module IS NULL OR strpos(e.module, $module) > 0)
   GROUP BY e.capture, e.stack_id
 ),
+callee AS (                         -- the position just inside the innermost occurrence
+  SELECT o.capture, o.stack_id,
+         first_value(c.function ORDER BY c.k DESC) AS function,
+         first_value(c.module ORDER BY c.k DESC) AS module
+  FROM occ o
+  JOIN _stack_position c
+    ON c.capture = o.capture AND c.stack_id = o.stack_id
+    AND c.k < o.inner_k AND c.k >= (o.inner_k / 1024 - 1) * 1024
+  GROUP BY o.capture, o.stack_id
+),
 edge AS (
   SELECT ps.n, ps.w,
-         o.inner_pos = 0 AS is_self,
+         o.inner_k = 0 AS is_self,
          COALESCE(c.function, '<self>') AS function,
          COALESCE(c.module, '') AS module
   FROM occ o
   JOIN sw ps ON ps.capture = o.capture AND ps.stack_id = o.stack_id
-  LEFT JOIN entry c
-    ON c.capture = o.capture AND c.stack_id = o.stack_id AND c.pos = o.inner_pos - 1
+  LEFT JOIN callee c ON c.capture = o.capture AND c.stack_id = o.stack_id
 ),
 incl AS (SELECT sum(n) AS n, sum(w) AS w FROM edge),
 rows AS (

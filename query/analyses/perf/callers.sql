@@ -10,18 +10,23 @@
 -- stack_weight.sql ($event, $weight, $pid, $tid, $comm, $from_ns, $to_ns,
 -- $capture).
 WITH sw AS (SELECT capture, stack_id, n, w FROM _stack_weight),
-entry AS (                          -- the stacks as positions, leaf first
-  SELECT capture, stack_id, pos, function, module FROM stack_entry_inline WHERE COALESCE($inline, true)
-  UNION ALL
-  SELECT capture, stack_id, pos, function, module FROM stack_entry WHERE NOT COALESCE($inline, true)
-),
 totals AS (SELECT sum(w) AS w FROM sw),
 occ AS (                            -- where the function is in each stack
-  SELECT e.capture, e.stack_id, min(e.pos) AS inner_pos, max(e.pos) AS outer_pos
-  FROM entry e
+  SELECT e.capture, e.stack_id, max(e.k) AS outer_k
+  FROM _stack_position e
   JOIN sw ps ON ps.capture = e.capture AND ps.stack_id = e.stack_id
   WHERE e.function = $function AND ($module IS NULL OR strpos(e.module, $module) > 0)
   GROUP BY e.capture, e.stack_id
+),
+caller AS (                         -- the position just outside the outermost occurrence
+  SELECT o.capture, o.stack_id,
+         first_value(c.function ORDER BY c.k) AS function,
+         first_value(c.module ORDER BY c.k) AS module
+  FROM occ o
+  JOIN _stack_position c
+    ON c.capture = o.capture AND c.stack_id = o.stack_id
+    AND c.k > o.outer_k AND c.k < (o.outer_k / 1024 + 2) * 1024
+  GROUP BY o.capture, o.stack_id
 ),
 edge AS (
   SELECT ps.n, ps.w,
@@ -29,8 +34,7 @@ edge AS (
          COALESCE(c.module, '') AS module
   FROM occ o
   JOIN sw ps ON ps.capture = o.capture AND ps.stack_id = o.stack_id
-  LEFT JOIN entry c
-    ON c.capture = o.capture AND c.stack_id = o.stack_id AND c.pos = o.outer_pos + 1
+  LEFT JOIN caller c ON c.capture = o.capture AND c.stack_id = o.stack_id
 ),
 incl AS (SELECT sum(n) AS n, sum(w) AS w FROM edge),
 rows AS (

@@ -61,3 +61,25 @@ WHERE p.stack_id IS NOT NULL
   AND ($to_ns IS NULL OR p.time_ns < $to_ns)
   AND ($capture IS NULL OR array_has($capture, p.capture))
 GROUP BY p.capture, p.stack_id;
+
+-- _stack_position: every position of every stack, leaf first, with the
+-- function there; with $inline (default true) each inline level is a
+-- position of its own (perf report --inline). Positions are ordered by
+-- k = depth * 1024 + inline level (0 = the innermost level, where the
+-- instruction is), so the position after (outer of) k is the next larger k
+-- of the stack and the one before (inner of) it the next smaller.
+CREATE OR REPLACE VIEW _stack_position AS
+SELECT
+  st.capture,                                   -- capture
+  st.stack_id,                                  -- stack.stack_id
+  CAST(st.depth AS BIGINT) * 1024 + f.level AS k,  -- order of the position, leaf first
+  f.function,                                   -- function at the position
+  f.module                                      -- its module
+FROM stack st
+JOIN (
+  SELECT capture, frame_id, CAST(inline_depth AS BIGINT) AS level, function, module
+  FROM frame_line WHERE COALESCE($inline, true)
+  UNION ALL
+  SELECT capture, frame_id, CAST(0 AS BIGINT), function, module
+  FROM frame_name WHERE NOT COALESCE($inline, true)
+) f ON f.capture = st.capture AND f.frame_id = st.frame_id;
