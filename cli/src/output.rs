@@ -84,6 +84,9 @@ pub fn write(batches: &[RecordBatch], o: &OutputOpts) -> Result<()> {
         _ => {
             let mut buf: Vec<u8> = Vec::new();
             match o.format {
+                Format::Table if batches.iter().any(|b| b.num_rows() > 0) => {
+                    write_table(&batches, &mut buf)?;
+                }
                 Format::Table => {
                     let t = trawl_ingest::arrow::util::pretty::pretty_format_batches(&batches)?;
                     writeln!(buf, "{t}")?;
@@ -120,6 +123,64 @@ pub fn write(batches: &[RecordBatch], o: &OutputOpts) -> Result<()> {
             Ok(())
         }
     }
+}
+
+/// The aligned table arrow's `pretty_format_batches` prints (`+---+`
+/// borders, cells left-aligned, nulls empty), written cell by cell: the
+/// cells are formatted once to measure the columns and again to write
+/// them, instead of holding every row as a table of strings (a report of
+/// 170 K rows took 1.4 s and 400 MB that way).
+fn write_table(batches: &[RecordBatch], out: &mut Vec<u8>) -> Result<()> {
+    use trawl_ingest::arrow::util::display::{ArrayFormatter, FormatOptions};
+    use unicode_width::UnicodeWidthStr;
+    let schema = batches[0].schema();
+    let opts = FormatOptions::default().with_display_error(true);
+    let mut width: Vec<usize> = schema.fields().iter().map(|f| f.name().width()).collect();
+    let mut cell = String::new();
+    for b in batches {
+        for (c, col) in b.columns().iter().enumerate() {
+            let f = ArrayFormatter::try_new(col.as_ref(), &opts)?;
+            for r in 0..b.num_rows() {
+                cell.clear();
+                std::fmt::Write::write_fmt(&mut cell, format_args!("{}", f.value(r)))?;
+                width[c] = width[c].max(cell.width());
+            }
+        }
+    }
+    let rule: String = {
+        let mut l = String::from("+");
+        for w in &width {
+            l.push_str(&"-".repeat(w + 2));
+            l.push('+');
+        }
+        l.push('\n');
+        l
+    };
+    let row = |out: &mut Vec<u8>, cells: &mut dyn Iterator<Item = String>| {
+        out.push(b'|');
+        for (w, text) in width.iter().zip(cells) {
+            out.push(b' ');
+            out.extend_from_slice(text.as_bytes());
+            out.extend(std::iter::repeat_n(b' ', w - text.width() + 1));
+            out.push(b'|');
+        }
+        out.push(b'\n');
+    };
+    out.extend_from_slice(rule.as_bytes());
+    row(out, &mut schema.fields().iter().map(|f| f.name().clone()));
+    out.extend_from_slice(rule.as_bytes());
+    for b in batches {
+        let fmts = b
+            .columns()
+            .iter()
+            .map(|col| ArrayFormatter::try_new(col.as_ref(), &opts))
+            .collect::<Result<Vec<_>, _>>()?;
+        for r in 0..b.num_rows() {
+            row(out, &mut fmts.iter().map(|f| f.value(r).to_string()));
+        }
+    }
+    out.extend_from_slice(rule.as_bytes());
+    Ok(())
 }
 
 /// Writes `data` to `path` through a temporary file in the same directory
