@@ -16,6 +16,7 @@ mod metrics;
 mod monitoring;
 mod perf_fixtures;
 mod phases;
+mod slt;
 mod sql;
 mod strace;
 mod symbols;
