@@ -1563,7 +1563,7 @@ async fn flamegraph(a: FlameArgs) -> Result<()> {
     if tree.total() <= 0 {
         bail!("no samples with stacks to draw");
     }
-    let line = |(st, w): &(String, i64)| format!("{} {w}", st.replace(' ', "\u{a0}"));
+    let line = |(st, w): &(String, i64)| format!("{st} {w}");
     if let Some(p) = &a.folded {
         let all: Vec<String> = tree.folded(0).iter().map(line).collect();
         output::write_atomic(p, (all.join("\n") + "\n").as_bytes())?;
@@ -1573,6 +1573,8 @@ async fn flamegraph(a: FlameArgs) -> Result<()> {
     // their parents before drawing (the picture is the same).
     let lines: Vec<String> = tree.folded(tree.total() / 23_600).iter().map(line).collect();
     let mut o = inferno::flamegraph::Options::default();
+    // The lines come sorted.
+    o.no_sort = true;
     o.title = a.title.clone().unwrap_or_else(|| {
         let caps: Vec<String> = s.captures().iter().map(|c| c.name.clone()).collect();
         format!("{} — {event}", caps.join(", "))

@@ -35,10 +35,6 @@ const ROOT: u32 = u32::MAX;
 pub async fn frame_tree(s: &Session, sel: &Selection<'_>) -> Result<FrameTree> {
     // Capture names to small ids.
     let mut caps: HashMap<String, u32> = HashMap::new();
-    let mut cap_id = |c: Option<String>| -> u32 {
-        let n = caps.len() as u32;
-        *caps.entry(c.unwrap_or_default()).or_insert(n)
-    };
     // The selection: weight per (capture, stack).
     let mut weight: FxHashMap<(u32, i64), i64> = FxHashMap::default();
     for b in crate::analyses::call(s, "stack_weight", &sel.sample_args())
@@ -47,12 +43,12 @@ pub async fn frame_tree(s: &Session, sel: &Selection<'_>) -> Result<FrameTree> {
         .collect()
         .await?
     {
-        let cap = crate::string_values(b.column(0));
+        let cap = cap_ids(b.column(0), &mut caps)?;
         let id = b.column(1).as_primitive::<Int64Type>();
         let w = b.column(2).as_primitive::<Int64Type>();
         for (i, c) in cap.into_iter().enumerate() {
             if !id.is_null(i) {
-                let k = (cap_id(c), id.value(i));
+                let k = (c, id.value(i));
                 *weight.entry(k).or_default() += if w.is_null(i) { 0 } else { w.value(i) };
             }
         }
@@ -67,14 +63,16 @@ pub async fn frame_tree(s: &Session, sel: &Selection<'_>) -> Result<FrameTree> {
         "SELECT capture, frame_id, 0 AS inline_depth, function FROM frame_name"
     };
     for b in s.sql(names_sql).await?.collect().await? {
-        let cap = crate::string_values(b.column(0));
+        let cap = cap_ids(b.column(0), &mut caps)?;
         let fid = b.column(1).as_primitive::<Int64Type>();
         let lvl = datafusion::arrow::compute::cast(b.column(2), &datafusion::arrow::datatypes::DataType::Int32)
             .map_err(datafusion::error::DataFusionError::from)?;
         let lvl = lvl.as_primitive::<Int32Type>();
         let func = crate::string_values(b.column(3));
         for (i, (c, f)) in cap.into_iter().zip(func).enumerate() {
-            let f = f.unwrap_or_default();
+            // The folded format separates the weight by a space: spaces in
+            // names become U+00A0, as flamegraph.pl users do.
+            let f = f.unwrap_or_default().replace(' ', "\u{a0}");
             let n = match name_ids.get(&f) {
                 Some(&n) => n,
                 None => {
@@ -85,7 +83,7 @@ pub async fn frame_tree(s: &Session, sel: &Selection<'_>) -> Result<FrameTree> {
                 }
             };
             frame_names
-                .entry((cap_id(c), fid.value(i)))
+                .entry((c, fid.value(i)))
                 .or_default()
                 .push((lvl.value(i), n));
         }
@@ -101,12 +99,11 @@ pub async fn frame_tree(s: &Session, sel: &Selection<'_>) -> Result<FrameTree> {
         .collect()
         .await?
     {
-        let cap = crate::string_values(b.column(0));
+        let cap = cap_ids(b.column(0), &mut caps)?;
         let id = b.column(1).as_primitive::<Int64Type>();
         let depth = b.column(2).as_primitive::<Int32Type>();
         let fid = b.column(3).as_primitive::<Int64Type>();
         for (i, c) in cap.into_iter().enumerate() {
-            let c = cap_id(c);
             if weight.contains_key(&(c, id.value(i))) {
                 positions.push((c, id.value(i), depth.value(i), fid.value(i)));
             }
@@ -154,6 +151,30 @@ pub async fn frame_tree(s: &Session, sel: &Selection<'_>) -> Result<FrameTree> {
     Ok(t)
 }
 
+/// A string column (the capture name) as small ids, without a string per
+/// row (runs of the same name are looked up once).
+fn cap_ids(a: &datafusion::arrow::array::ArrayRef, caps: &mut HashMap<String, u32>) -> Result<Vec<u32>> {
+    let a = datafusion::arrow::compute::cast(a, &datafusion::arrow::datatypes::DataType::Utf8)
+        .map_err(datafusion::error::DataFusionError::from)?;
+    let a = a.as_string::<i32>();
+    let mut out = Vec::with_capacity(a.len());
+    let mut last: Option<(&str, u32)> = None;
+    for i in 0..a.len() {
+        let v = if a.is_null(i) { "" } else { a.value(i) };
+        let id = match last {
+            Some((l, id)) if l == v => id,
+            _ => {
+                let n = caps.len() as u32;
+                let id = *caps.entry(v.to_string()).or_insert(n);
+                last = Some((v, id));
+                id
+            }
+        };
+        out.push(id);
+    }
+    Ok(out)
+}
+
 impl FrameTree {
     /// The weight of all samples in the tree.
     pub fn total(&self) -> i64 {
@@ -163,8 +184,8 @@ impl FrameTree {
             .sum()
     }
 
-    /// Folded lines (`root;...;leaf`, weight) of every node samples end
-    /// in, sorted by the line; nodes whose total weight is below
+    /// Folded lines (`root;...;leaf`, weight; spaces in names are U+00A0)
+    /// of every node samples end in, sorted by the line; nodes whose total weight is below
     /// `min_total` are folded into their nearest ancestor that is not, or
     /// into their root (roots stay: the drawing's total must not shrink).
     pub fn folded(&self, min_total: i64) -> Vec<(String, i64)> {
