@@ -103,8 +103,29 @@ pub static FOLDED: Spec = Spec {
     columns: None,
 };
 
-/// The stack analyses, in registration order.
-pub static SPECS: &[&Spec] = &[&STACK_WEIGHT_FN, &HOTSPOTS, &CALLERS, &CALLEES, &FOLDED];
+/// `timeline(window_ns, ...)`.
+pub static TIMELINE: Spec = Spec {
+    name: "timeline",
+    doc: "Samples and period per time window and leaf function, module or process (top N keys, the rest [other]).",
+    sql: include_str!("../analyses/perf/timeline.sql"),
+    positional: 1,
+    params: &[
+        Param { name: "window_ns", kind: Kind::Int, doc: "window width in ns" },
+        Param { name: "by", kind: Kind::Text, doc: "function (default), module or process" },
+        Param { name: "top", kind: Kind::Int, doc: "keys shown by name per capture (default 10)" },
+        Param { name: "event", kind: Kind::Text, doc: "event (default: the one with most samples)" },
+        Param { name: "pid", kind: Kind::IntList, doc: "only these processes" },
+        Param { name: "tid", kind: Kind::IntList, doc: "only these threads" },
+        Param { name: "comm", kind: Kind::TextList, doc: "only these commands" },
+        Param { name: "from_ns", kind: Kind::Int, doc: "only samples at or after this time_ns" },
+        Param { name: "to_ns", kind: Kind::Int, doc: "only samples before this time_ns" },
+        Param { name: "capture", kind: Kind::TextList, doc: "only these captures" },
+    ],
+    columns: None,
+};
+
+/// The SQL analyses, in registration order.
+pub static SPECS: &[&Spec] = &[&STACK_WEIGHT_FN, &HOTSPOTS, &CALLERS, &CALLEES, &FOLDED, &TIMELINE];
 
 fn hotspot_columns(b: &crate::functions::Bound) -> datafusion::error::Result<Vec<&'static str>> {
     let by = match b.get("by") {

@@ -2,7 +2,7 @@
 //! (or module, process), the top N keys of the capture and the rest as
 //! `[other]`, with each key's share of the window.
 
-use datafusion::prelude::DataFrame;
+use datafusion::prelude::{ident, lit, DataFrame};
 
 use crate::memory::quote;
 use crate::{Error, Result, Session};
@@ -54,7 +54,25 @@ pub async fn timeline(
         TimelineKey::Module => "module",
         TimelineKey::Process => "process",
     };
-    let (from, cost, method) = match lbr {
+    let Some(m) = lbr else {
+        let args = [
+            lit(window_ns),
+            lit("by"),
+            lit(name),
+            lit("top"),
+            lit(top as i64),
+            lit("event"),
+            lit(event.as_str()),
+        ];
+        let df = crate::analyses::call(s, "timeline", &args).await?;
+        let cols = ["capture", "window_start_s", "key", "samples", "cost", "share_pct"]
+            .map(|c| if c == "key" { ident(c).alias(name) } else { ident(c) });
+        return Ok((df.select(cols)?, event));
+    };
+    // With branch entries as samples: lbr_samples(METHOD) in place of
+    // perf_sample_t (its method is an argument of a table function the
+    // SQL reads, which a parameter cannot give).
+    let (from, cost, method) = match Some(m) {
         None => (
             "perf_sample_t".to_string(),
             "COALESCE(x.period, 1)",
