@@ -2,6 +2,7 @@
 //! with SQL. This crate is glue: argument parsing, terminal output and exit
 //! codes; the work is in trawl-ingest, trawl-symbolize and trawl-query.
 
+mod cmd;
 mod output;
 mod plot;
 mod symbols;
@@ -44,6 +45,9 @@ enum Cmd {
         #[arg(long)]
         markdown: bool,
     },
+    /// List the SQL table functions (the analyses), their parameters and
+    /// what they answer.
+    Functions(cmd::functions::Args),
     /// Named analyses.
     #[command(subcommand)]
     Report(Report),
@@ -990,6 +994,7 @@ fn run(cli: Cli) -> Result<()> {
             Ok(())
         }
         Cmd::Sql(a) => runtime()?.block_on(sql(a)),
+        Cmd::Functions(a) => cmd::functions::run(a),
         Cmd::Tables { captures, markdown } => {
             if markdown {
                 print!("{}", trawl_ingest::schema::render_markdown());

@@ -65,17 +65,20 @@ pub static HOTSPOTS: Spec = Spec {
     columns: Some(hotspot_columns),
 };
 
+/// The parameters of `callers` and `callees`.
+const EDGE_PARAMS: &[Param] = sample_params!(
+    Param { name: "function", kind: Kind::Text, doc: "the function, as hotspots names it" },
+    Param { name: "module", kind: Kind::Text, doc: "only occurrences in modules whose path contains this" },
+    INLINE,
+);
+
 /// `callers(function, ...)`.
 pub static CALLERS: Spec = Spec {
     name: "callers",
     doc: "Attributed cost of the edges into a function (document 002): its inclusive cost split among its callers.",
     sql: include_str!("../analyses/perf/callers.sql"),
     positional: 1,
-    params: sample_params!(
-        Param { name: "function", kind: Kind::Text, doc: "the function, as hotspots names it" },
-        Param { name: "module", kind: Kind::Text, doc: "only occurrences in modules whose path contains this" },
-        INLINE,
-    ),
+    params: EDGE_PARAMS,
     columns: None,
 };
 
@@ -85,11 +88,7 @@ pub static CALLEES: Spec = Spec {
     doc: "Attributed cost of the edges out of a function (document 002): its inclusive cost split into self and callees.",
     sql: include_str!("../analyses/perf/callees.sql"),
     positional: 1,
-    params: sample_params!(
-        Param { name: "function", kind: Kind::Text, doc: "the function, as hotspots names it" },
-        Param { name: "module", kind: Kind::Text, doc: "only occurrences in modules whose path contains this" },
-        INLINE,
-    ),
+    params: EDGE_PARAMS,
     columns: None,
 };
 
@@ -109,18 +108,11 @@ pub static TIMELINE: Spec = Spec {
     doc: "Samples and period per time window and leaf function, module or process (top N keys, the rest [other]).",
     sql: include_str!("../analyses/perf/timeline.sql"),
     positional: 1,
-    params: &[
+    params: sample_params!(
         Param { name: "window_ns", kind: Kind::Int, doc: "window width in ns" },
         Param { name: "by", kind: Kind::Text, doc: "function (default), module or process" },
         Param { name: "top", kind: Kind::Int, doc: "keys shown by name per capture (default 10)" },
-        Param { name: "event", kind: Kind::Text, doc: "event (default: the one with most samples)" },
-        Param { name: "pid", kind: Kind::IntList, doc: "only these processes" },
-        Param { name: "tid", kind: Kind::IntList, doc: "only these threads" },
-        Param { name: "comm", kind: Kind::TextList, doc: "only these commands" },
-        Param { name: "from_ns", kind: Kind::Int, doc: "only samples at or after this time_ns" },
-        Param { name: "to_ns", kind: Kind::Int, doc: "only samples before this time_ns" },
-        Param { name: "capture", kind: Kind::TextList, doc: "only these captures" },
-    ],
+    ),
     columns: None,
 };
 

@@ -263,3 +263,31 @@ fn opening_a_capture_reads_no_derived_data() {
     let o = trawl(&["sql", cap.to_str().unwrap(), "SELECT * FROM time_base"]);
     assert!(!o.status.success());
 }
+
+#[test]
+fn functions_lists_every_analysis_and_each_runs() {
+    // `trawl functions` lists the table functions; each answers a call
+    // with only its leading argument on a real capture (the row counts of
+    // the reports are checked against perf elsewhere).
+    let (_t, cap) = ingest("hot-fp.data");
+    let list = csv_maps(&trawl_ok(&["functions", "--format", "csv"]));
+    let mut names: Vec<String> = list.iter().map(|r| r["function"].clone()).collect();
+    names.dedup();
+    assert_eq!(
+        names,
+        ["stack_weight", "hotspots", "callers", "callees", "folded", "timeline"]
+    );
+    for call in [
+        "stack_weight()",
+        "hotspots('function')",
+        "callers('main')",
+        "callees('main')",
+        "folded()",
+        "timeline(10000000)",
+    ] {
+        let n: u64 = sql_scalar(&cap, &format!("SELECT count(*) FROM {call}"))
+            .parse()
+            .unwrap();
+        assert!(n > 0, "{call}: no rows");
+    }
+}

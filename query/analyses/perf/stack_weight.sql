@@ -2,7 +2,8 @@
 -- weigh? The samples of one event (the one named, else the one with most
 -- samples), narrowed by process, thread, command, time and capture, summed
 -- per distinct stack. Every stack analysis (hotspots, callers, callees,
--- folded) reads it as `_stack_weight` with its own parameters.
+-- folded) reads it as `_stack_weight` with its own parameters, the
+-- timeline the samples themselves (`_selected_sample`).
 --
 -- Parameters (NULL: no restriction / the default):
 --   $event   text       the event (default: the one with most samples)
@@ -28,29 +29,32 @@ SELECT
 FROM perf_sample_read r
 JOIN perf_sample s ON s.capture = r.capture AND s.sample_id = r.sample_id;
 
-CREATE OR REPLACE VIEW _stack_weight AS
+-- _selected_sample: the selected samples, each with its weight (`cost`).
+CREATE OR REPLACE VIEW _selected_sample AS
 SELECT
   p.capture,                                    -- capture
-  p.stack_id,                                   -- stack.stack_id
-  count(*) AS n,                                -- samples with this stack
-  CAST(sum(
-    CASE
-      WHEN $weight IS NULL OR $weight = 'period' THEN COALESCE(p.period, 1)
-      WHEN $weight = 'samples' OR $weight = 'count' THEN 1
-      WHEN $weight = 'weight' THEN CAST(COALESCE(p.weight, 0) AS BIGINT)
-      WHEN $weight = 'weight_ins_lat' THEN CAST(COALESCE(p.weight_ins_lat, 0) AS BIGINT)
-      WHEN $weight = 'weight_var3' THEN CAST(COALESCE(p.weight_var3, 0) AS BIGINT)
-      WHEN $weight = 'n_branch' THEN CAST(p.n_branch AS BIGINT)
-      WHEN starts_with($weight, 'read:') THEN CAST(COALESCE(r.delta, 0) AS BIGINT)
-    END
-  ) AS BIGINT) AS w                             -- their weight
+  p.sample_id,                                  -- perf_sample.sample_id
+  p.source_id,                                  -- input (for time_base)
+  p.time_ns,                                    -- time on the capture's clock
+  p.pid,                                        -- process
+  p.tid,                                        -- thread
+  p.comm,                                       -- command
+  p.stack_id,                                   -- stack.stack_id (null: none)
+  CAST(CASE
+    WHEN $weight IS NULL OR $weight = 'period' THEN COALESCE(p.period, 1)
+    WHEN $weight = 'samples' OR $weight = 'count' THEN 1
+    WHEN $weight = 'weight' THEN CAST(COALESCE(p.weight, 0) AS BIGINT)
+    WHEN $weight = 'weight_ins_lat' THEN CAST(COALESCE(p.weight_ins_lat, 0) AS BIGINT)
+    WHEN $weight = 'weight_var3' THEN CAST(COALESCE(p.weight_var3, 0) AS BIGINT)
+    WHEN $weight = 'n_branch' THEN CAST(p.n_branch AS BIGINT)
+    WHEN starts_with($weight, 'read:') THEN CAST(COALESCE(r.delta, 0) AS BIGINT)
+  END AS BIGINT) AS cost                        -- what the sample weighs
 FROM perf_sample p
 LEFT JOIN read_delta r
   ON starts_with($weight, 'read:')
   AND r.capture = p.capture AND r.sample_id = p.sample_id
   AND r.event = substr($weight, 6)
-WHERE p.stack_id IS NOT NULL
-  AND (($event IS NOT NULL AND p.event = $event)
+WHERE (($event IS NOT NULL AND p.event = $event)
     OR ($event IS NULL AND p.event = (
         SELECT CAST(event AS VARCHAR) FROM perf_sample
         GROUP BY event ORDER BY count(*) DESC, CAST(event AS VARCHAR) LIMIT 1)))
@@ -59,8 +63,18 @@ WHERE p.stack_id IS NOT NULL
   AND ($comm IS NULL OR array_has($comm, CAST(p.comm AS VARCHAR)))
   AND ($from_ns IS NULL OR p.time_ns >= $from_ns)
   AND ($to_ns IS NULL OR p.time_ns < $to_ns)
-  AND ($capture IS NULL OR array_has($capture, p.capture))
-GROUP BY p.capture, p.stack_id;
+  AND ($capture IS NULL OR array_has($capture, p.capture));
+
+-- _stack_weight: the selected samples with a stack, per distinct stack.
+CREATE OR REPLACE VIEW _stack_weight AS
+SELECT
+  capture,                                      -- capture
+  stack_id,                                     -- stack.stack_id
+  count(*) AS n,                                -- samples with this stack
+  CAST(sum(cost) AS BIGINT) AS w                -- their weight
+FROM _selected_sample
+WHERE stack_id IS NOT NULL
+GROUP BY capture, stack_id;
 
 -- _stack_position: every position of every stack, leaf first, with the
 -- function there; with $inline (default true) each inline level is a
