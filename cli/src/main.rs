@@ -811,18 +811,11 @@ struct UnfreedArgs {
     out: OutputOpts,
 }
 
-#[derive(Clone, Copy, ValueEnum)]
-enum ByArg {
-    /// Function and module (inline functions count as their own).
-    Function,
-    /// Module (load object: executable, library, kernel).
-    Module,
-    /// perf's srcline: source file base name and line, and module.
-    Srcline,
-    /// Function, full source path and line.
-    Line,
-    /// Function and address within the module.
-    Address,
+/// `--by` of hotspots: the library's keys, each with its help.
+fn hotspot_key() -> impl clap::builder::TypedValueParser<Value = HotspotKey> {
+    use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
+    PossibleValuesParser::new(HotspotKey::ALL.map(|k| PossibleValue::new(k.name()).help(k.doc())))
+        .map(|s| HotspotKey::parse(&s).expect("a listed key"))
 }
 
 #[derive(Args, Clone, Default)]
@@ -854,8 +847,8 @@ struct HotspotArgs {
     /// Captures (or directories of captures).
     #[arg(required = true)]
     captures: Vec<PathBuf>,
-    #[arg(long, value_enum, default_value = "function")]
-    by: ByArg,
+    #[arg(long, default_value = "function", value_parser = hotspot_key())]
+    by: HotspotKey,
     #[command(flatten)]
     filter: FilterArgs,
     #[command(flatten)]
@@ -1210,13 +1203,7 @@ async fn selection(
 async fn hotspots(a: HotspotArgs) -> Result<()> {
     let s = Session::open(&a.captures).await?;
     let (filter, event, weight, opts) = selection(&s, &a.filter, &a.metric).await?;
-    let key = match a.by {
-        ByArg::Function => HotspotKey::Function,
-        ByArg::Module => HotspotKey::Module,
-        ByArg::Srcline => HotspotKey::Srcline,
-        ByArg::Line => HotspotKey::Line,
-        ByArg::Address => HotspotKey::Address,
-    };
+    let key = a.by;
     let sel = analyses::Selection {
         filter: &filter,
         event: &event,

@@ -183,6 +183,17 @@ impl HotspotKey {
         Self::ALL.into_iter().find(|k| k.name() == s)
     }
 
+    /// What the key is, for help texts.
+    pub fn doc(self) -> &'static str {
+        match self {
+            HotspotKey::Function => "Function and module (inline functions count as their own).",
+            HotspotKey::Module => "Module (load object: executable, library, kernel).",
+            HotspotKey::Srcline => "perf's srcline: source file base name and line, and module.",
+            HotspotKey::Line => "Function, full source path and line.",
+            HotspotKey::Address => "Function and address within the module.",
+        }
+    }
+
     /// The key columns of `hotspots(by)`.
     pub fn columns(self) -> &'static [&'static str] {
         match self {
