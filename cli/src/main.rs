@@ -1563,7 +1563,11 @@ async fn flamegraph(a: FlameArgs) -> Result<()> {
     // inferno draws no frame narrower than min_width (0.1 px) of the
     // 1,180 px between its pads: frames under half that are folded into
     // their parents before drawing (the picture is the same).
-    let lines: Vec<String> = tree.folded(tree.total() / 23_600).iter().map(line).collect();
+    let lines: Vec<String> = tree
+        .folded(tree.total() / 23_600)
+        .iter()
+        .map(line)
+        .collect();
     let mut o = inferno::flamegraph::Options::default();
     // The lines come sorted.
     o.no_sort = true;

@@ -45,7 +45,8 @@ const INLINE: Param = Param {
 /// `stack_weight(...)`: the selected samples per distinct stack.
 pub static STACK_WEIGHT_FN: Spec = Spec {
     name: "stack_weight",
-    doc: "The samples of one event, narrowed and weighed, per distinct stack (samples n, weight w).",
+    doc:
+        "The samples of one event, narrowed and weighed, per distinct stack (samples n, weight w).",
     sql: "SELECT * FROM _stack_weight",
     positional: 0,
     params: sample_params!(),
@@ -59,7 +60,11 @@ pub static HOTSPOTS: Spec = Spec {
     sql: include_str!("../analyses/perf/hotspots.sql"),
     positional: 1,
     params: sample_params!(
-        Param { name: "by", kind: Kind::Text, doc: "function (default), module, srcline, line or address" },
+        Param {
+            name: "by",
+            kind: Kind::Text,
+            doc: "function (default), module, srcline, line or address"
+        },
         INLINE,
     ),
     columns: Some(hotspot_columns),
@@ -67,8 +72,16 @@ pub static HOTSPOTS: Spec = Spec {
 
 /// The parameters of `callers` and `callees`.
 const EDGE_PARAMS: &[Param] = sample_params!(
-    Param { name: "function", kind: Kind::Text, doc: "the function, as hotspots names it" },
-    Param { name: "module", kind: Kind::Text, doc: "only occurrences in modules whose path contains this" },
+    Param {
+        name: "function",
+        kind: Kind::Text,
+        doc: "the function, as hotspots names it"
+    },
+    Param {
+        name: "module",
+        kind: Kind::Text,
+        doc: "only occurrences in modules whose path contains this"
+    },
     INLINE,
 );
 
@@ -117,7 +130,14 @@ pub static TIMELINE: Spec = Spec {
 };
 
 /// The SQL analyses, in registration order.
-pub static SPECS: &[&Spec] = &[&STACK_WEIGHT_FN, &HOTSPOTS, &CALLERS, &CALLEES, &FOLDED, &TIMELINE];
+pub static SPECS: &[&Spec] = &[
+    &STACK_WEIGHT_FN,
+    &HOTSPOTS,
+    &CALLERS,
+    &CALLEES,
+    &FOLDED,
+    &TIMELINE,
+];
 
 fn hotspot_columns(b: &crate::functions::Bound) -> datafusion::error::Result<Vec<&'static str>> {
     let by = match b.get("by") {
@@ -285,7 +305,6 @@ impl Default for StackOpts {
     }
 }
 
-
 /// Which samples an analysis looks at.
 #[derive(Clone, Debug, Default)]
 pub struct SampleFilter {
@@ -329,8 +348,8 @@ impl SampleFilter {
 /// data frame (the same plan `SELECT * FROM name(...)` gives).
 pub async fn call(s: &Session, name: &str, args: &[Expr]) -> Result<DataFrame> {
     let f = s.ctx.table_function(name)?;
-    let Some(f) =
-        (f.function().as_ref() as &dyn std::any::Any).downcast_ref::<crate::functions::SqlFunction>()
+    let Some(f) = (f.function().as_ref() as &dyn std::any::Any)
+        .downcast_ref::<crate::functions::SqlFunction>()
     else {
         return Err(Error::Usage(format!("{name} is not a SQL analysis")));
     };
@@ -445,11 +464,17 @@ async fn scalar_i64(s: &Session, q: &str) -> Result<i64> {
 /// (`self_period`, ...; none for sample counts), as the CLI shows them.
 pub async fn hotspots(s: &Session, key: HotspotKey, sel: &Selection<'_>) -> Result<DataFrame> {
     let df = call(s, "hotspots", &sel.args(Some(lit(key.name())))).await?;
-    let mut cols: Vec<Expr> = key.columns().iter().map(|c| datafusion::prelude::ident(*c)).collect();
+    let mut cols: Vec<Expr> = key
+        .columns()
+        .iter()
+        .map(|c| datafusion::prelude::ident(*c))
+        .collect();
     for side in ["self", "total"] {
         cols.push(datafusion::prelude::ident(format!("{side}_samples")));
         if let Some(n) = sel.weight.name() {
-            cols.push(datafusion::prelude::ident(format!("{side}_weight")).alias(format!("{side}_{n}")));
+            cols.push(
+                datafusion::prelude::ident(format!("{side}_weight")).alias(format!("{side}_{n}")),
+            );
         }
         cols.push(datafusion::prelude::ident(format!("{side}_pct")));
     }
@@ -483,7 +508,12 @@ pub async fn callees(s: &Session, f: &FunctionMatch, sel: &Selection<'_>) -> Res
     edges(s, "callees", f, sel).await
 }
 
-async fn edges(s: &Session, name: &str, f: &FunctionMatch, sel: &Selection<'_>) -> Result<DataFrame> {
+async fn edges(
+    s: &Session,
+    name: &str,
+    f: &FunctionMatch,
+    sel: &Selection<'_>,
+) -> Result<DataFrame> {
     let mut args = sel.args(Some(lit(f.function.as_str())));
     if let Some(m) = &f.module {
         args.push(lit("module"));

@@ -65,8 +65,11 @@ pub async fn frame_tree(s: &Session, sel: &Selection<'_>) -> Result<FrameTree> {
     for b in s.sql(names_sql).await?.collect().await? {
         let cap = cap_ids(b.column(0), &mut caps)?;
         let fid = b.column(1).as_primitive::<Int64Type>();
-        let lvl = datafusion::arrow::compute::cast(b.column(2), &datafusion::arrow::datatypes::DataType::Int32)
-            .map_err(datafusion::error::DataFusionError::from)?;
+        let lvl = datafusion::arrow::compute::cast(
+            b.column(2),
+            &datafusion::arrow::datatypes::DataType::Int32,
+        )
+        .map_err(datafusion::error::DataFusionError::from)?;
         let lvl = lvl.as_primitive::<Int32Type>();
         let func = crate::string_values(b.column(3));
         for (i, (c, f)) in cap.into_iter().zip(func).enumerate() {
@@ -153,7 +156,10 @@ pub async fn frame_tree(s: &Session, sel: &Selection<'_>) -> Result<FrameTree> {
 
 /// A string column (the capture name) as small ids, without a string per
 /// row (runs of the same name are looked up once).
-fn cap_ids(a: &datafusion::arrow::array::ArrayRef, caps: &mut HashMap<String, u32>) -> Result<Vec<u32>> {
+fn cap_ids(
+    a: &datafusion::arrow::array::ArrayRef,
+    caps: &mut HashMap<String, u32>,
+) -> Result<Vec<u32>> {
     let a = datafusion::arrow::compute::cast(a, &datafusion::arrow::datatypes::DataType::Utf8)
         .map_err(datafusion::error::DataFusionError::from)?;
     let a = a.as_string::<i32>();

@@ -130,10 +130,7 @@ impl SqlFunction {
             match simplifier.simplify(a.clone())? {
                 Expr::Literal(v, _) => values.push(v),
                 other => {
-                    return plan_err!(
-                        "{}: arguments must be constants, got {other}",
-                        spec.name
-                    )
+                    return plan_err!("{}: arguments must be constants, got {other}", spec.name)
                 }
             }
         }
@@ -165,11 +162,7 @@ impl SqlFunction {
                 }
             };
             let Some(p) = spec.params.iter().find(|p| p.name == name) else {
-                return plan_err!(
-                    "{}: no parameter {name:?} ({})",
-                    spec.name,
-                    self.usage()
-                );
+                return plan_err!("{}: no parameter {name:?} ({})", spec.name, self.usage());
             };
             given.push((p, v));
         }
@@ -288,9 +281,7 @@ fn inline_views(plan: LogicalPlan) -> DfResult<LogicalPlan> {
             let fields = scan.source.schema();
             b = b.project(proj.iter().map(|&i| ident(fields.field(i).name())))?;
         }
-        Ok(Transformed::yes(
-            b.alias(scan.table_name.clone())?.build()?,
-        ))
+        Ok(Transformed::yes(b.alias(scan.table_name.clone())?.build()?))
     })
     .map(|t| t.data)
 }

@@ -213,7 +213,12 @@ impl Session {
     }
 
     /// A derived table computed by `compute` on first scan.
-    pub(crate) fn lazy<F, Fut>(&self, name: &'static str, schema: SchemaRef, compute: F) -> tables::LazyTable
+    pub(crate) fn lazy<F, Fut>(
+        &self,
+        name: &'static str,
+        schema: SchemaRef,
+        compute: F,
+    ) -> tables::LazyTable
     where
         F: Fn(Session) -> Fut + Send + Sync + 'static,
         Fut: std::future::Future<Output = Result<Vec<RecordBatch>>> + Send + 'static,

@@ -703,7 +703,11 @@ fn live_at(regions: &[RecordBatch], at: Option<i64>) -> Result<Vec<RecordBatch>>
 
 /// Registers `memory_region` and `live_regions(...)` on the session.
 pub async fn register(s: &Session) -> Result<()> {
-    s.register_lazy("memory_region", schema(), |s| async move { regions(&s).await })?;
+    s.register_lazy(
+        "memory_region",
+        schema(),
+        |s| async move { regions(&s).await },
+    )?;
     s.ctx.register_udtf(
         "live_regions",
         Arc::new(LiveRegions {

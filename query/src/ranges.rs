@@ -714,7 +714,9 @@ impl TableFunctionImpl for ExhaustionFn {
             let (rows, rule) = (rows.clone(), rule.clone());
             async move {
                 let rows = rows
-                    .get_or_try_init(|| async { s.sql(ROWS).await?.collect().await.map_err(Error::from) })
+                    .get_or_try_init(|| async {
+                        s.sql(ROWS).await?.collect().await.map_err(Error::from)
+                    })
                     .await?;
                 let series = series_from_rows(rows, &rule);
                 let mut per: Vec<(String, Vec<Range>, Option<i64>)> = Vec::new();

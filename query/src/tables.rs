@@ -200,8 +200,9 @@ impl TableProvider for CaptureTable {
 }
 
 /// Computes a derived table's rows from the session it is scanned in.
-pub type Compute =
-    Arc<dyn Fn(crate::Session) -> BoxFuture<'static, crate::Result<Vec<RecordBatch>>> + Send + Sync>;
+pub type Compute = Arc<
+    dyn Fn(crate::Session) -> BoxFuture<'static, crate::Result<Vec<RecordBatch>>> + Send + Sync,
+>;
 
 /// A derived table computed on first scan and kept for the session.
 pub struct LazyTable {
@@ -241,10 +242,9 @@ impl LazyTable {
                 let s = crate::Session::over(state, self.shared.clone())?;
                 (self.compute)(s).await.map_err(|e| match e {
                     crate::Error::DataFusion(d) => d,
-                    other => datafusion::error::DataFusionError::Plan(format!(
-                        "{}: {other}",
-                        self.name
-                    )),
+                    other => {
+                        datafusion::error::DataFusionError::Plan(format!("{}: {other}", self.name))
+                    }
                 })
             })
             .await

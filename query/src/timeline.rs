@@ -65,8 +65,21 @@ pub async fn timeline(
             lit(event.as_str()),
         ];
         let df = crate::analyses::call(s, "timeline", &args).await?;
-        let cols = ["capture", "window_start_s", "key", "samples", "cost", "share_pct"]
-            .map(|c| if c == "key" { ident(c).alias(name) } else { ident(c) });
+        let cols = [
+            "capture",
+            "window_start_s",
+            "key",
+            "samples",
+            "cost",
+            "share_pct",
+        ]
+        .map(|c| {
+            if c == "key" {
+                ident(c).alias(name)
+            } else {
+                ident(c)
+            }
+        });
         return Ok((df.select(cols)?, event));
     };
     // With branch entries as samples: lbr_samples(METHOD) in place of

@@ -36,36 +36,72 @@ fn mentions(file: &Path, needles: &[&str]) -> Vec<String> {
 fn parsers_never_see_arrow() {
     let ingest = root().join("ingest/src");
     let parsers = [
-        "perf/bytes.rs", "perf/header.rs", "perf/reader.rs", "perf/records.rs",
-        "strace/lines.rs", "strace/reader.rs", "strace/args.rs", "strace/batch.rs",
-        "metrics/mod.rs", "metrics/csv.rs", "metrics/iostat.rs", "metrics/sadf.rs",
-        "metrics/sysstat.rs", "metrics/vmstat.rs", "energy/mod.rs",
-        "memlog/lackey.rs", "memlog/binary.rs", "memlog/maps.rs", "memlog/pool.rs",
+        "perf/bytes.rs",
+        "perf/header.rs",
+        "perf/reader.rs",
+        "perf/records.rs",
+        "strace/lines.rs",
+        "strace/reader.rs",
+        "strace/args.rs",
+        "strace/batch.rs",
+        "metrics/mod.rs",
+        "metrics/csv.rs",
+        "metrics/iostat.rs",
+        "metrics/sadf.rs",
+        "metrics/sysstat.rs",
+        "metrics/vmstat.rs",
+        "energy/mod.rs",
+        "memlog/lackey.rs",
+        "memlog/binary.rs",
+        "memlog/maps.rs",
+        "memlog/pool.rs",
     ];
     let mut bad = Vec::new();
     for p in parsers {
-        bad.extend(mentions(&ingest.join(p), &["arrow::", "parquet::", "datafusion"]));
+        bad.extend(mentions(
+            &ingest.join(p),
+            &["arrow::", "parquet::", "datafusion"],
+        ));
     }
-    assert!(bad.is_empty(), "parsers import Arrow/Parquet:\n{}", bad.join("\n"));
+    assert!(
+        bad.is_empty(),
+        "parsers import Arrow/Parquet:\n{}",
+        bad.join("\n")
+    );
 }
 
 #[test]
 fn query_reads_only_parquet_and_never_symbolizes() {
     let manifest = std::fs::read_to_string(root().join("query/Cargo.toml")).unwrap();
-    assert!(!manifest.contains("trawl-symbolize"), "query depends on symbolize");
+    assert!(
+        !manifest.contains("trawl-symbolize"),
+        "query depends on symbolize"
+    );
     // Of ingest, query uses only the table definitions and where a
     // capture keeps its files: never a reader or converter.
-    let allowed = ["trawl_ingest::schema::", "trawl_ingest::writer::table_file", "trawl_ingest::writer::is_capture"];
+    let allowed = [
+        "trawl_ingest::schema::",
+        "trawl_ingest::writer::table_file",
+        "trawl_ingest::writer::is_capture",
+    ];
     let mut bad = Vec::new();
     for f in rust_files(&root().join("query/src")) {
         for l in mentions(&f, &["trawl_ingest::"]) {
             let rest: Vec<&str> = l.split("trawl_ingest::").skip(1).collect();
-            if rest.iter().any(|r| !allowed.iter().any(|a| format!("trawl_ingest::{r}").starts_with(a))) {
+            if rest.iter().any(|r| {
+                !allowed
+                    .iter()
+                    .any(|a| format!("trawl_ingest::{r}").starts_with(a))
+            }) {
                 bad.push(l);
             }
         }
     }
-    assert!(bad.is_empty(), "query uses ingest beyond schema and layout:\n{}", bad.join("\n"));
+    assert!(
+        bad.is_empty(),
+        "query uses ingest beyond schema and layout:\n{}",
+        bad.join("\n")
+    );
 }
 
 #[test]
@@ -73,10 +109,17 @@ fn only_the_cli_knows_exit_codes_and_terminals() {
     let mut bad = Vec::new();
     for krate in ["ingest/src", "symbolize/src", "query/src"] {
         for f in rust_files(&root().join(krate)) {
-            bad.extend(mentions(&f, &["process::exit", "ExitCode", "IsTerminal", "isatty"]));
+            bad.extend(mentions(
+                &f,
+                &["process::exit", "ExitCode", "IsTerminal", "isatty"],
+            ));
         }
     }
-    assert!(bad.is_empty(), "libraries deciding exits or terminals:\n{}", bad.join("\n"));
+    assert!(
+        bad.is_empty(),
+        "libraries deciding exits or terminals:\n{}",
+        bad.join("\n")
+    );
 }
 
 #[test]
@@ -84,7 +127,13 @@ fn analyses_build_no_sql_from_arguments() {
     // The stack analyses bind arguments to placeholders: their SQL files
     // have no `{template}` holes, and analyses.rs formats no SQL.
     let dir = root().join("query/analyses/perf");
-    for f in ["hotspots.sql", "callers.sql", "callees.sql", "folded.sql", "stack_weight.sql"] {
+    for f in [
+        "hotspots.sql",
+        "callers.sql",
+        "callees.sql",
+        "folded.sql",
+        "stack_weight.sql",
+    ] {
         let text = std::fs::read_to_string(dir.join(f)).unwrap();
         assert!(!text.contains('{'), "{f} is a text template");
     }

@@ -47,7 +47,13 @@ fn parse(text: &str) -> Vec<(usize, Block)> {
                 sql.push('\n');
                 i += 1;
             }
-            out.push((at, Block::Error { want: want.to_string(), sql }));
+            out.push((
+                at,
+                Block::Error {
+                    want: want.to_string(),
+                    sql,
+                },
+            ));
         } else {
             panic!("line {at}: unknown block {l:?}");
         }
@@ -68,14 +74,18 @@ fn run_file(path: &Path) -> usize {
                 current = Some(e.1.clone());
             }
             Block::Query { sql, rows } => {
-                let cap = current.as_ref().unwrap_or_else(|| panic!("{here}: no capture"));
+                let cap = current
+                    .as_ref()
+                    .unwrap_or_else(|| panic!("{here}: no capture"));
                 let out = trawl_ok(&["sql", cap.to_str().unwrap(), &sql, "--format", "csv"]);
                 let got: Vec<&str> = out.lines().skip(1).collect();
                 assert_eq!(got, rows, "{here}: {sql}");
                 n += 1;
             }
             Block::Error { want, sql } => {
-                let cap = current.as_ref().unwrap_or_else(|| panic!("{here}: no capture"));
+                let cap = current
+                    .as_ref()
+                    .unwrap_or_else(|| panic!("{here}: no capture"));
                 let o = trawl(&["sql", cap.to_str().unwrap(), &sql]);
                 let err = String::from_utf8_lossy(&o.stderr);
                 assert!(!o.status.success() && err.contains(&want), "{here}: {err}");

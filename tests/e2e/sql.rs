@@ -177,7 +177,10 @@ fn analyses_are_table_functions_with_the_reports_answers() {
     // (perf_fixtures::hotspots_match_perf_report_processes).
     let (_t, cap) = ingest("procs.data");
     let c = cap.to_str().unwrap();
-    let pid = sql_scalar(&cap, "SELECT pid FROM perf_sample WHERE comm = 'hot' LIMIT 1");
+    let pid = sql_scalar(
+        &cap,
+        "SELECT pid FROM perf_sample WHERE comm = 'hot' LIMIT 1",
+    );
     let report = trawl_ok(&[
         "report", "hotspots", c, "--pid", &pid, "--weight", "samples", "--format", "csv",
     ]);
@@ -189,14 +192,22 @@ fn analyses_are_table_functions_with_the_reports_answers() {
     assert_eq!(report.lines().next(), sql.lines().next());
     assert_eq!(sorted_lines(&report), sorted_lines(&sql));
     let script = perf(&[
-        "script", "-i", fixture("procs.data").to_str().unwrap(), "-F", "pid", "--pid", &pid,
+        "script",
+        "-i",
+        fixture("procs.data").to_str().unwrap(),
+        "-F",
+        "pid",
+        "--pid",
+        &pid,
     ])
     .lines()
     .filter(|l| !l.trim().is_empty())
     .count();
     let self_sum = sql_scalar(
         &cap,
-        &format!("SELECT sum(self_samples) FROM hotspots('function', 'pid', {pid}, 'weight', 'samples')"),
+        &format!(
+            "SELECT sum(self_samples) FROM hotspots('function', 'pid', {pid}, 'weight', 'samples')"
+        ),
     );
     assert_eq!(self_sum, script.to_string());
 
@@ -237,9 +248,15 @@ fn table_function_arguments_are_checked() {
     let (_t, cap) = ingest("hot-fp.data");
     let c = cap.to_str().unwrap();
     for (q, want) in [
-        ("SELECT * FROM hotspots('function', 'nope', 1)", "no parameter \"nope\""),
+        (
+            "SELECT * FROM hotspots('function', 'nope', 1)",
+            "no parameter \"nope\"",
+        ),
         ("SELECT * FROM hotspots('bogus')", "by is function, module"),
-        ("SELECT * FROM hotspots('function', 'pid')", "name/value pairs"),
+        (
+            "SELECT * FROM hotspots('function', 'pid')",
+            "name/value pairs",
+        ),
         ("SELECT * FROM callers('main', 'pid', 'x')", "pid must be"),
     ] {
         let o = trawl(&["sql", c, q]);
@@ -258,7 +275,11 @@ fn opening_a_capture_reads_no_derived_data() {
     std::fs::write(cap.join("syscall.parquet"), b"not parquet").unwrap();
     let n = sql_scalar(&cap, "SELECT count(*) FROM perf_sample");
     assert_eq!(n, perf_script_samples(&fixture("hot-fp.data")).to_string());
-    let o = trawl(&["sql", cap.to_str().unwrap(), "SELECT count(*) FROM memory_region"]);
+    let o = trawl(&[
+        "sql",
+        cap.to_str().unwrap(),
+        "SELECT count(*) FROM memory_region",
+    ]);
     assert!(!o.status.success());
     let o = trawl(&["sql", cap.to_str().unwrap(), "SELECT * FROM time_base"]);
     assert!(!o.status.success());
@@ -275,7 +296,14 @@ fn functions_lists_every_analysis_and_each_runs() {
     names.dedup();
     assert_eq!(
         names,
-        ["stack_weight", "hotspots", "callers", "callees", "folded", "timeline"]
+        [
+            "stack_weight",
+            "hotspots",
+            "callers",
+            "callees",
+            "folded",
+            "timeline"
+        ]
     );
     for call in [
         "stack_weight()",
