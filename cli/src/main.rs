@@ -1560,8 +1560,8 @@ async fn flamegraph(a: FlameArgs) -> Result<()> {
         let all: Vec<String> = tree.folded(0).iter().map(line).collect();
         output::write_atomic(p, (all.join("\n") + "\n").as_bytes())?;
     }
-    // inferno draws no frame narrower than min_width (0.1 px) of the
-    // 1,180 px between its pads: frames under half that are folded into
+    // inferno draws no frame narrower than its min_width, 0.01 % of the
+    // total: frames under 1/23,600 (less than half that) are folded into
     // their parents before drawing (the picture is the same).
     let lines: Vec<String> = tree
         .folded(tree.total() / 23_600)

@@ -1,7 +1,7 @@
-//! The stack analyses (hotspots, callers, callees, folded stacks): SQL
-//! files under `query/analyses/perf/` with named parameters, registered as
-//! table functions (`hotspots('function', 'pid', 42)`, ...; see
-//! [`crate::functions`]). The Rust functions here are typed front doors
+//! The perf analyses (hotspots, callers, callees, folded stacks, the
+//! timeline): SQL files under `query/analyses/perf/` with named
+//! parameters, registered as table functions (`hotspots('function', 'pid',
+//! 42)`, ...; see [`crate::functions`]). The Rust functions here are typed front doors
 //! to the same table functions for the CLI: they bind arguments, never
 //! build SQL text.
 
@@ -15,8 +15,9 @@ use crate::{Error, Result, Session};
 /// Views `frame_line`, `frame_name`, `stack_entry` and
 /// `stack_entry_inline`: what frames are called, stacks as positions.
 pub const FRAME_NAME: &str = include_str!("../analyses/perf/frame_name.sql");
-/// Views `read_delta` and `_stack_weight` (the samples a stack analysis
-/// reads, per distinct stack, with the selection's placeholders).
+/// Views `read_delta`, `_selected_sample` and `_stack_weight` (the samples
+/// an analysis reads, with the selection's placeholders) and
+/// `_stack_position` (stack positions ordered for callers/callees).
 pub const STACK_WEIGHT: &str = include_str!("../analyses/perf/stack_weight.sql");
 
 /// The sample selection every stack analysis takes (stack_weight.sql).
@@ -118,7 +119,7 @@ pub static FOLDED: Spec = Spec {
 /// `timeline(window_ns, ...)`.
 pub static TIMELINE: Spec = Spec {
     name: "timeline",
-    doc: "Samples and period per time window and leaf function, module or process (top N keys, the rest [other]).",
+    doc: "Samples and weight per time window and leaf function, module or process (top N keys, the rest [other]).",
     sql: include_str!("../analyses/perf/timeline.sql"),
     positional: 1,
     params: sample_params!(
@@ -445,20 +446,6 @@ pub async fn check_weight(s: &Session, weight: &Weight) -> Result<()> {
     Ok(())
 }
 
-#[allow(dead_code)]
-async fn scalar_i64(s: &Session, q: &str) -> Result<i64> {
-    use datafusion::arrow::array::AsArray;
-    let b = s.sql(q).await?.collect().await?;
-    Ok(b.first()
-        .filter(|b| b.num_rows() > 0)
-        .map(|b| {
-            b.column(0)
-                .as_primitive::<datafusion::arrow::datatypes::Int64Type>()
-                .value(0)
-        })
-        .unwrap_or(0))
-}
-
 /// Exclusive and inclusive cost per key of the selected samples
 /// (`hotspots(by, ...)`), with the weight columns named by the weight
 /// (`self_period`, ...; none for sample counts), as the CLI shows them.
@@ -549,21 +536,4 @@ fn first_samples(rows: &[datafusion::arrow::record_batch::RecordBatch]) -> i64 {
         .find(|b| b.num_rows() > 0)
         .and_then(|b| crate::time::i64_at(b, 3, 0))
         .unwrap_or(0)
-}
-
-/// Folded stacks (`root;...;leaf`, weight), one line per distinct function
-/// sequence, for flame graphs.
-pub async fn folded(s: &Session, sel: &Selection<'_>) -> Result<Vec<(String, i64)>> {
-    use datafusion::arrow::array::AsArray;
-    let mut out = Vec::new();
-    for b in call(s, "folded", &sel.args(None)).await?.collect().await? {
-        let names = crate::string_values(b.column(0));
-        let w = b
-            .column(1)
-            .as_primitive::<datafusion::arrow::datatypes::Int64Type>();
-        for (i, n) in names.into_iter().enumerate() {
-            out.push((n.unwrap_or_default(), w.value(i)));
-        }
-    }
-    Ok(out)
 }

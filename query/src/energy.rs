@@ -654,19 +654,12 @@ pub async fn report(s: &Session, keys: &[EnergyKey]) -> Result<DataFrame> {
 }
 
 /// `LEFT JOIN (...) ALIAS` giving `ALIAS.delta`: the increase of the
-/// counter `event` read at each sample of `perf_sample p` since the
-/// previous read of the same thread and group member, in sample order
-/// (what perf script prints as the period).
+/// counter `event` read at each sample of `perf_sample p` (the view
+/// `read_delta` of `analyses/perf/stack_weight.sql`).
 fn read_delta_join(event: &str, alias: &str) -> String {
     format!(
-        "LEFT JOIN (SELECT r.capture, r.sample_id, \
-           CAST(r.value AS DECIMAL(20,0)) - CAST(COALESCE(lag(r.value) OVER (\
-             PARTITION BY r.capture, s.tid, r.idx ORDER BY r.sample_id), 0) \
-             AS DECIMAL(20,0)) AS delta \
-         FROM perf_sample_read r JOIN perf_sample s \
-           ON s.capture = r.capture AND s.sample_id = r.sample_id \
-         WHERE r.event = {}) {alias} \
-       ON {alias}.capture = p.capture AND {alias}.sample_id = p.sample_id",
+        "LEFT JOIN (SELECT capture, sample_id, delta FROM read_delta WHERE event = {}) {alias} \
+         ON {alias}.capture = p.capture AND {alias}.sample_id = p.sample_id",
         crate::memory::quote(event)
     )
 }

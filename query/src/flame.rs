@@ -3,8 +3,8 @@
 //! stack position in SQL. The tree gives the folded lines
 //! (`root;...;leaf weight`, the same as `folded(...)` in SQL) and, for
 //! drawing, the same lines with the frames too narrow to be drawn folded
-//! into their parent (a flame graph of N pixels cannot show a frame of
-//! less than 1/N of the total: its weight stays in its parent's width).
+//! into their parent (inferno draws no frame under 0.01 % of the total;
+//! the weight of a folded frame stays in its parent's width).
 //!
 //! Inputs: `stack_weight(...)` (the selection), `stack` and `frame_line` /
 //! `frame_name` (the names, innermost inline level 0).

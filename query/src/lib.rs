@@ -206,29 +206,10 @@ impl Session {
         F: Fn(Session) -> Fut + Send + Sync + 'static,
         Fut: std::future::Future<Output = Result<Vec<RecordBatch>>> + Send + 'static,
     {
-        let table = self.lazy(name, schema, compute);
+        let table = tables::LazyTable::new(name, schema, self.shared.clone(), compute);
         let _ = self.ctx.deregister_table(name);
         self.ctx.register_table(name, Arc::new(table))?;
         Ok(())
-    }
-
-    /// A derived table computed by `compute` on first scan.
-    pub(crate) fn lazy<F, Fut>(
-        &self,
-        name: &'static str,
-        schema: SchemaRef,
-        compute: F,
-    ) -> tables::LazyTable
-    where
-        F: Fn(Session) -> Fut + Send + Sync + 'static,
-        Fut: std::future::Future<Output = Result<Vec<RecordBatch>>> + Send + 'static,
-    {
-        tables::LazyTable::new(
-            name,
-            schema,
-            self.shared.clone(),
-            Arc::new(move |s| Box::pin(compute(s))),
-        )
     }
 
     /// The captures of this session.

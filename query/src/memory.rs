@@ -667,7 +667,7 @@ impl TableFunctionImpl for LiveRegions {
             "live_regions",
             schema(),
             self.shared.clone(),
-            Arc::new(move |s| Box::pin(compute(s))),
+            compute,
         )))
     }
 }

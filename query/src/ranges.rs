@@ -735,7 +735,7 @@ impl TableFunctionImpl for ExhaustionFn {
             "exhaustion",
             schema(),
             self.shared.clone(),
-            Arc::new(move |s| Box::pin(compute(s))),
+            compute,
         )))
     }
 }

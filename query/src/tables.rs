@@ -200,7 +200,7 @@ impl TableProvider for CaptureTable {
 }
 
 /// Computes a derived table's rows from the session it is scanned in.
-pub type Compute = Arc<
+type Compute = Arc<
     dyn Fn(crate::Session) -> BoxFuture<'static, crate::Result<Vec<RecordBatch>>> + Send + Sync,
 >;
 
@@ -220,12 +220,19 @@ impl fmt::Debug for LazyTable {
 }
 
 impl LazyTable {
-    pub(crate) fn new(
+    /// A table whose rows `compute` gives, on first scan, in a session
+    /// over the catalog of the scan.
+    pub(crate) fn new<F, Fut>(
         name: &'static str,
         schema: SchemaRef,
         shared: Arc<crate::Shared>,
-        compute: Compute,
-    ) -> Self {
+        compute: F,
+    ) -> Self
+    where
+        F: Fn(crate::Session) -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = crate::Result<Vec<RecordBatch>>> + Send + 'static,
+    {
+        let compute: Compute = Arc::new(move |s| Box::pin(compute(s)));
         LazyTable {
             name,
             schema,
