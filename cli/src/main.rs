@@ -1261,7 +1261,7 @@ async fn unfreed(a: UnfreedArgs) -> Result<()> {
     let s = Session::open(&a.captures).await?;
     let at = memory::At::parse(&a.at)?;
     let app = app_prefix(&s, &a.app).await?;
-    let batches = memory::unfreed(&s, at, &app).await?.collect().await?;
+    let batches = memory::unfreed(&s, at, Some(&app)).await?.collect().await?;
     if matches!(a.out.format, Format::Table) && a.out.output.is_none() {
         eprintln!("application: {app}*");
     }
@@ -1278,7 +1278,7 @@ async fn io_report(a: IoArgs) -> Result<()> {
     }
     let app = app_prefix(&s, &a.app).await?;
     let lead_ns = (a.lead * 1e9).round() as i64;
-    let batches = trawl_query::io::io(&s, from, to, lead_ns, &app)
+    let batches = trawl_query::io::io(&s, from, to, lead_ns, Some(&app))
         .await?
         .collect()
         .await?;
@@ -1929,14 +1929,7 @@ async fn report_page_reuse(a: PageReuseArgs) -> Result<()> {
     };
     let s = Session::open(&a.captures).await?;
     if a.show == ReuseShow::Pairs {
-        let ps = trawl_query::memlog::pages_sql(&s, a.page_size).await?;
-        let q = format!(
-            "WITH p AS ({ps}) SELECT a.capture, a.source_id, '0x' || to_hex(a.page) AS page_a, a.last_ordinal AS a_last_ordinal,
-                    '0x' || to_hex(b.page) AS page_b, b.first_ordinal AS b_first_ordinal
-             FROM p a JOIN p b ON a.capture = b.capture AND a.source_id = b.source_id
-             WHERE a.last_ordinal < b.first_ordinal ORDER BY a.capture, a.source_id, a.page, b.page"
-        );
-        let df = s.sql(&q).await?;
+        let df = trawl_query::memlog::reuse_pairs(&s, a.page_size).await?;
         return output::write(&limited(df, a.limit).await?, &a.out);
     }
     let reuse = trawl_query::memlog::page_reuse(&s, a.page_size).await?;

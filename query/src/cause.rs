@@ -12,9 +12,9 @@
 use std::collections::BTreeMap;
 
 use datafusion::prelude::DataFrame;
+use datafusion::scalar::ScalarValue;
 
-use crate::io::io_rows_sql;
-use crate::memory::{attribution_sql, quote, scalar};
+use crate::memory::{quote, scalar};
 use crate::ranges::Range;
 use crate::{Error, Result, Session};
 
@@ -99,7 +99,7 @@ pub async fn cause(
                     ));
                 }
             }
-            let inner = attribution_sql(&union(&parts), SCOPE, &[], "cpu_ns", "samples", app);
+            let inner = attribution_sql(&union(&parts), SCOPE, &[], "cpu_ns", "samples");
             // Shares of all CPU time sampled in the range.
             format!(
                 "SELECT capture, range, range_start_s, range_end_s, pid, \
@@ -133,19 +133,19 @@ pub async fn cause(
             }
             let mut scope = SCOPE.to_vec();
             scope.push("at_s");
-            attribution_sql(&union(&parts), &scope, &[], "bytes", "regions", app)
+            attribution_sql(&union(&parts), &scope, &[], "bytes", "regions")
         }
         Resource::Io => {
             for (cap, rs) in ranges {
                 for (i, r) in rs.iter().enumerate() {
-                    parts.push(io_rows_sql(
-                        "syscall_t",
-                        &format!(", {}", scope_cols(i, r)),
-                        &[
-                            format!("c.capture = {}", quote(cap)),
-                            format!("c.t_ns >= {}", r.start.saturating_sub(lead_ns)),
-                            format!("c.t_ns < {}", r.end),
-                        ],
+                    parts.push(format!(
+                        "SELECT c.capture, {sc}, c.pid, c.stack_id, c.bytes, c.file, c.direction \
+                         FROM io_call c JOIN time_base b ON b.capture = c.capture AND b.source_id = c.source_id \
+                         WHERE c.capture = {cap} AND c.time_ns + b.offset_ns >= {a} AND c.time_ns + b.offset_ns < {z}",
+                        sc = scope_cols(i, r),
+                        cap = quote(cap),
+                        a = r.start.saturating_sub(lead_ns),
+                        z = r.end,
                     ));
                 }
             }
@@ -155,14 +155,60 @@ pub async fn cause(
                 &["file", "direction"],
                 "bytes",
                 "calls",
-                app,
             )
         }
     };
     if parts.is_empty() {
         return Err(Error::Usage("no ranges to look into".into()));
     }
-    Ok(s.sql(&q).await?)
+    crate::functions::sql_with(s, &q, [("app", ScalarValue::from(app))]).await
+}
+
+/// Document 000's attribution (Fig. 8 / Table 4) of a measure over rows of
+/// `source` (columns capture, `scope`, pid, stack_id, bytes, and `keys`):
+/// per `scope` (a range), process, application function, actual function
+/// and application source line (the view `_stack_attribution`, whose `$app`
+/// the caller binds) and `keys`: the summed `bytes` (output as `measure`,
+/// with the process and application-function totals `process_MEASURE`,
+/// `app_function_MEASURE`) and the number of rows (named `count_name`);
+/// sorted by usage.
+fn attribution_sql(
+    source: &str,
+    scope: &[&str],
+    keys: &[&str],
+    measure: &str,
+    count_name: &str,
+) -> String {
+    let k = |prefix: &str, cols: &[&str]| -> String {
+        cols.iter().map(|c| format!(", {prefix}{c}")).collect()
+    };
+    format!(
+        "WITH src AS ({source}), \
+         attributed AS ( \
+           SELECT r.capture{rs}, r.pid, r.bytes{rk}, \
+             COALESCE(a.app_function, '[outside the application]') AS app_function, \
+             COALESCE(a.actual_function, '[no stack]') AS actual_function, \
+             a.app_line, a.app_file, a.app_line_number \
+           FROM src r \
+           LEFT JOIN _stack_attribution a ON a.capture = r.capture AND a.stack_id = r.stack_id), \
+         g AS ( \
+           SELECT capture{gs}, pid, app_function, actual_function, app_line{gk}, app_file, app_line_number, \
+             CAST(sum(bytes) AS BIGINT) AS bytes, count(*) AS {count_name} \
+           FROM attributed \
+           GROUP BY capture{gs}, pid, app_function, actual_function, app_line{gk}, app_file, app_line_number) \
+         SELECT capture{gs}, pid, \
+           sum(bytes) OVER (PARTITION BY capture{gs}, pid) AS process_{measure}, \
+           app_function, \
+           sum(bytes) OVER (PARTITION BY capture{gs}, pid, app_function) AS app_function_{measure}, \
+           actual_function, app_line{gk}, bytes AS {measure}, {count_name}, app_file, app_line_number \
+         FROM g \
+         ORDER BY capture{gs}, process_{measure} DESC, pid, app_function_{measure} DESC, app_function, {measure} DESC, \
+           actual_function, app_line{gk}",
+        rs = k("r.", scope),
+        rk = k("r.", keys),
+        gs = k("", scope),
+        gk = k("", keys),
+    )
 }
 
 /// The time in [from, to) (native syscall clock) when the capture's live

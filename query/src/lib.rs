@@ -17,6 +17,7 @@
 //! tables); it never parses capture files and never symbolizes.
 
 pub mod analyses;
+pub mod assert_true;
 pub mod cause;
 pub mod energy;
 pub mod flame;
@@ -44,7 +45,7 @@ pub use datafusion;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
-    #[error("{0}")]
+    #[error(transparent)]
     DataFusion(#[from] datafusion::error::DataFusionError),
     #[error("{path}: not a trawl capture (no source.parquet); run `trawl ingest` first")]
     NotACapture { path: PathBuf },
@@ -164,6 +165,7 @@ impl Session {
                 times: tokio::sync::OnceCell::new(),
             }),
         };
+        s.ctx.register_udf(assert_true::udf());
         time::register(&s).await?;
         s.run_script(analyses::FRAME_NAME).await?;
         s.run_script(analyses::STACK_WEIGHT).await?;

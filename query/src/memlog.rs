@@ -2,8 +2,9 @@
 //! (pages whose lifetimes do not overlap can share one physical page),
 //! symbol and object use, and the instruction-order × address heatmap.
 //!
-//! SQL: views `mem_symbol_use`, `mem_object_use`, `mem_reuse_pair`
-//! (`analyses/memlog/*.sql`). Rust: [`page_reuse`] (sweep over lifetimes)
+//! SQL: views `mem_symbol_use`, `mem_object_use`, `mem_reuse_pair`,
+//! `_page` and the table functions `pages(page_size)`,
+//! `page_reuse_pairs(page_size)` (`analyses/memlog/*.sql`). Rust: [`page_reuse`] (sweep over lifetimes)
 //! and [`heatmap`] (one pass over `mem_access` into a bitmap).
 
 use std::cmp::Reverse;
@@ -11,20 +12,52 @@ use std::collections::BinaryHeap;
 
 use datafusion::arrow::array::{AsArray, RecordBatch};
 use datafusion::arrow::datatypes::{Int32Type, Int64Type, UInt64Type};
-use datafusion::prelude::DataFrame;
+use datafusion::logical_expr::Expr;
+use datafusion::prelude::{col, lit, DataFrame};
 use futures::StreamExt;
 
+use crate::functions::{Kind, Param, Spec};
 use crate::{Error, Result, Session};
 
 pub const SYMBOL_USE: &str = include_str!("../analyses/memlog/symbol_use.sql");
 pub const OBJECT_USE: &str = include_str!("../analyses/memlog/object_use.sql");
 pub const REUSE_PAIR: &str = include_str!("../analyses/memlog/reuse_pair.sql");
+/// The view `_page`: `mem_page` at a page size of the caller's choice.
+pub const PAGE: &str = include_str!("../analyses/memlog/page.sql");
+
+const PAGE_SIZE: Param = Param {
+    name: "page_size",
+    kind: Kind::Int,
+    doc:
+        "bytes: a power of two, a multiple of the ingest page size (default: the ingest page size)",
+};
+
+/// `pages(page_size)`.
+pub static PAGES: Spec = Spec {
+    name: "pages",
+    doc: "The used pages of a memory log (document 001): object, accesses per kind, bytes touched, lifetime.",
+    sql: include_str!("../analyses/memlog/pages.sql"),
+    positional: 1,
+    params: &[PAGE_SIZE],
+    columns: None,
+};
+
+/// `page_reuse_pairs(page_size)`.
+pub static PAGE_REUSE_PAIRS: Spec = Spec {
+    name: "page_reuse_pairs",
+    doc: "Pairs of pages whose lifetimes do not overlap, so one physical page could hold both (document 001).",
+    sql: include_str!("../analyses/memlog/page_reuse_pairs.sql"),
+    positional: 1,
+    params: &[PAGE_SIZE],
+    columns: None,
+};
 
 pub async fn register(s: &Session) -> Result<()> {
     s.run_script(SYMBOL_USE).await?;
     s.run_script(OBJECT_USE).await?;
     s.run_script(REUSE_PAIR).await?;
-    Ok(())
+    s.run_script(PAGE).await?;
+    crate::functions::register(s, &[&PAGES, &PAGE_REUSE_PAIRS]).await
 }
 
 /// The page size the capture's `mem_page` was built with (the largest when
@@ -44,24 +77,11 @@ pub async fn ingest_page_size(s: &Session) -> Result<u64> {
     }
 }
 
-/// `mem_page` regrouped by a page size that is a multiple of the one it
-/// was built with (exact: counts and distinct bytes add up).
-pub async fn pages_sql(s: &Session, page_size: Option<u64>) -> Result<String> {
-    let base = ingest_page_size(s).await?;
-    let ps = page_size.unwrap_or(base);
-    if ps % base != 0 || !ps.is_power_of_two() {
-        return Err(Error::Usage(format!(
-            "--page-size {ps}: must be a power of two and a multiple of the page size the capture was ingested with ({base}); ingest again with --page-size for smaller pages"
-        )));
-    }
-    let k = ps.trailing_zeros();
-    Ok(format!(
-        "SELECT capture, source_id, CAST((page >> {k}) << {k} AS BIGINT UNSIGNED) AS page, CAST({ps} AS BIGINT) AS page_size,
-                sum(fetches) AS fetches, sum(loads) AS loads, sum(stores) AS stores, sum(modifies) AS modifies,
-                sum(bytes_accessed) AS bytes_accessed, sum(bytes_touched) AS bytes_touched,
-                min(first_ordinal) AS first_ordinal, max(last_ordinal) AS last_ordinal
-         FROM mem_page GROUP BY capture, source_id, page >> {k}"
-    ))
+/// The arguments of a call taking `page_size`.
+fn page_args(page_size: Option<u64>) -> Vec<Expr> {
+    page_size
+        .map(|p| vec![lit(i64::try_from(p).unwrap_or(i64::MAX))])
+        .unwrap_or_default()
 }
 
 /// How `trawl report pages` sorts.
@@ -73,34 +93,31 @@ pub enum PageSort {
     Touched,
 }
 
-/// `trawl report pages`: the used pages with their object, counts per
-/// kind, bytes touched and lifetime.
+/// `trawl report pages`: `pages(page_size)` sorted, without the numeric
+/// address and page size columns.
 pub async fn pages(s: &Session, page_size: Option<u64>, sort: PageSort) -> Result<DataFrame> {
-    let inner = pages_sql(s, page_size).await?;
+    ingest_page_size(s).await?;
+    let df = crate::analyses::call(s, "pages", &page_args(page_size)).await?;
+    let addr = col("page_address").sort(true, true);
     let order = match sort {
-        PageSort::Address => "capture, source_id, page_address",
-        PageSort::Accesses => "accesses DESC, page_address",
-        PageSort::First => "first_ordinal, page_address",
-        PageSort::Touched => "bytes_touched DESC, page_address",
+        PageSort::Address => vec![
+            col("capture").sort(true, true),
+            col("source_id").sort(true, true),
+            addr,
+        ],
+        PageSort::Accesses => vec![col("accesses").sort(false, true), addr],
+        PageSort::First => vec![col("first_ordinal").sort(true, true), addr],
+        PageSort::Touched => vec![col("bytes_touched").sort(false, true), addr],
     };
-    let q = format!(
-        "WITH p AS ({inner}),
-         o AS (SELECT p.capture, p.source_id, p.page, min(CASE WHEN m.path = '' THEN '[anon]' ELSE m.path END) AS object
-               FROM p JOIN mem_map m ON m.capture = p.capture AND p.page < m.end_address AND p.page + p.page_size > m.start_address
-               GROUP BY p.capture, p.source_id, p.page)
-         , q AS (SELECT p.capture, p.source_id, p.page AS page_address, o.object,
-                p.fetches, p.loads, p.stores, p.modifies,
-                p.fetches + p.loads + p.stores + p.modifies AS accesses,
-                p.bytes_touched,
-                round(100.0 * p.bytes_touched / p.page_size, 1) AS used_pct,
-                p.first_ordinal, p.last_ordinal,
-                p.last_ordinal - p.first_ordinal + 1 AS lifetime
-         FROM p LEFT JOIN o ON o.capture = p.capture AND o.source_id = p.source_id AND o.page = p.page)
-         SELECT capture, source_id, '0x' || to_hex(page_address) AS page, object, fetches, loads, stores, modifies,
-                accesses, bytes_touched, used_pct, first_ordinal, last_ordinal, lifetime
-         FROM q ORDER BY {order}"
-    );
-    Ok(s.sql(&q).await?)
+    Ok(df
+        .sort(order)?
+        .drop_columns(&["page_address", "page_size"])?)
+}
+
+/// `page_reuse_pairs(page_size)`, in order of pages.
+pub async fn reuse_pairs(s: &Session, page_size: Option<u64>) -> Result<DataFrame> {
+    ingest_page_size(s).await?;
+    crate::analyses::call(s, "page_reuse_pairs", &page_args(page_size)).await
 }
 
 /// A page and its lifetime.
@@ -195,11 +212,23 @@ pub fn reuse_of(mut lives: Vec<Life>) -> (usize, u64, usize, Vec<Vec<Life>>) {
 /// `trawl report page-reuse`: per capture input, the pages, the fewest
 /// pages needed, the pairs and the plan.
 pub async fn page_reuse(s: &Session, page_size: Option<u64>) -> Result<Vec<Reuse>> {
-    let inner = pages_sql(s, page_size).await?;
-    let q = format!(
-        "SELECT capture, source_id, page, page_size, first_ordinal, last_ordinal FROM ({inner}) ORDER BY capture, source_id"
-    );
-    let batches = s.sql(&q).await?.collect().await?;
+    ingest_page_size(s).await?;
+    let batches = crate::analyses::call(s, "pages", &page_args(page_size))
+        .await?
+        .select_columns(&[
+            "capture",
+            "source_id",
+            "page_address",
+            "page_size",
+            "first_ordinal",
+            "last_ordinal",
+        ])?
+        .sort(vec![
+            col("capture").sort(true, true),
+            col("source_id").sort(true, true),
+        ])?
+        .collect()
+        .await?;
     let mut groups: Vec<(String, i32, u64, Vec<Life>)> = Vec::new();
     for b in &batches {
         let cap = crate::string_values(b.column(0));

@@ -22,25 +22,24 @@
 //! `freed` by a call (munmap, mremap, brk, an overlapping mmap), `split`
 //! when such a call took only part of it (the rest continues as new
 //! pieces), `exit`/`exec` of its process). `live_regions(at_ns)`
-//! (a table function) returns the pieces alive at a time;
-//! `live_regions()` / `live_regions('end')` the pieces never freed by a
+//! (a table function, `analyses/syscall/live_regions.sql`) returns the
+//! pieces alive at a time; `live_regions()` the pieces never freed by a
 //! call: what each process still held when it exited (or exec'd, or the
-//! trace ended) — its unfreed memory.
+//! trace ended) — its unfreed memory, which `unfreed(...)` attributes to
+//! application functions and lines (`unfreed.sql`).
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use datafusion::arrow::array::{
-    Array, ArrayRef, AsArray, BooleanArray, Int32Builder, Int64Builder, RecordBatch, StringBuilder,
-    UInt64Builder,
+    Array, ArrayRef, AsArray, Int32Builder, Int64Builder, RecordBatch, StringBuilder, UInt64Builder,
 };
 use datafusion::arrow::datatypes::{
     DataType, Field, Int32Type, Int64Type, Schema, SchemaRef, UInt64Type,
 };
-use datafusion::catalog::{TableFunctionArgs, TableFunctionImpl, TableProvider};
-use datafusion::common::ScalarValue;
-use datafusion::logical_expr::Expr;
+use datafusion::prelude::{lit, DataFrame};
 
+use crate::functions::{Kind, Param, Spec};
 use crate::{string_values, Result, Session};
 
 const PAGE: u64 = 4096;
@@ -622,99 +621,53 @@ fn to_batch(rows: &[Row]) -> Result<RecordBatch> {
     Ok(RecordBatch::try_new(schema(), cols).map_err(datafusion::error::DataFusionError::from)?)
 }
 
-/// `live_regions(at_ns)` / `live_regions()`: the pieces of
-/// `memory_region` alive at a time (at_ns in `syscall.time_ns`'s clock), or
-/// at the end of the trace.
-pub struct LiveRegions {
-    shared: Arc<crate::Shared>,
-}
+/// The attribution views (`_default_app`, `_stack_attribution`, `io_call`,
+/// `_live_region`; seed document 000).
+pub const ATTRIBUTION: &str = include_str!("../analyses/syscall/attribution.sql");
 
-impl std::fmt::Debug for LiveRegions {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("LiveRegions")
-    }
-}
+const AT_NS: Param = Param {
+    name: "at_ns",
+    kind: Kind::Int,
+    doc: "a time on syscall.time_ns's clock (default: the end of each process)",
+};
 
-impl TableFunctionImpl for LiveRegions {
-    fn call_with_args(
-        &self,
-        args: TableFunctionArgs,
-    ) -> datafusion::error::Result<Arc<dyn TableProvider>> {
-        let at = match args.exprs().first() {
-            None => None,
-            Some(Expr::Literal(v, _)) => match v {
-                ScalarValue::Int64(Some(n)) => Some(*n),
-                ScalarValue::Int32(Some(n)) => Some(i64::from(*n)),
-                ScalarValue::UInt64(Some(n)) => Some(*n as i64),
-                ScalarValue::Utf8(Some(s)) if s == "end" => None,
-                other => {
-                    return datafusion::common::plan_err!(
-                    "live_regions: expected a time in ns (syscall.time_ns) or 'end', got {other}"
-                )
-                }
-            },
-            Some(e) => {
-                return datafusion::common::plan_err!(
-                    "live_regions: the argument must be a literal time in ns or 'end', got {e}"
-                )
-            }
-        };
-        let compute = move |s: Session| async move {
-            let regions = s.ctx.table("memory_region").await?.collect().await?;
-            Ok(live_at(&regions, at)?)
-        };
-        Ok(Arc::new(crate::tables::LazyTable::new(
-            "live_regions",
-            schema(),
-            self.shared.clone(),
-            compute,
-        )))
-    }
-}
+/// The application's path prefix, shared by the attribution analyses.
+pub(crate) const APP: Param = Param {
+    name: "app",
+    kind: Kind::Text,
+    doc: "path prefix of the application's files (default: the traced executable's directory)",
+};
 
-/// The rows of `memory_region` alive at `at` (ns), or never freed.
-fn live_at(regions: &[RecordBatch], at: Option<i64>) -> Result<Vec<RecordBatch>> {
-    let mut out = Vec::new();
-    for b in regions {
-        let from = b.column(11).as_primitive::<Int64Type>();
-        let to = b.column(12).as_primitive::<Int64Type>();
-        let why = string_values(b.column(14));
-        let keep: BooleanArray = (0..b.num_rows())
-            .map(|i| {
-                Some(match at {
-                    // Never freed by a call: alive at the end of the
-                    // trace, or until its process exited or exec'd (by
-                    // end_reason: dumps without times have no to_ns).
-                    None => matches!(why[i].as_deref(), None | Some("exit" | "exec")),
-                    Some(t) => {
-                        (from.is_null(i) || from.value(i) <= t)
-                            && (to.is_null(i) || to.value(i) > t)
-                    }
-                })
-            })
-            .collect();
-        out.push(
-            datafusion::arrow::compute::filter_record_batch(b, &keep)
-                .map_err(datafusion::error::DataFusionError::from)?,
-        );
-    }
-    Ok(out)
-}
+/// `live_regions(at_ns)`.
+pub static LIVE_REGIONS: Spec = Spec {
+    name: "live_regions",
+    doc: "The pieces of memory_region alive at a time, or never freed (what each process held when it exited).",
+    sql: include_str!("../analyses/syscall/live_regions.sql"),
+    positional: 1,
+    params: &[AT_NS],
+    columns: None,
+};
 
-/// Registers `memory_region` and `live_regions(...)` on the session.
+/// `unfreed(at_ns, ...)`.
+pub static UNFREED: Spec = Spec {
+    name: "unfreed",
+    doc: "Memory never given back (document 000): bytes still mapped per process, application function, actual function and line.",
+    sql: include_str!("../analyses/syscall/unfreed.sql"),
+    positional: 1,
+    params: &[AT_NS, APP],
+    columns: None,
+};
+
+/// Registers `memory_region`, the attribution views, `live_regions(...)`
+/// and `unfreed(...)` on the session.
 pub async fn register(s: &Session) -> Result<()> {
     s.register_lazy(
         "memory_region",
         schema(),
         |s| async move { regions(&s).await },
     )?;
-    s.ctx.register_udtf(
-        "live_regions",
-        Arc::new(LiveRegions {
-            shared: s.shared.clone(),
-        }),
-    );
-    Ok(())
+    s.run_script(ATTRIBUTION).await?;
+    crate::functions::register(s, &[&LIVE_REGIONS, &UNFREED, &crate::io::IO_BYTES]).await
 }
 
 pub(crate) fn quote(s: &str) -> String {
@@ -780,100 +733,22 @@ pub(crate) async fn resolve_at(s: &Session, at: Option<At>) -> Result<Option<i64
     })
 }
 
-/// The directory of the traced program, with a trailing `/`: the module
-/// of the outermost frame of the most calls whose stacks end in `_start`
-/// (the executable's entry point; threads' stacks end in libc's clone; the
-/// dynamic loader's own `_start` does not count), else of the most calls.
+/// The directory of the traced program, with a trailing `/`
+/// (`_default_app`), if any traced call has a stack.
 pub async fn default_app(s: &Session) -> Result<Option<String>> {
-    scalar(
-        s,
-        "SELECT regexp_replace(e.module, '/[^/]*$', '/') AS dir \
-         FROM syscall c \
-         JOIN (SELECT capture, stack_id, max(pos) AS pos FROM stack_entry GROUP BY capture, stack_id) o \
-           ON o.capture = c.capture AND o.stack_id = c.stack_id \
-         JOIN stack_entry e ON e.capture = o.capture AND e.stack_id = o.stack_id AND e.pos = o.pos \
-         WHERE e.module LIKE '/%' AND e.module NOT LIKE '%/ld-linux%' AND e.module NOT LIKE '%/ld.so%' \
-         GROUP BY 1 \
-         ORDER BY sum(CASE WHEN e.function = '_start' THEN 1 ELSE 0 END) DESC, count(*) DESC, 1 \
-         LIMIT 1",
-    )
-    .await
+    scalar(s, "SELECT dir FROM _default_app").await
 }
 
-/// Document 000's memory table (Fig. 8 / Table 4): bytes still allocated
-/// at `at`, per process, application function (first frame from the leaf
-/// whose module path starts with `app`), actual function (the leaf frame:
-/// the library or system call wrapper that allocated) and the application
-/// source line that called it; sorted by process, application function
-/// and line usage.
-pub async fn unfreed(s: &Session, at: At, app: &str) -> Result<datafusion::prelude::DataFrame> {
-    let arg = resolve_at(s, Some(at))
-        .await?
-        .map(|t| t.to_string())
-        .unwrap_or_default();
-    let q = attribution_sql(
-        &format!("SELECT capture, pid, stack_id, bytes FROM live_regions({arg})"),
-        &[],
-        &[],
-        "bytes",
-        "regions",
-        app,
-    );
-    Ok(s.sql(&q).await?)
-}
-
-/// Document 000's attribution (Fig. 8 / Table 4) of a measure over rows of
-/// `source` (columns capture, `scope`, pid, stack_id, bytes, and `keys`):
-/// per `scope` (e.g. a time range), process, application function (first
-/// frame from the leaf in a module under `app`), actual function (the
-/// leaf), application source line and `keys`: the summed `bytes` (output
-/// as `measure`, with the process and application-function totals
-/// `process_MEASURE`, `app_function_MEASURE`) and the number of rows
-/// (named `count_name`); sorted by usage.
-pub(crate) fn attribution_sql(
-    source: &str,
-    scope: &[&str],
-    keys: &[&str],
-    measure: &str,
-    count_name: &str,
-    app: &str,
-) -> String {
-    let k = |prefix: &str, cols: &[&str]| -> String {
-        cols.iter().map(|c| format!(", {prefix}{c}")).collect()
-    };
-    format!(
-        "WITH src AS ({source}), \
-         app AS ( \
-           SELECT capture, stack_id, min(pos) AS pos FROM stack_entry \
-           WHERE starts_with(module, {app}) GROUP BY capture, stack_id), \
-         attributed AS ( \
-           SELECT r.capture{rs}, r.pid, r.bytes{rk}, \
-             COALESCE(a.function, '[outside the application]') AS app_function, \
-             COALESCE(l.function, '[no stack]') AS actual_function, \
-             a.srcline AS app_line, a.file AS app_file, a.line AS app_line_number \
-           FROM src r \
-           LEFT JOIN app ON app.capture = r.capture AND app.stack_id = r.stack_id \
-           LEFT JOIN stack_entry a ON a.capture = app.capture AND a.stack_id = app.stack_id AND a.pos = app.pos \
-           LEFT JOIN stack_entry l ON l.capture = r.capture AND l.stack_id = r.stack_id AND l.pos = 0), \
-         g AS ( \
-           SELECT capture{gs}, pid, app_function, actual_function, app_line{gk}, app_file, app_line_number, \
-             CAST(sum(bytes) AS BIGINT) AS bytes, count(*) AS {count_name} \
-           FROM attributed \
-           GROUP BY capture{gs}, pid, app_function, actual_function, app_line{gk}, app_file, app_line_number) \
-         SELECT capture{gs}, pid, \
-           sum(bytes) OVER (PARTITION BY capture{gs}, pid) AS process_{measure}, \
-           app_function, \
-           sum(bytes) OVER (PARTITION BY capture{gs}, pid, app_function) AS app_function_{measure}, \
-           actual_function, app_line{gk}, bytes AS {measure}, {count_name}, app_file, app_line_number \
-         FROM g \
-         ORDER BY capture{gs}, process_{measure} DESC, pid, app_function_{measure} DESC, app_function, {measure} DESC, \
-           actual_function, app_line{gk}",
-        rs = k("r.", scope),
-        rk = k("r.", keys),
-        gs = k("", scope),
-        gk = k("", keys),
-        app = quote(app),
-    )
+/// `unfreed(...)` at `at`: bytes still allocated per process, application
+/// function, actual function and application source line (document 000's
+/// memory table, Fig. 8 / Table 4), sorted by usage.
+pub async fn unfreed(s: &Session, at: At, app: Option<&str>) -> Result<DataFrame> {
+    let at_ns = resolve_at(s, Some(at)).await?;
+    let mut args = vec![lit(datafusion::scalar::ScalarValue::Int64(at_ns))];
+    if let Some(a) = app {
+        args.extend([lit("app"), lit(a)]);
+    }
+    crate::analyses::call(s, "unfreed", &args).await
 }
 
 #[cfg(test)]

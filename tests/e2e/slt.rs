@@ -1,6 +1,7 @@
 //! The analyses as data: every `tests/sql/*.slt` file is a list of SQL
 //! queries over fixture captures with their expected rows (and where each
-//! expected value comes from), run through `trawl sql`.
+//! expected value comes from), run through `trawl sql`. See
+//! tests/sql/stack_analyses.slt for the format.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -61,6 +62,35 @@ fn parse(text: &str) -> Vec<(usize, Block)> {
     out
 }
 
+/// `capture hot-fp.data` ingests a perf fixture (fixtures/perf);
+/// `capture AREA/FILE...` ingests fixtures/AREA/FILE (and any further
+/// files, e.g. a memory log and its maps) with fixtures/AREA/bin as the
+/// debug directory.
+fn capture(spec: &str) -> (tempfile::TempDir, PathBuf) {
+    let files: Vec<&str> = spec.split_whitespace().collect();
+    let Some(area) = files[0].split_once('/').map(|(a, _)| a) else {
+        return ingest(spec);
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let cap = dir.path().join("cap");
+    let fx = root().join("fixtures");
+    let mut args: Vec<String> = vec!["ingest".into()];
+    args.extend(
+        files
+            .iter()
+            .map(|f| fx.join(f).to_string_lossy().into_owned()),
+    );
+    args.extend([
+        "--debug-dir".into(),
+        fx.join(area).join("bin").to_string_lossy().into_owned(),
+        "-o".into(),
+        cap.to_string_lossy().into_owned(),
+    ]);
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    trawl_ok(&refs);
+    (dir, cap)
+}
+
 fn run_file(path: &Path) -> usize {
     let text = std::fs::read_to_string(path).unwrap();
     let mut caps: HashMap<String, (tempfile::TempDir, PathBuf)> = HashMap::new();
@@ -70,7 +100,7 @@ fn run_file(path: &Path) -> usize {
         let here = format!("{}:{at}", path.display());
         match b {
             Block::Capture(f) => {
-                let e = caps.entry(f.clone()).or_insert_with(|| ingest(&f));
+                let e = caps.entry(f.clone()).or_insert_with(|| capture(&f));
                 current = Some(e.1.clone());
             }
             Block::Query { sql, rows } => {

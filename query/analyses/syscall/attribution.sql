@@ -1,0 +1,79 @@
+-- Attribution of traced system calls (seed document 000, Fig. 8 / Table
+-- 4): which application function and source line is a call charged to?
+-- The application function is the first frame from the leaf whose module
+-- is under the application's path prefix; the actual function is the leaf
+-- (the library function or system call wrapper that made the call).
+--
+-- Parameters (NULL: the default):
+--   $app   text   path prefix of the application's files (default: the
+--                 directory of the traced executable, `_default_app`)
+
+-- _default_app: the directory of the traced program, with a trailing `/`:
+-- the module of the outermost frame of the most calls whose stacks end in
+-- `_start` (the executable's entry point; threads' stacks end in libc's
+-- clone; the dynamic loader's own `_start` does not count), else of the
+-- most calls.
+CREATE OR REPLACE VIEW _default_app AS
+SELECT regexp_replace(e.module, '/[^/]*$', '/') AS dir   -- directory, ending in /
+FROM syscall c
+JOIN (SELECT capture, stack_id, max(pos) AS pos FROM stack_entry GROUP BY capture, stack_id) o
+  ON o.capture = c.capture AND o.stack_id = c.stack_id
+JOIN stack_entry e ON e.capture = o.capture AND e.stack_id = o.stack_id AND e.pos = o.pos
+WHERE e.module LIKE '/%' AND e.module NOT LIKE '%/ld-linux%' AND e.module NOT LIKE '%/ld.so%'
+GROUP BY 1
+ORDER BY sum(CASE WHEN e.function = '_start' THEN 1 ELSE 0 END) DESC, count(*) DESC, 1
+LIMIT 1;
+
+-- _stack_attribution: per stack, its application frame and its leaf.
+CREATE OR REPLACE VIEW _stack_attribution AS
+WITH app AS (
+  SELECT capture, stack_id, min(pos) AS pos
+  FROM stack_entry
+  WHERE ($app IS NOT NULL AND starts_with(module, $app))
+     OR ($app IS NULL AND starts_with(module, (SELECT dir FROM _default_app)))
+  GROUP BY capture, stack_id
+)
+SELECT
+  l.capture,                                    -- capture
+  l.stack_id,                                   -- stack.stack_id
+  a.function AS app_function,                   -- first application frame from the leaf (null: none)
+  l.function AS actual_function,                -- the leaf frame
+  a.srcline AS app_line,                        -- file:line of the application frame
+  a.file AS app_file,                           -- its full source path
+  a.line AS app_line_number                     -- its line
+FROM stack_entry l
+LEFT JOIN app ON app.capture = l.capture AND app.stack_id = l.stack_id
+LEFT JOIN stack_entry a ON a.capture = app.capture AND a.stack_id = app.stack_id AND a.pos = app.pos
+WHERE l.pos = 0;
+
+-- io_call: every traced call that moved bytes (its return value > 0), with
+-- the file and direction.
+CREATE OR REPLACE VIEW io_call AS
+SELECT
+  c.capture,                                    -- capture
+  c.syscall_id,                                 -- syscall.syscall_id
+  c.source_id,                                  -- input (for time_base)
+  c.pid,                                        -- thread (strace -f) / perf's tid
+  c.time_ns,                                    -- entry time, syscall.time_ns's clock
+  c.stack_id,                                   -- stack (strace -k)
+  CAST(c.name AS VARCHAR) AS name,              -- the call
+  CASE WHEN CAST(c.name AS VARCHAR) IN ('read', 'pread64', 'readv', 'preadv', 'preadv2')
+       THEN 'read' ELSE 'write' END AS direction,  -- read or write
+  COALESCE(c.fd_path, concat('fd ', CAST(c.fd AS VARCHAR))) AS file,  -- -y path, else `fd N`
+  c.retval AS bytes                             -- bytes transferred
+FROM syscall c
+WHERE CAST(c.name AS VARCHAR) IN ('read', 'pread64', 'readv', 'preadv', 'preadv2',
+        'write', 'pwrite64', 'writev', 'pwritev', 'pwritev2', 'sendfile', 'copy_file_range')
+  AND c.retval > 0;
+
+-- _live_region: the pieces of `memory_region` alive at $at_ns (a time on
+-- syscall.time_ns's clock), or, without it, never freed by a call: alive
+-- at the end of the trace, or until their process exited or exec'd (by
+-- end_reason: dumps without times have no to_ns).
+CREATE OR REPLACE VIEW _live_region AS
+SELECT *
+FROM memory_region r
+WHERE CASE WHEN $at_ns IS NULL
+        THEN r.end_reason IS NULL OR r.end_reason IN ('exit', 'exec')
+        ELSE (r.from_ns IS NULL OR r.from_ns <= $at_ns) AND (r.to_ns IS NULL OR r.to_ns > $at_ns)
+      END;
