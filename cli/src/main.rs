@@ -960,10 +960,26 @@ fn main() -> ExitCode {
             if output::is_broken_pipe(&e) {
                 return ExitCode::SUCCESS;
             }
-            eprintln!("trawl: {e:#}");
+            eprintln!("trawl: {}", error_message(&e));
             ExitCode::FAILURE
         }
     }
+}
+
+/// The error and its causes, each cause once: DataFusion nests the same
+/// error in layers whose messages repeat the inner one.
+fn error_message(e: &anyhow::Error) -> String {
+    let mut msg = String::new();
+    for cause in e.chain() {
+        let m = cause.to_string();
+        if !msg.contains(&m) {
+            if !msg.is_empty() {
+                msg.push_str(": ");
+            }
+            msg.push_str(&m);
+        }
+    }
+    msg
 }
 
 fn runtime() -> Result<tokio::runtime::Runtime> {

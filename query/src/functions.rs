@@ -9,8 +9,9 @@
 //! is ever built from arguments. A parameter not given is NULL, which the
 //! file reads as "no restriction" or "the default".
 //!
-//! Calls take the leading parameters by position, then any parameter as a
-//! name/value pair, in any order:
+//! Calls take the leading parameters by position (as many as leave valid
+//! name/value pairs after them), then any parameter as a name/value pair,
+//! in any order:
 //!
 //! ```sql
 //! SELECT * FROM hotspots('function');
@@ -41,6 +42,7 @@ use crate::{Result, Session};
 pub enum Kind {
     Text,
     Int,
+    Float,
     Bool,
     IntList,
     TextList,
@@ -51,6 +53,7 @@ impl Kind {
         match self {
             Kind::Text | Kind::TextList => DataType::Utf8,
             Kind::Int => DataType::Int64,
+            Kind::Float => DataType::Float64,
             Kind::IntList => DataType::Int32,
             Kind::Bool => DataType::Boolean,
         }
@@ -134,7 +137,17 @@ impl SqlFunction {
                 }
             }
         }
-        let positional = values.len().min(spec.positional);
+        // The leading arguments are positional: as many as the spec
+        // allows that leave valid name/value pairs after them.
+        let names_follow = |k: usize| {
+            values[k..].len() % 2 == 0
+                && values[k..].iter().step_by(2).all(|n| {
+                    matches!(n, ScalarValue::Utf8(Some(n)) | ScalarValue::Utf8View(Some(n))
+                        | ScalarValue::LargeUtf8(Some(n)) if spec.params.iter().any(|p| p.name == n))
+                })
+        };
+        let most = values.len().min(spec.positional);
+        let positional = (0..=most).rev().find(|&k| names_follow(k)).unwrap_or(most);
         let mut given: Vec<(&Param, ScalarValue)> = Vec::new();
         for (p, v) in spec.params.iter().zip(values.drain(..positional)) {
             given.push((p, v));

@@ -2,27 +2,26 @@
 //!
 //! Registers the views `branch` (every branch stack entry with both ends
 //! symbolized) and `lbr_transition` (counts per from → to function), and
-//! the table function `lbr_samples(METHOD [, GHZ])`: every sample plus a
+//! the table functions `lbr_functions`, `lbr_summary`, `lbr_points`,
+//! `lbr_sequence` (the views of `trawl report lbr`) and
+//! `lbr_samples(METHOD [, GHZ])`: every sample plus a
 //! time-stamped pseudo-sample per branch entry, weighted by one of the
 //! document's methods (0–3) or by the entries' cycle counts (`'cycles'`).
 //! Its rows have the columns the time-window reports read from
 //! `perf_sample_t` (`capture`, `event`, `t_ns`, `period`, `pid`, `comm`,
 //! `stack_id`), so the timeline and the exhaustion causes run on them
-//! unchanged. The SQL is in `query/analyses/perf/{branch,lbr_samples}.sql`.
+//! unchanged. The SQL is in `query/analyses/perf/{branch,lbr_*}.sql`.
 
-use std::sync::Arc;
+use datafusion::logical_expr::Expr;
+use datafusion::prelude::{lit, DataFrame};
+use datafusion::scalar::ScalarValue;
 
-use datafusion::catalog::{TableFunctionArgs, TableFunctionImpl, TableProvider};
-use datafusion::common::ScalarValue;
-use datafusion::datasource::ViewTable;
-use datafusion::logical_expr::{Expr, LogicalPlan};
-use datafusion::prelude::DataFrame;
-
-use crate::memory::quote;
+use crate::functions::{Kind, Param, Spec};
 use crate::{Error, Result, Session};
 
 const BRANCH: &str = include_str!("../analyses/perf/branch.sql");
-const LBR_SAMPLES: &str = include_str!("../analyses/perf/lbr_samples.sql");
+/// The view `_lbr_sample` (the body of `lbr_samples` and the lbr reports).
+const LBR_SAMPLE: &str = include_str!("../analyses/perf/lbr_samples.sql");
 
 /// How the interval before a sample is shared with its branch entries.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -56,90 +55,111 @@ impl Method {
         })
     }
 
-    fn id(self) -> i64 {
+    /// The `method` argument of the lbr functions.
+    pub fn name(self) -> &'static str {
         match self {
-            Method::SamplesOnly => 0,
-            Method::Equal => 1,
-            Method::Ratio => 2,
-            Method::RatioShare => 3,
-            Method::Cycles => 4,
+            Method::SamplesOnly => "0",
+            Method::Equal => "1",
+            Method::Ratio => "2",
+            Method::RatioShare => "3",
+            Method::Cycles => "cycles",
         }
     }
 
-    /// The argument of `lbr_samples(...)`.
+    /// The argument of `lbr_samples(...)` as SQL text (a literal).
     pub fn sql(self) -> String {
-        match self {
-            Method::Cycles => "'cycles'".into(),
-            m => m.id().to_string(),
-        }
+        format!("'{}'", self.name())
     }
 }
 
-/// `lbr_samples(METHOD [, GHZ])`.
-#[derive(Debug)]
-struct LbrSamples {
-    plan: LogicalPlan,
-}
+const METHOD: Param = Param {
+    name: "method",
+    kind: Kind::Text,
+    doc: "0 (samples only, default), 1 (equal shares), 2 (execution ratio), 3 (ratio shares) or cycles",
+};
+const GHZ: Param = Param {
+    name: "ghz",
+    kind: Kind::Float,
+    doc: "clock rate of the cycles method (default: estimated from the samples)",
+};
+const EVENT: Param = Param {
+    name: "event",
+    kind: Kind::Text,
+    doc: "only this event (default: all)",
+};
+const SAMPLE_ID: Param = Param {
+    name: "sample_id",
+    kind: Kind::Int,
+    doc: "only this sample (default: all)",
+};
 
-impl TableFunctionImpl for LbrSamples {
-    fn call_with_args(
-        &self,
-        args: TableFunctionArgs,
-    ) -> datafusion::error::Result<Arc<dyn TableProvider>> {
-        let lit = |i: usize| match args.exprs().get(i) {
-            None => Ok(None),
-            Some(Expr::Literal(v, _)) => Ok(Some(v.clone())),
-            Some(e) => datafusion::common::plan_err!(
-                "lbr_samples: arguments must be literals (METHOD 0-3 or 'cycles', GHZ), got {e}"
-            ),
-        };
-        let method = match lit(0)? {
-            Some(ScalarValue::Int64(Some(n))) => n.to_string(),
-            Some(ScalarValue::Int32(Some(n))) => n.to_string(),
-            Some(ScalarValue::Utf8(Some(s))) => s,
-            None => "0".into(),
-            Some(other) => {
-                return datafusion::common::plan_err!(
-                    "lbr_samples: METHOD is 0, 1, 2, 3 or 'cycles', got {other}"
-                )
-            }
-        };
-        let method = Method::parse(&method)
-            .map_err(|e| datafusion::error::DataFusionError::Plan(e.to_string()))?;
-        let ghz = match lit(1)? {
-            None | Some(ScalarValue::Null) => None,
-            Some(v) => match v.cast_to(&datafusion::arrow::datatypes::DataType::Float64)? {
-                ScalarValue::Float64(Some(g)) if g > 0.0 => Some(g),
-                _ => {
-                    return datafusion::common::plan_err!(
-                        "lbr_samples: GHZ must be a positive number, got {v}"
-                    )
-                }
-            },
-        };
-        use datafusion::common::tree_node::{Transformed, TreeNode};
-        // Bound parameters change what may be null: every node's schema is
-        // derived again.
-        let plan = self
-            .plan
-            .clone()
-            .with_param_values(vec![
-                ScalarValue::Int64(Some(method.id())),
-                ScalarValue::Float64(ghz),
-            ])?
-            .transform_up(|p| Ok(Transformed::yes(p.recompute_schema()?)))?
-            .data;
-        Ok(Arc::new(ViewTable::new(plan, None)))
-    }
-}
+/// `lbr_samples(method, ghz)`.
+pub static LBR_SAMPLES: Spec = Spec {
+    name: "lbr_samples",
+    doc: "Every sample plus a timed pseudo-sample per branch stack entry, weighted by a method of document 003.",
+    sql: "SELECT * FROM _lbr_sample",
+    positional: 2,
+    params: &[METHOD, GHZ],
+    columns: None,
+};
 
-/// Registers `branch`, `lbr_transition` and `lbr_samples(...)`.
+/// `lbr_functions(method, ghz, ...)`.
+pub static LBR_FUNCTIONS: Spec = Spec {
+    name: "lbr_functions",
+    doc: "Per function: real samples, points (with branch entries) and the time they carry (document 003).",
+    sql: include_str!("../analyses/perf/lbr_functions.sql"),
+    positional: 2,
+    params: &[METHOD, GHZ, EVENT],
+    columns: None,
+};
+
+/// `lbr_summary(method, ghz, ...)`.
+pub static LBR_SUMMARY: Spec = Spec {
+    name: "lbr_summary",
+    doc:
+        "Per capture and event: samples, branch entries, points per sample (the resolution gained).",
+    sql: include_str!("../analyses/perf/lbr_summary.sql"),
+    positional: 2,
+    params: &[METHOD, GHZ, EVENT],
+    columns: None,
+};
+
+/// `lbr_points(method, ghz, ...)`.
+pub static LBR_POINTS: Spec = Spec {
+    name: "lbr_points",
+    doc: "Every sample and branch-entry pseudo-sample with its time and weight (document 003).",
+    sql: include_str!("../analyses/perf/lbr_points.sql"),
+    positional: 2,
+    params: &[METHOD, GHZ, EVENT, SAMPLE_ID],
+    columns: None,
+};
+
+/// `lbr_sequence(...)`.
+pub static LBR_SEQUENCE: Spec = Spec {
+    name: "lbr_sequence",
+    doc: "Per sample, the branch sources oldest to newest, then the sampled function (document 003, Fig. 10).",
+    sql: include_str!("../analyses/perf/lbr_sequence.sql"),
+    positional: 0,
+    params: &[EVENT, SAMPLE_ID],
+    columns: None,
+};
+
+/// Registers `branch`, `lbr_transition`, `_lbr_sample` and the lbr table
+/// functions.
 pub async fn register(s: &Session) -> Result<()> {
     s.run_script(BRANCH).await?;
-    let plan = s.ctx.state().create_logical_plan(LBR_SAMPLES).await?;
-    s.ctx
-        .register_udtf("lbr_samples", Arc::new(LbrSamples { plan }));
-    Ok(())
+    s.run_script(LBR_SAMPLE).await?;
+    crate::functions::register(
+        s,
+        &[
+            &LBR_SAMPLES,
+            &LBR_FUNCTIONS,
+            &LBR_SUMMARY,
+            &LBR_POINTS,
+            &LBR_SEQUENCE,
+        ],
+    )
+    .await
 }
 
 /// What `trawl report lbr` shows.
@@ -159,10 +179,6 @@ pub enum View {
     Sequence,
 }
 
-fn event_filter(event: Option<&str>) -> String {
-    event.map_or(String::new(), |e| format!(" AND event = {}", quote(e)))
-}
-
 /// Whether any capture of the session has branch stack entries.
 pub async fn has_branches(s: &Session) -> Result<bool> {
     let n = crate::memory::scalar(s, "SELECT CAST(count(*) AS VARCHAR) FROM perf_branch").await?;
@@ -179,74 +195,44 @@ pub async fn report(
     event: Option<&str>,
     sample: Option<i64>,
 ) -> Result<DataFrame> {
-    let ev = event_filter(event);
-    let m = match ghz {
-        Some(g) => format!("{}, {g:?}", method.sql()),
-        None => method.sql(),
+    let mut args: Vec<Expr> = Vec::new();
+    if view != View::Sequence {
+        args.push(lit(method.name()));
+        args.push(lit(ScalarValue::Float64(ghz)));
+    }
+    if let Some(e) = event {
+        args.extend([lit("event"), lit(e)]);
+    }
+    if let Some(id) = sample.filter(|_| matches!(view, View::Points | View::Sequence)) {
+        args.extend([lit("sample_id"), lit(id)]);
+    }
+    let name = match view {
+        View::Functions => "lbr_functions",
+        View::Summary => "lbr_summary",
+        View::Points => "lbr_points",
+        View::Sequence => "lbr_sequence",
+        View::Transitions => {
+            let mut df = s.ctx.table("lbr_transition").await?.select_columns(&[
+                "capture",
+                "event",
+                "from_function",
+                "transfer",
+                "to_function",
+                "entries",
+                "samples",
+            ])?;
+            if let Some(e) = event {
+                df = df.filter(datafusion::prelude::col("event").eq(lit(e)))?;
+            }
+            return Ok(df.sort(vec![
+                datafusion::prelude::col("capture").sort(true, true),
+                datafusion::prelude::col("event").sort(true, true),
+                datafusion::prelude::col("entries").sort(false, true),
+                datafusion::prelude::col("from_function").sort(true, true),
+                datafusion::prelude::col("to_function").sort(true, true),
+                datafusion::prelude::col("transfer").sort(true, true),
+            ])?);
+        }
     };
-    let q = match view {
-        View::Functions => format!(
-            "WITH p AS (SELECT * FROM lbr_samples({m}) WHERE true{ev}) \
-             SELECT capture, event, method, function, \
-               sum(CASE WHEN origin = 'sample' THEN 1 ELSE 0 END) AS samples, \
-               count(*) AS points, \
-               round(sum(weight_ns) / 1e6, 6) AS time_ms, \
-               round(100.0 * sum(weight_ns) / sum(sum(weight_ns)) OVER (PARTITION BY capture, event), 2) AS time_pct, \
-               round(max(ratio) * 100.0, 2) AS ratio_pct \
-             FROM p GROUP BY capture, event, method, function \
-             ORDER BY capture, event, time_ms DESC, function"
-        ),
-        View::Summary => format!(
-            "WITH p AS (SELECT * FROM lbr_samples({m}) WHERE true{ev}), \
-               b AS (SELECT capture, event, count(*) AS entries, \
-                       count(DISTINCT sample_id) AS samples_with_stack, \
-                       max(idx) + 1 AS max_depth, \
-                       sum(CASE WHEN cycles > 0 THEN 1 ELSE 0 END) AS entries_with_cycles \
-                     FROM branch WHERE true{ev} GROUP BY capture, event) \
-             SELECT p.capture, p.event, p.method, \
-               sum(CASE WHEN p.origin = 'sample' THEN 1 ELSE 0 END) AS samples, \
-               COALESCE(max(b.samples_with_stack), 0) AS samples_with_stack, \
-               COALESCE(max(b.entries), 0) AS entries, \
-               count(*) AS points, \
-               round(CAST(count(*) AS DOUBLE) / sum(CASE WHEN p.origin = 'sample' THEN 1 ELSE 0 END), 3) AS points_per_sample, \
-               max(b.max_depth) AS max_depth, \
-               COALESCE(max(b.entries_with_cycles), 0) AS entries_with_cycles, \
-               round(max(p.ghz), 4) AS ghz, \
-               round(sum(p.weight_ns) / 1e6, 6) AS time_ms \
-             FROM p LEFT JOIN b ON b.capture = p.capture AND b.event = p.event \
-             GROUP BY p.capture, p.event, p.method ORDER BY p.capture, p.event"
-        ),
-        View::Points => format!(
-            "SELECT capture, sample_id, idx, method, origin, event, \
-               CAST(t_ns AS DOUBLE) / 1e9 AS t_s, time_ns, round(weight_ns, 3) AS weight_ns, \
-               round(ratio * 100.0, 2) AS ratio_pct, pid, tid, cpu, function \
-             FROM lbr_samples({m}) WHERE true{ev}{smp} \
-             ORDER BY capture, time_ns, sample_id, idx DESC",
-            smp = sample.map_or(String::new(), |id| format!(" AND sample_id = {id}")),
-        ),
-        View::Transitions => format!(
-            "SELECT capture, event, from_function, transfer, to_function, entries, samples \
-             FROM lbr_transition WHERE true{ev} \
-             ORDER BY capture, event, entries DESC, from_function, to_function, transfer"
-        ),
-        View::Sequence => format!(
-            "WITH b AS (SELECT * FROM branch WHERE true{ev}{smp}), \
-               n AS (SELECT capture, sample_id, max(idx) AS top FROM b GROUP BY capture, sample_id) \
-             SELECT b.capture, b.sample_id, CAST(b.t_ns AS DOUBLE) / 1e9 AS t_s, b.pid, b.tid, \
-               CAST(n.top - b.idx AS INT) AS step, concat('FROM', CAST(b.idx AS VARCHAR)) AS entry, \
-               COALESCE(b.from_function, '[unknown]') AS function, b.transfer, \
-               COALESCE(b.to_function, '[unknown]') AS to_function \
-             FROM b JOIN n ON n.capture = b.capture AND n.sample_id = b.sample_id \
-             UNION ALL \
-             SELECT x.capture, x.sample_id, CAST(x.t_ns AS DOUBLE) / 1e9 AS t_s, x.pid, x.tid, \
-               CAST(n.top + 1 AS INT) AS step, 'sample' AS entry, \
-               COALESCE(l.function, '[unknown]') AS function, 'sample' AS transfer, \
-               CAST(NULL AS VARCHAR) AS to_function \
-             FROM perf_sample_t x JOIN n ON n.capture = x.capture AND n.sample_id = x.sample_id \
-             LEFT JOIN stack_entry l ON l.capture = x.capture AND l.stack_id = x.stack_id AND l.pos = 0 \
-             ORDER BY capture, sample_id, step",
-            smp = sample.map_or(String::new(), |id| format!(" AND sample_id = {id}")),
-        ),
-    };
-    Ok(s.sql(&q).await?)
+    crate::analyses::call(s, name, &args).await
 }

@@ -1,6 +1,11 @@
--- lbr_samples(METHOD [, GHZ]): every sample plus, with methods 1-4, one
--- pseudo-sample per branch stack entry, timed as seed document 003 does
--- (the body of the table function; $1 = method 0-4, $2 = GHz or null).
+-- _lbr_sample: every sample plus, with methods 1-4, one pseudo-sample per
+-- branch stack entry, timed as seed document 003 does (the body of
+-- `lbr_samples(method, ghz)` and of the lbr_* reports).
+--
+-- Parameters (NULL: the default):
+--   $method  text    0 (default), 1, 2, 3, or `cycles` (also 4)
+--   $ghz     double  clock rate of the cycles method (default: estimated)
+--
 --
 -- Each sample k covers the interval T before it: its period for clock
 -- events (cpu-clock, task-clock: CPU time in ns), else the time since the
@@ -21,6 +26,7 @@
 --      longer than its interval); s gets the rest.
 -- Slices are laid out in time order, oldest entry first, ending at the
 -- sample's time: a pseudo-sample's t_ns is the end of its slice.
+CREATE OR REPLACE VIEW _lbr_sample AS
 WITH
 s AS (
   SELECT x.capture, x.sample_id, x.source_id, CAST(x.event AS VARCHAR) AS event,
@@ -86,27 +92,27 @@ est AS (
 ),
 w AS (
   SELECT pj.*, a.n, a.r_entries, a.r_sample,
-    COALESCE(CAST($2 AS DOUBLE), est.ghz) AS ghz,
+    COALESCE(CAST($ghz AS DOUBLE), est.ghz) AS ghz,
     CASE
-      WHEN COALESCE(CAST($2 AS DOUBLE), est.ghz) > 0 THEN a.cyc / COALESCE(CAST($2 AS DOUBLE), est.ghz)
+      WHEN COALESCE(CAST($ghz AS DOUBLE), est.ghz) > 0 THEN a.cyc / COALESCE(CAST($ghz AS DOUBLE), est.ghz)
       ELSE 0.0
     END AS cyc_ns
   FROM pj
   JOIN agg a ON a.capture = pj.capture AND a.sample_id = pj.sample_id
   LEFT JOIN est ON est.capture = pj.capture
-  WHERE $1 <> 0 OR pj.idx < 0
+  WHERE COALESCE($method, '0') <> '0' OR pj.idx < 0
 ),
 wt AS (
   SELECT w.*,
     -- (COALESCE: the same nullability before and after the parameters
     -- are bound)
     COALESCE(CASE
-      WHEN $1 = 0 THEN interval_ns
-      WHEN $1 = 1 THEN interval_ns / (n + 1.0)
-      WHEN $1 = 2 THEN CASE
+      WHEN COALESCE($method, '0') = '0' THEN interval_ns
+      WHEN $method = '1' THEN interval_ns / (n + 1.0)
+      WHEN $method = '2' THEN CASE
         WHEN idx >= 0 THEN CASE WHEN r_entries > 0 THEN interval_ns * r / greatest(r_entries, 1.0) ELSE 0.0 END
         ELSE interval_ns * (1.0 - least(r_entries, 1.0)) END
-      WHEN $1 = 3 THEN CASE
+      WHEN $method = '3' THEN CASE
         WHEN r_entries + r_sample > 0 THEN interval_ns * r / (r_entries + r_sample)
         ELSE interval_ns / (n + 1.0) END
       ELSE CASE
@@ -127,7 +133,7 @@ SELECT
   capture,
   sample_id,                                      -- the real sample the point comes from
   idx,                                            -- -1: the sample itself; else perf_branch.idx
-  CASE WHEN $1 = 4 THEN 'cycles' ELSE CAST($1 AS VARCHAR) END AS method,
+  CASE WHEN $method IN ('4', 'cycles') THEN 'cycles' ELSE COALESCE($method, '0') END AS method,
   CASE WHEN idx < 0 THEN 'sample' ELSE 'lbr' END AS origin,
   event,
   CASE WHEN idx < 0 THEN time_ns
@@ -141,3 +147,6 @@ SELECT
   ghz,
   pid, tid, cpu, comm, stack_id, function
 FROM laid
+WHERE assert_true(COALESCE($method, '0') IN ('0', '1', '2', '3', '4', 'cycles'),
+        concat('lbr: method ', $method, ': expected 0, 1, 2, 3 or cycles'))
+  AND assert_true($ghz IS NULL OR CAST($ghz AS DOUBLE) > 0, 'lbr: ghz must be a positive number');
