@@ -443,16 +443,6 @@ enum Report {
     PowerSamples(PowerSamplesArgs),
 }
 
-#[derive(Clone, Copy, ValueEnum)]
-enum EnergyBy {
-    Function,
-    Process,
-    Line,
-    Cpu,
-    /// The package (socket) of the sample's CPU (perf_cpu).
-    Package,
-}
-
 #[derive(Args)]
 struct EnergyArgs {
     /// Captures with perf samples and energy readings of the same run.
@@ -460,8 +450,8 @@ struct EnergyArgs {
     captures: Vec<PathBuf>,
     /// What the joules are summed by: one or more keys, comma-separated
     /// (`package,function` gives each package's functions).
-    #[arg(long, value_enum, value_delimiter = ',', default_value = "function")]
-    by: Vec<EnergyBy>,
+    #[arg(long, value_parser = energy_key(), value_delimiter = ',', default_value = "function")]
+    by: Vec<trawl_query::energy::EnergyKey>,
     /// The perf event whose samples get the energy (default: the one with
     /// most samples).
     #[arg(long)]
@@ -809,6 +799,14 @@ struct UnfreedArgs {
     app: Option<String>,
     #[command(flatten)]
     out: OutputOpts,
+}
+
+/// `--by` of energy: the library's keys, each with its help.
+fn energy_key() -> impl clap::builder::TypedValueParser<Value = trawl_query::energy::EnergyKey> {
+    use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
+    use trawl_query::energy::EnergyKey;
+    PossibleValuesParser::new(EnergyKey::ALL.map(|k| PossibleValue::new(k.name()).help(k.doc())))
+        .map(|s| EnergyKey::parse(&s).expect("a listed key"))
 }
 
 /// `--by` of hotspots: the library's keys, each with its help.
@@ -1671,11 +1669,12 @@ async fn limited(
 }
 
 async fn report_energy(a: EnergyArgs) -> Result<()> {
-    use trawl_query::energy::{self, EnergyKey, Indicator};
+    use trawl_query::energy::{self, Indicator};
     let s = a.t0.open(&a.captures).await?;
     let core = Indicator::parse(&a.core_indicator)?;
     let dram = Indicator::parse(&a.dram_indicator)?;
-    let (_, chains) = energy::sample_energy(&s, a.event.as_deref(), &core, &dram, &a.zone).await?;
+    let event = trawl_query::analyses::choose_event(&s, a.event.as_deref()).await?;
+    let chains = energy::chosen_chains(&s, &event, &a.zone).await?;
     for c in &chains {
         eprintln!(
             "{}: {}{} from {} ({} intervals){}",
@@ -1693,17 +1692,7 @@ async fn report_energy(a: EnergyArgs) -> Result<()> {
             }
         );
     }
-    let keys: Vec<EnergyKey> =
-        a.by.iter()
-            .map(|b| match b {
-                EnergyBy::Function => EnergyKey::Function,
-                EnergyBy::Process => EnergyKey::Process,
-                EnergyBy::Line => EnergyKey::Line,
-                EnergyBy::Cpu => EnergyKey::Cpu,
-                EnergyBy::Package => EnergyKey::Package,
-            })
-            .collect();
-    let df = energy::report(&s, &keys).await?;
+    let df = energy::report(&s, &a.by, &event, &core, &dram, &a.zone).await?;
     output::write(&df.collect().await?, &a.out)
 }
 

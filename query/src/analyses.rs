@@ -52,6 +52,7 @@ pub static STACK_WEIGHT_FN: Spec = Spec {
     positional: 0,
     params: sample_params!(),
     columns: None,
+    inputs: None,
 };
 
 /// `hotspots(by, ...)`.
@@ -69,6 +70,7 @@ pub static HOTSPOTS: Spec = Spec {
         INLINE,
     ),
     columns: Some(hotspot_columns),
+    inputs: None,
 };
 
 /// The parameters of `callers` and `callees`.
@@ -94,6 +96,7 @@ pub static CALLERS: Spec = Spec {
     positional: 1,
     params: EDGE_PARAMS,
     columns: None,
+    inputs: None,
 };
 
 /// `callees(function, ...)`.
@@ -104,6 +107,7 @@ pub static CALLEES: Spec = Spec {
     positional: 1,
     params: EDGE_PARAMS,
     columns: None,
+    inputs: None,
 };
 
 /// `folded(...)`.
@@ -114,6 +118,7 @@ pub static FOLDED: Spec = Spec {
     positional: 0,
     params: sample_params!(INLINE),
     columns: None,
+    inputs: None,
 };
 
 /// `timeline(window_ns, ...)`.
@@ -128,6 +133,7 @@ pub static TIMELINE: Spec = Spec {
         Param { name: "top", kind: Kind::Int, doc: "keys shown by name per capture (default 10)" },
     ),
     columns: None,
+    inputs: None,
 };
 
 /// The SQL analyses, in registration order.
@@ -140,7 +146,7 @@ pub static SPECS: &[&Spec] = &[
     &TIMELINE,
 ];
 
-fn hotspot_columns(b: &crate::functions::Bound) -> datafusion::error::Result<Vec<&'static str>> {
+fn hotspot_columns(b: &crate::functions::Bound) -> datafusion::error::Result<Vec<Expr>> {
     let by = match b.get("by") {
         Some(ScalarValue::Utf8(Some(v))) => v.as_str(),
         _ => "function",
@@ -162,7 +168,7 @@ fn hotspot_columns(b: &crate::functions::Bound) -> datafusion::error::Result<Vec
         "total_weight",
         "total_pct",
     ]);
-    Ok(cols)
+    Ok(cols.into_iter().map(datafusion::prelude::ident).collect())
 }
 
 /// What hotspots are grouped by.

@@ -20,8 +20,15 @@ use std::sync::Arc;
 use datafusion::arrow::array::{
     Array, AsArray, Float64Builder, Int32Builder, Int64Builder, RecordBatch, StringBuilder,
 };
-use datafusion::arrow::datatypes::{Float64Type, Int32Type, Int64Type};
-use datafusion::prelude::DataFrame;
+use datafusion::arrow::datatypes::{
+    DataType, Field, Float64Type, Int32Type, Int64Type, Schema, SchemaRef,
+};
+use datafusion::catalog::TableProvider;
+use datafusion::logical_expr::Expr;
+use datafusion::prelude::{ident, lit, DataFrame};
+use datafusion::scalar::ScalarValue;
+
+use crate::functions::{Bound, Kind, Param, Spec};
 
 use crate::memory::quote;
 use crate::{Error, Result, Session};
@@ -53,6 +60,15 @@ impl Indicator {
         })
     }
 
+    /// The text `parse` reads.
+    pub fn arg(&self) -> String {
+        match self {
+            Indicator::Period => "period".into(),
+            Indicator::Samples => "samples".into(),
+            Indicator::Read(e) => format!("read:{e}"),
+        }
+    }
+
     /// SQL for the weight of sample `p` (and a join it needs).
     fn sql(&self, alias: &str) -> (String, String) {
         match self {
@@ -69,21 +85,20 @@ impl Indicator {
     }
 }
 
-/// Splits every energy interval among its samples and registers the
-/// result as `sample_energy` (capture, sample_id (null: unattributed),
-/// domain, joules, cpu, package: of the sample's CPU, or of an
-/// unattributed interval). One counter is read per domain (and package
+/// Splits every energy interval among its samples: the rows of
+/// `sample_energy` (capture, sample_id (null: unattributed), domain,
+/// joules, cpu, package: of the sample's CPU, or of an unattributed
+/// interval). One counter is read per domain (and package
 /// when several are read; [`Chain`]):
 /// `zones` picks them, else the one the samples' event read (perf group
 /// reads `power/energy-*/@EVENT`), else the one with most readings.
-/// Returns the event used and the counters read.
 pub async fn sample_energy(
     s: &Session,
     event: Option<&str>,
     core: &Indicator,
     dram: &Indicator,
     zones: &[String],
-) -> Result<(String, Vec<Chain>)> {
+) -> Result<RecordBatch> {
     let n = crate::memory::scalar(
         s,
         "SELECT CAST(count(*) AS VARCHAR) FROM energy WHERE delta_uj IS NOT NULL",
@@ -137,15 +152,14 @@ pub async fn sample_energy(
     );
     let samples = s.sql(&q).await?.collect().await?;
     let chains = chosen_chains(s, &event, zones).await?;
-    let q = format!(
-        "SELECT e.capture, CAST(e.domain AS VARCHAR) AS domain, CAST(COALESCE(e.t_ns - e.interval_ns, -9223372036854775807) AS BIGINT) AS t0, \
-           CAST(e.t_ns AS BIGINT) AS t1, CAST(e.delta_uj AS DOUBLE) AS uj, CAST(c.package AS INT) AS pkg \
-         FROM energy_t e JOIN ({CHOSEN}) c ON c.capture = e.capture AND c.source_id = e.source_id AND c.zone = e.zone \
-           AND (c.package IS NULL OR c.package = e.package) \
+    // The intervals of every counter; those of the chosen ones are used.
+    let q = "SELECT e.capture, CAST(e.domain AS VARCHAR) AS domain, CAST(COALESCE(e.t_ns - e.interval_ns, -9223372036854775807) AS BIGINT) AS t0, \
+           CAST(e.t_ns AS BIGINT) AS t1, CAST(e.delta_uj AS DOUBLE) AS uj, CAST(e.package AS INT) AS pkg, \
+           e.source_id, CAST(e.zone AS VARCHAR) AS zone \
+         FROM energy_t e \
          WHERE e.delta_uj IS NOT NULL AND e.t_ns IS NOT NULL \
-         ORDER BY e.capture, domain, t1",
-    );
-    let intervals = s.sql(&q).await?.collect().await?;
+         ORDER BY e.capture, domain, t1";
+    let intervals = chosen_intervals(s.sql(q).await?.collect().await?, &chains)?;
     overlap_check(&samples, &intervals)?;
     // Samples (columns by sample index, in capture and time order), and
     // per capture, and per (capture, package) for the packages whose
@@ -280,16 +294,70 @@ pub async fn sample_energy(
         ocpu.append_null();
         opkg.append_option(p);
     }
-    let batch = crate::batch_of(vec![
-        ("capture", Arc::new(ocap.finish())),
-        ("sample_id", Arc::new(oid.finish())),
-        ("domain", Arc::new(odom.finish())),
-        ("joules", Arc::new(oj.finish())),
-        ("cpu", Arc::new(ocpu.finish())),
-        ("package", Arc::new(opkg.finish())),
-    ])?;
-    s.register_rows("sample_energy", batch.schema(), vec![batch])?;
-    Ok((event, chains))
+    let cols: Vec<datafusion::arrow::array::ArrayRef> = vec![
+        Arc::new(ocap.finish()),
+        Arc::new(oid.finish()),
+        Arc::new(odom.finish()),
+        Arc::new(oj.finish()),
+        Arc::new(ocpu.finish()),
+        Arc::new(opkg.finish()),
+    ];
+    Ok(RecordBatch::try_new(sample_energy_schema(), cols)
+        .map_err(datafusion::error::DataFusionError::from)?)
+}
+
+/// The columns of `sample_energy`.
+pub fn sample_energy_schema() -> SchemaRef {
+    Arc::new(Schema::new(vec![
+        Field::new("capture", DataType::Utf8, false),
+        Field::new("sample_id", DataType::Int64, true),
+        Field::new("domain", DataType::Utf8, false),
+        Field::new("joules", DataType::Float64, false),
+        Field::new("cpu", DataType::Int32, true),
+        Field::new("package", DataType::Int32, true),
+    ]))
+}
+
+/// The rows of `intervals` (capture, domain, t0, t1, uj, pkg, source_id,
+/// zone) read by a chosen counter, with the chain's package as `pkg`.
+fn chosen_intervals(intervals: Vec<RecordBatch>, chains: &[Chain]) -> Result<Vec<RecordBatch>> {
+    use datafusion::arrow::array::{Int32Array, UInt32Array};
+    let mut out = Vec::with_capacity(intervals.len());
+    for b in intervals {
+        let cap = crate::string_values(b.column(0));
+        let pkg = b.column(5).as_primitive::<Int32Type>();
+        let src = b.column(6).as_primitive::<Int32Type>();
+        let zone = crate::string_values(b.column(7));
+        let mut keep: Vec<u32> = Vec::new();
+        let mut chain_pkg: Vec<Option<i32>> = Vec::new();
+        for i in 0..b.num_rows() {
+            let p = (!pkg.is_null(i)).then(|| pkg.value(i));
+            let chain = chains.iter().find(|c| {
+                Some(&c.capture) == cap[i].as_ref()
+                    && c.source_id == src.value(i)
+                    && Some(&c.zone) == zone[i].as_ref()
+                    && (c.package.is_none() || c.package == p)
+            });
+            if let Some(c) = chain {
+                keep.push(i as u32);
+                chain_pkg.push(c.package);
+            }
+        }
+        let idx = UInt32Array::from(keep);
+        let mut cols: Vec<datafusion::arrow::array::ArrayRef> = b.columns()[..5]
+            .iter()
+            .map(|c| datafusion::arrow::compute::take(c, &idx, None))
+            .collect::<std::result::Result<_, _>>()
+            .map_err(datafusion::error::DataFusionError::from)?;
+        cols.push(Arc::new(Int32Array::from(chain_pkg)));
+        out.push(crate::batch_of(
+            ["capture", "domain", "t0", "t1", "uj", "pkg"]
+                .into_iter()
+                .zip(cols)
+                .collect(),
+        )?);
+    }
+    Ok(out)
 }
 
 /// Small integer ids for the strings of a column (captures, domains).
@@ -355,17 +423,23 @@ pub struct Chain {
     pub ignored: Vec<String>,
 }
 
-/// The chosen counters (`energy_chain`, registered by [`chosen_chains`]).
-const CHOSEN: &str = "SELECT capture, source_id, zone, package FROM energy_chain WHERE chosen";
+/// Chooses one counter per (capture, domain) ([`chain_rows`]).
+pub async fn chosen_chains(s: &Session, event: &str, zones: &[String]) -> Result<Vec<Chain>> {
+    Ok(chain_rows(s, event, zones).await?.0)
+}
 
-/// Chooses one counter per (capture, domain) and registers them as
-/// `energy_chain` (capture, domain, package, source_id, zone, intervals,
-/// chosen). When the domain's counters (those `zones` admits) name
+/// The rows of `energy_chain` (capture, domain, package, source_id, zone,
+/// intervals, chosen): every counter, and whether it is the one read for
+/// its domain (and package). When the domain's counters (those `zones` admits) name
 /// several packages (`intel-rapl:0`, `intel-rapl:1`; turbostat's or perf
 /// stat's per-socket rows; power events read on CPUs of several
 /// packages), one counter is chosen per package and `package` is set;
 /// counters of the whole machine are then left out.
-pub async fn chosen_chains(s: &Session, event: &str, zones: &[String]) -> Result<Vec<Chain>> {
+pub async fn chain_rows(
+    s: &Session,
+    event: &str,
+    zones: &[String],
+) -> Result<(Vec<Chain>, Vec<RecordBatch>)> {
     let filter = if zones.is_empty() {
         "true".to_string()
     } else {
@@ -389,7 +463,7 @@ pub async fn chosen_chains(s: &Session, event: &str, zones: &[String]) -> Result
              r AS (SELECT *, row_number() OVER (PARTITION BY capture, domain, pk \
                ORDER BY CASE WHEN ok THEN 0 ELSE 1 END, \
                  CASE WHEN ends_with(zone, {at}) THEN 0 ELSE 1 END, n DESC, source_id, zone) AS rn FROM k) \
-             SELECT capture, domain, CAST(CASE WHEN pk >= 0 THEN pk END AS INT) AS package, source_id, zone, \
+             SELECT capture, domain, CAST(CASE WHEN pk >= 0 THEN pk END AS INT) AS package, source_id, CAST(zone AS VARCHAR) AS zone, \
                CAST(n AS BIGINT) AS intervals, ok AND rn = 1 AND pk <> -1 AS chosen FROM r",
             at = quote(&format!("@{event}"))
         ))
@@ -453,12 +527,20 @@ pub async fn chosen_chains(s: &Session, event: &str, zones: &[String]) -> Result
         }
     }
     out.sort_by(|a, b| (&a.capture, &a.domain, a.package).cmp(&(&b.capture, &b.domain, b.package)));
-    let schema = batches
-        .first()
-        .map(|b| b.schema())
-        .ok_or_else(|| Error::Usage("no energy counters".into()))?;
-    s.register_rows("energy_chain", schema, batches)?;
-    Ok(out)
+    Ok((out, batches))
+}
+
+/// The columns of `energy_chain`.
+pub fn energy_chain_schema() -> SchemaRef {
+    Arc::new(Schema::new(vec![
+        Field::new("capture", DataType::Utf8, true),
+        Field::new("domain", DataType::Utf8, true),
+        Field::new("package", DataType::Int32, true),
+        Field::new("source_id", DataType::Int32, true),
+        Field::new("zone", DataType::Utf8, true),
+        Field::new("intervals", DataType::Int64, true),
+        Field::new("chosen", DataType::Boolean, true),
+    ]))
 }
 
 /// The package a power model or power samples are made for. With
@@ -586,71 +668,193 @@ pub enum EnergyKey {
     Package,
 }
 
-/// Joules per domain and keys (`--by package,function`: one column per
-/// key), with the share of the domain's energy (`[unattributed]`:
-/// intervals without samples; their package is kept).
-pub async fn report(s: &Session, keys: &[EnergyKey]) -> Result<DataFrame> {
-    let keys = if keys.is_empty() {
-        &[EnergyKey::Function][..]
-    } else {
-        keys
-    };
-    let mut cols = Vec::new();
-    let mut names = Vec::new();
-    for (i, key) in keys.iter().enumerate() {
-        let k = match key {
-            EnergyKey::Function => "COALESCE(l.function, '[unknown]')",
-            EnergyKey::Line => "COALESCE(l.srcline, '[unknown]')",
-            EnergyKey::Process => {
-                "concat(COALESCE(CAST(x.comm AS VARCHAR), '?'), '[', CAST(x.pid AS VARCHAR), ']')"
-            }
-            EnergyKey::Cpu => "COALESCE(CAST(e.cpu AS VARCHAR), '?')",
-            EnergyKey::Package => "COALESCE(CAST(e.package AS VARCHAR), '?')",
-        };
-        let name = match key {
+impl EnergyKey {
+    pub const ALL: [EnergyKey; 5] = [
+        EnergyKey::Function,
+        EnergyKey::Process,
+        EnergyKey::Line,
+        EnergyKey::Cpu,
+        EnergyKey::Package,
+    ];
+
+    /// The name `energy_by` takes (and its column).
+    pub fn name(self) -> &'static str {
+        match self {
             EnergyKey::Function => "function",
-            EnergyKey::Line => "line",
             EnergyKey::Process => "process",
+            EnergyKey::Line => "line",
             EnergyKey::Cpu => "cpu",
             EnergyKey::Package => "package",
-        };
-        if names.contains(&name) {
-            continue;
         }
-        // Energy of intervals without samples: its package is known.
-        cols.push(if *key == EnergyKey::Package {
-            format!("{k} AS k{i}")
-        } else {
-            format!("CASE WHEN e.sample_id IS NULL THEN '[unattributed]' ELSE {k} END AS k{i}")
-        });
-        names.push(name);
     }
-    let ks: Vec<String> = (0..keys.len())
-        .filter(|i| cols.iter().any(|c| c.ends_with(&format!(" AS k{i}"))))
-        .map(|i| format!("k{i}"))
-        .collect();
-    let select: Vec<String> = ks
-        .iter()
-        .zip(&names)
-        .map(|(k, n)| format!("{k} AS {n}"))
-        .collect();
-    let q = format!(
-        "WITH k AS ( \
-           SELECT e.capture, e.domain, {cols}, \
-         e.joules, CASE WHEN e.sample_id IS NULL THEN 0 ELSE 1 END AS n \
-           FROM sample_energy e \
-           LEFT JOIN perf_sample x ON x.capture = e.capture AND x.sample_id = e.sample_id \
-           LEFT JOIN stack_entry l ON l.capture = x.capture AND l.stack_id = x.stack_id AND l.pos = 0) \
-         SELECT capture, domain, {select}, round(sum(joules), 9) AS joules, \
-           round(100.0 * sum(joules) / sum(sum(joules)) OVER (PARTITION BY capture, domain), 3) AS share_pct, \
-           sum(n) AS samples \
-         FROM k GROUP BY capture, domain, {group} \
-         ORDER BY capture, domain, joules DESC, {group}",
-        cols = cols.join(", "),
-        select = select.join(", "),
-        group = ks.join(", ")
+
+    pub fn parse(s: &str) -> Option<EnergyKey> {
+        Self::ALL.into_iter().find(|k| k.name() == s)
+    }
+
+    /// What the key is.
+    pub fn doc(self) -> &'static str {
+        match self {
+            EnergyKey::Function => "the sampled (leaf) function",
+            EnergyKey::Process => "comm[pid]",
+            EnergyKey::Line => "the leaf's source line",
+            EnergyKey::Cpu => "the sample's CPU",
+            EnergyKey::Package => "the package (socket) of the sample's CPU",
+        }
+    }
+}
+
+/// `energy_by(by, ...)`.
+pub static ENERGY_BY: Spec = Spec {
+    name: "energy_by",
+    doc: "Energy per RAPL domain and function, line, process, CPU or package (document 004): every interval shared among its samples.",
+    sql: include_str!("../analyses/energy/energy_by.sql"),
+    positional: 1,
+    params: &[
+        Param {
+            name: "by",
+            kind: Kind::TextList,
+            doc: "keys in order: function (default), line, process, cpu, package",
+        },
+        Param {
+            name: "event",
+            kind: Kind::Text,
+            doc: "the samples' event (default: the one with most samples)",
+        },
+        Param {
+            name: "core",
+            kind: Kind::Text,
+            doc: "sample weight for package/core energy: period (default), samples or read:EVENT",
+        },
+        Param {
+            name: "dram",
+            kind: Kind::Text,
+            doc: "sample weight for DRAM energy: period (default), samples or read:EVENT",
+        },
+        Param {
+            name: "zone",
+            kind: Kind::TextList,
+            doc: "the counters to read (default: one per domain)",
+        },
+    ],
+    columns: Some(energy_columns),
+    inputs: Some(energy_inputs),
+};
+
+fn text(b: &Bound, name: &str) -> Option<String> {
+    match b.get(name) {
+        Some(ScalarValue::Utf8(Some(v))) => Some(v.clone()),
+        _ => None,
+    }
+}
+
+fn texts(b: &Bound, name: &str) -> datafusion::error::Result<Vec<String>> {
+    Ok(match b.get(name) {
+        Some(ScalarValue::List(a)) if !a.is_null(0) => {
+            ScalarValue::convert_array_to_scalar_vec(a.as_ref())?
+                .into_iter()
+                .flatten()
+                .flatten()
+                .filter_map(|v| match v {
+                    ScalarValue::Utf8(Some(s)) => Some(s),
+                    _ => None,
+                })
+                .collect()
+        }
+        _ => Vec::new(),
+    })
+}
+
+/// The keys' columns (`k1 AS function`, ...), each key once.
+fn energy_columns(b: &Bound) -> datafusion::error::Result<Vec<Expr>> {
+    let mut keys = texts(b, "by")?;
+    if keys.is_empty() {
+        keys.push("function".into());
+    }
+    let mut cols = vec![ident("capture"), ident("domain")];
+    let mut seen: Vec<&str> = Vec::new();
+    for (i, k) in keys.iter().enumerate().take(5) {
+        let Some(key) = EnergyKey::parse(k) else {
+            return datafusion::common::plan_err!(
+                "energy_by: keys are function, line, process, cpu and package, got {k:?}"
+            );
+        };
+        if !seen.contains(&key.name()) {
+            seen.push(key.name());
+            cols.push(ident(format!("k{}", i + 1)).alias(key.name()));
+        }
+    }
+    cols.extend(["joules", "share_pct", "samples"].map(ident));
+    Ok(cols)
+}
+
+/// `sample_energy` for the call's event, indicators and counters.
+fn energy_inputs(
+    b: &Bound,
+    shared: &Arc<crate::Shared>,
+) -> datafusion::error::Result<Vec<(&'static str, Arc<dyn TableProvider>)>> {
+    let plan_err = |e: Error| datafusion::error::DataFusionError::Plan(format!("energy_by: {e}"));
+    let event = text(b, "event");
+    let core =
+        Indicator::parse(&text(b, "core").unwrap_or_else(|| "period".into())).map_err(plan_err)?;
+    let dram =
+        Indicator::parse(&text(b, "dram").unwrap_or_else(|| "period".into())).map_err(plan_err)?;
+    let zones = texts(b, "zone")?;
+    let table = crate::tables::LazyTable::new(
+        "sample_energy",
+        sample_energy_schema(),
+        shared.clone(),
+        move |s| {
+            let (event, core, dram, zones) =
+                (event.clone(), core.clone(), dram.clone(), zones.clone());
+            async move {
+                Ok(vec![
+                    sample_energy(&s, event.as_deref(), &core, &dram, &zones).await?,
+                ])
+            }
+        },
     );
-    Ok(s.sql(&q).await?)
+    Ok(vec![("sample_energy", Arc::new(table))])
+}
+
+/// Registers `sample_energy` and `energy_chain` (for the default event,
+/// indicators and counters; computed when first read) and `energy_by`.
+pub async fn register(s: &Session) -> Result<()> {
+    s.register_lazy("sample_energy", sample_energy_schema(), |s| async move {
+        Ok(vec![
+            sample_energy(&s, None, &Indicator::Period, &Indicator::Period, &[]).await?,
+        ])
+    })?;
+    s.register_lazy("energy_chain", energy_chain_schema(), |s| async move {
+        let event = crate::analyses::choose_event(&s, None).await?;
+        Ok(chain_rows(&s, &event, &[]).await?.1)
+    })?;
+    crate::functions::register(s, &[&ENERGY_BY]).await
+}
+
+/// `energy_by(keys, ...)`: joules per domain and keys (`--by
+/// package,function`: one column per key), with the share of the domain's
+/// energy (`[unattributed]`: intervals without samples; their package is
+/// kept).
+pub async fn report(
+    s: &Session,
+    keys: &[EnergyKey],
+    event: &str,
+    core: &Indicator,
+    dram: &Indicator,
+    zones: &[String],
+) -> Result<DataFrame> {
+    let mut args: Vec<Expr> = Vec::new();
+    for k in keys {
+        args.extend([lit("by"), lit(k.name())]);
+    }
+    args.extend([lit("event"), lit(event)]);
+    args.extend([lit("core"), lit(core.arg())]);
+    args.extend([lit("dram"), lit(dram.arg())]);
+    for z in zones {
+        args.extend([lit("zone"), lit(z.as_str())]);
+    }
+    crate::analyses::call(s, "energy_by", &args).await
 }
 
 /// `LEFT JOIN (...) ALIAS` giving `ALIAS.delta`: the increase of the

@@ -87,9 +87,16 @@ pub struct Param {
 /// NULL when not given).
 pub type Bound = HashMap<&'static str, ScalarValue>;
 
+/// Tables an analysis reads that a call computes from its arguments (in
+/// Rust): each replaces the scans of the registered table of that name
+/// (which holds the rows for the default arguments) in the call's plan.
+pub type Inputs =
+    fn(&Bound, &Arc<crate::Shared>) -> DfResult<Vec<(&'static str, Arc<dyn TableProvider>)>>;
+
 /// An analysis: its SQL, its parameters and, optionally, which of its
 /// columns a call returns (for analyses whose columns depend on an
-/// argument, e.g. the key of `hotspots`).
+/// argument, e.g. the key of `hotspots`) and the tables it computes per
+/// call.
 pub struct Spec {
     pub name: &'static str,
     /// What the analysis answers (shown by `trawl functions`).
@@ -98,13 +105,15 @@ pub struct Spec {
     /// How many leading parameters may be given by position.
     pub positional: usize,
     pub params: &'static [Param],
-    pub columns: Option<fn(&Bound) -> DfResult<Vec<&'static str>>>,
+    pub columns: Option<fn(&Bound) -> DfResult<Vec<Expr>>>,
+    pub inputs: Option<Inputs>,
 }
 
 /// A registered analysis: its spec and the plan of its SQL.
 pub struct SqlFunction {
     spec: &'static Spec,
     plan: LogicalPlan,
+    shared: Arc<crate::Shared>,
 }
 
 impl std::fmt::Debug for SqlFunction {
@@ -121,6 +130,7 @@ impl SqlFunction {
         Ok(SqlFunction {
             spec,
             plan: inline_views(plan)?,
+            shared: s.shared.clone(),
         })
     }
 
@@ -234,9 +244,13 @@ impl SqlFunction {
             .with_param_values(ParamValues::from(values))?
             .transform_up(|p| Ok(Transformed::yes(p.recompute_schema()?)))?
             .data;
+        let plan = match self.spec.inputs {
+            Some(inputs) => replace_tables(plan, inputs(bound, &self.shared)?)?,
+            None => plan,
+        };
         Ok(match self.spec.columns {
             Some(pick) => LogicalPlanBuilder::from(plan)
-                .project(pick(bound)?.into_iter().map(ident))?
+                .project(pick(bound)?)?
                 .build()?,
             None => plan,
         })
@@ -276,6 +290,30 @@ impl TableFunctionImpl for SqlFunction {
         let bound = self.bind(args.exprs())?;
         Ok(Arc::new(ViewTable::new(self.call_plan(&bound)?, None)))
     }
+}
+
+/// Replaces the scans of the tables named in `tables` by scans of the
+/// providers given.
+fn replace_tables(
+    plan: LogicalPlan,
+    tables: Vec<(&'static str, Arc<dyn TableProvider>)>,
+) -> DfResult<LogicalPlan> {
+    plan.transform_up_with_subqueries(|p| {
+        let LogicalPlan::TableScan(scan) = &p else {
+            return Ok(Transformed::no(p));
+        };
+        let Some((_, t)) = tables.iter().find(|(n, _)| scan.table_name.table() == *n) else {
+            return Ok(Transformed::no(p));
+        };
+        let source = datafusion::datasource::provider_as_source(t.clone());
+        let scan = datafusion::logical_expr::TableScanBuilder::new(scan.table_name.clone(), source)
+            .with_projection(scan.projection.clone())
+            .with_filters(scan.filters.clone())
+            .with_fetch(scan.fetch)
+            .build()?;
+        Ok(Transformed::yes(LogicalPlan::TableScan(scan)))
+    })
+    .map(|t| t.data)
 }
 
 /// Replaces every scan of a view by the view's plan, so the placeholders

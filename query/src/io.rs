@@ -35,6 +35,7 @@ pub static IO_BYTES: Spec = Spec {
         APP,
     ],
     columns: None,
+    inputs: None,
 };
 
 /// `io_bytes(...)` in `[from - lead_ns, to)`, sorted by usage like

@@ -101,6 +101,7 @@ pub static LBR_SAMPLES: Spec = Spec {
     positional: 2,
     params: &[METHOD, GHZ],
     columns: None,
+    inputs: None,
 };
 
 /// `lbr_functions(method, ghz, ...)`.
@@ -111,6 +112,7 @@ pub static LBR_FUNCTIONS: Spec = Spec {
     positional: 2,
     params: &[METHOD, GHZ, EVENT],
     columns: None,
+    inputs: None,
 };
 
 /// `lbr_summary(method, ghz, ...)`.
@@ -122,6 +124,7 @@ pub static LBR_SUMMARY: Spec = Spec {
     positional: 2,
     params: &[METHOD, GHZ, EVENT],
     columns: None,
+    inputs: None,
 };
 
 /// `lbr_points(method, ghz, ...)`.
@@ -132,6 +135,7 @@ pub static LBR_POINTS: Spec = Spec {
     positional: 2,
     params: &[METHOD, GHZ, EVENT, SAMPLE_ID],
     columns: None,
+    inputs: None,
 };
 
 /// `lbr_sequence(...)`.
@@ -142,6 +146,7 @@ pub static LBR_SEQUENCE: Spec = Spec {
     positional: 0,
     params: &[EVENT, SAMPLE_ID],
     columns: None,
+    inputs: None,
 };
 
 /// Registers `branch`, `lbr_transition`, `_lbr_sample` and the lbr table

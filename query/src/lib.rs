@@ -117,7 +117,7 @@ pub struct Session {
 
 /// What every [`Session`] over the same captures shares, including the
 /// sessions a lazy table's computation runs in.
-pub(crate) struct Shared {
+pub struct Shared {
     captures: Vec<CaptureRef>,
     origin: time::Origin,
     times: tokio::sync::OnceCell<Vec<time::CaptureTime>>,
@@ -175,6 +175,7 @@ impl Session {
         memlog::register(&s).await?;
         ranges::register(&s).await?;
         power::register(&s).await?;
+        energy::register(&s).await?;
         Ok(s)
     }
 

@@ -40,6 +40,7 @@ pub static PAGES: Spec = Spec {
     positional: 1,
     params: &[PAGE_SIZE],
     columns: None,
+    inputs: None,
 };
 
 /// `page_reuse_pairs(page_size)`.
@@ -50,6 +51,7 @@ pub static PAGE_REUSE_PAIRS: Spec = Spec {
     positional: 1,
     params: &[PAGE_SIZE],
     columns: None,
+    inputs: None,
 };
 
 pub async fn register(s: &Session) -> Result<()> {

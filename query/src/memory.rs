@@ -646,6 +646,7 @@ pub static LIVE_REGIONS: Spec = Spec {
     positional: 1,
     params: &[AT_NS],
     columns: None,
+    inputs: None,
 };
 
 /// `unfreed(at_ns, ...)`.
@@ -656,6 +657,7 @@ pub static UNFREED: Spec = Spec {
     positional: 1,
     params: &[AT_NS, APP],
     columns: None,
+    inputs: None,
 };
 
 /// Registers `memory_region`, the attribution views, `live_regions(...)`

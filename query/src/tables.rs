@@ -247,16 +247,32 @@ impl LazyTable {
         self.rows
             .get_or_try_init(|| async {
                 let s = crate::Session::over(state, self.shared.clone())?;
-                (self.compute)(s).await.map_err(|e| match e {
+                let rows = (self.compute)(s).await.map_err(|e| match e {
                     crate::Error::DataFusion(d) => d,
                     other => {
                         datafusion::error::DataFusionError::Plan(format!("{}: {other}", self.name))
                     }
-                })
+                })?;
+                rows.iter().map(|b| conform(b, &self.schema)).collect()
             })
             .await
             .map(Vec::as_slice)
     }
+}
+
+/// `b` with the columns of `schema` (cast where the computation's SQL gave
+/// another type of the same values, e.g. Utf8View for Utf8).
+fn conform(b: &RecordBatch, schema: &SchemaRef) -> DfResult<RecordBatch> {
+    if b.schema().fields() == schema.fields() {
+        return Ok(b.clone());
+    }
+    let cols = b
+        .columns()
+        .iter()
+        .zip(schema.fields())
+        .map(|(c, f)| datafusion::arrow::compute::cast(c, f.data_type()))
+        .collect::<std::result::Result<Vec<_>, _>>()?;
+    Ok(RecordBatch::try_new(schema.clone(), cols)?)
 }
 
 #[async_trait::async_trait]

@@ -254,6 +254,67 @@ fn fig2_split_across_cores_then_functions() {
         (j(&even, "cores", "worker[10]", "process") - 10.0).abs() < 1e-9,
         "{even:?}"
     );
+    // The same analysis from SQL: energy_by with the same arguments gives
+    // the report's rows (hand-worked values above), and the plain table
+    // sample_energy (default: period) the even split.
+    let sql = trawl_ok(&[
+        "sql",
+        cap.to_str().unwrap(),
+        "SELECT * FROM energy_by('cpu', 'core', 'read:cycles', 'dram', 'read:LLC-load-misses')",
+        "--format",
+        "csv",
+    ]);
+    let mut got: Vec<String> = sql.lines().map(str::to_string).collect();
+    let mut want: Vec<String> = trawl_ok(&[
+        "report",
+        "energy",
+        cap.to_str().unwrap(),
+        "--by",
+        "cpu",
+        "--core-indicator",
+        "read:cycles",
+        "--dram-indicator",
+        "read:LLC-load-misses",
+        "--format",
+        "csv",
+    ])
+    .lines()
+    .map(str::to_string)
+    .collect();
+    got.sort();
+    want.sort();
+    assert_eq!(got, want);
+    assert_eq!(
+        sql_scalar(
+            &cap,
+            "SELECT round(sum(joules), 6) FROM sample_energy WHERE domain = 'cores' AND cpu = 0"
+        ),
+        "10.0"
+    );
+    let two = csv_maps(&trawl_ok(&[
+        "sql",
+        cap.to_str().unwrap(),
+        "SELECT * FROM energy_by(['package', 'function']) WHERE domain = 'cores' ORDER BY function",
+        "--format",
+        "csv",
+    ]));
+    // fig2's perf.data records no CPU topology: the package is unknown.
+    assert_eq!(two.len(), 2, "{two:?}");
+    assert_eq!(
+        (two[0]["package"].as_str(), two[0]["function"].as_str()),
+        ("?", "F1")
+    );
+    let o = trawl(&[
+        "sql",
+        cap.to_str().unwrap(),
+        "SELECT * FROM energy_by('socket')",
+    ]);
+    assert!(
+        String::from_utf8_lossy(&o.stderr)
+            .contains("keys are function, line, process, cpu and package"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
 }
 
 #[test]
