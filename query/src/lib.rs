@@ -19,6 +19,7 @@
 pub mod analyses;
 pub mod assert_true;
 pub mod cause;
+pub mod choice;
 pub mod energy;
 pub mod flame;
 pub mod functions;

@@ -1,4 +1,30 @@
-//! One module per command: its clap arguments and a `run` that calls the
-//! library and formats the result.
+//! One module per command: its clap arguments and the function that calls
+//! the library and formats the result. The option groups several commands
+//! share (`FilterArgs`, `MetricArgs`, `T0Args`, `RuleArgs`, `OutputOpts`)
+//! and the dispatch are in `main.rs`; each module reads them through
+//! `use crate::*`.
 
+pub(crate) mod cause;
+pub(crate) mod convert;
+pub(crate) mod demo;
+pub(crate) mod edges;
+pub(crate) mod energy;
+pub(crate) mod exhaustion;
+pub(crate) mod flamegraph;
 pub mod functions;
+pub(crate) mod hotspots;
+pub(crate) mod ingest;
+pub(crate) mod io;
+pub(crate) mod lbr;
+pub(crate) mod mem_objects;
+pub(crate) mod mem_symbols;
+pub(crate) mod page_reuse;
+pub(crate) mod pages;
+pub(crate) mod power_model;
+pub(crate) mod power_samples;
+pub(crate) mod render;
+pub(crate) mod sql;
+pub(crate) mod symbolize;
+pub(crate) mod tables;
+pub(crate) mod timeline;
+pub(crate) mod unfreed;

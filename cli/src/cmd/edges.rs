@@ -1,0 +1,46 @@
+//! `trawl report callers` / `callees`: `callers(...)` / `callees(...)`.
+
+use crate::*;
+
+#[derive(Args)]
+pub(crate) struct EdgeArgs {
+    /// The function, named as `trawl report hotspots` shows it.
+    pub(crate) function: String,
+    /// Captures (or directories of captures).
+    #[arg(required = true)]
+    pub(crate) captures: Vec<PathBuf>,
+    /// Only occurrences in modules whose path contains this text.
+    #[arg(long)]
+    pub(crate) module: Option<String>,
+    #[command(flatten)]
+    pub(crate) filter: FilterArgs,
+    #[command(flatten)]
+    pub(crate) metric: MetricArgs,
+    #[command(flatten)]
+    pub(crate) out: OutputOpts,
+}
+
+pub(crate) async fn edges(a: EdgeArgs, callers: bool) -> Result<()> {
+    let s = Session::open(&a.captures).await?;
+    let (filter, event, weight, opts) = selection(&s, &a.filter, &a.metric).await?;
+    let f = analyses::FunctionMatch {
+        function: a.function.clone(),
+        module: a.module.clone(),
+    };
+    let sel = analyses::Selection {
+        filter: &filter,
+        event: &event,
+        weight: &weight,
+        opts,
+    };
+    let df = if callers {
+        analyses::callers(&s, &f, &sel).await?
+    } else {
+        analyses::callees(&s, &f, &sel).await?
+    };
+    let batches = df.collect().await?;
+    if matches!(a.out.format, Format::Table) && a.out.output.is_none() {
+        eprintln!("event: {event}");
+    }
+    output::write(&batches, &a.out)
+}

@@ -1,0 +1,168 @@
+//! `trawl ingest`: capture files into a capture directory of Parquet tables.
+
+use crate::*;
+
+#[derive(Args)]
+pub(crate) struct IngestArgs {
+    /// Input files (format detected from content); `-` reads standard input.
+    #[arg(required = true)]
+    pub(crate) inputs: Vec<PathBuf>,
+    /// Capture directory to write (replaced if it is already a capture).
+    #[arg(short, long)]
+    pub(crate) output: PathBuf,
+    /// Fail at the first diagnostic instead of recording it.
+    #[arg(long)]
+    pub(crate) strict: bool,
+    /// IANA time zone of local wall-clock times in metric inputs (vmstat
+    /// `-t`, iostat/sysstat in the locale's format, CSV times without an
+    /// offset), e.g. `Europe/Berlin`: they become UTC (`metric.utc_ns`) and
+    /// can be aligned with perf and strace times.
+    #[arg(long, value_name = "ZONE")]
+    pub(crate) tz: Option<String>,
+    /// Do not symbolize (run `trawl symbolize` later).
+    #[arg(long)]
+    pub(crate) no_symbolize: bool,
+    /// Do not unwind `--call-graph dwarf` user stacks (keep only the
+    /// kernel callchain and the sampled ip; the registers and stack bytes
+    /// stay in `perf_user_stack`).
+    #[arg(long)]
+    pub(crate) no_unwind: bool,
+    #[command(flatten)]
+    pub(crate) mem: MemArgs,
+    #[command(flatten)]
+    pub(crate) sym: SymArgs,
+}
+
+/// Filters and page size for memory access logs (lackey, binary).
+#[derive(Args, Clone)]
+pub(crate) struct MemArgs {
+    /// Memory logs: kinds of records to keep, letters of ILSM (I instruction
+    /// fetch, L load, S store, M modify); ordinals still count every
+    /// instruction.
+    #[arg(long = "mem-kinds", value_name = "KINDS", default_value = "ILSM", value_parser = parse_kinds)]
+    pub(crate) kinds: u8,
+    /// Memory logs: keep only accesses in LO-HI (hex, HI exclusive) or
+    /// LO+LEN (e.g. `0x1ffefff000+64k`); repeatable.
+    #[arg(long = "mem-range", value_name = "RANGE", value_parser = parse_mem_range)]
+    pub(crate) ranges: Vec<(u64, u64)>,
+    /// Memory logs: also keep every instruction fetch as a `mem_access` row
+    /// (by default fetches are summarised per address in `mem_fetch`).
+    #[arg(long = "fetch-rows")]
+    pub(crate) fetch_rows: bool,
+    /// Memory logs: page size of `mem_page` (power of two, 64 B–2 MiB; e.g.
+    /// 4096, 64k, 2M). Default 4096, or the binary log's.
+    #[arg(long = "page-size", value_name = "BYTES", value_parser = parse_bytes)]
+    pub(crate) page_size: Option<u64>,
+}
+
+impl Default for MemArgs {
+    fn default() -> Self {
+        MemArgs {
+            kinds: 0b1111,
+            ranges: Vec::new(),
+            fetch_rows: false,
+            page_size: None,
+        }
+    }
+}
+
+impl MemArgs {
+    pub(crate) fn options(&self) -> trawl_ingest::memlog::MemOptions {
+        trawl_ingest::memlog::MemOptions {
+            filter: trawl_ingest::memlog::Filter {
+                kinds: self.kinds,
+                ranges: self.ranges.clone(),
+                fetch_rows: self.fetch_rows,
+            },
+            page_size: self.page_size,
+        }
+    }
+}
+
+pub(crate) fn parse_kinds(s: &str) -> std::result::Result<u8, String> {
+    trawl_ingest::memlog::Filter::parse_kinds(s)
+}
+
+pub(crate) fn parse_mem_range(s: &str) -> std::result::Result<(u64, u64), String> {
+    trawl_ingest::memlog::Filter::parse_range(s)
+}
+
+pub(crate) fn parse_bytes(s: &str) -> std::result::Result<u64, String> {
+    trawl_ingest::memlog::parse_size(s)
+}
+
+pub(crate) fn ingest(a: &IngestArgs) -> Result<()> {
+    let opts = trawl_ingest::IngestOptions {
+        strict: a.strict,
+        tz: a.tz.clone(),
+        mem: a.mem.options(),
+    };
+    let cfg = a.sym.config();
+    let mut sym_line = None;
+    let unwinder: Option<Box<dyn trawl_ingest::unwind::StackUnwinder>> = if a.no_unwind {
+        None
+    } else {
+        Some(Box::new(symbols::Unwinder(
+            trawl_symbolize::unwind::DwarfUnwinder::new(cfg.clone()),
+        )))
+    };
+    let summary =
+        trawl_ingest::ingest_with_unwinder(&a.inputs, &a.output, &opts, unwinder, |staging| {
+            if !a.no_symbolize {
+                match symbols::symbolize_capture(staging, &cfg) {
+                    Ok(s) => sym_line = Some(s.line()),
+                    Err(e) => sym_line = Some(format!("symbolization failed: {e:#}")),
+                }
+                match symbols::symbolize_memory(staging, &cfg) {
+                    Ok(Some(l)) => {
+                        sym_line = Some(format!("{}\n{l}", sym_line.take().unwrap_or_default()))
+                    }
+                    Ok(None) => {}
+                    Err(e) => sym_line = Some(format!("placing mem_map symbols failed: {e:#}")),
+                }
+            }
+            Ok(())
+        })?;
+    for s in &summary.inputs {
+        let (records, items) = match s.format {
+            trawl_ingest::Format::Strace => ("lines", "system calls"),
+            trawl_ingest::Format::Vmstat
+            | trawl_ingest::Format::Iostat
+            | trawl_ingest::Format::IostatJson
+            | trawl_ingest::Format::Sysstat
+            | trawl_ingest::Format::Sadf
+            | trawl_ingest::Format::MetricCsv => ("rows", "points"),
+            trawl_ingest::Format::Lackey | trawl_ingest::Format::MemBinary => {
+                ("records", "mem_access rows")
+            }
+            trawl_ingest::Format::ProcMaps => ("mappings", "samples"),
+            trawl_ingest::Format::Powercap
+            | trawl_ingest::Format::PerfStat
+            | trawl_ingest::Format::Turbostat => ("readings", "energy rows"),
+            _ => ("records", "samples"),
+        };
+        eprintln!(
+            "{}: {} ({} bytes): {} {records}, {} {items}, {} diagnostics",
+            s.path,
+            s.format.name(),
+            s.bytes,
+            s.records,
+            s.samples,
+            s.diagnostics.len()
+        );
+        for d in s.diagnostics.iter().take(5) {
+            eprintln!("  {d}");
+        }
+        if s.diagnostics.len() > 5 {
+            eprintln!(
+                "  ... {} more in the `diagnostic` table",
+                s.diagnostics.len() - 5
+            );
+        }
+    }
+    if let Some(l) = sym_line {
+        eprintln!("{l}");
+    }
+    eprintln!("wrote {}", summary.out.display());
+    Ok(())
+}

@@ -1,0 +1,19 @@
+//! `trawl report mem-objects`: per mapped object, pages and symbols used.
+
+use crate::*;
+
+#[derive(Args)]
+pub(crate) struct MemObjectsArgs {
+    /// Capture with a memory log and a maps file.
+    pub(crate) captures: Vec<PathBuf>,
+    #[command(flatten)]
+    pub(crate) out: OutputOpts,
+}
+
+pub(crate) async fn report_mem_objects(a: MemObjectsArgs) -> Result<()> {
+    let s = Session::open(&a.captures).await?;
+    let df = s
+        .sql("SELECT * FROM mem_object_use ORDER BY capture, mapped_pages DESC, object")
+        .await?;
+    output::write(&df.collect().await?, &a.out)
+}

@@ -1,0 +1,37 @@
+//! `trawl sql`: run SQL over captures.
+
+use crate::*;
+
+#[derive(Args)]
+pub(crate) struct SqlArgs {
+    /// Captures (or directories of captures), then the query unless --file.
+    #[arg(required = true, num_args = 1..)]
+    pub(crate) args: Vec<String>,
+    /// Read the query (or `;`-separated statements) from a file.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) file: Option<PathBuf>,
+    #[command(flatten)]
+    pub(crate) out: OutputOpts,
+}
+
+pub(crate) async fn sql(a: SqlArgs) -> Result<()> {
+    let mut args = a.args.clone();
+    let query = match &a.file {
+        Some(f) => {
+            std::fs::read_to_string(f).with_context(|| format!("reading {}", f.display()))?
+        }
+        None => {
+            if args.len() < 2 {
+                bail!("give one or more captures and then the query (or --file)");
+            }
+            args.pop().unwrap()
+        }
+    };
+    let dirs: Vec<PathBuf> = args.iter().map(PathBuf::from).collect();
+    let s = Session::open(&dirs).await?;
+    let Some(df) = s.run_script(&query).await? else {
+        bail!("no SQL statement given");
+    };
+    let batches = df.collect().await?;
+    output::write(&batches, &a.out)
+}

@@ -1,0 +1,59 @@
+//! `trawl symbolize` and `trawl addr2line`: the symbolization options.
+
+use crate::*;
+
+#[derive(Args, Clone, Default)]
+pub(crate) struct SymArgs {
+    /// Directory with binaries or debug files (searched by build-id, path
+    /// and name); repeatable.
+    #[arg(long = "debug-dir", value_name = "DIR")]
+    pub(crate) debug_dirs: Vec<PathBuf>,
+    /// Look up recorded paths below DIR first: a copy of the recording
+    /// machine's file system (captures from another machine).
+    #[arg(long, visible_alias = "sysroot", value_name = "DIR")]
+    pub(crate) symfs: Option<PathBuf>,
+    /// Look up recorded paths starting with FROM under TO instead, e.g.
+    /// `--remap-path /opt/app=./build`; repeatable, tried before anything else.
+    #[arg(long = "remap-path", value_name = "FROM=TO", value_parser = parse_remap)]
+    pub(crate) remap: Vec<(String, PathBuf)>,
+    /// Kernel symbols in /proc/kallsyms format.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) kallsyms: Option<PathBuf>,
+}
+
+#[derive(Args)]
+pub(crate) struct Addr2lineArgs {
+    /// The executable or shared library.
+    #[arg(short = 'e', long = "exe")]
+    pub(crate) exe: PathBuf,
+    /// Virtual addresses in hex (as addr2line takes them); read from
+    /// standard input, one per line, when none are given.
+    pub(crate) addresses: Vec<String>,
+    /// Print each address before its frames (addr2line -a).
+    #[arg(short = 'a', long)]
+    pub(crate) addresses_out: bool,
+    #[command(flatten)]
+    pub(crate) sym: SymArgs,
+}
+
+pub(crate) fn parse_remap(s: &str) -> std::result::Result<(String, PathBuf), String> {
+    match s.split_once('=') {
+        Some((from, to)) if from.starts_with('/') && !to.is_empty() => {
+            Ok((from.to_string(), PathBuf::from(to)))
+        }
+        _ => Err(format!(
+            "{s:?}: expected FROM=TO with FROM an absolute path prefix as recorded"
+        )),
+    }
+}
+
+impl SymArgs {
+    pub(crate) fn config(&self) -> trawl_symbolize::Config {
+        let mut c = trawl_symbolize::Config::standard();
+        c.debug_dirs = self.debug_dirs.clone();
+        c.symfs = self.symfs.clone();
+        c.remap = self.remap.clone();
+        c.kallsyms = self.kallsyms.clone();
+        c
+    }
+}

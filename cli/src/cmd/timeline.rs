@@ -1,0 +1,126 @@
+//! `trawl report timeline`: `timeline(...)`, pivoted for plots.
+
+use crate::*;
+
+#[derive(Args)]
+pub(crate) struct TimelineArgs {
+    /// Captures (or directories of captures).
+    #[arg(required = true)]
+    pub(crate) captures: Vec<PathBuf>,
+    /// Window width: 10ms, 1s, 500us, ...
+    #[arg(long, default_value = "100ms")]
+    pub(crate) window: String,
+    #[arg(long, value_parser = choice::<trawl_query::timeline::TimelineKey>(), default_value = "function")]
+    pub(crate) by: trawl_query::timeline::TimelineKey,
+    /// Keys shown by name (by total over the capture); the rest is [other].
+    #[arg(long, default_value_t = 10)]
+    pub(crate) top: usize,
+    /// The perf event (default: the one with most samples).
+    #[arg(long)]
+    pub(crate) event: Option<String>,
+    /// Draw the shares stacked over time into this PNG or SVG file (the
+    /// first capture).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) plot: Option<PathBuf>,
+    /// Shade the ranges where this rule holds in the plot.
+    #[command(flatten)]
+    pub(crate) rule: RuleArgs,
+    /// Count branch stack entries as samples too, timed by this method (0,
+    /// 1, 2, 3 or cycles; see `trawl report lbr`).
+    #[arg(long, value_name = "METHOD")]
+    pub(crate) lbr: Option<String>,
+    #[command(flatten)]
+    pub(crate) t0: T0Args,
+    #[command(flatten)]
+    pub(crate) out: OutputOpts,
+}
+
+pub(crate) async fn timeline(a: TimelineArgs) -> Result<()> {
+    use trawl_query::timeline as tl;
+    let s = a.t0.open(&a.captures).await?;
+    let window = trawl_query::time::parse_duration_ns(&a.window)?;
+    let key = a.by;
+    let lbr = a.lbr.as_deref().map(Method::parse).transpose()?;
+    let (df, event) = tl::timeline(&s, window, key, a.top, a.event.as_deref(), lbr).await?;
+    let batches = df.collect().await?;
+    if let Some(p) = &a.plot {
+        let first = &s.captures()[0].name;
+        let mut cells: Vec<(f64, String, f64)> = Vec::new();
+        for b in &batches {
+            let cap = trawl_query::string_values(b.column(0));
+            let w = trawl_query::float_values(b.column(1));
+            let k = trawl_query::string_values(b.column(2));
+            let pct = trawl_query::float_values(b.column(5));
+            for i in 0..b.num_rows() {
+                if cap[i].as_deref() == Some(first.as_str()) {
+                    cells.push((
+                        w[i].unwrap_or(0.0),
+                        k[i].clone().unwrap_or_default(),
+                        pct[i].unwrap_or(0.0),
+                    ));
+                }
+            }
+        }
+        if cells.is_empty() {
+            bail!("no samples to plot");
+        }
+        let width = window as f64 / 1e9;
+        let lo = cells.iter().map(|c| c.0).fold(f64::INFINITY, f64::min);
+        let hi = cells.iter().map(|c| c.0).fold(f64::NEG_INFINITY, f64::max);
+        let n = ((hi - lo) / width).round() as usize + 1;
+        let windows: Vec<f64> = (0..n).map(|i| lo + i as f64 * width).collect();
+        let mut keys: Vec<(String, f64)> = Vec::new();
+        for (_, k, p) in &cells {
+            match keys.iter_mut().find(|x| &x.0 == k) {
+                Some(x) => x.1 += p,
+                None => keys.push((k.clone(), *p)),
+            }
+        }
+        keys.sort_by(|a, b| {
+            (a.0 == "[other]")
+                .cmp(&(b.0 == "[other]"))
+                .then(b.1.total_cmp(&a.1))
+                .then(a.0.cmp(&b.0))
+        });
+        let mut pct = vec![vec![0.0; n]; keys.len()];
+        for (w, k, p) in &cells {
+            let i = (((w - lo) / width).round() as usize).min(n - 1);
+            let j = keys.iter().position(|x| &x.0 == k).unwrap_or(0);
+            pct[j][i] += p;
+        }
+        let bands: Vec<plot::Band> = match a.rule.parse()? {
+            Some((rule, opts)) => trawl_query::ranges::ranges(&s, &rule, opts)
+                .await?
+                .get(first)
+                .map(|v| {
+                    v.iter()
+                        .map(|r| (r.start as f64 / 1e9, r.end as f64 / 1e9))
+                        .collect()
+                })
+                .unwrap_or_default(),
+            None => Vec::new(),
+        };
+        let shares = plot::Shares {
+            windows,
+            width,
+            keys: keys.into_iter().map(|k| k.0).collect(),
+            pct,
+        };
+        plot::shares(
+            p,
+            &format!(
+                "{first}: {event} by {} per {} (t0: {})",
+                a.by.name(),
+                a.window,
+                a.t0.t0
+            ),
+            &shares,
+            &bands,
+        )?;
+        eprintln!("wrote {}", p.display());
+    }
+    if matches!(a.out.format, Format::Table) && a.out.output.is_none() {
+        eprintln!("event: {event}");
+    }
+    output::write(&batches, &a.out)
+}
