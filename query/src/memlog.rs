@@ -54,12 +54,259 @@ pub static PAGE_REUSE_PAIRS: Spec = Spec {
     inputs: None,
 };
 
+/// `mem_symbols(...)`.
+pub static MEM_SYMBOLS: Spec = Spec {
+    name: "mem_symbols",
+    doc: "Functions executed and data objects touched, and those never used (document 001).",
+    sql: include_str!("../analyses/memlog/mem_symbols.sql"),
+    positional: 0,
+    params: &[
+        Param {
+            name: "kind",
+            kind: Kind::Text,
+            doc: "function or object (default: both)",
+        },
+        Param {
+            name: "object",
+            kind: Kind::Text,
+            doc: "only symbols of objects whose path contains this",
+        },
+        Param {
+            name: "never",
+            kind: Kind::Bool,
+            doc: "only symbols never executed / never touched",
+        },
+    ],
+    columns: None,
+    inputs: None,
+};
+
+/// Functions or data objects.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SymbolKind {
+    Function,
+    Object,
+}
+
+impl crate::choice::Choice for SymbolKind {
+    const ALL: &'static [Self] = &[SymbolKind::Function, SymbolKind::Object];
+    fn name(self) -> &'static str {
+        match self {
+            SymbolKind::Function => "function",
+            SymbolKind::Object => "object",
+        }
+    }
+    fn doc(self) -> &'static str {
+        match self {
+            SymbolKind::Function => "functions (instruction fetches)",
+            SymbolKind::Object => "data objects (loads, stores, modifies)",
+        }
+    }
+}
+
+/// `trawl report mem-symbols`: `mem_symbols(...)`.
+pub async fn symbols(
+    s: &Session,
+    kind: Option<SymbolKind>,
+    object: Option<&str>,
+    never: bool,
+) -> Result<DataFrame> {
+    use crate::choice::Choice;
+    let mut args = Vec::new();
+    if let Some(k) = kind {
+        args.extend([lit("kind"), lit(k.name())]);
+    }
+    if let Some(o) = object {
+        args.extend([lit("object"), lit(o)]);
+    }
+    args.extend([lit("never"), lit(never)]);
+    crate::analyses::call(s, "mem_symbols", &args).await
+}
+
+/// `trawl report mem-objects`: `mem_object_use`, largest mappings first.
+pub async fn objects(s: &Session) -> Result<DataFrame> {
+    Ok(s.ctx.table("mem_object_use").await?.sort(vec![
+        col("capture").sort(true, true),
+        col("mapped_pages").sort(false, true),
+        col("object").sort(true, true),
+    ])?)
+}
+
+/// `page_reuse(page_size)`.
+pub static PAGE_REUSE: Spec = Spec {
+    name: "page_reuse",
+    doc: "What page reuse could save per input (document 001): pages, the fewest pages the accesses need, pairs, spanning pages.",
+    sql: "SELECT * FROM _page_reuse",
+    positional: 1,
+    params: &[PAGE_SIZE],
+    columns: None,
+    inputs: Some(reuse_inputs),
+};
+
+/// `page_reuse_plan(page_size)`.
+pub static PAGE_REUSE_PLAN: Spec = Spec {
+    name: "page_reuse_plan",
+    doc: "Which pages can share one physical page, in order of use (greedy interval partitioning; document 001).",
+    sql: "SELECT * FROM _page_reuse_plan",
+    positional: 1,
+    params: &[PAGE_SIZE],
+    columns: None,
+    inputs: Some(reuse_inputs),
+};
+
+/// `_page_reuse` and `_page_reuse_plan` for the call's page size.
+fn reuse_inputs(
+    b: &crate::functions::Bound,
+    shared: &std::sync::Arc<crate::Shared>,
+) -> datafusion::error::Result<
+    Vec<(
+        &'static str,
+        std::sync::Arc<dyn datafusion::catalog::TableProvider>,
+    )>,
+> {
+    let ps = match b.get("page_size") {
+        Some(datafusion::scalar::ScalarValue::Int64(Some(p))) if *p > 0 => Some(*p as u64),
+        Some(datafusion::scalar::ScalarValue::Int64(Some(p))) => {
+            return datafusion::common::plan_err!("page_reuse: page_size {p}: expected bytes > 0")
+        }
+        _ => None,
+    };
+    Ok(vec![
+        (
+            "_page_reuse",
+            std::sync::Arc::new(crate::tables::LazyTable::new(
+                "page_reuse",
+                reuse_schema(),
+                shared.clone(),
+                move |s| async move { Ok(vec![reuse_batch(&page_reuse(&s, ps).await?)?]) },
+            )),
+        ),
+        (
+            "_page_reuse_plan",
+            std::sync::Arc::new(crate::tables::LazyTable::new(
+                "page_reuse_plan",
+                plan_schema(),
+                shared.clone(),
+                move |s| async move { Ok(vec![plan_batch(&page_reuse(&s, ps).await?)?]) },
+            )),
+        ),
+    ])
+}
+
+fn reuse_schema() -> datafusion::arrow::datatypes::SchemaRef {
+    use datafusion::arrow::datatypes::{DataType, Field, Schema};
+    let mut f = vec![
+        Field::new("capture", DataType::Utf8, false),
+        Field::new("source_id", DataType::Int32, false),
+    ];
+    for n in [
+        "page_size",
+        "pages",
+        "min_pages",
+        "saving_pages",
+        "saving_bytes",
+        "pairs",
+        "spanning_pages",
+    ] {
+        f.push(Field::new(n, DataType::Int64, false));
+    }
+    std::sync::Arc::new(Schema::new(f))
+}
+
+fn plan_schema() -> datafusion::arrow::datatypes::SchemaRef {
+    use datafusion::arrow::datatypes::{DataType, Field, Schema};
+    std::sync::Arc::new(Schema::new(vec![
+        Field::new("capture", DataType::Utf8, false),
+        Field::new("source_id", DataType::Int32, false),
+        Field::new("physical_page", DataType::Int64, false),
+        Field::new("order", DataType::Int64, false),
+        Field::new("page", DataType::Utf8, false),
+        Field::new("first_ordinal", DataType::Int64, false),
+        Field::new("last_ordinal", DataType::Int64, false),
+    ]))
+}
+
+/// The summary rows of `page_reuse`: one per capture input.
+pub fn reuse_batch(reuse: &[Reuse]) -> Result<RecordBatch> {
+    use datafusion::arrow::array::{ArrayRef, Int32Array, Int64Array, StringArray};
+    use std::sync::Arc;
+    let col_i = |f: &dyn Fn(&Reuse) -> i64| -> ArrayRef {
+        Arc::new(Int64Array::from(reuse.iter().map(f).collect::<Vec<_>>()))
+    };
+    let cols: Vec<ArrayRef> = vec![
+        Arc::new(StringArray::from(
+            reuse.iter().map(|r| r.capture.clone()).collect::<Vec<_>>(),
+        )),
+        Arc::new(Int32Array::from(
+            reuse.iter().map(|r| r.source_id).collect::<Vec<_>>(),
+        )),
+        col_i(&|r| r.page_size as i64),
+        col_i(&|r| r.pages as i64),
+        col_i(&|r| r.min_pages as i64),
+        col_i(&|r| r.saving_pages() as i64),
+        col_i(&|r| (r.saving_pages() as u64 * r.page_size) as i64),
+        col_i(&|r| r.pairs as i64),
+        col_i(&|r| r.spanning as i64),
+    ];
+    Ok(RecordBatch::try_new(reuse_schema(), cols)
+        .map_err(datafusion::error::DataFusionError::from)?)
+}
+
+/// The rows of `page_reuse_plan`: each page with the physical page that
+/// holds it and its order there.
+pub fn plan_batch(reuse: &[Reuse]) -> Result<RecordBatch> {
+    use datafusion::arrow::array::{ArrayRef, Int32Array, Int64Array, StringArray};
+    use std::sync::Arc;
+    let (mut cap, mut sid, mut slot, mut order, mut page, mut first, mut last) =
+        (vec![], vec![], vec![], vec![], vec![], vec![], vec![]);
+    for r in reuse {
+        for (k, sl) in r.plan.iter().enumerate() {
+            for (j, l) in sl.iter().enumerate() {
+                cap.push(r.capture.clone());
+                sid.push(r.source_id);
+                slot.push(k as i64);
+                order.push(j as i64);
+                page.push(format!("{:#x}", l.page));
+                first.push(l.first);
+                last.push(l.last);
+            }
+        }
+    }
+    let cols: Vec<ArrayRef> = vec![
+        Arc::new(StringArray::from(cap)),
+        Arc::new(Int32Array::from(sid)),
+        Arc::new(Int64Array::from(slot)),
+        Arc::new(Int64Array::from(order)),
+        Arc::new(StringArray::from(page)),
+        Arc::new(Int64Array::from(first)),
+        Arc::new(Int64Array::from(last)),
+    ];
+    Ok(RecordBatch::try_new(plan_schema(), cols)
+        .map_err(datafusion::error::DataFusionError::from)?)
+}
+
 pub async fn register(s: &Session) -> Result<()> {
+    s.register_lazy("_page_reuse", reuse_schema(), |s| async move {
+        Ok(vec![reuse_batch(&page_reuse(&s, None).await?)?])
+    })?;
+    s.register_lazy("_page_reuse_plan", plan_schema(), |s| async move {
+        Ok(vec![plan_batch(&page_reuse(&s, None).await?)?])
+    })?;
     s.run_script(SYMBOL_USE).await?;
     s.run_script(OBJECT_USE).await?;
     s.run_script(REUSE_PAIR).await?;
     s.run_script(PAGE).await?;
-    crate::functions::register(s, &[&PAGES, &PAGE_REUSE_PAIRS]).await
+    crate::functions::register(
+        s,
+        &[
+            &PAGES,
+            &PAGE_REUSE_PAIRS,
+            &MEM_SYMBOLS,
+            &PAGE_REUSE,
+            &PAGE_REUSE_PLAN,
+        ],
+    )
+    .await
 }
 
 /// The page size the capture's `mem_page` was built with (the largest when
@@ -114,6 +361,17 @@ pub async fn pages(s: &Session, page_size: Option<u64>, sort: PageSort) -> Resul
     Ok(df
         .sort(order)?
         .drop_columns(&["page_address", "page_size"])?)
+}
+
+/// `page_reuse(page_size)` (`plan`: `page_reuse_plan(page_size)`).
+pub async fn reuse(s: &Session, page_size: Option<u64>, plan: bool) -> Result<DataFrame> {
+    ingest_page_size(s).await?;
+    let name = if plan {
+        "page_reuse_plan"
+    } else {
+        "page_reuse"
+    };
+    crate::analyses::call(s, name, &page_args(page_size)).await
 }
 
 /// `page_reuse_pairs(page_size)`, in order of pages.

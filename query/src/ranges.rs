@@ -597,6 +597,70 @@ pub async fn ranges(
         .collect())
 }
 
+/// `trawl report exhaustion` over one or more captures: the rows of
+/// [`batch`] (each capture's ranges) and the ranges to shade in a plot.
+pub async fn per_capture(
+    s: &Session,
+    per: &BTreeMap<String, Vec<Range>>,
+) -> Result<(RecordBatch, Vec<Range>)> {
+    let mut rows: Vec<(String, Vec<Range>, Option<i64>)> = Vec::new();
+    for c in s.captures() {
+        rows.push((
+            c.name.clone(),
+            per.get(&c.name).cloned().unwrap_or_default(),
+            origin_of(s, &c.name).await?,
+        ));
+    }
+    let bands = per.values().flatten().copied().collect();
+    Ok((batch(&rows)?, bands))
+}
+
+/// `trawl report exhaustion --runs`: the ranges every run shares (each
+/// run's ranges intersected, then merged), as the rows of
+/// [`common_batch`], and those common ranges.
+pub fn across_runs(
+    s: &Session,
+    per: &BTreeMap<String, Vec<Range>>,
+) -> Result<(RecordBatch, Vec<Range>)> {
+    let runs: Vec<(String, Vec<Range>)> = s
+        .captures()
+        .iter()
+        .map(|c| {
+            (
+                c.name.clone(),
+                per.get(&c.name).cloned().unwrap_or_default(),
+            )
+        })
+        .collect();
+    let all: Vec<Vec<Range>> = runs.iter().map(|r| r.1.clone()).collect();
+    let common = merge(intersect(&all), Default::default());
+    Ok((common_batch(&runs, &common)?, common))
+}
+
+/// A warning when the runs' metrics span lengths more than 10 % apart:
+/// their ranges are compared on each run's own axis, so the runs should
+/// share an origin.
+pub async fn span_mismatch(s: &Session) -> Result<Option<String>> {
+    let spans = spans(s).await?;
+    let (Some(lo), Some(hi)) = (
+        spans.iter().map(|x| x.1).min(),
+        spans.iter().map(|x| x.1).max(),
+    ) else {
+        return Ok(None);
+    };
+    if lo > 0 && (hi - lo) * 10 > lo {
+        let list: Vec<String> = spans
+            .iter()
+            .map(|(c, t)| format!("{c} {:.1} s", *t as f64 / 1e9))
+            .collect();
+        return Ok(Some(format!(
+            "the runs' metrics span different lengths ({}): ranges are compared on each run's own axis from its t0; pick the origin with --t0 (e.g. exec:PROGRAM) so the runs line up",
+            list.join(", ")
+        )));
+    }
+    Ok(None)
+}
+
 // ---------------------------------------------------------------- tables
 
 pub fn schema() -> SchemaRef {

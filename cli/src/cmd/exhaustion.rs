@@ -46,48 +46,13 @@ pub(crate) async fn exhaustion(a: ExhaustionArgs) -> Result<()> {
             eprintln!("{}: t0 = {}", t.capture, t.how);
         }
     }
-    let mut bands: Vec<ranges::Range> = per.values().flatten().copied().collect();
-    let batch = if common {
-        let spans = ranges::spans(&s).await?;
-        if let (Some(lo), Some(hi)) = (
-            spans.iter().map(|x| x.1).min(),
-            spans.iter().map(|x| x.1).max(),
-        ) {
-            if lo > 0 && (hi - lo) * 10 > lo {
-                let list: Vec<String> = spans
-                    .iter()
-                    .map(|(c, t)| format!("{c} {:.1} s", *t as f64 / 1e9))
-                    .collect();
-                eprintln!(
-                    "warning: the runs' metrics span different lengths ({}): ranges are compared on each run's own axis from its t0; pick the origin with --t0 (e.g. exec:PROGRAM) so the runs line up",
-                    list.join(", ")
-                );
-            }
+    let (batch, bands) = if common {
+        if let Some(w) = ranges::span_mismatch(&s).await? {
+            eprintln!("warning: {w}");
         }
-        let runs: Vec<(String, Vec<ranges::Range>)> = s
-            .captures()
-            .iter()
-            .map(|c| {
-                (
-                    c.name.clone(),
-                    per.get(&c.name).cloned().unwrap_or_default(),
-                )
-            })
-            .collect();
-        let all: Vec<Vec<ranges::Range>> = runs.iter().map(|r| r.1.clone()).collect();
-        let common = ranges::merge(ranges::intersect(&all), Default::default());
-        bands = common.clone();
-        ranges::common_batch(&runs, &common)?
+        ranges::across_runs(&s, &per)?
     } else {
-        let mut rows: Vec<(String, Vec<ranges::Range>, Option<i64>)> = Vec::new();
-        for c in s.captures() {
-            rows.push((
-                c.name.clone(),
-                per.get(&c.name).cloned().unwrap_or_default(),
-                ranges::origin_of(&s, &c.name).await?,
-            ));
-        }
-        ranges::batch(&rows)?
+        ranges::per_capture(&s, &per).await?
     };
     if let Some(p) = &a.plot {
         let series = ranges::load(&s, &rule).await?;

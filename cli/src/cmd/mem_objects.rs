@@ -12,8 +12,6 @@ pub(crate) struct MemObjectsArgs {
 
 pub(crate) async fn report_mem_objects(a: MemObjectsArgs) -> Result<()> {
     let s = Session::open(&a.captures).await?;
-    let df = s
-        .sql("SELECT * FROM mem_object_use ORDER BY capture, mapped_pages DESC, object")
-        .await?;
+    let df = trawl_query::memlog::objects(&s).await?;
     output::write(&df.collect().await?, &a.out)
 }

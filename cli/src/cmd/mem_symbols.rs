@@ -7,8 +7,8 @@ pub(crate) struct MemSymbolsArgs {
     /// Capture with a memory log and a maps file.
     pub(crate) captures: Vec<PathBuf>,
     /// Only functions or only data objects.
-    #[arg(long, value_enum)]
-    pub(crate) kind: Option<MemSymKind>,
+    #[arg(long, value_parser = choice::<trawl_query::memlog::SymbolKind>())]
+    pub(crate) kind: Option<trawl_query::memlog::SymbolKind>,
     /// Only objects whose path contains this.
     #[arg(long)]
     pub(crate) object: Option<String>,
@@ -22,32 +22,8 @@ pub(crate) struct MemSymbolsArgs {
     pub(crate) out: OutputOpts,
 }
 
-#[derive(Clone, Copy, ValueEnum)]
-pub(crate) enum MemSymKind {
-    Function,
-    Object,
-}
-
 pub(crate) async fn report_mem_symbols(a: MemSymbolsArgs) -> Result<()> {
     let s = Session::open(&a.captures).await?;
-    let mut w = vec!["true".to_string()];
-    match a.kind {
-        Some(MemSymKind::Function) => w.push("kind = 'function'".into()),
-        Some(MemSymKind::Object) => w.push("kind = 'object'".into()),
-        None => {}
-    }
-    if let Some(o) = &a.object {
-        w.push(format!("strpos(path, '{}') > 0", o.replace('\'', "''")));
-    }
-    if a.never {
-        w.push("NOT used".into());
-    }
-    let q = format!(
-        "SELECT capture, path, name, kind, section, '0x' || to_hex(start_address) AS address, size,
-                fetches, loads, stores, modifies, used, first_ordinal, last_ordinal
-         FROM mem_symbol_use WHERE {} ORDER BY capture, path, start_address, name",
-        w.join(" AND ")
-    );
-    let df = s.sql(&q).await?;
+    let df = trawl_query::memlog::symbols(&s, a.kind, a.object.as_deref(), a.never).await?;
     output::write(&limited(df, a.limit).await?, &a.out)
 }
