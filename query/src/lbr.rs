@@ -138,6 +138,36 @@ pub static LBR_POINTS: Spec = Spec {
     inputs: None,
 };
 
+/// `lbr_timeline(window_ns, method, ...)`.
+pub static LBR_TIMELINE: Spec = Spec {
+    name: "lbr_timeline",
+    doc: "The timeline (time per window and key) with branch entries counted as samples (document 003).",
+    sql: include_str!("../analyses/perf/lbr_timeline.sql"),
+    positional: 2,
+    params: &[
+        Param {
+            name: "window_ns",
+            kind: Kind::Int,
+            doc: "window width in ns",
+        },
+        METHOD,
+        GHZ,
+        Param {
+            name: "by",
+            kind: Kind::Text,
+            doc: "function (default), module or process",
+        },
+        Param {
+            name: "top",
+            kind: Kind::Int,
+            doc: "keys shown by name per capture (default 10)",
+        },
+        EVENT,
+    ],
+    columns: None,
+    inputs: None,
+};
+
 /// `lbr_sequence(...)`.
 pub static LBR_SEQUENCE: Spec = Spec {
     name: "lbr_sequence",
@@ -162,6 +192,7 @@ pub async fn register(s: &Session) -> Result<()> {
             &LBR_SUMMARY,
             &LBR_POINTS,
             &LBR_SEQUENCE,
+            &LBR_TIMELINE,
         ],
     )
     .await

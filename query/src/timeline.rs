@@ -4,8 +4,8 @@
 
 use datafusion::prelude::{ident, lit, DataFrame};
 
-use crate::memory::quote;
 use crate::{Error, Result, Session};
+use datafusion::arrow::record_batch::RecordBatch;
 
 /// What the timeline is broken down by.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -16,18 +16,6 @@ pub enum TimelineKey {
     Module,
     /// `comm[pid]`.
     Process,
-}
-
-impl TimelineKey {
-    fn sql(self) -> &'static str {
-        match self {
-            TimelineKey::Function => "COALESCE(l.function, '[unknown]')",
-            TimelineKey::Module => "COALESCE(l.module, '[unknown]')",
-            TimelineKey::Process => {
-                "concat(COALESCE(CAST(x.comm AS VARCHAR), '?'), '[', CAST(x.pid AS VARCHAR), ']')"
-            }
-        }
-    }
 }
 
 /// Rows: capture, window_start_s, key (named `by`), samples, cost (the
@@ -49,74 +37,98 @@ pub async fn timeline(
     }
     let event = crate::analyses::choose_event(s, event).await?;
     crate::time::require_aligned_samples(s, &event).await?;
-    let name = match key {
-        TimelineKey::Function => "function",
-        TimelineKey::Module => "module",
-        TimelineKey::Process => "process",
+    let name = crate::choice::Choice::name(key);
+    let mut cols = vec![
+        ident("capture"),
+        ident("window_start_s"),
+        ident("key").alias(name),
+        ident("samples"),
+        ident("cost"),
+        ident("share_pct"),
+    ];
+    let mut args = vec![lit(window_ns)];
+    let f = match lbr {
+        None => "timeline",
+        Some(m) => {
+            // Branch entries as samples: the points of lbr_samples(method).
+            args.push(lit(m.name()));
+            cols.push(ident("method"));
+            "lbr_timeline"
+        }
     };
-    let Some(m) = lbr else {
-        let args = [
-            lit(window_ns),
-            lit("by"),
-            lit(name),
-            lit("top"),
-            lit(top as i64),
-            lit("event"),
-            lit(event.as_str()),
-        ];
-        let df = crate::analyses::call(s, "timeline", &args).await?;
-        let cols = [
-            "capture",
-            "window_start_s",
-            "key",
-            "samples",
-            "cost",
-            "share_pct",
-        ]
-        .map(|c| {
-            if c == "key" {
-                ident(c).alias(name)
-            } else {
-                ident(c)
+    args.extend([
+        lit("by"),
+        lit(name),
+        lit("top"),
+        lit(top as i64),
+        lit("event"),
+        lit(event.as_str()),
+    ]);
+    let df = crate::analyses::call(s, f, &args).await?;
+    Ok((df.select(cols)?, event))
+}
+
+/// One capture's timeline rows as a grid for a stacked plot: every window
+/// from the first to the last (empty ones included), the keys by their
+/// summed share with `[other]` last, and each key's share per window.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Grid {
+    /// Window starts, s.
+    pub windows: Vec<f64>,
+    pub keys: Vec<String>,
+    /// `pct[key][window]`.
+    pub pct: Vec<Vec<f64>>,
+}
+
+/// The [`Grid`] of `capture` in the rows of [`timeline`] (windows
+/// `window_ns` wide); None when it has no rows.
+pub fn grid(batches: &[RecordBatch], capture: &str, window_ns: i64) -> Option<Grid> {
+    let mut cells: Vec<(f64, String, f64)> = Vec::new();
+    for b in batches {
+        let cap = crate::string_values(b.column(0));
+        let w = crate::float_values(b.column(1));
+        let k = crate::string_values(b.column(2));
+        let pct = crate::float_values(b.column(5));
+        for i in 0..b.num_rows() {
+            if cap[i].as_deref() == Some(capture) {
+                cells.push((
+                    w[i].unwrap_or(0.0),
+                    k[i].clone().unwrap_or_default(),
+                    pct[i].unwrap_or(0.0),
+                ));
             }
-        });
-        return Ok((df.select(cols)?, event));
-    };
-    // With branch entries as samples: lbr_samples(METHOD) in place of
-    // perf_sample_t (its method is an argument of a table function the
-    // SQL reads, which a parameter cannot give).
-    let (from, cost, method) = match Some(m) {
-        None => (
-            "perf_sample_t".to_string(),
-            "COALESCE(x.period, 1)",
-            String::new(),
-        ),
-        Some(m) => (
-            format!("lbr_samples({})", m.sql()),
-            "x.weight_ns",
-            format!(", {} AS method", quote(m.sql().trim_matches('\''))),
-        ),
-    };
-    let q = format!(
-        "WITH k AS ( \
-           SELECT x.capture, window_start(x.t_ns, {w}) AS w, {key} AS key, {cost} AS cost \
-           FROM {from} x \
-           LEFT JOIN stack_entry l ON l.capture = x.capture AND l.stack_id = x.stack_id AND l.pos = 0 \
-           WHERE CAST(x.event AS VARCHAR) = {e} AND x.t_ns IS NOT NULL), \
-         tot AS (SELECT capture, key, sum(cost) AS c FROM k GROUP BY capture, key), \
-         top AS (SELECT capture, key FROM ( \
-           SELECT capture, key, row_number() OVER (PARTITION BY capture ORDER BY c DESC, key) AS rn FROM tot) \
-           WHERE rn <= {top}), \
-         g AS (SELECT k.capture, k.w, COALESCE(top.key, '[other]') AS key, count(*) AS samples, \
-                 CAST(sum(k.cost) AS BIGINT) AS cost \
-           FROM k LEFT JOIN top ON top.capture = k.capture AND top.key = k.key \
-           GROUP BY k.capture, k.w, COALESCE(top.key, '[other]')) \
-         SELECT capture, CAST(w AS DOUBLE) / 1e9 AS window_start_s, key AS {name}, samples, cost, \
-           round(100.0 * cost / sum(cost) OVER (PARTITION BY capture, w), 2) AS share_pct{method} \
-         FROM g ORDER BY capture, w, cost DESC, key",
-        w = window_ns,
-        key = key.sql(),
-        e = quote(&event),
-    );
-    Ok((s.sql(&q).await?, event))
+        }
+    }
+    if cells.is_empty() {
+        return None;
+    }
+    let width = window_ns as f64 / 1e9;
+    let lo = cells.iter().map(|c| c.0).fold(f64::INFINITY, f64::min);
+    let hi = cells.iter().map(|c| c.0).fold(f64::NEG_INFINITY, f64::max);
+    let n = ((hi - lo) / width).round() as usize + 1;
+    let windows: Vec<f64> = (0..n).map(|i| lo + i as f64 * width).collect();
+    let mut keys: Vec<(String, f64)> = Vec::new();
+    for (_, k, p) in &cells {
+        match keys.iter_mut().find(|x| &x.0 == k) {
+            Some(x) => x.1 += p,
+            None => keys.push((k.clone(), *p)),
+        }
+    }
+    keys.sort_by(|a, b| {
+        (a.0 == "[other]")
+            .cmp(&(b.0 == "[other]"))
+            .then(b.1.total_cmp(&a.1))
+            .then(a.0.cmp(&b.0))
+    });
+    let mut pct = vec![vec![0.0; n]; keys.len()];
+    for (w, k, p) in &cells {
+        let i = (((w - lo) / width).round() as usize).min(n - 1);
+        let j = keys.iter().position(|x| &x.0 == k).unwrap_or(0);
+        pct[j][i] += p;
+    }
+    Some(Grid {
+        windows,
+        keys: keys.into_iter().map(|k| k.0).collect(),
+        pct,
+    })
 }

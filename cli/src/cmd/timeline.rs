@@ -45,49 +45,9 @@ pub(crate) async fn timeline(a: TimelineArgs) -> Result<()> {
     let batches = df.collect().await?;
     if let Some(p) = &a.plot {
         let first = &s.captures()[0].name;
-        let mut cells: Vec<(f64, String, f64)> = Vec::new();
-        for b in &batches {
-            let cap = trawl_query::string_values(b.column(0));
-            let w = trawl_query::float_values(b.column(1));
-            let k = trawl_query::string_values(b.column(2));
-            let pct = trawl_query::float_values(b.column(5));
-            for i in 0..b.num_rows() {
-                if cap[i].as_deref() == Some(first.as_str()) {
-                    cells.push((
-                        w[i].unwrap_or(0.0),
-                        k[i].clone().unwrap_or_default(),
-                        pct[i].unwrap_or(0.0),
-                    ));
-                }
-            }
-        }
-        if cells.is_empty() {
+        let Some(grid) = tl::grid(&batches, first, window) else {
             bail!("no samples to plot");
-        }
-        let width = window as f64 / 1e9;
-        let lo = cells.iter().map(|c| c.0).fold(f64::INFINITY, f64::min);
-        let hi = cells.iter().map(|c| c.0).fold(f64::NEG_INFINITY, f64::max);
-        let n = ((hi - lo) / width).round() as usize + 1;
-        let windows: Vec<f64> = (0..n).map(|i| lo + i as f64 * width).collect();
-        let mut keys: Vec<(String, f64)> = Vec::new();
-        for (_, k, p) in &cells {
-            match keys.iter_mut().find(|x| &x.0 == k) {
-                Some(x) => x.1 += p,
-                None => keys.push((k.clone(), *p)),
-            }
-        }
-        keys.sort_by(|a, b| {
-            (a.0 == "[other]")
-                .cmp(&(b.0 == "[other]"))
-                .then(b.1.total_cmp(&a.1))
-                .then(a.0.cmp(&b.0))
-        });
-        let mut pct = vec![vec![0.0; n]; keys.len()];
-        for (w, k, p) in &cells {
-            let i = (((w - lo) / width).round() as usize).min(n - 1);
-            let j = keys.iter().position(|x| &x.0 == k).unwrap_or(0);
-            pct[j][i] += p;
-        }
+        };
         let bands: Vec<plot::Band> = match a.rule.parse()? {
             Some((rule, opts)) => trawl_query::ranges::ranges(&s, &rule, opts)
                 .await?
@@ -101,10 +61,10 @@ pub(crate) async fn timeline(a: TimelineArgs) -> Result<()> {
             None => Vec::new(),
         };
         let shares = plot::Shares {
-            windows,
-            width,
-            keys: keys.into_iter().map(|k| k.0).collect(),
-            pct,
+            windows: grid.windows,
+            width: window as f64 / 1e9,
+            keys: grid.keys,
+            pct: grid.pct,
         };
         plot::shares(
             p,
