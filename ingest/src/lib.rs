@@ -33,7 +33,7 @@ pub mod int_pages;
 pub mod memlog;
 pub mod metrics;
 pub mod perf;
-pub mod schema;
+pub use trawl_capture::schema;
 pub mod stacks;
 pub mod strace;
 pub mod syscalls;

@@ -30,15 +30,7 @@ use crate::schema::{ColType, TableDef};
 use crate::{dict_codes, int_pages};
 use crate::{Error, Result};
 
-/// File name of a table inside a capture directory.
-pub fn table_file(dir: &Path, table: &str) -> PathBuf {
-    dir.join(format!("{table}.parquet"))
-}
-
-/// A directory is a capture when it holds a `source` table.
-pub fn is_capture(dir: &Path) -> bool {
-    table_file(dir, "source").is_file()
-}
+pub use trawl_capture::layout::{is_capture, table_file};
 
 /// Writer settings: zstd level 1; dictionary encoding for strings and
 /// flags; delta encoding for 64-bit integers (sorted ids, times, periods);

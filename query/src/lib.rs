@@ -68,7 +68,7 @@ pub struct CaptureRef {
 pub fn find_captures(args: &[PathBuf]) -> Result<Vec<CaptureRef>> {
     let mut out = Vec::new();
     for a in args {
-        if trawl_ingest::writer::is_capture(a) {
+        if trawl_capture::layout::is_capture(a) {
             out.push(a.clone());
             continue;
         }
@@ -76,7 +76,7 @@ pub fn find_captures(args: &[PathBuf]) -> Result<Vec<CaptureRef>> {
             .map(|rd| {
                 rd.flatten()
                     .map(|e| e.path())
-                    .filter(|p| trawl_ingest::writer::is_capture(p))
+                    .filter(|p| trawl_capture::layout::is_capture(p))
                     .collect()
             })
             .unwrap_or_default();
@@ -140,11 +140,11 @@ impl Session {
             .with_information_schema(true)
             .with_target_partitions(std::thread::available_parallelism().map_or(2, |n| n.get()));
         let ctx = SessionContext::new_with_config(config);
-        for def in trawl_ingest::schema::TABLES {
+        for def in trawl_capture::schema::TABLES {
             let files = captures
                 .iter()
                 .filter_map(|c| {
-                    let path = trawl_ingest::writer::table_file(&c.dir, def.name);
+                    let path = trawl_capture::layout::table_file(&c.dir, def.name);
                     let meta = std::fs::metadata(&path).ok().filter(|m| m.is_file())?;
                     Some(tables::CaptureFile {
                         capture: c.name.clone(),

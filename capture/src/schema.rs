@@ -704,7 +704,7 @@ pub fn table(name: &str) -> Option<&'static TableDef> {
 /// Renders `docs/tables.md`.
 pub fn render_markdown() -> String {
     let mut s = String::from(
-        "# Tables\n\n<!-- Generated from ingest/src/schema.rs by `cargo run -- tables --markdown`; \
+        "# Tables\n\n<!-- Generated from capture/src/schema.rs by `cargo run -- tables --markdown`; \
          a test fails when this file is stale. -->\n\n\
          A capture directory holds one Parquet file per table (`<table>.parquet`). \
          Ids are unique within a capture; times are nanoseconds on the capture's clock. \
@@ -743,7 +743,7 @@ mod tests {
         let have = std::fs::read_to_string(&path).unwrap_or_default();
         assert!(
             have == want,
-            "docs/tables.md is stale: run `UPDATE_DOCS=1 cargo test -p trawl-ingest docs_tables_md_is_current` \
+            "docs/tables.md is stale: run `UPDATE_DOCS=1 cargo test -p trawl-capture docs_tables_md_is_current` \
              (or `cargo run -- tables --markdown > docs/tables.md`)"
         );
     }
