@@ -324,9 +324,9 @@ fn run(cli: Cli) -> Result<()> {
             if !trawl_ingest::writer::is_capture(&capture) {
                 bail!("{}: not a trawl capture", capture.display());
             }
-            let s = symbols::symbolize_capture(&capture, &sym.config())?;
+            let s = trawl_enrich::symbolize_capture(&capture, &sym.config())?;
             eprintln!("{}", s.line());
-            if let Some(l) = symbols::symbolize_memory(&capture, &sym.config())? {
+            if let Some(l) = trawl_enrich::symbolize_memory(&capture, &sym.config())? {
                 eprintln!("{l}");
             }
             Ok(())

@@ -94,7 +94,13 @@ fn query_reads_only_parquet_and_never_symbolizes() {
 #[test]
 fn only_the_cli_knows_exit_codes_and_terminals() {
     let mut bad = Vec::new();
-    for krate in ["ingest/src", "symbolize/src", "query/src"] {
+    for krate in [
+        "capture/src",
+        "ingest/src",
+        "symbolize/src",
+        "enrich/src",
+        "query/src",
+    ] {
         for f in rust_files(&root().join(krate)) {
             bad.extend(mentions(
                 &f,

@@ -102,18 +102,18 @@ pub(crate) fn ingest(a: &IngestArgs) -> Result<()> {
     let unwinder: Option<Box<dyn trawl_ingest::unwind::StackUnwinder>> = if a.no_unwind {
         None
     } else {
-        Some(Box::new(symbols::Unwinder(
+        Some(Box::new(trawl_enrich::Unwinder(
             trawl_symbolize::unwind::DwarfUnwinder::new(cfg.clone()),
         )))
     };
     let summary =
         trawl_ingest::ingest_with_unwinder(&a.inputs, &a.output, &opts, unwinder, |staging| {
             if !a.no_symbolize {
-                match symbols::symbolize_capture(staging, &cfg) {
+                match trawl_enrich::symbolize_capture(staging, &cfg) {
                     Ok(s) => sym_line = Some(s.line()),
                     Err(e) => sym_line = Some(format!("symbolization failed: {e:#}")),
                 }
-                match symbols::symbolize_memory(staging, &cfg) {
+                match trawl_enrich::symbolize_memory(staging, &cfg) {
                     Ok(Some(l)) => {
                         sym_line = Some(format!("{}\n{l}", sym_line.take().unwrap_or_default()))
                     }

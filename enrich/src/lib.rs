@@ -1,0 +1,294 @@
+//! # trawl-enrich
+//!
+//! The stages that join the crates on a capture: symbolizing its frames
+//! (the `module`/`frame` tables → `symbol` and `symbol_file`, through
+//! trawl-symbolize) and its memory log's mapped objects (`mem_symbol`),
+//! and the adapter that lets ingest unwind user stacks with
+//! trawl-symbolize's DWARF unwinder. `ingest` never symbolizes and
+//! `symbolize` knows nothing of captures: this crate is where the two meet
+//! (the CLI runs it on the staging directory before a capture is
+//! committed, and for `trawl symbolize`).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use trawl_ingest::capture::{self, SymbolFileRow, SymbolRow};
+use trawl_symbolize::{ModuleRequest, Status};
+
+/// Errors of a stage: reading or writing the capture.
+pub type Result<T> = std::result::Result<T, trawl_ingest::Error>;
+
+pub struct Summary {
+    pub modules: usize,
+    pub addresses: usize,
+    pub resolved: usize,
+    pub failed: Vec<String>,
+}
+
+impl Summary {
+    pub fn line(&self) -> String {
+        let mut s = format!(
+            "symbolized {} of {} addresses in {} modules",
+            self.resolved, self.addresses, self.modules
+        );
+        for f in self.failed.iter().take(8) {
+            s.push_str(&format!("\n  {f}"));
+        }
+        if self.failed.len() > 8 {
+            s.push_str(&format!(
+                "\n  ... {} more in the `symbol_file` table",
+                self.failed.len() - 8
+            ));
+        }
+        s
+    }
+}
+
+pub fn symbolize_capture(dir: &Path, cfg: &trawl_symbolize::Config) -> Result<Summary> {
+    let modules = capture::read_modules(dir)?;
+    let addrs = capture::read_frame_addresses(dir)?;
+    let mut by_module: BTreeMap<i64, Vec<u64>> = BTreeMap::new();
+    for (m, pc) in addrs {
+        by_module.entry(m).or_default().push(pc);
+    }
+    let mut cfg = cfg.clone();
+    if let Some(k) = modules
+        .iter()
+        .find(|m| m.is_kernel && m.path == "[kernel.kallsyms]")
+    {
+        cfg.kernel_build_id = k.build_id.clone();
+    }
+    cfg.kernel_release = capture::read_meta(dir)?
+        .into_iter()
+        .find(|(_, k, _)| k == "os_release")
+        .map(|(_, _, v)| v);
+    let mut reqs = Vec::new();
+    let mut ids = Vec::new();
+    let mut files = Vec::new();
+    for m in &modules {
+        let Some(a) = by_module.remove(&m.module_id) else {
+            continue;
+        };
+        if !m.is_file && !m.is_kernel && !trawl_symbolize::is_perf_map_path(&m.path) {
+            files.push(SymbolFileRow {
+                module_id: m.module_id,
+                path: m.path.clone(),
+                binary: None,
+                symbols: None,
+                debug_info: None,
+                status: Status::NotAFile.as_str(),
+                message: None,
+            });
+            continue;
+        }
+        ids.push(m.module_id);
+        reqs.push(ModuleRequest {
+            path: m.path.clone(),
+            build_id: m.build_id.clone(),
+            kernel: m.is_kernel,
+            addresses: a,
+        });
+    }
+    let n_addr: usize = reqs.iter().map(|r| r.addresses.len()).sum();
+    let results = trawl_symbolize::symbolize(&cfg, reqs.clone());
+    let mut rows = Vec::new();
+    let mut resolved = 0;
+    let mut failed = Vec::new();
+    for ((id, req), res) in ids.iter().zip(&reqs).zip(results) {
+        if res.status != Status::Ok {
+            failed.push(format!(
+                "{}: {}{}",
+                req.path,
+                res.status.as_str(),
+                res.message
+                    .as_deref()
+                    .map(|m| format!(" ({m})"))
+                    .unwrap_or_default()
+            ));
+        }
+        let file = res
+            .symbols_file
+            .as_ref()
+            .map(|p| p.to_string_lossy().into_owned());
+        let dwarf_file = res
+            .debug_info
+            .as_ref()
+            .map(|p| p.to_string_lossy().into_owned());
+        for (pc, hit) in req.addresses.iter().zip(&res.symbols) {
+            if hit.symbol.is_some() || hit.inline.iter().any(|l| l.function.is_some()) {
+                resolved += 1;
+            }
+            push_rows(&mut rows, *id, *pc, hit, res.table, &file, &dwarf_file);
+        }
+        files.push(SymbolFileRow {
+            module_id: *id,
+            path: req.path.clone(),
+            binary: res
+                .binary
+                .as_ref()
+                .map(|p| p.to_string_lossy().into_owned()),
+            symbols: file,
+            debug_info: dwarf_file,
+            status: res.status.as_str(),
+            message: res.message.clone(),
+        });
+    }
+    capture::write_symbols(dir, &rows, &files)?;
+    Ok(Summary {
+        modules: ids.len(),
+        addresses: n_addr,
+        resolved,
+        failed,
+    })
+}
+
+/// The rows of one address: one per inline level, innermost first; the
+/// outermost level carries the ELF symbol (perf's `sym`) when there is one.
+fn push_rows(
+    rows: &mut Vec<SymbolRow>,
+    module_id: i64,
+    rel_pc: u64,
+    hit: &trawl_symbolize::Resolved,
+    table: Option<&'static str>,
+    symbol_file: &Option<String>,
+    dwarf_file: &Option<String>,
+) {
+    let sym = hit.symbol.as_ref();
+    if hit.inline.is_empty() {
+        rows.push(SymbolRow {
+            module_id,
+            rel_pc,
+            inline_depth: 0,
+            inlined: false,
+            function: sym.map(|h| h.name.clone()),
+            file: None,
+            line: None,
+            column: None,
+            symbol_offset: sym.map(|h| h.offset),
+            symbol_source: table.filter(|_| sym.is_some()),
+            symbol_file: symbol_file.clone().filter(|_| sym.is_some()),
+        });
+        return;
+    }
+    let outer = hit.inline.len() - 1;
+    for (d, l) in hit.inline.iter().enumerate() {
+        let elf = if d == outer { sym } else { None };
+        let function = elf.map(|h| h.name.clone()).or_else(|| l.function.clone());
+        let (source, file) = match (elf, &function) {
+            (Some(_), _) => (table, symbol_file.clone()),
+            (None, Some(_)) => (Some("dwarf"), dwarf_file.clone()),
+            (None, None) => (None, None),
+        };
+        rows.push(SymbolRow {
+            module_id,
+            rel_pc,
+            inline_depth: d as i32,
+            inlined: d < outer,
+            function,
+            file: l.file.clone(),
+            line: l.line,
+            column: l.column,
+            symbol_offset: elf.map(|h| h.offset),
+            symbol_source: source,
+            symbol_file: file,
+        });
+    }
+}
+
+/// Places the functions and data objects of the files named in a
+/// capture's `mem_map` at their run-time addresses (`mem_symbol`). Returns
+/// a summary line, or `None` without maps.
+pub fn symbolize_memory(dir: &Path, cfg: &trawl_symbolize::Config) -> Result<Option<String>> {
+    let maps = capture::read_mem_maps(dir)?;
+    if maps.is_empty() {
+        return Ok(None);
+    }
+    // (source, path) → the mappings of the file, in address order.
+    let mut files: BTreeMap<(i32, String), Vec<(u64, u64)>> = BTreeMap::new();
+    for (sid, start, _end, off, path) in &maps {
+        if path.starts_with('/') {
+            files
+                .entry((*sid, path.clone()))
+                .or_default()
+                .push((*start, *off));
+        }
+    }
+    let mut rows = Vec::new();
+    let mut failed = Vec::new();
+    let mut placed = 0;
+    for ((sid, path), mut maps) in files {
+        maps.sort();
+        let obj = match trawl_symbolize::objsyms::object_symbols(cfg, &path) {
+            Ok(o) => o,
+            Err(e) => {
+                failed.push(format!("{path}: {e}"));
+                continue;
+            }
+        };
+        let Some(bias) = maps.iter().find_map(|&(s, o)| obj.bias(s, o)) else {
+            failed.push(format!("{path}: no mapping matches its load segments"));
+            continue;
+        };
+        placed += 1;
+        for s in &obj.syms {
+            let start = s.vaddr.wrapping_add(bias);
+            rows.push(capture::MemSymbolRow {
+                source_id: sid,
+                path: path.clone(),
+                name: s.name.clone(),
+                kind: s.kind,
+                start,
+                end: start.saturating_add(s.size.max(1)),
+                size: s.size,
+                section: s.section.clone(),
+            });
+        }
+    }
+    capture::write_mem_symbols(dir, &rows)?;
+    let mut line = format!(
+        "placed {} symbols of {placed} mapped files (mem_symbol)",
+        rows.len()
+    );
+    for f in failed.iter().take(8) {
+        line.push_str(&format!("\n  {f}"));
+    }
+    Ok(Some(line))
+}
+
+/// framehop-based unwinding (trawl-symbolize) behind ingest's seam.
+pub struct Unwinder(pub trawl_symbolize::unwind::DwarfUnwinder);
+
+impl trawl_ingest::unwind::StackUnwinder for Unwinder {
+    fn unwind(
+        &mut self,
+        space: (i32, u64),
+        maps: &mut dyn FnMut() -> Vec<trawl_ingest::unwind::UserMapping>,
+        regs: trawl_ingest::unwind::UserRegs,
+        stack: &[u8],
+        out: &mut Vec<u64>,
+    ) {
+        let mut maps = || {
+            maps()
+                .into_iter()
+                .map(|m| trawl_symbolize::unwind::Mapping {
+                    start: m.start,
+                    end: m.end,
+                    pgoff: m.pgoff,
+                    path: m.path,
+                    build_id: m.build_id,
+                })
+                .collect()
+        };
+        self.0.unwind(
+            space,
+            &mut maps,
+            trawl_symbolize::unwind::Regs {
+                ip: regs.ip,
+                sp: regs.sp,
+                bp: regs.bp,
+            },
+            stack,
+            out,
+        );
+    }
+}
