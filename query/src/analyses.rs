@@ -364,6 +364,27 @@ pub async fn call(s: &Session, name: &str, args: &[Expr]) -> Result<DataFrame> {
     Ok(DataFrame::new(s.ctx.state(), plan))
 }
 
+/// [`call`], with the tables named in `tables` read from the providers
+/// given (a front door that has computed an analysis's input itself).
+pub(crate) async fn call_with_tables(
+    s: &Session,
+    name: &str,
+    args: &[Expr],
+    tables: Vec<(
+        &'static str,
+        std::sync::Arc<dyn datafusion::catalog::TableProvider>,
+    )>,
+) -> Result<DataFrame> {
+    let f = s.ctx.table_function(name)?;
+    let Some(f) = (f.function().as_ref() as &dyn std::any::Any)
+        .downcast_ref::<crate::functions::SqlFunction>()
+    else {
+        return Err(Error::Usage(format!("{name} is not a SQL analysis")));
+    };
+    let plan = crate::functions::replace_tables(f.call_plan(&f.bind(args)?)?, tables)?;
+    Ok(DataFrame::new(s.ctx.state(), plan))
+}
+
 /// A stack selection: which samples, what they weigh, inline levels.
 pub struct Selection<'a> {
     pub filter: &'a SampleFilter,

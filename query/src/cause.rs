@@ -8,14 +8,27 @@
 //!   range's start;
 //! - `io`: the bytes transferred by read/write-like calls from `lead`
 //!   before the range to its end.
+//!
+//! Each is a SQL table function (`cause_cpu`, `cause_memory`, `cause_io`:
+//! `analyses/cause/*.sql`) over `_cause_range`, the ranges with the moment
+//! memory is looked at, which a call computes in Rust from its rule (or
+//! explicit range).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
-use datafusion::prelude::DataFrame;
+use datafusion::arrow::array::{
+    Array, AsArray, Float64Builder, Int64Builder, RecordBatch, StringBuilder,
+};
+use datafusion::arrow::datatypes::{DataType, Field, Int64Type, Schema, SchemaRef};
+use datafusion::catalog::TableProvider;
+use datafusion::datasource::MemTable;
+use datafusion::logical_expr::Expr;
+use datafusion::prelude::{lit, DataFrame};
 use datafusion::scalar::ScalarValue;
 
-use crate::memory::{quote, scalar};
-use crate::ranges::Range;
+use crate::functions::{Bound, Kind, Param, Spec};
+use crate::ranges::{Range, RangeOpts, Rule};
 use crate::{Error, Result, Session};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -52,19 +65,350 @@ pub enum MemoryAt {
     Max,
 }
 
-/// The range columns every row starts with.
-const SCOPE: &[&str] = &["range", "range_start_s", "range_end_s"];
-
-fn scope_cols(i: usize, r: &Range) -> String {
-    format!(
-        "{} AS range, {} AS range_start_s, {} AS range_end_s",
-        i + 1,
-        r.start as f64 / 1e9,
-        r.end as f64 / 1e9
-    )
+/// The ranges every cause function looks into: a rule's (with the
+/// exhaustion report's options) or one explicit range; then the function's
+/// own parameters and `app`.
+macro_rules! range_params {
+    ($($p:expr),* $(,)?) => {
+        &[
+            Param { name: "rule", kind: Kind::Text, doc: "the exhaustion rule (as `trawl report exhaustion --rule`)" },
+            Param { name: "min_s", kind: Kind::Float, doc: "drop ranges shorter than this (s)" },
+            Param { name: "gap_s", kind: Kind::Float, doc: "merge ranges separated by at most this (s)" },
+            Param { name: "from_ns", kind: Kind::Int, doc: "instead of a rule: the range's start on the capture axis (t_ns)" },
+            Param { name: "to_ns", kind: Kind::Int, doc: "instead of a rule: the range's end (t_ns)" },
+            $($p,)*
+            crate::memory::APP,
+        ]
+    };
 }
 
-/// The usage of `resource` in each capture's ranges (`t_ns`).
+/// `cause_cpu(rule, ...)`.
+pub static CAUSE_CPU: Spec = Spec {
+    name: "cause_cpu",
+    doc: "CPU time inside exhaustion ranges (document 000, stage B) per process, application function, actual function and line.",
+    sql: include_str!("../analyses/cause/cause_cpu.sql"),
+    positional: 1,
+    params: range_params!(
+        Param {
+            name: "event",
+            kind: Kind::Text,
+            doc: "the perf event (default: the one with most samples)",
+        },
+        Param {
+            name: "method",
+            kind: Kind::Text,
+            doc: "count branch entries as samples too, timed by this LBR method (0-3, cycles)",
+        },
+        Param {
+            name: "ghz",
+            kind: Kind::Float,
+            doc: "clock rate of the cycles method",
+        },
+    ),
+    columns: None,
+    inputs: Some(cpu_inputs),
+};
+
+/// `cause_memory(rule, ...)`.
+pub static CAUSE_MEMORY: Spec = Spec {
+    name: "cause_memory",
+    doc: "Memory held inside exhaustion ranges (document 000, stage B) per process, application function, actual function and line.",
+    sql: include_str!("../analyses/cause/cause_memory.sql"),
+    positional: 1,
+    params: range_params!(
+        Param {
+            name: "at",
+            kind: Kind::Text,
+            doc: "start (default: the range's start) or max (the moment the processes held the most)",
+        },
+    ),
+    columns: None,
+    inputs: Some(memory_inputs),
+};
+
+/// `cause_io(rule, ...)`.
+pub static CAUSE_IO: Spec = Spec {
+    name: "cause_io",
+    doc: "I/O bytes inside exhaustion ranges (document 000, stage B) per process, application function, actual function, line, file and direction.",
+    sql: include_str!("../analyses/cause/cause_io.sql"),
+    positional: 1,
+    params: range_params!(
+        Param {
+            name: "lead_ns",
+            kind: Kind::Int,
+            doc: "also count this long before each range (default 0)",
+        },
+    ),
+    columns: None,
+    inputs: Some(cpu_inputs),
+};
+
+/// The columns of `_cause_range`.
+fn range_schema() -> SchemaRef {
+    Arc::new(Schema::new(vec![
+        Field::new("capture", DataType::Utf8, false),
+        Field::new("range", DataType::Int64, false),
+        Field::new("range_start_s", DataType::Float64, false),
+        Field::new("range_end_s", DataType::Float64, false),
+        Field::new("start_ns", DataType::Int64, false),
+        Field::new("end_ns", DataType::Int64, false),
+        Field::new("at_ns", DataType::Int64, true),
+        Field::new("at_s", DataType::Float64, true),
+    ]))
+}
+
+/// Registers `_cause_range` (empty: each call computes its own) and the
+/// cause table functions.
+pub async fn register(s: &Session) -> Result<()> {
+    s.register_lazy("_cause_range", range_schema(), |_| async { Ok(Vec::new()) })?;
+    crate::functions::register(s, &[&CAUSE_CPU, &CAUSE_MEMORY, &CAUSE_IO]).await
+}
+
+/// `_cause_range` of a call of `cause_cpu` or `cause_io`.
+fn cpu_inputs(
+    b: &Bound,
+    shared: &Arc<crate::Shared>,
+) -> datafusion::error::Result<Vec<(&'static str, Arc<dyn TableProvider>)>> {
+    range_input(b, shared, None)
+}
+
+fn memory_inputs(
+    b: &Bound,
+    shared: &Arc<crate::Shared>,
+) -> datafusion::error::Result<Vec<(&'static str, Arc<dyn TableProvider>)>> {
+    let at = match b.get("at") {
+        Some(ScalarValue::Utf8(Some(v))) if v == "max" => MemoryAt::Max,
+        Some(ScalarValue::Utf8(Some(v))) if v != "start" => {
+            return datafusion::common::plan_err!("cause_memory: at is start or max, got {v:?}")
+        }
+        _ => MemoryAt::Start,
+    };
+    range_input(b, shared, Some(at))
+}
+
+/// `_cause_range` from a call's rule (or explicit range).
+fn range_input(
+    b: &Bound,
+    shared: &Arc<crate::Shared>,
+    memory_at: Option<MemoryAt>,
+) -> datafusion::error::Result<Vec<(&'static str, Arc<dyn TableProvider>)>> {
+    let rule = match b.get("rule") {
+        Some(ScalarValue::Utf8(Some(r))) => Some(
+            Rule::parse(r).map_err(|e| datafusion::error::DataFusionError::Plan(e.to_string()))?,
+        ),
+        _ => None,
+    };
+    let secs = |n: &str| match b.get(n) {
+        Some(ScalarValue::Float64(Some(v))) if v.is_finite() && *v >= 0.0 => {
+            Ok((v * 1e9).round() as i64)
+        }
+        Some(ScalarValue::Float64(Some(v))) => {
+            datafusion::common::plan_err!("cause: {n} {v}: expected seconds >= 0")
+        }
+        _ => Ok(0),
+    };
+    let opts = RangeOpts {
+        min_duration_ns: secs("min_s")?,
+        gap_ns: secs("gap_s")?,
+    };
+    let int = |n: &str| match b.get(n) {
+        Some(ScalarValue::Int64(v)) => *v,
+        _ => None,
+    };
+    let (from, to) = (int("from_ns"), int("to_ns"));
+    let explicit = from.is_some() || to.is_some();
+    let table =
+        crate::tables::LazyTable::new("_cause_range", range_schema(), shared.clone(), move |s| {
+            let rule = rule.clone();
+            async move {
+                if explicit == rule.is_some() {
+                    return Err(Error::Usage(
+                        "give either a rule or from_ns/to_ns (the range on the capture axis)"
+                            .into(),
+                    ));
+                }
+                let per = match &rule {
+                    Some(r) => crate::ranges::ranges(&s, r, opts).await?,
+                    None => {
+                        let r = Range {
+                            start: from.unwrap_or(0),
+                            end: to.unwrap_or(i64::MAX / 2),
+                        };
+                        if r.end <= r.start {
+                            return Err(Error::Usage(
+                                "the range's end must come after its start".into(),
+                            ));
+                        }
+                        s.captures()
+                            .iter()
+                            .map(|c| (c.name.clone(), vec![r]))
+                            .collect()
+                    }
+                };
+                Ok(vec![range_batch(&s, &per, memory_at).await?])
+            }
+        });
+    Ok(vec![("_cause_range", Arc::new(table))])
+}
+
+/// The rows of `_cause_range` for `per` (each capture's ranges, numbered
+/// from 1), with the moment memory is looked at when `memory_at` is given.
+pub async fn range_batch(
+    s: &Session,
+    per: &BTreeMap<String, Vec<Range>>,
+    memory_at: Option<MemoryAt>,
+) -> Result<RecordBatch> {
+    if per.values().all(Vec::is_empty) {
+        return Err(Error::Usage(
+            "the rule holds nowhere: no ranges to look into".into(),
+        ));
+    }
+    let (offsets, lives) = match memory_at {
+        Some(_) => (syscall_offsets(s).await?, live_bytes(s).await?),
+        None => Default::default(),
+    };
+    let (mut cap, mut no, mut a_s, mut z_s, mut a, mut z, mut at, mut at_s) = (
+        StringBuilder::new(),
+        Int64Builder::new(),
+        Float64Builder::new(),
+        Float64Builder::new(),
+        Int64Builder::new(),
+        Int64Builder::new(),
+        Int64Builder::new(),
+        Float64Builder::new(),
+    );
+    for (c, rs) in per {
+        for (i, r) in rs.iter().enumerate() {
+            cap.append_value(c);
+            no.append_value(i as i64 + 1);
+            a_s.append_value(r.start as f64 / 1e9);
+            z_s.append_value(r.end as f64 / 1e9);
+            a.append_value(r.start);
+            z.append_value(r.end);
+            match memory_at {
+                None => {
+                    at.append_null();
+                    at_s.append_null();
+                }
+                Some(m) => {
+                    let off = offset_of(&offsets, c)?;
+                    let start = r.start - off;
+                    let t = match m {
+                        MemoryAt::Start => start,
+                        MemoryAt::Max => lives
+                            .get(c)
+                            .and_then(|l| peak(l, start, r.end - off))
+                            .unwrap_or(start),
+                    };
+                    at.append_value(t);
+                    at_s.append_value((t + off) as f64 / 1e9);
+                }
+            }
+        }
+    }
+    let cols: Vec<datafusion::arrow::array::ArrayRef> = vec![
+        Arc::new(cap.finish()),
+        Arc::new(no.finish()),
+        Arc::new(a_s.finish()),
+        Arc::new(z_s.finish()),
+        Arc::new(a.finish()),
+        Arc::new(z.finish()),
+        Arc::new(at.finish()),
+        Arc::new(at_s.finish()),
+    ];
+    Ok(RecordBatch::try_new(range_schema(), cols)
+        .map_err(datafusion::error::DataFusionError::from)?)
+}
+
+/// Per capture: how many inputs its system calls come from and the least
+/// offset of them onto the capture axis.
+async fn syscall_offsets(s: &Session) -> Result<HashMap<String, (i64, Option<i64>)>> {
+    let q = "SELECT c.capture, count(DISTINCT c.source_id) AS n, min(b.offset_ns) AS off \
+             FROM (SELECT DISTINCT capture, source_id FROM syscall) c \
+             LEFT JOIN time_base b ON b.capture = c.capture AND b.source_id = c.source_id \
+             GROUP BY c.capture";
+    let mut out = HashMap::new();
+    for b in s.sql(q).await?.collect().await? {
+        let cap = crate::string_values(b.column(0));
+        let n = b.column(1).as_primitive::<Int64Type>();
+        let off = b.column(2).as_primitive::<Int64Type>();
+        for i in 0..b.num_rows() {
+            out.insert(
+                cap[i].clone().unwrap_or_default(),
+                (n.value(i), (!off.is_null(i)).then(|| off.value(i))),
+            );
+        }
+    }
+    Ok(out)
+}
+
+/// native `syscall.time_ns` = t_ns − offset, for the capture's calls.
+fn offset_of(offsets: &HashMap<String, (i64, Option<i64>)>, cap: &str) -> Result<i64> {
+    match offsets.get(cap) {
+        None | Some((0, _)) => Err(Error::Usage(format!(
+            "{cap}: no traced system calls (strace -k -ttt, or perf syscall tracepoints) to find allocations in"
+        ))),
+        Some((1, Some(o))) => Ok(*o),
+        Some((_, Some(_))) => Err(Error::Usage(format!(
+            "{cap}: system calls from several inputs; ingest one trace of the run per capture"
+        ))),
+        Some((_, None)) => Err(Error::Usage(format!(
+            "{cap}: its system calls cannot be placed on the capture's time axis (strace needs -ttt; perf needs -k CLOCK_MONOTONIC)"
+        ))),
+    }
+}
+
+/// Per capture, the bytes of `memory_region` live after each moment a
+/// region starts or ends (native syscall clock), in time order.
+async fn live_bytes(s: &Session) -> Result<HashMap<String, Vec<(i64, i64)>>> {
+    let q = "SELECT capture, from_ns, to_ns, CAST(bytes AS BIGINT) AS bytes FROM memory_region";
+    let mut ev: HashMap<String, BTreeMap<i64, i64>> = HashMap::new();
+    for b in s.sql(q).await?.collect().await? {
+        let cap = crate::string_values(b.column(0));
+        let from = b.column(1).as_primitive::<Int64Type>();
+        let to = b.column(2).as_primitive::<Int64Type>();
+        let bytes = b.column(3).as_primitive::<Int64Type>();
+        for i in 0..b.num_rows() {
+            let e = ev.entry(cap[i].clone().unwrap_or_default()).or_default();
+            if !from.is_null(i) {
+                *e.entry(from.value(i)).or_default() += bytes.value(i);
+            }
+            if !to.is_null(i) {
+                *e.entry(to.value(i)).or_default() -= bytes.value(i);
+            }
+        }
+    }
+    Ok(ev
+        .into_iter()
+        .map(|(c, m)| {
+            let mut live = 0;
+            let v = m
+                .into_iter()
+                .map(|(t, d)| {
+                    live += d;
+                    (t, live)
+                })
+                .collect();
+            (c, v)
+        })
+        .collect())
+}
+
+/// The moment in [from, to) when the live bytes were most (the first of
+/// equals), if a region starts or ends in it.
+fn peak(live: &[(i64, i64)], from: i64, to: i64) -> Option<i64> {
+    live.iter()
+        .filter(|(t, _)| *t >= from && *t < to)
+        .fold(None, |best: Option<(i64, i64)>, &(t, l)| match best {
+            Some((_, bl)) if bl >= l => best,
+            _ => Some((t, l)),
+        })
+        .map(|(t, _)| t)
+}
+
+/// The usage of `resource` in each capture's ranges (`t_ns`): the call of
+/// `cause_cpu`, `cause_memory` or `cause_io` over these ranges.
+#[allow(clippy::too_many_arguments)]
 pub async fn cause(
     s: &Session,
     resource: Resource,
@@ -75,189 +419,33 @@ pub async fn cause(
     memory_at: MemoryAt,
     lbr: Option<crate::lbr::Method>,
 ) -> Result<DataFrame> {
-    let mut parts = Vec::new();
-    let q = match resource {
+    let mut args: Vec<Expr> = vec![lit(ScalarValue::Utf8(None)), lit("app"), lit(app)];
+    let (name, at) = match resource {
         Resource::Cpu => {
             let event = crate::analyses::choose_event(s, event).await?;
             crate::time::require_aligned_samples(s, &event).await?;
-            // With `lbr`, the samples and their branch entries'
-            // pseudo-samples (document 003), weighted in ns.
-            let (from, cost) = match lbr {
-                None => ("perf_sample_t".to_string(), "COALESCE(period, 1)"),
-                Some(m) => (format!("lbr_samples({})", m.sql()), "weight_ns"),
-            };
-            for (cap, rs) in ranges {
-                for (i, r) in rs.iter().enumerate() {
-                    parts.push(format!(
-                        "SELECT capture, {sc}, pid, stack_id, {cost} AS bytes FROM {from} \
-                         WHERE capture = {c} AND CAST(event AS VARCHAR) = {e} AND t_ns >= {a} AND t_ns < {b}",
-                        sc = scope_cols(i, r),
-                        c = quote(cap),
-                        e = quote(&event),
-                        a = r.start,
-                        b = r.end,
-                    ));
-                }
+            args.extend([lit("event"), lit(event)]);
+            if let Some(m) = lbr {
+                args.extend([lit("method"), lit(m.name())]);
             }
-            let inner = attribution_sql(&union(&parts), SCOPE, &[], "cpu_ns", "samples");
-            // Shares of all CPU time sampled in the range.
-            format!(
-                "SELECT capture, range, range_start_s, range_end_s, pid, \
-                   round(100.0 * process_cpu_ns / sum(cpu_ns) OVER (PARTITION BY capture, range), 2) AS process_pct, \
-                   app_function, \
-                   round(100.0 * app_function_cpu_ns / sum(cpu_ns) OVER (PARTITION BY capture, range), 2) AS app_function_pct, \
-                   actual_function, app_line, \
-                   round(100.0 * cpu_ns / sum(cpu_ns) OVER (PARTITION BY capture, range), 2) AS pct, \
-                   cpu_ns, samples, app_file, app_line_number \
-                 FROM ({inner}) \
-                 ORDER BY capture, range, process_pct DESC, pid, app_function_pct DESC, app_function, pct DESC, actual_function, app_line"
-            )
+            ("cause_cpu", None)
         }
         Resource::Memory => {
-            for (cap, rs) in ranges {
-                let off = syscall_offset(s, cap).await?;
-                for (i, r) in rs.iter().enumerate() {
-                    let at = match memory_at {
-                        MemoryAt::Start => r.start - off,
-                        MemoryAt::Max => peak(s, cap, r.start - off, r.end - off)
-                            .await?
-                            .unwrap_or(r.start - off),
-                    };
-                    parts.push(format!(
-                        "SELECT capture, {sc}, {t} AS at_s, pid, stack_id, bytes FROM live_regions({at}) WHERE capture = {c}",
-                        sc = scope_cols(i, r),
-                        t = (at + off) as f64 / 1e9,
-                        c = quote(cap),
-                    ));
-                }
-            }
-            let mut scope = SCOPE.to_vec();
-            scope.push("at_s");
-            attribution_sql(&union(&parts), &scope, &[], "bytes", "regions")
+            let at = match memory_at {
+                MemoryAt::Start => "start",
+                MemoryAt::Max => "max",
+            };
+            args.extend([lit("at"), lit(at)]);
+            ("cause_memory", Some(memory_at))
         }
         Resource::Io => {
-            for (cap, rs) in ranges {
-                for (i, r) in rs.iter().enumerate() {
-                    parts.push(format!(
-                        "SELECT c.capture, {sc}, c.pid, c.stack_id, c.bytes, c.file, c.direction \
-                         FROM io_call c JOIN time_base b ON b.capture = c.capture AND b.source_id = c.source_id \
-                         WHERE c.capture = {cap} AND c.time_ns + b.offset_ns >= {a} AND c.time_ns + b.offset_ns < {z}",
-                        sc = scope_cols(i, r),
-                        cap = quote(cap),
-                        a = r.start.saturating_sub(lead_ns),
-                        z = r.end,
-                    ));
-                }
-            }
-            attribution_sql(
-                &union(&parts),
-                SCOPE,
-                &["file", "direction"],
-                "bytes",
-                "calls",
-            )
+            args.extend([lit("lead_ns"), lit(lead_ns)]);
+            ("cause_io", None)
         }
     };
-    if parts.is_empty() {
-        return Err(Error::Usage("no ranges to look into".into()));
-    }
-    crate::functions::sql_with(s, &q, [("app", ScalarValue::from(app))]).await
-}
-
-/// Document 000's attribution (Fig. 8 / Table 4) of a measure over rows of
-/// `source` (columns capture, `scope`, pid, stack_id, bytes, and `keys`):
-/// per `scope` (a range), process, application function, actual function
-/// and application source line (the view `_stack_attribution`, whose `$app`
-/// the caller binds) and `keys`: the summed `bytes` (output as `measure`,
-/// with the process and application-function totals `process_MEASURE`,
-/// `app_function_MEASURE`) and the number of rows (named `count_name`);
-/// sorted by usage.
-fn attribution_sql(
-    source: &str,
-    scope: &[&str],
-    keys: &[&str],
-    measure: &str,
-    count_name: &str,
-) -> String {
-    let k = |prefix: &str, cols: &[&str]| -> String {
-        cols.iter().map(|c| format!(", {prefix}{c}")).collect()
-    };
-    format!(
-        "WITH src AS ({source}), \
-         attributed AS ( \
-           SELECT r.capture{rs}, r.pid, r.bytes{rk}, \
-             COALESCE(a.app_function, '[outside the application]') AS app_function, \
-             COALESCE(a.actual_function, '[no stack]') AS actual_function, \
-             a.app_line, a.app_file, a.app_line_number \
-           FROM src r \
-           LEFT JOIN _stack_attribution a ON a.capture = r.capture AND a.stack_id = r.stack_id), \
-         g AS ( \
-           SELECT capture{gs}, pid, app_function, actual_function, app_line{gk}, app_file, app_line_number, \
-             CAST(sum(bytes) AS BIGINT) AS bytes, count(*) AS {count_name} \
-           FROM attributed \
-           GROUP BY capture{gs}, pid, app_function, actual_function, app_line{gk}, app_file, app_line_number) \
-         SELECT capture{gs}, pid, \
-           sum(bytes) OVER (PARTITION BY capture{gs}, pid) AS process_{measure}, \
-           app_function, \
-           sum(bytes) OVER (PARTITION BY capture{gs}, pid, app_function) AS app_function_{measure}, \
-           actual_function, app_line{gk}, bytes AS {measure}, {count_name}, app_file, app_line_number \
-         FROM g \
-         ORDER BY capture{gs}, process_{measure} DESC, pid, app_function_{measure} DESC, app_function, {measure} DESC, \
-           actual_function, app_line{gk}",
-        rs = k("r.", scope),
-        rk = k("r.", keys),
-        gs = k("", scope),
-        gk = k("", keys),
-    )
-}
-
-/// The time in [from, to) (native syscall clock) when the capture's live
-/// regions summed to the most, if any region starts or ends in it.
-async fn peak(s: &Session, cap: &str, from: i64, to: i64) -> Result<Option<i64>> {
-    let q = format!(
-        "WITH ev AS ( \
-           SELECT from_ns AS t, CAST(bytes AS BIGINT) AS d FROM memory_region WHERE capture = {c} AND from_ns IS NOT NULL \
-           UNION ALL SELECT to_ns, -CAST(bytes AS BIGINT) FROM memory_region WHERE capture = {c} AND to_ns IS NOT NULL), \
-         per_t AS (SELECT t, sum(d) AS d FROM ev GROUP BY t), \
-         live AS (SELECT t, sum(d) OVER (ORDER BY t ROWS UNBOUNDED PRECEDING) AS live FROM per_t) \
-         SELECT CAST(t AS VARCHAR) AS peak_t FROM live WHERE t >= {from} AND t < {to} ORDER BY live DESC, t LIMIT 1",
-        c = quote(cap)
-    );
-    Ok(scalar(s, &q).await?.and_then(|v| v.parse().ok()))
-}
-
-fn union(parts: &[String]) -> String {
-    parts.join(" UNION ALL ")
-}
-
-/// native `syscall.time_ns` = t_ns − offset, for the capture's calls.
-async fn syscall_offset(s: &Session, cap: &str) -> Result<i64> {
-    let q = format!(
-        "SELECT CAST(min(b.offset_ns) AS VARCHAR), CAST(count(DISTINCT c.source_id) AS VARCHAR) \
-         FROM (SELECT DISTINCT capture, source_id FROM syscall) c \
-         JOIN time_base b ON b.capture = c.capture AND b.source_id = c.source_id \
-         WHERE c.capture = {}",
-        quote(cap)
-    );
-    let b = s.sql(&q).await?.collect().await?;
-    let row = b.iter().find(|b| b.num_rows() > 0);
-    let (off, n) = match row {
-        Some(b) => (
-            crate::string_values(b.column(0))[0].clone(),
-            crate::string_values(b.column(1))[0].clone(),
-        ),
-        None => (None, None),
-    };
-    match (off.and_then(|v| v.parse::<i64>().ok()), n.as_deref()) {
-        (_, Some("0")) | (_, None) => Err(Error::Usage(format!(
-            "{cap}: no traced system calls (strace -k -ttt, or perf syscall tracepoints) to find allocations in"
-        ))),
-        (Some(o), Some("1")) => Ok(o),
-        (Some(_), _) => Err(Error::Usage(format!(
-            "{cap}: system calls from several inputs; ingest one trace of the run per capture"
-        ))),
-        (None, _) => Err(Error::Usage(format!(
-            "{cap}: its system calls cannot be placed on the capture's time axis (strace needs -ttt; perf needs -k CLOCK_MONOTONIC)"
-        ))),
-    }
+    // The ranges are given: they replace the ones a call computes.
+    let batch = range_batch(s, ranges, at).await?;
+    let table: Arc<dyn TableProvider> =
+        Arc::new(MemTable::try_new(range_schema(), vec![vec![batch]])?);
+    crate::analyses::call_with_tables(s, name, &args, vec![("_cause_range", table)]).await
 }

@@ -30,7 +30,6 @@ use datafusion::scalar::ScalarValue;
 
 use crate::functions::{Bound, Kind, Param, Spec};
 
-use crate::memory::quote;
 use crate::{Error, Result, Session};
 
 /// What a sample weighs when an interval's energy is shared.
@@ -77,10 +76,19 @@ impl Indicator {
                 String::new(),
             ),
             Indicator::Samples => ("CAST(1 AS DOUBLE)".into(), String::new()),
-            Indicator::Read(e) => (
+            Indicator::Read(_) => (
                 format!("CAST(COALESCE({alias}.delta, 0) AS DOUBLE)"),
-                read_delta_join(e, alias),
+                read_delta_join(alias),
             ),
+        }
+    }
+
+    /// The value of the placeholder `$ALIAS` the join of [`Self::sql`]
+    /// reads (the counter's event).
+    fn param(&self, alias: &'static str) -> Option<(&'static str, ScalarValue)> {
+        match self {
+            Indicator::Read(e) => Some((alias, ScalarValue::from(e.as_str()))),
+            _ => None,
         }
     }
 }
@@ -124,12 +132,10 @@ pub async fn sample_energy(
     crate::time::require_aligned_samples(s, &event).await?;
     for (ind, name) in [(core, "core"), (dram, "DRAM")] {
         if let Indicator::Read(e) = ind {
-            let n = crate::memory::scalar(
+            let n = crate::memory::scalar_with(
                 s,
-                &format!(
-                    "SELECT CAST(count(*) AS VARCHAR) FROM perf_sample_read WHERE event = {}",
-                    quote(e)
-                ),
+                "SELECT CAST(count(*) AS VARCHAR) FROM perf_sample_read WHERE event = $e",
+                &[("e", ScalarValue::from(e.as_str()))],
             )
             .await?;
             if matches!(n.as_deref(), Some("0") | None) {
@@ -146,11 +152,13 @@ pub async fn sample_energy(
            CAST(p.cpu AS INT) AS cpu_id, {wc} AS wc, {wd} AS wd, CAST(tp.socket_id AS INT) AS pkg \
          FROM perf_sample_t p {jc} {jd} \
          LEFT JOIN perf_cpu tp ON tp.capture = p.capture AND tp.source_id = p.source_id AND tp.cpu = CAST(p.cpu AS INT) AND tp.socket_id >= 0 \
-         WHERE CAST(p.event AS VARCHAR) = {e} AND p.t_ns IS NOT NULL \
-         ORDER BY cap, tns, sid",
-        e = quote(&event)
+         WHERE CAST(p.event AS VARCHAR) = $event AND p.t_ns IS NOT NULL \
+         ORDER BY cap, tns, sid"
     );
-    let samples = s.sql(&q).await?.collect().await?;
+    let mut params = vec![("event", ScalarValue::from(event.as_str()))];
+    params.extend(core.param("rc"));
+    params.extend(dram.param("rd"));
+    let samples = s.sql_with(&q, &params).await?.collect().await?;
     let chains = chosen_chains(s, &event, zones).await?;
     // The intervals of every counter; those of the chosen ones are used.
     let q = "SELECT e.capture, CAST(e.domain AS VARCHAR) AS domain, CAST(COALESCE(e.t_ns - e.interval_ns, -9223372036854775807) AS BIGINT) AS t0, \
@@ -440,33 +448,38 @@ pub async fn chain_rows(
     event: &str,
     zones: &[String],
 ) -> Result<(Vec<Chain>, Vec<RecordBatch>)> {
-    let filter = if zones.is_empty() {
-        "true".to_string()
-    } else {
-        format!(
-            "zone IN ({})",
-            zones
-                .iter()
-                .map(|z| quote(z))
-                .collect::<Vec<_>>()
-                .join(", ")
-        )
-    };
+    let filter = "($all_zones OR array_has($zones, zone))";
+    let zone_list: Vec<ScalarValue> = zones
+        .iter()
+        .map(|z| ScalarValue::from(z.as_str()))
+        .collect();
     let df = s
-        .sql(&format!(
-            "WITH c AS (SELECT capture, CAST(domain AS VARCHAR) AS domain, CAST(package AS INT) AS package, source_id, zone, count(*) AS n \
-               FROM energy WHERE delta_uj IS NOT NULL GROUP BY 1, 2, 3, 4, 5), \
-             np AS (SELECT capture, domain, count(DISTINCT package) AS np FROM c WHERE {filter} GROUP BY 1, 2), \
-             k AS (SELECT c.*, ({filter}) AS ok, \
-               CASE WHEN COALESCE(np.np, 0) >= 2 THEN COALESCE(c.package, -1) ELSE -2 END AS pk \
-               FROM c LEFT JOIN np ON np.capture = c.capture AND np.domain = c.domain), \
-             r AS (SELECT *, row_number() OVER (PARTITION BY capture, domain, pk \
-               ORDER BY CASE WHEN ok THEN 0 ELSE 1 END, \
-                 CASE WHEN ends_with(zone, {at}) THEN 0 ELSE 1 END, n DESC, source_id, zone) AS rn FROM k) \
-             SELECT capture, domain, CAST(CASE WHEN pk >= 0 THEN pk END AS INT) AS package, source_id, CAST(zone AS VARCHAR) AS zone, \
-               CAST(n AS BIGINT) AS intervals, ok AND rn = 1 AND pk <> -1 AS chosen FROM r",
-            at = quote(&format!("@{event}"))
-        ))
+        .sql_with(
+            &format!(
+                "WITH c AS (SELECT capture, CAST(domain AS VARCHAR) AS domain, CAST(package AS INT) AS package, source_id, CAST(zone AS VARCHAR) AS zone, count(*) AS n \
+                   FROM energy WHERE delta_uj IS NOT NULL GROUP BY 1, 2, 3, 4, 5), \
+                 np AS (SELECT capture, domain, count(DISTINCT package) AS np FROM c WHERE {filter} GROUP BY 1, 2), \
+                 k AS (SELECT c.*, ({filter}) AS ok, \
+                   CASE WHEN COALESCE(np.np, 0) >= 2 THEN COALESCE(c.package, -1) ELSE -2 END AS pk \
+                   FROM c LEFT JOIN np ON np.capture = c.capture AND np.domain = c.domain), \
+                 r AS (SELECT *, row_number() OVER (PARTITION BY capture, domain, pk \
+                   ORDER BY CASE WHEN ok THEN 0 ELSE 1 END, \
+                     CASE WHEN ends_with(zone, $at) THEN 0 ELSE 1 END, n DESC, source_id, zone) AS rn FROM k) \
+                 SELECT capture, domain, CAST(CASE WHEN pk >= 0 THEN pk END AS INT) AS package, source_id, zone, \
+                   CAST(n AS BIGINT) AS intervals, ok AND rn = 1 AND pk <> -1 AS chosen FROM r"
+            ),
+            &[
+                ("all_zones", ScalarValue::from(zones.is_empty())),
+                (
+                    "zones",
+                    ScalarValue::List(ScalarValue::new_list_nullable(
+                        &zone_list,
+                        &DataType::Utf8,
+                    )),
+                ),
+                ("at", ScalarValue::from(format!("@{event}"))),
+            ],
+        )
         .await?;
     let batches = Session::collect(df).await?;
     let mut out: Vec<Chain> = Vec::new();
@@ -555,12 +568,10 @@ pub async fn package_scope(
     package: Option<i32>,
     cpu_col: &str,
 ) -> Result<(Option<i32>, String)> {
-    let pk = crate::memory::scalar(
+    let pk = crate::memory::scalar_with(
         s,
-        &format!(
-            "SELECT string_agg(DISTINCT CAST(package AS VARCHAR), ', ') FROM energy WHERE CAST(domain AS VARCHAR) = {} AND package IS NOT NULL",
-            quote(domain)
-        ),
+        "SELECT string_agg(DISTINCT CAST(package AS VARCHAR), ', ') FROM energy WHERE CAST(domain AS VARCHAR) = $domain AND package IS NOT NULL",
+        &[("domain", ScalarValue::from(domain))],
     )
     .await?
     .unwrap_or_default();
@@ -858,12 +869,12 @@ pub async fn report(
 }
 
 /// `LEFT JOIN (...) ALIAS` giving `ALIAS.delta`: the increase of the
-/// counter `event` read at each sample of `perf_sample p` (the view
-/// `read_delta` of `analyses/perf/stack_weight.sql`).
-fn read_delta_join(event: &str, alias: &str) -> String {
+/// counter `$ALIAS` (a placeholder: the event's name) read at each sample
+/// of `perf_sample p` (the view `read_delta` of
+/// `analyses/perf/stack_weight.sql`).
+fn read_delta_join(alias: &str) -> String {
     format!(
-        "LEFT JOIN (SELECT capture, sample_id, delta FROM read_delta WHERE event = {}) {alias} \
-         ON {alias}.capture = p.capture AND {alias}.sample_id = p.sample_id",
-        crate::memory::quote(event)
+        "LEFT JOIN (SELECT capture, sample_id, delta FROM read_delta WHERE event = ${alias}) {alias} \
+         ON {alias}.capture = p.capture AND {alias}.sample_id = p.sample_id"
     )
 }

@@ -294,7 +294,7 @@ impl TableFunctionImpl for SqlFunction {
 
 /// Replaces the scans of the tables named in `tables` by scans of the
 /// providers given.
-fn replace_tables(
+pub(crate) fn replace_tables(
     plan: LogicalPlan,
     tables: Vec<(&'static str, Arc<dyn TableProvider>)>,
 ) -> DfResult<LogicalPlan> {
@@ -335,26 +335,6 @@ fn inline_views(plan: LogicalPlan) -> DfResult<LogicalPlan> {
         Ok(Transformed::yes(b.alias(scan.table_name.clone())?.build()?))
     })
     .map(|t| t.data)
-}
-
-/// Plans the statement `q`, with the views it reads inlined so their
-/// placeholders bind too, and binds `params` (for queries a caller
-/// assembles that read views with placeholders).
-pub(crate) async fn sql_with<const N: usize>(
-    s: &Session,
-    q: &str,
-    params: [(&str, ScalarValue); N],
-) -> Result<datafusion::prelude::DataFrame> {
-    let plan = inline_views(s.ctx.state().create_logical_plan(q).await?)?;
-    let values: HashMap<String, ScalarValue> = params
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), v))
-        .collect();
-    let plan = plan
-        .with_param_values(ParamValues::from(values))?
-        .transform_up(|p| Ok(Transformed::yes(p.recompute_schema()?)))?
-        .data;
-    Ok(datafusion::prelude::DataFrame::new(s.ctx.state(), plan))
 }
 
 /// Registers `specs` as table functions of `s`.

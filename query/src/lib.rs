@@ -177,6 +177,7 @@ impl Session {
         ranges::register(&s).await?;
         power::register(&s).await?;
         energy::register(&s).await?;
+        cause::register(&s).await?;
         Ok(s)
     }
 
@@ -234,6 +235,24 @@ impl Session {
     /// Runs one SQL statement.
     pub async fn sql(&self, q: &str) -> Result<DataFrame> {
         Ok(self.ctx.sql(q).await?)
+    }
+
+    /// Runs one SQL statement whose `$name` placeholders take `params`:
+    /// values (event names, zones, captures) never become SQL text.
+    pub async fn sql_with(
+        &self,
+        q: &str,
+        params: &[(&str, datafusion::scalar::ScalarValue)],
+    ) -> Result<DataFrame> {
+        let values: std::collections::HashMap<String, datafusion::scalar::ScalarValue> = params
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.clone()))
+            .collect();
+        Ok(self
+            .ctx
+            .sql(q)
+            .await?
+            .with_param_values(datafusion::common::ParamValues::from(values))?)
     }
 
     /// Runs `;`-separated statements; returns the result of the last one.

@@ -18,6 +18,7 @@ use futures::StreamExt;
 
 use crate::functions::{Kind, Param, Spec};
 use crate::{Error, Result, Session};
+use datafusion::scalar::ScalarValue;
 
 pub const SYMBOL_USE: &str = include_str!("../analyses/memlog/symbol_use.sql");
 pub const OBJECT_USE: &str = include_str!("../analyses/memlog/object_use.sql");
@@ -608,14 +609,14 @@ pub async fn heatmap(s: &Session, o: &HeatOpts) -> Result<Heatmap> {
         .first()
         .map(|c| c.name.clone())
         .unwrap_or_default();
-    let capq = crate::memory::quote(&cap);
     let source_id = match o.source_id {
         Some(x) => x,
         None => {
             let b = s
-                .sql(&format!(
-                    "SELECT CAST(min(source_id) AS BIGINT) FROM mem_page WHERE capture = {capq}"
-                ))
+                .sql_with(
+                    "SELECT CAST(min(source_id) AS BIGINT) FROM mem_page WHERE capture = $cap",
+                    &[("cap", ScalarValue::from(cap.as_str()))],
+                )
                 .await?
                 .collect()
                 .await?;
@@ -628,17 +629,25 @@ pub async fn heatmap(s: &Session, o: &HeatOpts) -> Result<Heatmap> {
         }
     };
     let page_size = ingest_page_size(s).await?;
-    let mut filt = format!("capture = {capq} AND source_id = {source_id}");
-    if let Some((lo, hi)) = o.addr {
-        filt.push_str(&format!(" AND address >= {lo} AND address < {hi}"));
-    }
-    if let Some((lo, hi)) = o.ordinals {
-        filt.push_str(&format!(" AND ordinal >= {lo} AND ordinal <= {hi}"));
-    }
+    // The accesses drawn: this capture's input, in the zoom asked for.
+    let filt = "capture = $cap AND source_id = $sid \
+        AND ($alo IS NULL OR address >= $alo) AND ($ahi IS NULL OR address < $ahi) \
+        AND ($olo IS NULL OR ordinal >= $olo) AND ($ohi IS NULL OR ordinal <= $ohi)";
+    let params = [
+        ("cap", ScalarValue::from(cap.as_str())),
+        ("sid", ScalarValue::Int32(Some(source_id))),
+        ("alo", ScalarValue::UInt64(o.addr.map(|a| a.0))),
+        ("ahi", ScalarValue::UInt64(o.addr.map(|a| a.1))),
+        ("olo", ScalarValue::Int64(o.ordinals.map(|a| a.0))),
+        ("ohi", ScalarValue::Int64(o.ordinals.map(|a| a.1))),
+    ];
     let b = s
-        .sql(&format!(
-            "SELECT min(ordinal), max(ordinal), CAST(min(address) AS BIGINT UNSIGNED), CAST(max(address + CAST(size AS BIGINT UNSIGNED)) AS BIGINT UNSIGNED), count(*) FROM mem_access WHERE {filt}"
-        ))
+        .sql_with(
+            &format!(
+                "SELECT min(ordinal), max(ordinal), CAST(min(address) AS BIGINT UNSIGNED), CAST(max(address + CAST(size AS BIGINT UNSIGNED)) AS BIGINT UNSIGNED), count(*) FROM mem_access WHERE {filt}"
+            ),
+            &params,
+        )
         .await?
         .collect()
         .await?;
@@ -662,9 +671,12 @@ pub async fn heatmap(s: &Session, o: &HeatOpts) -> Result<Heatmap> {
             let bpr = o.bytes_per_row.unwrap_or(page_size);
             let shift = page_size.trailing_zeros();
             let pb = s
-                .sql(&format!(
-                    "SELECT DISTINCT CAST(address >> {shift} AS BIGINT UNSIGNED) AS p FROM mem_access WHERE {filt} ORDER BY p"
-                ))
+                .sql_with(
+                    &format!(
+                        "SELECT DISTINCT CAST(address >> {shift} AS BIGINT UNSIGNED) AS p FROM mem_access WHERE {filt} ORDER BY p"
+                    ),
+                    &params,
+                )
                 .await?
                 .collect()
                 .await?;
@@ -733,9 +745,10 @@ pub async fn heatmap(s: &Session, o: &HeatOpts) -> Result<Heatmap> {
         (i > 0 && a < rows[i - 1].1).then(|| i - 1)
     };
     let mut stream = s
-        .sql(&format!(
-            "SELECT ordinal, kind, address, size FROM mem_access WHERE {filt}"
-        ))
+        .sql_with(
+            &format!("SELECT ordinal, kind, address, size FROM mem_access WHERE {filt}"),
+            &params,
+        )
         .await?
         .execute_stream()
         .await?;
@@ -790,29 +803,33 @@ pub async fn row_labels(s: &Session, rows: &[(u64, u64)]) -> Result<Vec<(String,
         .first()
         .map(|c| c.name.clone())
         .unwrap_or_default();
-    let capq = crate::memory::quote(&cap);
-    let load = |q: String| async move {
-        let b = s.sql(&q).await?.collect().await?;
-        let mut v: Vec<(u64, u64, String)> = Vec::new();
-        for b in &b {
-            let st = b.column(0).as_primitive::<UInt64Type>();
-            let en = b.column(1).as_primitive::<UInt64Type>();
-            let n = crate::string_values(b.column(2));
-            for i in 0..b.num_rows() {
-                v.push((st.value(i), en.value(i), n[i].clone().unwrap_or_default()));
+    let load = |q: &'static str| {
+        let cap = cap.clone();
+        async move {
+            let b = s
+                .sql_with(q, &[("cap", ScalarValue::from(cap.as_str()))])
+                .await?
+                .collect()
+                .await?;
+            let mut v: Vec<(u64, u64, String)> = Vec::new();
+            for b in &b {
+                let st = b.column(0).as_primitive::<UInt64Type>();
+                let en = b.column(1).as_primitive::<UInt64Type>();
+                let n = crate::string_values(b.column(2));
+                for i in 0..b.num_rows() {
+                    v.push((st.value(i), en.value(i), n[i].clone().unwrap_or_default()));
+                }
             }
+            v.sort_by_key(|e| e.0);
+            Ok::<_, Error>(v)
         }
-        v.sort_by_key(|e| e.0);
-        Ok::<_, Error>(v)
     };
-    let maps = load(format!(
-        "SELECT start_address, end_address, CASE WHEN path = '' THEN '[anon]' ELSE path END FROM mem_map WHERE capture = {capq}"
-    ))
+    let maps = load(
+        "SELECT start_address, end_address, CASE WHEN path = '' THEN '[anon]' ELSE path END FROM mem_map WHERE capture = $cap",
+    )
     .await?;
-    let syms = load(format!(
-        "SELECT start_address, end_address, name FROM mem_symbol WHERE capture = {capq}"
-    ))
-    .await?;
+    let syms = load("SELECT start_address, end_address, name FROM mem_symbol WHERE capture = $cap")
+        .await?;
     let find = |v: &[(u64, u64, String)], lo: u64, hi: u64| -> String {
         // The last entry starting before hi that ends after lo.
         let i = v.partition_point(|e| e.0 < hi);

@@ -672,10 +672,6 @@ pub async fn register(s: &Session) -> Result<()> {
     crate::functions::register(s, &[&LIVE_REGIONS, &UNFREED, &crate::io::IO_BYTES]).await
 }
 
-pub(crate) fn quote(s: &str) -> String {
-    format!("'{}'", s.replace('\'', "''"))
-}
-
 /// When to look at the regions: the end (unfreed memory), or a time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum At {
@@ -711,7 +707,16 @@ impl At {
 }
 
 pub(crate) async fn scalar(s: &Session, q: &str) -> Result<Option<String>> {
-    let b = s.sql(q).await?.collect().await?;
+    scalar_with(s, q, &[]).await
+}
+
+/// [`scalar`] of a query with `$name` placeholders bound to `params`.
+pub(crate) async fn scalar_with(
+    s: &Session,
+    q: &str,
+    params: &[(&str, datafusion::scalar::ScalarValue)],
+) -> Result<Option<String>> {
+    let b = s.sql_with(q, params).await?.collect().await?;
     Ok(b.iter()
         .find(|b| b.num_rows() > 0)
         .and_then(|b| string_values(b.column(0)).into_iter().next().flatten()))

@@ -31,7 +31,6 @@ use datafusion::logical_expr::{
     Accumulator, AggregateUDF, AggregateUDFImpl, Signature, Volatility,
 };
 
-use crate::memory::quote;
 use crate::{Error, Result, Session};
 
 /// `power_fit(y, x1, …, xk)`: least squares `y = a + Σ c_i x_i`.
@@ -272,9 +271,9 @@ pub async fn register(s: &Session) -> Result<()> {
 /// Samples' times and a value per event, in time order.
 type Series = BTreeMap<String, Vec<(i64, f64)>>;
 
-async fn series(s: &Session, q: &str) -> Result<Series> {
+async fn series(s: &Session, q: &str, params: &[(&str, ScalarValue)]) -> Result<Series> {
     let mut out: Series = BTreeMap::new();
-    for b in s.sql(q).await?.collect().await? {
+    for b in s.sql_with(q, params).await?.collect().await? {
         let ev = crate::string_values(b.column(0));
         let t = b.column(1).as_primitive::<Int64Type>();
         let v = b.column(2).as_primitive::<Float64Type>();
@@ -337,13 +336,11 @@ pub async fn model_intervals(s: &Session, input: &ModelInput) -> Result<ModelSou
         Some(e) => e.clone(),
         None => {
             // The leader of the group that read the domain's counter.
-            let lead = crate::memory::scalar(
+            let lead = crate::memory::scalar_with(
                 s,
-                &format!(
-                    "SELECT split_part(zone, '@', 2) FROM energy WHERE CAST(domain AS VARCHAR) = {} AND zone LIKE '%@%' \
-                     GROUP BY zone ORDER BY count(*) DESC, zone LIMIT 1",
-                    quote(&input.domain)
-                ),
+                "SELECT split_part(zone, '@', 2) FROM energy WHERE CAST(domain AS VARCHAR) = $domain AND zone LIKE '%@%' \
+                 GROUP BY zone ORDER BY count(*) DESC, zone LIMIT 1",
+                &[("domain", ScalarValue::from(input.domain.as_str()))],
             )
             .await?;
             match lead {
@@ -360,27 +357,29 @@ pub async fn model_intervals(s: &Session, input: &ModelInput) -> Result<ModelSou
     } = crate::energy::domain_counter(s, &event, &input.domain, &input.zones, input.package)
         .await?;
     // Counter increases read at the event's samples.
-    let names: Vec<String> = input.events.iter().map(|e| quote(e)).collect();
-    let list = names.join(", ");
+    let params = [
+        ("events", text_list(&input.events)),
+        ("event", ScalarValue::from(event.as_str())),
+        ("cap", ScalarValue::from(chain.capture.as_str())),
+    ];
     let reads = series(
         s,
         &format!(
             "SELECT r.event AS ev, CAST(p.t_ns AS BIGINT) AS tn, CAST(r.value AS DOUBLE) - CAST(COALESCE(lag(r.value) OVER (\
                PARTITION BY r.capture, p.tid, r.event_id, r.idx ORDER BY p.t_ns, p.sample_id), 0) AS DOUBLE) AS v \
              FROM perf_sample_read r JOIN perf_sample_t p ON p.capture = r.capture AND p.sample_id = r.sample_id \
-             WHERE r.event IN ({list}) AND CAST(p.event AS VARCHAR) = {e} AND p.t_ns IS NOT NULL AND p.capture = {c}{on_cpus}",
-            e = quote(&event),
-            c = quote(&chain.capture)
+             WHERE array_has($events, CAST(r.event AS VARCHAR)) AND CAST(p.event AS VARCHAR) = $event AND p.t_ns IS NOT NULL AND p.capture = $cap{on_cpus}"
         ),
+        &params,
     )
     .await?;
     let sampled = series(
         s,
         &format!(
             "SELECT CAST(event AS VARCHAR) AS ev, CAST(t_ns AS BIGINT) AS tn, CAST(COALESCE(period, 1) AS DOUBLE) AS v \
-             FROM perf_sample_t p WHERE CAST(event AS VARCHAR) IN ({list}) AND t_ns IS NOT NULL AND capture = {c}{on_cpus}",
-            c = quote(&chain.capture)
+             FROM perf_sample_t p WHERE array_has($events, CAST(event AS VARCHAR)) AND t_ns IS NOT NULL AND capture = $cap{on_cpus}"
         ),
+        &[params[0].clone(), params[2].clone()],
     )
     .await?;
     let mut how = Vec::new();
@@ -401,14 +400,14 @@ pub async fn model_intervals(s: &Session, input: &ModelInput) -> Result<ModelSou
     }
     let q = format!(
         "SELECT CAST(t_ns - interval_ns AS BIGINT) AS a, CAST(t_ns AS BIGINT) AS z, CAST(delta_uj AS DOUBLE) AS uj FROM energy_t \
-         WHERE capture = {} AND source_id = {} AND zone = {}{} AND delta_uj IS NOT NULL AND interval_ns > 0 \
-           AND t_ns IS NOT NULL ORDER BY t_ns",
-        quote(&chain.capture),
-        chain.source_id,
-        quote(&chain.zone),
-        on_package
+         WHERE capture = $cap AND source_id = $src AND zone = $zone{on_package} AND delta_uj IS NOT NULL AND interval_ns > 0 \
+           AND t_ns IS NOT NULL ORDER BY t_ns"
     );
-    let iv = s.sql(&q).await?.collect().await?;
+    let iv = s
+        .sql_with(&q, &chain_params(&chain))
+        .await?
+        .collect()
+        .await?;
     let k = input.events.len();
     let mut t_col = Int64Builder::new();
     let mut sec = Float64Builder::new();
@@ -750,13 +749,14 @@ pub async fn power_samples(s: &Session, input: &PowerSamplesInput) -> Result<Rec
     let mut cum = 0.0;
     let q = format!(
         "SELECT CAST(t_ns AS BIGINT) AS tn, CAST(COALESCE(delta_uj, 0) AS DOUBLE) AS uj FROM energy_t \
-         WHERE capture = {} AND source_id = {} AND zone = {}{} AND t_ns IS NOT NULL ORDER BY t_ns",
-        quote(&chain.capture),
-        chain.source_id,
-        quote(&chain.zone),
-        on_package
+         WHERE capture = $cap AND source_id = $src AND zone = $zone{on_package} AND t_ns IS NOT NULL ORDER BY t_ns"
     );
-    for b in s.sql(&q).await?.collect().await? {
+    for b in s
+        .sql_with(&q, &chain_params(&chain))
+        .await?
+        .collect()
+        .await?
+    {
         let t = b.column(0).as_primitive::<Int64Type>();
         let uj = b.column(1).as_primitive::<Float64Type>();
         for i in 0..b.num_rows() {
@@ -765,16 +765,18 @@ pub async fn power_samples(s: &Session, input: &PowerSamplesInput) -> Result<Rec
         }
     }
     let curve = Curve(curve);
-    let mut names: Vec<String> = input.events.iter().map(|e| quote(e)).collect();
-    names.push(quote(&input.time_event));
+    let mut names = input.events.clone();
+    names.push(input.time_event.clone());
     let samples = series(
         s,
         &format!(
             "SELECT CAST(event AS VARCHAR) AS ev, CAST(t_ns AS BIGINT) AS tn, CAST(COALESCE(period, 1) AS DOUBLE) AS v \
-             FROM perf_sample_t p WHERE CAST(event AS VARCHAR) IN ({}) AND t_ns IS NOT NULL AND capture = {}{on_cpus}",
-            names.join(", "),
-            quote(&chain.capture)
+             FROM perf_sample_t p WHERE array_has($events, CAST(event AS VARCHAR)) AND t_ns IS NOT NULL AND capture = $cap{on_cpus}"
         ),
+        &[
+            ("events", text_list(&names)),
+            ("cap", ScalarValue::from(chain.capture.as_str())),
+        ],
     )
     .await?;
     for e in &input.events {
@@ -946,9 +948,27 @@ pub async fn power_samples(s: &Session, input: &PowerSamplesInput) -> Result<Rec
     ])
 }
 
-async fn strings(s: &Session, q: &str) -> Result<Vec<String>> {
+/// A text list parameter.
+fn text_list(v: &[String]) -> ScalarValue {
+    let items: Vec<ScalarValue> = v.iter().map(|e| ScalarValue::from(e.as_str())).collect();
+    ScalarValue::List(ScalarValue::new_list_nullable(
+        &items,
+        &datafusion::arrow::datatypes::DataType::Utf8,
+    ))
+}
+
+/// `$cap`, `$src`, `$zone`: the counter of `chain`.
+fn chain_params(chain: &crate::energy::Chain) -> [(&'static str, ScalarValue); 3] {
+    [
+        ("cap", ScalarValue::from(chain.capture.as_str())),
+        ("src", ScalarValue::Int32(Some(chain.source_id))),
+        ("zone", ScalarValue::from(chain.zone.as_str())),
+    ]
+}
+
+async fn strings(s: &Session, q: &str, params: &[(&str, ScalarValue)]) -> Result<Vec<String>> {
     let mut out = Vec::new();
-    for b in s.sql(q).await?.collect().await? {
+    for b in s.sql_with(q, params).await?.collect().await? {
         out.extend(crate::string_values(b.column(0)).into_iter().flatten());
     }
     Ok(out)
@@ -960,6 +980,7 @@ pub async fn read_events(s: &Session) -> Result<Vec<String>> {
         s,
         "SELECT DISTINCT event FROM perf_sample_read WHERE event IS NOT NULL AND idx > 0 \
          AND event NOT LIKE 'power/%' ORDER BY event",
+        &[],
     )
     .await
 }
@@ -968,11 +989,9 @@ pub async fn read_events(s: &Session) -> Result<Vec<String>> {
 pub async fn sampled_events(s: &Session, time_event: &str) -> Result<Vec<String>> {
     strings(
         s,
-        &format!(
-            "SELECT DISTINCT CAST(event AS VARCHAR) AS e FROM perf_sample WHERE CAST(event AS VARCHAR) <> {} \
-             AND CAST(event AS VARCHAR) NOT LIKE 'power/%' ORDER BY e",
-            quote(time_event)
-        ),
+        "SELECT DISTINCT CAST(event AS VARCHAR) AS e FROM perf_sample WHERE CAST(event AS VARCHAR) <> $time_event \
+         AND CAST(event AS VARCHAR) NOT LIKE 'power/%' ORDER BY e",
+        &[("time_event", ScalarValue::from(time_event))],
     )
     .await
 }
@@ -981,10 +1000,10 @@ pub async fn sampled_events(s: &Session, time_event: &str) -> Result<Vec<String>
 pub async fn datum_values(s: &Session, events: &str) -> Result<Vec<f64>> {
     let mut v = Vec::new();
     for b in s
-        .sql(&format!(
-            "SELECT measured_j FROM power_datum WHERE events = {} ORDER BY datum",
-            quote(events)
-        ))
+        .sql_with(
+            "SELECT measured_j FROM power_datum WHERE events = $events ORDER BY datum",
+            &[("events", ScalarValue::from(events))],
+        )
         .await?
         .collect()
         .await?

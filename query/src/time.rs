@@ -25,8 +25,8 @@ use datafusion::arrow::datatypes::{DataType, Field, Int64Type, Schema, SchemaRef
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::logical_expr::{create_udf, ColumnarValue, Volatility};
 
-use crate::memory::quote;
 use crate::{Error, Result, Session};
+use datafusion::scalar::ScalarValue;
 
 /// The instant `t_ns` counts from, per capture.
 #[derive(Clone, Debug, PartialEq, Default)]
@@ -240,17 +240,17 @@ pub(crate) async fn compute(s: &Session, origin: &Origin) -> Result<Vec<CaptureT
     if let OriginKind::Exec(name) = &origin.kind {
         // perf's comm is the first 15 bytes of the name.
         let comm: String = name.chars().take(15).collect();
-        let q = format!(
-            "SELECT capture, source_id, min(time_ns) FROM perf_task_event \
-               WHERE CAST(kind AS VARCHAR) = 'exec' AND comm = {c} AND time_ns IS NOT NULL GROUP BY 1, 2 \
+        let q = "SELECT capture, source_id, min(time_ns) FROM perf_task_event \
+               WHERE CAST(kind AS VARCHAR) = 'exec' AND comm = $comm AND time_ns IS NOT NULL GROUP BY 1, 2 \
              UNION ALL SELECT capture, source_id, min(time_ns) FROM syscall \
                WHERE CAST(name AS VARCHAR) IN ('execve', 'execveat') AND retval = 0 AND time_ns IS NOT NULL \
-                 AND (starts_with(args, {p1}) OR strpos(args, {p2}) > 0) GROUP BY 1, 2",
-            c = quote(&comm),
-            p1 = quote(&format!("\"{name}\"")),
-            p2 = quote(&format!("/{name}\"")),
-        );
-        for b in rows(s, &q).await? {
+                 AND (starts_with(args, $p1) OR strpos(args, $p2) > 0) GROUP BY 1, 2";
+        let params = [
+            ("comm", ScalarValue::from(comm.as_str())),
+            ("p1", ScalarValue::from(format!("\"{name}\""))),
+            ("p2", ScalarValue::from(format!("/{name}\""))),
+        ];
+        for b in s.sql_with(q, &params).await?.collect().await? {
             let cap = crate::string_values(b.column(0));
             for i in 0..b.num_rows() {
                 if let (Some(c), Some(t)) = (cap[i].clone(), i64_at(&b, 2, i)) {
@@ -397,11 +397,11 @@ fn window_start_udf() -> datafusion::logical_expr::ScalarUDF {
 /// axis (perf recorded without `-k CLOCK` has no UTC reference; next to
 /// other inputs its samples get no `t_ns`).
 pub async fn require_aligned_samples(s: &Session, event: &str) -> Result<()> {
-    let q = format!(
-        "SELECT CAST(count(*) AS VARCHAR) AS n FROM perf_sample_t WHERE t_ns IS NOT NULL AND CAST(event AS VARCHAR) = {}",
-        quote(event)
-    );
-    match crate::memory::scalar(s, &q).await?.as_deref() {
+    let q = "SELECT CAST(count(*) AS VARCHAR) AS n FROM perf_sample_t WHERE t_ns IS NOT NULL AND CAST(event AS VARCHAR) = $event";
+    match crate::memory::scalar_with(s, q, &[("event", ScalarValue::from(event))])
+        .await?
+        .as_deref()
+    {
         Some("0") | None => Err(Error::Usage(format!(
             "no {event} samples on the capture's time axis: record with `perf record -k CLOCK_MONOTONIC` so perf's times can be placed next to the other inputs' (see `source.clock`)"
         ))),

@@ -117,19 +117,37 @@ fn only_the_cli_knows_exit_codes_and_terminals() {
 
 #[test]
 fn analyses_build_no_sql_from_arguments() {
-    // The stack analyses bind arguments to placeholders: their SQL files
-    // have no `{template}` holes, and analyses.rs formats no SQL.
-    let dir = root().join("query/analyses/perf");
-    for f in [
-        "hotspots.sql",
-        "callers.sql",
-        "callees.sql",
-        "folded.sql",
-        "stack_weight.sql",
-    ] {
-        let text = std::fs::read_to_string(dir.join(f)).unwrap();
-        assert!(!text.contains('{'), "{f} is a text template");
+    // The analyses bind arguments to placeholders: no SQL file is a text
+    // template with `{holes}`, and the query crate has no quoting helper
+    // (values such as event names, zones and captures are bound as
+    // `$name` parameters, never pasted into SQL text).
+    let mut files = Vec::new();
+    let mut stack = vec![root().join("query/analyses")];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == "sql") {
+                files.push(p);
+            }
+        }
     }
+    assert!(files.len() > 20, "{files:?}");
+    for f in &files {
+        let text = std::fs::read_to_string(f).unwrap();
+        let code: String = text
+            .lines()
+            .map(|l| l.split("--").next().unwrap_or(""))
+            .collect::<Vec<_>>()
+            .join("\n");
+        assert!(!code.contains('{'), "{} is a text template", f.display());
+    }
+    let mut bad = Vec::new();
+    for f in rust_files(&root().join("query/src")) {
+        bad.extend(mentions(&f, &["replace('\\'', \"''\")", "fn quote("]));
+    }
+    assert!(bad.is_empty(), "SQL quoting in query:\n{}", bad.join("\n"));
     let src = std::fs::read_to_string(root().join("query/src/analyses.rs")).unwrap();
     let bad: Vec<&str> = src
         .lines()

@@ -8,6 +8,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
+use std::collections::HashMap;
+
 use crate::common::*;
 
 fn run_dir(n: usize) -> PathBuf {
@@ -418,6 +420,22 @@ fn cpu_cause_matches_perf_script() {
     assert_eq!(trawl_crunch, n);
 }
 
+/// Rows as sorted lists of (column, value), sorted: the same rows in any
+/// order (SQL gives rows in the order its query asks for).
+fn same_rows(rows: &[HashMap<String, String>]) -> Vec<Vec<(String, String)>> {
+    let mut v: Vec<Vec<(String, String)>> = rows
+        .iter()
+        .map(|r| {
+            let mut kv: Vec<(String, String)> =
+                r.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+            kv.sort();
+            kv
+        })
+        .collect();
+    v.sort();
+    v
+}
+
 #[test]
 fn memory_and_io_causes_match_the_program_and_the_dump() {
     let cap = &runs()[0];
@@ -445,6 +463,20 @@ fn memory_and_io_causes_match_the_program_and_the_dump() {
     assert_eq!(g["regions"], "48");
     assert_eq!(g["app_line"], "phases.c:62");
     assert_eq!(rows[0]["app_function"], "grow_heap");
+    let from_sql = csv_maps(&trawl_ok(&[
+        "sql",
+        cap.to_str().unwrap(),
+        "--t0",
+        "exec:phases",
+        "--format",
+        "csv",
+        "SELECT * FROM cause_memory('memused_pct > 5', 'at', 'max')",
+    ]));
+    assert_eq!(
+        same_rows(&from_sql),
+        same_rows(&rows),
+        "cause_memory(...) = report cause --resource memory"
+    );
     // I/O: write_log's bytes = the 1 MiB writes to fd 3 in the dump from
     // one second before the range to its end.
     let lead = 1.0;
@@ -462,6 +494,22 @@ fn memory_and_io_causes_match_the_program_and_the_dump() {
             "exec:phases",
         ],
     ));
+    // The same from SQL: cause_io with the rule and lead as arguments.
+    let sql = trawl_ok(&[
+        "sql",
+        cap.to_str().unwrap(),
+        "--t0",
+        "exec:phases",
+        "--format",
+        "csv",
+        "SELECT * FROM cause_io('blocks_out > 100000', 'lead_ns', 1000000000)",
+    ]);
+    let from_sql = csv_maps(&sql);
+    assert_eq!(
+        same_rows(&from_sql),
+        same_rows(&rows),
+        "cause_io(...) = report cause --resource io"
+    );
     let w = rows
         .iter()
         .find(|m| m["app_function"] == "write_log")

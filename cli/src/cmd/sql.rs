@@ -10,6 +10,9 @@ pub(crate) struct SqlArgs {
     /// Read the query (or `;`-separated statements) from a file.
     #[arg(long, value_name = "FILE")]
     pub(crate) file: Option<PathBuf>,
+    /// The origin of `t_ns` (and of the time-window functions).
+    #[command(flatten)]
+    pub(crate) t0: T0Args,
     #[command(flatten)]
     pub(crate) out: OutputOpts,
 }
@@ -28,7 +31,7 @@ pub(crate) async fn sql(a: SqlArgs) -> Result<()> {
         }
     };
     let dirs: Vec<PathBuf> = args.iter().map(PathBuf::from).collect();
-    let s = Session::open(&dirs).await?;
+    let s = a.t0.open(&dirs).await?;
     let Some(df) = s.run_script(&query).await? else {
         bail!("no SQL statement given");
     };
