@@ -161,8 +161,11 @@ fn range_schema() -> SchemaRef {
 /// cause table functions.
 pub async fn register(s: &Session) -> Result<()> {
     s.register_lazy("_cause_range", range_schema(), |_| async { Ok(Vec::new()) })?;
-    crate::functions::register(s, &[&CAUSE_CPU, &CAUSE_MEMORY, &CAUSE_IO]).await
+    crate::functions::register(s, SPECS).await
 }
+
+/// The cause table functions.
+pub static SPECS: &[&Spec] = &[&CAUSE_CPU, &CAUSE_MEMORY, &CAUSE_IO];
 
 /// `_cause_range` of a call of `cause_cpu` or `cause_io`.
 fn cpu_inputs(

@@ -840,8 +840,11 @@ pub async fn register(s: &Session) -> Result<()> {
         let event = crate::analyses::choose_event(&s, None).await?;
         Ok(chain_rows(&s, &event, &[]).await?.1)
     })?;
-    crate::functions::register(s, &[&ENERGY_BY]).await
+    crate::functions::register(s, SPECS).await
 }
+
+/// The energy table functions.
+pub static SPECS: &[&Spec] = &[&ENERGY_BY];
 
 /// `energy_by(keys, ...)`: joules per domain and keys (`--by
 /// package,function`: one column per key), with the share of the domain's

@@ -184,19 +184,18 @@ pub static LBR_SEQUENCE: Spec = Spec {
 pub async fn register(s: &Session) -> Result<()> {
     s.run_script(BRANCH).await?;
     s.run_script(LBR_SAMPLE).await?;
-    crate::functions::register(
-        s,
-        &[
-            &LBR_SAMPLES,
-            &LBR_FUNCTIONS,
-            &LBR_SUMMARY,
-            &LBR_POINTS,
-            &LBR_SEQUENCE,
-            &LBR_TIMELINE,
-        ],
-    )
-    .await
+    crate::functions::register(s, SPECS).await
 }
+
+/// The LBR table functions.
+pub static SPECS: &[&Spec] = &[
+    &LBR_SAMPLES,
+    &LBR_FUNCTIONS,
+    &LBR_SUMMARY,
+    &LBR_POINTS,
+    &LBR_SEQUENCE,
+    &LBR_TIMELINE,
+];
 
 /// What `trawl report lbr` shows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -291,6 +291,21 @@ impl Session {
     }
 }
 
+/// Every analysis served as a SQL table function, by area: the stack
+/// analyses, LBR, memory and I/O from traced calls, memory logs, energy,
+/// exhaustion causes.
+pub fn specs() -> Vec<&'static functions::Spec> {
+    [
+        analyses::SPECS,
+        lbr::SPECS,
+        memory::SPECS,
+        memlog::SPECS,
+        energy::SPECS,
+        cause::SPECS,
+    ]
+    .concat()
+}
+
 /// A batch of named columns (a column is nullable when it holds nulls).
 pub fn batch_of(cols: Vec<(&str, datafusion::arrow::array::ArrayRef)>) -> Result<RecordBatch> {
     Ok(RecordBatch::try_from_iter(cols).map_err(datafusion::error::DataFusionError::from)?)

@@ -297,18 +297,17 @@ pub async fn register(s: &Session) -> Result<()> {
     s.run_script(OBJECT_USE).await?;
     s.run_script(REUSE_PAIR).await?;
     s.run_script(PAGE).await?;
-    crate::functions::register(
-        s,
-        &[
-            &PAGES,
-            &PAGE_REUSE_PAIRS,
-            &MEM_SYMBOLS,
-            &PAGE_REUSE,
-            &PAGE_REUSE_PLAN,
-        ],
-    )
-    .await
+    crate::functions::register(s, SPECS).await
 }
+
+/// The memory-log table functions.
+pub static SPECS: &[&Spec] = &[
+    &PAGES,
+    &PAGE_REUSE_PAIRS,
+    &PAGE_REUSE,
+    &PAGE_REUSE_PLAN,
+    &MEM_SYMBOLS,
+];
 
 /// The page size the capture's `mem_page` was built with (the largest when
 /// captures differ), or an error when there is no memory log.

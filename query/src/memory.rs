@@ -669,8 +669,11 @@ pub async fn register(s: &Session) -> Result<()> {
         |s| async move { regions(&s).await },
     )?;
     s.run_script(ATTRIBUTION).await?;
-    crate::functions::register(s, &[&LIVE_REGIONS, &UNFREED, &crate::io::IO_BYTES]).await
+    crate::functions::register(s, SPECS).await
 }
+
+/// The syscall table functions.
+pub static SPECS: &[&Spec] = &[&LIVE_REGIONS, &UNFREED, &crate::io::IO_BYTES];
 
 /// When to look at the regions: the end (unfreed memory), or a time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -302,9 +302,29 @@ fn functions_lists_every_analysis_and_each_runs() {
             "callers",
             "callees",
             "folded",
-            "timeline"
+            "timeline",
+            "lbr_samples",
+            "lbr_functions",
+            "lbr_summary",
+            "lbr_points",
+            "lbr_sequence",
+            "lbr_timeline",
+            "live_regions",
+            "unfreed",
+            "io_bytes",
+            "pages",
+            "page_reuse_pairs",
+            "page_reuse",
+            "page_reuse_plan",
+            "mem_symbols",
+            "energy_by",
+            "cause_cpu",
+            "cause_memory",
+            "cause_io",
         ]
     );
+    // The stack analyses run here; the others on their own fixtures
+    // (tests/sql/*.slt, energy.rs, phases.rs).
     for call in [
         "stack_weight()",
         "hotspots('function')",

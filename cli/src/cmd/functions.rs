@@ -21,7 +21,7 @@ pub fn run(a: Args) -> Result<()> {
     let mut how = StringBuilder::new();
     let mut ty = StringBuilder::new();
     let mut doc = StringBuilder::new();
-    for spec in trawl_query::analyses::SPECS {
+    for spec in trawl_query::specs() {
         func.append_value(spec.name);
         param.append_null();
         how.append_null();
