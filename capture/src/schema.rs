@@ -100,6 +100,20 @@ impl TableDef {
         ])))
     }
 
+    /// The schema a query session gives the table: a leading `capture`
+    /// column (the capture the row comes from), then the columns, without
+    /// the documentation metadata (plans that combine tables need equal
+    /// metadata on both sides).
+    pub fn session_schema(&self) -> SchemaRef {
+        let mut fields = vec![Field::new("capture", DataType::Utf8, false)];
+        fields.extend(
+            self.columns
+                .iter()
+                .map(|c| Field::new(c.name, c.ty.data_type(), c.nullable)),
+        );
+        Arc::new(Schema::new(fields))
+    }
+
     pub fn column_index(&self, name: &str) -> Option<usize> {
         self.columns.iter().position(|c| c.name == name)
     }
@@ -697,6 +711,72 @@ pub static TABLES: &[&TableDef] = &[
     &SYMBOL_FILE,
 ];
 
+// ------------------------------------------------------------ derived
+// Tables a query session computes from the stored ones the first time a
+// query reads them (trawl-query's lazy tables); never written to a capture.
+
+pub static MEMORY_REGION: TableDef = TableDef {
+    name: "memory_region",
+    doc: "Memory regions rebuilt by replaying the traced memory system calls (mmap, munmap, mremap, brk, fork/clone/vfork, execve, exits): one row per piece of a region over the interval it existed unchanged. `live_regions(at_ns)` and `unfreed(...)` read it.",
+    columns: &[
+        col!("pid", Int32, null, "Process whose address space holds the piece (whichever of its threads made the call)."),
+        col!("start", UInt64, "Address of the piece's first byte."),
+        col!("end", UInt64, "Address of the byte after the piece's last."),
+        col!("bytes", UInt64, "Size of the piece: end − start."),
+        col!("kind", Utf8, "`anon`, `file` (a file mapping) or `heap` (brk)."),
+        col!("path", Utf8, null, "File of a file mapping (strace -y)."),
+        col!("alloc_syscall_id", Int64, "The call that allocated the bytes (`syscall.syscall_id`); kept when mremap moves them or a fork copies them."),
+        col!("alloc_name", Utf8, "Name of the allocating call (mmap, mremap, brk, ...)."),
+        col!("stack_id", Int64, null, "Call stack of the allocating call (`stack.stack_id`)."),
+        col!("alloc_ns", Int64, null, "Time of the allocating call (syscall.time_ns's clock)."),
+        col!("from_ns", Int64, null, "Start of the interval this piece existed unchanged."),
+        col!("to_ns", Int64, null, "End of that interval; null: still there when the trace ended."),
+        col!("freed_by_syscall_id", Int64, null, "The call that ended the piece (munmap, mremap, brk, an overlapping mmap)."),
+        col!("end_reason", Utf8, null, "`freed`, `split` (partly freed; the rest continues as new pieces), `exit`, `exec`; null: alive at the end."),
+    ],
+};
+
+pub static TIME_BASE: TableDef = TableDef {
+    name: "time_base",
+    doc: "How each input of a capture is placed on the capture's relative time axis (`t_ns` of the `*_t` views): its offset from its own clock and the origin chosen with `--t0`.",
+    columns: &[
+        col!("source_id", Int32, "Input (`source.source_id`)."),
+        col!("clock", Utf8, "The input's clock (as `source.clock`)."),
+        col!("offset_ns", Int64, null, "Added to the input's times to give t_ns; null: the input cannot be placed (no UTC reference next to inputs that have one)."),
+        col!("aligned", Bool, "Whether the input is on the common axis."),
+        col!("origin_utc_ns", Int64, null, "The origin in UTC ns, when known."),
+        col!("origin", Utf8, "How the origin was found (first event, an exec, an instant)."),
+    ],
+};
+
+pub static SAMPLE_ENERGY: TableDef = TableDef {
+    name: "sample_energy",
+    doc: "Each RAPL interval's energy shared among the perf samples taken in it (seed document 004), for the event with most samples and period indicators; `energy_by(...)` computes it for other events, indicators and counters.",
+    columns: &[
+        col!("sample_id", Int64, null, "The sample (`perf_sample.sample_id`); null: energy of intervals without samples (unattributed)."),
+        col!("domain", Utf8, "RAPL domain (package, cores, dram, ...)."),
+        col!("joules", Float64, "The sample's share of the domain's energy, J."),
+        col!("cpu", Int32, null, "The sample's CPU."),
+        col!("package", Int32, null, "The package of that CPU (perf_cpu), or of the unattributed interval's counter."),
+    ],
+};
+
+pub static ENERGY_CHAIN: TableDef = TableDef {
+    name: "energy_chain",
+    doc: "Every energy counter of a capture (zone of an input) and whether it is the one read for its domain (and package): reading two counters of one domain would count the energy twice.",
+    columns: &[
+        col!("domain", Utf8, null, "RAPL domain of the counter (package, cores, dram, ...)."),
+        col!("package", Int32, null, "The package the counter is chosen for, when the domain is read per package."),
+        col!("source_id", Int32, null, "Input the counter was read from (`source.source_id`)."),
+        col!("zone", Utf8, null, "The counter (`energy.zone`)."),
+        col!("intervals", Int64, null, "Intervals (readings with a delta) of the counter."),
+        col!("chosen", Bool, null, "Whether this counter is the one read for its domain."),
+    ],
+};
+
+/// The derived tables, in the order `docs/tables.md` lists them.
+pub static DERIVED: &[&TableDef] = &[&TIME_BASE, &MEMORY_REGION, &SAMPLE_ENERGY, &ENERGY_CHAIN];
+
 pub fn table(name: &str) -> Option<&'static TableDef> {
     TABLES.iter().copied().find(|t| t.name == name)
 }
@@ -713,7 +793,14 @@ pub fn render_markdown() -> String {
     for t in TABLES {
         s.push_str(&format!("- [`{}`](#{})\n", t.name, t.name));
     }
-    for t in TABLES {
+    s.push_str("\nDerived tables (computed by a query session when first read, never stored): ");
+    let names: Vec<String> = DERIVED
+        .iter()
+        .map(|t| format!("[`{}`](#{})", t.name, t.name))
+        .collect();
+    s.push_str(&names.join(", "));
+    s.push_str(". The analyses (`trawl functions`) document their columns in their SQL files under `query/analyses/`.\n");
+    for t in TABLES.iter().chain(DERIVED) {
         s.push_str(&format!("\n## {}\n\n{}\n\n", t.name, t.doc));
         s.push_str("| column | type | null | description |\n|---|---|---|---|\n");
         for c in t.columns {
@@ -750,7 +837,7 @@ mod tests {
 
     #[test]
     fn every_column_is_documented_and_unique() {
-        for t in TABLES {
+        for t in TABLES.iter().chain(DERIVED) {
             assert!(!t.doc.is_empty(), "{}", t.name);
             let mut names = std::collections::HashSet::new();
             for c in t.columns {

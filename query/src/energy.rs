@@ -20,9 +20,7 @@ use std::sync::Arc;
 use datafusion::arrow::array::{
     Array, AsArray, Float64Builder, Int32Builder, Int64Builder, RecordBatch, StringBuilder,
 };
-use datafusion::arrow::datatypes::{
-    DataType, Field, Float64Type, Int32Type, Int64Type, Schema, SchemaRef,
-};
+use datafusion::arrow::datatypes::{DataType, Float64Type, Int32Type, Int64Type, SchemaRef};
 use datafusion::catalog::TableProvider;
 use datafusion::logical_expr::Expr;
 use datafusion::prelude::{ident, lit, DataFrame};
@@ -316,14 +314,7 @@ pub async fn sample_energy(
 
 /// The columns of `sample_energy`.
 pub fn sample_energy_schema() -> SchemaRef {
-    Arc::new(Schema::new(vec![
-        Field::new("capture", DataType::Utf8, false),
-        Field::new("sample_id", DataType::Int64, true),
-        Field::new("domain", DataType::Utf8, false),
-        Field::new("joules", DataType::Float64, false),
-        Field::new("cpu", DataType::Int32, true),
-        Field::new("package", DataType::Int32, true),
-    ]))
+    trawl_capture::schema::SAMPLE_ENERGY.session_schema()
 }
 
 /// The rows of `intervals` (capture, domain, t0, t1, uj, pkg, source_id,
@@ -545,15 +536,7 @@ pub async fn chain_rows(
 
 /// The columns of `energy_chain`.
 pub fn energy_chain_schema() -> SchemaRef {
-    Arc::new(Schema::new(vec![
-        Field::new("capture", DataType::Utf8, true),
-        Field::new("domain", DataType::Utf8, true),
-        Field::new("package", DataType::Int32, true),
-        Field::new("source_id", DataType::Int32, true),
-        Field::new("zone", DataType::Utf8, true),
-        Field::new("intervals", DataType::Int64, true),
-        Field::new("chosen", DataType::Boolean, true),
-    ]))
+    trawl_capture::schema::ENERGY_CHAIN.session_schema()
 }
 
 /// The package a power model or power samples are made for. With

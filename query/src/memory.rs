@@ -34,9 +34,7 @@ use std::sync::Arc;
 use datafusion::arrow::array::{
     Array, ArrayRef, AsArray, Int32Builder, Int64Builder, RecordBatch, StringBuilder, UInt64Builder,
 };
-use datafusion::arrow::datatypes::{
-    DataType, Field, Int32Type, Int64Type, Schema, SchemaRef, UInt64Type,
-};
+use datafusion::arrow::datatypes::{Int32Type, Int64Type, SchemaRef, UInt64Type};
 use datafusion::prelude::{lit, DataFrame};
 
 use crate::functions::{Kind, Param, Spec};
@@ -450,24 +448,10 @@ enum Step {
     Exit(Option<i32>, Option<i64>),
 }
 
+/// The columns of `memory_region` (its definition and column docs are
+/// trawl-capture's `MEMORY_REGION`).
 pub fn schema() -> SchemaRef {
-    Arc::new(Schema::new(vec![
-        Field::new("capture", DataType::Utf8, false),
-        Field::new("pid", DataType::Int32, true),
-        Field::new("start", DataType::UInt64, false),
-        Field::new("end", DataType::UInt64, false),
-        Field::new("bytes", DataType::UInt64, false),
-        Field::new("kind", DataType::Utf8, false),
-        Field::new("path", DataType::Utf8, true),
-        Field::new("alloc_syscall_id", DataType::Int64, false),
-        Field::new("alloc_name", DataType::Utf8, false),
-        Field::new("stack_id", DataType::Int64, true),
-        Field::new("alloc_ns", DataType::Int64, true),
-        Field::new("from_ns", DataType::Int64, true),
-        Field::new("to_ns", DataType::Int64, true),
-        Field::new("freed_by_syscall_id", DataType::Int64, true),
-        Field::new("end_reason", DataType::Utf8, true),
-    ]))
+    trawl_capture::schema::MEMORY_REGION.session_schema()
 }
 
 const CALLS: &str = "SELECT capture, syscall_id, pid, time_ns, CAST(name AS VARCHAR) AS name, args, retval, \

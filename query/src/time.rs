@@ -21,7 +21,7 @@ use std::sync::Arc;
 use datafusion::arrow::array::{
     Array, ArrayRef, AsArray, BooleanBuilder, Int32Builder, Int64Array, Int64Builder, StringBuilder,
 };
-use datafusion::arrow::datatypes::{DataType, Field, Int64Type, Schema, SchemaRef};
+use datafusion::arrow::datatypes::{DataType, Int64Type, SchemaRef};
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::logical_expr::{create_udf, ColumnarValue, Volatility};
 
@@ -322,15 +322,7 @@ pub fn utc_text(ns: i64) -> String {
 }
 
 fn time_base_schema() -> SchemaRef {
-    Arc::new(Schema::new(vec![
-        Field::new("capture", DataType::Utf8, false),
-        Field::new("source_id", DataType::Int32, false),
-        Field::new("clock", DataType::Utf8, false),
-        Field::new("offset_ns", DataType::Int64, true),
-        Field::new("aligned", DataType::Boolean, false),
-        Field::new("origin_utc_ns", DataType::Int64, true),
-        Field::new("origin", DataType::Utf8, false),
-    ]))
+    trawl_capture::schema::TIME_BASE.session_schema()
 }
 
 fn time_base_batch(caps: &[CaptureTime]) -> Result<RecordBatch> {
