@@ -38,7 +38,6 @@ use std::sync::Arc;
 
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::arrow::record_batch::RecordBatch;
-use datafusion::datasource::MemTable;
 use datafusion::prelude::*;
 
 pub use datafusion;
@@ -269,20 +268,6 @@ impl Session {
     /// Collects a data frame.
     pub async fn collect(df: DataFrame) -> Result<Vec<RecordBatch>> {
         Ok(df.collect().await?)
-    }
-
-    /// Registers computed rows as the in-memory table `name`, replacing
-    /// one of that name.
-    pub fn register_rows(
-        &self,
-        name: &str,
-        schema: SchemaRef,
-        batches: Vec<RecordBatch>,
-    ) -> Result<()> {
-        let _ = self.ctx.deregister_table(name);
-        self.ctx
-            .register_table(name, Arc::new(MemTable::try_new(schema, vec![batches])?))?;
-        Ok(())
     }
 
     /// The capture directories of this session.

@@ -5,11 +5,12 @@
 //!   multiple linear regression `watts = a + Σ c_i · rate_i` (least
 //!   squares), returning `{intercept, coefficients, r2, n}`. Rows with a
 //!   null or non-finite value are left out.
-//! - [`model_intervals`]: the table `power_interval`, one row per interval
+//! - [`model_intervals`]: the rows a model is fitted on, one per interval
 //!   of a domain's energy counter: its energy, watts and each event's rate
 //!   (the counter's increase read at the samples in the interval, or the
 //!   sampled periods when the event is sampled, not read).
-//! - [`fit`]: coefficients, R², R_i = P / c_i (§3.3, Table 3).
+//! - [`fit`] (the same least squares as `power_fit`) and [`fit_table`]:
+//!   coefficients, R², R_i = P / c_i (§3.3, Table 3).
 //! - [`power_samples`]: samples of several events merged in time order and
 //!   cut into runs whose modelled energy reaches a target P (§3.5); each
 //!   run is a power datum whose measured energy (the RAPL counter over the
@@ -327,11 +328,14 @@ pub struct ModelSource {
     pub how: Vec<(String, &'static str)>,
 }
 
-/// Registers `power_interval` (t_ns (end), seconds, joules, watts,
+/// The intervals a model is fitted on (t_ns (end), seconds, joules, watts,
 /// rate_1 … rate_k: events/s of `input.events` in order), one row per run
 /// of consecutive counter intervals spanning `window_ns` (a last shorter
-/// run is dropped).
-pub async fn model_intervals(s: &Session, input: &ModelInput) -> Result<ModelSource> {
+/// run is dropped), in time order.
+pub async fn model_intervals(
+    s: &Session,
+    input: &ModelInput,
+) -> Result<(ModelSource, RecordBatch)> {
     let event = match &input.event {
         Some(e) => e.clone(),
         None => {
@@ -470,61 +474,65 @@ pub async fn model_intervals(s: &Session, input: &ModelInput) -> Result<ModelSou
         cols.push((name, Arc::new(r.finish())));
     }
     let batch = crate::batch_of(cols)?;
-    s.register_rows("power_interval", batch.schema(), vec![batch])?;
-    Ok(ModelSource { event, chain, how })
+    Ok((ModelSource { event, chain, how }, batch))
 }
 
-/// Fits the model over `power_interval` with the SQL aggregate.
-pub async fn fit(s: &Session, k: usize) -> Result<Fit> {
-    let args: Vec<String> = (1..=k).map(|j| format!("rate_{j}")).collect();
-    let q = format!(
-        "SELECT f.intercept, f.coefficients, f.r2, f.n FROM (SELECT power_fit(watts, {}) AS f FROM power_interval)",
-        args.join(", ")
-    );
-    let b = s.sql(&q).await?.collect().await?;
-    let b = b
-        .first()
-        .filter(|b| b.num_rows() == 1)
-        .ok_or_else(|| Error::Usage("no intervals to fit".into()))?;
-    let n = b.column(3).as_primitive::<Int64Type>().value(0) as usize;
-    if b.column(0).is_null(0) {
-        return Err(Error::Usage(format!(
-            "the model cannot be fitted on {n} intervals: fewer intervals than terms, or an event whose rate is constant or a combination of the others"
-        )));
+/// Column `name` of the model intervals as doubles.
+fn interval_column(b: &RecordBatch, name: &str) -> Result<Vec<f64>> {
+    let c = b
+        .column_by_name(name)
+        .ok_or_else(|| Error::Usage(format!("no column {name} in the model intervals")))?;
+    Ok(crate::float_values(c)
+        .into_iter()
+        .map(|v| v.unwrap_or(f64::NAN))
+        .collect())
+}
+
+/// Fits `watts = intercept + Σ c_j rate_j` over the model intervals by
+/// least squares ([`ols`], the computation of the SQL aggregate
+/// `power_fit`); rows with a missing or infinite value are left out.
+pub fn fit(intervals: &RecordBatch, k: usize) -> Result<Fit> {
+    let mut cols = vec![interval_column(intervals, "watts")?];
+    for j in 1..=k {
+        cols.push(interval_column(intervals, &format!("rate_{j}"))?);
     }
-    let l = b.column(1).as_list::<i32>().value(0);
-    Ok(Fit {
-        intercept: b.column(0).as_primitive::<Float64Type>().value(0),
-        coef: l.as_primitive::<Float64Type>().values().to_vec(),
-        r2: b.column(2).as_primitive::<Float64Type>().value(0),
-        n,
+    let mut rows = Vec::new();
+    for i in 0..intervals.num_rows() {
+        if cols.iter().all(|c| c[i].is_finite()) {
+            rows.extend(cols.iter().map(|c| c[i]));
+        }
+    }
+    let n = rows.len() / (k + 1);
+    if n == 0 {
+        return Err(Error::Usage("no intervals to fit".into()));
+    }
+    ols(&rows, k).ok_or_else(|| {
+        Error::Usage(format!(
+            "the model cannot be fitted on {n} intervals: fewer intervals than terms, or an event whose rate is constant or a combination of the others"
+        ))
     })
 }
 
 /// The fit as a table: one row per term (intercept in W, events in J per
 /// event) with the mean rate, the watts it explains at that rate, the
 /// sampling interval R_i = P / c_i and the samples per second it gives.
-pub async fn fit_table(
-    s: &Session,
+pub fn fit_table(
+    intervals: &RecordBatch,
     events: &[String],
     f: &Fit,
     target_j: f64,
 ) -> Result<RecordBatch> {
     let k = events.len();
-    let args: Vec<String> = (1..=k)
-        .map(|j| format!("sum(rate_{j} * seconds) / sum(seconds) AS m{j}"))
-        .collect();
-    let b = s
-        .sql(&format!(
-            "SELECT {}, sum(joules) / sum(seconds) AS w FROM power_interval",
-            args.join(", ")
-        ))
-        .await?
-        .collect()
-        .await?;
-    let mean: Vec<f64> = (0..=k)
-        .map(|j| b[0].column(j).as_primitive::<Float64Type>().value(0))
-        .collect();
+    // Time-weighted means: each rate over the intervals' seconds, then the
+    // measured watts (joules over seconds).
+    let secs = interval_column(intervals, "seconds")?;
+    let total: f64 = secs.iter().sum();
+    let mut mean = Vec::with_capacity(k + 1);
+    for j in 1..=k {
+        let r = interval_column(intervals, &format!("rate_{j}"))?;
+        mean.push(r.iter().zip(&secs).map(|(r, s)| r * s).sum::<f64>() / total);
+    }
+    mean.push(interval_column(intervals, "joules")?.iter().sum::<f64>() / total);
     let (mut term, mut coef, mut rate, mut w, mut ri, mut sps, mut r2, mut n) = (
         StringBuilder::new(),
         Float64Builder::new(),
@@ -726,12 +734,15 @@ fn count_runs(times: &[i64], n: usize) -> Vec<Datum> {
 }
 
 /// Merges the samples of every subset of the events into power data and
-/// groups the time-based samples N at a time; registers `power_datum`
-/// (method, events, n_events, datum, t_start_ns, t_end_ns, samples,
-/// predicted_j, measured_j) and returns the summary per method and
-/// subset: data, mean, standard deviation, share within ±5 % and ±10 % of
-/// the target, mean error.
-pub async fn power_samples(s: &Session, input: &PowerSamplesInput) -> Result<RecordBatch> {
+/// groups the time-based samples N at a time; returns the summary per
+/// method and subset (data, mean, standard deviation, share within ±5 %
+/// and ±10 % of the target, mean error) and the power data (method,
+/// events, n_events, datum, t_start_ns, t_end_ns, samples, predicted_j,
+/// measured_j).
+pub async fn power_samples(
+    s: &Session,
+    input: &PowerSamplesInput,
+) -> Result<(RecordBatch, RecordBatch)> {
     let crate::energy::DomainCounter {
         chain,
         on_cpus,
@@ -834,7 +845,7 @@ pub async fn power_samples(s: &Session, input: &PowerSamplesInput) -> Result<Rec
             }
         }
     }
-    // power_datum and the summary.
+    // The data rows and the summary.
     let (mut m, mut ev, mut ne, mut di, mut ts, mut te, mut ns, mut pr, mut me) = (
         StringBuilder::new(),
         StringBuilder::new(),
@@ -933,8 +944,7 @@ pub async fn power_samples(s: &Session, input: &PowerSamplesInput) -> Result<Rec
         ("predicted_j", Arc::new(pr.finish())),
         ("measured_j", Arc::new(me.finish())),
     ])?;
-    s.register_rows("power_datum", batch.schema(), vec![batch])?;
-    crate::batch_of(vec![
+    let summary = crate::batch_of(vec![
         ("method", Arc::new(sm.finish())),
         ("events", Arc::new(sev.finish())),
         ("n_events", Arc::new(sne.finish())),
@@ -945,7 +955,8 @@ pub async fn power_samples(s: &Session, input: &PowerSamplesInput) -> Result<Rec
         ("within_10_pct", Arc::new(s10.finish())),
         ("mean_error_pct", Arc::new(serr.finish())),
         ("mean_span_ms", Arc::new(sspan.finish())),
-    ])
+    ])?;
+    Ok((summary, batch))
 }
 
 /// A text list parameter.
@@ -996,27 +1007,16 @@ pub async fn sampled_events(s: &Session, time_event: &str) -> Result<Vec<String>
     .await
 }
 
-/// Measured energy of the power data of one subset (`power_datum.events`).
-pub async fn datum_values(s: &Session, events: &str) -> Result<Vec<f64>> {
-    let mut v = Vec::new();
-    for b in s
-        .sql_with(
-            "SELECT measured_j FROM power_datum WHERE events = $events ORDER BY datum",
-            &[("events", ScalarValue::from(events))],
-        )
-        .await?
+/// Measured energy of the power data of one subset (`events` as in the
+/// data rows of [`power_samples`]), in order of data.
+pub fn datum_values(data: &RecordBatch, events: &str) -> Vec<f64> {
+    let ev = crate::string_values(data.column(1));
+    let measured = crate::float_values(data.column(8));
+    ev.iter()
+        .zip(measured)
+        .filter(|(e, _)| e.as_deref() == Some(events))
+        .filter_map(|(_, m)| m)
         .collect()
-        .await?
-    {
-        v.extend(
-            b.column(0)
-                .as_primitive::<Float64Type>()
-                .values()
-                .iter()
-                .copied(),
-        );
-    }
-    Ok(v)
 }
 
 #[cfg(test)]

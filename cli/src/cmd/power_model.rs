@@ -73,7 +73,7 @@ pub(crate) async fn report_power_model(a: PowerModelArgs) -> Result<()> {
         window_ns: trawl_query::time::parse_duration_ns(&a.window)?,
         package: a.counter.package,
     };
-    let src = power::model_intervals(&s, &input).await?;
+    let (src, intervals) = power::model_intervals(&s, &input).await?;
     eprintln!(
         "{}: {}{} from {} ({} intervals); rates from {} at the {} samples{}",
         src.chain.capture,
@@ -96,10 +96,9 @@ pub(crate) async fn report_power_model(a: PowerModelArgs) -> Result<()> {
             .unwrap_or_default()
     );
     if a.intervals {
-        let df = s.sql("SELECT * FROM power_interval ORDER BY t_ns").await?;
-        return output::write(&df.collect().await?, &a.out);
+        return output::write(&[intervals], &a.out);
     }
-    let fit = power::fit(&s, events.len()).await?;
-    let table = power::fit_table(&s, &events, &fit, a.target).await?;
+    let fit = power::fit(&intervals, events.len())?;
+    let table = power::fit_table(&intervals, &events, &fit, a.target)?;
     output::write(&[table], &a.out)
 }

@@ -100,10 +100,10 @@ pub(crate) async fn report_power_samples(a: PowerSamplesArgs) -> Result<()> {
             window_ns: trawl_query::time::parse_duration_ns(&a.window)?,
             package: a.counter.package,
         };
-        power::model_intervals(&s, &input)
+        let (_, intervals) = power::model_intervals(&s, &input)
             .await
             .context("fitting the power model (or give it with --coef and --intercept)")?;
-        let f = power::fit(&s, events.len()).await?;
+        let f = power::fit(&intervals, events.len())?;
         model.intercept_w = f.intercept;
         for (e, c) in events.iter().zip(&f.coef) {
             model.coef.insert(e.clone(), *c);
@@ -130,17 +130,20 @@ pub(crate) async fn report_power_samples(a: PowerSamplesArgs) -> Result<()> {
         zones: a.counter.zone.clone(),
         package: a.counter.package,
     };
-    let summary = power::power_samples(&s, &input).await?;
+    let (summary, data) = power::power_samples(&s, &input).await?;
     if let Some(path) = &a.plot {
-        plot_power_data(&s, &summary, path, a.target).await?;
+        plot_power_data(&summary, &data, path, a.target)?;
         eprintln!("wrote {}", path.display());
     }
     match a.view {
         PowerView::Summary => output::write(&[summary], &a.out),
         PowerView::Data => {
-            let df = s
-                .sql("SELECT * FROM power_datum ORDER BY n_events DESC, events, datum")
-                .await?;
+            use trawl_query::datafusion::prelude::col;
+            let df = s.ctx.read_batch(data)?.sort(vec![
+                col("n_events").sort(false, true),
+                col("events").sort(true, true),
+                col("datum").sort(true, true),
+            ])?;
             output::write(&df.collect().await?, &a.out)
         }
     }
@@ -148,9 +151,9 @@ pub(crate) async fn report_power_samples(a: PowerSamplesArgs) -> Result<()> {
 
 /// Histograms of the best subset's data (most within ±10 %, then the
 /// smallest mean error) and of each time-based grouping.
-pub(crate) async fn plot_power_data(
-    s: &Session,
+pub(crate) fn plot_power_data(
     summary: &trawl_query::datafusion::arrow::array::RecordBatch,
+    data: &trawl_query::datafusion::arrow::array::RecordBatch,
     path: &Path,
     target: f64,
 ) -> Result<()> {
@@ -177,7 +180,7 @@ pub(crate) async fn plot_power_data(
     }
     let mut hist = Vec::new();
     for p in panels {
-        let v = trawl_query::power::datum_values(s, &p).await?;
+        let v = trawl_query::power::datum_values(data, &p);
         hist.push((p, v));
     }
     plot::histograms(path, "energy per power datum (J)", &hist, target)
