@@ -354,14 +354,7 @@ impl SampleFilter {
 /// A call of the registered analysis `name` with these arguments, as a
 /// data frame (the same plan `SELECT * FROM name(...)` gives).
 pub async fn call(s: &Session, name: &str, args: &[Expr]) -> Result<DataFrame> {
-    let f = s.ctx.table_function(name)?;
-    let Some(f) = (f.function().as_ref() as &dyn std::any::Any)
-        .downcast_ref::<crate::functions::SqlFunction>()
-    else {
-        return Err(Error::Usage(format!("{name} is not a SQL analysis")));
-    };
-    let plan = f.call_plan(&f.bind(args)?)?;
-    Ok(DataFrame::new(s.ctx.state(), plan))
+    call_with_tables(s, name, args, Vec::new()).await
 }
 
 /// [`call`], with the tables named in `tables` read from the providers

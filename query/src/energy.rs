@@ -12,8 +12,10 @@
 //! cores and LLC misses for DRAM). Energy of an interval with no samples
 //! (or all indicators zero) is kept as `[unattributed]`.
 //!
-//! The sweep is Rust (two sorted streams); [`sample_energy`] registers its
-//! result as the table `sample_energy` and the report is SQL over it.
+//! The sweep is Rust (two sorted streams): [`sample_energy`] gives the
+//! rows of the lazy table `sample_energy`; the report is the table
+//! function `energy_by(...)` (`analyses/energy/energy_by.sql`), SQL over
+//! the rows computed for its arguments.
 
 use std::sync::Arc;
 

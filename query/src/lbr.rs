@@ -65,11 +65,6 @@ impl Method {
             Method::Cycles => "cycles",
         }
     }
-
-    /// The argument of `lbr_samples(...)` as SQL text (a literal).
-    pub fn sql(self) -> String {
-        format!("'{}'", self.name())
-    }
 }
 
 const METHOD: Param = Param {

@@ -3,8 +3,10 @@
 //! DataFusion over the Parquet tables of one or more captures, plus named
 //! analyses written as SQL (`analyses/<area>/<name>.sql`).
 //!
-//! Principal types: [`Session`] (tables of the captures registered as SQL
-//! views with a `capture` column), [`analyses`] (hotspots, ...).
+//! Principal types: [`Session`] (each table of all its captures as one
+//! table with a leading `capture` column, derived tables computed when
+//! first read), [`functions`] (analyses as SQL table functions; every one
+//! is listed by [`specs`]), [`analyses`] (hotspots, ...).
 //!
 //! ```no_run
 //! # async fn f() -> Result<(), trawl_query::Error> {
