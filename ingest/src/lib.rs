@@ -30,6 +30,7 @@ pub mod dict_codes;
 pub mod energy;
 mod error;
 pub mod int_pages;
+pub mod intern;
 pub mod memlog;
 pub mod metrics;
 pub mod perf;

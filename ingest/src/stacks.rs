@@ -11,6 +11,7 @@ use arrow::array::{
 };
 use arrow::datatypes::Int32Type;
 
+use crate::intern::SliceMap;
 use crate::schema;
 use crate::writer::{CaptureWriter, TableWriter};
 use crate::Result;
@@ -52,8 +53,10 @@ pub struct StackTables {
     frames_out: TableWriter,
     pub modules: Vec<ModuleInfo>,
     module_ids: HashMap<(String, Option<String>), i64>,
-    frame_ids: HashMap<(i64, u64, &'static str, bool), i64>,
-    stack_ids: HashMap<Vec<i64>, i64>,
+    /// Frames by (module, rel_pc, index in `contexts`, is_return).
+    frame_ids: HashMap<(i64, u64, u8, bool), i64>,
+    contexts: Vec<&'static str>,
+    stack_ids: SliceMap<i64, i64>,
 }
 
 fn a<B: arrow::array::ArrayBuilder>(b: &mut B) -> ArrayRef {
@@ -70,7 +73,8 @@ impl StackTables {
             modules: Vec::new(),
             module_ids: HashMap::default(),
             frame_ids: HashMap::default(),
-            stack_ids: HashMap::default(),
+            contexts: Vec::new(),
+            stack_ids: SliceMap::default(),
         })
     }
 
@@ -109,7 +113,7 @@ impl StackTables {
         pid: Option<i32>,
         ip: Option<u64>,
     ) -> i64 {
-        let key = (module, rel_pc, context, is_return);
+        let key = (module, rel_pc, self.context_code(context), is_return);
         if let Some(&id) = self.frame_ids.get(&key) {
             return id;
         }
@@ -127,6 +131,22 @@ impl StackTables {
         id
     }
 
+    /// A small number per callchain context (there are a handful).
+    #[inline]
+    fn context_code(&mut self, context: &'static str) -> u8 {
+        match self
+            .contexts
+            .iter()
+            .position(|c| std::ptr::eq(*c, context) || *c == context)
+        {
+            Some(i) => i as u8,
+            None => {
+                self.contexts.push(context);
+                (self.contexts.len() - 1) as u8
+            }
+        }
+    }
+
     /// The id of the stack of `frames` (leaf first), added when new.
     pub fn stack(&mut self, frames: &[i64]) -> i64 {
         if let Some(&id) = self.stack_ids.get(frames) {
@@ -139,7 +159,7 @@ impl StackTables {
             self.stacks.frame_id.append_value(*f);
             self.stacks.rows += 1;
         }
-        self.stack_ids.insert(frames.to_vec(), id);
+        self.stack_ids.insert_new(frames, id);
         id
     }
 

@@ -19,6 +19,7 @@ use arrow::array::{
 use arrow::datatypes::{DataType, Field, Int32Type, Int64Type, UInt32Type, UInt64Type};
 
 use crate::columns::{DictKeys, OptBinary, OptPrim, Prim};
+use crate::intern::SliceMap;
 use crate::stacks::StackTables;
 
 use super::header::{flag, hex, EventDesc, Metadata};
@@ -479,7 +480,7 @@ pub struct PerfConverter {
     kgen: u64,
     /// Raw callchain (with the generations of the address spaces it was
     /// resolved in) → stack id: repeated stacks skip frame resolution.
-    raw_stacks: HashMap<Box<[u8]>, (i64, Option<i64>)>,
+    raw_stacks: SliceMap<u8, (i64, Option<i64>)>,
     raw_key: Vec<u8>,
     /// Dictionary key of each event's name in `perf_sample.event`.
     event_keys: Vec<i32>,
@@ -544,7 +545,7 @@ impl PerfConverter {
             kernel_space: HashMap::default(),
             next_gen: 0,
             kgen: u64::MAX,
-            raw_stacks: HashMap::default(),
+            raw_stacks: SliceMap::default(),
             raw_key: Vec::new(),
             event_keys: Vec::new(),
             unwinder: None,
@@ -953,10 +954,9 @@ impl PerfConverter {
                     // Only a cache: bounded so that recordings of many
                     // short-lived processes do not grow it without end.
                     if self.raw_stacks.len() >= RAW_STACK_CACHE {
-                        self.raw_stacks = HashMap::default();
+                        self.raw_stacks.clear();
                     }
-                    self.raw_stacks
-                        .insert(self.raw_key.as_slice().into(), (id, user));
+                    self.raw_stacks.insert_new(&self.raw_key, (id, user));
                 }
                 (id, user)
             }
