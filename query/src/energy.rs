@@ -28,7 +28,7 @@ use datafusion::logical_expr::Expr;
 use datafusion::prelude::{ident, lit, DataFrame};
 use datafusion::scalar::ScalarValue;
 
-use crate::functions::{Bound, Kind, Param, Spec};
+use crate::functions::{text, texts, Bound, Kind, Param, Spec};
 
 use crate::{Error, Result, Session};
 
@@ -736,30 +736,6 @@ pub static ENERGY_BY: Spec = Spec {
     columns: Some(energy_columns),
     inputs: Some(energy_inputs),
 };
-
-fn text(b: &Bound, name: &str) -> Option<String> {
-    match b.get(name) {
-        Some(ScalarValue::Utf8(Some(v))) => Some(v.clone()),
-        _ => None,
-    }
-}
-
-fn texts(b: &Bound, name: &str) -> datafusion::error::Result<Vec<String>> {
-    Ok(match b.get(name) {
-        Some(ScalarValue::List(a)) if !a.is_null(0) => {
-            ScalarValue::convert_array_to_scalar_vec(a.as_ref())?
-                .into_iter()
-                .flatten()
-                .flatten()
-                .filter_map(|v| match v {
-                    ScalarValue::Utf8(Some(s)) => Some(s),
-                    _ => None,
-                })
-                .collect()
-        }
-        _ => Vec::new(),
-    })
-}
 
 /// The keys' columns (`k1 AS function`, ...), each key once.
 fn energy_columns(b: &Bound) -> datafusion::error::Result<Vec<Expr>> {

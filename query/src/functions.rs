@@ -87,6 +87,48 @@ pub struct Param {
 /// NULL when not given).
 pub type Bound = HashMap<&'static str, ScalarValue>;
 
+/// A call's text argument `name`.
+pub(crate) fn text(b: &Bound, name: &str) -> Option<String> {
+    match b.get(name) {
+        Some(ScalarValue::Utf8(Some(v))) => Some(v.clone()),
+        _ => None,
+    }
+}
+
+/// A call's text list argument `name` (empty when not given).
+pub(crate) fn texts(b: &Bound, name: &str) -> DfResult<Vec<String>> {
+    Ok(match b.get(name) {
+        Some(ScalarValue::List(a)) if !datafusion::arrow::array::Array::is_null(a.as_ref(), 0) => {
+            ScalarValue::convert_array_to_scalar_vec(a.as_ref())?
+                .into_iter()
+                .flatten()
+                .flatten()
+                .filter_map(|v| match v {
+                    ScalarValue::Utf8(Some(s)) => Some(s),
+                    _ => None,
+                })
+                .collect()
+        }
+        _ => Vec::new(),
+    })
+}
+
+/// A call's integer argument `name`.
+pub(crate) fn int(b: &Bound, name: &str) -> Option<i64> {
+    match b.get(name) {
+        Some(ScalarValue::Int64(v)) => *v,
+        _ => None,
+    }
+}
+
+/// A call's number argument `name`.
+pub(crate) fn float(b: &Bound, name: &str) -> Option<f64> {
+    match b.get(name) {
+        Some(ScalarValue::Float64(v)) => *v,
+        _ => None,
+    }
+}
+
 /// Tables an analysis reads that a call computes from its arguments (in
 /// Rust): each replaces the scans of the registered table of that name
 /// (which holds the rows for the default arguments) in the call's plan.

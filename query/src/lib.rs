@@ -30,6 +30,7 @@ pub mod lbr;
 pub mod memlog;
 pub mod memory;
 pub mod power;
+pub mod power_calls;
 pub mod ranges;
 pub mod tables;
 pub mod time;
@@ -177,6 +178,7 @@ impl Session {
         memlog::register(&s).await?;
         ranges::register(&s).await?;
         power::register(&s).await?;
+        power_calls::register(&s).await?;
         energy::register(&s).await?;
         cause::register(&s).await?;
         Ok(s)
@@ -202,6 +204,17 @@ impl Session {
 
     /// Registers a derived table computed by `compute` the first time a
     /// query scans it.
+    /// Registers `table` as `name` (replacing a table of that name).
+    pub(crate) fn register_provider(
+        &self,
+        name: &str,
+        table: Arc<dyn datafusion::catalog::TableProvider>,
+    ) -> Result<()> {
+        let _ = self.ctx.deregister_table(name);
+        self.ctx.register_table(name, table)?;
+        Ok(())
+    }
+
     pub(crate) fn register_lazy<F, Fut>(
         &self,
         name: &'static str,
@@ -213,9 +226,7 @@ impl Session {
         Fut: std::future::Future<Output = Result<Vec<RecordBatch>>> + Send + 'static,
     {
         let table = tables::LazyTable::new(name, schema, self.shared.clone(), compute);
-        let _ = self.ctx.deregister_table(name);
-        self.ctx.register_table(name, Arc::new(table))?;
-        Ok(())
+        self.register_provider(name, Arc::new(table))
     }
 
     /// The captures of this session.
@@ -289,6 +300,7 @@ pub fn specs() -> Vec<&'static functions::Spec> {
         memlog::SPECS,
         energy::SPECS,
         cause::SPECS,
+        power_calls::SPECS,
     ]
     .concat()
 }

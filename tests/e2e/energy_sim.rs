@@ -289,6 +289,96 @@ fn simulated_power_model_coefficients_within_1pct() {
 }
 
 #[test]
+fn power_functions_from_sql_are_the_reports() {
+    // The power reports are their table functions plus formatting: the
+    // same rows from `trawl sql` (values as printed to CSV).
+    let s = sim();
+    let cap = s.cap.to_str().unwrap();
+    let report = csv_rows(&trawl_ok(&[
+        "report",
+        "power-model",
+        cap,
+        "--format",
+        "csv",
+        "--window",
+        "20ms",
+    ]));
+    let sql = csv_rows(&trawl_ok(&[
+        "sql",
+        cap,
+        "SELECT term, coefficient, mean_rate_per_s, mean_watts, interval_events, samples_per_s, r2, intervals \
+         FROM power_model('window_ns', 20000000)",
+        "--format",
+        "csv",
+    ]));
+    assert_eq!(report, sql);
+    assert_eq!(
+        report.len(),
+        s.cfg.events.len() + 2,
+        "intercept, events, measured"
+    );
+    // Each event's rates were read at the samples (the simulated group).
+    let from = sql_rows(
+        &s.cap,
+        "SELECT DISTINCT rates_from FROM power_model() WHERE term NOT IN ('intercept', 'measured')",
+    );
+    assert_eq!(from, [["read"]]);
+    // power_intervals: one row per interval and event; the intervals are
+    // the model's (its `intervals` column), each event's mean rate over
+    // them weighted by seconds is the model's mean rate.
+    let n_iv = sql_scalar(&s.cap, "SELECT count(DISTINCT t_ns) FROM power_intervals()");
+    let n_model = sql_scalar(&s.cap, "SELECT max(intervals) FROM power_model()");
+    assert_eq!(n_iv, n_model);
+    let check = sql_rows(
+        &s.cap,
+        "SELECT count(*) FROM (SELECT event, sum(rate_per_s * seconds) / sum(seconds) AS r FROM power_intervals() GROUP BY event) i \
+         JOIN power_model() m ON m.term = i.event WHERE abs(i.r - m.mean_rate_per_s) <= 1e-6 * m.mean_rate_per_s",
+    );
+    assert_eq!(check, [[s.cfg.events.len().to_string()]]);
+    // power_samples / power_data with the model given: the report's rows.
+    let ev = &s.cfg.events[0];
+    let coef = format!("{}={}", ev.name, ev.coef);
+    let report = csv_rows(&trawl_ok(&[
+        "report",
+        "power-samples",
+        cap,
+        "--format",
+        "csv",
+        "--events",
+        &ev.name,
+        "--coef",
+        &coef,
+        "--intercept",
+        "4",
+        "--group",
+        "10",
+    ]));
+    let args = format!(
+        "'events', '{}', 'coef', '{coef}', 'intercept_w', 4.0, 'group', 10",
+        ev.name
+    );
+    let sql = csv_rows(&trawl_ok(&[
+        "sql",
+        cap,
+        &format!("SELECT * FROM power_samples({args})"),
+        "--format",
+        "csv",
+    ]));
+    assert_eq!(report, sql);
+    // 1 event: one subset, the best time-based count and x10.
+    assert_eq!(report.len(), 3, "{report:?}");
+    // The data's count per subset is the summary's `data`.
+    let per = sql_rows(
+        &s.cap,
+        &format!(
+            "SELECT count(*) FROM (SELECT events, count(*) AS n FROM power_data({args}) GROUP BY events) d \
+             JOIN power_samples({args}) m USING (events) WHERE d.n = m.data"
+        ),
+    );
+    assert_eq!(per, [["3"]]);
+}
+
+#[test]
 fn power_fit_aggregate_hand_worked() {
     let s = sim();
     // y = 1, 3, 2, 4 at x = 0, 1, 2, 3: slope 4 / 5 = 0.8, intercept

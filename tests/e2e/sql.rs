@@ -321,10 +321,14 @@ fn functions_lists_every_analysis_and_each_runs() {
             "cause_cpu",
             "cause_memory",
             "cause_io",
+            "power_model",
+            "power_intervals",
+            "power_samples",
+            "power_data",
         ]
     );
     // The stack analyses run here; the others on their own fixtures
-    // (tests/sql/*.slt, energy.rs, phases.rs).
+    // (tests/sql/*.slt, energy.rs, energy_sim.rs, phases.rs).
     for call in [
         "stack_weight()",
         "hotspots('function')",

@@ -1,6 +1,7 @@
 //! `trawl report power-model`: document 004's power model fit.
 
 use crate::*;
+use trawl_query::datafusion::arrow::array::RecordBatch;
 
 /// The energy counter a power command models.
 #[derive(Args)]
@@ -40,8 +41,9 @@ pub(crate) struct PowerModelArgs {
     /// one step whatever their length); `0` fits the raw intervals.
     #[arg(long, default_value = "10ms")]
     pub(crate) window: String,
-    /// Print the intervals fitted on instead (t_ns, seconds, joules,
-    /// watts, rate_1 … rate_k).
+    /// Print the intervals fitted on instead, one row per interval and
+    /// event (`power_intervals(...)`: t_ns, seconds, joules, watts, term,
+    /// event, rate_per_s).
     #[arg(long)]
     pub(crate) intervals: bool,
     #[command(flatten)]
@@ -49,56 +51,59 @@ pub(crate) struct PowerModelArgs {
 }
 
 pub(crate) async fn report_power_model(a: PowerModelArgs) -> Result<()> {
-    use trawl_query::power;
-    if !(a.target.is_finite() && a.target > 0.0) {
-        bail!(
-            "--target {}: expected a positive energy in joules",
-            a.target
-        );
-    }
+    use trawl_query::power_calls;
     let s = Session::open(&a.captures).await?;
-    let events = if a.events.is_empty() {
-        trawl_query::power::read_events(&s).await?
-    } else {
-        a.events.clone()
-    };
-    if events.is_empty() {
-        bail!("no counters read at the samples: name the events with --events (sampled events count by their periods)");
-    }
-    let input = power::ModelInput {
-        events: events.clone(),
+    let input = trawl_query::power::ModelInput {
+        events: a.events.clone(),
         domain: a.counter.domain.clone(),
         zones: a.counter.zone.clone(),
         event: a.event.clone(),
         window_ns: trawl_query::time::parse_duration_ns(&a.window)?,
         package: a.counter.package,
     };
-    let (src, intervals) = power::model_intervals(&s, &input).await?;
-    eprintln!(
-        "{}: {}{} from {} ({} intervals); rates from {} at the {} samples{}",
-        src.chain.capture,
-        src.chain.domain,
-        a.counter
-            .package
+    if a.intervals {
+        let rows = power_calls::intervals(&s, &input).await?.collect().await?;
+        return output::write(&rows, &a.out);
+    }
+    let rows = power_calls::model(&s, &input, a.target)
+        .await?
+        .collect()
+        .await?;
+    eprintln!("{}", model_note(&rows, a.counter.package));
+    // The terms; where the model came from is the note above.
+    let shown = rows
+        .iter()
+        .map(|b| b.project(&(0..8).collect::<Vec<_>>()))
+        .collect::<Result<Vec<_>, _>>()?;
+    output::write(&shown, &a.out)
+}
+
+/// "capture: domain from zone; rates from E1 (read), ... at the E samples".
+fn model_note(rows: &[RecordBatch], package: Option<i32>) -> String {
+    let col = |name: &str| -> Vec<Option<String>> {
+        rows.iter()
+            .flat_map(|b| {
+                trawl_query::string_values(b.column_by_name(name).expect("power_model column"))
+            })
+            .collect()
+    };
+    let (term, from) = (col("term"), col("rates_from"));
+    let first = |name: &str| col(name).into_iter().flatten().next().unwrap_or_default();
+    let how: Vec<String> = term
+        .iter()
+        .zip(&from)
+        .filter_map(|(t, f)| Some(format!("{} ({})", t.as_ref()?, f.as_ref()?)))
+        .collect();
+    format!(
+        "{}: {}{} from {}; rates from {} at the {} samples{}",
+        first("capture"),
+        first("domain"),
+        package
             .map(|p| format!(" of package {p}"))
             .unwrap_or_default(),
-        src.chain.zone,
-        src.chain.intervals,
-        src.how
-            .iter()
-            .map(|(e, h)| format!("{e} ({h})"))
-            .collect::<Vec<_>>()
-            .join(", "),
-        src.event,
-        a.counter
-            .package
-            .map(|_| " on its CPUs".to_string())
-            .unwrap_or_default()
-    );
-    if a.intervals {
-        return output::write(&[intervals], &a.out);
-    }
-    let fit = power::fit(&intervals, events.len())?;
-    let table = power::fit_table(&intervals, &events, &fit, a.target)?;
-    output::write(&[table], &a.out)
+        first("zone"),
+        how.join(", "),
+        first("event"),
+        package.map(|_| " on its CPUs").unwrap_or_default()
+    )
 }

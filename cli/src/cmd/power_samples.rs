@@ -1,6 +1,7 @@
 //! `trawl report power-samples`: document 004's power samples.
 
 use crate::*;
+use trawl_query::datafusion::arrow::array::RecordBatch;
 
 #[derive(Args)]
 pub(crate) struct PowerSamplesArgs {
@@ -51,63 +52,27 @@ pub(crate) enum PowerView {
 }
 
 pub(crate) async fn report_power_samples(a: PowerSamplesArgs) -> Result<()> {
-    use trawl_query::power;
-    if !(a.target.is_finite() && a.target > 0.0) {
-        bail!(
-            "--target {}: expected a positive energy in joules",
-            a.target
-        );
-    }
-    if a.group == Some(0) {
-        bail!("--group 0: expected a positive number of samples");
-    }
+    use trawl_query::power_calls::{self, SamplesArgs};
     let s = Session::open(&a.captures).await?;
-    let events = if a.events.is_empty() {
-        power::sampled_events(&s, &a.time_event).await?
-    } else {
-        a.events.clone()
-    };
-    if events.is_empty() {
-        bail!(
-            "no sampled events besides {}: name them with --events",
-            a.time_event
-        );
-    }
-    if events.len() > 8 {
-        bail!("{} events: at most 8 (every subset is tried)", events.len());
-    }
-    let mut model = power::Model {
-        intercept_w: a.intercept,
-        ..Default::default()
-    };
-    for c in &a.coef {
-        let (e, v) = c
-            .rsplit_once('=')
-            .with_context(|| format!("--coef {c:?}: expected EVENT=JOULES"))?;
-        let v: f64 = v
-            .parse()
-            .ok()
-            .filter(|v: &f64| v.is_finite())
-            .with_context(|| format!("--coef {c:?}: {v:?} is not a number"))?;
-        model.coef.insert(e.to_string(), v);
-    }
-    if model.coef.is_empty() {
-        let input = power::ModelInput {
-            events: events.clone(),
+    let mut args = SamplesArgs {
+        counter: trawl_query::power::ModelInput {
+            events: a.events.clone(),
             domain: a.counter.domain.clone(),
             zones: a.counter.zone.clone(),
             event: None,
             window_ns: trawl_query::time::parse_duration_ns(&a.window)?,
             package: a.counter.package,
-        };
-        let (_, intervals) = power::model_intervals(&s, &input)
-            .await
-            .context("fitting the power model (or give it with --coef and --intercept)")?;
-        let f = power::fit(&intervals, events.len())?;
-        model.intercept_w = f.intercept;
-        for (e, c) in events.iter().zip(&f.coef) {
-            model.coef.insert(e.clone(), *c);
-        }
+        },
+        time_event: a.time_event.clone(),
+        target_j: a.target,
+        group: a.group,
+        coef: a.coef.clone(),
+        intercept_w: a.intercept,
+    };
+    // The model once (fitted unless given), then passed to both calls.
+    let events = power_calls::samples_events(&s, &args).await?;
+    let (model, fit) = power_calls::samples_model(&s, &args, &events).await?;
+    if let Some(f) = fit {
         eprintln!(
             "model fitted on {} intervals (R² {:.4}): {:.4} W{}",
             f.n,
@@ -120,45 +85,44 @@ pub(crate) async fn report_power_samples(a: PowerSamplesArgs) -> Result<()> {
                 .collect::<String>()
         );
     }
-    let input = power::PowerSamplesInput {
-        events,
-        time_event: a.time_event.clone(),
-        target_j: a.target,
-        group: a.group,
-        model,
-        domain: a.counter.domain.clone(),
-        zones: a.counter.zone.clone(),
-        package: a.counter.package,
+    args.counter.events = events;
+    args.coef = model
+        .coef
+        .iter()
+        .map(|(e, c)| format!("{e}={c:?}"))
+        .collect();
+    args.intercept_w = model.intercept_w;
+    let summary = power_calls::samples(&s, &args).await?.collect().await?;
+    let data = match (a.view, &a.plot) {
+        (PowerView::Summary, None) => Vec::new(),
+        _ => power_calls::data(&s, &args).await?.collect().await?,
     };
-    let (summary, data) = power::power_samples(&s, &input).await?;
     if let Some(path) = &a.plot {
         plot_power_data(&summary, &data, path, a.target)?;
         eprintln!("wrote {}", path.display());
     }
     match a.view {
-        PowerView::Summary => output::write(&[summary], &a.out),
-        PowerView::Data => {
-            use trawl_query::datafusion::prelude::col;
-            let df = s.ctx.read_batch(data)?.sort(vec![
-                col("n_events").sort(false, true),
-                col("events").sort(true, true),
-                col("datum").sort(true, true),
-            ])?;
-            output::write(&df.collect().await?, &a.out)
-        }
+        PowerView::Summary => output::write(&summary, &a.out),
+        PowerView::Data => output::write(&data, &a.out),
     }
 }
 
 /// Histograms of the best subset's data (most within ±10 %, then the
 /// smallest mean error) and of each time-based grouping.
 pub(crate) fn plot_power_data(
-    summary: &trawl_query::datafusion::arrow::array::RecordBatch,
-    data: &trawl_query::datafusion::arrow::array::RecordBatch,
+    summary: &[RecordBatch],
+    data: &[RecordBatch],
     path: &Path,
     target: f64,
 ) -> Result<()> {
     use trawl_query::datafusion::arrow::array::{Array, AsArray};
+    use trawl_query::datafusion::arrow::compute::concat_batches;
     use trawl_query::datafusion::arrow::datatypes::Float64Type;
+    let one = |b: &[RecordBatch]| -> Result<RecordBatch> {
+        let schema = b.first().context("no rows")?.schema();
+        Ok(concat_batches(&schema, b)?)
+    };
+    let (summary, data) = (&one(summary)?, &one(data)?);
     let method = trawl_query::string_values(summary.column(0));
     let events = trawl_query::string_values(summary.column(1));
     let w10 = summary.column(7).as_primitive::<Float64Type>();
