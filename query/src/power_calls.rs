@@ -96,13 +96,9 @@ pub fn datum_schema() -> SchemaRef {
     ])
 }
 
-/// `batch`'s columns under `schema` (same names and order; nullability
-/// from the schema).
-fn conform(schema: &SchemaRef, batch: &RecordBatch) -> Result<RecordBatch> {
-    Ok(
-        RecordBatch::try_new(schema.clone(), batch.columns().to_vec())
-            .map_err(datafusion::error::DataFusionError::from)?,
-    )
+/// `cols` (in `schema`'s order) as a batch of `schema`.
+fn batch(schema: SchemaRef, cols: Vec<ArrayRef>) -> Result<RecordBatch> {
+    Ok(RecordBatch::try_new(schema, cols).map_err(datafusion::error::DataFusionError::from)?)
 }
 
 /// The counter a power function models, common to all four.
@@ -121,6 +117,13 @@ macro_rules! counter_params {
 
 const DEFAULT_WINDOW_NS: i64 = 10_000_000;
 
+/// The samples a model reads its rates at (power_model, power_intervals).
+const EVENT: Param = Param {
+    name: "event",
+    kind: Kind::Text,
+    doc: "the samples whose counter reads give the rates (default: the leader of the group that read the domain's counter)",
+};
+
 /// `power_model(events, ...)`.
 pub static POWER_MODEL: Spec = Spec {
     name: "power_model",
@@ -128,7 +131,7 @@ pub static POWER_MODEL: Spec = Spec {
     sql: include_str!("../analyses/energy/power_model.sql"),
     positional: 1,
     params: counter_params!(
-        Param { name: "event", kind: Kind::Text, doc: "the samples whose counter reads give the rates (default: the leader of the group that read the domain's counter)" },
+        EVENT,
         Param { name: "target_j", kind: Kind::Float, doc: "the energy per sample P for R_i = P / c_i (default 1 J)" },
     ),
     columns: None,
@@ -141,11 +144,7 @@ pub static POWER_INTERVALS: Spec = Spec {
     doc: "The intervals power_model fits on: each (merged) counter interval's energy and watts, and each event's rate in it.",
     sql: include_str!("../analyses/energy/power_intervals.sql"),
     positional: 1,
-    params: counter_params!(Param {
-        name: "event",
-        kind: Kind::Text,
-        doc: "the samples whose counter reads give the rates (default: the leader of the group that read the domain's counter)"
-    }),
+    params: counter_params!(EVENT),
     columns: None,
     inputs: Some(interval_inputs),
 };
@@ -277,8 +276,7 @@ pub async fn model_terms(s: &Session, input: &ModelInput, target_j: f64) -> Resu
     cols.push(repeat(&src.chain.domain));
     cols.push(repeat(&src.chain.zone));
     cols.push(repeat(&src.event));
-    Ok(RecordBatch::try_new(term_schema(), cols)
-        .map_err(datafusion::error::DataFusionError::from)?)
+    batch(term_schema(), cols)
 }
 
 /// The model's intervals, one row per interval and event.
@@ -289,6 +287,7 @@ pub async fn interval_rows(s: &Session, input: &ModelInput) -> Result<RecordBatc
     let col = |i: usize| wide.column(i).as_primitive::<Float64Type>().clone();
     let t = wide.column(0).as_primitive::<Int64Type>().clone();
     let (secs, joules, watts) = (col(1), col(2), col(3));
+    let rates: Vec<_> = (0..input.events.len()).map(|j| col(4 + j)).collect();
     let (mut tb, mut sb, mut jb, mut wb, mut kb, mut eb, mut rb) = (
         Int64Builder::new(),
         Float64Builder::new(),
@@ -299,8 +298,7 @@ pub async fn interval_rows(s: &Session, input: &ModelInput) -> Result<RecordBatc
         Float64Builder::new(),
     );
     for i in 0..wide.num_rows() {
-        for (j, e) in input.events.iter().enumerate() {
-            let r = col(4 + j);
+        for (j, (e, r)) in input.events.iter().zip(&rates).enumerate() {
             tb.append_value(t.value(i));
             sb.append_value(secs.value(i));
             jb.append_value(joules.value(i));
@@ -319,8 +317,7 @@ pub async fn interval_rows(s: &Session, input: &ModelInput) -> Result<RecordBatc
         Arc::new(eb.finish()),
         Arc::new(rb.finish()),
     ];
-    Ok(RecordBatch::try_new(interval_schema(), cols)
-        .map_err(datafusion::error::DataFusionError::from)?)
+    batch(interval_schema(), cols)
 }
 
 /// What a power-samples call asks for, before its defaults are looked up.
@@ -438,8 +435,8 @@ pub async fn samples_rows(s: &Session, a: &SamplesArgs) -> Result<(RecordBatch, 
     };
     let (summary, data) = power::power_samples(s, &input).await?;
     Ok((
-        conform(&summary_schema(), &summary)?,
-        conform(&datum_schema(), &data)?,
+        batch(summary_schema(), summary.columns().to_vec())?,
+        batch(datum_schema(), data.columns().to_vec())?,
     ))
 }
 
