@@ -5,14 +5,17 @@ use std::collections::BTreeSet;
 use std::fs::File;
 use std::path::Path;
 
+use arrow::array::StringDictionaryBuilder;
 use arrow::array::{
     Array, ArrayRef, AsArray, BooleanBuilder, Int32Builder, Int64Builder, RecordBatch,
     StringBuilder, UInt32Builder, UInt64Builder,
 };
-use arrow::datatypes::{Int64Type, UInt64Type};
+use arrow::datatypes::{Int32Type, Int64Type, UInt64Type};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
+use crate::columns;
 use crate::schema::{self, TableDef};
+use crate::table_columns;
 use crate::writer::{replace_table, table_file};
 use crate::{Error, Result};
 
@@ -144,96 +147,72 @@ pub struct SymbolFileRow {
     pub message: Option<String>,
 }
 
+table_columns! {
+    #[derive(Default)]
+    struct SymbolCols for schema::SYMBOL {
+        module_id: Int64Builder,
+        rel_pc: UInt64Builder,
+        inline_depth: Int32Builder,
+        inlined: BooleanBuilder,
+        function: StringBuilder,
+        file: StringBuilder,
+        line: UInt32Builder,
+        column: UInt32Builder,
+        symbol_offset: UInt64Builder,
+        symbol_source: StringBuilder,
+        symbol_file: StringBuilder,
+    }
+}
+
+table_columns! {
+    #[derive(Default)]
+    struct SymbolFileCols for schema::SYMBOL_FILE {
+        module_id: Int64Builder,
+        path: StringBuilder,
+        binary: StringBuilder,
+        symbols: StringBuilder,
+        debug_info: StringBuilder,
+        status: StringBuilder,
+        message: StringBuilder,
+    }
+}
+
 /// Writes (replacing) the `symbol` and `symbol_file` tables of a capture.
 pub fn write_symbols(dir: &Path, rows: &[SymbolRow], files: &[SymbolFileRow]) -> Result<()> {
-    let a = |b: &mut dyn arrow::array::ArrayBuilder| -> ArrayRef { b.finish() };
     let mut batches = Vec::new();
     for chunk in rows.chunks(256 * 1024) {
-        let mut m = Int64Builder::new();
-        let mut pc = UInt64Builder::new();
-        let mut depth = Int32Builder::new();
-        let mut inlined = BooleanBuilder::new();
-        let mut f = StringBuilder::new();
-        let mut src_file = StringBuilder::new();
-        let mut line = UInt32Builder::new();
-        let mut column = UInt32Builder::new();
-        let mut off = UInt64Builder::new();
-        let mut src = StringBuilder::new();
-        let mut file = StringBuilder::new();
+        let mut c = SymbolCols::default();
         for r in chunk {
-            m.append_value(r.module_id);
-            pc.append_value(r.rel_pc);
-            depth.append_value(r.inline_depth);
-            inlined.append_value(r.inlined);
-            f.append_option(r.function.as_deref());
-            src_file.append_option(r.file.as_deref());
-            line.append_option(r.line);
-            column.append_option(r.column);
-            off.append_option(r.symbol_offset);
-            src.append_option(r.symbol_source);
-            file.append_option(r.symbol_file.as_deref());
+            c.module_id.append_value(r.module_id);
+            c.rel_pc.append_value(r.rel_pc);
+            c.inline_depth.append_value(r.inline_depth);
+            c.inlined.append_value(r.inlined);
+            c.function.append_option(r.function.as_deref());
+            c.file.append_option(r.file.as_deref());
+            c.line.append_option(r.line);
+            c.column.append_option(r.column);
+            c.symbol_offset.append_option(r.symbol_offset);
+            c.symbol_source.append_option(r.symbol_source);
+            c.symbol_file.append_option(r.symbol_file.as_deref());
         }
-        batches.push(
-            RecordBatch::try_new(
-                schema::SYMBOL.schema(),
-                vec![
-                    a(&mut m),
-                    a(&mut pc),
-                    a(&mut depth),
-                    a(&mut inlined),
-                    a(&mut f),
-                    a(&mut src_file),
-                    a(&mut line),
-                    a(&mut column),
-                    a(&mut off),
-                    a(&mut src),
-                    a(&mut file),
-                ],
-            )
-            .map_err(|source| Error::Arrow {
-                table: "symbol".into(),
-                source,
-            })?,
-        );
+        batches.push(columns::batch(&mut c)?);
     }
     if batches.is_empty() {
         batches.push(RecordBatch::new_empty(schema::SYMBOL.schema()));
     }
     replace_table(dir, &schema::SYMBOL, &batches)?;
 
-    let mut m = Int64Builder::new();
-    let mut path = StringBuilder::new();
-    let mut bin = StringBuilder::new();
-    let mut syms = StringBuilder::new();
-    let mut dbg = StringBuilder::new();
-    let mut status = StringBuilder::new();
-    let mut msg = StringBuilder::new();
+    let mut c = SymbolFileCols::default();
     for r in files {
-        m.append_value(r.module_id);
-        path.append_value(&r.path);
-        bin.append_option(r.binary.as_deref());
-        syms.append_option(r.symbols.as_deref());
-        dbg.append_option(r.debug_info.as_deref());
-        status.append_value(r.status);
-        msg.append_option(r.message.as_deref());
+        c.module_id.append_value(r.module_id);
+        c.path.append_value(&r.path);
+        c.binary.append_option(r.binary.as_deref());
+        c.symbols.append_option(r.symbols.as_deref());
+        c.debug_info.append_option(r.debug_info.as_deref());
+        c.status.append_value(r.status);
+        c.message.append_option(r.message.as_deref());
     }
-    let batch = RecordBatch::try_new(
-        schema::SYMBOL_FILE.schema(),
-        vec![
-            a(&mut m),
-            a(&mut path),
-            a(&mut bin),
-            a(&mut syms),
-            a(&mut dbg),
-            a(&mut status),
-            a(&mut msg),
-        ],
-    )
-    .map_err(|source| Error::Arrow {
-        table: "symbol_file".into(),
-        source,
-    })?;
-    replace_table(dir, &schema::SYMBOL_FILE, &[batch])?;
+    replace_table(dir, &schema::SYMBOL_FILE, &[columns::batch(&mut c)?])?;
     Ok(())
 }
 
@@ -279,44 +258,33 @@ pub struct MemSymbolRow {
     pub section: Option<String>,
 }
 
+table_columns! {
+    #[derive(Default)]
+    struct MemSymbolCols for schema::MEM_SYMBOL {
+        source_id: Int32Builder,
+        path: StringBuilder,
+        name: StringBuilder,
+        kind: StringDictionaryBuilder<Int32Type>,
+        start_address: UInt64Builder,
+        end_address: UInt64Builder,
+        size: Int64Builder,
+        section: StringBuilder,
+    }
+}
+
 /// Writes (replacing) the `mem_symbol` table of a capture.
 pub fn write_mem_symbols(dir: &Path, rows: &[MemSymbolRow]) -> Result<()> {
-    let a = |b: &mut dyn arrow::array::ArrayBuilder| -> ArrayRef { b.finish() };
-    let mut sid = Int32Builder::new();
-    let mut path = StringBuilder::new();
-    let mut name = StringBuilder::new();
-    let mut kind = arrow::array::StringDictionaryBuilder::<arrow::datatypes::Int32Type>::new();
-    let mut start = UInt64Builder::new();
-    let mut end = UInt64Builder::new();
-    let mut size = Int64Builder::new();
-    let mut section = StringBuilder::new();
+    let mut c = MemSymbolCols::default();
     for r in rows {
-        sid.append_value(r.source_id);
-        path.append_value(&r.path);
-        name.append_value(&r.name);
-        kind.append_value(r.kind);
-        start.append_value(r.start);
-        end.append_value(r.end);
-        size.append_value(r.size as i64);
-        section.append_option(r.section.as_deref());
+        c.source_id.append_value(r.source_id);
+        c.path.append_value(&r.path);
+        c.name.append_value(&r.name);
+        c.kind.append_value(r.kind);
+        c.start_address.append_value(r.start);
+        c.end_address.append_value(r.end);
+        c.size.append_value(r.size as i64);
+        c.section.append_option(r.section.as_deref());
     }
-    let batch = RecordBatch::try_new(
-        schema::MEM_SYMBOL.schema(),
-        vec![
-            a(&mut sid),
-            a(&mut path),
-            a(&mut name),
-            a(&mut kind),
-            a(&mut start),
-            a(&mut end),
-            a(&mut size),
-            a(&mut section),
-        ],
-    )
-    .map_err(|source| Error::Arrow {
-        table: "mem_symbol".into(),
-        source,
-    })?;
-    replace_table(dir, &schema::MEM_SYMBOL, &[batch])?;
+    replace_table(dir, &schema::MEM_SYMBOL, &[columns::batch(&mut c)?])?;
     Ok(())
 }

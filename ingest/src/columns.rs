@@ -4,6 +4,13 @@
 //! optional sample fields are absent for a given event); and
 //! [`DictKeys`] appends precomputed dictionary keys instead of hashing a
 //! string per row.
+//!
+//! A converter declares the builders of a table with [`table_columns!`]:
+//! one field per column, named like the column, in the table's order. The
+//! declaration is checked against the table's [`TableDef`] when the crate
+//! compiles (names, order and types: see [`check_columns`]), and the
+//! generated `finish` hands the writer the columns in that order, so no
+//! converter lists its columns by position.
 
 use std::sync::Arc;
 
@@ -12,8 +19,276 @@ use arrow::array::{
     new_null_array, Array, ArrayRef, BinaryBuilder, DictionaryArray, Int32Array, PrimitiveArray,
     StringArray,
 };
+use arrow::array::{
+    ArrayBuilder, BooleanBuilder, ListBuilder, PrimitiveBuilder, StringBuilder,
+    StringDictionaryBuilder,
+};
 use arrow::buffer::{NullBuffer, ScalarBuffer};
-use arrow::datatypes::{ArrowPrimitiveType, DataType, Int32Type};
+use arrow::datatypes::{
+    ArrowPrimitiveType, DataType, Float64Type, Int32Type, Int64Type, UInt32Type, UInt64Type,
+};
+use trawl_capture::schema::{ColType, TableDef};
+
+/// A builder of one column: [`Self::TYPE`] is the column type it builds.
+pub trait Column {
+    const TYPE: ColType;
+    /// The rows appended since the last call, as one array.
+    fn finish_column(&mut self) -> ArrayRef;
+    /// Rows appended since the last `finish_column`.
+    fn rows(&self) -> usize;
+}
+
+/// Arrow primitive types that are a [`ColType`].
+pub trait PrimCol: ArrowPrimitiveType {
+    const COL: ColType;
+}
+
+macro_rules! prim_col {
+    ($($t:ty => $c:ident),*) => {$(
+        impl PrimCol for $t {
+            const COL: ColType = ColType::$c;
+        }
+    )*};
+}
+prim_col!(Int32Type => Int32, Int64Type => Int64, UInt32Type => UInt32,
+    UInt64Type => UInt64, Float64Type => Float64);
+
+impl<T: PrimCol> Column for Prim<T> {
+    const TYPE: ColType = T::COL;
+    fn finish_column(&mut self) -> ArrayRef {
+        self.finish()
+    }
+    fn rows(&self) -> usize {
+        self.vals.len()
+    }
+}
+
+impl<T: PrimCol> Column for OptPrim<T> {
+    const TYPE: ColType = T::COL;
+    fn finish_column(&mut self) -> ArrayRef {
+        self.finish()
+    }
+    fn rows(&self) -> usize {
+        self.len
+    }
+}
+
+impl Column for OptBinary {
+    const TYPE: ColType = ColType::Binary;
+    fn finish_column(&mut self) -> ArrayRef {
+        self.finish()
+    }
+    fn rows(&self) -> usize {
+        self.len
+    }
+}
+
+impl Column for DictKeys {
+    const TYPE: ColType = ColType::DictUtf8;
+    fn finish_column(&mut self) -> ArrayRef {
+        self.finish()
+    }
+    fn rows(&self) -> usize {
+        self.keys.len
+    }
+}
+
+impl<T: PrimCol> Column for PrimitiveBuilder<T> {
+    const TYPE: ColType = T::COL;
+    fn finish_column(&mut self) -> ArrayRef {
+        ArrayBuilder::finish(self)
+    }
+    fn rows(&self) -> usize {
+        ArrayBuilder::len(self)
+    }
+}
+
+macro_rules! arrow_col {
+    ($($t:ty => $c:ident),*) => {$(
+        impl Column for $t {
+            const TYPE: ColType = ColType::$c;
+            fn finish_column(&mut self) -> ArrayRef {
+                ArrayBuilder::finish(self)
+            }
+            fn rows(&self) -> usize {
+                ArrayBuilder::len(self)
+            }
+        }
+    )*};
+}
+arrow_col!(BooleanBuilder => Bool, StringBuilder => Utf8,
+    StringDictionaryBuilder<Int32Type> => DictUtf8, BinaryBuilder => Binary,
+    ListBuilder<PrimitiveBuilder<UInt64Type>> => ListUInt64);
+
+/// A column given whole, as an array built elsewhere (e.g. over a
+/// parser's vectors without a copy). Empty once taken.
+pub struct Whole<A>(Option<A>);
+
+impl<A> From<A> for Whole<A> {
+    fn from(a: A) -> Self {
+        Whole(Some(a))
+    }
+}
+
+macro_rules! whole_col {
+    ($($t:ty => $c:ident),*) => {$(
+        impl Column for Whole<$t> {
+            const TYPE: ColType = ColType::$c;
+            fn finish_column(&mut self) -> ArrayRef {
+                match self.0.take() {
+                    Some(a) => Arc::new(a),
+                    None => arrow::array::new_empty_array(&Self::TYPE.data_type()),
+                }
+            }
+            fn rows(&self) -> usize {
+                self.0.as_ref().map_or(0, |a| a.len())
+            }
+        }
+    )*};
+}
+whole_col!(Int32Array => Int32, arrow::array::Int64Array => Int64,
+    arrow::array::UInt64Array => UInt64, StringArray => Utf8,
+    DictionaryArray<Int32Type> => DictUtf8);
+
+/// The builders of one table's columns, declared with [`table_columns!`].
+pub trait TableColumns {
+    /// The table these are the columns of.
+    const DEF: &'static TableDef;
+    /// The rows appended so far, a column each in the table's order; the
+    /// builders are left empty.
+    fn finish(&mut self) -> Vec<ArrayRef>;
+    /// Rows appended since the last `finish` (those of the first column).
+    fn rows(&self) -> usize;
+}
+
+/// The rows appended to `cols` as a batch of their table (types and
+/// nullability checked against its definition); empties the builders.
+pub fn batch<C: TableColumns>(cols: &mut C) -> crate::Result<arrow::record_batch::RecordBatch> {
+    arrow::record_batch::RecordBatch::try_new(C::DEF.schema(), cols.finish()).map_err(|source| {
+        crate::Error::Arrow {
+            table: C::DEF.name.into(),
+            source,
+        }
+    })
+}
+
+/// Fails the build unless `cols` (a builder struct's field names and
+/// column types, in declaration order) are the columns of `def`, in its
+/// order. Called in a `const` by [`table_columns!`]; a mismatch stops the
+/// compilation at the declaration, with the first wrong field's name.
+pub const fn check_columns(def: &TableDef, cols: &[(&str, ColType)]) {
+    if def.columns.len() != cols.len() {
+        panic!("a table_columns! declaration does not have its table's number of columns");
+    }
+    let mut i = 0;
+    while i < cols.len() {
+        let (name, ty) = cols[i];
+        let name = match name.as_bytes() {
+            // `r#type` names the column `type`.
+            [b'r', b'#', ..] => name.split_at(2).1,
+            _ => name,
+        };
+        if !str_eq(def.columns[i].name, name) {
+            panic!("{}", name);
+        }
+        if def.columns[i].ty as u8 != ty as u8 {
+            panic!("{}", name);
+        }
+        i += 1;
+    }
+}
+
+const fn str_eq(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
+/// Declares the builders of one table: a struct with a field per column,
+/// each named like its column (`r#type` for `type`) and of a [`Column`]
+/// type, in the order of the table's [`TableDef`]. The compiler checks
+/// that (see [`check_columns`]). The struct is a [`TableColumns`]:
+/// [`TableWriter::write_rows`](crate::writer::TableWriter::write_rows)
+/// writes what was appended.
+///
+/// ```
+/// use trawl_ingest::arrow::array::{Int32Builder, StringBuilder};
+/// use trawl_ingest::columns::{batch, TableColumns};
+/// use trawl_ingest::{schema, table_columns};
+///
+/// table_columns! {
+///     #[derive(Default)]
+///     struct MetaCols for schema::CAPTURE_META {
+///         source_id: Int32Builder,
+///         key: StringBuilder,
+///         value: StringBuilder,
+///     }
+/// }
+/// let mut c = MetaCols::default();
+/// c.source_id.append_value(0);
+/// c.key.append_value("hostname");
+/// c.value.append_value("box");
+/// assert_eq!(c.rows(), 1);
+/// let b = batch(&mut c).unwrap();
+/// assert_eq!(b.schema().field(1).name(), "key");
+/// ```
+///
+/// Columns out of the table's order, misnamed, missing or of another type
+/// do not compile:
+///
+/// ```compile_fail
+/// use trawl_ingest::arrow::array::{Int32Builder, StringBuilder};
+/// use trawl_ingest::{schema, table_columns};
+///
+/// table_columns! {
+///     #[derive(Default)]
+///     struct MetaCols for schema::CAPTURE_META {
+///         source_id: Int32Builder,
+///         value: StringBuilder,
+///         key: StringBuilder,
+///     }
+/// }
+/// ```
+#[macro_export]
+macro_rules! table_columns {
+    (@first $s:ident $f:ident $($rest:ident)*) => {
+        $crate::columns::Column::rows(&$s.$f)
+    };
+    ($(#[$m:meta])* $vis:vis struct $name:ident for $def:path {
+        $($field:ident : $ty:ty),* $(,)?
+    }) => {
+        $(#[$m])*
+        $vis struct $name {
+            $(pub $field: $ty,)*
+        }
+
+        impl $crate::columns::TableColumns for $name {
+            const DEF: &'static $crate::schema::TableDef = &$def;
+
+            fn finish(&mut self) -> Vec<$crate::arrow::array::ArrayRef> {
+                vec![$($crate::columns::Column::finish_column(&mut self.$field),)*]
+            }
+
+            fn rows(&self) -> usize {
+                $crate::table_columns!(@first self $($field)*)
+            }
+        }
+
+        const _: () = $crate::columns::check_columns(
+            &$def,
+            &[$((stringify!($field), <$ty as $crate::columns::Column>::TYPE),)*],
+        );
+    };
+}
 
 /// A nullable primitive column. Values go to a plain `Vec` (a push is a
 /// few instructions); the validity bitmap exists only once a null follows a

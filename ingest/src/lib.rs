@@ -50,7 +50,7 @@ pub use writer::CaptureWriter;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use arrow::array::{ArrayRef, Int32Builder, Int64Builder, StringBuilder};
+use arrow::array::{Int32Builder, Int64Builder, StringBuilder};
 
 /// Input formats trawl recognises from their first bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -562,81 +562,74 @@ fn write_source_tables(
     inputs: &[InputSummary],
     meta: Vec<(i32, String, String)>,
 ) -> Result<()> {
-    let a = |b: &mut dyn arrow::array::ArrayBuilder| -> ArrayRef { b.finish() };
-    let mut id = Int32Builder::new();
-    let mut path = StringBuilder::new();
-    let mut format = StringBuilder::new();
-    let mut bytes = Int64Builder::new();
-    let mut records = Int64Builder::new();
-    let mut ndiag = Int64Builder::new();
-    let mut clock = StringBuilder::new();
-    let mut offset = Int64Builder::new();
-    for (i, s) in inputs.iter().enumerate() {
-        clock.append_value(&s.clock);
-        offset.append_option(s.utc_offset_ns);
-        id.append_value(i as i32);
-        path.append_value(&s.path);
-        format.append_value(s.format.name());
-        bytes.append_value(s.bytes as i64);
-        records.append_value(s.records as i64);
-        ndiag.append_value(s.diagnostics.len() as i64);
-    }
-    cap.write_table(
-        &schema::SOURCE,
-        vec![
-            a(&mut id),
-            a(&mut path),
-            a(&mut format),
-            a(&mut bytes),
-            a(&mut records),
-            a(&mut ndiag),
-            a(&mut clock),
-            a(&mut offset),
-        ],
-    )?;
-
-    let mut sid = Int32Builder::new();
-    let mut key = StringBuilder::new();
-    let mut value = StringBuilder::new();
-    for (s, k, v) in meta {
-        sid.append_value(s);
-        key.append_value(k);
-        value.append_value(v);
-    }
-    cap.write_table(
-        &schema::CAPTURE_META,
-        vec![a(&mut sid), a(&mut key), a(&mut value)],
-    )?;
-
-    let mut sid = Int32Builder::new();
-    let mut src = StringBuilder::new();
-    let mut off = Int64Builder::new();
-    let mut line = Int64Builder::new();
-    let mut sev = StringBuilder::new();
-    let mut kind = StringBuilder::new();
-    let mut msg = StringBuilder::new();
-    for (i, s) in inputs.iter().enumerate() {
-        for d in &s.diagnostics {
-            sid.append_value(i as i32);
-            src.append_value(&d.source);
-            off.append_option(d.position.byte_offset().map(|b| b as i64));
-            line.append_option(d.position.line().map(|l| l as i64));
-            sev.append_value(d.severity.as_str());
-            kind.append_value(d.kind);
-            msg.append_value(&d.message);
+    table_columns! {
+        #[derive(Default)]
+        struct SourceCols for schema::SOURCE {
+            source_id: Int32Builder,
+            path: StringBuilder,
+            format: StringBuilder,
+            size_bytes: Int64Builder,
+            records: Int64Builder,
+            diagnostics: Int64Builder,
+            clock: StringBuilder,
+            utc_offset_ns: Int64Builder,
         }
     }
-    cap.write_table(
-        &schema::DIAGNOSTIC,
-        vec![
-            a(&mut sid),
-            a(&mut src),
-            a(&mut off),
-            a(&mut line),
-            a(&mut sev),
-            a(&mut kind),
-            a(&mut msg),
-        ],
-    )?;
+    table_columns! {
+        #[derive(Default)]
+        struct MetaCols for schema::CAPTURE_META {
+            source_id: Int32Builder,
+            key: StringBuilder,
+            value: StringBuilder,
+        }
+    }
+    table_columns! {
+        #[derive(Default)]
+        struct DiagnosticCols for schema::DIAGNOSTIC {
+            source_id: Int32Builder,
+            source: StringBuilder,
+            byte_offset: Int64Builder,
+            line: Int64Builder,
+            severity: StringBuilder,
+            kind: StringBuilder,
+            message: StringBuilder,
+        }
+    }
+
+    let mut c = SourceCols::default();
+    for (i, s) in inputs.iter().enumerate() {
+        c.source_id.append_value(i as i32);
+        c.path.append_value(&s.path);
+        c.format.append_value(s.format.name());
+        c.size_bytes.append_value(s.bytes as i64);
+        c.records.append_value(s.records as i64);
+        c.diagnostics.append_value(s.diagnostics.len() as i64);
+        c.clock.append_value(&s.clock);
+        c.utc_offset_ns.append_option(s.utc_offset_ns);
+    }
+    cap.write_table(&mut c)?;
+
+    let mut c = MetaCols::default();
+    for (s, k, v) in meta {
+        c.source_id.append_value(s);
+        c.key.append_value(k);
+        c.value.append_value(v);
+    }
+    cap.write_table(&mut c)?;
+
+    let mut c = DiagnosticCols::default();
+    for (i, s) in inputs.iter().enumerate() {
+        for d in &s.diagnostics {
+            c.source_id.append_value(i as i32);
+            c.source.append_value(&d.source);
+            c.byte_offset
+                .append_option(d.position.byte_offset().map(|b| b as i64));
+            c.line.append_option(d.position.line().map(|l| l as i64));
+            c.severity.append_value(d.severity.as_str());
+            c.kind.append_value(d.kind);
+            c.message.append_value(&d.message);
+        }
+    }
+    cap.write_table(&mut c)?;
     Ok(())
 }

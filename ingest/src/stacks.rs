@@ -6,13 +6,15 @@
 use rustc_hash::FxHashMap as HashMap;
 
 use arrow::array::{
-    ArrayRef, BooleanBuilder, Int32Builder, Int64Builder, StringBuilder, StringDictionaryBuilder,
+    BooleanBuilder, Int32Builder, Int64Builder, StringBuilder, StringDictionaryBuilder,
     UInt64Builder,
 };
 use arrow::datatypes::Int32Type;
 
+use crate::columns::TableColumns;
 use crate::intern::SliceMap;
 use crate::schema;
+use crate::table_columns;
 use crate::writer::{CaptureWriter, TableWriter};
 use crate::Result;
 
@@ -26,24 +28,37 @@ pub struct ModuleInfo {
     pub is_file: bool,
 }
 
-#[derive(Default)]
-struct StackCols {
-    stack_id: Int64Builder,
-    depth: Int32Builder,
-    frame_id: Int64Builder,
-    rows: usize,
+table_columns! {
+    #[derive(Default)]
+    struct StackCols for schema::STACK {
+        stack_id: Int64Builder,
+        depth: Int32Builder,
+        frame_id: Int64Builder,
+    }
 }
 
-#[derive(Default)]
-struct FrameCols {
-    frame_id: Int64Builder,
-    module_id: Int64Builder,
-    rel_pc: UInt64Builder,
-    context: StringDictionaryBuilder<Int32Type>,
-    is_return: BooleanBuilder,
-    pid: Int32Builder,
-    ip: UInt64Builder,
-    rows: usize,
+table_columns! {
+    #[derive(Default)]
+    struct FrameCols for schema::FRAME {
+        frame_id: Int64Builder,
+        module_id: Int64Builder,
+        rel_pc: UInt64Builder,
+        context: StringDictionaryBuilder<Int32Type>,
+        is_return: BooleanBuilder,
+        example_pid: Int32Builder,
+        example_ip: UInt64Builder,
+    }
+}
+
+table_columns! {
+    #[derive(Default)]
+    struct ModuleCols for schema::MODULE {
+        module_id: Int64Builder,
+        path: StringBuilder,
+        build_id: StringBuilder,
+        is_kernel: BooleanBuilder,
+        is_file: BooleanBuilder,
+    }
 }
 
 pub struct StackTables {
@@ -57,10 +72,6 @@ pub struct StackTables {
     frame_ids: HashMap<(i64, u64, u8, bool), i64>,
     contexts: Vec<&'static str>,
     stack_ids: SliceMap<i64, i64>,
-}
-
-fn a<B: arrow::array::ArrayBuilder>(b: &mut B) -> ArrayRef {
-    b.finish()
 }
 
 impl StackTables {
@@ -125,9 +136,8 @@ impl StackTables {
         c.rel_pc.append_value(rel_pc);
         c.context.append_value(context);
         c.is_return.append_value(is_return);
-        c.pid.append_option(pid);
-        c.ip.append_option(ip);
-        c.rows += 1;
+        c.example_pid.append_option(pid);
+        c.example_ip.append_option(ip);
         id
     }
 
@@ -157,7 +167,6 @@ impl StackTables {
             self.stacks.stack_id.append_value(id);
             self.stacks.depth.append_value(d as i32);
             self.stacks.frame_id.append_value(*f);
-            self.stacks.rows += 1;
         }
         self.stack_ids.insert_new(frames, id);
         id
@@ -165,25 +174,11 @@ impl StackTables {
 
     /// Writes the rows added since the last flush.
     pub fn flush(&mut self) -> Result<()> {
-        if self.stacks.rows > 0 {
-            let c = &mut self.stacks;
-            let cols = vec![a(&mut c.stack_id), a(&mut c.depth), a(&mut c.frame_id)];
-            self.stacks_out.write_columns(cols)?;
-            c.rows = 0;
+        if self.stacks.rows() > 0 {
+            self.stacks_out.write_rows(&mut self.stacks)?;
         }
-        if self.frames.rows > 0 {
-            let c = &mut self.frames;
-            let cols = vec![
-                a(&mut c.frame_id),
-                a(&mut c.module_id),
-                a(&mut c.rel_pc),
-                a(&mut c.context),
-                a(&mut c.is_return),
-                a(&mut c.pid),
-                a(&mut c.ip),
-            ];
-            self.frames_out.write_columns(cols)?;
-            c.rows = 0;
+        if self.frames.rows() > 0 {
+            self.frames_out.write_rows(&mut self.frames)?;
         }
         Ok(())
     }
@@ -198,22 +193,16 @@ impl StackTables {
         self.flush()?;
         cap.close_table(self.stacks_out)?;
         cap.close_table(self.frames_out)?;
-        let mut id = Int64Builder::new();
-        let mut path = StringBuilder::new();
-        let mut bid = StringBuilder::new();
-        let mut k = BooleanBuilder::new();
-        let mut f = BooleanBuilder::new();
+        let mut c = ModuleCols::default();
         for (i, m) in self.modules.iter().enumerate() {
-            id.append_value(i as i64);
-            path.append_value(&m.path);
-            bid.append_option(m.build_id.clone().or_else(|| build_id_of(&m.path)));
-            k.append_value(m.is_kernel);
-            f.append_value(m.is_file);
+            c.module_id.append_value(i as i64);
+            c.path.append_value(&m.path);
+            c.build_id
+                .append_option(m.build_id.clone().or_else(|| build_id_of(&m.path)));
+            c.is_kernel.append_value(m.is_kernel);
+            c.is_file.append_value(m.is_file);
         }
-        cap.write_table(
-            &schema::MODULE,
-            vec![a(&mut id), a(&mut path), a(&mut bid), a(&mut k), a(&mut f)],
-        )?;
+        cap.write_table(&mut c)?;
         Ok(())
     }
 }

@@ -5,13 +5,15 @@
 //! rendered the way `strace -X raw` prints them).
 
 use arrow::array::{
-    ArrayRef, BooleanBuilder, Int32Builder, Int64Builder, StringBuilder, StringDictionaryBuilder,
+    BooleanBuilder, Int32Builder, Int64Builder, StringBuilder, StringDictionaryBuilder,
     UInt64Builder,
 };
 use arrow::datatypes::Int32Type;
 
+use crate::columns::TableColumns;
 use crate::schema;
 use crate::strace::args::parse_call_args;
+use crate::table_columns;
 use crate::writer::{CaptureWriter, TableWriter};
 use crate::Result;
 
@@ -40,36 +42,37 @@ pub struct SyscallRow<'a> {
     pub stack_id: Option<i64>,
 }
 
-#[derive(Default)]
-struct Cols {
-    id: Int64Builder,
-    source: Int32Builder,
-    line: Int64Builder,
-    resumed: Int64Builder,
-    pid: Int32Builder,
-    tgid: Int32Builder,
-    sample_id: Int64Builder,
-    time: Int64Builder,
-    duration: Int64Builder,
-    name: Dict,
-    args: StringBuilder,
-    ret: StringBuilder,
-    retval: Int64Builder,
-    errno: Dict,
-    note: StringBuilder,
-    finished: BooleanBuilder,
-    stack: Int64Builder,
-    fd: Int32Builder,
-    fd_path: StringBuilder,
-    addr: UInt64Builder,
-    length: UInt64Builder,
-    new_length: UInt64Builder,
-    new_addr: UInt64Builder,
-    prot: StringBuilder,
-    flags: StringBuilder,
-    offset: Int64Builder,
-    count: Int64Builder,
-    rows: usize,
+table_columns! {
+    #[derive(Default)]
+    struct Cols for schema::SYSCALL {
+        syscall_id: Int64Builder,
+        source_id: Int32Builder,
+        line: Int64Builder,
+        resumed_line: Int64Builder,
+        pid: Int32Builder,
+        tgid: Int32Builder,
+        sample_id: Int64Builder,
+        time_ns: Int64Builder,
+        duration_ns: Int64Builder,
+        name: Dict,
+        args: StringBuilder,
+        ret: StringBuilder,
+        retval: Int64Builder,
+        errno: Dict,
+        ret_note: StringBuilder,
+        finished: BooleanBuilder,
+        stack_id: Int64Builder,
+        fd: Int32Builder,
+        fd_path: StringBuilder,
+        addr: UInt64Builder,
+        length: UInt64Builder,
+        new_length: UInt64Builder,
+        new_addr: UInt64Builder,
+        prot: StringBuilder,
+        flags: StringBuilder,
+        offset: Int64Builder,
+        count: Int64Builder,
+    }
 }
 
 /// Writer of the `syscall` table.
@@ -96,23 +99,24 @@ impl SyscallTable {
         let k = &mut self.cols;
         let id = self.next_id;
         self.next_id += 1;
-        k.id.append_value(id);
-        k.source.append_value(c.source_id);
+        k.syscall_id.append_value(id);
+        k.source_id.append_value(c.source_id);
         k.line.append_option(c.line.map(|l| l as i64));
-        k.resumed.append_option(c.resumed_line.map(|l| l as i64));
+        k.resumed_line
+            .append_option(c.resumed_line.map(|l| l as i64));
         k.pid.append_option(c.pid);
         k.tgid.append_option(c.tgid);
         k.sample_id.append_option(c.sample_id);
-        k.time.append_option(c.time_ns);
-        k.duration.append_option(c.duration_ns);
+        k.time_ns.append_option(c.time_ns);
+        k.duration_ns.append_option(c.duration_ns);
         k.name.append_value(c.name);
         k.args.append_value(c.args);
         k.ret.append_option(c.ret);
         k.retval.append_option(c.retval);
         k.errno.append_option(c.errno);
-        k.note.append_option(c.note);
+        k.ret_note.append_option(c.note);
         k.finished.append_value(c.finished);
-        k.stack.append_option(c.stack_id);
+        k.stack_id.append_option(c.stack_id);
         k.fd.append_option(p.fd);
         k.fd_path.append_option(p.fd_path);
         k.addr.append_option(p.addr);
@@ -123,7 +127,6 @@ impl SyscallTable {
         k.flags.append_option(p.flags);
         k.offset.append_option(p.offset);
         k.count.append_option(p.count);
-        k.rows += 1;
         self.written += 1;
         id
     }
@@ -131,50 +134,16 @@ impl SyscallTable {
     /// Rows are buffered up to a batch; true when a batch is full (the
     /// caller flushes its stack tables, then this).
     pub fn full(&self) -> bool {
-        self.cols.rows >= BATCH_ROWS
+        self.cols.rows() >= BATCH_ROWS
     }
 
     /// Writes the buffered rows. Flush the stack tables first: a reader of
     /// a partial capture never sees a stack id before its frames.
     pub fn flush(&mut self) -> Result<()> {
-        if self.cols.rows == 0 {
+        if self.cols.rows() == 0 {
             return Ok(());
         }
-        fn a<B: arrow::array::ArrayBuilder>(b: &mut B) -> ArrayRef {
-            b.finish()
-        }
-        let k = &mut self.cols;
-        let cols = vec![
-            a(&mut k.id),
-            a(&mut k.source),
-            a(&mut k.line),
-            a(&mut k.resumed),
-            a(&mut k.pid),
-            a(&mut k.tgid),
-            a(&mut k.sample_id),
-            a(&mut k.time),
-            a(&mut k.duration),
-            a(&mut k.name),
-            a(&mut k.args),
-            a(&mut k.ret),
-            a(&mut k.retval),
-            a(&mut k.errno),
-            a(&mut k.note),
-            a(&mut k.finished),
-            a(&mut k.stack),
-            a(&mut k.fd),
-            a(&mut k.fd_path),
-            a(&mut k.addr),
-            a(&mut k.length),
-            a(&mut k.new_length),
-            a(&mut k.new_addr),
-            a(&mut k.prot),
-            a(&mut k.flags),
-            a(&mut k.offset),
-            a(&mut k.count),
-        ];
-        self.out.write_columns(cols)?;
-        k.rows = 0;
+        self.out.write_rows(&mut self.cols)?;
         Ok(())
     }
 

@@ -26,6 +26,7 @@ use std::thread::JoinHandle;
 
 use parquet::schema::types::{ColumnDescPtr, ColumnPath};
 
+use crate::columns::{self, TableColumns};
 use crate::schema::{ColType, TableDef};
 use crate::{dict_codes, int_pages};
 use crate::{Error, Result};
@@ -354,15 +355,17 @@ impl TableWriter {
         })
     }
 
-    /// Writes one batch whose columns are in the order of the table
-    /// definition. Types and nullability are checked against the definition.
-    pub fn write_columns(&mut self, columns: Vec<ArrayRef>) -> Result<()> {
-        let batch =
-            RecordBatch::try_new(self.def.schema(), columns).map_err(|source| Error::Arrow {
-                table: self.def.name.into(),
-                source,
-            })?;
-        self.write(&batch)
+    /// Writes the rows appended to a table's column builders (declared
+    /// with [`table_columns!`](crate::table_columns) for this table) and
+    /// empties them.
+    pub fn write_rows<C: TableColumns>(&mut self, cols: &mut C) -> Result<()> {
+        assert!(
+            std::ptr::eq(C::DEF, self.def),
+            "builders of {} written to {}",
+            C::DEF.name,
+            self.def.name
+        );
+        self.write(&columns::batch(cols)?)
     }
 
     pub fn write(&mut self, batch: &RecordBatch) -> Result<()> {
@@ -478,10 +481,11 @@ impl CaptureWriter {
         w.close()
     }
 
-    /// Writes a whole (small) table at once.
-    pub fn write_table(&mut self, def: &'static TableDef, columns: Vec<ArrayRef>) -> Result<u64> {
-        let mut w = self.open_table(def)?;
-        w.write_columns(columns)?;
+    /// Writes a whole (small) table at once: the rows appended to its
+    /// column builders.
+    pub fn write_table<C: TableColumns>(&mut self, cols: &mut C) -> Result<u64> {
+        let mut w = self.open_table(C::DEF)?;
+        w.write_rows(cols)?;
         w.close()
     }
 

@@ -5,29 +5,32 @@
 use std::collections::HashMap;
 
 use arrow::array::{
-    ArrayRef, BooleanBuilder, Float64Builder, Int32Builder, Int64Builder, StringBuilder,
+    BooleanBuilder, Float64Builder, Int32Builder, Int64Builder, StringBuilder,
     StringDictionaryBuilder,
 };
 use arrow::datatypes::Int32Type;
 
 use super::{Reading, ReadingSink, Value};
+use crate::columns::TableColumns;
 use crate::schema;
+use crate::table_columns;
 use crate::writer::{CaptureWriter, TableWriter};
 use crate::Result;
 
-#[derive(Default)]
-struct Cols {
-    source: Int32Builder,
-    line: Int64Builder,
-    time: Int64Builder,
-    package: Int32Builder,
-    domain: StringDictionaryBuilder<Int32Type>,
-    zone: StringBuilder,
-    energy: Float64Builder,
-    delta: Float64Builder,
-    interval: Int64Builder,
-    wrapped: BooleanBuilder,
-    rows: usize,
+table_columns! {
+    #[derive(Default)]
+    struct Cols for schema::ENERGY {
+        source_id: Int32Builder,
+        line: Int64Builder,
+        time_ns: Int64Builder,
+        package: Int32Builder,
+        domain: StringDictionaryBuilder<Int32Type>,
+        zone: StringBuilder,
+        energy_uj: Float64Builder,
+        delta_uj: Float64Builder,
+        interval_ns: Int64Builder,
+        wrapped: BooleanBuilder,
+    }
 }
 
 /// A problem found while turning readings into intervals: (line, kind,
@@ -72,40 +75,25 @@ impl EnergyConverter {
         wrapped: bool,
     ) {
         let c = &mut self.cols;
-        c.source.append_value(self.source_id);
+        c.source_id.append_value(self.source_id);
         c.line.append_value(r.line as i64);
-        c.time.append_value(r.time_ns);
+        c.time_ns.append_value(r.time_ns);
         c.package.append_option(r.package);
         c.domain.append_value(r.domain);
         c.zone.append_value(&r.zone);
-        c.energy.append_option(energy);
-        c.delta.append_option(delta);
-        c.interval.append_option(interval);
+        c.energy_uj.append_option(energy);
+        c.delta_uj.append_option(delta);
+        c.interval_ns.append_option(interval);
         c.wrapped.append_value(wrapped);
-        c.rows += 1;
         self.readings += 1;
     }
 
     /// Writes the rows gathered so far.
     pub fn flush(&mut self) -> Result<()> {
-        if self.cols.rows == 0 {
+        if self.cols.rows() == 0 {
             return Ok(());
         }
-        let c = &mut self.cols;
-        let cols: Vec<ArrayRef> = vec![
-            std::sync::Arc::new(c.source.finish()),
-            std::sync::Arc::new(c.line.finish()),
-            std::sync::Arc::new(c.time.finish()),
-            std::sync::Arc::new(c.package.finish()),
-            std::sync::Arc::new(c.domain.finish()),
-            std::sync::Arc::new(c.zone.finish()),
-            std::sync::Arc::new(c.energy.finish()),
-            std::sync::Arc::new(c.delta.finish()),
-            std::sync::Arc::new(c.interval.finish()),
-            std::sync::Arc::new(c.wrapped.finish()),
-        ];
-        c.rows = 0;
-        self.out.write_columns(cols)
+        self.out.write_rows(&mut self.cols)
     }
 
     pub fn finish(mut self, cap: &mut CaptureWriter) -> Result<()> {

@@ -6,17 +6,71 @@ use std::ptr::NonNull;
 use std::sync::Arc;
 
 use arrow::array::{
-    ArrayRef, DictionaryArray, Int32Array, Int64Array, Int64Builder, StringArray, StringBuilder,
-    UInt64Array, UInt64Builder,
+    ArrayRef, DictionaryArray, Int32Array, Int32Builder, Int64Array, Int64Builder, StringArray,
+    StringBuilder, UInt64Array, UInt64Builder,
 };
 use arrow::buffer::{Buffer, ScalarBuffer};
 use arrow::datatypes::{ArrowNativeType, Int32Type};
 
 use super::pool::{self, VecPool};
 use super::{maps::Mapping, Collector, RowSink, Rows, KIND_LETTERS};
+use crate::columns::Whole;
 use crate::schema;
+use crate::table_columns;
 use crate::writer::{CaptureWriter, TableWriter};
 use crate::Result;
+
+table_columns! {
+    struct AccessCols for schema::MEM_ACCESS {
+        source_id: Whole<Int32Array>,
+        ordinal: Whole<Int64Array>,
+        kind: Whole<DictionaryArray<Int32Type>>,
+        address: Whole<UInt64Array>,
+        size: Whole<Int32Array>,
+    }
+}
+
+table_columns! {
+    struct FetchCols for schema::MEM_FETCH {
+        source_id: Whole<Int32Array>,
+        address: Whole<UInt64Array>,
+        size: Whole<Int32Array>,
+        count: Whole<Int64Array>,
+        first_ordinal: Whole<Int64Array>,
+        last_ordinal: Whole<Int64Array>,
+    }
+}
+
+table_columns! {
+    struct PageCols for schema::MEM_PAGE {
+        source_id: Whole<Int32Array>,
+        page: Whole<UInt64Array>,
+        page_size: Whole<Int64Array>,
+        fetches: Whole<Int64Array>,
+        loads: Whole<Int64Array>,
+        stores: Whole<Int64Array>,
+        modifies: Whole<Int64Array>,
+        bytes_accessed: Whole<Int64Array>,
+        bytes_touched: Whole<Int64Array>,
+        first_ordinal: Whole<Int64Array>,
+        last_ordinal: Whole<Int64Array>,
+    }
+}
+
+table_columns! {
+    #[derive(Default)]
+    struct MapCols for schema::MEM_MAP {
+        source_id: Int32Builder,
+        line: Int64Builder,
+        start_address: UInt64Builder,
+        end_address: UInt64Builder,
+        perms: StringBuilder,
+        file_offset: UInt64Builder,
+        dev: StringBuilder,
+        inode: Int64Builder,
+        path: StringBuilder,
+    }
+}
 
 /// Writes the memory tables of a capture. Tables are created at the first
 /// memory input, so captures without one do not have them.
@@ -62,52 +116,63 @@ impl MemConverter {
         let fetch = c.fetch.sorted();
         for part in fetch.chunks(256 * 1024) {
             let n = part.len();
-            let cols: Vec<ArrayRef> = vec![
-                Arc::new(Int32Array::from(vec![sid; n])),
-                Arc::new(part.iter().map(|e| e.0).collect::<UInt64Array>()),
-                Arc::new(part.iter().map(|e| e.1.size as i32).collect::<Int32Array>()),
-                Arc::new(
-                    part.iter()
-                        .map(|e| e.1.count as i64)
-                        .collect::<Int64Array>(),
-                ),
-                Arc::new(part.iter().map(|e| e.1.first).collect::<Int64Array>()),
-                Arc::new(part.iter().map(|e| e.1.last).collect::<Int64Array>()),
-            ];
+            let mut cols = FetchCols {
+                source_id: Int32Array::from(vec![sid; n]).into(),
+                address: part.iter().map(|e| e.0).collect::<UInt64Array>().into(),
+                size: part
+                    .iter()
+                    .map(|e| e.1.size as i32)
+                    .collect::<Int32Array>()
+                    .into(),
+                count: part
+                    .iter()
+                    .map(|e| e.1.count as i64)
+                    .collect::<Int64Array>()
+                    .into(),
+                first_ordinal: part
+                    .iter()
+                    .map(|e| e.1.first)
+                    .collect::<Int64Array>()
+                    .into(),
+                last_ordinal: part.iter().map(|e| e.1.last).collect::<Int64Array>().into(),
+            };
             if let Some(w) = &mut self.fetch {
-                w.write_columns(cols)?;
+                w.write_rows(&mut cols)?;
             }
         }
         let pages = c.page_summary();
         let ps = c.pages.page_size as i64;
         for part in pages.chunks(256 * 1024) {
             let n = part.len();
-            let count = |k: usize| -> ArrayRef {
-                Arc::new(
-                    part.iter()
-                        .map(|p| p.counts[k] as i64)
-                        .collect::<Int64Array>(),
-                )
+            let count = |k: usize| -> Whole<Int64Array> {
+                part.iter()
+                    .map(|p| p.counts[k] as i64)
+                    .collect::<Int64Array>()
+                    .into()
             };
-            let cols: Vec<ArrayRef> = vec![
-                Arc::new(Int32Array::from(vec![sid; n])),
-                Arc::new(part.iter().map(|p| p.page).collect::<UInt64Array>()),
-                Arc::new(Int64Array::from(vec![ps; n])),
-                count(0),
-                count(1),
-                count(2),
-                count(3),
-                Arc::new(part.iter().map(|p| p.bytes as i64).collect::<Int64Array>()),
-                Arc::new(
-                    part.iter()
-                        .map(|p| p.bytes_touched() as i64)
-                        .collect::<Int64Array>(),
-                ),
-                Arc::new(part.iter().map(|p| p.first).collect::<Int64Array>()),
-                Arc::new(part.iter().map(|p| p.last).collect::<Int64Array>()),
-            ];
+            let mut cols = PageCols {
+                source_id: Int32Array::from(vec![sid; n]).into(),
+                page: part.iter().map(|p| p.page).collect::<UInt64Array>().into(),
+                page_size: Int64Array::from(vec![ps; n]).into(),
+                fetches: count(0),
+                loads: count(1),
+                stores: count(2),
+                modifies: count(3),
+                bytes_accessed: part
+                    .iter()
+                    .map(|p| p.bytes as i64)
+                    .collect::<Int64Array>()
+                    .into(),
+                bytes_touched: part
+                    .iter()
+                    .map(|p| p.bytes_touched() as i64)
+                    .collect::<Int64Array>()
+                    .into(),
+                first_ordinal: part.iter().map(|p| p.first).collect::<Int64Array>().into(),
+                last_ordinal: part.iter().map(|p| p.last).collect::<Int64Array>().into(),
+            };
             if let Some(w) = &mut self.page {
-                w.write_columns(cols)?;
+                w.write_rows(&mut cols)?;
             }
         }
         Ok(())
@@ -127,38 +192,20 @@ impl MemConverter {
         if self.map.is_none() {
             self.map = Some(cap.open_table(&schema::MEM_MAP)?);
         }
-        let mut line = Int64Builder::new();
-        let mut start = UInt64Builder::new();
-        let mut end = UInt64Builder::new();
-        let mut perms = StringBuilder::new();
-        let mut off = UInt64Builder::new();
-        let mut dev = StringBuilder::new();
-        let mut inode = Int64Builder::new();
-        let mut path = StringBuilder::new();
+        let mut c = MapCols::default();
         for m in maps {
-            line.append_value(m.line as i64);
-            start.append_value(m.start);
-            end.append_value(m.end);
-            perms.append_value(&m.perms);
-            off.append_value(m.offset);
-            dev.append_value(&m.dev);
-            inode.append_value(m.inode as i64);
-            path.append_value(&m.path);
+            c.source_id.append_value(id);
+            c.line.append_value(m.line as i64);
+            c.start_address.append_value(m.start);
+            c.end_address.append_value(m.end);
+            c.perms.append_value(&m.perms);
+            c.file_offset.append_value(m.offset);
+            c.dev.append_value(&m.dev);
+            c.inode.append_value(m.inode as i64);
+            c.path.append_value(&m.path);
         }
-        let a = |b: &mut dyn arrow::array::ArrayBuilder| -> ArrayRef { b.finish() };
-        let cols = vec![
-            Arc::new(Int32Array::from(vec![id; maps.len()])) as ArrayRef,
-            a(&mut line),
-            a(&mut start),
-            a(&mut end),
-            a(&mut perms),
-            a(&mut off),
-            a(&mut dev),
-            a(&mut inode),
-            a(&mut path),
-        ];
         if let Some(w) = &mut self.map {
-            w.write_columns(cols)?;
+            w.write_rows(&mut c)?;
         }
         Ok(())
     }
@@ -235,26 +282,29 @@ impl RowSink for MemConverter {
         let kind = unsafe { DictionaryArray::<Int32Type>::new_unchecked(keys, self.kinds.clone()) };
         // The vectors go back to the parsers' pools once their row group
         // is written (no copy: Arrow buffers over them).
-        let cols: Vec<ArrayRef> = vec![
-            Arc::new(self.source_ids(n)),
-            Arc::new(Int64Array::new(
+        let mut cols = AccessCols {
+            source_id: self.source_ids(n).into(),
+            ordinal: Int64Array::new(
                 ScalarBuffer::new(pooled_buffer(rows.ordinal, &pool::ORDINALS), 0, n),
                 None,
-            )),
-            Arc::new(kind),
-            Arc::new(UInt64Array::new(
+            )
+            .into(),
+            kind: kind.into(),
+            address: UInt64Array::new(
                 ScalarBuffer::new(pooled_buffer(rows.address, &pool::ADDRESSES), 0, n),
                 None,
-            )),
+            )
+            .into(),
             // The u32 sizes reinterpreted as Int32 without a copy (sizes
             // are < 2^31: lackey's are at most a few hundred bytes).
-            Arc::new(Int32Array::new(
+            size: Int32Array::new(
                 ScalarBuffer::new(pooled_buffer(rows.size, &pool::SIZES), 0, n),
                 None,
-            )),
-        ];
+            )
+            .into(),
+        };
         match &mut self.access {
-            Some(w) => w.write_columns(cols),
+            Some(w) => w.write_rows(&mut cols),
             None => Ok(()),
         }
     }

@@ -1,12 +1,14 @@
 //! Metric points → Arrow batches of `metric`.
 
 use arrow::array::{
-    ArrayRef, BooleanBuilder, Float64Builder, Int32Builder, Int64Builder, StringDictionaryBuilder,
+    BooleanBuilder, Float64Builder, Int32Builder, Int64Builder, StringDictionaryBuilder,
 };
 use arrow::datatypes::Int32Type;
 
 use super::{MetricSink, Point};
+use crate::columns::TableColumns;
 use crate::schema;
+use crate::table_columns;
 use crate::writer::{CaptureWriter, TableWriter};
 use crate::Result;
 
@@ -14,19 +16,20 @@ const BATCH_ROWS: usize = 64 * 1024;
 
 type Dict = StringDictionaryBuilder<Int32Type>;
 
-#[derive(Default)]
-struct Cols {
-    source: Int32Builder,
-    line: Int64Builder,
-    sample: Int64Builder,
-    time: Int64Builder,
-    clock: Dict,
-    utc: Int64Builder,
-    entity: Dict,
-    metric: Dict,
-    value: Float64Builder,
-    since_boot: BooleanBuilder,
-    rows: usize,
+table_columns! {
+    #[derive(Default)]
+    struct Cols for schema::METRIC {
+        source_id: Int32Builder,
+        line: Int64Builder,
+        sample: Int64Builder,
+        time_ns: Int64Builder,
+        clock: Dict,
+        utc_ns: Int64Builder,
+        entity: Dict,
+        metric: Dict,
+        value: Float64Builder,
+        since_boot: BooleanBuilder,
+    }
 }
 
 pub struct MetricConverter {
@@ -120,27 +123,10 @@ impl MetricConverter {
         if let Some(e) = self.failed.take() {
             return Err(e);
         }
-        if self.cols.rows == 0 {
+        if self.cols.rows() == 0 {
             return Ok(());
         }
-        fn a<B: arrow::array::ArrayBuilder>(b: &mut B) -> ArrayRef {
-            b.finish()
-        }
-        let c = &mut self.cols;
-        let cols = vec![
-            a(&mut c.source),
-            a(&mut c.line),
-            a(&mut c.sample),
-            a(&mut c.time),
-            a(&mut c.clock),
-            a(&mut c.utc),
-            a(&mut c.entity),
-            a(&mut c.metric),
-            a(&mut c.value),
-            a(&mut c.since_boot),
-        ];
-        c.rows = 0;
-        self.out.write_columns(cols)
+        self.out.write_rows(&mut self.cols)
     }
 
     pub fn finish(mut self, cap: &mut CaptureWriter) -> Result<()> {
@@ -154,19 +140,18 @@ impl MetricSink for MetricConverter {
     fn point(&mut self, p: &Point<'_>) {
         let utc = self.utc(p);
         let c = &mut self.cols;
-        c.source.append_value(self.source_id);
+        c.source_id.append_value(self.source_id);
         c.line.append_value(p.line as i64);
         c.sample.append_value(p.sample);
-        c.time.append_option(p.time_ns);
+        c.time_ns.append_option(p.time_ns);
         c.clock.append_value(p.clock);
-        c.utc.append_option(utc);
+        c.utc_ns.append_option(utc);
         c.entity.append_option(p.entity);
         c.metric.append_value(p.metric);
         c.value.append_value(p.value);
         c.since_boot.append_value(p.since_boot);
-        c.rows += 1;
         self.points += 1;
-        if c.rows >= BATCH_ROWS && self.failed.is_none() {
+        if c.rows() >= BATCH_ROWS && self.failed.is_none() {
             if let Err(e) = self.flush() {
                 self.failed = Some(e);
             }

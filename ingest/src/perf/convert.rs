@@ -13,14 +13,15 @@ use rustc_hash::FxHashMap as HashMap;
 use std::sync::Arc;
 
 use arrow::array::{
-    ArrayRef, BinaryBuilder, BooleanBuilder, Int32Builder, Int64Builder, ListBuilder,
-    StringBuilder, StringDictionaryBuilder, UInt32Builder, UInt64Builder,
+    BinaryBuilder, BooleanBuilder, Int32Builder, Int64Builder, ListBuilder, StringBuilder,
+    StringDictionaryBuilder, UInt32Builder, UInt64Builder,
 };
 use arrow::datatypes::{DataType, Field, Int32Type, Int64Type, UInt32Type, UInt64Type};
 
 use crate::columns::{DictKeys, OptBinary, OptPrim, Prim};
 use crate::intern::SliceMap;
 use crate::stacks::StackTables;
+use crate::table_columns;
 
 use super::header::{flag, hex, EventDesc, Metadata};
 use super::records::{CpuMode, Mmap, Record, Sample, SampleId, SyscallPayload};
@@ -128,10 +129,6 @@ fn branch_mode(addr: u64, privilege: u32) -> CpuMode {
     }
 }
 
-fn a<B: arrow::array::ArrayBuilder>(b: &mut B) -> ArrayRef {
-    b.finish()
-}
-
 /// A table being streamed: its writer plus a row count for flushing.
 struct Out {
     w: TableWriter,
@@ -147,35 +144,37 @@ impl Out {
     }
 }
 
-#[derive(Default)]
-struct SampleCols {
-    sample_id: Prim<Int64Type>,
-    source_id: Prim<Int32Type>,
-    time: OptPrim<Int64Type>,
-    pid: OptPrim<Int32Type>,
-    tid: OptPrim<Int32Type>,
-    cpu: OptPrim<UInt32Type>,
-    comm: DictKeys,
-    event_id: Prim<Int32Type>,
-    event: DictKeys,
-    period: OptPrim<Int64Type>,
-    ip: OptPrim<UInt64Type>,
-    cpu_mode: DictKeys,
-    stack_id: OptPrim<Int64Type>,
-    addr: OptPrim<UInt64Type>,
-    weight: OptPrim<UInt64Type>,
-    weight_ins_lat: OptPrim<UInt32Type>,
-    weight_var3: OptPrim<UInt32Type>,
-    data_src: OptPrim<UInt64Type>,
-    transaction: OptPrim<UInt64Type>,
-    phys_addr: OptPrim<UInt64Type>,
-    cgroup: OptPrim<UInt64Type>,
-    data_page_size: OptPrim<UInt64Type>,
-    code_page_size: OptPrim<UInt64Type>,
-    raw: OptBinary,
-    n_read: Prim<Int32Type>,
-    n_branch: Prim<Int32Type>,
-    has_user_stack: BooleanBuilder,
+table_columns! {
+    #[derive(Default)]
+    struct SampleCols for schema::PERF_SAMPLE {
+        sample_id: Prim<Int64Type>,
+        source_id: Prim<Int32Type>,
+        time_ns: OptPrim<Int64Type>,
+        pid: OptPrim<Int32Type>,
+        tid: OptPrim<Int32Type>,
+        cpu: OptPrim<UInt32Type>,
+        comm: DictKeys,
+        event_id: Prim<Int32Type>,
+        event: DictKeys,
+        period: OptPrim<Int64Type>,
+        ip: OptPrim<UInt64Type>,
+        cpu_mode: DictKeys,
+        stack_id: OptPrim<Int64Type>,
+        addr: OptPrim<UInt64Type>,
+        weight: OptPrim<UInt64Type>,
+        weight_ins_lat: OptPrim<UInt32Type>,
+        weight_var3: OptPrim<UInt32Type>,
+        data_src: OptPrim<UInt64Type>,
+        transaction: OptPrim<UInt64Type>,
+        phys_addr: OptPrim<UInt64Type>,
+        cgroup: OptPrim<UInt64Type>,
+        data_page_size: OptPrim<UInt64Type>,
+        code_page_size: OptPrim<UInt64Type>,
+        raw: OptBinary,
+        n_read: Prim<Int32Type>,
+        n_branch: Prim<Int32Type>,
+        has_user_stack: BooleanBuilder,
+    }
 }
 
 impl SampleCols {
@@ -187,130 +186,171 @@ impl SampleCols {
         }
         c
     }
+}
 
-    fn finish(&mut self) -> Vec<ArrayRef> {
-        vec![
-            self.sample_id.finish(),
-            self.source_id.finish(),
-            self.time.finish(),
-            self.pid.finish(),
-            self.tid.finish(),
-            self.cpu.finish(),
-            self.comm.finish(),
-            self.event_id.finish(),
-            self.event.finish(),
-            self.period.finish(),
-            self.ip.finish(),
-            self.cpu_mode.finish(),
-            self.stack_id.finish(),
-            self.addr.finish(),
-            self.weight.finish(),
-            self.weight_ins_lat.finish(),
-            self.weight_var3.finish(),
-            self.data_src.finish(),
-            self.transaction.finish(),
-            self.phys_addr.finish(),
-            self.cgroup.finish(),
-            self.data_page_size.finish(),
-            self.code_page_size.finish(),
-            self.raw.finish(),
-            self.n_read.finish(),
-            self.n_branch.finish(),
-            a(&mut self.has_user_stack),
-        ]
+table_columns! {
+    #[derive(Default)]
+    struct ReadCols for schema::PERF_SAMPLE_READ {
+        sample_id: Int64Builder,
+        idx: Int32Builder,
+        event_id: Int32Builder,
+        event: StringBuilder,
+        value: UInt64Builder,
+        counter_kernel_id: UInt64Builder,
+        lost: UInt64Builder,
+        time_enabled_ns: UInt64Builder,
+        time_running_ns: UInt64Builder,
     }
 }
 
-#[derive(Default)]
-struct ReadCols {
-    sample_id: Int64Builder,
-    idx: Int32Builder,
-    event_id: Int32Builder,
-    event: StringBuilder,
-    value: UInt64Builder,
-    kid: UInt64Builder,
-    lost: UInt64Builder,
-    enabled: UInt64Builder,
-    running: UInt64Builder,
+table_columns! {
+    #[derive(Default)]
+    struct BranchCols for schema::PERF_BRANCH {
+        sample_id: Int64Builder,
+        idx: Int32Builder,
+        from_ip: UInt64Builder,
+        to_ip: UInt64Builder,
+        mispred: BooleanBuilder,
+        predicted: BooleanBuilder,
+        in_tx: BooleanBuilder,
+        abort: BooleanBuilder,
+        cycles: UInt32Builder,
+        r#type: UInt32Builder,
+        spec: UInt32Builder,
+        new_type: UInt32Builder,
+        r#priv: UInt32Builder,
+        counters: UInt64Builder,
+        hw_idx: UInt64Builder,
+        transfer: Dict,
+        from_frame_id: Int64Builder,
+        to_frame_id: Int64Builder,
+        stack_id: Int64Builder,
+    }
 }
 
-#[derive(Default)]
-struct BranchCols {
-    sample_id: Int64Builder,
-    idx: Int32Builder,
-    from: UInt64Builder,
-    to: UInt64Builder,
-    mispred: BooleanBuilder,
-    predicted: BooleanBuilder,
-    in_tx: BooleanBuilder,
-    abort: BooleanBuilder,
-    cycles: UInt32Builder,
-    ty: UInt32Builder,
-    spec: UInt32Builder,
-    new_type: UInt32Builder,
-    privilege: UInt32Builder,
-    counters: UInt64Builder,
-    hw_idx: UInt64Builder,
-    transfer: Dict,
-    from_frame: Int64Builder,
-    to_frame: Int64Builder,
-    stack: Int64Builder,
+table_columns! {
+    struct UserStackCols for schema::PERF_USER_STACK {
+        sample_id: Int64Builder,
+        regs_abi: UInt64Builder,
+        regs_mask: UInt64Builder,
+        regs: ListBuilder<UInt64Builder>,
+        stack_size: UInt64Builder,
+        stack: BinaryBuilder,
+    }
 }
 
-struct UserStackCols {
-    sample_id: Int64Builder,
-    abi: UInt64Builder,
-    mask: UInt64Builder,
-    regs: ListBuilder<UInt64Builder>,
-    size: UInt64Builder,
-    stack: BinaryBuilder,
-    bytes: usize,
+table_columns! {
+    #[derive(Default)]
+    struct MappingCols for schema::PERF_MAPPING {
+        mapping_id: Int64Builder,
+        source_id: Int32Builder,
+        time_ns: Int64Builder,
+        pid: Int32Builder,
+        tid: Int32Builder,
+        start: UInt64Builder,
+        length: UInt64Builder,
+        pgoff: UInt64Builder,
+        path: StringBuilder,
+        module_id: Int64Builder,
+        build_id: StringBuilder,
+        prot: UInt32Builder,
+        flags: UInt32Builder,
+        dev_major: UInt32Builder,
+        dev_minor: UInt32Builder,
+        inode: UInt64Builder,
+        executable: BooleanBuilder,
+        cpu_mode: Dict,
+    }
 }
 
-#[derive(Default)]
-struct MappingCols {
-    mapping_id: Int64Builder,
-    source_id: Int32Builder,
-    time: Int64Builder,
-    pid: Int32Builder,
-    tid: Int32Builder,
-    start: UInt64Builder,
-    length: UInt64Builder,
-    pgoff: UInt64Builder,
-    path: StringBuilder,
-    module_id: Int64Builder,
-    build_id: StringBuilder,
-    prot: UInt32Builder,
-    flags: UInt32Builder,
-    maj: UInt32Builder,
-    min: UInt32Builder,
-    ino: UInt64Builder,
-    executable: BooleanBuilder,
-    cpu_mode: Dict,
+table_columns! {
+    #[derive(Default)]
+    struct TaskCols for schema::PERF_TASK_EVENT {
+        source_id: Int32Builder,
+        time_ns: Int64Builder,
+        kind: Dict,
+        pid: Int32Builder,
+        tid: Int32Builder,
+        ppid: Int32Builder,
+        ptid: Int32Builder,
+        comm: StringBuilder,
+    }
 }
 
-#[derive(Default)]
-struct TaskCols {
-    source_id: Int32Builder,
-    time: Int64Builder,
-    kind: Dict,
-    pid: Int32Builder,
-    tid: Int32Builder,
-    ppid: Int32Builder,
-    ptid: Int32Builder,
-    comm: StringBuilder,
+table_columns! {
+    #[derive(Default)]
+    struct LostCols for schema::PERF_LOST {
+        source_id: Int32Builder,
+        time_ns: Int64Builder,
+        kind: StringBuilder,
+        event_id: Int32Builder,
+        count: UInt64Builder,
+        pid: Int32Builder,
+        tid: Int32Builder,
+        cpu: UInt32Builder,
+    }
 }
 
-#[derive(Default)]
-struct LostCols {
-    source_id: Int32Builder,
-    time: Int64Builder,
-    kind: StringBuilder,
-    event_id: Int32Builder,
-    count: UInt64Builder,
-    pid: Int32Builder,
-    tid: Int32Builder,
-    cpu: UInt32Builder,
+table_columns! {
+    #[derive(Default)]
+    struct EventCols for schema::PERF_EVENT {
+        event_id: Int32Builder,
+        source_id: Int32Builder,
+        name: StringBuilder,
+        r#type: UInt32Builder,
+        config: UInt64Builder,
+        config1: UInt64Builder,
+        config2: UInt64Builder,
+        sample_type: UInt64Builder,
+        read_format: UInt64Builder,
+        sample_period: UInt64Builder,
+        sample_freq: UInt64Builder,
+        branch_sample_type: UInt64Builder,
+        sample_regs_user: UInt64Builder,
+        sample_stack_user: UInt32Builder,
+        flags: UInt64Builder,
+        exclude_user: BooleanBuilder,
+        exclude_kernel: BooleanBuilder,
+        clockid: Int32Builder,
+        ids: ListBuilder<UInt64Builder>,
+    }
+}
+
+table_columns! {
+    #[derive(Default)]
+    struct BuildIdCols for schema::PERF_BUILD_ID {
+        source_id: Int32Builder,
+        pid: Int32Builder,
+        path: StringBuilder,
+        build_id: StringBuilder,
+        cpu_mode: Dict,
+    }
+}
+
+table_columns! {
+    #[derive(Default)]
+    struct CpuCols for schema::PERF_CPU {
+        source_id: Int32Builder,
+        cpu: Int32Builder,
+        core_id: Int32Builder,
+        die_id: Int32Builder,
+        socket_id: Int32Builder,
+    }
+}
+
+table_columns! {
+    #[derive(Default)]
+    struct ThreadCols for schema::PERF_THREAD {
+        source_id: Int32Builder,
+        pid: Int32Builder,
+        tid: Int32Builder,
+        ppid: Int32Builder,
+        comm: StringBuilder,
+        start_ns: Int64Builder,
+        exec_ns: Int64Builder,
+        end_ns: Int64Builder,
+        samples: Int64Builder,
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -512,12 +552,11 @@ impl PerfConverter {
             branches_out: Out::new(cap, &schema::PERF_BRANCH)?,
             ustack: UserStackCols {
                 sample_id: Default::default(),
-                abi: Default::default(),
-                mask: Default::default(),
+                regs_abi: Default::default(),
+                regs_mask: Default::default(),
                 regs: list_u64(),
-                size: Default::default(),
+                stack_size: Default::default(),
                 stack: Default::default(),
-                bytes: 0,
             },
             ustack_out: Out::new(cap, &schema::PERF_USER_STACK)?,
             stacks: StackTables::new(cap)?,
@@ -721,7 +760,7 @@ impl PerfConverter {
     ) {
         let c = &mut self.tasks;
         c.source_id.append_value(self.source_id);
-        c.time.append_option(t);
+        c.time_ns.append_option(t);
         c.kind.append_value(kind);
         c.pid.append_value(pid);
         c.tid.append_value(tid);
@@ -734,7 +773,7 @@ impl PerfConverter {
     fn lost_row(&mut self, sid: &SampleId, kind: &str, ev: Option<i32>, count: u64) -> Result<()> {
         let c = &mut self.lost;
         c.source_id.append_value(self.source_id);
-        c.time.append_option(sid.time.map(|t| t as i64));
+        c.time_ns.append_option(sid.time.map(|t| t as i64));
         c.kind.append_value(kind);
         c.event_id.append_option(ev);
         c.count.append_value(count);
@@ -764,7 +803,7 @@ impl PerfConverter {
         let c = &mut self.mappings;
         c.mapping_id.append_value(mid);
         c.source_id.append_value(self.source_id);
-        c.time.append_option(sid.time.map(|t| t as i64));
+        c.time_ns.append_option(sid.time.map(|t| t as i64));
         c.pid.append_value(m.pid);
         c.tid.append_value(m.tid);
         c.start.append_value(m.start);
@@ -775,9 +814,9 @@ impl PerfConverter {
         c.build_id.append_option(build_id.as_deref());
         c.prot.append_option(m.prot);
         c.flags.append_option(m.flags);
-        c.maj.append_option(m.dev.map(|d| d.0));
-        c.min.append_option(m.dev.map(|d| d.1));
-        c.ino.append_option(m.dev.map(|d| d.2));
+        c.dev_major.append_option(m.dev.map(|d| d.0));
+        c.dev_minor.append_option(m.dev.map(|d| d.1));
+        c.inode.append_option(m.dev.map(|d| d.2));
         c.executable.append_value(m.executable());
         c.cpu_mode.append_value(m.cpu_mode().as_str());
         self.mappings_out.rows += 1;
@@ -992,7 +1031,7 @@ impl PerfConverter {
         let c = &mut self.samples;
         c.sample_id.push(sample_id);
         c.source_id.push(self.source_id);
-        c.time.push(s.time.map(|t| t as i64));
+        c.time_ns.push(s.time.map(|t| t as i64));
         c.pid.push(s.pid);
         c.tid.push(s.tid);
         c.cpu.push(s.cpu);
@@ -1180,10 +1219,10 @@ impl PerfConverter {
                 c.event
                     .append_option(ev_id.map(|e| self.event_names[e as usize].as_ref()));
                 c.value.append_value(*value);
-                c.kid.append_option(*kid);
+                c.counter_kernel_id.append_option(*kid);
                 c.lost.append_option(*lost);
-                c.enabled.append_option(r.time_enabled);
-                c.running.append_option(r.time_running);
+                c.time_enabled_ns.append_option(r.time_enabled);
+                c.time_running_ns.append_option(r.time_running);
                 self.reads_out.rows += 1;
             }
         }
@@ -1192,22 +1231,22 @@ impl PerfConverter {
                 let (from_frame, to_frame, stack, transfer) = self.lbr[i];
                 let c = &mut self.branches;
                 c.transfer.append_value(transfer.as_str());
-                c.from_frame.append_value(from_frame);
-                c.to_frame.append_value(to_frame);
-                c.stack.append_value(stack);
+                c.from_frame_id.append_value(from_frame);
+                c.to_frame_id.append_value(to_frame);
+                c.stack_id.append_value(stack);
                 c.sample_id.append_value(sample_id);
                 c.idx.append_value(i as i32);
-                c.from.append_value(e.from);
-                c.to.append_value(e.to);
+                c.from_ip.append_value(e.from);
+                c.to_ip.append_value(e.to);
                 c.mispred.append_value(e.mispred());
                 c.predicted.append_value(e.predicted());
                 c.in_tx.append_value(e.in_tx());
                 c.abort.append_value(e.abort());
                 c.cycles.append_value(e.cycles());
-                c.ty.append_value(e.br_type());
+                c.r#type.append_value(e.br_type());
                 c.spec.append_value(e.spec());
                 c.new_type.append_value(e.new_type());
-                c.privilege.append_value(e.privilege());
+                c.r#priv.append_value(e.privilege());
                 c.counters.append_option(e.counters);
                 c.hw_idx.append_option(b.hw_idx);
                 self.branches_out.rows += 1;
@@ -1217,8 +1256,8 @@ impl PerfConverter {
             let c = &mut self.ustack;
             c.sample_id.append_value(sample_id);
             let (abi, mask) = s.user_regs.as_ref().map_or((0, 0), |r| (r.abi, r.mask));
-            c.abi.append_value(abi);
-            c.mask.append_value(mask);
+            c.regs_abi.append_value(abi);
+            c.regs_mask.append_value(mask);
             if let Some(r) = &s.user_regs {
                 c.regs
                     .values()
@@ -1226,12 +1265,12 @@ impl PerfConverter {
             }
             c.regs.append(true);
             let st = s.user_stack.as_ref();
-            c.size.append_value(st.map_or(0, |s| s.size));
+            c.stack_size.append_value(st.map_or(0, |s| s.size));
             c.stack.append_value(st.map_or(&[][..], |s| s.data));
-            c.bytes += st.map_or(0, |s| s.data.len());
             self.ustack_out.rows += 1;
         }
-        if self.samples_out.rows >= BATCH_ROWS || self.ustack.bytes >= 64 << 20 {
+        if self.samples_out.rows >= BATCH_ROWS || self.ustack.stack.values_slice().len() >= 64 << 20
+        {
             self.flush()?;
         }
         Ok(())
@@ -1240,121 +1279,33 @@ impl PerfConverter {
     /// Writes the rows collected so far.
     pub fn flush(&mut self) -> Result<()> {
         if self.samples_out.rows > 0 {
-            let cols = self.samples.finish();
-            self.samples_out.w.write_columns(cols)?;
+            self.samples_out.w.write_rows(&mut self.samples)?;
             self.samples_out.rows = 0;
         }
         if self.reads_out.rows > 0 {
-            let c = &mut self.reads;
-            let cols = vec![
-                a(&mut c.sample_id),
-                a(&mut c.idx),
-                a(&mut c.event_id),
-                a(&mut c.event),
-                a(&mut c.value),
-                a(&mut c.kid),
-                a(&mut c.lost),
-                a(&mut c.enabled),
-                a(&mut c.running),
-            ];
-            self.reads_out.w.write_columns(cols)?;
+            self.reads_out.w.write_rows(&mut self.reads)?;
             self.reads_out.rows = 0;
         }
         if self.branches_out.rows > 0 {
-            let c = &mut self.branches;
-            let cols = vec![
-                a(&mut c.sample_id),
-                a(&mut c.idx),
-                a(&mut c.from),
-                a(&mut c.to),
-                a(&mut c.mispred),
-                a(&mut c.predicted),
-                a(&mut c.in_tx),
-                a(&mut c.abort),
-                a(&mut c.cycles),
-                a(&mut c.ty),
-                a(&mut c.spec),
-                a(&mut c.new_type),
-                a(&mut c.privilege),
-                a(&mut c.counters),
-                a(&mut c.hw_idx),
-                a(&mut c.transfer),
-                a(&mut c.from_frame),
-                a(&mut c.to_frame),
-                a(&mut c.stack),
-            ];
-            self.branches_out.w.write_columns(cols)?;
+            self.branches_out.w.write_rows(&mut self.branches)?;
             self.branches_out.rows = 0;
         }
         if self.ustack_out.rows > 0 {
-            let c = &mut self.ustack;
-            let cols = vec![
-                a(&mut c.sample_id),
-                a(&mut c.abi),
-                a(&mut c.mask),
-                a(&mut c.regs),
-                a(&mut c.size),
-                a(&mut c.stack),
-            ];
-            c.bytes = 0;
-            self.ustack_out.w.write_columns(cols)?;
+            self.ustack_out.w.write_rows(&mut self.ustack)?;
             self.ustack_out.rows = 0;
         }
         self.stacks.flush()?;
         self.syscalls.flush()?;
         if self.mappings_out.rows > 0 {
-            let c = &mut self.mappings;
-            let cols = vec![
-                a(&mut c.mapping_id),
-                a(&mut c.source_id),
-                a(&mut c.time),
-                a(&mut c.pid),
-                a(&mut c.tid),
-                a(&mut c.start),
-                a(&mut c.length),
-                a(&mut c.pgoff),
-                a(&mut c.path),
-                a(&mut c.module_id),
-                a(&mut c.build_id),
-                a(&mut c.prot),
-                a(&mut c.flags),
-                a(&mut c.maj),
-                a(&mut c.min),
-                a(&mut c.ino),
-                a(&mut c.executable),
-                a(&mut c.cpu_mode),
-            ];
-            self.mappings_out.w.write_columns(cols)?;
+            self.mappings_out.w.write_rows(&mut self.mappings)?;
             self.mappings_out.rows = 0;
         }
         if self.tasks_out.rows > 0 {
-            let c = &mut self.tasks;
-            let cols = vec![
-                a(&mut c.source_id),
-                a(&mut c.time),
-                a(&mut c.kind),
-                a(&mut c.pid),
-                a(&mut c.tid),
-                a(&mut c.ppid),
-                a(&mut c.ptid),
-                a(&mut c.comm),
-            ];
-            self.tasks_out.w.write_columns(cols)?;
+            self.tasks_out.w.write_rows(&mut self.tasks)?;
             self.tasks_out.rows = 0;
         }
         if self.lost_out.rows > 0 {
-            let c = &mut self.lost;
-            let cols = vec![
-                a(&mut c.source_id),
-                a(&mut c.time),
-                a(&mut c.kind),
-                a(&mut c.event_id),
-                a(&mut c.count),
-                a(&mut c.pid),
-                a(&mut c.tid),
-                a(&mut c.cpu),
-            ];
-            self.lost_out.w.write_columns(cols)?;
+            self.lost_out.w.write_rows(&mut self.lost)?;
             self.lost_out.rows = 0;
         }
         Ok(())
@@ -1437,90 +1388,53 @@ impl PerfConverter {
 
         // Events.
         {
-            let mut id = Int32Builder::new();
-            let mut src = Int32Builder::new();
-            let mut name = StringBuilder::new();
-            let mut ty = UInt32Builder::new();
-            let mut config = UInt64Builder::new();
-            let mut config1 = UInt64Builder::new();
-            let mut config2 = UInt64Builder::new();
-            let mut st = UInt64Builder::new();
-            let mut rf = UInt64Builder::new();
-            let mut period = UInt64Builder::new();
-            let mut freq = UInt64Builder::new();
-            let mut bst = UInt64Builder::new();
-            let mut regs = UInt64Builder::new();
-            let mut stack = UInt32Builder::new();
-            let mut flags = UInt64Builder::new();
-            let mut eu = BooleanBuilder::new();
-            let mut ek = BooleanBuilder::new();
-            let mut clk = Int32Builder::new();
-            let mut ids = list_u64();
+            let mut c = EventCols {
+                ids: list_u64(),
+                ..Default::default()
+            };
             for (i, (s, e)) in self.events.iter().enumerate() {
                 let at = &e.attr;
-                id.append_value(i as i32);
-                src.append_value(*s);
-                name.append_value(self.event_names[i].as_ref());
-                ty.append_value(at.type_);
-                config.append_value(at.config);
-                config1.append_value(at.config1);
-                config2.append_value(at.config2);
-                st.append_value(at.sample_type);
-                rf.append_value(at.read_format);
-                period.append_option((!at.freq()).then_some(at.sample_period_or_freq));
-                freq.append_option(at.freq().then_some(at.sample_period_or_freq));
-                bst.append_value(at.branch_sample_type);
-                regs.append_value(at.sample_regs_user);
-                stack.append_value(at.sample_stack_user);
-                flags.append_value(at.flags);
-                eu.append_value(at.flags & flag::EXCLUDE_USER != 0);
-                ek.append_value(at.flags & flag::EXCLUDE_KERNEL != 0);
-                clk.append_option((at.flags & flag::USE_CLOCKID != 0).then_some(at.clockid));
-                ids.values().append_slice(&e.ids);
-                ids.append(true);
+                c.event_id.append_value(i as i32);
+                c.source_id.append_value(*s);
+                c.name.append_value(self.event_names[i].as_ref());
+                c.r#type.append_value(at.type_);
+                c.config.append_value(at.config);
+                c.config1.append_value(at.config1);
+                c.config2.append_value(at.config2);
+                c.sample_type.append_value(at.sample_type);
+                c.read_format.append_value(at.read_format);
+                c.sample_period
+                    .append_option((!at.freq()).then_some(at.sample_period_or_freq));
+                c.sample_freq
+                    .append_option(at.freq().then_some(at.sample_period_or_freq));
+                c.branch_sample_type.append_value(at.branch_sample_type);
+                c.sample_regs_user.append_value(at.sample_regs_user);
+                c.sample_stack_user.append_value(at.sample_stack_user);
+                c.flags.append_value(at.flags);
+                c.exclude_user
+                    .append_value(at.flags & flag::EXCLUDE_USER != 0);
+                c.exclude_kernel
+                    .append_value(at.flags & flag::EXCLUDE_KERNEL != 0);
+                c.clockid
+                    .append_option((at.flags & flag::USE_CLOCKID != 0).then_some(at.clockid));
+                c.ids.values().append_slice(&e.ids);
+                c.ids.append(true);
             }
-            cap.write_table(
-                &schema::PERF_EVENT,
-                vec![
-                    a(&mut id),
-                    a(&mut src),
-                    a(&mut name),
-                    a(&mut ty),
-                    a(&mut config),
-                    a(&mut config1),
-                    a(&mut config2),
-                    a(&mut st),
-                    a(&mut rf),
-                    a(&mut period),
-                    a(&mut freq),
-                    a(&mut bst),
-                    a(&mut regs),
-                    a(&mut stack),
-                    a(&mut flags),
-                    a(&mut eu),
-                    a(&mut ek),
-                    a(&mut clk),
-                    a(&mut ids),
-                ],
-            )?;
+            cap.write_table(&mut c)?;
         }
 
         // Build-id table, and build-ids for modules whose MMAP had none.
         let mut bid_by_path: HashMap<&str, String> = HashMap::default();
         {
-            let mut src = Int32Builder::new();
-            let mut pid = Int32Builder::new();
-            let mut path = StringBuilder::new();
-            let mut bid = StringBuilder::new();
-            let mut mode = Dict::new();
+            let mut c = BuildIdCols::default();
             for (s, m) in &self.metas {
                 for e in &m.build_ids {
-                    src.append_value(*s);
-                    pid.append_value(e.pid);
-                    path.append_value(&e.path);
+                    c.source_id.append_value(*s);
+                    c.pid.append_value(e.pid);
+                    c.path.append_value(&e.path);
                     let h = hex(&e.build_id);
-                    bid.append_value(&h);
-                    mode.append_value(CpuMode::from_misc(e.misc).as_str());
+                    c.build_id.append_value(&h);
+                    c.cpu_mode.append_value(CpuMode::from_misc(e.misc).as_str());
                     let key = if CpuMode::from_misc(e.misc).is_kernel()
                         && e.path.starts_with("[kernel.kallsyms]")
                     {
@@ -1531,85 +1445,42 @@ impl PerfConverter {
                     bid_by_path.entry(key).or_insert(h);
                 }
             }
-            cap.write_table(
-                &schema::PERF_BUILD_ID,
-                vec![
-                    a(&mut src),
-                    a(&mut pid),
-                    a(&mut path),
-                    a(&mut bid),
-                    a(&mut mode),
-                ],
-            )?;
+            cap.write_table(&mut c)?;
         }
         self.stacks.finish(cap, |p| bid_by_path.get(p).cloned())?;
 
         // CPU topology.
         {
-            let mut src = Int32Builder::new();
-            let mut cpu = Int32Builder::new();
-            let mut core = Int32Builder::new();
-            let mut die = Int32Builder::new();
-            let mut socket = Int32Builder::new();
+            let mut c = CpuCols::default();
             for (s, m) in &self.metas {
                 for t in &m.cpus {
-                    src.append_value(*s);
-                    cpu.append_value(t.cpu as i32);
-                    core.append_value(t.core_id);
-                    die.append_option(t.die_id);
-                    socket.append_value(t.socket_id);
+                    c.source_id.append_value(*s);
+                    c.cpu.append_value(t.cpu as i32);
+                    c.core_id.append_value(t.core_id);
+                    c.die_id.append_option(t.die_id);
+                    c.socket_id.append_value(t.socket_id);
                 }
             }
-            cap.write_table(
-                &schema::PERF_CPU,
-                vec![
-                    a(&mut src),
-                    a(&mut cpu),
-                    a(&mut core),
-                    a(&mut die),
-                    a(&mut socket),
-                ],
-            )?;
+            cap.write_table(&mut c)?;
         }
 
         // Threads.
         {
             let mut rows: Vec<_> = self.threads.iter().collect();
             rows.sort_by_key(|(k, _)| **k);
-            let mut src = Int32Builder::new();
-            let mut pid = Int32Builder::new();
-            let mut tid = Int32Builder::new();
-            let mut ppid = Int32Builder::new();
-            let mut comm = StringBuilder::new();
-            let mut start = Int64Builder::new();
-            let mut exec = Int64Builder::new();
-            let mut end = Int64Builder::new();
-            let mut n = Int64Builder::new();
+            let mut c = ThreadCols::default();
             for ((s, p, t), th) in rows {
-                src.append_value(*s);
-                pid.append_value(*p);
-                tid.append_value(*t);
-                ppid.append_option(th.ppid);
-                comm.append_option(th.comm.as_deref());
-                start.append_option(th.start);
-                exec.append_option(th.exec);
-                end.append_option(th.end);
-                n.append_value(th.samples);
+                c.source_id.append_value(*s);
+                c.pid.append_value(*p);
+                c.tid.append_value(*t);
+                c.ppid.append_option(th.ppid);
+                c.comm.append_option(th.comm.as_deref());
+                c.start_ns.append_option(th.start);
+                c.exec_ns.append_option(th.exec);
+                c.end_ns.append_option(th.end);
+                c.samples.append_value(th.samples);
             }
-            cap.write_table(
-                &schema::PERF_THREAD,
-                vec![
-                    a(&mut src),
-                    a(&mut pid),
-                    a(&mut tid),
-                    a(&mut ppid),
-                    a(&mut comm),
-                    a(&mut start),
-                    a(&mut exec),
-                    a(&mut end),
-                    a(&mut n),
-                ],
-            )?;
+            cap.write_table(&mut c)?;
         }
 
         let mut pairs = Vec::new();

@@ -2,16 +2,18 @@
 //! stacks go to the shared `module` / `frame` / `stack` tables.
 
 use arrow::array::{
-    ArrayRef, BooleanBuilder, Int32Builder, Int64Builder, StringBuilder, StringDictionaryBuilder,
+    BooleanBuilder, Int32Builder, Int64Builder, StringBuilder, StringDictionaryBuilder,
 };
 use arrow::datatypes::Int32Type;
 
 use super::args::parse_ret;
 use super::batch::{Batch, Packed};
 use super::reader::StackFrame;
+use crate::columns::TableColumns;
 use crate::schema;
 use crate::stacks::StackTables;
 use crate::syscalls::{SyscallRow, SyscallTable};
+use crate::table_columns;
 use crate::writer::{CaptureWriter, TableWriter};
 use crate::Result;
 
@@ -19,23 +21,20 @@ const BATCH_ROWS: usize = 64 * 1024;
 
 type Dict = StringDictionaryBuilder<Int32Type>;
 
-fn a<B: arrow::array::ArrayBuilder>(b: &mut B) -> ArrayRef {
-    b.finish()
-}
-
-#[derive(Default)]
-struct EventCols {
-    source: Int32Builder,
-    line: Int64Builder,
-    pid: Int32Builder,
-    time: Int64Builder,
-    kind: Dict,
-    signal: Dict,
-    code: Int32Builder,
-    core: BooleanBuilder,
-    info: StringBuilder,
-    stack: Int64Builder,
-    rows: usize,
+table_columns! {
+    #[derive(Default)]
+    struct EventCols for schema::STRACE_EVENT {
+        source_id: Int32Builder,
+        line: Int64Builder,
+        pid: Int32Builder,
+        time_ns: Int64Builder,
+        kind: Dict,
+        signal: Dict,
+        exit_code: Int32Builder,
+        core_dumped: BooleanBuilder,
+        info: StringBuilder,
+        stack_id: Int64Builder,
+    }
 }
 
 pub struct StraceConverter {
@@ -171,17 +170,16 @@ impl StraceConverter {
                     let sid = self.stack(stacks, pid, b.frames(stack));
                     let info = b.str(info);
                     let e = &mut self.events;
-                    e.source.append_value(self.source_id);
+                    e.source_id.append_value(self.source_id);
                     e.line.append_value(line as i64);
                     e.pid.append_option(pid);
-                    e.time.append_option(time_ns);
+                    e.time_ns.append_option(time_ns);
                     e.kind.append_value("signal");
                     e.signal.append_value(b.str(name));
-                    e.code.append_null();
-                    e.core.append_value(false);
+                    e.exit_code.append_null();
+                    e.core_dumped.append_value(false);
                     e.info.append_option((!info.is_empty()).then_some(info));
-                    e.stack.append_option(sid);
-                    e.rows += 1;
+                    e.stack_id.append_option(sid);
                 }
                 Packed::Exit {
                     line,
@@ -192,21 +190,20 @@ impl StraceConverter {
                     core_dumped,
                 } => {
                     let e = &mut self.events;
-                    e.source.append_value(self.source_id);
+                    e.source_id.append_value(self.source_id);
                     e.line.append_value(line as i64);
                     e.pid.append_option(pid);
-                    e.time.append_option(time_ns);
+                    e.time_ns.append_option(time_ns);
                     e.kind
                         .append_value(if code.is_some() { "exited" } else { "killed" });
                     e.signal.append_option(signal.map(|v| b.str(v)));
-                    e.code.append_option(code);
-                    e.core.append_value(core_dumped);
+                    e.exit_code.append_option(code);
+                    e.core_dumped.append_value(core_dumped);
                     e.info.append_null();
-                    e.stack.append_null();
-                    e.rows += 1;
+                    e.stack_id.append_null();
                 }
             }
-            if calls.full() || self.events.rows >= BATCH_ROWS {
+            if calls.full() || self.events.rows() >= BATCH_ROWS {
                 self.flush(stacks, calls)?;
             }
         }
@@ -218,22 +215,8 @@ impl StraceConverter {
         // id before its frames.
         stacks.flush()?;
         calls.flush()?;
-        if self.events.rows > 0 {
-            let e = &mut self.events;
-            let cols = vec![
-                a(&mut e.source),
-                a(&mut e.line),
-                a(&mut e.pid),
-                a(&mut e.time),
-                a(&mut e.kind),
-                a(&mut e.signal),
-                a(&mut e.code),
-                a(&mut e.core),
-                a(&mut e.info),
-                a(&mut e.stack),
-            ];
-            self.events_out.write_columns(cols)?;
-            e.rows = 0;
+        if self.events.rows() > 0 {
+            self.events_out.write_rows(&mut self.events)?;
         }
         Ok(())
     }
