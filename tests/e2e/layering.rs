@@ -71,6 +71,26 @@ fn parsers_never_see_arrow() {
     );
 }
 
+/// Converters write tables only through builders declared with
+/// `table_columns!` (checked against the schema when ingest compiles):
+/// nothing in ingest but `columns.rs` makes a batch of a table from a
+/// list of columns.
+#[test]
+fn converters_build_columns_from_the_schema() {
+    let mut bad = Vec::new();
+    for f in rust_files(&root().join("ingest/src")) {
+        if f.ends_with("columns.rs") {
+            continue;
+        }
+        bad.extend(mentions(&f, &["RecordBatch::try_new", "write_columns("]));
+    }
+    assert!(
+        bad.is_empty(),
+        "positional column lists outside table_columns!:\n{}",
+        bad.join("\n")
+    );
+}
+
 #[test]
 fn query_reads_only_parquet_and_never_symbolizes() {
     let manifest = std::fs::read_to_string(root().join("query/Cargo.toml")).unwrap();

@@ -20,9 +20,14 @@ WITH sw AS (SELECT capture, stack_id, n, w FROM _stack_weight),
 frame_key AS (
   SELECT capture, frame_id, inline_depth AS level, function, module, file, line, srcline, rel_pc
   FROM frame_line WHERE COALESCE($inline, true)
-  UNION ALL
+  UNION ALL                         -- without inline levels: the real function
+  SELECT capture, frame_id, 0, function, module, NULL, NULL, NULL, rel_pc
+  FROM frame_line WHERE NOT COALESCE($inline, true) AND NOT inlined
+    AND COALESCE($by, 'function') NOT IN ('srcline', 'line')
+  UNION ALL                         -- ... and the source line of the address
   SELECT capture, frame_id, 0, function, module, file, line, srcline, rel_pc
   FROM frame_name WHERE NOT COALESCE($inline, true)
+    AND COALESCE($by, 'function') IN ('srcline', 'line')
 ),
 keyed AS (
   SELECT capture, frame_id, level,
