@@ -138,9 +138,15 @@ impl Session {
     /// `origin` in each capture.
     pub async fn open_at(args: &[PathBuf], origin: &time::Origin) -> Result<Session> {
         let captures = find_captures(args)?;
-        let config = SessionConfig::new()
-            .with_information_schema(true)
-            .with_target_partitions(std::thread::available_parallelism().map_or(2, |n| n.get()));
+        // DataFusion's settings from the environment (`DATAFUSION_EXECUTION_
+        // TARGET_PARTITIONS=1`, `DATAFUSION_EXECUTION_BATCH_SIZE`, ...), as
+        // datafusion-cli reads them; partitions default to the cores.
+        let mut config = SessionConfig::from_env()?.with_information_schema(true);
+        if std::env::var_os("DATAFUSION_EXECUTION_TARGET_PARTITIONS").is_none() {
+            config = config.with_target_partitions(
+                std::thread::available_parallelism().map_or(2, |n| n.get()),
+            );
+        }
         let ctx = SessionContext::new_with_config(config);
         for def in trawl_capture::schema::TABLES {
             let files = captures

@@ -286,6 +286,37 @@ fn opening_a_capture_reads_no_derived_data() {
 }
 
 #[test]
+fn datafusion_settings_come_from_the_environment() {
+    // As in datafusion-cli: DATAFUSION_* variables set the session's
+    // options (read back from information_schema), a bad value is an
+    // error naming the option, and partitions otherwise follow the cores.
+    let (_t, cap) = ingest("hot-fp.data");
+    let q = "SELECT value FROM information_schema.df_settings \
+             WHERE name = 'datafusion.execution.target_partitions'";
+    let run = |env: &[(&str, &str)]| {
+        let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_trawl"));
+        c.args(["sql", cap.to_str().unwrap(), q, "--format", "csv"]);
+        c.envs(env.iter().copied());
+        c.output().unwrap()
+    };
+    let o = run(&[("DATAFUSION_EXECUTION_TARGET_PARTITIONS", "3")]);
+    assert!(o.status.success());
+    assert_eq!(String::from_utf8_lossy(&o.stdout).lines().nth(1), Some("3"));
+    let cores = std::thread::available_parallelism()
+        .unwrap()
+        .get()
+        .to_string();
+    let o = run(&[]);
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout).lines().nth(1),
+        Some(cores.as_str())
+    );
+    let o = run(&[("DATAFUSION_EXECUTION_BATCH_SIZE", "abc")]);
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("batch_size"));
+}
+
+#[test]
 fn functions_lists_every_analysis_and_each_runs() {
     // `trawl functions` lists the table functions; each answers a call
     // with only its leading argument on a real capture (the row counts of
