@@ -84,6 +84,34 @@ def main():
         assert int(w["self_samples"]) == sn and int(w["total_samples"]) == tn, (fnname, w, sn, tn)
         assert abs(float(w["self_pct"]) - sp) < 1e-3 and abs(float(w["total_pct"]) - tp) < 1e-3, (fnname, w, sp, tp)
     print(f"duckdb hotspot query agrees with trawl report hotspots on {len(rows)} functions")
+    archive_check(tmp)
+
+
+def archive_check(tmp):
+    """An archive (`trawl archive ingest`) is a Hive-partitioned dataset:
+    DuckDB and Polars read each table across captures with a `capture`
+    column, with the samples per capture perf script counts, and the
+    manifest at the root."""
+    src = os.path.join(tmp, "runs")
+    fixtures = {"a": "hot-fp.data", "b": "threads.data", "c": "recurse.data"}
+    for run, f in fixtures.items():
+        os.makedirs(os.path.join(src, run))
+        os.link(os.path.join(ROOT, "fixtures", "perf", f), os.path.join(src, run, f))
+    arch = os.path.join(tmp, "archive")
+    subprocess.run([TRAWL, "archive", "ingest", src, "-o", arch, "--no-symbolize"], check=True, capture_output=True)
+    want = {}
+    for run, f in fixtures.items():
+        out = subprocess.run(["perf", "script", "-i", os.path.join(ROOT, "fixtures", "perf", f), "-F", "time"],
+                             check=True, capture_output=True, text=True).stdout
+        want[run] = sum(1 for line in out.splitlines() if line.rstrip().endswith(":"))
+    glob = os.path.join(arch, "*", "perf_sample.parquet")
+    got = dict(duckdb.sql(f"SELECT capture, count(*) FROM read_parquet('{glob}', hive_partitioning = true) GROUP BY ALL").fetchall())
+    assert got == want, (got, want)
+    got = dict(pl.scan_parquet(glob, hive_partitioning=True).group_by("capture").len().collect().iter_rows())
+    assert got == want, (got, want)
+    status = dict(duckdb.sql(f"SELECT capture, status FROM read_parquet('{os.path.join(arch, 'capture.parquet')}')").fetchall())
+    assert status == {r: "ok" for r in fixtures}, status
+    print(f"duckdb and polars read the archive's hive layout: samples of {len(want)} captures as perf script counts")
 
 
 if __name__ == "__main__":

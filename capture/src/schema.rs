@@ -16,6 +16,11 @@ use std::sync::Arc;
 
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 
+/// Version of the tables' layout, stored in every file's schema metadata
+/// (`trawl.schema_version`, next to `trawl.table`). Raised when a column is
+/// renamed, retyped or removed (adding a nullable column does not need it).
+pub const SCHEMA_VERSION: i32 = 1;
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ColType {
     Bool,
@@ -97,6 +102,10 @@ impl TableDef {
         Arc::new(Schema::new(fields).with_metadata(HashMap::from([
             ("doc".to_string(), self.doc.to_string()),
             ("trawl.table".to_string(), self.name.to_string()),
+            (
+                "trawl.schema_version".to_string(),
+                SCHEMA_VERSION.to_string(),
+            ),
         ])))
     }
 
@@ -777,6 +786,43 @@ pub static ENERGY_CHAIN: TableDef = TableDef {
 /// The derived tables, in the order `docs/tables.md` lists them.
 pub static DERIVED: &[&TableDef] = &[&TIME_BASE, &MEMORY_REGION, &SAMPLE_ENERGY, &ENERGY_CHAIN];
 
+/// The manifest of an archive (`trawl archive ingest`): one row per
+/// capture, at the archive's root (`ARCHIVE/capture.parquet`), next to
+/// the captures (`ARCHIVE/capture=NAME/<table>.parquet`).
+pub static ARCHIVE_CAPTURE: TableDef = TableDef {
+    name: "capture",
+    doc: "Archive manifest: one row per capture of the archive (`trawl archive ingest`), failed ones included. Only at an archive's root.",
+    columns: &[
+        col!("capture", Utf8, "Name of the capture: its directory is `capture=NAME`, and every table's `capture` column holds NAME."),
+        col!("status", Utf8, "`ok` (ingested; the directory exists) or `failed` (no directory; see `message`)."),
+        col!("message", Utf8, null, "Why the capture failed, or a summary of its diagnostics."),
+        col!("inputs", Int32, "Number of input files (rows in `capture_input`)."),
+        col!("input_bytes", Int64, "Total size of the inputs."),
+        col!("content_hash", Utf8, "BLAKE3 over the inputs' names and content hashes: a capture whose inputs have this hash is not ingested again."),
+        col!("diagnostics", Int64, null, "Diagnostics recorded by the ingest (rows in the capture's `diagnostic`)."),
+        col!("host", Utf8, null, "Host the first perf.data was recorded on (its `hostname` header)."),
+        col!("start_utc_ns", Int64, null, "Time of the capture's first sample or event, ns since the epoch (UTC), when its clock can be placed on UTC."),
+        col!("ingested_utc_ns", Int64, "When trawl ingested (or tried to ingest) the capture, ns since the epoch."),
+        col!("trawl_version", Utf8, "Version of trawl that wrote the capture."),
+        col!("schema_version", Int32, "Schema version of the capture's tables (`trawl.schema_version` in every file's metadata)."),
+    ],
+};
+
+/// The inputs of each capture of an archive (`ARCHIVE/capture_input.parquet`).
+pub static ARCHIVE_INPUT: TableDef = TableDef {
+    name: "capture_input",
+    doc: "Archive manifest: one row per input file of each capture (`trawl archive ingest`). Only at an archive's root.",
+    columns: &[
+        col!("capture", Utf8, "Capture the input belongs to (`capture.capture`)."),
+        col!("path", Utf8, "The input's path as found under the source given to `trawl archive ingest`."),
+        col!("size_bytes", Int64, "Size of the input."),
+        col!("blake3", Utf8, "BLAKE3 hash of the input's content, in hex."),
+    ],
+};
+
+/// The archive's own tables (at its root), in the order they are written.
+pub static ARCHIVE: &[&TableDef] = &[&ARCHIVE_INPUT, &ARCHIVE_CAPTURE];
+
 pub fn table(name: &str) -> Option<&'static TableDef> {
     TABLES.iter().copied().find(|t| t.name == name)
 }
@@ -800,7 +846,14 @@ pub fn render_markdown() -> String {
         .collect();
     s.push_str(&names.join(", "));
     s.push_str(". The analyses (`trawl functions`) document their columns in their SQL files under `query/analyses/`.\n");
-    for t in TABLES.iter().chain(DERIVED) {
+    s.push_str("\nAn archive (`trawl archive ingest`) is a directory of captures named `capture=NAME` (Hive-style partitions: `read_parquet('ARCHIVE/*/perf_sample.parquet', hive_partitioning = true)`), with its manifest at the root: ");
+    let names: Vec<String> = ARCHIVE
+        .iter()
+        .map(|t| format!("[`{}`](#{})", t.name, t.name))
+        .collect();
+    s.push_str(&names.join(", "));
+    s.push_str(".\n");
+    for t in TABLES.iter().chain(DERIVED).chain(ARCHIVE) {
         s.push_str(&format!("\n## {}\n\n{}\n\n", t.name, t.doc));
         s.push_str("| column | type | null | description |\n|---|---|---|---|\n");
         for c in t.columns {

@@ -20,8 +20,8 @@ use trawl_query::lbr::Method;
 use trawl_query::Session;
 
 use cmd::{
-    cause::*, convert::*, demo::*, edges::*, energy::*, exhaustion::*, flamegraph::*, hotspots::*,
-    ingest::*, io::*, lbr::*, mem_objects::*, mem_symbols::*, page_reuse::*, pages::*,
+    archive::*, cause::*, convert::*, demo::*, edges::*, energy::*, exhaustion::*, flamegraph::*,
+    hotspots::*, ingest::*, io::*, lbr::*, mem_objects::*, mem_symbols::*, page_reuse::*, pages::*,
     power_model::*, power_samples::*, render::*, sql::*, symbolize::*, tables::*, timeline::*,
     unfreed::*,
 };
@@ -37,6 +37,9 @@ struct Cli {
 enum Cmd {
     /// Convert capture files into a capture directory of Parquet tables.
     Ingest(IngestArgs),
+    /// Many captures as one dataset: ingest runs into an archive.
+    #[command(subcommand)]
+    Archive(Archive),
     /// (Re)symbolize a capture, e.g. after adding --debug-dir.
     Symbolize {
         capture: PathBuf,
@@ -320,6 +323,7 @@ fn runtime() -> Result<tokio::runtime::Runtime> {
 fn run(cli: Cli) -> Result<()> {
     match cli.cmd {
         Cmd::Ingest(a) => ingest(&a),
+        Cmd::Archive(a) => archive(a),
         Cmd::Symbolize { capture, sym } => {
             if !trawl_ingest::writer::is_capture(&capture) {
                 bail!("{}: not a trawl capture", capture.display());

@@ -19,7 +19,8 @@ use crate::table_columns;
 use crate::writer::{replace_table, table_file};
 use crate::{Error, Result};
 
-fn read_table(dir: &Path, def: &TableDef) -> Result<Vec<RecordBatch>> {
+/// Every batch of a table of a capture (or archive) directory.
+pub fn read_table(dir: &Path, def: &TableDef) -> Result<Vec<RecordBatch>> {
     let path = table_file(dir, def.name);
     let f = File::open(&path).map_err(|e| Error::io(&path, e))?;
     let reader = ParquetRecordBatchReaderBuilder::try_new(f)
@@ -39,7 +40,7 @@ fn read_table(dir: &Path, def: &TableDef) -> Result<Vec<RecordBatch>> {
 /// A column of a batch of `def`, checked against the schema so that the
 /// typed accessors below cannot panic on a capture written by another
 /// version of trawl.
-fn col<'a>(b: &'a RecordBatch, def: &TableDef, name: &str) -> Result<&'a ArrayRef> {
+pub fn col<'a>(b: &'a RecordBatch, def: &TableDef, name: &str) -> Result<&'a ArrayRef> {
     let want = def
         .columns
         .iter()

@@ -132,6 +132,9 @@ pub struct IngestOptions {
     pub tz: Option<String>,
     /// Filters and page size for memory logs (lackey, binary).
     pub mem: memlog::MemOptions,
+    /// Where to stage the tables before the capture is renamed into place
+    /// (default: next to it, hidden).
+    pub staging: Option<PathBuf>,
 }
 
 #[derive(Clone, Debug)]
@@ -167,6 +170,12 @@ fn read_head(r: &mut dyn Read, n: usize) -> std::io::Result<Vec<u8>> {
     }
     buf.truncate(got);
     Ok(buf)
+}
+
+/// The format of an input file (gzip and zstd unwrapped), as [`ingest`]
+/// would detect it; an error when it is none trawl reads.
+pub fn input_format(path: &Path) -> Result<Format> {
+    open_input(path, &path.to_string_lossy()).map(|(f, _, _)| f)
 }
 
 /// Opens an input (a path, or `-` for standard input), decompresses gzip
@@ -281,7 +290,7 @@ pub fn ingest_with_unwinder(
         ),
         None => None,
     };
-    let mut cap = CaptureWriter::create(out)?;
+    let mut cap = CaptureWriter::create_staged(out, opts.staging.as_deref())?;
     let mut conv = perf::convert::PerfConverter::new(&mut cap)?;
     let mut sconv = strace::convert::StraceConverter::new(&mut cap)?;
     let mut mconv = metrics::convert::MetricConverter::new(&mut cap, tz)?;

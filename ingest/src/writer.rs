@@ -428,6 +428,14 @@ impl CaptureWriter {
     /// replaced at commit; an existing non-empty directory that is not a
     /// capture is refused.
     pub fn create(dest: &Path) -> Result<Self> {
+        Self::create_staged(dest, None)
+    }
+
+    /// [`Self::create`], staging the tables in `staging` (a directory on
+    /// the same file system) instead of next to `dest`: an archive keeps
+    /// its captures' staging directories out of the `ARCHIVE/*/` that
+    /// readers glob.
+    pub fn create_staged(dest: &Path, staging: Option<&Path>) -> Result<Self> {
         if dest.exists() {
             let empty = fs::read_dir(dest)
                 .map_err(|e| Error::io(dest, e))?
@@ -442,6 +450,13 @@ impl CaptureWriter {
             _ => PathBuf::from("."),
         };
         fs::create_dir_all(&parent).map_err(|e| Error::io(&parent, e))?;
+        let parent = match staging {
+            Some(s) => {
+                fs::create_dir_all(s).map_err(|e| Error::io(s, e))?;
+                s.to_path_buf()
+            }
+            None => parent,
+        };
         let name = dest
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())

@@ -77,6 +77,7 @@ pub fn find_captures(args: &[PathBuf]) -> Result<Vec<CaptureRef>> {
         let mut subs: Vec<PathBuf> = std::fs::read_dir(a)
             .map(|rd| {
                 rd.flatten()
+                    .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
                     .map(|e| e.path())
                     .filter(|p| trawl_capture::layout::is_capture(p))
                     .collect()
@@ -96,6 +97,11 @@ pub fn find_captures(args: &[PathBuf]) -> Result<Vec<CaptureRef>> {
             .ok()
             .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
             .unwrap_or_else(|| dir.to_string_lossy().into_owned());
+        // An archive's captures are Hive partitions: `capture=NAME` is NAME.
+        let base = match base.strip_prefix("capture=") {
+            Some(n) if !n.is_empty() => n.to_string(),
+            _ => base,
+        };
         let mut name = base.clone();
         let mut k = 2;
         while refs.iter().any(|r| r.name == name) {
@@ -175,6 +181,26 @@ impl Session {
             }),
         };
         s.ctx.register_udf(assert_true::udf());
+        // An archive's manifest (`capture`, `capture_input` at its root);
+        // empty for plain capture directories.
+        for def in trawl_capture::schema::ARCHIVE {
+            let files: Vec<String> = args
+                .iter()
+                .map(|a| trawl_capture::layout::table_file(a, def.name))
+                .filter(|p| p.is_file())
+                .map(|p| p.to_string_lossy().into_owned())
+                .collect();
+            if files.is_empty() {
+                let empty = datafusion::datasource::MemTable::try_new(def.schema(), vec![vec![]])?;
+                s.ctx.register_table(def.name, Arc::new(empty))?;
+            } else {
+                let df = s
+                    .ctx
+                    .read_parquet(files, datafusion::prelude::ParquetReadOptions::default())
+                    .await?;
+                s.ctx.register_table(def.name, df.into_view())?;
+            }
+        }
         time::register(&s).await?;
         s.run_script(analyses::FRAME_NAME).await?;
         s.run_script(analyses::STACK_WEIGHT).await?;

@@ -4,6 +4,7 @@
 //! perf must be installed (`.ci/run` installs linux-perf); these tests fail
 //! rather than skip without it.
 
+mod archive;
 mod bad_input;
 mod common;
 mod energy;

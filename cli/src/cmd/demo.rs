@@ -24,14 +24,16 @@ pub(crate) async fn demo() -> Result<()> {
     let args = IngestArgs {
         inputs: vec![input],
         output: cap.clone(),
-        strict: false,
-        tz: None,
-        no_symbolize: false,
-        no_unwind: false,
-        mem: MemArgs::default(),
-        sym: SymArgs {
-            debug_dirs: vec![fx.join("bin")],
-            ..Default::default()
+        conv: ConvertArgs {
+            strict: false,
+            tz: None,
+            no_symbolize: false,
+            no_unwind: false,
+            mem: MemArgs::default(),
+            sym: SymArgs {
+                debug_dirs: vec![fx.join("bin")],
+                ..Default::default()
+            },
         },
     };
     ingest(&args)?;

@@ -10,7 +10,16 @@ pub(crate) struct IngestArgs {
     /// Capture directory to write (replaced if it is already a capture).
     #[arg(short, long)]
     pub(crate) output: PathBuf,
-    /// Fail at the first diagnostic instead of recording it.
+    #[command(flatten)]
+    pub(crate) conv: ConvertArgs,
+}
+
+/// How inputs become a capture: the options `ingest` and `archive ingest`
+/// share.
+#[derive(Args)]
+pub(crate) struct ConvertArgs {
+    /// Fail at the first diagnostic instead of recording it (archive: and
+    /// stop at the first failed capture).
     #[arg(long)]
     pub(crate) strict: bool,
     /// IANA time zone of local wall-clock times in metric inputs (vmstat
@@ -31,6 +40,46 @@ pub(crate) struct IngestArgs {
     pub(crate) mem: MemArgs,
     #[command(flatten)]
     pub(crate) sym: SymArgs,
+}
+
+impl ConvertArgs {
+    pub(crate) fn options(&self) -> trawl_ingest::IngestOptions {
+        trawl_ingest::IngestOptions {
+            strict: self.strict,
+            tz: self.tz.clone(),
+            mem: self.mem.options(),
+            staging: None,
+        }
+    }
+
+    /// The unwinder of `--call-graph dwarf` stacks (none with --no-unwind).
+    pub(crate) fn unwinder(&self) -> Option<Box<dyn trawl_ingest::unwind::StackUnwinder>> {
+        (!self.no_unwind).then(|| {
+            Box::new(trawl_enrich::Unwinder(
+                trawl_symbolize::unwind::DwarfUnwinder::new(self.sym.config()),
+            )) as Box<dyn trawl_ingest::unwind::StackUnwinder>
+        })
+    }
+
+    /// Symbolizes a staged capture (unless --no-symbolize): what it did,
+    /// or why it failed, a line each (a failure does not fail the ingest).
+    pub(crate) fn enrich(&self, staging: &Path) -> Vec<String> {
+        let mut lines = Vec::new();
+        if self.no_symbolize {
+            return lines;
+        }
+        let cfg = self.sym.config();
+        match trawl_enrich::symbolize_capture(staging, &cfg) {
+            Ok(s) => lines.push(s.line()),
+            Err(e) => lines.push(format!("symbolization failed: {e:#}")),
+        }
+        match trawl_enrich::symbolize_memory(staging, &cfg) {
+            Ok(Some(l)) => lines.push(l),
+            Ok(None) => {}
+            Err(e) => lines.push(format!("placing mem_map symbols failed: {e:#}")),
+        }
+        lines
+    }
 }
 
 /// Filters and page size for memory access logs (lackey, binary).
@@ -92,37 +141,17 @@ pub(crate) fn parse_bytes(s: &str) -> std::result::Result<u64, String> {
 }
 
 pub(crate) fn ingest(a: &IngestArgs) -> Result<()> {
-    let opts = trawl_ingest::IngestOptions {
-        strict: a.strict,
-        tz: a.tz.clone(),
-        mem: a.mem.options(),
-    };
-    let cfg = a.sym.config();
-    let mut sym_line = None;
-    let unwinder: Option<Box<dyn trawl_ingest::unwind::StackUnwinder>> = if a.no_unwind {
-        None
-    } else {
-        Some(Box::new(trawl_enrich::Unwinder(
-            trawl_symbolize::unwind::DwarfUnwinder::new(cfg.clone()),
-        )))
-    };
-    let summary =
-        trawl_ingest::ingest_with_unwinder(&a.inputs, &a.output, &opts, unwinder, |staging| {
-            if !a.no_symbolize {
-                match trawl_enrich::symbolize_capture(staging, &cfg) {
-                    Ok(s) => sym_line = Some(s.line()),
-                    Err(e) => sym_line = Some(format!("symbolization failed: {e:#}")),
-                }
-                match trawl_enrich::symbolize_memory(staging, &cfg) {
-                    Ok(Some(l)) => {
-                        sym_line = Some(format!("{}\n{l}", sym_line.take().unwrap_or_default()))
-                    }
-                    Ok(None) => {}
-                    Err(e) => sym_line = Some(format!("placing mem_map symbols failed: {e:#}")),
-                }
-            }
+    let mut sym_lines = Vec::new();
+    let summary = trawl_ingest::ingest_with_unwinder(
+        &a.inputs,
+        &a.output,
+        &a.conv.options(),
+        a.conv.unwinder(),
+        |staging| {
+            sym_lines = a.conv.enrich(staging);
             Ok(())
-        })?;
+        },
+    )?;
     for s in &summary.inputs {
         let (records, items) = match s.format {
             trawl_ingest::Format::Strace => ("lines", "system calls"),
@@ -160,7 +189,7 @@ pub(crate) fn ingest(a: &IngestArgs) -> Result<()> {
             );
         }
     }
-    if let Some(l) = sym_line {
+    for l in sym_lines {
         eprintln!("{l}");
     }
     eprintln!("wrote {}", summary.out.display());

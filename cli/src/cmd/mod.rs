@@ -4,6 +4,7 @@
 //! and the dispatch are in `main.rs`; each module reads them through
 //! `use crate::*`.
 
+pub(crate) mod archive;
 pub(crate) mod cause;
 pub(crate) mod convert;
 pub(crate) mod demo;

@@ -1,0 +1,60 @@
+//! # trawl-archive
+//!
+//! An archive is many captures as one dataset: a directory of capture
+//! directories named `capture=NAME` (Hive-style partitions, so DuckDB's
+//! `read_parquet('ARCHIVE/*/perf_sample.parquet', hive_partitioning =
+//! true)` and Polars' `scan_parquet(..., hive_partitioning=True)` read it
+//! as one table with a `capture` column), and a manifest at its root:
+//! `capture.parquet` (a row per capture: status, content hash, host, start
+//! time, trawl and schema version) and `capture_input.parquet` (a row per
+//! input file with its size and BLAKE3 hash).
+//!
+//! [`plan`] groups raw inputs into captures; [`ingest`] ingests the
+//! captures whose inputs are not yet in the manifest, several at a time,
+//! each committed atomically (its directory appears whole), the manifest
+//! rewritten (atomically) after each one. A killed run leaves no partial
+//! capture; running again finishes the work.
+
+mod manifest;
+mod plan;
+mod run;
+
+pub use manifest::{read_manifest, CaptureRow, InputRow, Status};
+pub use plan::{plan, Grouping, Planned};
+pub use run::{ingest, Event, Options, Outcome, Summary};
+
+use std::path::{Path, PathBuf};
+
+/// Directory of capture `name` in `archive`.
+pub fn capture_dir(archive: &Path, name: &str) -> PathBuf {
+    archive.join(format!("capture={name}"))
+}
+
+/// The capture name of an archive directory entry (`capture=NAME`).
+pub fn capture_name(dir_name: &str) -> Option<&str> {
+    dir_name.strip_prefix("capture=")
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Ingest(#[from] trawl_ingest::Error),
+    #[error("{0}")]
+    Other(String),
+}
+
+impl Error {
+    fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        Error::Io {
+            path: path.into(),
+            source,
+        }
+    }
+}
+
+pub type Result<T> = std::result::Result<T, Error>;

@@ -1,0 +1,192 @@
+//! The archive's manifest: `capture.parquet` and `capture_input.parquet`
+//! at its root (schema: `trawl_capture::schema::ARCHIVE_CAPTURE`,
+//! `ARCHIVE_INPUT`), each rewritten whole through a temporary file and a
+//! rename, inputs first: a reader never sees a capture row whose inputs
+//! are missing.
+
+use std::path::Path;
+
+use arrow::array::{Array, AsArray, Int32Builder, Int64Builder, StringBuilder};
+use arrow::datatypes::{Int32Type, Int64Type};
+use trawl_capture::schema::{ARCHIVE_CAPTURE, ARCHIVE_INPUT};
+use trawl_ingest::capture::{col, read_table};
+use trawl_ingest::columns::batch;
+use trawl_ingest::table_columns;
+use trawl_ingest::writer::replace_table;
+
+use crate::Result;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Status {
+    Ok,
+    Failed,
+}
+
+impl Status {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Ok => "ok",
+            Status::Failed => "failed",
+        }
+    }
+}
+
+/// A row of `capture`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CaptureRow {
+    pub capture: String,
+    pub status: Status,
+    pub message: Option<String>,
+    pub inputs: i32,
+    pub input_bytes: i64,
+    pub content_hash: String,
+    pub diagnostics: Option<i64>,
+    pub host: Option<String>,
+    pub start_utc_ns: Option<i64>,
+    pub ingested_utc_ns: i64,
+    pub trawl_version: String,
+    pub schema_version: i32,
+}
+
+/// A row of `capture_input`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InputRow {
+    pub capture: String,
+    pub path: String,
+    pub size_bytes: i64,
+    pub blake3: String,
+}
+
+table_columns! {
+    #[derive(Default)]
+    struct CaptureCols for ARCHIVE_CAPTURE {
+        capture: StringBuilder,
+        status: StringBuilder,
+        message: StringBuilder,
+        inputs: Int32Builder,
+        input_bytes: Int64Builder,
+        content_hash: StringBuilder,
+        diagnostics: Int64Builder,
+        host: StringBuilder,
+        start_utc_ns: Int64Builder,
+        ingested_utc_ns: Int64Builder,
+        trawl_version: StringBuilder,
+        schema_version: Int32Builder,
+    }
+}
+
+table_columns! {
+    #[derive(Default)]
+    struct InputCols for ARCHIVE_INPUT {
+        capture: StringBuilder,
+        path: StringBuilder,
+        size_bytes: Int64Builder,
+        blake3: StringBuilder,
+    }
+}
+
+/// The manifest of `archive` (empty when it has none yet).
+pub fn read_manifest(archive: &Path) -> Result<(Vec<CaptureRow>, Vec<InputRow>)> {
+    let mut caps = Vec::new();
+    let mut inputs = Vec::new();
+    let def = &ARCHIVE_CAPTURE;
+    if archive.join("capture.parquet").is_file() {
+        for b in read_table(archive, def)? {
+            let s = |n| -> Result<_> { Ok(col(&b, def, n)?.as_string::<i32>().clone()) };
+            let (name, status, msg, hash, host, ver) = (
+                s("capture")?,
+                s("status")?,
+                s("message")?,
+                s("content_hash")?,
+                s("host")?,
+                s("trawl_version")?,
+            );
+            let i64s =
+                |n| -> Result<_> { Ok(col(&b, def, n)?.as_primitive::<Int64Type>().clone()) };
+            let (bytes, diags, start, at) = (
+                i64s("input_bytes")?,
+                i64s("diagnostics")?,
+                i64s("start_utc_ns")?,
+                i64s("ingested_utc_ns")?,
+            );
+            let n_in = col(&b, def, "inputs")?.as_primitive::<Int32Type>().clone();
+            let sv = col(&b, def, "schema_version")?
+                .as_primitive::<Int32Type>()
+                .clone();
+            let opt_s =
+                |a: &arrow::array::StringArray, i| a.is_valid(i).then(|| a.value(i).to_string());
+            let opt_i = |a: &arrow::array::Int64Array, i| a.is_valid(i).then(|| a.value(i));
+            for i in 0..b.num_rows() {
+                caps.push(CaptureRow {
+                    capture: name.value(i).to_string(),
+                    status: if status.value(i) == "ok" {
+                        Status::Ok
+                    } else {
+                        Status::Failed
+                    },
+                    message: opt_s(&msg, i),
+                    inputs: n_in.value(i),
+                    input_bytes: bytes.value(i),
+                    content_hash: hash.value(i).to_string(),
+                    diagnostics: opt_i(&diags, i),
+                    host: opt_s(&host, i),
+                    start_utc_ns: opt_i(&start, i),
+                    ingested_utc_ns: at.value(i),
+                    trawl_version: ver.value(i).to_string(),
+                    schema_version: sv.value(i),
+                });
+            }
+        }
+    }
+    let def = &ARCHIVE_INPUT;
+    if archive.join("capture_input.parquet").is_file() {
+        for b in read_table(archive, def)? {
+            let name = col(&b, def, "capture")?.as_string::<i32>();
+            let path = col(&b, def, "path")?.as_string::<i32>();
+            let size = col(&b, def, "size_bytes")?.as_primitive::<Int64Type>();
+            let hash = col(&b, def, "blake3")?.as_string::<i32>();
+            for i in 0..b.num_rows() {
+                inputs.push(InputRow {
+                    capture: name.value(i).to_string(),
+                    path: path.value(i).to_string(),
+                    size_bytes: size.value(i),
+                    blake3: hash.value(i).to_string(),
+                });
+            }
+        }
+    }
+    Ok((caps, inputs))
+}
+
+/// Rewrites the manifest of `archive` (inputs first, then captures).
+pub(crate) fn write_manifest(
+    archive: &Path,
+    caps: &[CaptureRow],
+    inputs: &[InputRow],
+) -> Result<()> {
+    let mut c = InputCols::default();
+    for r in inputs {
+        c.capture.append_value(&r.capture);
+        c.path.append_value(&r.path);
+        c.size_bytes.append_value(r.size_bytes);
+        c.blake3.append_value(&r.blake3);
+    }
+    replace_table(archive, &ARCHIVE_INPUT, &[batch(&mut c)?])?;
+    let mut c = CaptureCols::default();
+    for r in caps {
+        c.capture.append_value(&r.capture);
+        c.status.append_value(r.status.as_str());
+        c.message.append_option(r.message.as_deref());
+        c.inputs.append_value(r.inputs);
+        c.input_bytes.append_value(r.input_bytes);
+        c.content_hash.append_value(&r.content_hash);
+        c.diagnostics.append_option(r.diagnostics);
+        c.host.append_option(r.host.as_deref());
+        c.start_utc_ns.append_option(r.start_utc_ns);
+        c.ingested_utc_ns.append_value(r.ingested_utc_ns);
+        c.trawl_version.append_value(&r.trawl_version);
+        c.schema_version.append_value(r.schema_version);
+    }
+    replace_table(archive, &ARCHIVE_CAPTURE, &[batch(&mut c)?])?;
+    Ok(())
+}

@@ -1,0 +1,177 @@
+//! Which inputs make one capture: by default the raw inputs directly in
+//! one directory (a run's perf.data, strace dumps, vmstat log, RAPL
+//! readings), or each file on its own (`Grouping::File`).
+
+use std::path::{Path, PathBuf};
+
+use crate::{Error, Result};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Grouping {
+    /// The inputs directly inside one directory are one capture, named by
+    /// the directory's path under the source (`a/b` → `a.b`).
+    #[default]
+    Directory,
+    /// Every input file is a capture of its own, named by its path under
+    /// the source.
+    File,
+}
+
+/// A capture to make: its name and its input files (sorted).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Planned {
+    pub name: String,
+    pub inputs: Vec<PathBuf>,
+}
+
+/// The captures the sources make, and the files that are not inputs
+/// trawl reads (with why). Directories are walked in name order without
+/// following symbolic links; hidden entries and trawl's own output
+/// (capture and archive directories) are left out.
+pub fn plan(
+    srcs: &[PathBuf],
+    grouping: Grouping,
+) -> Result<(Vec<Planned>, Vec<(PathBuf, String)>)> {
+    let mut out: Vec<Planned> = Vec::new();
+    let mut skipped = Vec::new();
+    for src in srcs {
+        let meta = std::fs::symlink_metadata(src).map_err(|e| Error::io(src, e))?;
+        if meta.is_file() {
+            match trawl_ingest::input_format(src) {
+                Ok(_) => out.push(Planned {
+                    name: name_of(&[file_name(src)]),
+                    inputs: vec![src.clone()],
+                }),
+                Err(e) => skipped.push((src.clone(), e.to_string())),
+            }
+            continue;
+        }
+        if !meta.is_dir() {
+            skipped.push((src.clone(), "not a file or directory".into()));
+            continue;
+        }
+        let root_name = file_name(&std::path::absolute(src).unwrap_or(src.clone()));
+        walk(src, src, &root_name, grouping, &mut out, &mut skipped)?;
+    }
+    // Names are unique: a repeated one gets `~2`, `~3`, ...
+    let mut seen = std::collections::HashSet::new();
+    for p in &mut out {
+        let base = p.name.clone();
+        let mut k = 2;
+        while !seen.insert(p.name.clone()) {
+            p.name = format!("{base}~{k}");
+            k += 1;
+        }
+    }
+    Ok((out, skipped))
+}
+
+fn walk(
+    root: &Path,
+    dir: &Path,
+    root_name: &str,
+    grouping: Grouping,
+    out: &mut Vec<Planned>,
+    skipped: &mut Vec<(PathBuf, String)>,
+) -> Result<()> {
+    if trawl_capture::layout::is_capture(dir) || dir.join("capture.parquet").is_file() {
+        return Ok(()); // trawl's output, not raw inputs
+    }
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(|e| Error::io(dir, e))?
+        .flatten()
+        .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
+        .map(|e| e.path())
+        .collect();
+    entries.sort();
+    let rel: Vec<String> = dir
+        .strip_prefix(root)
+        .map(|r| r.iter().map(|c| c.to_string_lossy().into_owned()).collect())
+        .unwrap_or_default();
+    let mut inputs = Vec::new();
+    for p in entries {
+        let Ok(m) = std::fs::symlink_metadata(&p) else {
+            continue;
+        };
+        if m.is_dir() {
+            walk(root, &p, root_name, grouping, out, skipped)?;
+        } else if m.is_file() {
+            match trawl_ingest::input_format(&p) {
+                Ok(_) => inputs.push(p),
+                Err(e) => skipped.push((p, e.to_string())),
+            }
+        } else {
+            skipped.push((
+                p,
+                "not a regular file (symbolic links are not followed)".into(),
+            ));
+        }
+    }
+    let dir_parts = if rel.is_empty() {
+        vec![root_name.to_string()]
+    } else {
+        rel
+    };
+    match grouping {
+        Grouping::Directory if !inputs.is_empty() => out.push(Planned {
+            name: name_of(&dir_parts),
+            inputs,
+        }),
+        Grouping::Directory => {}
+        Grouping::File => {
+            for p in inputs {
+                let mut parts = dir_parts.clone();
+                parts.push(file_name(&p));
+                out.push(Planned {
+                    name: name_of(&parts),
+                    inputs: vec![p],
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+fn file_name(p: &Path) -> String {
+    p.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "input".into())
+}
+
+/// A capture name from path components: joined with `.`, every character
+/// outside `[A-Za-z0-9._-]` replaced by `_` (names are directory names
+/// and Hive partition values, and must not need escaping).
+fn name_of(parts: &[String]) -> String {
+    let s: String = parts
+        .join(".")
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    let s = s.trim_start_matches('.').to_string();
+    if s.is_empty() {
+        "capture".into()
+    } else {
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_safe_partition_values() {
+        assert_eq!(
+            name_of(&["nightly".into(), "run 1".into()]),
+            "nightly.run_1"
+        );
+        assert_eq!(name_of(&["a=b/c".into()]), "a_b_c");
+        assert_eq!(name_of(&["..".into()]), "capture");
+    }
+}

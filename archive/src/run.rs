@@ -1,0 +1,424 @@
+//! Ingesting an archive: plan, hash, skip what the manifest already
+//! holds, ingest the rest several at a time, commit each capture
+//! atomically and keep the manifest current.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::mpsc;
+use std::time::{Duration, Instant, SystemTime};
+
+use arrow::array::{Array, AsArray};
+use arrow::datatypes::Int64Type;
+use trawl_capture::schema::{self, SCHEMA_VERSION};
+use trawl_ingest::capture::{col, read_table};
+use trawl_ingest::unwind::StackUnwinder;
+
+use crate::manifest::{read_manifest, write_manifest, CaptureRow, InputRow, Status};
+use crate::plan::{plan, Grouping, Planned};
+use crate::{capture_dir, Error, Result};
+
+/// How to ingest an archive.
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    pub grouping: Grouping,
+    /// Captures ingested at once (0: one per core).
+    pub jobs: usize,
+    /// Stop at the first failed capture (and fail captures on their first
+    /// diagnostic); the captures already done stay.
+    pub strict: bool,
+    /// Ingest again captures that failed before with the same inputs.
+    pub retry_failed: bool,
+    pub ingest: trawl_ingest::IngestOptions,
+}
+
+/// What became of one capture.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Outcome {
+    /// Ingested (new, or its inputs changed): samples and diagnostics.
+    Ingested {
+        samples: u64,
+        diagnostics: u64,
+    },
+    /// Its inputs are in the manifest with this content hash already.
+    Unchanged,
+    /// Its inputs failed before and were not tried again.
+    FailedBefore(String),
+    Failed(String),
+}
+
+/// Progress, reported as it happens (on the calling thread).
+#[derive(Debug)]
+pub enum Event<'a> {
+    /// The sources are grouped and hashed: `to_ingest` of `captures`
+    /// need ingesting, `bytes` of input in them.
+    Planned {
+        captures: usize,
+        to_ingest: usize,
+        bytes: u64,
+    },
+    /// A capture is done (or skipped); `bytes` of its inputs.
+    Done {
+        name: &'a str,
+        outcome: &'a Outcome,
+        bytes: u64,
+    },
+}
+
+#[derive(Debug, Default)]
+pub struct Summary {
+    pub ingested: usize,
+    pub unchanged: usize,
+    /// Captures that failed, in this run or before (name, why).
+    pub failed: Vec<(String, String)>,
+    /// Files under the sources that are not inputs trawl reads.
+    pub skipped_files: Vec<(PathBuf, String)>,
+    pub input_bytes: u64,
+}
+
+/// One capture to make, with its inputs' hashes.
+struct Job {
+    planned: Planned,
+    inputs: Vec<InputRow>,
+    bytes: u64,
+    hash: String,
+}
+
+/// Ingests the captures that `srcs` make (see [`plan`]) into `archive`.
+/// `enrich` runs on each capture's staging directory before it is
+/// committed (symbolization) and returns a note for the manifest;
+/// `unwinder` gives each ingest its stack unwinder; `progress` hears of
+/// each capture as it is done.
+pub fn ingest(
+    srcs: &[PathBuf],
+    archive: &Path,
+    opts: &Options,
+    enrich: &(dyn Fn(&Path) -> Option<String> + Sync),
+    unwinder: &(dyn Fn() -> Option<Box<dyn StackUnwinder>> + Sync),
+    progress: &mut dyn FnMut(Event<'_>),
+) -> Result<Summary> {
+    std::fs::create_dir_all(archive).map_err(|e| Error::io(archive, e))?;
+    if trawl_capture::layout::is_capture(archive) {
+        return Err(Error::Other(format!(
+            "{}: is a capture, not an archive; choose another directory",
+            archive.display()
+        )));
+    }
+    // One batch at a time per archive; the lock goes with the process.
+    let lock_path = archive.join(".trawl-archive.lock");
+    let lock = std::fs::File::create(&lock_path).map_err(|e| Error::io(&lock_path, e))?;
+    if lock.try_lock().is_err() {
+        return Err(Error::Other(format!(
+            "{}: another `trawl archive ingest` is writing this archive",
+            archive.display()
+        )));
+    }
+    remove_leftovers(archive);
+
+    let (old_caps, old_inputs) = read_manifest(archive)?;
+    let mut caps: BTreeMap<String, CaptureRow> = old_caps
+        .into_iter()
+        .map(|c| (c.capture.clone(), c))
+        .collect();
+    let mut inputs: BTreeMap<String, Vec<InputRow>> = BTreeMap::new();
+    for i in old_inputs {
+        inputs.entry(i.capture.clone()).or_default().push(i);
+    }
+
+    let (planned, skipped_files) = plan(srcs, opts.grouping)?;
+    let mut summary = Summary {
+        skipped_files,
+        ..Default::default()
+    };
+    let mut todo = Vec::new();
+    let mut done_before = Vec::new();
+    for p in planned {
+        let job = hash_job(p)?;
+        summary.input_bytes += job.bytes;
+        let before = caps
+            .get(&job.planned.name)
+            .filter(|c| c.content_hash == job.hash);
+        match before {
+            Some(c) if c.status == Status::Ok && capture_dir(archive, &c.capture).is_dir() => {
+                done_before.push((job, Outcome::Unchanged))
+            }
+            Some(c) if c.status == Status::Failed && !opts.retry_failed => {
+                let why = c.message.clone().unwrap_or_default();
+                done_before.push((job, Outcome::FailedBefore(why)))
+            }
+            _ => todo.push(job),
+        }
+    }
+    progress(Event::Planned {
+        captures: todo.len() + done_before.len(),
+        to_ingest: todo.len(),
+        bytes: todo.iter().map(|j| j.bytes).sum(),
+    });
+    for (job, outcome) in &done_before {
+        match outcome {
+            Outcome::FailedBefore(why) => {
+                summary.failed.push((job.planned.name.clone(), why.clone()))
+            }
+            _ => summary.unchanged += 1,
+        }
+        progress(Event::Done {
+            name: &job.planned.name,
+            outcome,
+            bytes: job.bytes,
+        });
+    }
+
+    let jobs = match opts.jobs {
+        0 => std::thread::available_parallelism().map_or(2, |n| n.get()),
+        n => n,
+    }
+    .min(todo.len().max(1));
+    let next = AtomicUsize::new(0);
+    let stop = AtomicBool::new(false);
+    let mut ingest_opts = opts.ingest.clone();
+    ingest_opts.strict |= opts.strict;
+    // Staging directories out of `ARCHIVE/*/`, which readers glob.
+    ingest_opts.staging = Some(archive.join(STAGING));
+    let (tx, rx) = mpsc::channel::<(usize, Outcome, Option<CaptureRow>)>();
+    let mut strict_failure = None;
+    std::thread::scope(|scope| -> Result<()> {
+        for _ in 0..jobs {
+            let tx = tx.clone();
+            let (todo, next, stop, ingest_opts) = (&todo, &next, &stop, &ingest_opts);
+            scope.spawn(move || loop {
+                if stop.load(Ordering::Relaxed) {
+                    break;
+                }
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(job) = todo.get(i) else { break };
+                let (outcome, row) = ingest_one(archive, job, ingest_opts, enrich, unwinder);
+                if tx.send((i, outcome, Some(row))).is_err() {
+                    break;
+                }
+            });
+        }
+        drop(tx);
+        let mut last_write = Instant::now() - Duration::from_secs(1);
+        let mut dirty = false;
+        for (i, outcome, row) in rx {
+            let job = &todo[i];
+            let name = &job.planned.name;
+            if let Some(row) = row {
+                caps.insert(name.clone(), row);
+                inputs.insert(name.clone(), job.inputs.clone());
+                dirty = true;
+            }
+            match &outcome {
+                Outcome::Ingested { .. } => summary.ingested += 1,
+                Outcome::Failed(why) => {
+                    summary.failed.push((name.clone(), why.clone()));
+                    if opts.strict && strict_failure.is_none() {
+                        stop.store(true, Ordering::Relaxed);
+                        strict_failure = Some(format!("{name}: {why}"));
+                    }
+                }
+                _ => {}
+            }
+            progress(Event::Done {
+                name,
+                outcome: &outcome,
+                bytes: job.bytes,
+            });
+            // The manifest at most twice a second: a capture committed
+            // but not yet in it is ingested again by the next run.
+            if last_write.elapsed() >= Duration::from_millis(500) {
+                save(archive, &caps, &inputs)?;
+                last_write = Instant::now();
+                dirty = false;
+            }
+        }
+        if dirty || !archive.join("capture.parquet").is_file() {
+            save(archive, &caps, &inputs)?;
+        }
+        Ok(())
+    })?;
+    let _ = std::fs::remove_dir(archive.join(STAGING)); // when empty
+    drop(lock);
+    if let Some(why) = strict_failure {
+        return Err(Error::Other(format!("strict: capture {why}")));
+    }
+    Ok(summary)
+}
+
+fn save(
+    archive: &Path,
+    caps: &BTreeMap<String, CaptureRow>,
+    inputs: &BTreeMap<String, Vec<InputRow>>,
+) -> Result<()> {
+    let rows: Vec<CaptureRow> = caps.values().cloned().collect();
+    let ins: Vec<InputRow> = inputs.values().flatten().cloned().collect();
+    write_manifest(archive, &rows, &ins)
+}
+
+/// Where captures are written before they are renamed into place.
+const STAGING: &str = ".staging";
+
+/// Removes what killed runs left in the archive's root: staging
+/// directories of captures and temporary manifest files (the caller holds
+/// the archive's lock, so none is being written).
+fn remove_leftovers(archive: &Path) {
+    let _ = std::fs::remove_dir_all(archive.join(STAGING));
+    let Ok(rd) = std::fs::read_dir(archive) else {
+        return;
+    };
+    for e in rd.flatten() {
+        let n = e.file_name().to_string_lossy().into_owned();
+        if n.starts_with('.') && (n.contains(".trawl-tmp-") || n.ends_with(".old")) {
+            let p = e.path();
+            let _ = if p.is_dir() {
+                std::fs::remove_dir_all(&p)
+            } else {
+                std::fs::remove_file(&p)
+            };
+        }
+    }
+}
+
+/// Hashes a planned capture's inputs: each file's BLAKE3, and the
+/// capture's content hash over the inputs' file names and hashes (so a
+/// moved source tree is not ingested again).
+fn hash_job(planned: Planned) -> Result<Job> {
+    let mut all = blake3::Hasher::new();
+    let mut rows = Vec::new();
+    let mut bytes = 0;
+    for p in &planned.inputs {
+        let mut h = blake3::Hasher::new();
+        h.update_mmap_rayon(p).map_err(|e| Error::io(p, e))?;
+        let hash = h.finalize().to_hex().to_string();
+        let size = std::fs::metadata(p).map_err(|e| Error::io(p, e))?.len();
+        bytes += size;
+        let file = p
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        all.update(file.as_bytes());
+        all.update(&[0]);
+        all.update(hash.as_bytes());
+        rows.push(InputRow {
+            capture: planned.name.clone(),
+            path: p.to_string_lossy().into_owned(),
+            size_bytes: size as i64,
+            blake3: hash,
+        });
+    }
+    Ok(Job {
+        hash: all.finalize().to_hex().to_string(),
+        planned,
+        inputs: rows,
+        bytes,
+    })
+}
+
+fn now_ns() -> i64 {
+    SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as i64)
+}
+
+fn ingest_one(
+    archive: &Path,
+    job: &Job,
+    opts: &trawl_ingest::IngestOptions,
+    enrich: &(dyn Fn(&Path) -> Option<String> + Sync),
+    unwinder: &(dyn Fn() -> Option<Box<dyn StackUnwinder>> + Sync),
+) -> (Outcome, CaptureRow) {
+    let dir = capture_dir(archive, &job.planned.name);
+    let mut note = None;
+    let result = trawl_ingest::ingest_with_unwinder(
+        &job.planned.inputs,
+        &dir,
+        opts,
+        unwinder(),
+        |staging| {
+            note = enrich(staging);
+            Ok(())
+        },
+    );
+    let mut row = CaptureRow {
+        capture: job.planned.name.clone(),
+        status: Status::Ok,
+        message: None,
+        inputs: job.inputs.len() as i32,
+        input_bytes: job.bytes as i64,
+        content_hash: job.hash.clone(),
+        diagnostics: None,
+        host: None,
+        start_utc_ns: None,
+        ingested_utc_ns: now_ns(),
+        trawl_version: env!("CARGO_PKG_VERSION").to_string(),
+        schema_version: SCHEMA_VERSION,
+    };
+    match result {
+        Ok(s) => {
+            let diagnostics: u64 = s.inputs.iter().map(|i| i.diagnostics.len() as u64).sum();
+            row.diagnostics = Some(diagnostics as i64);
+            row.message = note.filter(|n| !n.is_empty());
+            (row.host, row.start_utc_ns) = host_and_start(&dir);
+            let samples = s.inputs.iter().map(|i| i.samples).sum();
+            (
+                Outcome::Ingested {
+                    samples,
+                    diagnostics,
+                },
+                row,
+            )
+        }
+        Err(e) => {
+            let why = e.to_string();
+            row.status = Status::Failed;
+            row.message = Some(why.clone());
+            (Outcome::Failed(why), row)
+        }
+    }
+}
+
+/// The recording host (perf's `hostname` header) and the first sample's
+/// time in UTC, when the capture's clock can be placed on UTC.
+fn host_and_start(dir: &Path) -> (Option<String>, Option<i64>) {
+    let mut host = None;
+    let mut first: Option<(i32, i64)> = None;
+    if let Ok(batches) = read_table(dir, &schema::CAPTURE_META) {
+        for b in &batches {
+            let (Ok(s), Ok(k), Ok(v)) = (
+                col(b, &schema::CAPTURE_META, "source_id"),
+                col(b, &schema::CAPTURE_META, "key"),
+                col(b, &schema::CAPTURE_META, "value"),
+            ) else {
+                continue;
+            };
+            let s = s.as_primitive::<arrow::datatypes::Int32Type>();
+            let (k, v) = (k.as_string::<i32>(), v.as_string::<i32>());
+            for i in 0..b.num_rows() {
+                match k.value(i) {
+                    "hostname" if host.is_none() => host = Some(v.value(i).to_string()),
+                    "sample_time_first_ns" => {
+                        if let Ok(t) = v.value(i).parse::<i64>() {
+                            if first.is_none_or(|(_, f)| t < f) {
+                                first = Some((s.value(i), t));
+                            }
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+    let start = first.and_then(|(sid, t)| {
+        let batches = read_table(dir, &schema::SOURCE).ok()?;
+        batches.iter().find_map(|b| {
+            let ids = col(b, &schema::SOURCE, "source_id").ok()?;
+            let ids = ids.as_primitive::<arrow::datatypes::Int32Type>();
+            let off = col(b, &schema::SOURCE, "utc_offset_ns").ok()?;
+            let off = off.as_primitive::<Int64Type>();
+            (0..b.num_rows())
+                .find(|&i| ids.value(i) == sid && off.is_valid(i))
+                .map(|i| t + off.value(i))
+        })
+    });
+    (host, start)
+}

@@ -1,0 +1,131 @@
+//! `trawl archive ingest`: raw inputs (files, directory trees of runs) into
+//! an archive of captures, in parallel and incrementally.
+
+use crate::*;
+
+#[derive(Subcommand)]
+pub(crate) enum Archive {
+    /// Ingest the runs under SRC... into ARCHIVE: the inputs directly in
+    /// one directory make one capture (`--per-file`: each file is one),
+    /// stored as ARCHIVE/capture=NAME; captures whose inputs are already
+    /// in the manifest (same content) are skipped, changed ones replaced.
+    Ingest(ArchiveIngestArgs),
+}
+
+#[derive(Args)]
+pub(crate) struct ArchiveIngestArgs {
+    /// Input files and directory trees of runs.
+    #[arg(required = true)]
+    pub(crate) sources: Vec<PathBuf>,
+    /// The archive directory (created when missing).
+    #[arg(short, long)]
+    pub(crate) output: PathBuf,
+    /// Every input file is a capture of its own (default: the inputs in one
+    /// directory are one capture).
+    #[arg(long)]
+    pub(crate) per_file: bool,
+    /// Captures ingested at once (default: one per core).
+    #[arg(short, long, default_value_t = 0)]
+    pub(crate) jobs: usize,
+    /// Try again captures that failed before with the same inputs.
+    #[arg(long)]
+    pub(crate) retry_failed: bool,
+    #[command(flatten)]
+    pub(crate) conv: ConvertArgs,
+}
+
+pub(crate) fn archive(a: Archive) -> Result<()> {
+    match a {
+        Archive::Ingest(a) => archive_ingest(&a),
+    }
+}
+
+fn archive_ingest(a: &ArchiveIngestArgs) -> Result<()> {
+    use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+    use trawl_archive::{Event, Outcome};
+
+    let opts = trawl_archive::Options {
+        grouping: if a.per_file {
+            trawl_archive::Grouping::File
+        } else {
+            trawl_archive::Grouping::Directory
+        },
+        jobs: a.jobs,
+        strict: a.conv.strict,
+        retry_failed: a.retry_failed,
+        ingest: a.conv.options(),
+    };
+    // Symbolization's problems go to the manifest's message.
+    let enrich = |staging: &Path| -> Option<String> {
+        let bad: Vec<String> = a
+            .conv
+            .enrich(staging)
+            .into_iter()
+            .filter(|l| l.contains("failed"))
+            .collect();
+        (!bad.is_empty()).then(|| bad.join("; "))
+    };
+    let unwinder = || a.conv.unwinder();
+    // A progress bar on a terminal (bytes of input done, rate, time left);
+    // nothing otherwise.
+    let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
+    bar.set_style(
+        ProgressStyle::with_template(
+            "{spinner} [{elapsed_precise}] {wide_bar} {bytes}/{total_bytes} {binary_bytes_per_sec} ETA {eta} {msg}",
+        )
+        .expect("template"),
+    );
+    let (mut done, mut total) = (0usize, 0usize);
+    let mut progress = |e: Event<'_>| match e {
+        Event::Planned {
+            captures,
+            to_ingest,
+            bytes,
+        } => {
+            total = captures;
+            bar.set_length(bytes);
+            bar.set_message(format!("{to_ingest} of {captures} captures to ingest"));
+        }
+        Event::Done {
+            name,
+            outcome,
+            bytes,
+        } => {
+            done += 1;
+            match outcome {
+                Outcome::Ingested { .. } => bar.inc(bytes),
+                Outcome::Failed(why) => bar.println(format!("{name}: failed: {why}")),
+                _ => {}
+            }
+            bar.set_message(format!("{done}/{total} captures, last {name}"));
+        }
+    };
+    let r = trawl_archive::ingest(
+        &a.sources,
+        &a.output,
+        &opts,
+        &enrich,
+        &unwinder,
+        &mut progress,
+    );
+    bar.finish_and_clear();
+    let s = r?;
+    for (p, why) in s.skipped_files.iter().take(5) {
+        eprintln!("skipped {}: {why}", p.display());
+    }
+    if s.skipped_files.len() > 5 {
+        eprintln!("... {} more files skipped", s.skipped_files.len() - 5);
+    }
+    for (name, why) in &s.failed {
+        eprintln!("capture {name} failed: {why}");
+    }
+    eprintln!(
+        "{}: {} captures ingested, {} unchanged, {} failed ({} bytes of input)",
+        a.output.display(),
+        s.ingested,
+        s.unchanged,
+        s.failed.len(),
+        s.input_bytes
+    );
+    Ok(())
+}

@@ -1,0 +1,277 @@
+//! `trawl archive ingest`: runs into an archive of captures (Hive-style
+//! `capture=NAME` directories and a manifest), incrementally, with failures
+//! recorded, and queried as one dataset. Sample counts come from perf
+//! script on the same files; an archive's answers are compared with the
+//! same report on each capture alone.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use crate::common::*;
+
+fn archive_ingest(src: &Path, arch: &Path, extra: &[&str]) -> std::process::Output {
+    let mut args = vec![
+        "archive",
+        "ingest",
+        src.to_str().unwrap(),
+        "-o",
+        arch.to_str().unwrap(),
+        "--debug-dir",
+    ];
+    let bin = fixture_bin();
+    args.push(bin.to_str().unwrap());
+    args.extend_from_slice(extra);
+    trawl(&args)
+}
+
+fn ok(o: std::process::Output) -> String {
+    assert!(
+        o.status.success(),
+        "failed: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// A source tree of two runs and a loose recording, plus a file that is
+/// no input: run1 (hot-fp.data, io.strace), run2 (threads.data), and
+/// recurse.data directly in the source directory (a capture named by it).
+fn runs(root: &Path) -> PathBuf {
+    let src = root.join("nightly");
+    for d in ["run1", "run2"] {
+        std::fs::create_dir_all(src.join(d)).unwrap();
+    }
+    let cp = |from: PathBuf, to: PathBuf| {
+        std::fs::copy(from, to).unwrap();
+    };
+    cp(fixture("hot-fp.data"), src.join("run1/hot-fp.data"));
+    cp(
+        root_dir().join("fixtures/strace/io.strace"),
+        src.join("run1/io.strace"),
+    );
+    cp(fixture("threads.data"), src.join("run2/threads.data"));
+    cp(fixture("recurse.data"), src.join("recurse.data"));
+    std::fs::write(src.join("README"), "not an input\n").unwrap();
+    src
+}
+
+fn root_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn samples_by_capture(arch: &Path) -> BTreeMap<String, usize> {
+    sql_rows(
+        arch,
+        "SELECT capture, count(*) FROM perf_sample GROUP BY capture",
+    )
+    .into_iter()
+    .map(|r| (r[0].clone(), r[1].parse().unwrap()))
+    .collect()
+}
+
+#[test]
+fn runs_become_captures_read_as_one_dataset() {
+    let t = tempfile::tempdir().unwrap();
+    let src = runs(t.path());
+    let arch = t.path().join("arch");
+    let err = ok(archive_ingest(&src, &arch, &[]));
+    assert!(
+        err.contains("3 captures ingested, 0 unchanged, 0 failed"),
+        "{err}"
+    );
+    assert!(err.contains("skipped") && err.contains("README"), "{err}");
+    for n in ["nightly", "run1", "run2"] {
+        assert!(arch.join(format!("capture={n}")).is_dir(), "{n}");
+    }
+    // Samples per capture: perf script's count of each recording.
+    let want: BTreeMap<String, usize> = [
+        ("nightly", "recurse.data"),
+        ("run1", "hot-fp.data"),
+        ("run2", "threads.data"),
+    ]
+    .into_iter()
+    .map(|(c, f)| (c.to_string(), perf_script_samples(&fixture(f))))
+    .collect();
+    assert_eq!(samples_by_capture(&arch), want);
+    // The manifest: a row per capture, its inputs with sizes and hashes.
+    let rows = sql_rows(
+        &arch,
+        "SELECT capture, status, inputs, input_bytes, schema_version, trawl_version FROM capture ORDER BY capture",
+    );
+    let size = |p: &str| std::fs::metadata(src.join(p)).unwrap().len();
+    assert_eq!(
+        rows,
+        vec![
+            vec![
+                "nightly".into(),
+                "ok".into(),
+                "1".into(),
+                size("recurse.data").to_string(),
+                "1".into(),
+                env!("CARGO_PKG_VERSION").into()
+            ],
+            vec![
+                "run1".into(),
+                "ok".into(),
+                "2".into(),
+                (size("run1/hot-fp.data") + size("run1/io.strace")).to_string(),
+                "1".into(),
+                env!("CARGO_PKG_VERSION").into()
+            ],
+            vec![
+                "run2".into(),
+                "ok".into(),
+                "1".into(),
+                size("run2/threads.data").to_string(),
+                "1".into(),
+                env!("CARGO_PKG_VERSION").into()
+            ],
+        ]
+    );
+    let inputs = sql_rows(
+        &arch,
+        "SELECT capture, size_bytes, length(blake3) FROM capture_input ORDER BY capture, path",
+    );
+    assert_eq!(inputs.len(), 4);
+    assert!(inputs.iter().all(|r| r[2] == "64"), "{inputs:?}");
+    // The strace dump of run1 is in run1: its system calls are those of
+    // the dump ingested alone.
+    let alone = t.path().join("io");
+    ingest_file(&src.join("run1/io.strace"), &alone, &["--no-symbolize"]);
+    assert_eq!(
+        sql_scalar(&arch, "SELECT count(*) FROM syscall WHERE capture = 'run1'"),
+        sql_scalar(&alone, "SELECT count(*) FROM syscall")
+    );
+    // Hotspots over the archive are the sums of each capture's.
+    let hot = |cap: &Path| -> BTreeMap<(String, String), (i64, i64)> {
+        csv_maps(&report_csv("hotspots", cap, &["--no-inline"]))
+            .into_iter()
+            .map(|m| {
+                (
+                    (m["function"].clone(), m["module"].clone()),
+                    (
+                        m["self_samples"].parse().unwrap(),
+                        m["total_samples"].parse().unwrap(),
+                    ),
+                )
+            })
+            .collect()
+    };
+    let mut sum: BTreeMap<(String, String), (i64, i64)> = BTreeMap::new();
+    for n in ["nightly", "run1", "run2"] {
+        for (k, (s, tot)) in hot(&arch.join(format!("capture={n}"))) {
+            let e = sum.entry(k).or_default();
+            e.0 += s;
+            e.1 += tot;
+        }
+    }
+    assert_eq!(hot(&arch), sum);
+}
+
+#[test]
+fn reruns_skip_unchanged_captures_and_replace_changed_ones() {
+    let t = tempfile::tempdir().unwrap();
+    let src = runs(t.path());
+    let arch = t.path().join("arch");
+    ok(archive_ingest(&src, &arch, &["--no-symbolize"]));
+    let mtime = |n: &str| {
+        std::fs::metadata(arch.join(format!("capture={n}/source.parquet")))
+            .unwrap()
+            .modified()
+            .unwrap()
+    };
+    let before = (mtime("run1"), mtime("run2"));
+    let err = ok(archive_ingest(&src, &arch, &["--no-symbolize"]));
+    assert!(err.contains("0 captures ingested, 3 unchanged"), "{err}");
+    assert_eq!((mtime("run1"), mtime("run2")), before);
+    // A source tree moved elsewhere (same name) is the same content.
+    std::fs::create_dir_all(t.path().join("elsewhere")).unwrap();
+    let moved = t.path().join("elsewhere/nightly");
+    std::fs::rename(&src, &moved).unwrap();
+    let err = ok(archive_ingest(&moved, &arch, &["--no-symbolize"]));
+    assert!(err.contains("0 captures ingested, 3 unchanged"), "{err}");
+    // run2's recording replaced by another: only run2 is ingested again,
+    // and has the new recording's samples (no duplicates).
+    std::fs::copy(fixture("procs.data"), moved.join("run2/threads.data")).unwrap();
+    let err = ok(archive_ingest(&moved, &arch, &["--no-symbolize"]));
+    assert!(err.contains("1 captures ingested, 2 unchanged"), "{err}");
+    assert_eq!(mtime("run1"), before.0);
+    let got = samples_by_capture(&arch);
+    assert_eq!(got["run2"], perf_script_samples(&fixture("procs.data")));
+    assert_eq!(
+        sql_scalar(&arch, "SELECT count(*) FROM capture"),
+        "3".to_string()
+    );
+}
+
+#[test]
+fn failed_captures_are_recorded_and_strict_stops() {
+    let t = tempfile::tempdir().unwrap();
+    let src = runs(t.path());
+    // A perf.data whose header points past its end: ingest fails.
+    let head = std::fs::read(fixture("hot-fp.data")).unwrap();
+    let mut bad = head[..8].to_vec();
+    bad.extend(std::iter::repeat_n(0xff, 200));
+    std::fs::create_dir_all(src.join("broken")).unwrap();
+    std::fs::write(src.join("broken/bad.data"), bad).unwrap();
+    let arch = t.path().join("arch");
+    let err = ok(archive_ingest(&src, &arch, &["--no-symbolize"]));
+    assert!(
+        err.contains("3 captures ingested, 0 unchanged, 1 failed"),
+        "{err}"
+    );
+    assert!(err.contains("capture broken failed"), "{err}");
+    let rows = sql_rows(
+        &arch,
+        "SELECT status, message LIKE '%bad.data%beyond the end%' FROM capture WHERE capture = 'broken'",
+    );
+    assert_eq!(rows, vec![vec!["failed".to_string(), "true".to_string()]]);
+    assert!(!arch.join("capture=broken").exists());
+    // Unchanged failed inputs are not tried again, unless asked; --strict
+    // makes the failure fail the run.
+    let err = ok(archive_ingest(&src, &arch, &["--no-symbolize"]));
+    assert!(
+        err.contains("0 captures ingested, 3 unchanged, 1 failed"),
+        "{err}"
+    );
+    let o = archive_ingest(
+        &src,
+        &arch,
+        &["--no-symbolize", "--strict", "--retry-failed"],
+    );
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("strict: capture broken"));
+}
+
+#[test]
+fn a_killed_run_exposes_no_partial_capture_and_the_next_one_finishes() {
+    // What kill -9 leaves: a capture being staged (half its tables) and a
+    // capture renamed into place before the manifest was rewritten.
+    let t = tempfile::tempdir().unwrap();
+    let src = runs(t.path());
+    let arch = t.path().join("arch");
+    ok(archive_ingest(&src, &arch, &["--no-symbolize"]));
+    let staged = arch.join(".staging/.capture=run3.trawl-tmp-999999");
+    std::fs::create_dir_all(&staged).unwrap();
+    for f in ["source.parquet", "perf_sample.parquet"] {
+        std::fs::copy(arch.join("capture=run1").join(f), staged.join(f)).unwrap();
+    }
+    std::fs::create_dir_all(src.join("run3")).unwrap();
+    std::fs::copy(fixture("hot-fp.data"), src.join("run3/hot-fp.data")).unwrap();
+    let mut cp = std::process::Command::new("cp");
+    cp.args(["-r"])
+        .arg(arch.join("capture=run1"))
+        .arg(arch.join("capture=run3"));
+    assert!(cp.status().unwrap().success());
+    // Readers see whole captures only: run3 is complete, the staging
+    // directory is not read.
+    let n = perf_script_samples(&fixture("hot-fp.data"));
+    assert_eq!(samples_by_capture(&arch)["run3"], n);
+    // The next run ingests run3 (not in the manifest), cleans the staging
+    // area, and nothing is duplicated.
+    let err = ok(archive_ingest(&src, &arch, &["--no-symbolize"]));
+    assert!(err.contains("1 captures ingested, 3 unchanged"), "{err}");
+    assert!(!arch.join(".staging").exists());
+    assert_eq!(samples_by_capture(&arch)["run3"], n);
+    assert_eq!(sql_scalar(&arch, "SELECT count(*) FROM capture"), "4");
+}
