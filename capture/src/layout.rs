@@ -13,3 +13,21 @@ pub fn table_file(dir: &Path, table: &str) -> PathBuf {
 pub fn is_capture(dir: &Path) -> bool {
     table_file(dir, "source").is_file()
 }
+
+/// The schema version a capture was written with (`trawl.schema_version`
+/// in its `source` table's schema metadata; `None` for captures written
+/// before versions were recorded, which have version 1's layout). Reads
+/// one Parquet footer.
+pub fn schema_version(dir: &Path) -> Result<Option<i32>, String> {
+    let path = table_file(dir, "source");
+    let f = std::fs::File::open(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let meta = parquet::arrow::arrow_reader::ArrowReaderMetadata::load(&f, Default::default())
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    match meta.schema().metadata().get("trawl.schema_version") {
+        None => Ok(None),
+        Some(v) => v
+            .parse()
+            .map(Some)
+            .map_err(|_| format!("{}: schema version {v:?} is not a number", path.display())),
+    }
+}

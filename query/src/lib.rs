@@ -54,6 +54,12 @@ pub enum Error {
     NotACapture { path: PathBuf },
     #[error("{0}")]
     Usage(String),
+    #[error("{path}: written by a newer trawl (schema version {found}; this trawl reads up to {supported}); upgrade trawl to read it")]
+    NewerSchema {
+        path: PathBuf,
+        found: i32,
+        supported: i32,
+    },
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -88,6 +94,18 @@ pub fn find_captures(args: &[PathBuf]) -> Result<Vec<CaptureRef>> {
         }
         subs.sort();
         out.extend(subs);
+    }
+    // Captures of a newer layout are refused, not misread.
+    for dir in &out {
+        let found = trawl_capture::layout::schema_version(dir).map_err(Error::Usage)?;
+        let supported = trawl_capture::schema::SCHEMA_VERSION;
+        if let Some(found) = found.filter(|&v| v > supported) {
+            return Err(Error::NewerSchema {
+                path: dir.clone(),
+                found,
+                supported,
+            });
+        }
     }
     // Names: the directory names, made unique.
     let mut refs: Vec<CaptureRef> = Vec::new();
@@ -162,7 +180,10 @@ impl Session {
                     let meta = std::fs::metadata(&path).ok().filter(|m| m.is_file())?;
                     Some(tables::CaptureFile {
                         capture: c.name.clone(),
-                        path: std::path::absolute(&path).unwrap_or(path),
+                        // Canonical: object store paths do not resolve `..`.
+                        path: std::fs::canonicalize(&path)
+                            .or_else(|_| std::path::absolute(&path))
+                            .unwrap_or(path),
                         size: meta.len(),
                     })
                 })

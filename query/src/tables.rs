@@ -101,6 +101,16 @@ impl CaptureTable {
             Expr::InList(l) if !l.negated && name(&l.expr) => {
                 l.list.iter().map(lit).collect::<Option<Vec<_>>>()
             }
+            // `capture IN (a, b)` reaches here as `capture = a OR capture = b`.
+            Expr::BinaryExpr(BinaryExpr {
+                left,
+                op: Operator::Or,
+                right,
+            }) => {
+                let mut l = Self::capture_filter(left)?;
+                l.extend(Self::capture_filter(right)?);
+                Some(l)
+            }
             _ => None,
         }
     }

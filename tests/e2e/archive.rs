@@ -275,3 +275,117 @@ fn a_killed_run_exposes_no_partial_capture_and_the_next_one_finishes() {
     assert_eq!(samples_by_capture(&arch)["run3"], n);
     assert_eq!(sql_scalar(&arch, "SELECT count(*) FROM capture"), "4");
 }
+
+/// Rewrites `table` of capture `dir` with `f` applied to its schema and
+/// columns (what an earlier or later trawl would have written).
+fn rewrite_table(
+    dir: &Path,
+    table: &str,
+    f: impl Fn(
+        &trawl_ingest::arrow::record_batch::RecordBatch,
+    ) -> trawl_ingest::arrow::record_batch::RecordBatch,
+) {
+    use trawl_ingest::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+    use trawl_ingest::parquet::arrow::ArrowWriter;
+    let path = dir.join(format!("{table}.parquet"));
+    let file = std::fs::File::open(&path).unwrap();
+    let batches: Vec<_> = ParquetRecordBatchReaderBuilder::try_new(file)
+        .unwrap()
+        .build()
+        .unwrap()
+        .map(|b| f(&b.unwrap()))
+        .collect();
+    let out = std::fs::File::create(&path).unwrap();
+    let mut w = ArrowWriter::try_new(out, batches[0].schema(), None).unwrap();
+    for b in &batches {
+        w.write(b).unwrap();
+    }
+    w.close().unwrap();
+}
+
+#[test]
+fn captures_of_earlier_schemas_are_read() {
+    // fixtures/captures/v1-hot-fp was written by trawl at schema version 1
+    // (its README): it answers as a fresh ingest of the same recording.
+    let old = root_dir().join("fixtures/captures/v1-hot-fp");
+    let (_t, fresh) = ingest("hot-fp.data");
+    for extra in [&[][..], &["--by", "srcline"][..]] {
+        assert_eq!(
+            report_csv("hotspots", &old, extra),
+            report_csv("hotspots", &fresh, extra)
+        );
+    }
+    // A column added after a capture was written reads as null.
+    let t = tempfile::tempdir().unwrap();
+    let cap = t.path().join("cap");
+    let mut cp = std::process::Command::new("cp");
+    assert!(cp.arg("-r").arg(&old).arg(&cap).status().unwrap().success());
+    rewrite_table(&cap, "perf_sample", |b| {
+        let i = b.schema().index_of("cgroup").unwrap();
+        let mut b = b.clone();
+        b.remove_column(i);
+        b
+    });
+    let n = perf_script_samples(&fixture("hot-fp.data"));
+    assert_eq!(
+        sql_rows(&cap, "SELECT count(*), count(cgroup) FROM perf_sample"),
+        vec![vec![n.to_string(), "0".to_string()]]
+    );
+    assert_eq!(
+        report_csv("hotspots", &cap, &[]),
+        report_csv("hotspots", &fresh, &[])
+    );
+}
+
+#[test]
+fn a_capture_of_a_newer_schema_is_refused() {
+    let t = tempfile::tempdir().unwrap();
+    let cap = t.path().join("cap");
+    let mut cp = std::process::Command::new("cp");
+    let old = root_dir().join("fixtures/captures/v1-hot-fp");
+    assert!(cp.arg("-r").arg(&old).arg(&cap).status().unwrap().success());
+    rewrite_table(&cap, "source", |b| {
+        let mut meta = b.schema().metadata().clone();
+        meta.insert("trawl.schema_version".into(), "99".into());
+        let schema = std::sync::Arc::new(b.schema().as_ref().clone().with_metadata(meta));
+        b.clone().with_schema(schema).unwrap()
+    });
+    let o = trawl(&[
+        "sql",
+        cap.to_str().unwrap(),
+        "SELECT count(*) FROM perf_sample",
+    ]);
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("schema version 99") && err.contains("reads up to 1"),
+        "{err}"
+    );
+}
+
+#[test]
+fn filters_on_capture_open_only_its_files() {
+    let t = tempfile::tempdir().unwrap();
+    let src = runs(t.path());
+    let arch = t.path().join("arch");
+    ok(archive_ingest(&src, &arch, &["--no-symbolize"]));
+    let plan = |q: &str| -> String {
+        sql_rows(&arch, &format!("EXPLAIN {q}"))
+            .into_iter()
+            .map(|r| r.join(" "))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let p = plan("SELECT count(*) FROM perf_sample WHERE capture = 'run1'");
+    assert!(p.contains("capture=run1/perf_sample.parquet"), "{p}");
+    assert!(
+        !p.contains("capture=run2") && !p.contains("capture=nightly"),
+        "{p}"
+    );
+    let p = plan("SELECT count(*) FROM perf_sample WHERE capture IN ('run1', 'run2')");
+    assert!(
+        p.contains("capture=run1/") && p.contains("capture=run2/"),
+        "{p}"
+    );
+    assert!(!p.contains("capture=nightly"), "{p}");
+}
