@@ -35,6 +35,20 @@ pub struct Config {
     pub kernel_build_id: Option<String>,
     pub kernel_release: Option<String>,
     index: Arc<OnceLock<HashMap<String, PathBuf>>>,
+    results: ResultCache,
+}
+
+/// Symbolization results by build-id, shared by a `Config` and its clones
+/// (an archive ingest symbolizes its captures with clones of one config:
+/// the same libc is resolved once, each address once).
+pub type ResultCache = Arc<std::sync::Mutex<HashMap<String, CachedModule>>>;
+
+/// What one module (a build-id) resolved to so far.
+#[derive(Debug)]
+pub struct CachedModule {
+    /// The module's result without its symbols (files, table, status).
+    pub result: crate::ModuleResult,
+    pub by_addr: HashMap<u64, crate::Resolved>,
 }
 
 impl Config {
@@ -47,10 +61,17 @@ impl Config {
         }
     }
 
-    /// Kernel symbols to use, and where they came from.
-    pub(crate) fn kallsyms(&self) -> Option<(Kallsyms, PathBuf)> {
+    pub(crate) fn results(&self) -> &ResultCache {
+        &self.results
+    }
+
+    /// Kernel symbols to use, and where they came from. The running
+    /// kernel's `/proc/kallsyms` is read once per process (reading it costs
+    /// the kernel tens of milliseconds; an archive ingest symbolizes many
+    /// captures of the same kernel).
+    pub(crate) fn kallsyms(&self) -> Option<(Arc<Kallsyms>, PathBuf)> {
         if let Some(p) = &self.kallsyms {
-            return Kallsyms::load(p).ok().map(|k| (k, p.clone()));
+            return Kallsyms::load(p).ok().map(|k| (Arc::new(k), p.clone()));
         }
         let running_bid = running_kernel_build_id();
         let running_rel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
@@ -66,9 +87,17 @@ impl Config {
         if !matches {
             return None;
         }
+        static RUNNING: OnceLock<Option<Arc<Kallsyms>>> = OnceLock::new();
         let p = PathBuf::from("/proc/kallsyms");
-        let k = Kallsyms::load(&p).ok()?;
-        (!k.is_empty()).then_some((k, p))
+        let k = RUNNING
+            .get_or_init(|| {
+                Kallsyms::load(&p)
+                    .ok()
+                    .filter(|k| !k.is_empty())
+                    .map(Arc::new)
+            })
+            .clone()?;
+        Some((k, p))
     }
 
     fn build_id_index(&self) -> &HashMap<String, PathBuf> {

@@ -151,9 +151,18 @@ impl NameCache {
     }
 }
 
-/// Resolves every request, modules in parallel.
+/// Resolves every request, modules in parallel. Files with a build-id go
+/// through the results cache `cfg` shares with its clones (see
+/// [`find::ResultCache`]): addresses resolved for an earlier capture are
+/// not looked up again, and a module whose addresses are all known is not
+/// opened.
 pub fn symbolize(cfg: &Config, requests: Vec<ModuleRequest>) -> Vec<ModuleResult> {
-    let kallsyms = cfg.kallsyms();
+    // Kernel symbols only when a kernel module is asked for.
+    let kallsyms = requests
+        .iter()
+        .any(|r| r.kernel)
+        .then(|| cfg.kallsyms())
+        .flatten();
     requests
         .into_par_iter()
         .map(|r| {
@@ -162,10 +171,64 @@ pub fn symbolize(cfg: &Config, requests: Vec<ModuleRequest>) -> Vec<ModuleResult
             } else if is_perf_map_path(&r.path) {
                 symbolize_perf_map(cfg, &r)
             } else {
-                symbolize_file(cfg, &r)
+                match r.build_id.as_deref() {
+                    Some(bid) => symbolize_cached(cfg, bid, &r),
+                    None => symbolize_file(cfg, &r),
+                }
             }
         })
         .collect()
+}
+
+/// [`symbolize_file`] for the addresses the cache does not hold yet.
+fn symbolize_cached(cfg: &Config, bid: &str, r: &ModuleRequest) -> ModuleResult {
+    let cache = cfg.results();
+    let missing: Vec<u64> = {
+        let c = cache.lock().unwrap_or_else(|e| e.into_inner());
+        match c.get(bid) {
+            Some(m) => r
+                .addresses
+                .iter()
+                .copied()
+                .filter(|a| !m.by_addr.contains_key(a))
+                .collect(),
+            None => r.addresses.clone(),
+        }
+    };
+    if !missing.is_empty() {
+        let fresh = symbolize_file(
+            cfg,
+            &ModuleRequest {
+                path: r.path.clone(),
+                build_id: r.build_id.clone(),
+                kernel: false,
+                addresses: missing.clone(),
+            },
+        );
+        if fresh.status != Status::Ok {
+            // Not cached: another capture may name another file.
+            return symbolize_file(cfg, r);
+        }
+        let mut c = cache.lock().unwrap_or_else(|e| e.into_inner());
+        let m = c
+            .entry(bid.to_string())
+            .or_insert_with(|| find::CachedModule {
+                result: ModuleResult {
+                    symbols: Vec::new(),
+                    ..fresh.clone()
+                },
+                by_addr: Default::default(),
+            });
+        for (a, s) in missing.into_iter().zip(fresh.symbols) {
+            m.by_addr.insert(a, s);
+        }
+    }
+    let c = cache.lock().unwrap_or_else(|e| e.into_inner());
+    let m = &c[bid];
+    ModuleResult {
+        symbols: r.addresses.iter().map(|a| m.by_addr[a].clone()).collect(),
+        ..m.result.clone()
+    }
 }
 
 /// Is `path` a JIT map, `/tmp/perf-PID.map` (the module name perf and
@@ -237,7 +300,10 @@ fn symbolize_perf_map(cfg: &Config, r: &ModuleRequest) -> ModuleResult {
     }
 }
 
-fn symbolize_kernel(r: &ModuleRequest, k: Option<&(Kallsyms, PathBuf)>) -> ModuleResult {
+fn symbolize_kernel(
+    r: &ModuleRequest,
+    k: Option<&(std::sync::Arc<Kallsyms>, PathBuf)>,
+) -> ModuleResult {
     let Some((k, path)) = k else {
         return ModuleResult::failed(
             Status::NotFound,

@@ -389,3 +389,73 @@ fn filters_on_capture_open_only_its_files() {
     );
     assert!(!p.contains("capture=nightly"), "{p}");
 }
+
+#[test]
+fn symbolization_results_are_shared_by_build_id() {
+    // Clones of one symbolization config (what an archive ingest gives its
+    // captures) share results by build-id: once an address of a binary is
+    // resolved, it resolves again without the file, and so do the other
+    // addresses resolved with it; an address never asked for needs it.
+    use trawl_symbolize::{symbolize, Config, ModuleRequest, Status};
+    let t = tempfile::tempdir().unwrap();
+    let bin = t.path().join("hot");
+    std::fs::copy(fixture_bin().join("hot"), &bin).unwrap();
+    let out = std::process::Command::new("readelf")
+        .args(["-n", bin.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let notes = String::from_utf8_lossy(&out.stdout);
+    let bid = notes
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("Build ID: "))
+        .unwrap()
+        .to_string();
+    let (a, b) = (
+        symbol_address(&bin, "spin_a"),
+        symbol_address(&bin, "spin_b"),
+    );
+    let c = symbol_address(&bin, "main");
+    // Only the temporary directory is searched (not perf's build-id
+    // cache, which may hold the fixture too).
+    let fresh = || {
+        let mut c = Config::default();
+        c.debug_dirs = vec![t.path().to_path_buf()];
+        c
+    };
+    let cfg = fresh();
+    let ask = |cfg: &Config, addrs: Vec<u64>| {
+        symbolize(
+            cfg,
+            vec![ModuleRequest {
+                path: "/elsewhere/hot".into(),
+                build_id: Some(bid.clone()),
+                kernel: false,
+                addresses: addrs,
+            }],
+        )
+        .remove(0)
+    };
+    let names = |r: &trawl_symbolize::ModuleResult| -> Vec<Option<String>> {
+        r.symbols
+            .iter()
+            .map(|s| s.symbol.as_ref().map(|h| h.name.clone()))
+            .collect()
+    };
+    let first = ask(&cfg.clone(), vec![a, b]);
+    assert_eq!(first.status, Status::Ok);
+    assert_eq!(
+        names(&first),
+        vec![Some("spin_a".into()), Some("spin_b".into())]
+    );
+    std::fs::remove_file(&bin).unwrap();
+    let again = ask(&cfg.clone(), vec![b, a]);
+    assert_eq!(again.status, Status::Ok);
+    assert_eq!(
+        names(&again),
+        vec![Some("spin_b".into()), Some("spin_a".into())]
+    );
+    assert_eq!(again.symbols[1], first.symbols[0]);
+    assert_ne!(ask(&cfg.clone(), vec![c]).status, Status::Ok);
+    // A config of its own has no results to share.
+    assert_ne!(ask(&fresh(), vec![a]).status, Status::Ok);
+}

@@ -55,11 +55,14 @@ fn archive_ingest(a: &ArchiveIngestArgs) -> Result<()> {
         retry_failed: a.retry_failed,
         ingest: a.conv.options(),
     };
-    // Symbolization's problems go to the manifest's message.
+    // One symbolization config for every capture: its results cache is
+    // shared (the same binaries are not symbolized again). Symbolization's
+    // problems go to the manifest's message.
+    let cfg = a.conv.sym.config();
     let enrich = |staging: &Path| -> Option<String> {
         let bad: Vec<String> = a
             .conv
-            .enrich(staging)
+            .enrich(&cfg, staging)
             .into_iter()
             .filter(|l| l.contains("failed"))
             .collect();

@@ -61,19 +61,20 @@ impl ConvertArgs {
         })
     }
 
-    /// Symbolizes a staged capture (unless --no-symbolize): what it did,
-    /// or why it failed, a line each (a failure does not fail the ingest).
-    pub(crate) fn enrich(&self, staging: &Path) -> Vec<String> {
+    /// Symbolizes a staged capture (unless --no-symbolize) with `cfg`
+    /// (one config for many captures shares its results cache): what it
+    /// did, or why it failed, a line each (a failure does not fail the
+    /// ingest).
+    pub(crate) fn enrich(&self, cfg: &trawl_symbolize::Config, staging: &Path) -> Vec<String> {
         let mut lines = Vec::new();
         if self.no_symbolize {
             return lines;
         }
-        let cfg = self.sym.config();
-        match trawl_enrich::symbolize_capture(staging, &cfg) {
+        match trawl_enrich::symbolize_capture(staging, cfg) {
             Ok(s) => lines.push(s.line()),
             Err(e) => lines.push(format!("symbolization failed: {e:#}")),
         }
-        match trawl_enrich::symbolize_memory(staging, &cfg) {
+        match trawl_enrich::symbolize_memory(staging, cfg) {
             Ok(Some(l)) => lines.push(l),
             Ok(None) => {}
             Err(e) => lines.push(format!("placing mem_map symbols failed: {e:#}")),
@@ -148,7 +149,7 @@ pub(crate) fn ingest(a: &IngestArgs) -> Result<()> {
         &a.conv.options(),
         a.conv.unwinder(),
         |staging| {
-            sym_lines = a.conv.enrich(staging);
+            sym_lines = a.conv.enrich(&a.conv.sym.config(), staging);
             Ok(())
         },
     )?;
