@@ -101,6 +101,25 @@ impl CaptureTable {
             Expr::InList(l) if !l.negated && name(&l.expr) => {
                 l.list.iter().map(lit).collect::<Option<Vec<_>>>()
             }
+            // `array_has(['a', 'b'], capture)`: the analyses' `capture`
+            // list parameter.
+            Expr::ScalarFunction(f) if f.name() == "array_has" && f.args.len() == 2 => {
+                if !name(&f.args[1]) {
+                    return None;
+                }
+                let Expr::Literal(v, _) = &f.args[0] else {
+                    return None;
+                };
+                let arr = match v {
+                    ScalarValue::List(l) => l.values().clone(),
+                    ScalarValue::LargeList(l) => l.values().clone(),
+                    ScalarValue::FixedSizeList(l) => l.values().clone(),
+                    _ => return None,
+                };
+                let arr = datafusion::arrow::compute::cast(&arr, &DataType::Utf8).ok()?;
+                let arr = datafusion::arrow::array::AsArray::as_string::<i32>(&arr);
+                arr.iter().map(|s| s.map(str::to_string)).collect()
+            }
             // `capture IN (a, b)` reaches here as `capture = a OR capture = b`.
             Expr::BinaryExpr(BinaryExpr {
                 left,

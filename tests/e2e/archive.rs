@@ -388,6 +388,33 @@ fn filters_on_capture_open_only_its_files() {
         "{p}"
     );
     assert!(!p.contains("capture=nightly"), "{p}");
+    // An analysis's `capture` argument reads only that capture's files,
+    // and answers as the report on the capture alone.
+    let q = "SELECT function, module, self_samples, total_samples \
+             FROM hotspots('function', 'capture', 'run2', 'inline', false)";
+    let p = plan(q);
+    assert!(p.contains("capture=run2/stack.parquet"), "{p}");
+    assert!(
+        !p.contains("capture=run1") && !p.contains("capture=nightly"),
+        "{p}"
+    );
+    let mut got = sql_rows(&arch, q);
+    got.sort();
+    let mut want: Vec<Vec<String>> = csv_maps(&report_csv(
+        "hotspots",
+        &arch.join("capture=run2"),
+        &["--no-inline"],
+    ))
+    .into_iter()
+    .map(|m| {
+        ["function", "module", "self_samples", "total_samples"]
+            .iter()
+            .map(|k| m[*k].clone())
+            .collect()
+    })
+    .collect();
+    want.sort();
+    assert_eq!(got, want);
 }
 
 #[test]

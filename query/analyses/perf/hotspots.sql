@@ -20,13 +20,16 @@ WITH sw AS (SELECT capture, stack_id, n, w FROM _stack_weight),
 frame_key AS (
   SELECT capture, frame_id, inline_depth AS level, function, module, file, line, srcline, rel_pc
   FROM frame_line WHERE COALESCE($inline, true)
+    AND ($capture IS NULL OR array_has($capture, capture))  -- only the selected captures' files
   UNION ALL                         -- without inline levels: the real function
   SELECT capture, frame_id, 0, function, module, NULL, NULL, NULL, rel_pc
   FROM frame_line WHERE NOT COALESCE($inline, true) AND NOT inlined
+    AND ($capture IS NULL OR array_has($capture, capture))
     AND COALESCE($by, 'function') NOT IN ('srcline', 'line')
   UNION ALL                         -- ... and the source line of the address
   SELECT capture, frame_id, 0, function, module, file, line, srcline, rel_pc
   FROM frame_name WHERE NOT COALESCE($inline, true)
+    AND ($capture IS NULL OR array_has($capture, capture))
     AND COALESCE($by, 'function') IN ('srcline', 'line')
 ),
 keyed AS (
@@ -51,6 +54,7 @@ per_stack AS (                      -- each key once per stack (recursion counts
   FROM sw
   JOIN stack st ON st.capture = sw.capture AND st.stack_id = sw.stack_id
   JOIN keyed k ON k.capture = st.capture AND k.frame_id = st.frame_id
+  WHERE $capture IS NULL OR array_has($capture, st.capture)
   GROUP BY sw.capture, sw.stack_id, k.key1, k.key2, k.key3
 ),
 cost AS (

@@ -6,7 +6,7 @@
 -- timeline the samples themselves (`_selected_sample`).
 --
 -- Parameters (NULL: no restriction / the default):
---   $event   text       the event (default: the one with most samples)
+--   $event   text       the event (default: the one with most samples in the selected captures)
 --   $weight  text       `period` (default: perf's Overhead), `samples`,
 --                       `weight`, `weight_ins_lat`, `weight_var3`,
 --                       `n_branch`, or `read:EVENT` (the increase of a
@@ -57,6 +57,7 @@ LEFT JOIN read_delta r
 WHERE (($event IS NOT NULL AND p.event = $event)
     OR ($event IS NULL AND p.event = (
         SELECT CAST(event AS VARCHAR) FROM perf_sample
+        WHERE $capture IS NULL OR array_has($capture, capture)   -- of the selected captures
         GROUP BY event ORDER BY count(*) DESC, CAST(event AS VARCHAR) LIMIT 1)))
   AND ($pid IS NULL OR array_has($pid, p.pid))
   AND ($tid IS NULL OR array_has($tid, p.tid))
@@ -96,4 +97,5 @@ JOIN (
   UNION ALL
   SELECT capture, frame_id, CAST(0 AS BIGINT), function, module
   FROM frame_name WHERE NOT COALESCE($inline, true)
-) f ON f.capture = st.capture AND f.frame_id = st.frame_id;
+) f ON f.capture = st.capture AND f.frame_id = st.frame_id
+WHERE $capture IS NULL OR array_has($capture, st.capture);  -- only the selected captures' files
