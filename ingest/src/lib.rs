@@ -49,6 +49,8 @@ pub use writer::CaptureWriter;
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 use arrow::array::{Int32Builder, Int64Builder, StringBuilder};
 
@@ -135,6 +137,24 @@ pub struct IngestOptions {
     /// Where to stage the tables before the capture is renamed into place
     /// (default: next to it, hidden).
     pub staging: Option<PathBuf>,
+    /// Bytes of input read so far (all inputs together), for a progress
+    /// display on another thread: advanced within perf.data inputs, and
+    /// at the end of every input.
+    pub progress: Option<Arc<AtomicU64>>,
+}
+
+/// The input of one ingest read so far: `base` (the inputs before this
+/// one) plus an offset in the current input.
+pub struct Progress {
+    done: Arc<AtomicU64>,
+    base: u64,
+}
+
+impl Progress {
+    /// `off` bytes of the current input are read.
+    pub fn at(&self, off: u64) {
+        self.done.fetch_max(self.base + off, Ordering::Relaxed);
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -302,9 +322,16 @@ pub fn ingest_with_unwinder(
         conv.set_unwinder(u);
     }
     let mut summaries = Vec::new();
+    let mut base = 0u64;
     for (i, input) in inputs.iter().enumerate() {
         let name = input.to_string_lossy().into_owned();
         let mut diags = Diagnostics::new(name.clone(), opts.strict);
+        let size = std::fs::metadata(input).map_or(0, |m| m.len());
+        let progress = opts.progress.as_ref().map(|d| Progress {
+            done: d.clone(),
+            base,
+        });
+        base += size;
         let (format, stream, compression) = open_input(input, &name)?;
         conv.begin_source(i as i32);
         sconv.begin_source(i as i32);
@@ -325,7 +352,7 @@ pub fn ingest_with_unwinder(
                 })
             }
             Format::PerfFile => {
-                let st = perf::ingest_perf(input, stream, false, &mut conv, &mut diags)?;
+                let st = perf::ingest_perf(input, stream, false, &mut conv, &mut diags, progress.as_ref())?;
                 power_readings(&mut conv, &mut econv, &mut diags)?;
                 st
             }
@@ -383,7 +410,7 @@ pub fn ingest_with_unwinder(
                 }
             }
             Format::PerfPipe => {
-                let st = perf::ingest_perf(input, stream, true, &mut conv, &mut diags)?;
+                let st = perf::ingest_perf(input, stream, true, &mut conv, &mut diags, progress.as_ref())?;
                 power_readings(&mut conv, &mut econv, &mut diags)?;
                 st
             }
@@ -464,6 +491,9 @@ pub fn ingest_with_unwinder(
                 }
             }
         };
+        if let Some(p) = &progress {
+            p.at(size);
+        }
         summaries.push(InputSummary {
             path: name,
             format,

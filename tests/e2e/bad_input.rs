@@ -358,3 +358,30 @@ fn mutated_files_never_panic() {
         }
     }
 }
+
+#[test]
+fn progress_counts_every_input_byte() {
+    // The counter a progress display reads ends at the inputs' total size
+    // (a perf.data and an strace dump).
+    let t = tempfile::tempdir().unwrap();
+    let inputs = [
+        fixture("hot-fp.data"),
+        crate::common::root().join("fixtures/strace/io.strace"),
+    ];
+    let total: u64 = inputs
+        .iter()
+        .map(|p| std::fs::metadata(p).unwrap().len())
+        .sum();
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    ingest(
+        &inputs,
+        &t.path().join("cap"),
+        &IngestOptions {
+            progress: Some(done.clone()),
+            ..Default::default()
+        },
+        |_| Ok(()),
+    )
+    .unwrap();
+    assert_eq!(done.load(std::sync::atomic::Ordering::Relaxed), total);
+}

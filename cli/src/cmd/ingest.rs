@@ -49,6 +49,7 @@ impl ConvertArgs {
             tz: self.tz.clone(),
             mem: self.mem.options(),
             staging: None,
+            progress: None,
         }
     }
 
@@ -142,17 +143,57 @@ pub(crate) fn parse_bytes(s: &str) -> std::result::Result<u64, String> {
 }
 
 pub(crate) fn ingest(a: &IngestArgs) -> Result<()> {
+    use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    use std::sync::Arc;
+
+    // A progress bar of input bytes on a terminal (nothing otherwise),
+    // drawn from a counter the ingest advances.
+    let total: u64 = a
+        .inputs
+        .iter()
+        .map(|p| std::fs::metadata(p).map_or(0, |m| m.len()))
+        .sum();
+    let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
+    bar.set_style(
+        ProgressStyle::with_template(
+            "{spinner} [{elapsed_precise}] {wide_bar} {bytes}/{total_bytes} {binary_bytes_per_sec} ETA {eta} {msg}",
+        )
+        .expect("template"),
+    );
+    let done = Arc::new(AtomicU64::new(0));
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut opts = a.conv.options();
+    opts.progress = Some(done.clone());
     let mut sym_lines = Vec::new();
-    let summary = trawl_ingest::ingest_with_unwinder(
-        &a.inputs,
-        &a.output,
-        &a.conv.options(),
-        a.conv.unwinder(),
-        |staging| {
-            sym_lines = a.conv.enrich(&a.conv.sym.config(), staging);
-            Ok(())
-        },
-    )?;
+    let summary = std::thread::scope(|scope| {
+        if !bar.is_hidden() {
+            let (bar, done, stop) = (bar.clone(), done.clone(), stop.clone());
+            scope.spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    bar.set_position(done.load(Ordering::Relaxed));
+                    std::thread::sleep(std::time::Duration::from_millis(100));
+                }
+            });
+        }
+        let r = trawl_ingest::ingest_with_unwinder(
+            &a.inputs,
+            &a.output,
+            &opts,
+            a.conv.unwinder(),
+            |staging| {
+                if !a.conv.no_symbolize {
+                    bar.set_message("symbolizing");
+                }
+                sym_lines = a.conv.enrich(&a.conv.sym.config(), staging);
+                Ok(())
+            },
+        );
+        stop.store(true, Ordering::Relaxed);
+        r
+    });
+    bar.finish_and_clear();
+    let summary = summary?;
     for s in &summary.inputs {
         let (records, items) = match s.format {
             trawl_ingest::Format::Strace => ("lines", "system calls"),

@@ -39,6 +39,7 @@ pub fn ingest_perf(
     pipe: bool,
     conv: &mut PerfConverter,
     diags: &mut Diagnostics,
+    progress: Option<&crate::Progress>,
 ) -> Result<PerfStats> {
     let mut reader = match (pipe, stream) {
         (true, Some(s)) => PerfReader::open_pipe(s, diags.source())?,
@@ -56,6 +57,7 @@ pub fn ingest_perf(
     let mut sys_points = points(&reader.events);
     let before = conv.samples_written;
     let mut version = reader.events_version;
+    let mut n_records = 0u64;
     loop {
         // Pipe mode: attributes and names arrive in the stream.
         if reader.events_version != version {
@@ -66,6 +68,16 @@ pub fn ingest_perf(
         let Some(item) = reader.next_record(diags)? else {
             break;
         };
+        // The input read so far, every 64 K records (records come in time
+        // order, not file order: the largest offset seen).
+        if let Some(p) = progress {
+            n_records += 1;
+            if n_records % 65536 == 0 {
+                if let Some(off) = item.position.byte_offset() {
+                    p.at(off);
+                }
+            }
+        }
         conv.position = item.position;
         let decoded = if item.is_sample() {
             let mut s = records::Sample::default();
