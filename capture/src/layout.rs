@@ -31,3 +31,30 @@ pub fn schema_version(dir: &Path) -> Result<Option<i32>, String> {
             .map_err(|_| format!("{}: schema version {v:?} is not a number", path.display())),
     }
 }
+
+/// The schema version of each capture of an archive, from its manifest
+/// (`capture.parquet` at the root: one file read instead of a footer per
+/// capture). `None` when `dir` has no readable manifest.
+pub fn archive_versions(dir: &Path) -> Option<std::collections::HashMap<String, i32>> {
+    use arrow::array::{Array, AsArray};
+    use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+    let f = std::fs::File::open(table_file(dir, "capture")).ok()?;
+    let reader = ParquetRecordBatchReaderBuilder::try_new(f)
+        .ok()?
+        .build()
+        .ok()?;
+    let mut out = std::collections::HashMap::new();
+    for b in reader {
+        let b = b.ok()?;
+        let names = b.column_by_name("capture")?.as_string_opt::<i32>()?;
+        let versions = b
+            .column_by_name("schema_version")?
+            .as_primitive_opt::<arrow::datatypes::Int32Type>()?;
+        for i in 0..b.num_rows() {
+            if names.is_valid(i) && versions.is_valid(i) {
+                out.insert(names.value(i).to_string(), versions.value(i));
+            }
+        }
+    }
+    Some(out)
+}

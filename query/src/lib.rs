@@ -75,10 +75,17 @@ pub struct CaptureRef {
 /// subdirectories are captures (an archive).
 pub fn find_captures(args: &[PathBuf]) -> Result<Vec<CaptureRef>> {
     let mut out = Vec::new();
+    // Schema versions an archive's manifest states (no footer to read).
+    let mut known: std::collections::HashMap<PathBuf, i32> = Default::default();
     for a in args {
         if trawl_capture::layout::is_capture(a) {
             out.push(a.clone());
             continue;
+        }
+        if let Some(v) = trawl_capture::layout::archive_versions(a) {
+            for (name, version) in v {
+                known.insert(a.join(format!("capture={name}")), version);
+            }
         }
         let mut subs: Vec<PathBuf> = std::fs::read_dir(a)
             .map(|rd| {
@@ -97,7 +104,10 @@ pub fn find_captures(args: &[PathBuf]) -> Result<Vec<CaptureRef>> {
     }
     // Captures of a newer layout are refused, not misread.
     for dir in &out {
-        let found = trawl_capture::layout::schema_version(dir).map_err(Error::Usage)?;
+        let found = match known.get(dir) {
+            Some(&v) => Some(v),
+            None => trawl_capture::layout::schema_version(dir).map_err(Error::Usage)?,
+        };
         let supported = trawl_capture::schema::SCHEMA_VERSION;
         if let Some(found) = found.filter(|&v| v > supported) {
             return Err(Error::NewerSchema {

@@ -361,6 +361,27 @@ fn a_capture_of_a_newer_schema_is_refused() {
         err.contains("schema version 99") && err.contains("reads up to 1"),
         "{err}"
     );
+    // In an archive the manifest states each capture's version (no footer
+    // is read): a capture it says is newer is refused too.
+    let src = runs(t.path());
+    let arch = t.path().join("arch");
+    ok(archive_ingest(&src, &arch, &["--no-symbolize"]));
+    rewrite_table(&arch, "capture", |b| {
+        use trawl_ingest::arrow::array::{Array, Int32Array};
+        let i = b.schema().index_of("schema_version").unwrap();
+        let n = b.column(i).len();
+        let mut cols = b.columns().to_vec();
+        cols[i] = std::sync::Arc::new(Int32Array::from(vec![99; n]));
+        trawl_ingest::arrow::record_batch::RecordBatch::try_new(b.schema(), cols).unwrap()
+    });
+    let o = trawl(&[
+        "sql",
+        arch.to_str().unwrap(),
+        "SELECT count(*) FROM perf_sample",
+    ]);
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("schema version 99"), "{err}");
 }
 
 #[test]
