@@ -133,7 +133,17 @@ pub fn ingest(
     let mut todo = Vec::new();
     let mut done_before = Vec::new();
     for p in planned {
-        let job = hash_job(p)?;
+        // An input that cannot be read fails its capture, not the batch
+        // (nothing is recorded: it is tried again next time).
+        let name = p.name.clone();
+        let job = match hash_job(p) {
+            Ok(j) => j,
+            Err(e) if opts.strict => return Err(e),
+            Err(e) => {
+                summary.failed.push((name, e.to_string()));
+                continue;
+            }
+        };
         summary.input_bytes += job.bytes;
         let before = caps
             .get(&job.planned.name)
@@ -179,7 +189,7 @@ pub fn ingest(
     ingest_opts.strict |= opts.strict;
     // Staging directories out of `ARCHIVE/*/`, which readers glob.
     ingest_opts.staging = Some(archive.join(STAGING));
-    let (tx, rx) = mpsc::channel::<(usize, Outcome, Option<CaptureRow>)>();
+    let (tx, rx) = mpsc::channel::<(usize, Outcome, CaptureRow)>();
     let mut strict_failure = None;
     std::thread::scope(|scope| -> Result<()> {
         for _ in 0..jobs {
@@ -192,7 +202,7 @@ pub fn ingest(
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 let Some(job) = todo.get(i) else { break };
                 let (outcome, row) = ingest_one(archive, job, ingest_opts, enrich, unwinder);
-                if tx.send((i, outcome, Some(row))).is_err() {
+                if tx.send((i, outcome, row)).is_err() {
                     break;
                 }
             });
@@ -203,11 +213,9 @@ pub fn ingest(
         for (i, outcome, row) in rx {
             let job = &todo[i];
             let name = &job.planned.name;
-            if let Some(row) = row {
-                caps.insert(name.clone(), row);
-                inputs.insert(name.clone(), job.inputs.clone());
-                dirty = true;
-            }
+            caps.insert(name.clone(), row);
+            inputs.insert(name.clone(), job.inputs.clone());
+            dirty = true;
             match &outcome {
                 Outcome::Ingested { .. } => summary.ingested += 1,
                 Outcome::Failed(why) => {
@@ -287,10 +295,13 @@ fn hash_job(planned: Planned) -> Result<Job> {
     let mut rows = Vec::new();
     let mut bytes = 0;
     for p in &planned.inputs {
+        // Read, not mapped: an input truncated while it is hashed is an
+        // error, not a SIGBUS.
+        let f = std::fs::File::open(p).map_err(|e| Error::io(p, e))?;
+        let size = f.metadata().map_err(|e| Error::io(p, e))?.len();
         let mut h = blake3::Hasher::new();
-        h.update_mmap_rayon(p).map_err(|e| Error::io(p, e))?;
+        h.update_reader(f).map_err(|e| Error::io(p, e))?;
         let hash = h.finalize().to_hex().to_string();
-        let size = std::fs::metadata(p).map_err(|e| Error::io(p, e))?.len();
         bytes += size;
         let file = p
             .file_name()

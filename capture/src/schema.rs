@@ -795,7 +795,7 @@ pub static ARCHIVE_CAPTURE: TableDef = TableDef {
     columns: &[
         col!("capture", Utf8, "Name of the capture: its directory is `capture=NAME`, and every table's `capture` column holds NAME."),
         col!("status", Utf8, "`ok` (ingested; the directory exists) or `failed` (no directory; see `message`)."),
-        col!("message", Utf8, null, "Why the capture failed, or a summary of its diagnostics."),
+        col!("message", Utf8, null, "Why the capture failed; for an ingested one, the symbolization stages that failed (null: none)."),
         col!("inputs", Int32, "Number of input files (rows in `capture_input`)."),
         col!("input_bytes", Int64, "Total size of the inputs."),
         col!("content_hash", Utf8, "BLAKE3 over the inputs' names and content hashes: a capture whose inputs have this hash is not ingested again."),

@@ -212,25 +212,48 @@ impl Session {
             }),
         };
         s.ctx.register_udf(assert_true::udf());
-        // An archive's manifest (`capture`, `capture_input` at its root);
+        // An archive's manifest (`capture`, `capture_input` at its root),
+        // with its declared schema: nothing is read until a query does;
         // empty for plain capture directories.
         for def in trawl_capture::schema::ARCHIVE {
-            let files: Vec<String> = args
+            use datafusion::datasource::file_format::parquet::ParquetFormat;
+            use datafusion::datasource::listing::{
+                ListingOptions, ListingTable, ListingTableConfig, ListingTableUrl,
+            };
+            let urls = args
                 .iter()
                 .map(|a| trawl_capture::layout::table_file(a, def.name))
                 .filter(|p| p.is_file())
-                .map(|p| p.to_string_lossy().into_owned())
-                .collect();
-            if files.is_empty() {
-                let empty = datafusion::datasource::MemTable::try_new(def.schema(), vec![vec![]])?;
-                s.ctx.register_table(def.name, Arc::new(empty))?;
+                .map(|p| {
+                    let p = std::fs::canonicalize(&p).unwrap_or(p);
+                    ListingTableUrl::parse(p.to_string_lossy())
+                })
+                .collect::<datafusion::error::Result<Vec<_>>>()?;
+            let schema = datafusion::arrow::datatypes::Schema::new(
+                def.columns
+                    .iter()
+                    .map(|c| {
+                        datafusion::arrow::datatypes::Field::new(
+                            c.name,
+                            c.ty.data_type(),
+                            c.nullable,
+                        )
+                    })
+                    .collect::<Vec<_>>(),
+            );
+            let schema = Arc::new(schema);
+            let table: Arc<dyn datafusion::catalog::TableProvider> = if urls.is_empty() {
+                Arc::new(datafusion::datasource::MemTable::try_new(
+                    schema,
+                    vec![vec![]],
+                )?)
             } else {
-                let df = s
-                    .ctx
-                    .read_parquet(files, datafusion::prelude::ParquetReadOptions::default())
-                    .await?;
-                s.ctx.register_table(def.name, df.into_view())?;
-            }
+                let config = ListingTableConfig::new_with_multi_paths(urls)
+                    .with_listing_options(ListingOptions::new(Arc::new(ParquetFormat::default())))
+                    .with_schema(schema);
+                Arc::new(ListingTable::try_new(config)?)
+            };
+            s.ctx.register_table(def.name, table)?;
         }
         time::register(&s).await?;
         s.run_script(analyses::FRAME_NAME).await?;

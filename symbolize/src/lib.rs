@@ -185,18 +185,18 @@ fn symbolize_cached(cfg: &Config, bid: &str, r: &ModuleRequest) -> ModuleResult 
     let cache = cfg.results();
     let missing: Vec<u64> = {
         let c = cache.lock().unwrap_or_else(|e| e.into_inner());
-        match c.get(bid) {
-            Some(m) => r
-                .addresses
-                .iter()
-                .copied()
-                .filter(|a| !m.by_addr.contains_key(a))
-                .collect(),
-            None => r.addresses.clone(),
-        }
+        let known = c.get(bid);
+        r.addresses
+            .iter()
+            .copied()
+            .filter(|a| known.is_none_or(|m| !m.by_addr.contains_key(a)))
+            .collect()
     };
-    if !missing.is_empty() {
-        let fresh = symbolize_file(
+    let c = if missing.is_empty() {
+        cache.lock().unwrap_or_else(|e| e.into_inner())
+    } else {
+        let all = missing.len() == r.addresses.len();
+        let mut fresh = symbolize_file(
             cfg,
             &ModuleRequest {
                 path: r.path.clone(),
@@ -206,28 +206,31 @@ fn symbolize_cached(cfg: &Config, bid: &str, r: &ModuleRequest) -> ModuleResult 
             },
         );
         if fresh.status != Status::Ok {
-            // Not cached: another capture may name another file.
-            return symbolize_file(cfg, r);
+            // Not cached: another capture may name another file. When some
+            // addresses were known, the answer is the whole request's.
+            return if all { fresh } else { symbolize_file(cfg, r) };
         }
+        let symbols = std::mem::take(&mut fresh.symbols);
         let mut c = cache.lock().unwrap_or_else(|e| e.into_inner());
         let m = c
             .entry(bid.to_string())
             .or_insert_with(|| find::CachedModule {
-                result: ModuleResult {
-                    symbols: Vec::new(),
-                    ..fresh.clone()
-                },
+                result: fresh,
                 by_addr: Default::default(),
             });
-        for (a, s) in missing.into_iter().zip(fresh.symbols) {
-            m.by_addr.insert(a, s);
+        m.by_addr.extend(missing.into_iter().zip(symbols));
+        c
+    };
+    match c.get(bid) {
+        Some(m) => ModuleResult {
+            symbols: r.addresses.iter().map(|a| m.by_addr[a].clone()).collect(),
+            ..m.result.clone()
+        },
+        // No addresses asked and none known.
+        None => {
+            drop(c);
+            symbolize_file(cfg, r)
         }
-    }
-    let c = cache.lock().unwrap_or_else(|e| e.into_inner());
-    let m = &c[bid];
-    ModuleResult {
-        symbols: r.addresses.iter().map(|a| m.by_addr[a].clone()).collect(),
-        ..m.result.clone()
     }
 }
 

@@ -60,13 +60,8 @@ fn archive_ingest(a: &ArchiveIngestArgs) -> Result<()> {
     // problems go to the manifest's message.
     let cfg = a.conv.sym.config();
     let enrich = |staging: &Path| -> Option<String> {
-        let bad: Vec<String> = a
-            .conv
-            .enrich(&cfg, staging)
-            .into_iter()
-            .filter(|l| l.contains("failed"))
-            .collect();
-        (!bad.is_empty()).then(|| bad.join("; "))
+        let problems = a.conv.enrich(&cfg, staging).problems;
+        (!problems.is_empty()).then(|| problems.join("; "))
     };
     let unwinder = || a.conv.unwinder();
     // A progress bar on a terminal (bytes of input done, rate, time left);

@@ -63,25 +63,33 @@ impl ConvertArgs {
     }
 
     /// Symbolizes a staged capture (unless --no-symbolize) with `cfg`
-    /// (one config for many captures shares its results cache): what it
-    /// did, or why it failed, a line each (a failure does not fail the
-    /// ingest).
-    pub(crate) fn enrich(&self, cfg: &trawl_symbolize::Config, staging: &Path) -> Vec<String> {
-        let mut lines = Vec::new();
+    /// (one config for many captures shares its results cache). A stage
+    /// that fails does not fail the ingest.
+    pub(crate) fn enrich(&self, cfg: &trawl_symbolize::Config, staging: &Path) -> Enriched {
+        let mut e = Enriched::default();
         if self.no_symbolize {
-            return lines;
+            return e;
         }
         match trawl_enrich::symbolize_capture(staging, cfg) {
-            Ok(s) => lines.push(s.line()),
-            Err(e) => lines.push(format!("symbolization failed: {e:#}")),
+            Ok(s) => e.report.push(s.line()),
+            Err(err) => e.problems.push(format!("symbolization failed: {err:#}")),
         }
         match trawl_enrich::symbolize_memory(staging, cfg) {
-            Ok(Some(l)) => lines.push(l),
+            Ok(Some(l)) => e.report.push(l),
             Ok(None) => {}
-            Err(e) => lines.push(format!("placing mem_map symbols failed: {e:#}")),
+            Err(err) => e
+                .problems
+                .push(format!("placing mem_map symbols failed: {err:#}")),
         }
-        lines
+        e
     }
+}
+
+/// What symbolizing a capture did (`report`) and the stages that failed.
+#[derive(Default)]
+pub(crate) struct Enriched {
+    pub(crate) report: Vec<String>,
+    pub(crate) problems: Vec<String>,
 }
 
 /// Filters and page size for memory access logs (lackey, binary).
@@ -165,7 +173,7 @@ pub(crate) fn ingest(a: &IngestArgs) -> Result<()> {
     let stop = Arc::new(AtomicBool::new(false));
     let mut opts = a.conv.options();
     opts.progress = Some(done.clone());
-    let mut sym_lines = Vec::new();
+    let mut sym = Enriched::default();
     let summary = std::thread::scope(|scope| {
         if !bar.is_hidden() {
             let (bar, done, stop) = (bar.clone(), done.clone(), stop.clone());
@@ -185,7 +193,7 @@ pub(crate) fn ingest(a: &IngestArgs) -> Result<()> {
                 if !a.conv.no_symbolize {
                     bar.set_message("symbolizing");
                 }
-                sym_lines = a.conv.enrich(&a.conv.sym.config(), staging);
+                sym = a.conv.enrich(&a.conv.sym.config(), staging);
                 Ok(())
             },
         );
@@ -231,7 +239,7 @@ pub(crate) fn ingest(a: &IngestArgs) -> Result<()> {
             );
         }
     }
-    for l in sym_lines {
+    for l in sym.report.iter().chain(&sym.problems) {
         eprintln!("{l}");
     }
     eprintln!("wrote {}", summary.out.display());
