@@ -20,10 +20,10 @@ use trawl_query::lbr::Method;
 use trawl_query::Session;
 
 use cmd::{
-    archive::*, cause::*, convert::*, demo::*, edges::*, energy::*, exhaustion::*, flamegraph::*,
-    hotspots::*, ingest::*, io::*, lbr::*, mem_objects::*, mem_symbols::*, page_reuse::*, pages::*,
-    power_model::*, power_samples::*, render::*, sql::*, symbolize::*, tables::*, timeline::*,
-    unfreed::*,
+    archive::*, cause::*, cluster::*, convert::*, demo::*, edges::*, energy::*, exhaustion::*,
+    flamegraph::*, hotspots::*, ingest::*, io::*, lbr::*, mem_objects::*, mem_symbols::*,
+    page_reuse::*, pages::*, power_model::*, power_samples::*, render::*, sql::*, symbolize::*,
+    tables::*, timeline::*, unfreed::*,
 };
 
 #[derive(Parser)]
@@ -31,6 +31,32 @@ use cmd::{
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
+    /// Run `trawl sql` and reports on a Ballista cluster: the address of
+    /// a `trawl cluster scheduler`. Its executors read the captures at the
+    /// paths given here (a shared file system).
+    #[arg(long, global = true, value_name = "df://HOST:PORT")]
+    cluster: Option<String>,
+}
+
+/// `--cluster`, when given.
+static CLUSTER: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// Opens the captures, on the cluster when `--cluster` was given.
+pub(crate) async fn open_session(
+    captures: &[PathBuf],
+    origin: &trawl_query::time::Origin,
+) -> Result<Session> {
+    Ok(match CLUSTER.get() {
+        Some(url) => {
+            Session::open_in(captures, origin, trawl_cluster::client::context(url)).await?
+        }
+        None => Session::open_at(captures, origin).await?,
+    })
+}
+
+/// [`open_session`] with times from each capture's first event.
+pub(crate) async fn open(captures: &[PathBuf]) -> Result<Session> {
+    open_session(captures, &trawl_query::time::Origin::default()).await
 }
 
 #[derive(Subcommand)]
@@ -74,6 +100,9 @@ enum Cmd {
     Addr2line(Addr2lineArgs),
     /// Ingest the bundled fixtures and show what trawl answers.
     Demo,
+    /// The processes of a Ballista cluster that runs trawl's SQL.
+    #[command(subcommand)]
+    Cluster(Cluster),
 }
 
 #[derive(Subcommand)]
@@ -161,7 +190,7 @@ struct T0Args {
 impl T0Args {
     async fn open(&self, captures: &[PathBuf]) -> Result<Session> {
         let origin = trawl_query::time::Origin::parse(&self.t0)?;
-        Ok(Session::open_at(captures, &origin).await?)
+        open_session(captures, &origin).await
     }
 }
 
@@ -317,11 +346,23 @@ fn error_message(e: &anyhow::Error) -> String {
 fn runtime() -> Result<tokio::runtime::Runtime> {
     Ok(tokio::runtime::Builder::new_multi_thread()
         .enable_all()
+        // Deep plans (the analyses' joins) recurse deeply when a cluster
+        // encodes and decodes them: Ballista's own processes run with
+        // 32 MiB stacks. Reserved, not used, unless needed.
+        .thread_stack_size(32 << 20)
         .build()?)
 }
 
 fn run(cli: Cli) -> Result<()> {
+    if let Some(url) = cli.cluster {
+        if !matches!(cli.cmd, Cmd::Sql(_) | Cmd::Report(_)) {
+            bail!("--cluster applies to `trawl sql` and `trawl report`");
+        }
+        trawl_cluster::client::scheduler_url(&url)?;
+        CLUSTER.set(url).expect("set once");
+    }
     match cli.cmd {
+        Cmd::Cluster(c) => cluster(c),
         Cmd::Ingest(a) => ingest(&a),
         Cmd::Archive(a) => archive(a),
         Cmd::Symbolize { capture, sym } => {

@@ -171,17 +171,22 @@ impl Session {
     /// [`Session::open`], with relative times (`t_ns`) counted from
     /// `origin` in each capture.
     pub async fn open_at(args: &[PathBuf], origin: &time::Origin) -> Result<Session> {
+        Self::open_in(args, origin, |config| {
+            Ok(SessionContext::new_with_config(config))
+        })
+        .await
+    }
+
+    /// [`Session::open_at`] in the context `make` builds from trawl's
+    /// settings ([`session_config`]): a Ballista client's context, for one
+    /// (trawl-cluster), whose queries then run on a cluster.
+    pub async fn open_in(
+        args: &[PathBuf],
+        origin: &time::Origin,
+        make: impl FnOnce(SessionConfig) -> Result<SessionContext>,
+    ) -> Result<Session> {
         let captures = find_captures(args)?;
-        // DataFusion's settings from the environment (`DATAFUSION_EXECUTION_
-        // TARGET_PARTITIONS=1`, `DATAFUSION_EXECUTION_BATCH_SIZE`, ...), as
-        // datafusion-cli reads them; partitions default to the cores.
-        let mut config = SessionConfig::from_env()?.with_information_schema(true);
-        if std::env::var_os("DATAFUSION_EXECUTION_TARGET_PARTITIONS").is_none() {
-            config = config.with_target_partitions(
-                std::thread::available_parallelism().map_or(2, |n| n.get()),
-            );
-        }
-        let ctx = SessionContext::new_with_config(config);
+        let ctx = make(session_config()?)?;
         for def in trawl_capture::schema::TABLES {
             let files = captures
                 .iter()
@@ -211,7 +216,12 @@ impl Session {
                 times: tokio::sync::OnceCell::new(),
             }),
         };
-        s.ctx.register_udf(assert_true::udf());
+        for f in scalar_udfs() {
+            s.ctx.register_udf(f);
+        }
+        for f in aggregate_udfs() {
+            s.ctx.register_udaf(f);
+        }
         // An archive's manifest (`capture`, `capture_input` at its root),
         // with its declared schema: nothing is read until a query does;
         // empty for plain capture directories.
@@ -263,7 +273,6 @@ impl Session {
         memory::register(&s).await?;
         memlog::register(&s).await?;
         ranges::register(&s).await?;
-        power::register(&s).await?;
         power_calls::register(&s).await?;
         energy::register(&s).await?;
         cause::register(&s).await?;
@@ -373,6 +382,30 @@ impl Session {
     pub fn dirs(&self) -> Vec<&Path> {
         self.captures().iter().map(|c| c.dir.as_path()).collect()
     }
+}
+
+/// The session settings trawl uses: DataFusion's from the environment
+/// (`DATAFUSION_EXECUTION_TARGET_PARTITIONS=1`, `DATAFUSION_EXECUTION_
+/// BATCH_SIZE`, ..., as datafusion-cli reads them), the information schema
+/// on, partitions defaulting to the cores.
+pub fn session_config() -> Result<SessionConfig> {
+    let mut config = SessionConfig::from_env()?.with_information_schema(true);
+    if std::env::var_os("DATAFUSION_EXECUTION_TARGET_PARTITIONS").is_none() {
+        config = config
+            .with_target_partitions(std::thread::available_parallelism().map_or(2, |n| n.get()));
+    }
+    Ok(config)
+}
+
+/// trawl's scalar functions (`assert_true`, `window_start`): registered in
+/// every session, and what a cluster's processes decode by name.
+pub fn scalar_udfs() -> Vec<datafusion::logical_expr::ScalarUDF> {
+    vec![assert_true::udf(), time::window_start_udf()]
+}
+
+/// trawl's aggregate functions (`power_fit`).
+pub fn aggregate_udfs() -> Vec<datafusion::logical_expr::AggregateUDF> {
+    vec![power::udaf()]
 }
 
 /// Every analysis served as a SQL table function, by area: the stack

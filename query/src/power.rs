@@ -264,9 +264,9 @@ pub fn ols(rows: &[f64], k: usize) -> Option<Fit> {
     })
 }
 
-pub async fn register(s: &Session) -> Result<()> {
-    s.ctx.register_udaf(AggregateUDF::from(PowerFit::default()));
-    Ok(())
+/// `power_fit(...)` (registered with the session's functions).
+pub(crate) fn udaf() -> AggregateUDF {
+    AggregateUDF::from(PowerFit::default())
 }
 
 /// Samples' times and a value per event, in time order.

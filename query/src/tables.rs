@@ -73,6 +73,11 @@ impl CaptureTable {
         }
     }
 
+    /// The files, each with its capture's name.
+    pub fn files(&self) -> &[CaptureFile] {
+        &self.files
+    }
+
     /// The captures whose files a filter on `capture` keeps (None: the
     /// filter says nothing about `capture` alone).
     fn capture_filter(e: &Expr) -> Option<Vec<String>> {
@@ -271,8 +276,18 @@ impl LazyTable {
         }
     }
 
+    /// The table's name (`time_base`, `sample_energy`, ...).
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// The rows, if a scan or [`LazyTable::rows`] has computed them.
+    pub fn computed(&self) -> Option<&[RecordBatch]> {
+        self.rows.get().map(Vec::as_slice)
+    }
+
     /// The rows, computed on first use in a session over `state`.
-    pub(crate) async fn rows(&self, state: &dyn DfSession) -> DfResult<&[RecordBatch]> {
+    pub async fn rows(&self, state: &dyn DfSession) -> DfResult<&[RecordBatch]> {
         self.rows
             .get_or_try_init(|| async {
                 let s = crate::Session::over(state, self.shared.clone())?;

@@ -164,7 +164,6 @@ pub async fn register(s: &Session) -> Result<()> {
     ] {
         s.ctx.sql(stmt).await?;
     }
-    s.ctx.register_udf(window_start_udf());
     Ok(())
 }
 
@@ -362,7 +361,7 @@ fn time_base_batch(caps: &[CaptureTime]) -> Result<RecordBatch> {
 
 /// `window_start(t_ns, window_ns)`: the start of the window of width
 /// `window_ns` that `t_ns` falls in (windows start at 0: the origin).
-fn window_start_udf() -> datafusion::logical_expr::ScalarUDF {
+pub(crate) fn window_start_udf() -> datafusion::logical_expr::ScalarUDF {
     create_udf(
         "window_start",
         vec![DataType::Int64, DataType::Int64],

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use crate::common::*;
 
-fn archive_ingest(src: &Path, arch: &Path, extra: &[&str]) -> std::process::Output {
+pub(crate) fn archive_ingest(src: &Path, arch: &Path, extra: &[&str]) -> std::process::Output {
     let mut args = vec![
         "archive",
         "ingest",
@@ -36,7 +36,7 @@ fn ok(o: std::process::Output) -> String {
 /// A source tree of two runs and a loose recording, plus a file that is
 /// no input: run1 (hot-fp.data, io.strace), run2 (threads.data), and
 /// recurse.data directly in the source directory (a capture named by it).
-fn runs(root: &Path) -> PathBuf {
+pub(crate) fn runs(root: &Path) -> PathBuf {
     let src = root.join("nightly");
     for d in ["run1", "run2"] {
         std::fs::create_dir_all(src.join(d)).unwrap();

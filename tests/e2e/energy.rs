@@ -107,7 +107,7 @@ const FIG2_CSV: &str = "time,zone,name,energy_uj,max_energy_range_uj
 1700000001.000000000,intel-rapl:0:2,dram,17000000,65712999613
 ";
 
-fn fig2_capture(dir: &Path) -> PathBuf {
+pub(crate) fn fig2_capture(dir: &Path) -> PathBuf {
     let data = dir.join("fig2.data");
     std::fs::write(&data, fig2_perf()).unwrap();
     let csv = dir.join("fig2-rapl.csv");

@@ -6,6 +6,7 @@
 
 mod archive;
 mod bad_input;
+mod cluster;
 mod common;
 mod energy;
 mod energy_sim;

@@ -38,7 +38,7 @@ pub(crate) async fn demo() -> Result<()> {
     };
     ingest(&args)?;
     println!("\n$ trawl report hotspots {} --limit 12", cap.display());
-    let s = Session::open(std::slice::from_ref(&cap)).await?;
+    let s = crate::open(std::slice::from_ref(&cap)).await?;
     let weight = analyses::Weight::Period;
     let event = analyses::choose_event(&s, None).await?;
     println!("event: {event}");

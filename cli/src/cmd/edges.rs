@@ -21,7 +21,7 @@ pub(crate) struct EdgeArgs {
 }
 
 pub(crate) async fn edges(a: EdgeArgs, callers: bool) -> Result<()> {
-    let s = Session::open(&a.captures).await?;
+    let s = crate::open(&a.captures).await?;
     let (filter, event, weight, opts) = selection(&s, &a.filter, &a.metric).await?;
     let f = analyses::FunctionMatch {
         function: a.function.clone(),

@@ -23,7 +23,7 @@ pub(crate) struct FlameArgs {
 }
 
 pub(crate) async fn flamegraph(a: FlameArgs) -> Result<()> {
-    let s = Session::open(&a.captures).await?;
+    let s = crate::open(&a.captures).await?;
     let (filter, event, weight, opts) = selection(&s, &a.filter, &a.metric).await?;
     let sel = analyses::Selection {
         filter: &filter,

@@ -21,7 +21,7 @@ pub(crate) struct HotspotArgs {
 }
 
 pub(crate) async fn hotspots(a: HotspotArgs) -> Result<()> {
-    let s = Session::open(&a.captures).await?;
+    let s = crate::open(&a.captures).await?;
     let (filter, event, weight, opts) = selection(&s, &a.filter, &a.metric).await?;
     let key = a.by;
     let sel = analyses::Selection {

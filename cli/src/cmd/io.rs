@@ -28,7 +28,7 @@ pub(crate) struct IoArgs {
 
 pub(crate) async fn io_report(a: IoArgs) -> Result<()> {
     use trawl_query::memory::At;
-    let s = Session::open(&a.captures).await?;
+    let s = crate::open(&a.captures).await?;
     let from = a.from.as_deref().map(At::parse).transpose()?;
     let to = a.to.as_deref().map(At::parse).transpose()?;
     if !(a.lead.is_finite() && a.lead >= 0.0) {

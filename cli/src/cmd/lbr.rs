@@ -31,7 +31,7 @@ pub(crate) struct LbrArgs {
 
 pub(crate) async fn report_lbr(a: LbrArgs) -> Result<()> {
     use trawl_query::lbr;
-    let s = Session::open(&a.captures).await?;
+    let s = crate::open(&a.captures).await?;
     let mut method = Method::parse(&a.method)?;
     if let Some(g) = a.ghz {
         if !(g.is_finite() && g > 0.0) {

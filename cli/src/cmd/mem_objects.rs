@@ -11,7 +11,7 @@ pub(crate) struct MemObjectsArgs {
 }
 
 pub(crate) async fn report_mem_objects(a: MemObjectsArgs) -> Result<()> {
-    let s = Session::open(&a.captures).await?;
+    let s = crate::open(&a.captures).await?;
     let df = trawl_query::memlog::objects(&s).await?;
     output::write(&df.collect().await?, &a.out)
 }

@@ -23,7 +23,7 @@ pub(crate) struct MemSymbolsArgs {
 }
 
 pub(crate) async fn report_mem_symbols(a: MemSymbolsArgs) -> Result<()> {
-    let s = Session::open(&a.captures).await?;
+    let s = crate::open(&a.captures).await?;
     let df = trawl_query::memlog::symbols(&s, a.kind, a.object.as_deref(), a.never).await?;
     output::write(&limited(df, a.limit).await?, &a.out)
 }

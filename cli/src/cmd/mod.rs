@@ -6,6 +6,7 @@
 
 pub(crate) mod archive;
 pub(crate) mod cause;
+pub(crate) mod cluster;
 pub(crate) mod convert;
 pub(crate) mod demo;
 pub(crate) mod edges;

@@ -30,7 +30,7 @@ pub(crate) enum ReuseShow {
 
 pub(crate) async fn report_page_reuse(a: PageReuseArgs) -> Result<()> {
     use trawl_query::memlog;
-    let s = Session::open(&a.captures).await?;
+    let s = crate::open(&a.captures).await?;
     let df = match a.show {
         ReuseShow::Pairs => memlog::reuse_pairs(&s, a.page_size).await?,
         ReuseShow::Summary => memlog::reuse(&s, a.page_size, false).await?,

@@ -20,7 +20,7 @@ pub(crate) struct PagesArgs {
 
 pub(crate) async fn report_pages(a: PagesArgs) -> Result<()> {
     use trawl_query::memlog;
-    let s = Session::open(&a.captures).await?;
+    let s = crate::open(&a.captures).await?;
     let df = memlog::pages(&s, a.page_size, a.sort).await?;
     output::write(&limited(df, a.limit).await?, &a.out)
 }

@@ -52,7 +52,7 @@ pub(crate) struct PowerModelArgs {
 
 pub(crate) async fn report_power_model(a: PowerModelArgs) -> Result<()> {
     use trawl_query::power_calls;
-    let s = Session::open(&a.captures).await?;
+    let s = crate::open(&a.captures).await?;
     let input = trawl_query::power::ModelInput {
         events: a.events.clone(),
         domain: a.counter.domain.clone(),

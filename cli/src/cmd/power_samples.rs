@@ -53,7 +53,7 @@ pub(crate) enum PowerView {
 
 pub(crate) async fn report_power_samples(a: PowerSamplesArgs) -> Result<()> {
     use trawl_query::power_calls::{self, SamplesArgs};
-    let s = Session::open(&a.captures).await?;
+    let s = crate::open(&a.captures).await?;
     let mut args = SamplesArgs {
         counter: trawl_query::power::ModelInput {
             events: a.events.clone(),

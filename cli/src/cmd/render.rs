@@ -61,7 +61,7 @@ pub(crate) fn parse_ordinals(s: &str) -> std::result::Result<(i64, i64), String>
 
 pub(crate) async fn render_heatmap(a: HeatmapArgs) -> Result<()> {
     use trawl_query::memlog::{self, HeatOpts};
-    let s = Session::open(std::slice::from_ref(&a.capture)).await?;
+    let s = crate::open(std::slice::from_ref(&a.capture)).await?;
     let o = HeatOpts {
         view: a.view,
         bytes_per_row: a.bytes_per_row,

@@ -3,7 +3,7 @@
 use crate::*;
 
 pub(crate) async fn tables(captures: Vec<PathBuf>) -> Result<()> {
-    let s = Session::open(&captures).await?;
+    let s = crate::open(&captures).await?;
     let q = "SELECT table_name, column_name, data_type, is_nullable FROM information_schema.columns \
              WHERE table_schema = 'public' AND table_name NOT LIKE '\\_%' ESCAPE '\\' ORDER BY table_name, ordinal_position";
     let df = s.sql(q).await?;

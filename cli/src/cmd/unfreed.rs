@@ -23,7 +23,7 @@ pub(crate) struct UnfreedArgs {
 
 pub(crate) async fn unfreed(a: UnfreedArgs) -> Result<()> {
     use trawl_query::memory;
-    let s = Session::open(&a.captures).await?;
+    let s = crate::open(&a.captures).await?;
     let at = memory::At::parse(&a.at)?;
     let app = app_prefix(&s, &a.app).await?;
     let batches = memory::unfreed(&s, at, Some(&app)).await?.collect().await?;

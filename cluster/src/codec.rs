@@ -1,0 +1,308 @@
+//! How trawl's tables and functions travel in a Ballista plan.
+//!
+//! A client sends the scheduler a logical plan; the scheduler sends the
+//! executors physical plans. Ballista serializes both with datafusion-proto,
+//! which knows DataFusion's own tables (listing tables) and nodes and asks
+//! an extension codec for the rest:
+//!
+//! - a [`CaptureTable`] (`perf_sample`, ... of all the session's captures)
+//!   travels as its file list (capture name, path, size); the scheduler
+//!   plans it as the Parquet scan it is, which the executors run on the
+//!   same paths (a shared file system);
+//! - a derived table ([`LazyTable`], computed in the client, see
+//!   [`crate::client`]) or a `MemTable` travels as its rows (Arrow IPC),
+//!   within [`MAX_ROWS_BYTES`];
+//! - trawl's functions (`window_start`, `assert_true`, `power_fit`) are
+//!   decoded by name in every process.
+//!
+//! The scheduler and executors must therefore use these codecs: they are
+//! `trawl cluster scheduler` / `trawl cluster executor` ([`crate::server`]).
+
+use std::io::Cursor;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use ballista_core::serde::{BallistaLogicalExtensionCodec, BallistaPhysicalExtensionCodec};
+use datafusion::arrow::datatypes::{Schema, SchemaRef};
+use datafusion::arrow::ipc::reader::StreamReader;
+use datafusion::arrow::ipc::writer::StreamWriter;
+use datafusion::arrow::record_batch::RecordBatch;
+use datafusion::catalog::TableProvider;
+use datafusion::common::{plan_err, TableReference};
+use datafusion::datasource::file_format::FileFormatFactory;
+use datafusion::datasource::MemTable;
+use datafusion::error::{DataFusionError, Result};
+use datafusion::execution::TaskContext;
+use datafusion::logical_expr::{AggregateUDF, Extension, LogicalPlan, ScalarUDF};
+use datafusion::physical_plan::ExecutionPlan;
+use datafusion_proto::logical_plan::LogicalExtensionCodec;
+use datafusion_proto::physical_plan::{PhysicalExtensionCodec, PhysicalProtoConverterExtension};
+use trawl_query::tables::{CaptureFile, CaptureTable, LazyTable};
+
+/// The largest derived table a plan carries (Arrow IPC bytes): Ballista's
+/// gRPC messages are limited to 16 MiB, the plan included.
+pub const MAX_ROWS_BYTES: usize = 12 << 20;
+
+/// Tag of a capture table's encoding (then JSON: [`Files`]).
+const CAPTURE: u8 = b'C';
+/// Tag of rows' encoding (then an Arrow IPC stream).
+const ROWS: u8 = b'R';
+
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Files {
+    files: Vec<File>,
+}
+
+#[derive(serde::Serialize, serde::Deserialize)]
+struct File {
+    capture: String,
+    path: PathBuf,
+    size: u64,
+}
+
+/// Whether a table can travel in a plan (`None`), or why not.
+pub fn unsupported(table: &dyn TableProvider) -> Option<String> {
+    if table.is::<CaptureTable>() || table.is::<LazyTable>() || table.is::<MemTable>() {
+        return None;
+    }
+    // datafusion-proto's own: listing tables (the archive manifest, CREATE
+    // EXTERNAL TABLE) and views (inlined before a plan is sent).
+    if table.is::<datafusion::datasource::listing::ListingTable>()
+        || table.is::<datafusion::datasource::ViewTable>()
+    {
+        return None;
+    }
+    Some(format!("{table:?}"))
+}
+
+fn encode_rows(
+    table: &TableReference,
+    batches: &[RecordBatch],
+    schema: &Schema,
+    buf: &mut Vec<u8>,
+) -> Result<()> {
+    buf.push(ROWS);
+    let start = buf.len();
+    let mut w = StreamWriter::try_new(&mut *buf, schema)?;
+    for b in batches {
+        w.write(b)?;
+    }
+    w.finish()?;
+    let size = buf.len() - start;
+    if size > MAX_ROWS_BYTES {
+        return plan_err!(
+            "{table}: {} MiB of rows computed by trawl would travel in the plan, more than a cluster accepts ({} MiB); run this query without --cluster",
+            size >> 20,
+            MAX_ROWS_BYTES >> 20
+        );
+    }
+    Ok(())
+}
+
+fn decode_rows(buf: &[u8], schema: SchemaRef) -> Result<Arc<dyn TableProvider>> {
+    let reader = StreamReader::try_new(Cursor::new(buf), None)?;
+    let mut batches = Vec::new();
+    for b in reader {
+        let b = b?;
+        // The table's schema (field metadata and all) on the stored columns.
+        batches.push(RecordBatch::try_new(schema.clone(), b.columns().to_vec())?);
+    }
+    Ok(Arc::new(MemTable::try_new(schema, vec![batches])?))
+}
+
+/// trawl's scalar function `name`, if it is one.
+fn udf(name: &str) -> Option<Arc<ScalarUDF>> {
+    trawl_query::scalar_udfs()
+        .into_iter()
+        .find(|f| f.name() == name)
+        .map(Arc::new)
+}
+
+/// trawl's aggregate function `name`, if it is one.
+fn udaf(name: &str) -> Option<Arc<AggregateUDF>> {
+    trawl_query::aggregate_udfs()
+        .into_iter()
+        .find(|f| f.name() == name)
+        .map(Arc::new)
+}
+
+/// The logical codec: Ballista's, plus trawl's tables and functions.
+#[derive(Debug, Default)]
+pub struct LogicalCodec {
+    inner: BallistaLogicalExtensionCodec,
+}
+
+impl LogicalExtensionCodec for LogicalCodec {
+    fn try_decode(
+        &self,
+        buf: &[u8],
+        inputs: &[LogicalPlan],
+        ctx: &TaskContext,
+    ) -> Result<Extension> {
+        self.inner.try_decode(buf, inputs, ctx)
+    }
+
+    fn try_encode(&self, node: &Extension, buf: &mut Vec<u8>) -> Result<()> {
+        self.inner.try_encode(node, buf)
+    }
+
+    fn try_decode_table_provider(
+        &self,
+        buf: &[u8],
+        table_ref: &TableReference,
+        schema: SchemaRef,
+        ctx: &TaskContext,
+    ) -> Result<Arc<dyn TableProvider>> {
+        match buf.split_first() {
+            Some((&CAPTURE, rest)) => {
+                let f: Files = serde_json::from_slice(rest).map_err(|e| {
+                    DataFusionError::Plan(format!("{table_ref}: bad capture table: {e}"))
+                })?;
+                // The table's columns are `capture`, then the files'.
+                let Some((first, file_fields)) = schema.fields().split_first() else {
+                    return plan_err!("{table_ref}: a capture table without columns");
+                };
+                if first.name() != "capture" {
+                    return plan_err!(
+                        "{table_ref}: a capture table's first column is not `capture`"
+                    );
+                }
+                let file_schema = Arc::new(Schema::new(file_fields.to_vec()));
+                let files = f
+                    .files
+                    .into_iter()
+                    .map(|f| CaptureFile {
+                        capture: f.capture,
+                        path: f.path,
+                        size: f.size,
+                    })
+                    .collect();
+                Ok(Arc::new(CaptureTable::new(file_schema, files)))
+            }
+            Some((&ROWS, rest)) => decode_rows(rest, schema),
+            _ => self
+                .inner
+                .try_decode_table_provider(buf, table_ref, schema, ctx),
+        }
+    }
+
+    fn try_encode_table_provider(
+        &self,
+        table_ref: &TableReference,
+        node: Arc<dyn TableProvider>,
+        buf: &mut Vec<u8>,
+    ) -> Result<()> {
+        let any: &dyn TableProvider = node.as_ref();
+        if let Some(t) = any.downcast_ref::<CaptureTable>() {
+            let f = Files {
+                files: t
+                    .files()
+                    .iter()
+                    .map(|f| File {
+                        capture: f.capture.clone(),
+                        path: f.path.clone(),
+                        size: f.size,
+                    })
+                    .collect(),
+            };
+            buf.push(CAPTURE);
+            serde_json::to_writer(&mut *buf, &f)
+                .map_err(|e| DataFusionError::External(e.into()))?;
+            return Ok(());
+        }
+        if let Some(t) = any.downcast_ref::<LazyTable>() {
+            let Some(rows) = t.computed() else {
+                return plan_err!(
+                    "{table_ref}: the derived table {} was not computed before the plan was sent",
+                    t.name()
+                );
+            };
+            return encode_rows(table_ref, rows, &node.schema(), buf);
+        }
+        if let Some(t) = any.downcast_ref::<MemTable>() {
+            let mut rows = Vec::new();
+            for p in &t.batches {
+                let Ok(p) = p.try_read() else {
+                    return plan_err!("{table_ref}: the table is being written");
+                };
+                rows.extend(p.iter().cloned());
+            }
+            return encode_rows(table_ref, &rows, &node.schema(), buf);
+        }
+        if unsupported(node.as_ref()).is_none() {
+            return self.inner.try_encode_table_provider(table_ref, node, buf);
+        }
+        plan_err!("{table_ref}: this table cannot be sent to a cluster ({node:?})")
+    }
+
+    fn try_decode_file_format(
+        &self,
+        buf: &[u8],
+        ctx: &TaskContext,
+    ) -> Result<Arc<dyn FileFormatFactory>> {
+        self.inner.try_decode_file_format(buf, ctx)
+    }
+
+    fn try_encode_file_format(
+        &self,
+        buf: &mut Vec<u8>,
+        node: Arc<dyn FileFormatFactory>,
+    ) -> Result<()> {
+        self.inner.try_encode_file_format(buf, node)
+    }
+
+    fn try_decode_udf(&self, name: &str, buf: &[u8]) -> Result<Arc<ScalarUDF>> {
+        match udf(name) {
+            Some(f) => Ok(f),
+            None => self.inner.try_decode_udf(name, buf),
+        }
+    }
+
+    fn try_decode_udaf(&self, name: &str, buf: &[u8]) -> Result<Arc<AggregateUDF>> {
+        match udaf(name) {
+            Some(f) => Ok(f),
+            None => self.inner.try_decode_udaf(name, buf),
+        }
+    }
+}
+
+/// The physical codec: Ballista's (shuffles), plus trawl's functions.
+#[derive(Debug, Default)]
+pub struct PhysicalCodec {
+    inner: BallistaPhysicalExtensionCodec,
+}
+
+impl PhysicalExtensionCodec for PhysicalCodec {
+    fn try_decode(
+        &self,
+        buf: &[u8],
+        inputs: &[Arc<dyn ExecutionPlan>],
+        ctx: &TaskContext,
+        proto_converter: &dyn PhysicalProtoConverterExtension,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        self.inner.try_decode(buf, inputs, ctx, proto_converter)
+    }
+
+    fn try_encode(
+        &self,
+        node: Arc<dyn ExecutionPlan>,
+        buf: &mut Vec<u8>,
+        proto_converter: &dyn PhysicalProtoConverterExtension,
+    ) -> Result<()> {
+        self.inner.try_encode(node, buf, proto_converter)
+    }
+
+    fn try_decode_udf(&self, name: &str, buf: &[u8]) -> Result<Arc<ScalarUDF>> {
+        match udf(name) {
+            Some(f) => Ok(f),
+            None => self.inner.try_decode_udf(name, buf),
+        }
+    }
+
+    fn try_decode_udaf(&self, name: &str, buf: &[u8]) -> Result<Arc<AggregateUDF>> {
+        match udaf(name) {
+            Some(f) => Ok(f),
+            None => self.inner.try_decode_udaf(name, buf),
+        }
+    }
+}
