@@ -306,3 +306,126 @@ impl PhysicalExtensionCodec for PhysicalCodec {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use datafusion::arrow::array::{ArrayRef, Int64Array, StringArray};
+    use datafusion::arrow::datatypes::{DataType, Field};
+    use datafusion::prelude::SessionContext;
+
+    fn task() -> Arc<TaskContext> {
+        SessionContext::new().task_ctx()
+    }
+
+    #[test]
+    fn capture_tables_travel_as_their_files() {
+        let file_schema = Arc::new(Schema::new(vec![Field::new("pid", DataType::Int32, true)]));
+        let files = vec![
+            CaptureFile {
+                capture: "run1".into(),
+                path: "/a/capture=run1/perf_sample.parquet".into(),
+                size: 10,
+            },
+            CaptureFile {
+                capture: "run2".into(),
+                path: "/a/capture=run2/perf_sample.parquet".into(),
+                size: 20,
+            },
+        ];
+        let t: Arc<dyn TableProvider> = Arc::new(CaptureTable::new(file_schema, files));
+        let codec = LogicalCodec::default();
+        let name = TableReference::bare("perf_sample");
+        let mut buf = Vec::new();
+        codec
+            .try_encode_table_provider(&name, t.clone(), &mut buf)
+            .unwrap();
+        let back = codec
+            .try_decode_table_provider(&buf, &name, t.schema(), &task())
+            .unwrap();
+        assert_eq!(back.schema(), t.schema());
+        let back: &dyn TableProvider = back.as_ref();
+        let files: Vec<(String, String, u64)> = back
+            .downcast_ref::<CaptureTable>()
+            .unwrap()
+            .files()
+            .iter()
+            .map(|f| (f.capture.clone(), f.path.display().to_string(), f.size))
+            .collect();
+        assert_eq!(
+            files,
+            [
+                (
+                    "run1".into(),
+                    "/a/capture=run1/perf_sample.parquet".into(),
+                    10
+                ),
+                (
+                    "run2".into(),
+                    "/a/capture=run2/perf_sample.parquet".into(),
+                    20
+                )
+            ]
+        );
+    }
+
+    #[test]
+    fn rows_travel_within_the_limit() {
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("capture", DataType::Utf8, false),
+            Field::new("n", DataType::Int64, true),
+        ]));
+        let cols: Vec<ArrayRef> = vec![
+            Arc::new(StringArray::from(vec!["a", "b"])),
+            Arc::new(Int64Array::from(vec![Some(1), None])),
+        ];
+        let b = RecordBatch::try_new(schema.clone(), cols).unwrap();
+        let t: Arc<dyn TableProvider> =
+            Arc::new(MemTable::try_new(schema.clone(), vec![vec![b.clone()]]).unwrap());
+        let codec = LogicalCodec::default();
+        let name = TableReference::bare("time_base");
+        let mut buf = Vec::new();
+        codec.try_encode_table_provider(&name, t, &mut buf).unwrap();
+        let back = codec
+            .try_decode_table_provider(&buf, &name, schema.clone(), &task())
+            .unwrap();
+        let back: &dyn TableProvider = back.as_ref();
+        let rows = back.downcast_ref::<MemTable>().unwrap().batches[0]
+            .try_read()
+            .unwrap()
+            .clone();
+        assert_eq!(rows, [b]);
+
+        // 13 MiB of text: refused, naming the table and the way out.
+        let big = "x".repeat(13 << 20);
+        let cols: Vec<ArrayRef> = vec![
+            Arc::new(StringArray::from(vec![big.as_str()])),
+            Arc::new(Int64Array::from(vec![1])),
+        ];
+        let b = RecordBatch::try_new(schema.clone(), cols).unwrap();
+        let t: Arc<dyn TableProvider> = Arc::new(MemTable::try_new(schema, vec![vec![b]]).unwrap());
+        let err = codec
+            .try_encode_table_provider(&name, t, &mut Vec::new())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("time_base") && err.contains("without --cluster"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn trawl_functions_decode_by_name() {
+        let l = LogicalCodec::default();
+        let p = PhysicalCodec::default();
+        for name in ["window_start", "assert_true"] {
+            assert_eq!(l.try_decode_udf(name, &[]).unwrap().name(), name);
+            assert_eq!(p.try_decode_udf(name, &[]).unwrap().name(), name);
+        }
+        assert_eq!(
+            l.try_decode_udaf("power_fit", &[]).unwrap().name(),
+            "power_fit"
+        );
+        assert!(l.try_decode_udf("no_such_function", &[]).is_err());
+    }
+}

@@ -93,6 +93,13 @@ fn converters_build_columns_from_the_schema() {
 
 #[test]
 fn query_reads_only_parquet_and_never_symbolizes() {
+    // The cluster crate is transport for query's sessions: the same rule.
+    for krate in ["cluster"] {
+        let manifest = std::fs::read_to_string(root().join(krate).join("Cargo.toml")).unwrap();
+        for dep in ["trawl-symbolize", "trawl-ingest"] {
+            assert!(!manifest.contains(dep), "{krate} depends on {dep}");
+        }
+    }
     let manifest = std::fs::read_to_string(root().join("query/Cargo.toml")).unwrap();
     assert!(
         !manifest.contains("trawl-symbolize"),
@@ -120,6 +127,8 @@ fn only_the_cli_knows_exit_codes_and_terminals() {
         "symbolize/src",
         "enrich/src",
         "query/src",
+        "archive/src",
+        "cluster/src",
     ] {
         for f in rust_files(&root().join(krate)) {
             bad.extend(mentions(
