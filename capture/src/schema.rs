@@ -21,6 +21,22 @@ use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 /// renamed, retyped or removed (adding a nullable column does not need it).
 pub const SCHEMA_VERSION: i32 = 1;
 
+/// A column renamed at a schema version: files of earlier versions hold it
+/// as `old`, and are read with it as `new`. (A retyped column needs no
+/// entry: every file is read with the current type, cast; a removed one is
+/// left out of the current schema.)
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Renamed {
+    pub table: &'static str,
+    pub old: &'static str,
+    pub new: &'static str,
+    /// The first schema version with the new name.
+    pub since: i32,
+}
+
+/// Every rename since version 1, oldest first (none yet).
+pub const RENAMED: &[Renamed] = &[];
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ColType {
     Bool,

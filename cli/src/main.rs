@@ -321,7 +321,11 @@ fn main() -> ExitCode {
             if output::is_broken_pipe(&e) {
                 return ExitCode::SUCCESS;
             }
-            eprintln!("trawl: {}", error_message(&e));
+            let mut msg = error_message(&e);
+            if let Some(url) = CLUSTER.get().filter(|_| msg.contains("ConnectError")) {
+                msg = format!("cannot reach the scheduler at {url}: {msg}");
+            }
+            eprintln!("trawl: {msg}");
             ExitCode::FAILURE
         }
     }

@@ -37,7 +37,7 @@ use datafusion::logical_expr::{AggregateUDF, Extension, LogicalPlan, ScalarUDF};
 use datafusion::physical_plan::ExecutionPlan;
 use datafusion_proto::logical_plan::LogicalExtensionCodec;
 use datafusion_proto::physical_plan::{PhysicalExtensionCodec, PhysicalProtoConverterExtension};
-use trawl_query::tables::{CaptureFile, CaptureTable, LazyTable};
+use trawl_query::tables::{CaptureFile, CaptureTable, LazyTable, Rename};
 
 /// The largest derived table a plan carries (Arrow IPC bytes): Ballista's
 /// gRPC messages are limited to 16 MiB, the plan included.
@@ -51,6 +51,8 @@ const ROWS: u8 = b'R';
 #[derive(serde::Serialize, serde::Deserialize)]
 struct Files {
     files: Vec<File>,
+    /// (old, new, since) of the columns renamed since some files were written.
+    renames: Vec<(String, String, i32)>,
 }
 
 #[derive(serde::Serialize, serde::Deserialize)]
@@ -58,6 +60,7 @@ struct File {
     capture: String,
     path: PathBuf,
     size: u64,
+    version: Option<i32>,
 }
 
 /// Whether a table can travel in a plan (`None`), or why not.
@@ -175,9 +178,17 @@ impl LogicalExtensionCodec for LogicalCodec {
                         capture: f.capture,
                         path: f.path,
                         size: f.size,
+                        version: f.version,
                     })
                     .collect();
-                Ok(Arc::new(CaptureTable::new(file_schema, files)))
+                let renames = f
+                    .renames
+                    .into_iter()
+                    .map(|(old, new, since)| Rename { old, new, since })
+                    .collect();
+                Ok(Arc::new(
+                    CaptureTable::new(file_schema, files).with_renames(renames),
+                ))
             }
             Some((&ROWS, rest)) => decode_rows(rest, schema),
             _ => self
@@ -202,7 +213,13 @@ impl LogicalExtensionCodec for LogicalCodec {
                         capture: f.capture.clone(),
                         path: f.path.clone(),
                         size: f.size,
+                        version: f.version,
                     })
+                    .collect(),
+                renames: t
+                    .renames()
+                    .iter()
+                    .map(|r| (r.old.clone(), r.new.clone(), r.since))
                     .collect(),
             };
             buf.push(CAPTURE);
@@ -326,14 +343,22 @@ mod tests {
                 capture: "run1".into(),
                 path: "/a/capture=run1/perf_sample.parquet".into(),
                 size: 10,
+                version: Some(1),
             },
             CaptureFile {
                 capture: "run2".into(),
                 path: "/a/capture=run2/perf_sample.parquet".into(),
                 size: 20,
+                version: None,
             },
         ];
-        let t: Arc<dyn TableProvider> = Arc::new(CaptureTable::new(file_schema, files));
+        let renames = vec![Rename {
+            old: "process".into(),
+            new: "pid".into(),
+            since: 2,
+        }];
+        let t: Arc<dyn TableProvider> =
+            Arc::new(CaptureTable::new(file_schema, files).with_renames(renames.clone()));
         let codec = LogicalCodec::default();
         let name = TableReference::bare("perf_sample");
         let mut buf = Vec::new();

@@ -69,6 +69,9 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 pub struct CaptureRef {
     pub name: String,
     pub dir: PathBuf,
+    /// The schema version its files were written with (None: unknown,
+    /// read as the current one).
+    pub version: Option<i32>,
 }
 
 /// Expands the user's arguments: capture directories, or directories whose
@@ -103,11 +106,13 @@ pub fn find_captures(args: &[PathBuf]) -> Result<Vec<CaptureRef>> {
         out.extend(subs);
     }
     // Captures of a newer layout are refused, not misread.
+    let mut versions = Vec::with_capacity(out.len());
     for dir in &out {
         let found = match known.get(dir) {
             Some(&v) => Some(v),
             None => trawl_capture::layout::schema_version(dir).map_err(Error::Usage)?,
         };
+        versions.push(found);
         let supported = trawl_capture::schema::SCHEMA_VERSION;
         if let Some(found) = found.filter(|&v| v > supported) {
             return Err(Error::NewerSchema {
@@ -119,7 +124,7 @@ pub fn find_captures(args: &[PathBuf]) -> Result<Vec<CaptureRef>> {
     }
     // Names: the directory names, made unique.
     let mut refs: Vec<CaptureRef> = Vec::new();
-    for dir in out {
+    for (dir, version) in out.into_iter().zip(versions) {
         let base = dir
             .canonicalize()
             .ok()
@@ -136,7 +141,7 @@ pub fn find_captures(args: &[PathBuf]) -> Result<Vec<CaptureRef>> {
             name = format!("{base}#{k}");
             k += 1;
         }
-        refs.push(CaptureRef { name, dir });
+        refs.push(CaptureRef { name, dir, version });
     }
     Ok(refs)
 }
@@ -200,12 +205,22 @@ impl Session {
                             .or_else(|_| std::path::absolute(&path))
                             .unwrap_or(path),
                         size: meta.len(),
+                        version: c.version,
                     })
+                })
+                .collect();
+            let renames = trawl_capture::schema::RENAMED
+                .iter()
+                .filter(|r| r.table == def.name)
+                .map(|r| tables::Rename {
+                    old: r.old.to_string(),
+                    new: r.new.to_string(),
+                    since: r.since,
                 })
                 .collect();
             ctx.register_table(
                 def.name,
-                Arc::new(tables::CaptureTable::new(def.schema(), files)),
+                Arc::new(tables::CaptureTable::new(def.schema(), files).with_renames(renames)),
             )?;
         }
         let s = Session {

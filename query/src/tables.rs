@@ -37,6 +37,17 @@ pub struct CaptureFile {
     pub capture: String,
     pub path: PathBuf,
     pub size: u64,
+    /// The schema version it was written with (None: the current one).
+    pub version: Option<i32>,
+}
+
+/// A column renamed at schema version `since`: files of earlier versions
+/// hold it as `old` (`schema::RENAMED`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Rename {
+    pub old: String,
+    pub new: String,
+    pub since: i32,
 }
 
 /// A stored table of all the session's captures: `capture`, then the
@@ -48,6 +59,8 @@ pub struct CaptureTable {
     /// `capture`, then `file_schema`'s columns.
     table_schema: SchemaRef,
     files: Vec<CaptureFile>,
+    /// Columns renamed since some files were written.
+    renames: Vec<Rename>,
 }
 
 impl CaptureTable {
@@ -70,7 +83,28 @@ impl CaptureTable {
             file_schema,
             table_schema: Arc::new(Schema::new(all)),
             files,
+            renames: Vec::new(),
         }
+    }
+
+    /// The table, reading the files written before a rename with the
+    /// column's old name.
+    pub fn with_renames(mut self, renames: Vec<Rename>) -> Self {
+        self.renames = renames;
+        self
+    }
+
+    /// The renames the table applies.
+    pub fn renames(&self) -> &[Rename] {
+        &self.renames
+    }
+
+    /// The renames file `f` needs (those made after it was written).
+    fn renames_of(&self, f: &CaptureFile) -> Vec<&Rename> {
+        self.renames
+            .iter()
+            .filter(|r| f.version.is_some_and(|v| v < r.since))
+            .collect()
     }
 
     /// The files, each with its capture's name.
@@ -197,11 +231,46 @@ impl TableProvider for CaptureTable {
             };
             return Ok(Arc::new(EmptyExec::new(schema)));
         }
+        // Files needing the same renames are scanned together, with the
+        // columns' old names, then renamed: the union is one table.
+        let mut groups: Vec<(Vec<&Rename>, Vec<&CaptureFile>)> = Vec::new();
+        for f in files {
+            let r = self.renames_of(f);
+            match groups.iter_mut().find(|g| g.0 == r) {
+                Some(g) => g.1.push(f),
+                None => groups.push((r, vec![f])),
+            }
+        }
+        let mut plans = Vec::with_capacity(groups.len());
+        for (renames, files) in groups {
+            let plan = self
+                .scan_files(state, &files, &renames, projection, limit)
+                .await?;
+            plans.push(plan);
+        }
+        if plans.len() == 1 {
+            return Ok(plans.pop().expect("one plan"));
+        }
+        datafusion::physical_plan::union::UnionExec::try_new(plans)
+    }
+}
+
+impl CaptureTable {
+    /// A Parquet scan of `files`, whose columns in `renames` have their old
+    /// names, renamed to the current ones.
+    async fn scan_files(
+        &self,
+        state: &dyn DfSession,
+        files: &[&CaptureFile],
+        renames: &[&Rename],
+        projection: Option<&Vec<usize>>,
+        limit: Option<usize>,
+    ) -> DfResult<Arc<dyn ExecutionPlan>> {
         // Files spread over the target partitions by size, largest first;
         // DataFusion splits large files into byte ranges itself.
         let n = state.config().target_partitions().max(1).min(files.len());
         let mut groups: Vec<(u64, Vec<PartitionedFile>)> = vec![(0, Vec::new()); n];
-        let mut sorted = files;
+        let mut sorted = files.to_vec();
         sorted.sort_by(|a, b| b.size.cmp(&a.size));
         for f in sorted {
             let g = groups.iter_mut().min_by_key(|g| g.0).expect("n >= 1");
@@ -211,8 +280,23 @@ impl TableProvider for CaptureTable {
                     .with_partition_values(vec![ScalarValue::Utf8(Some(f.capture.clone()))]),
             );
         }
+        // The files' schema as these files name the columns.
+        let file_schema = if renames.is_empty() {
+            self.file_schema.clone()
+        } else {
+            let fields: Vec<Field> = self
+                .file_schema
+                .fields()
+                .iter()
+                .map(|f| match renames.iter().find(|r| &r.new == f.name()) {
+                    Some(r) => f.as_ref().clone().with_name(&r.old),
+                    None => f.as_ref().clone(),
+                })
+                .collect();
+            Arc::new(Schema::new(fields))
+        };
         let format = ParquetFormat::default().with_options(state.table_options().parquet.clone());
-        let table_schema = TableSchema::builder(self.file_schema.clone())
+        let table_schema = TableSchema::builder(file_schema)
             .with_table_partition_cols(vec![Arc::new(Field::new("capture", DataType::Utf8, false))])
             .build();
         let source = format.file_source(table_schema);
@@ -220,16 +304,34 @@ impl TableProvider for CaptureTable {
         // table column 0 is scan column n, table column i + 1 scan column i.
         let n_file = self.file_schema.fields().len();
         let to_scan = |i: usize| if i == 0 { n_file } else { i - 1 };
-        let indices: Vec<usize> = match projection {
-            Some(p) => p.iter().map(|&i| to_scan(i)).collect(),
-            None => (0..=n_file).map(to_scan).collect(),
+        let table_cols: Vec<usize> = match projection {
+            Some(p) => p.clone(),
+            None => (0..=n_file).collect(),
         };
+        let indices: Vec<usize> = table_cols.iter().map(|&i| to_scan(i)).collect();
         let config = FileScanConfigBuilder::new(ObjectStoreUrl::local_filesystem(), source)
             .with_file_groups(groups.into_iter().map(|g| FileGroup::new(g.1)).collect())
             .with_projection_indices(Some(indices))?
             .with_limit(limit)
             .build();
-        format.create_physical_plan(state, config).await
+        let scan = format.create_physical_plan(state, config).await?;
+        if renames.is_empty() {
+            return Ok(scan);
+        }
+        // Each output column under the table's name for it.
+        use datafusion::physical_expr::expressions::Column;
+        use datafusion::physical_plan::projection::ProjectionExec;
+        let scan_schema = scan.schema();
+        let exprs: Vec<(Arc<dyn datafusion::physical_expr::PhysicalExpr>, String)> = table_cols
+            .iter()
+            .enumerate()
+            .map(|(k, &i)| {
+                let col: Arc<dyn datafusion::physical_expr::PhysicalExpr> =
+                    Arc::new(Column::new(scan_schema.field(k).name(), k));
+                (col, self.table_schema.field(i).name().clone())
+            })
+            .collect();
+        Ok(Arc::new(ProjectionExec::try_new(exprs, scan)?))
     }
 }
 
@@ -340,5 +442,103 @@ impl TableProvider for LazyTable {
         MemTable::try_new(self.schema.clone(), vec![rows])?
             .scan(state, projection, filters, limit)
             .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use datafusion::arrow::array::{ArrayRef, Int32Array, Int64Array};
+    use datafusion::parquet::arrow::ArrowWriter;
+    use datafusion::prelude::SessionContext;
+
+    fn write(path: &std::path::Path, cols: Vec<(&str, ArrayRef)>) -> CaptureFile {
+        let b = RecordBatch::try_from_iter(cols).unwrap();
+        let mut w =
+            ArrowWriter::try_new(std::fs::File::create(path).unwrap(), b.schema(), None).unwrap();
+        w.write(&b).unwrap();
+        w.close().unwrap();
+        CaptureFile {
+            capture: String::new(),
+            path: path.to_path_buf(),
+            size: std::fs::metadata(path).unwrap().len(),
+            version: None,
+        }
+    }
+
+    /// A file written before a column was renamed (`process` → `pid` at
+    /// version 2) and retyped (`n`: Int32 → Int64) reads with the current
+    /// name and type, next to a current file; filters and projections on
+    /// the new name reach the old column. Expected rows: the values written.
+    #[test]
+    fn renamed_and_retyped_columns_are_mapped() {
+        let dir = tempfile::tempdir().unwrap();
+        let old = CaptureFile {
+            capture: "old".into(),
+            version: Some(1),
+            ..write(
+                &dir.path().join("old.parquet"),
+                vec![
+                    (
+                        "process",
+                        Arc::new(Int32Array::from(vec![7, 8])) as ArrayRef,
+                    ),
+                    ("n", Arc::new(Int32Array::from(vec![1, 2])) as ArrayRef),
+                ],
+            )
+        };
+        let new = CaptureFile {
+            capture: "new".into(),
+            version: Some(2),
+            ..write(
+                &dir.path().join("new.parquet"),
+                vec![
+                    ("pid", Arc::new(Int32Array::from(vec![9])) as ArrayRef),
+                    ("n", Arc::new(Int64Array::from(vec![3])) as ArrayRef),
+                ],
+            )
+        };
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("pid", DataType::Int32, true),
+            Field::new("n", DataType::Int64, true),
+        ]));
+        let t = CaptureTable::new(schema, vec![old, new]).with_renames(vec![Rename {
+            old: "process".into(),
+            new: "pid".into(),
+            since: 2,
+        }]);
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let ctx = SessionContext::new();
+            ctx.register_table("t", Arc::new(t)).unwrap();
+            let text = |q: &'static str| {
+                let ctx = ctx.clone();
+                async move {
+                    let b = ctx.sql(q).await.unwrap().collect().await.unwrap();
+                    datafusion::arrow::util::pretty::pretty_format_batches(&b)
+                        .unwrap()
+                        .to_string()
+                }
+            };
+            let all = text("SELECT capture, pid, n FROM t ORDER BY pid").await;
+            assert_eq!(
+                all.lines()
+                    .filter(|l| l.starts_with("| "))
+                    .skip(1)
+                    .collect::<Vec<_>>(),
+                [
+                    "| old     | 7   | 1 |",
+                    "| old     | 8   | 2 |",
+                    "| new     | 9   | 3 |"
+                ],
+                "{all}"
+            );
+            let one = text("SELECT sum(n) AS s FROM t WHERE pid = 8").await;
+            assert!(one.contains("| 2 |"), "{one}");
+            let only = text("SELECT pid FROM t WHERE capture = 'old' ORDER BY pid DESC").await;
+            assert!(only.contains("| 8   |\n| 7   |"), "{only}");
+        });
     }
 }

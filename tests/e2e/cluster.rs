@@ -298,6 +298,30 @@ fn cluster_answers_equal_local_answers() {
         std::fs::read(&svg_local).unwrap(),
         std::fs::read(&svg_cluster).unwrap()
     );
+    // A filter on `capture` still opens only that capture's files (the
+    // plan the scheduler distributes, as EXPLAIN prints it).
+    let names = trawl_ok(&[
+        "sql",
+        arch,
+        "SELECT capture FROM capture ORDER BY 1",
+        "--format",
+        "csv",
+    ]);
+    let names: Vec<&str> = names.lines().skip(1).collect();
+    assert!(names.len() >= 2, "{names:?}");
+    let q = format!(
+        "EXPLAIN SELECT count(*) FROM perf_sample WHERE capture = '{}'",
+        names[0]
+    );
+    let (_, plan) = both(&c, &["sql", arch, &q]);
+    assert!(plan.contains("distributed_plan"), "{plan}");
+    assert!(
+        plan.contains(&format!("capture={}/perf_sample.parquet", names[0])),
+        "{plan}"
+    );
+    for other in &names[1..] {
+        assert!(!plan.contains(&format!("capture={other}/")), "{plan}");
+    }
     // The work ran on the executors: each ran tasks.
     for log in &c.executor_logs {
         let text = std::fs::read_to_string(log).unwrap();
@@ -348,6 +372,9 @@ fn cluster_refusals_and_errors() {
     ]);
     assert!(!o.status.success());
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("127.0.0.1:1"), "{err}");
+    assert!(
+        err.contains("cannot reach the scheduler at df://127.0.0.1:1"),
+        "{err}"
+    );
     assert!(t0.elapsed() < Duration::from_secs(60));
 }
