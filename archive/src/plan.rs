@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use crate::{Error, Result};
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[derive(Clone, Debug, Default)]
 pub enum Grouping {
     /// The inputs directly inside one directory are one capture, named by
     /// the directory's path under the source (`a/b` → `a.b`).
@@ -15,6 +15,11 @@ pub enum Grouping {
     /// Every input file is a capture of its own, named by its path under
     /// the source.
     File,
+    /// Inputs are grouped by what the pattern matches in their path under
+    /// the source (`/`-separated; a file given as a source: its name): its
+    /// first group if it has one, else the whole match, which also names
+    /// the capture. Inputs it does not match are skipped.
+    Pattern(regex::Regex),
 }
 
 /// A capture to make: its name and its input files (sorted).
@@ -30,7 +35,7 @@ pub struct Planned {
 /// (capture and archive directories) are left out.
 pub fn plan(
     srcs: &[PathBuf],
-    grouping: Grouping,
+    grouping: &Grouping,
 ) -> Result<(Vec<Planned>, Vec<(PathBuf, String)>)> {
     let mut out: Vec<Planned> = Vec::new();
     let mut skipped = Vec::new();
@@ -38,6 +43,10 @@ pub fn plan(
         let meta = std::fs::symlink_metadata(src).map_err(|e| Error::io(src, e))?;
         if meta.is_file() {
             match trawl_ingest::input_format(src) {
+                Ok(_) if matches!(grouping, Grouping::Pattern(_)) => out.push(Planned {
+                    name: file_name(src),
+                    inputs: vec![src.clone()],
+                }),
                 Ok(_) => out.push(Planned {
                     name: name_of(&[file_name(src)]),
                     inputs: vec![src.clone()],
@@ -51,7 +60,32 @@ pub fn plan(
             continue;
         }
         let root_name = file_name(&std::path::absolute(src).unwrap_or(src.clone()));
-        walk(src, src, &root_name, grouping, &mut out, &mut skipped)?;
+        let walk_as = match grouping {
+            Grouping::Pattern(_) => Grouping::File,
+            Grouping::Directory => Grouping::Directory,
+            Grouping::File => Grouping::File,
+        };
+        let mut found = Vec::new();
+        walk(src, src, &root_name, walk_as, &mut found, &mut skipped)?;
+        if let Grouping::Pattern(_) = grouping {
+            for p in &mut found {
+                // The path under the source, which the pattern reads.
+                let input = &p.inputs[0];
+                p.name = input
+                    .strip_prefix(src)
+                    .map(|r| {
+                        r.iter()
+                            .map(|c| c.to_string_lossy())
+                            .collect::<Vec<_>>()
+                            .join("/")
+                    })
+                    .unwrap_or_else(|_| file_name(input));
+            }
+        }
+        out.extend(found);
+    }
+    if let Grouping::Pattern(re) = grouping {
+        out = group_by(re, out, &mut skipped);
     }
     // Names are unique: a repeated one gets `~2`, `~3`, ...
     let mut seen = std::collections::HashSet::new();
@@ -64,6 +98,46 @@ pub fn plan(
         }
     }
     Ok((out, skipped))
+}
+
+/// `inputs` (one each, named by their paths under their sources) grouped
+/// by what `re` matches in those paths.
+fn group_by(
+    re: &regex::Regex,
+    inputs: Vec<Planned>,
+    skipped: &mut Vec<(PathBuf, String)>,
+) -> Vec<Planned> {
+    let mut groups: std::collections::BTreeMap<String, Vec<PathBuf>> = Default::default();
+    for p in inputs {
+        let key = re.captures(&p.name).and_then(|c| {
+            c.get(1)
+                .or_else(|| c.get(0))
+                .map(|m| m.as_str().to_string())
+        });
+        match key.filter(|k| !k.is_empty()) {
+            Some(k) => groups.entry(k).or_default().extend(p.inputs),
+            None => skipped.extend(p.inputs.into_iter().map(|i| {
+                (
+                    i,
+                    format!(
+                        "its path {:?} does not match --group-by {}",
+                        p.name,
+                        re.as_str()
+                    ),
+                )
+            })),
+        }
+    }
+    groups
+        .into_iter()
+        .map(|(key, mut inputs)| {
+            inputs.sort();
+            Planned {
+                name: name_of(&[key.replace('/', ".")]),
+                inputs,
+            }
+        })
+        .collect()
 }
 
 fn walk(
@@ -94,7 +168,7 @@ fn walk(
             continue;
         };
         if m.is_dir() {
-            walk(root, &p, root_name, grouping, out, skipped)?;
+            walk(root, &p, root_name, grouping.clone(), out, skipped)?;
         } else if m.is_file() {
             match trawl_ingest::input_format(&p) {
                 Ok(_) => inputs.push(p),
@@ -118,7 +192,7 @@ fn walk(
             inputs,
         }),
         Grouping::Directory => {}
-        Grouping::File => {
+        Grouping::File | Grouping::Pattern(_) => {
             for p in inputs {
                 let mut parts = dir_parts.clone();
                 parts.push(file_name(&p));
@@ -164,6 +238,57 @@ fn name_of(parts: &[String]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A flat directory of two runs' files, named by run, and one file no
+    /// run names: grouped by the pattern's group, the stray file skipped.
+    #[test]
+    fn inputs_grouped_by_a_pattern() {
+        let dir = tempfile::tempdir().unwrap();
+        let src = dir.path().join("flat");
+        std::fs::create_dir_all(src.join("sub")).unwrap();
+        let strace = "1 1700000000.000000 getpid() = 1 <0.000001>\n";
+        for f in [
+            "r1-a.strace",
+            "r1-b.strace",
+            "r2-a.strace",
+            "sub/r2-c.strace",
+            "x.strace",
+        ] {
+            std::fs::write(src.join(f), strace).unwrap();
+        }
+        let re = regex::Regex::new(r"(r[0-9]+)-").unwrap();
+        let (planned, skipped) = plan(std::slice::from_ref(&src), &Grouping::Pattern(re)).unwrap();
+        let got: Vec<(String, Vec<String>)> = planned
+            .iter()
+            .map(|p| {
+                let files = p
+                    .inputs
+                    .iter()
+                    .map(|i| i.strip_prefix(&src).unwrap().display().to_string())
+                    .collect();
+                (p.name.clone(), files)
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (
+                    "r1".to_string(),
+                    vec!["r1-a.strace".to_string(), "r1-b.strace".to_string()]
+                ),
+                (
+                    "r2".to_string(),
+                    vec!["r2-a.strace".to_string(), "sub/r2-c.strace".to_string()]
+                ),
+            ]
+        );
+        assert_eq!(skipped.len(), 1);
+        assert!(skipped[0].0.ends_with("x.strace"), "{skipped:?}");
+        assert!(
+            skipped[0].1.contains("does not match --group-by"),
+            "{skipped:?}"
+        );
+    }
 
     #[test]
     fn names_are_safe_partition_values() {

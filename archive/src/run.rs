@@ -125,7 +125,7 @@ pub fn ingest(
         inputs.entry(i.capture.clone()).or_default().push(i);
     }
 
-    let (planned, skipped_files) = plan(srcs, opts.grouping)?;
+    let (planned, skipped_files) = plan(srcs, &opts.grouping)?;
     let mut summary = Summary {
         skipped_files,
         ..Default::default()

@@ -507,3 +507,49 @@ fn symbolization_results_are_shared_by_build_id() {
     // A config of its own has no results to share.
     assert_ne!(ask(&fresh(), vec![a]).status, Status::Ok);
 }
+
+/// `--group-by REGEX`: a flat directory of two runs' files, named by run,
+/// becomes one capture per run; a file the pattern does not match is
+/// listed as skipped. Samples per capture: perf script's count of each
+/// recording; the strace dump's calls are in its run's capture.
+#[test]
+fn inputs_grouped_by_a_users_pattern() {
+    let t = tempfile::tempdir().unwrap();
+    let src = t.path().join("flat");
+    std::fs::create_dir_all(&src).unwrap();
+    std::fs::copy(fixture("hot-fp.data"), src.join("r1.hot.data")).unwrap();
+    std::fs::copy(
+        root_dir().join("fixtures/strace/io.strace"),
+        src.join("r1.io.strace"),
+    )
+    .unwrap();
+    std::fs::copy(fixture("threads.data"), src.join("r2.threads.data")).unwrap();
+    std::fs::copy(fixture("recurse.data"), src.join("stray.data")).unwrap();
+    let arch = t.path().join("arch");
+    let err = ok(archive_ingest(
+        &src,
+        &arch,
+        &["--group-by", r"^(r[0-9]+)\."],
+    ));
+    assert!(
+        err.contains("2 captures ingested, 0 unchanged, 0 failed"),
+        "{err}"
+    );
+    assert!(
+        err.contains("stray.data") && err.contains("does not match --group-by"),
+        "{err}"
+    );
+    let want: BTreeMap<String, usize> = [("r1", "hot-fp.data"), ("r2", "threads.data")]
+        .into_iter()
+        .map(|(c, f)| (c.to_string(), perf_script_samples(&fixture(f))))
+        .collect();
+    assert_eq!(samples_by_capture(&arch), want);
+    let calls = sql_rows(
+        &arch,
+        "SELECT capture, count(*) > 0 FROM syscall GROUP BY capture ORDER BY capture",
+    );
+    assert_eq!(calls, vec![vec!["r1".to_string(), "true".to_string()]]);
+    // --per-file and --group-by are two different rules: not both.
+    let o = archive_ingest(&src, &arch, &["--per-file", "--group-by", "x"]);
+    assert!(!o.status.success());
+}

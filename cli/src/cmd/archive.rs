@@ -22,8 +22,15 @@ pub(crate) struct ArchiveIngestArgs {
     pub(crate) output: PathBuf,
     /// Every input file is a capture of its own (default: the inputs in one
     /// directory are one capture).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "group_by")]
     pub(crate) per_file: bool,
+    /// Group inputs by what this regular expression matches in their path
+    /// under SRC (its first group, else the whole match), which names the
+    /// capture: `--group-by '^(run-[0-9]+)'` makes run-7.perf.data and
+    /// run-7.strace one capture `run-7`. Inputs it does not match are
+    /// skipped and listed.
+    #[arg(long, value_name = "REGEX")]
+    pub(crate) group_by: Option<String>,
     /// Captures ingested at once (default: one per core).
     #[arg(short, long, default_value_t = 0)]
     pub(crate) jobs: usize,
@@ -45,10 +52,12 @@ fn archive_ingest(a: &ArchiveIngestArgs) -> Result<()> {
     use trawl_archive::{Event, Outcome};
 
     let opts = trawl_archive::Options {
-        grouping: if a.per_file {
-            trawl_archive::Grouping::File
-        } else {
-            trawl_archive::Grouping::Directory
+        grouping: match (&a.group_by, a.per_file) {
+            (Some(re), _) => trawl_archive::Grouping::Pattern(
+                regex::Regex::new(re).with_context(|| format!("--group-by {re:?}"))?,
+            ),
+            (None, true) => trawl_archive::Grouping::File,
+            (None, false) => trawl_archive::Grouping::Directory,
         },
         jobs: a.jobs,
         strict: a.conv.strict,
