@@ -15,7 +15,9 @@ import tempfile
 
 import duckdb
 import polars as pl
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
+import pyarrow.types as pa_types
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TRAWL = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "target", "debug", "trawl")
@@ -84,7 +86,63 @@ def main():
         assert int(w["self_samples"]) == sn and int(w["total_samples"]) == tn, (fnname, w, sn, tn)
         assert abs(float(w["self_pct"]) - sp) < 1e-3 and abs(float(w["total_pct"]) - tp) < 1e-3, (fnname, w, sp, tp)
     print(f"duckdb hotspot query agrees with trawl report hotspots on {len(rows)} functions")
+    every_kind_check(tmp)
     archive_check(tmp)
+
+
+RAPL_CSV = """time,zone,name,energy_uj,max_energy_range_uj
+1700000000.000000000,intel-rapl:0,package-0,1000000,262143328850
+1700000000.000000000,intel-rapl:0:0,core,5000000,262143328850
+1700000001.000000000,intel-rapl:0,package-0,31000000,262143328850
+1700000001.000000000,intel-rapl:0:0,core,25000000,262143328850
+"""
+
+
+def every_kind_check(tmp):
+    """Every table of a strace, a lackey, a monitoring and an energy
+    capture opens in pyarrow, Polars and DuckDB with the same rows and the
+    same minimum, maximum and values of every integer column (the memory log's `mem_access` pages
+    are written by trawl itself, not by the parquet crate's writer)."""
+    f = lambda *p: os.path.join(ROOT, "fixtures", *p)
+    rapl = os.path.join(tmp, "rapl.csv")
+    with open(rapl, "w") as out:
+        out.write(RAPL_CSV)
+    kinds = {
+        "strace": [f("strace", "io.strace")],
+        "lackey": [f("memlog", "pages.lackey.zst"), f("memlog", "pages.maps"),
+                   "--debug-dir", f("memlog", "bin")],
+        "metrics": [f("metrics", "vmstat.log"), f("metrics", "sadf.csv"), f("metrics", "pidstat.log")],
+        "energy": [rapl],
+    }
+    for kind, args in kinds.items():
+        cap = os.path.join(tmp, "kind-" + kind)
+        run("ingest", *args, "-o", cap)
+        tables = sorted(t[:-8] for t in os.listdir(cap) if t.endswith(".parquet"))
+        checked = 0
+        for t in tables:
+            path = os.path.join(cap, t + ".parquet")
+            a = pq.read_table(path)
+            p = pl.read_parquet(path)
+            n = duckdb.sql(f"SELECT count(*) FROM '{path}'").fetchall()[0][0]
+            assert a.num_rows == p.height == n, (kind, t, a.num_rows, p.height, n)
+            for field in a.schema:
+                doc = (field.metadata or {}).get(b"doc")
+                assert doc, f"{kind}: {t}.{field.name} has no doc metadata"
+                if not pa_types.is_integer(field.type):
+                    continue
+                c = field.name
+                mm = pc.min_max(a.column(c)).as_py()
+                want = (mm["min"], mm["max"]) if a.num_rows else (None, None)
+                got_pl = (p[c].min(), p[c].max()) if a.num_rows else (None, None)
+                got_dd = duckdb.sql(f'SELECT min("{c}"), max("{c}") FROM \'{path}\'').fetchall()[0]
+                assert want == got_pl == tuple(got_dd), (kind, t, c, want, got_pl, got_dd)
+                # and the values themselves, in file order
+                if a.num_rows:
+                    assert a.column(c).to_pylist() == p[c].to_list(), (kind, t, c)
+                checked += 1
+        need = {"strace": "syscall", "lackey": "mem_access", "metrics": "metric", "energy": "energy"}[kind]
+        assert need in tables and pq.read_metadata(os.path.join(cap, need + ".parquet")).num_rows > 0, (kind, tables)
+        print(f"{kind}: {len(tables)} tables, {checked} integer columns: pyarrow, polars and duckdb agree")
 
 
 def archive_check(tmp):
