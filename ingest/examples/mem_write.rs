@@ -35,7 +35,7 @@ fn main() {
     let mut f = memlog::TextSource::file(path.as_ref()).unwrap();
     let mut d = Diagnostics::new(path.clone(), false);
     let mut keep = Keep(Vec::new());
-    memlog::read_text(&mut f, &path, &Default::default(), &mut d, &mut keep).unwrap();
+    memlog::read_text(&mut f, &path, &Default::default(), &mut d, &mut keep, None).unwrap();
     if args.get(1).map(String::as_str) == Some("--columns") {
         per_column(keep.0, args.get(2).map(String::as_str));
     } else {

@@ -138,13 +138,14 @@ pub struct IngestOptions {
     /// (default: next to it, hidden).
     pub staging: Option<PathBuf>,
     /// Bytes of input read so far (all inputs together), for a progress
-    /// display on another thread: advanced within perf.data inputs, and
-    /// at the end of every input.
+    /// display on another thread: advanced within perf.data inputs and
+    /// uncompressed strace and lackey text, and at the end of every input.
     pub progress: Option<Arc<AtomicU64>>,
 }
 
 /// The input of one ingest read so far: `base` (the inputs before this
 /// one) plus an offset in the current input.
+#[derive(Clone, Debug)]
 pub struct Progress {
     done: Arc<AtomicU64>,
     base: u64,
@@ -361,7 +362,14 @@ pub fn ingest_with_unwinder(
                 let st = match (format, stream) {
                     (Format::Lackey, stream) => {
                         let mut text = text_source(input, stream)?;
-                        memlog::ingest_text(&mut text, &name, &opts.mem, &mut mem, &mut diags)?
+                        memlog::ingest_text(
+                            &mut text,
+                            &name,
+                            &opts.mem,
+                            &mut mem,
+                            &mut diags,
+                            progress.as_ref(),
+                        )?
                     }
                     (_, stream) => {
                         let mut s: Box<dyn Read + Send> = match stream {
@@ -473,6 +481,7 @@ pub fn ingest_with_unwinder(
                     &mut conv.stacks,
                     &mut conv.syscalls,
                     &mut diags,
+                    progress.as_ref(),
                 )?;
                 extra_meta.push((
                     i as i32,

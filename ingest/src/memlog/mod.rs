@@ -848,6 +848,8 @@ impl Blocks for StreamBlocks {
 struct MappedBlocks<'a> {
     map: &'a memmap2::Mmap,
     at: usize,
+    /// Advanced to the end of every block parsed.
+    progress: Option<&'a crate::Progress>,
 }
 
 impl<'a> Blocks for MappedBlocks<'a> {
@@ -871,6 +873,9 @@ impl<'a> Blocks for MappedBlocks<'a> {
     }
     fn done(&mut self, b: &'a [u8]) {
         let off = b.as_ptr() as usize - self.map.as_ptr() as usize;
+        if let Some(p) = self.progress {
+            p.at((off + b.len()) as u64);
+        }
         // SAFETY: the map is read-only and file-backed: pages dropped here
         // read the same bytes from the page cache if touched again (the
         // page shared with the next block is).
@@ -891,13 +896,18 @@ pub fn read_lackey(
     collector: &mut Collector,
     diags: &mut Diagnostics,
     sink: &mut dyn RowSink,
+    progress: Option<&crate::Progress>,
 ) -> Result<u64> {
     use std::sync::mpsc::{channel, sync_channel};
     let batch = rayon::current_num_threads().max(1) * 2;
     let input = match input {
         TextSource::Mapped(map) => {
             let _ = map.advise(memmap2::Advice::Sequential);
-            let mut blocks = MappedBlocks { map, at: 0 };
+            let mut blocks = MappedBlocks {
+                map,
+                at: 0,
+                progress,
+            };
             parse_blocks(&mut blocks, batch, filter, collector, diags, sink)?;
             return Ok(map.len() as u64);
         }
@@ -1083,9 +1093,10 @@ pub fn read_text(
     opts: &MemOptions,
     diags: &mut Diagnostics,
     sink: &mut dyn RowSink,
+    progress: Option<&crate::Progress>,
 ) -> Result<(Collector, u64)> {
     let mut c = Collector::new(opts.page_size.unwrap_or(4096));
-    let bytes = read_lackey(input, name, &opts.filter, &mut c, diags, sink)?;
+    let bytes = read_lackey(input, name, &opts.filter, &mut c, diags, sink, progress)?;
     if c.records == 0 {
         diags.report(
             Position::None,
@@ -1104,8 +1115,9 @@ pub fn ingest_text(
     opts: &MemOptions,
     conv: &mut convert::MemConverter,
     diags: &mut Diagnostics,
+    progress: Option<&crate::Progress>,
 ) -> Result<MemStats> {
-    let (c, bytes) = read_text(input, name, opts, diags, conv)?;
+    let (c, bytes) = read_text(input, name, opts, diags, conv, progress)?;
     conv.end_source(&c)?;
     Ok(MemStats {
         bytes,
@@ -1330,7 +1342,7 @@ pub fn to_binary<W: std::io::Write>(
         filter: opts.filter.clone(),
     };
     let mut w = binary::Writer::new(out, &header).map_err(|e| Error::io(name, e))?;
-    let (c, bytes) = read_text(input, name, opts, &mut diags, &mut w)?;
+    let (c, bytes) = read_text(input, name, opts, &mut diags, &mut w, None)?;
     if w.clamped > 0 {
         diags.report(
             Position::None,
@@ -1398,6 +1410,51 @@ pub fn is_compressed(head: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A mapped lackey log advances the ingest's progress counter itself,
+    /// to its last byte (the ingest adds the end-of-input update on top).
+    #[test]
+    fn mapped_text_reports_progress() {
+        struct Discard;
+        impl RowSink for Discard {
+            fn rows(&mut self, _: Rows) -> crate::Result<()> {
+                Ok(())
+            }
+        }
+        let mut text = String::new();
+        for i in 0..20_000u64 {
+            text.push_str(&format!(
+                "I  {:08x},3\n L {:08x},8\n",
+                0x0400_0000 + i % 64,
+                0x7fff_0000 + i * 8
+            ));
+        }
+        let file = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(file.path(), &text).unwrap();
+        let mut src = TextSource::file(file.path()).unwrap();
+        assert!(matches!(src, TextSource::Mapped(_)));
+        let done = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let progress = crate::Progress {
+            done: done.clone(),
+            base: 100,
+        };
+        let mut diags = crate::Diagnostics::new("t", false);
+        let (c, bytes) = read_text(
+            &mut src,
+            "t",
+            &MemOptions::default(),
+            &mut diags,
+            &mut Discard,
+            Some(&progress),
+        )
+        .unwrap();
+        assert_eq!(c.records, 40_000);
+        assert_eq!(bytes, text.len() as u64);
+        assert_eq!(
+            done.load(std::sync::atomic::Ordering::Relaxed),
+            100 + text.len() as u64
+        );
+    }
 
     /// `touch`'s one-word path gives what the general `touch_many` gives:
     /// accesses inside a word, across words and across pages, of 0 to 70

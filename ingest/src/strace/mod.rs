@@ -67,6 +67,7 @@ pub fn ingest_strace(
     stacks: &mut StackTables,
     calls: &mut SyscallTable,
     diags: &mut Diagnostics,
+    progress: Option<&crate::Progress>,
 ) -> Result<StraceStats> {
     let file_pid = pid_from_file_name(path);
     let before = conv.calls_written;
@@ -104,15 +105,22 @@ pub fn ingest_strace(
             let stats = match (stream, &map) {
                 (Some(s), _) => {
                     let mut input = BufReader::with_capacity(1 << 20, s);
+                    // A stream's bytes are not the file's (it may be
+                    // decompressed): its progress comes at its end.
                     reader::read(
                         reader::Input::Stream(&mut input),
                         file_pid,
                         diags,
                         &mut emit,
+                        None,
                     )
                 }
-                (None, Some(m)) => reader::read(reader::Input::Map(m), file_pid, diags, &mut emit),
-                (None, None) => reader::read(reader::Input::Bytes(&[]), file_pid, diags, &mut emit),
+                (None, Some(m)) => {
+                    reader::read(reader::Input::Map(m), file_pid, diags, &mut emit, progress)
+                }
+                (None, None) => {
+                    reader::read(reader::Input::Bytes(&[]), file_pid, diags, &mut emit, None)
+                }
             };
             if stats.is_ok() && !batch.is_empty() {
                 let _ = tx.send(batch);

@@ -557,10 +557,11 @@ pub fn read(
     file_pid: Option<i32>,
     diags: &mut Diagnostics,
     emit: &mut Emit<'_>,
+    progress: Option<&crate::Progress>,
 ) -> crate::Result<ReadStats> {
     if let Input::Map(m) = input {
         if m.len() >= PIPELINE_BYTES {
-            return read_pipelined(m, file_pid, diags, emit);
+            return read_pipelined(m, file_pid, diags, emit, progress);
         }
     }
     let mut j = Joiner::new(file_pid);
@@ -580,6 +581,11 @@ pub fn read(
         };
         n += 1;
         bytes += buf.len() as u64;
+        if n % PROGRESS_LINES == 0 {
+            if let Some(p) = progress {
+                p.at(bytes);
+            }
+        }
         // Most lines of a `-k` dump are frames: they take a byte-level
         // path (no UTF-8 check of the line, no string).
         if let Some((module, offset)) = lines::parse_frame_bytes(buf) {
@@ -591,6 +597,9 @@ pub fn read(
         } else {
             j.line(n, buf, diags, emit)?;
         }
+    }
+    if let Some(p) = progress {
+        p.at(bytes);
     }
     let time_kind = j.finish(diags, emit)?;
     Ok(ReadStats {
@@ -651,11 +660,15 @@ const PRE_CHUNK: usize = 16 * 1024;
 /// [`read`] of a large mapped dump on two threads: one splits lines and
 /// parses the `-k` frames (most lines), this one joins calls, parses the
 /// other lines and emits events. Same events, same diagnostics.
+/// Lines between two progress reports (`crate::Progress`) of a read.
+const PROGRESS_LINES: u64 = 64 * 1024;
+
 fn read_pipelined(
     m: &memmap2::Mmap,
     file_pid: Option<i32>,
     diags: &mut Diagnostics,
     emit: &mut Emit<'_>,
+    progress: Option<&crate::Progress>,
 ) -> crate::Result<ReadStats> {
     let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<Pre>>(8);
     std::thread::scope(|scope| {
@@ -733,6 +746,9 @@ fn read_pipelined(
                     }
                 }
             }
+            if let Some(p) = progress {
+                p.at(bytes);
+            }
         }
         let time_kind = j.finish(diags, emit)?;
         Ok(ReadStats {
@@ -750,10 +766,16 @@ mod tests {
     fn events(text: &str) -> (Vec<Event>, Vec<crate::Diagnostic>) {
         let mut d = Diagnostics::new("t", false);
         let mut out = Vec::new();
-        read(Input::Bytes(text.as_bytes()), None, &mut d, &mut |e| {
-            out.push(e);
-            Ok(())
-        })
+        read(
+            Input::Bytes(text.as_bytes()),
+            None,
+            &mut d,
+            &mut |e| {
+                out.push(e);
+                Ok(())
+            },
+            None,
+        )
         .unwrap();
         (out, d.into_vec())
     }
@@ -832,6 +854,7 @@ mod tests {
                 n += 1;
                 Ok(())
             },
+            None,
         )
         .unwrap();
         assert_eq!(n, 2);
@@ -946,14 +969,31 @@ mod tests {
         std::fs::write(file.path(), &data).unwrap();
         let f = std::fs::File::open(file.path()).unwrap();
         let map = unsafe { memmap2::Mmap::map(&f) }.unwrap();
+        let done = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let progress = crate::Progress {
+            done: done.clone(),
+            base: 0,
+        };
         let run = |input: Input<'_>| {
             let mut d = Diagnostics::new("t", false);
             let mut out = Vec::new();
-            let stats = read(input, None, &mut d, &mut |e| {
-                out.push(e);
-                Ok(())
-            })
+            done.store(0, std::sync::atomic::Ordering::Relaxed);
+            let stats = read(
+                input,
+                None,
+                &mut d,
+                &mut |e| {
+                    out.push(e);
+                    Ok(())
+                },
+                Some(&progress),
+            )
             .unwrap();
+            // The reader itself reported its progress up to the last byte.
+            assert_eq!(
+                done.load(std::sync::atomic::Ordering::Relaxed),
+                data.len() as u64
+            );
             let diags: Vec<_> = d
                 .into_vec()
                 .into_iter()
