@@ -28,8 +28,9 @@ PIDS=()
 cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; }
 trap cleanup EXIT
 "$TRAWL" cluster scheduler --bind 127.0.0.1:$PORT >"$W/scheduler.log" 2>&1 & PIDS+=($!)
-"$TRAWL" cluster executor --scheduler localhost:$PORT --port $((PORT + 1)) --grpc-port $((PORT + 2)) -j 1 >"$W/executor1.log" 2>&1 & PIDS+=($!)
-"$TRAWL" cluster executor --scheduler localhost:$PORT --port $((PORT + 3)) --grpc-port $((PORT + 4)) -j 1 >"$W/executor2.log" 2>&1 & PIDS+=($!)
+mkdir -p "$W/work1" "$W/work2"
+"$TRAWL" cluster executor --scheduler localhost:$PORT --port $((PORT + 1)) --grpc-port $((PORT + 2)) -j 1 --work-dir "$W/work1" >"$W/executor1.log" 2>&1 & PIDS+=($!)
+"$TRAWL" cluster executor --scheduler localhost:$PORT --port $((PORT + 3)) --grpc-port $((PORT + 4)) -j 1 --work-dir "$W/work2" >"$W/executor2.log" 2>&1 & PIDS+=($!)
 for _ in $(seq 100); do
   [ "$(grep -c 'Received register executor request' "$W/scheduler.log" || true)" -ge 2 ] && break
   sleep 0.1

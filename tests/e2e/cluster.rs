@@ -69,6 +69,10 @@ fn start(dir: &Path) -> Cluster {
     for (i, log) in c.executor_logs.clone().iter().enumerate() {
         let (flight, grpc) = (p[1 + 2 * i].to_string(), p[2 + 2 * i].to_string());
         let sched = format!("localhost:{}", p[0]);
+        // Shuffle files in the test's directory: a killed executor leaves
+        // its work directory behind.
+        let work = dir.join(format!("work{i}"));
+        std::fs::create_dir_all(&work).unwrap();
         c.procs.push(spawn(
             &[
                 "cluster",
@@ -81,6 +85,8 @@ fn start(dir: &Path) -> Cluster {
                 &grpc,
                 "-j",
                 "2",
+                "--work-dir",
+                work.to_str().unwrap(),
             ],
             log,
         ));

@@ -46,7 +46,8 @@ pub(crate) struct ExecutorArgs {
     /// Tasks run at once (default: the cores).
     #[arg(long, short = 'j')]
     concurrency: Option<usize>,
-    /// Directory for shuffle files (default: a temporary directory).
+    /// Directory for shuffle files (default: a temporary directory removed
+    /// when the executor ends).
     #[arg(long, value_name = "DIR")]
     work_dir: Option<PathBuf>,
 }
@@ -83,9 +84,25 @@ pub(crate) fn cluster(c: Cluster) -> Result<()> {
             let concurrency = a
                 .concurrency
                 .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
+            // Shuffle files: in a directory this process owns and removes
+            // when it ends (Ballista's default is a temporary path nobody
+            // removes).
+            let own;
+            let work_dir = match a.work_dir {
+                Some(d) => d,
+                None => {
+                    own = tempfile::Builder::new()
+                        .prefix("trawl-executor-")
+                        .tempdir()
+                        .context("creating the executor's work directory")?;
+                    own.path().to_path_buf()
+                }
+            };
             eprintln!(
-                "trawl cluster executor: ports {} (flight) and {} (grpc), {concurrency} tasks at once, scheduler {host}:{port}",
-                a.port, a.grpc_port
+                "trawl cluster executor: ports {} (flight) and {} (grpc), {concurrency} tasks at once, scheduler {host}:{port}, shuffle files in {}",
+                a.port,
+                a.grpc_port,
+                work_dir.display()
             );
             runtime()?.block_on(trawl_cluster::server::executor(
                 trawl_cluster::server::ExecutorOptions {
@@ -96,7 +113,7 @@ pub(crate) fn cluster(c: Cluster) -> Result<()> {
                     port: a.port,
                     grpc_port: a.grpc_port,
                     concurrency,
-                    work_dir: a.work_dir.map(|d| d.to_string_lossy().into_owned()),
+                    work_dir: Some(work_dir.to_string_lossy().into_owned()),
                 },
             ))?;
             Ok(())
