@@ -28,7 +28,12 @@ def run(*args):
 
 
 def main():
-    tmp = tempfile.mkdtemp()
+    # Removed at the end, whatever happens.
+    with tempfile.TemporaryDirectory(prefix="trawl-notebook-check-") as tmp:
+        check(tmp)
+
+
+def check(tmp):
     cap = os.path.join(tmp, "cap")
     run("ingest", os.path.join(ROOT, "fixtures/perf/procs.data"), "-o", cap,
         "--debug-dir", os.path.join(ROOT, "fixtures/perf/bin"))
