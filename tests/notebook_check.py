@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
-"""Notebook check: the Parquet tables of a capture open in pyarrow, Polars
-and DuckDB with their documented schemas, and a hotspot query written
+"""Notebook check: the Parquet tables of a perf, a strace, a lackey, a
+monitoring and an energy capture open in pyarrow, Polars and DuckDB with
+their documented schemas and the same values; a hotspot query written
 directly in DuckDB over the Parquet files agrees with `trawl report
-hotspots` on the same capture.
+hotspots` on the same capture; an archive's Hive layout reads in DuckDB
+and Polars.
 
 Usage: tests/notebook_check.py [TRAWL_BINARY]
 """

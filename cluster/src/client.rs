@@ -128,7 +128,7 @@ pub fn refusal(plan: &LogicalPlan) -> Result<Option<String>> {
     plan.apply_with_subqueries(|p| {
         why = match p {
             LogicalPlan::Copy(c) => Some(format!(
-                "COPY writes {} from the client's files",
+                "COPY would write {} on the executors",
                 c.output_url
             )),
             LogicalPlan::Dml(d) if !matches!(d.op, WriteOp::Ctas) => Some(format!(

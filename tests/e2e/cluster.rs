@@ -155,32 +155,8 @@ fn captures(dir: &Path) -> Vec<PathBuf> {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
 
     let phases = dir.join("phases");
-    let run = root().join("fixtures/phases/run1");
-    let files = ["perf.data", "app.strace", "vmstat.log", "sar.csv"]
-        .map(|f| run.join(f).to_string_lossy().into_owned());
-    let bin = root().join("fixtures/phases/bin");
-    let mut args = vec!["ingest"];
-    args.extend(files.iter().map(String::as_str));
-    args.extend([
-        "--debug-dir",
-        bin.to_str().unwrap(),
-        "-o",
-        phases.to_str().unwrap(),
-    ]);
-    trawl_ok(&args);
-
-    let memlog = dir.join("memlog");
-    let m = root().join("fixtures/memlog");
-    trawl_ok(&[
-        "ingest",
-        m.join("pages.lackey.zst").to_str().unwrap(),
-        m.join("pages.maps").to_str().unwrap(),
-        "--debug-dir",
-        m.join("bin").to_str().unwrap(),
-        "-o",
-        memlog.to_str().unwrap(),
-    ]);
-
+    crate::phases::ingest_run(1, &phases);
+    let memlog = crate::memlog::ingest_pages(&dir.join("m"), &[]);
     let energy = crate::energy::fig2_capture(dir);
     vec![arch, phases, memlog, energy]
 }

@@ -44,7 +44,7 @@ fn addrs() -> HashMap<String, u64> {
         .collect()
 }
 
-fn ingest_pages(dir: &Path, extra: &[&str]) -> PathBuf {
+pub(crate) fn ingest_pages(dir: &Path, extra: &[&str]) -> PathBuf {
     let cap = dir.join("cap");
     let mut args: Vec<String> = vec![
         "ingest".into(),

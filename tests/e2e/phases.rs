@@ -24,24 +24,29 @@ fn runs() -> &'static [PathBuf; 3] {
             let dir = tempfile::tempdir().unwrap();
             let caps = [1, 2, 3].map(|n| {
                 let cap = dir.path().join(format!("run{n}"));
-                let d = run_dir(n);
-                let files = ["perf.data", "app.strace", "vmstat.log", "sar.csv"]
-                    .map(|f| d.join(f).to_string_lossy().into_owned());
-                let bin = root().join("fixtures/phases/bin");
-                let mut args = vec!["ingest"];
-                args.extend(files.iter().map(String::as_str));
-                args.extend([
-                    "--debug-dir",
-                    bin.to_str().unwrap(),
-                    "-o",
-                    cap.to_str().unwrap(),
-                ]);
-                trawl_ok(&args);
+                ingest_run(n, &cap);
                 cap
             });
             (dir, caps)
         })
         .1
+}
+
+/// Ingests run `n` (perf, strace, vmstat, sar) into `cap`.
+pub(crate) fn ingest_run(n: usize, cap: &Path) {
+    let d = run_dir(n);
+    let files = ["perf.data", "app.strace", "vmstat.log", "sar.csv"]
+        .map(|f| d.join(f).to_string_lossy().into_owned());
+    let bin = root().join("fixtures/phases/bin");
+    let mut args = vec!["ingest"];
+    args.extend(files.iter().map(String::as_str));
+    args.extend([
+        "--debug-dir",
+        bin.to_str().unwrap(),
+        "-o",
+        cap.to_str().unwrap(),
+    ]);
+    trawl_ok(&args);
 }
 
 /// perf's clock reference (`perf report --header-only`): (TOD s, monotonic s).
