@@ -4,8 +4,9 @@
 
 mod cmd;
 mod output;
-mod plot;
 mod symbols;
+
+use trawl_plot as plot;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;

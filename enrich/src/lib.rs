@@ -292,3 +292,39 @@ impl trawl_ingest::unwind::StackUnwinder for Unwinder {
         );
     }
 }
+
+impl Unwinder {
+    /// The unwinder of `--call-graph dwarf` stacks, finding binaries with
+    /// `cfg`, behind ingest's seam.
+    pub fn boxed(cfg: trawl_symbolize::Config) -> Box<dyn trawl_ingest::unwind::StackUnwinder> {
+        Box::new(Unwinder(trawl_symbolize::unwind::DwarfUnwinder::new(cfg)))
+    }
+}
+
+/// What the enrichment stages did to a staged capture (`report`: one line
+/// each) and the stages that failed (`problems`).
+#[derive(Debug, Default)]
+pub struct Enriched {
+    pub report: Vec<String>,
+    pub problems: Vec<String>,
+}
+
+/// Every enrichment stage on a staged capture, with `cfg` (one config for
+/// many captures shares its results cache): symbols of frames, then of
+/// the memory log's mappings. A stage that fails is a problem, not an
+/// error: the capture is still worth committing.
+pub fn enrich(staging: &Path, cfg: &trawl_symbolize::Config) -> Enriched {
+    let mut e = Enriched::default();
+    match symbolize_capture(staging, cfg) {
+        Ok(s) => e.report.push(s.line()),
+        Err(err) => e.problems.push(format!("symbolization failed: {err:#}")),
+    }
+    match symbolize_memory(staging, cfg) {
+        Ok(Some(l)) => e.report.push(l),
+        Ok(None) => {}
+        Err(err) => e
+            .problems
+            .push(format!("placing mem_map symbols failed: {err:#}")),
+    }
+    e
+}

@@ -132,7 +132,7 @@ impl Diagnostics {
             message: message.into(),
         };
         if self.strict {
-            return Err(crate::Error::Strict(d.to_string()));
+            return Err(crate::Error::Diagnostic(Box::new(d)));
         }
         let n = self.counts.entry(kind).or_insert(0);
         *n += 1;

@@ -30,6 +30,9 @@ pub enum Error {
     BadZone(String),
     #[error("strict mode: {0}")]
     Strict(String),
+    /// The first diagnostic under `--strict`, with its position.
+    #[error("strict mode: {0}")]
+    Diagnostic(Box<crate::Diagnostic>),
     #[error("{path}: output already exists and is not a trawl capture; choose another directory")]
     NotACapture { path: PathBuf },
     #[error("writing {table}: {source}")]

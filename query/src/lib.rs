@@ -393,6 +393,47 @@ impl Session {
         Ok(df.collect().await?)
     }
 
+    /// Every table and column of the session (stored and derived; names
+    /// starting with `_` are internal) with its type, nullability and the
+    /// sentence of documentation the schema gives it.
+    pub async fn columns(&self) -> Result<Vec<RecordBatch>> {
+        use datafusion::arrow::array::StringBuilder;
+        use datafusion::arrow::datatypes::{DataType, Field, Schema};
+        let q = "SELECT table_name, column_name, data_type, is_nullable FROM information_schema.columns \
+                 WHERE table_schema = 'public' AND table_name NOT LIKE '\\_%' ESCAPE '\\' ORDER BY table_name, ordinal_position";
+        let mut out = Vec::new();
+        for b in self.sql(q).await?.collect().await? {
+            let t = string_values(b.column(0));
+            let c = string_values(b.column(1));
+            let mut doc = StringBuilder::new();
+            for i in 0..b.num_rows() {
+                let (tv, cv) = (t[i].as_deref().unwrap_or(""), c[i].as_deref().unwrap_or(""));
+                let d = if cv == "capture" {
+                    Some("Name of the capture directory the row comes from.")
+                } else {
+                    trawl_capture::schema::table(tv)
+                        .and_then(|d| d.columns.iter().find(|col| col.name == cv))
+                        .map(|col| col.doc)
+                };
+                doc.append_option(d);
+            }
+            let mut cols = b.columns().to_vec();
+            cols.push(Arc::new(doc.finish()));
+            let mut fields: Vec<Field> = b
+                .schema()
+                .fields()
+                .iter()
+                .map(|f| f.as_ref().clone())
+                .collect();
+            fields.push(Field::new("description", DataType::Utf8, true));
+            out.push(
+                RecordBatch::try_new(Arc::new(Schema::new(fields)), cols)
+                    .map_err(datafusion::error::DataFusionError::from)?,
+            );
+        }
+        Ok(out)
+    }
+
     /// The capture directories of this session.
     pub fn dirs(&self) -> Vec<&Path> {
         self.captures().iter().map(|c| c.dir.as_path()).collect()

@@ -711,7 +711,7 @@ pub(crate) async fn scalar_with(
 
 /// A time in ns on `syscall.time_ns`'s clock; None for the end (or no
 /// time given).
-pub(crate) async fn resolve_at(s: &Session, at: Option<At>) -> Result<Option<i64>> {
+pub async fn resolve_at(s: &Session, at: Option<At>) -> Result<Option<i64>> {
     Ok(match at {
         None | Some(At::End) => None,
         Some(At::Ns(n)) => Some(n),

@@ -154,7 +154,10 @@ fn strict_fails_and_leaves_the_old_capture() {
     let before = count_samples(&out);
     let f = cut(&fixture("hot-fp.data"), 50_000, dir.path());
     match run(&f, &out, true) {
-        Err(Error::Strict(msg)) => assert!(msg.contains("truncated"), "{msg}"),
+        Err(Error::Diagnostic(d)) => {
+            assert_eq!(d.kind, "truncated", "{d}");
+            assert!(matches!(d.position, trawl_ingest::Position::Byte(_)), "{d}");
+        }
         other => panic!("expected a strict failure, got {other:?}"),
     }
     assert_eq!(count_samples(&out), before, "old capture must survive");

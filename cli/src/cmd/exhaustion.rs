@@ -78,7 +78,13 @@ pub(crate) async fn exhaustion(a: ExhaustionArgs) -> Result<()> {
             .iter()
             .map(|r| (r.start as f64 / 1e9, r.end as f64 / 1e9))
             .collect();
-        plot::metrics(p, &format!("{} — t0: {}", rule, a.t0.t0), &panels, &bands)?;
+        let img = plot::metrics(
+            plot::Image::of_path(p)?,
+            &format!("{} — t0: {}", rule, a.t0.t0),
+            &panels,
+            &bands,
+        )?;
+        output::write_atomic(p, &img)?;
         eprintln!("wrote {}", p.display());
     }
     output::write(&[batch], &a.out)

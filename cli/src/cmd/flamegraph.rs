@@ -35,35 +35,24 @@ pub(crate) async fn flamegraph(a: FlameArgs) -> Result<()> {
     if tree.total() <= 0 {
         bail!("no samples with stacks to draw");
     }
-    let line = |(st, w): &(String, i64)| format!("{st} {w}");
     if let Some(p) = &a.folded {
-        let all: Vec<String> = tree.folded(0).iter().map(line).collect();
+        let all: Vec<String> = tree
+            .folded(0)
+            .iter()
+            .map(|(st, w)| format!("{st} {w}"))
+            .collect();
         output::write_atomic(p, (all.join("\n") + "\n").as_bytes())?;
     }
-    // inferno draws no frame narrower than its min_width, 0.01 % of the
-    // total: frames under 1/23,600 (less than half that) are folded into
-    // their parents before drawing (the picture is the same).
-    let lines: Vec<String> = tree
-        .folded(tree.total() / 23_600)
-        .iter()
-        .map(line)
-        .collect();
-    let mut o = inferno::flamegraph::Options::default();
-    // The lines come sorted.
-    o.no_sort = true;
-    o.title = a.title.clone().unwrap_or_else(|| {
+    let title = a.title.clone().unwrap_or_else(|| {
         let caps: Vec<String> = s.captures().iter().map(|c| c.name.clone()).collect();
         format!("{} — {event}", caps.join(", "))
     });
-    o.count_name = weight.name().unwrap_or_else(|| "samples".into());
-    let mut svg = Vec::new();
-    inferno::flamegraph::from_lines(&mut o, lines.iter().map(String::as_str), &mut svg)
-        .context("drawing the flame graph")?;
+    let count = weight.name().unwrap_or_else(|| "samples".into());
+    let (svg, frames) = trawl_plot::flame_svg(&tree, &title, &count)?;
     output::write_atomic(&a.output, &svg)?;
     eprintln!(
-        "wrote {} ({} frames wide enough to draw)",
+        "wrote {} ({frames} frames wide enough to draw)",
         a.output.display(),
-        lines.len()
     );
     Ok(())
 }

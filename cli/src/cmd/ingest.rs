@@ -55,41 +55,20 @@ impl ConvertArgs {
 
     /// The unwinder of `--call-graph dwarf` stacks (none with --no-unwind).
     pub(crate) fn unwinder(&self) -> Option<Box<dyn trawl_ingest::unwind::StackUnwinder>> {
-        (!self.no_unwind).then(|| {
-            Box::new(trawl_enrich::Unwinder(
-                trawl_symbolize::unwind::DwarfUnwinder::new(self.sym.config()),
-            )) as Box<dyn trawl_ingest::unwind::StackUnwinder>
-        })
+        (!self.no_unwind).then(|| trawl_enrich::Unwinder::boxed(self.sym.config()))
     }
 
-    /// Symbolizes a staged capture (unless --no-symbolize) with `cfg`
-    /// (one config for many captures shares its results cache). A stage
-    /// that fails does not fail the ingest.
-    pub(crate) fn enrich(&self, cfg: &trawl_symbolize::Config, staging: &Path) -> Enriched {
-        let mut e = Enriched::default();
+    /// Symbolizes a staged capture (unless --no-symbolize) with `cfg`.
+    pub(crate) fn enrich(
+        &self,
+        cfg: &trawl_symbolize::Config,
+        staging: &Path,
+    ) -> trawl_enrich::Enriched {
         if self.no_symbolize {
-            return e;
+            return Default::default();
         }
-        match trawl_enrich::symbolize_capture(staging, cfg) {
-            Ok(s) => e.report.push(s.line()),
-            Err(err) => e.problems.push(format!("symbolization failed: {err:#}")),
-        }
-        match trawl_enrich::symbolize_memory(staging, cfg) {
-            Ok(Some(l)) => e.report.push(l),
-            Ok(None) => {}
-            Err(err) => e
-                .problems
-                .push(format!("placing mem_map symbols failed: {err:#}")),
-        }
-        e
+        trawl_enrich::enrich(staging, cfg)
     }
-}
-
-/// What symbolizing a capture did (`report`) and the stages that failed.
-#[derive(Default)]
-pub(crate) struct Enriched {
-    pub(crate) report: Vec<String>,
-    pub(crate) problems: Vec<String>,
 }
 
 /// Filters and page size for memory access logs (lackey, binary).
@@ -173,7 +152,7 @@ pub(crate) fn ingest(a: &IngestArgs) -> Result<()> {
     let stop = Arc::new(AtomicBool::new(false));
     let mut opts = a.conv.options();
     opts.progress = Some(done.clone());
-    let mut sym = Enriched::default();
+    let mut sym = trawl_enrich::Enriched::default();
     let summary = std::thread::scope(|scope| {
         if !bar.is_hidden() {
             let (bar, done, stop) = (bar.clone(), done.clone(), stop.clone());

@@ -147,5 +147,11 @@ pub(crate) fn plot_power_data(
         let v = trawl_query::power::datum_values(data, &p);
         hist.push((p, v));
     }
-    plot::histograms(path, "energy per power datum (J)", &hist, target)
+    let img = plot::histograms(
+        plot::Image::of_path(path)?,
+        "energy per power datum (J)",
+        &hist,
+        target,
+    )?;
+    crate::output::write_atomic(path, &img)
 }

@@ -77,7 +77,7 @@ pub(crate) async fn render_heatmap(a: HeatmapArgs) -> Result<()> {
         }
     }
     let hm = memlog::heatmap(&s, &o).await?;
-    plot::heatmap_png(&a.output, &hm, a.scale.max(1))?;
+    output::write_atomic(&a.output, &plot::heatmap_png(&hm, a.scale.max(1))?)?;
     let labels = memlog::row_labels(&s, &hm.rows).await?;
     let mut csv = String::from("row,start_address,end_address,bytes,object,symbol\n");
     let q = |t: &str| format!("\"{}\"", t.replace('"', "\"\""));

@@ -66,8 +66,8 @@ pub(crate) async fn timeline(a: TimelineArgs) -> Result<()> {
             keys: grid.keys,
             pct: grid.pct,
         };
-        plot::shares(
-            p,
+        let png = plot::shares(
+            plot::Image::of_path(p)?,
             &format!(
                 "{first}: {event} by {} per {} (t0: {})",
                 a.by.name(),
@@ -77,6 +77,7 @@ pub(crate) async fn timeline(a: TimelineArgs) -> Result<()> {
             &shares,
             &bands,
         )?;
+        output::write_atomic(p, &png)?;
         eprintln!("wrote {}", p.display());
     }
     if matches!(a.out.format, Format::Table) && a.out.output.is_none() {

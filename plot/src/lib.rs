@@ -1,12 +1,19 @@
-//! Plots (PNG or SVG by the file's extension) with plotters: stacked
-//! shares per window (`report timeline --plot`) and metric panels with
-//! thresholds and shaded exhaustion ranges (`report exhaustion --plot`),
-//! as document 000's Fig. 2 and Fig. 10.
+//! # trawl-plot
+//!
+//! trawl's figures, drawn into bytes (the caller writes or displays them):
+//! stacked shares per window (`report timeline --plot`, document 000
+//! Fig. 10) and metric panels with thresholds and shaded exhaustion ranges
+//! (`report exhaustion --plot`, Fig. 2) through plotters as PNG or SVG;
+//! energy histograms (document 004 Fig. 6, 8); memory heatmaps as PNG
+//! (document 001); flame graphs as SVG through inferno ([`flame_svg`]).
 
 use std::path::Path;
 use std::sync::Once;
 
 use anyhow::{anyhow, bail, Context, Result};
+
+mod flame;
+pub use flame::flame_svg;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
@@ -99,55 +106,82 @@ fn err<E: std::fmt::Debug>(e: E) -> anyhow::Error {
     anyhow!("drawing the plot: {e:?}")
 }
 
-/// Writes `draw` onto a PNG or SVG file of `w`×`h` by the extension, via a
-/// temporary file renamed into place.
+/// The encoding of a figure.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Image {
+    Png,
+    Svg,
+}
+
+impl Image {
+    /// The format a file name asks for by its extension (`.png`, `.svg`).
+    pub fn of_path(path: &Path) -> Result<Image> {
+        match path
+            .extension()
+            .and_then(|e| e.to_str())
+            .map(str::to_ascii_lowercase)
+            .as_deref()
+        {
+            Some("png") => Ok(Image::Png),
+            Some("svg") => Ok(Image::Svg),
+            _ => bail!("{}: the plot file must end in .png or .svg", path.display()),
+        }
+    }
+
+    /// `png` or `svg`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Image::Png => "png",
+            Image::Svg => "svg",
+        }
+    }
+}
+
+/// Draws `draw` onto a `w`×`h` white canvas and encodes it.
 fn render(
-    path: &Path,
+    image: Image,
     w: u32,
     h: u32,
     draw: impl Fn(&DrawingArea<BitMapBackend, Shift>) -> Result<()>,
     draw_svg: impl Fn(&DrawingArea<SVGBackend, Shift>) -> Result<()>,
-) -> Result<()> {
+) -> Result<Vec<u8>> {
     font()?;
-    let ext = path
-        .extension()
-        .and_then(|e| e.to_str())
-        .map(str::to_ascii_lowercase);
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let tmp = tempfile::Builder::new()
-        .suffix(&format!(".{}", ext.as_deref().unwrap_or("png")))
-        .tempfile_in(dir)
-        .with_context(|| format!("creating a file in {}", dir.display()))?;
-    match ext.as_deref() {
-        Some("png") => {
-            let root = BitMapBackend::new(tmp.path(), (w, h)).into_drawing_area();
-            root.fill(&WHITE).map_err(err)?;
-            draw(&root)?;
-            root.present().map_err(err)?;
+    match image {
+        Image::Png => {
+            let mut rgb = vec![0u8; w as usize * h as usize * 3];
+            {
+                let root = BitMapBackend::with_buffer(&mut rgb, (w, h)).into_drawing_area();
+                root.fill(&WHITE).map_err(err)?;
+                draw(&root)?;
+                root.present().map_err(err)?;
+            }
+            let img = image::RgbImage::from_raw(w, h, rgb).context("plot buffer size")?;
+            png(&img)
         }
-        Some("svg") => {
-            let root = SVGBackend::new(tmp.path(), (w, h)).into_drawing_area();
-            root.fill(&WHITE).map_err(err)?;
-            draw_svg(&root)?;
-            root.present().map_err(err)?;
+        Image::Svg => {
+            let mut svg = String::new();
+            {
+                let root = SVGBackend::with_string(&mut svg, (w, h)).into_drawing_area();
+                root.fill(&WHITE).map_err(err)?;
+                draw_svg(&root)?;
+                root.present().map_err(err)?;
+            }
+            Ok(svg.into_bytes())
         }
-        _ => bail!("{}: the plot file must end in .png or .svg", path.display()),
     }
-    // tempfile creates 0600; a plot is an ordinary output file.
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o644))?;
-    tmp.persist(path)
-        .with_context(|| format!("writing {}", path.display()))?;
-    Ok(())
+}
+
+fn png(img: &image::RgbImage) -> Result<Vec<u8>> {
+    let mut buf = std::io::Cursor::new(Vec::new());
+    img.write_to(&mut buf, image::ImageOutputFormat::Png)
+        .map_err(|e| anyhow!("encoding PNG: {e}"))?;
+    Ok(buf.into_inner())
 }
 
 /// Stacked shares per window (document 000 Fig. 10).
-pub fn shares(path: &Path, title: &str, s: &Shares, bands: &[Band]) -> Result<()> {
+pub fn shares(image: Image, title: &str, s: &Shares, bands: &[Band]) -> Result<Vec<u8>> {
     render(
-        path,
+        image,
         1200,
         600,
         |a| draw_shares(a, title, s, bands),
@@ -222,10 +256,10 @@ fn draw_shares<DB: DrawingBackend>(
 }
 
 /// Metric panels with thresholds and shaded ranges (document 000 Fig. 2).
-pub fn metrics(path: &Path, title: &str, panels: &[Panel], bands: &[Band]) -> Result<()> {
+pub fn metrics(image: Image, title: &str, panels: &[Panel], bands: &[Band]) -> Result<Vec<u8>> {
     let h = 120 + 260 * panels.len() as u32;
     render(
-        path,
+        image,
         1200,
         h,
         |a| draw_metrics(a, title, panels, bands),
@@ -332,9 +366,9 @@ fn draw_metrics<DB: DrawingBackend>(
 /// none black.
 pub const HEAT_COLOURS: [[u8; 3]; 4] = [[0, 0, 0], [255, 255, 0], [0, 255, 255], [255, 255, 255]];
 
-/// Writes a heatmap as PNG: one cell per `scale`×`scale` pixels, the lowest
+/// A heatmap as PNG: one cell per `scale`×`scale` pixels, the lowest
 /// address at the top (as the document draws address 0 at the top).
-pub fn heatmap_png(path: &Path, hm: &trawl_query::memlog::Heatmap, scale: u32) -> Result<()> {
+pub fn heatmap_png(hm: &trawl_query::memlog::Heatmap, scale: u32) -> Result<Vec<u8>> {
     let (w, h) = (hm.width as u32 * scale, hm.height as u32 * scale);
     if w == 0 || h == 0 {
         bail!("nothing to draw");
@@ -353,24 +387,21 @@ pub fn heatmap_png(path: &Path, hm: &trawl_query::memlog::Heatmap, scale: u32) -
             }
         }
     }
-    let mut buf = std::io::Cursor::new(Vec::new());
-    img.write_to(&mut buf, image::ImageOutputFormat::Png)
-        .map_err(|e| anyhow::anyhow!("encoding PNG: {e}"))?;
-    crate::output::write_atomic(path, buf.get_ref())
+    png(&img)
 }
 
 /// Histograms of values (one panel each, same bins: 50 from 0 to 2 ×
 /// target), the target marked, with the share within ±5 % and ±10 % in
 /// each title: document 004's Fig. 6 and 8.
 pub fn histograms(
-    path: &Path,
+    image: Image,
     title: &str,
     panels: &[(String, Vec<f64>)],
     target: f64,
-) -> Result<()> {
+) -> Result<Vec<u8>> {
     let h = 260 * panels.len().max(1) as u32 + 40;
     render(
-        path,
+        image,
         900,
         h,
         |root| draw_histograms(root, title, panels, target),

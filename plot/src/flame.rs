@@ -1,0 +1,30 @@
+//! Flame graphs: a [`FrameTree`]'s folded stacks drawn by inferno.
+
+use anyhow::{bail, Context, Result};
+use trawl_query::flame::FrameTree;
+
+/// Draws `tree` as an SVG flame graph titled `title`, counting
+/// `count_name` (e.g. `samples`, `period`). Returns the SVG and the number
+/// of frames wide enough to draw.
+pub fn flame_svg(tree: &FrameTree, title: &str, count_name: &str) -> Result<(Vec<u8>, usize)> {
+    if tree.total() <= 0 {
+        bail!("no samples with stacks to draw");
+    }
+    // inferno draws no frame narrower than its min_width, 0.01 % of the
+    // total: frames under 1/23,600 (less than half that) are folded into
+    // their parents before drawing (the picture is the same).
+    let lines: Vec<String> = tree
+        .folded(tree.total() / 23_600)
+        .iter()
+        .map(|(st, w)| format!("{st} {w}"))
+        .collect();
+    let mut o = inferno::flamegraph::Options::default();
+    // The lines come sorted.
+    o.no_sort = true;
+    o.title = title.to_string();
+    o.count_name = count_name.to_string();
+    let mut svg = Vec::new();
+    inferno::flamegraph::from_lines(&mut o, lines.iter().map(String::as_str), &mut svg)
+        .context("drawing the flame graph")?;
+    Ok((svg, lines.len()))
+}

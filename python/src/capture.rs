@@ -1,0 +1,349 @@
+//! Captures opened for queries: SQL, the analyses' table functions called
+//! with Python values, the column documentation and the figures.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyBytes, PyFloat, PyInt, PyList, PyString, PyTuple};
+use trawl_query::analyses::{self, SampleFilter, Selection, StackOpts, Weight};
+use trawl_query::choice::Choice;
+use trawl_query::datafusion::prelude::lit;
+use trawl_query::datafusion::scalar::ScalarValue;
+use trawl_query::Session;
+
+use crate::relation::Relation;
+use crate::{wait, TrawlError};
+
+/// One or more captures (or archives of captures) opened for queries.
+/// Opening reads no data.
+#[pyclass(module = "trawl._trawl", frozen)]
+pub struct Capture {
+    s: Arc<Session>,
+    t0: String,
+}
+
+/// Opens capture directories (or directories of captures, such as an
+/// archive); `t0` places times on one axis (`first`, `exec`, a UTC
+/// instant, ...: as `trawl sql --t0`).
+#[pyfunction]
+#[pyo3(signature = (paths, *, t0 = "first".to_string()))]
+pub fn open(py: Python<'_>, paths: Vec<PathBuf>, t0: String) -> PyResult<Capture> {
+    let spec = t0.clone();
+    let s = wait(py, async move {
+        let origin = trawl_query::time::Origin::parse(&spec)?;
+        Ok(Session::open_at(&paths, &origin).await?)
+    })?;
+    Ok(Capture { s: Arc::new(s), t0 })
+}
+
+/// A Python value as a SQL value: None is "not given"; a list or tuple is
+/// a list (of one type).
+fn scalar(o: &Bound<'_, PyAny>) -> PyResult<Option<ScalarValue>> {
+    if o.is_none() {
+        return Ok(None);
+    }
+    if o.is_instance_of::<PyBool>() {
+        return Ok(Some(ScalarValue::Boolean(Some(o.extract::<bool>()?))));
+    }
+    if o.is_instance_of::<PyString>() {
+        return Ok(Some(ScalarValue::Utf8(Some(o.extract::<String>()?))));
+    }
+    if o.is_instance_of::<PyInt>() {
+        return Ok(Some(ScalarValue::Int64(Some(o.extract::<i64>()?))));
+    }
+    if o.is_instance_of::<PyFloat>() {
+        return Ok(Some(ScalarValue::Float64(Some(o.extract::<f64>()?))));
+    }
+    if o.is_instance_of::<PyList>() || o.is_instance_of::<PyTuple>() {
+        let mut items = Vec::new();
+        for x in o.try_iter()? {
+            if let Some(v) = scalar(&x?)? {
+                if matches!(v, ScalarValue::List(_)) {
+                    return Err(TrawlError::new_err("lists of lists are not arguments"));
+                }
+                items.push(v);
+            }
+        }
+        let Some(first) = items.first() else {
+            return Ok(None);
+        };
+        let ty = first.data_type();
+        if items.iter().any(|v| v.data_type() != ty) {
+            return Err(TrawlError::new_err(format!(
+                "a list argument's values must have one type: {}",
+                o.repr()?
+            )));
+        }
+        return Ok(Some(ScalarValue::List(ScalarValue::new_list_nullable(
+            &items, &ty,
+        ))));
+    }
+    // numpy scalars and other numbers.
+    if let Ok(v) = o.extract::<i64>() {
+        return Ok(Some(ScalarValue::Int64(Some(v))));
+    }
+    if let Ok(v) = o.extract::<f64>() {
+        return Ok(Some(ScalarValue::Float64(Some(v))));
+    }
+    Err(TrawlError::new_err(format!(
+        "cannot pass {} to SQL (give a str, int, float, bool or a list of them)",
+        o.repr()?
+    )))
+}
+
+fn bytes<'py>(py: Python<'py>, b: &[u8]) -> Bound<'py, PyBytes> {
+    PyBytes::new(py, b)
+}
+
+#[pymethods]
+impl Capture {
+    /// Runs SQL (`;`-separated statements: the last one's result).
+    fn sql(&self, py: Python<'_>, query: String) -> PyResult<Relation> {
+        let s = self.s.clone();
+        let df = wait(py, async move {
+            s.run_script(&query)
+                .await?
+                .ok_or_else(|| anyhow::anyhow!("no SQL statement given"))
+        })?;
+        Ok(Relation::new(df))
+    }
+
+    /// Calls the table function `name` as `trawl sql`'s
+    /// `SELECT * FROM name(args..., 'key', value, ...)` would: `args` by
+    /// position, then `kwargs` as name/value pairs. Values are bound, never
+    /// written into SQL text.
+    fn call(
+        &self,
+        py: Python<'_>,
+        name: String,
+        args: Vec<Bound<'_, PyAny>>,
+        kwargs: Vec<(String, Bound<'_, PyAny>)>,
+    ) -> PyResult<Relation> {
+        let mut exprs = Vec::new();
+        for a in &args {
+            exprs.push(lit(scalar(a)?.unwrap_or(ScalarValue::Null)));
+        }
+        for (k, v) in &kwargs {
+            if let Some(v) = scalar(v)? {
+                exprs.push(lit(k.as_str()));
+                exprs.push(lit(v));
+            }
+        }
+        let s = self.s.clone();
+        let df = wait(py, async move {
+            let f = s.ctx.table_function(&name)?;
+            let state = s.ctx.state();
+            let provider = f.create_table_provider_with_args(
+                trawl_query::datafusion::catalog::TableFunctionArgs::new(&exprs, &state),
+            )?;
+            Ok(s.ctx.read_table(provider)?)
+        })?;
+        Ok(Relation::new(df))
+    }
+
+    /// Every table and column with its type and documentation.
+    fn columns(&self, py: Python<'_>) -> PyResult<Relation> {
+        let s = self.s.clone();
+        let df = wait(py, async move {
+            let batches = s.columns().await?;
+            Ok(s.ctx.read_batches(batches)?)
+        })?;
+        Ok(Relation::new(df))
+    }
+
+    /// The captures: (name, directory) each.
+    #[getter]
+    fn captures(&self) -> Vec<(String, PathBuf)> {
+        self.s
+            .captures()
+            .iter()
+            .map(|c| (c.name.clone(), c.dir.clone()))
+            .collect()
+    }
+
+    /// The time `at` names for `unfreed`/`live_regions` (`end`, `+SECONDS`
+    /// after the first traced call, or ns on `syscall.time_ns`'s clock),
+    /// in ns (None: each process's end).
+    fn resolve_at(&self, py: Python<'_>, at: String) -> PyResult<Option<i64>> {
+        let s = self.s.clone();
+        wait(py, async move {
+            let at = trawl_query::memory::At::parse(&at)?;
+            Ok(trawl_query::memory::resolve_at(&s, Some(at)).await?)
+        })
+    }
+
+    /// The flame graph of the selected samples, as SVG, and how many frames
+    /// were wide enough to draw (as `trawl report flamegraph`).
+    #[pyo3(signature = (*, title = None, event = None, weight = "period".to_string(), pid = Vec::new(), tid = Vec::new(), comm = Vec::new(), from_ns = None, to_ns = None, inline = true))]
+    #[allow(clippy::too_many_arguments)]
+    fn flamegraph<'py>(
+        &self,
+        py: Python<'py>,
+        title: Option<String>,
+        event: Option<String>,
+        weight: String,
+        pid: Vec<i32>,
+        tid: Vec<i32>,
+        comm: Vec<String>,
+        from_ns: Option<i64>,
+        to_ns: Option<i64>,
+        inline: bool,
+    ) -> PyResult<(Bound<'py, PyBytes>, usize)> {
+        let s = self.s.clone();
+        let (svg, frames) = wait(py, async move {
+            let weight = Weight::parse(&weight)?;
+            let event = analyses::choose_event(&s, event.as_deref()).await?;
+            analyses::check_weight(&s, &weight).await?;
+            let filter = SampleFilter {
+                event: Some(event.clone()),
+                pids: pid,
+                tids: tid,
+                comms: comm,
+                time_from_ns: from_ns,
+                time_to_ns: to_ns,
+            };
+            let sel = Selection {
+                filter: &filter,
+                event: &event,
+                weight: &weight,
+                opts: StackOpts { inline },
+            };
+            let tree = trawl_query::flame::frame_tree(&s, &sel).await?;
+            let title = title.unwrap_or_else(|| {
+                let caps: Vec<String> = s.captures().iter().map(|c| c.name.clone()).collect();
+                format!("{} — {event}", caps.join(", "))
+            });
+            let count = weight.name().unwrap_or_else(|| "samples".into());
+            trawl_plot::flame_svg(&tree, &title, &count)
+        })?;
+        Ok((bytes(py, &svg), frames))
+    }
+
+    /// The shares of the top keys per window, stacked over time, as PNG or
+    /// SVG (as `trawl report timeline --plot`; the first capture), with the
+    /// ranges where `rule` holds shaded.
+    #[pyo3(signature = (*, window = "100ms".to_string(), by = "function".to_string(), top = 10, event = None, lbr = None, rule = None, min_duration = "0".to_string(), gap = "0".to_string(), format = "png".to_string()))]
+    #[allow(clippy::too_many_arguments)]
+    fn timeline_plot<'py>(
+        &self,
+        py: Python<'py>,
+        window: String,
+        by: String,
+        top: usize,
+        event: Option<String>,
+        lbr: Option<String>,
+        rule: Option<String>,
+        min_duration: String,
+        gap: String,
+        format: String,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        use trawl_query::timeline as tl;
+        let s = self.s.clone();
+        let t0 = self.t0.clone();
+        let img = wait(py, async move {
+            let image = match format.as_str() {
+                "png" => trawl_plot::Image::Png,
+                "svg" => trawl_plot::Image::Svg,
+                f => anyhow::bail!("format {f:?}: png or svg"),
+            };
+            let window_ns = trawl_query::time::parse_duration_ns(&window)?;
+            let key = tl::TimelineKey::parse(&by).ok_or_else(|| {
+                let names: Vec<&str> = tl::TimelineKey::ALL.iter().map(|k| k.name()).collect();
+                anyhow::anyhow!("by={by:?}: one of {}", names.join(", "))
+            })?;
+            let lbr = lbr
+                .as_deref()
+                .map(trawl_query::lbr::Method::parse)
+                .transpose()?;
+            let (df, event) = tl::timeline(&s, window_ns, key, top, event.as_deref(), lbr).await?;
+            let batches = df.collect().await?;
+            let first = s.captures()[0].name.clone();
+            let grid = tl::grid(&batches, &first, window_ns)
+                .ok_or_else(|| anyhow::anyhow!("no samples to plot"))?;
+            let bands: Vec<trawl_plot::Band> = match rule {
+                Some(r) => {
+                    let rule = trawl_query::ranges::Rule::parse(&r)?;
+                    let opts = trawl_query::ranges::RangeOpts {
+                        min_duration_ns: trawl_query::time::parse_duration_ns(&min_duration)?,
+                        gap_ns: trawl_query::time::parse_duration_ns(&gap)?,
+                    };
+                    trawl_query::ranges::ranges(&s, &rule, opts)
+                        .await?
+                        .get(&first)
+                        .map(|v| {
+                            v.iter()
+                                .map(|r| (r.start as f64 / 1e9, r.end as f64 / 1e9))
+                                .collect()
+                        })
+                        .unwrap_or_default()
+                }
+                None => Vec::new(),
+            };
+            let shares = trawl_plot::Shares {
+                windows: grid.windows,
+                width: window_ns as f64 / 1e9,
+                keys: grid.keys,
+                pct: grid.pct,
+            };
+            trawl_plot::shares(
+                image,
+                &format!("{first}: {event} by {} per {window} (t0: {t0})", key.name()),
+                &shares,
+                &bands,
+            )
+        })?;
+        Ok(bytes(py, &img))
+    }
+
+    /// A memory log's accesses as a PNG heatmap (as `trawl render
+    /// heatmap`), and each row's address range, object and symbol.
+    #[pyo3(signature = (*, view = "used".to_string(), bytes_per_row = None, instr_per_col = None, addr_range = None, ordinals = None, scale = 1, source = None))]
+    #[allow(clippy::too_many_arguments, clippy::type_complexity)]
+    fn heatmap<'py>(
+        &self,
+        py: Python<'py>,
+        view: String,
+        bytes_per_row: Option<u64>,
+        instr_per_col: Option<u64>,
+        addr_range: Option<(u64, u64)>,
+        ordinals: Option<(i64, i64)>,
+        scale: u32,
+        source: Option<i32>,
+    ) -> PyResult<(Bound<'py, PyBytes>, Vec<(u64, u64, String, String)>)> {
+        use trawl_query::memlog::{self, HeatOpts, View};
+        let s = self.s.clone();
+        let (png, rows) = wait(py, async move {
+            let view =
+                View::parse(&view).ok_or_else(|| anyhow::anyhow!("view={view:?}: used or full"))?;
+            if let Some(b) = bytes_per_row.filter(|b| !b.is_power_of_two()) {
+                anyhow::bail!("bytes_per_row={b}: must be a power of two");
+            }
+            let o = HeatOpts {
+                view,
+                bytes_per_row,
+                instr_per_col,
+                addr: addr_range,
+                ordinals,
+                source_id: source,
+                ..Default::default()
+            };
+            let hm = memlog::heatmap(&s, &o).await?;
+            let png = trawl_plot::heatmap_png(&hm, scale.max(1))?;
+            let labels = memlog::row_labels(&s, &hm.rows).await?;
+            let rows = hm
+                .rows
+                .iter()
+                .zip(labels)
+                .map(|(&(lo, hi), (obj, sym))| (lo, hi, obj, sym))
+                .collect::<Vec<_>>();
+            Ok((png, rows))
+        })?;
+        Ok((bytes(py, &png), rows))
+    }
+
+    fn __repr__(&self) -> String {
+        let names: Vec<String> = self.s.captures().iter().map(|c| c.name.clone()).collect();
+        format!("<trawl captures: {}>", names.join(", "))
+    }
+}
