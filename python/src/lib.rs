@@ -26,13 +26,13 @@ use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 
 create_exception!(
-    _trawl,
+    trawl,
     TrawlError,
     PyException,
     "An error of trawl: a capture that cannot be opened, a query or analysis that fails, bad arguments."
 );
 create_exception!(
-    _trawl,
+    trawl,
     InputError,
     TrawlError,
     "An input trawl cannot read (under strict=True: the first problem found). Attributes: source (the file), offset (byte) or line, kind, message."

@@ -368,7 +368,12 @@ def _analysis(name: str, doc: str, positional: int, params: list):
             if k in given:
                 raise TypeError(f"{name}(): {k} given twice")
             given[k] = v
-        return Result(self._c.call(name, [], [(k, v) for k, v in given.items()]))
+        # Parameters that go by position go by position (padded with None,
+        # "not given", up to the last one given); the rest by name.
+        lead = names[:positional]
+        last = max([i + 1 for i, p in enumerate(lead) if given.get(p) is not None], default=0)
+        args = [given.pop(p, None) for p in lead][:last]
+        return Result(self._c.call(name, args, [(k, v) for k, v in given.items()]))
 
     sig = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_ONLY)]
     lines = [doc, "", "Parameters (as in ``trawl sql``'s " + name + "(...)):"]

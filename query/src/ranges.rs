@@ -743,6 +743,8 @@ impl std::fmt::Debug for ExhaustionFn {
 fn lit_f64(e: Option<&Expr>, what: &str) -> datafusion::error::Result<f64> {
     match e {
         None => Ok(0.0),
+        // NULL is "not given", as for the SQL analyses.
+        Some(Expr::Literal(v, _)) if v.is_null() => Ok(0.0),
         Some(Expr::Literal(v, _)) => match v {
             ScalarValue::Int64(Some(n)) => Ok(*n as f64),
             ScalarValue::Int32(Some(n)) => Ok(f64::from(*n)),

@@ -1,0 +1,271 @@
+"""The Python package against the CLI on the bundled fixtures.
+
+Every analysis method gives the rows `trawl sql` gives for the same table
+function call on the same capture (the CLI binary is the reference: it is
+run here, on the captures this package ingested), and a few reports are
+compared with `trawl report`. Figures, errors, progress and the Arrow
+stream interface are checked by content.
+
+Environment: TRAWL_BIN (default target/debug/trawl), RAPL_SIM (default
+target/debug/examples/rapl_sim: the energy simulator's inputs).
+"""
+
+import math
+import os
+import subprocess
+
+import duckdb
+import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import trawl
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+TRAWL = os.environ.get("TRAWL_BIN", os.path.join(ROOT, "target", "debug", "trawl"))
+RAPL_SIM = os.environ.get("RAPL_SIM", os.path.join(ROOT, "target", "debug", "examples", "rapl_sim"))
+
+
+def fx(*p):
+    return os.path.join(ROOT, "fixtures", *p)
+
+
+@pytest.fixture(scope="session")
+def caps(tmp_path_factory):
+    """One capture of each kind, ingested by this package."""
+    tmp = tmp_path_factory.mktemp("caps")
+    sim = tmp / "sim"
+    subprocess.run([RAPL_SIM, str(sim), fx("perf", "bin", "lbr"), "2"], check=True, capture_output=True)
+    bin_dirs = [fx("perf", "bin")]
+    spec = {
+        "perf": ([fx("perf", "hot-fp.data")], dict(debug_dirs=bin_dirs)),
+        "lbr": ([fx("perf", "lbr-fig8.data")], dict(debug_dirs=bin_dirs)),
+        "phases": (
+            [fx("phases", "run1", f) for f in ("perf.data", "app.strace", "vmstat.log", "sar.csv")],
+            dict(debug_dirs=[fx("phases", "bin")]),
+        ),
+        "memlog": (
+            [fx("memlog", "pages.lackey.zst"), fx("memlog", "pages.maps")],
+            dict(debug_dirs=[fx("memlog", "bin")]),
+        ),
+        "energy": ([sim / "sim.data", sim / "sim-rapl.csv"], dict(debug_dirs=bin_dirs)),
+    }
+    out = {}
+    for kind, (inputs, opts) in spec.items():
+        out[kind] = trawl.ingest(inputs, tmp / kind, progress=False, quiet=True, **opts)
+    return out
+
+
+def cli(*args):
+    return subprocess.run([TRAWL, *map(str, args)], check=True, capture_output=True, text=True)
+
+
+def cli_rows(tmp_path, *args):
+    """A CLI command's result as rows, through its Parquet output."""
+    out = tmp_path / "cli.parquet"
+    cli(*args, "--format", "parquet", "-o", out)
+    return pq.read_table(out).to_pylist()
+
+
+def sql_literal(v):
+    # Builds the reference query's text in the test: the package binds
+    # values, the CLI gets them written out.
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return repr(v)
+    return "'" + str(v).replace("'", "''") + "'"
+
+
+def sorted_rows(rows):
+    key = lambda r: tuple((v is None, str(v)) for v in r.values())
+    return sorted(rows, key=key)
+
+
+def assert_same_rows(got, want, what):
+    got, want = sorted_rows(got), sorted_rows(want)
+    assert len(got) == len(want), f"{what}: {len(got)} rows, CLI {len(want)}"
+    assert len(got) > 0, f"{what}: no rows (the case checks nothing)"
+    for g, w in zip(got, want):
+        assert list(g) == list(w), f"{what}: columns {list(g)} vs {list(w)}"
+        for k in g:
+            a, b = g[k], w[k]
+            if isinstance(a, float) and isinstance(b, float):
+                assert math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-9) or (
+                    math.isnan(a) and math.isnan(b)
+                ), f"{what}: {k} {a} vs {b}"
+            else:
+                assert a == b, f"{what}: {k} {a!r} vs {b!r}"
+
+
+CPU_RULE = "cpu_user+cpu_sys > 90 and runq > 2"
+
+# (capture, method, method keyword arguments, the same call in SQL).
+CASES = [
+    ("perf", "stack_weight", {}, "stack_weight()"),
+    ("perf", "stack_weight", {"weight": "samples", "comm": ["hot"]}, "stack_weight('weight', 'samples', 'comm', 'hot')"),
+    ("perf", "hotspots", {"by": "function"}, "hotspots('function')"),
+    ("perf", "hotspots", {"by": "srcline", "inline": False}, "hotspots('srcline', 'inline', false)"),
+    ("perf", "callers", {"function": "spin_a"}, "callers('spin_a')"),
+    ("perf", "callees", {"function": "main"}, "callees('main')"),
+    ("perf", "folded", {}, "folded()"),
+    ("perf", "timeline", {"window": "10ms", "top": 3}, "timeline(10000000, 'top', 3)"),
+    ("lbr", "lbr_samples", {"method": 3}, "lbr_samples('3')"),
+    ("lbr", "lbr_functions", {"method": 1}, "lbr_functions('1')"),
+    ("lbr", "lbr_summary", {"method": 2}, "lbr_summary('2')"),
+    ("lbr", "lbr_points", {"method": "cycles", "ghz": 2.0}, "lbr_points('cycles', 2.0)"),
+    ("lbr", "lbr_sequence", {}, "lbr_sequence()"),
+    ("lbr", "lbr_timeline", {"window": "1ms", "method": 3}, "lbr_timeline(1000000, '3')"),
+    ("phases", "live_regions", {}, "live_regions()"),
+    ("phases", "unfreed", {"at": "end"}, "unfreed()"),
+    ("phases", "unfreed", {"at": "+9"}, None),  # '+9' → at_ns: checked below
+    ("phases", "io_bytes", {"lead": "1s"}, "io_bytes('lead_ns', 1000000000)"),
+    ("phases", "exhaustion", {"rule": CPU_RULE}, f"exhaustion('{CPU_RULE}')"),
+    ("phases", "cause_cpu", {"rule": CPU_RULE}, f"cause_cpu('{CPU_RULE}')"),
+    ("phases", "cause_memory", {"rule": "memused_pct > 5", "at": "max"}, "cause_memory('memused_pct > 5', 'at', 'max')"),
+    ("phases", "cause_io", {"rule": "blocks_out > 100000", "lead_ns": 10**9}, "cause_io('blocks_out > 100000', 'lead_ns', 1000000000)"),
+    ("memlog", "pages", {}, "pages()"),
+    ("memlog", "pages", {"page_size": 8192}, "pages(8192)"),
+    ("memlog", "page_reuse_pairs", {}, "page_reuse_pairs()"),
+    ("memlog", "page_reuse", {}, "page_reuse()"),
+    ("memlog", "page_reuse_plan", {}, "page_reuse_plan()"),
+    ("memlog", "mem_symbols", {"kind": "function"}, "mem_symbols('kind', 'function')"),
+    ("energy", "energy", {"by": "function"}, "energy_by('function')"),
+    ("energy", "energy_by", {"by": ["process", "cpu"]}, "energy_by(['process', 'cpu'])"),
+    ("energy", "power_model", {}, "power_model()"),
+    ("energy", "power_intervals", {}, "power_intervals()"),
+    ("energy", "power_samples", {}, "power_samples()"),
+    ("energy", "power_data", {}, "power_data()"),
+]
+
+
+@pytest.mark.parametrize("kind,method,kwargs,sql", CASES, ids=[f"{c[1]}-{i}" for i, c in enumerate(CASES)])
+def test_analysis_equals_trawl_sql(caps, tmp_path, kind, method, kwargs, sql):
+    cap = caps[kind]
+    got = getattr(cap, method)(**kwargs).to_arrow().to_pylist()
+    if sql is None:
+        at = cap._c.resolve_at(kwargs["at"])
+        first = cli_rows(tmp_path, "sql", cap.captures[0][1], "SELECT min(time_ns) AS t FROM syscall")[0]["t"]
+        assert at == first + 9 * 10**9, "+9 is nine seconds after the first traced call"
+        sql = f"{method}({at})"
+    want = cli_rows(tmp_path, "sql", cap.captures[0][1], f"SELECT * FROM {sql}")
+    assert_same_rows(got, want, f"{method}({kwargs}) vs trawl sql {sql}")
+
+
+def test_every_analysis_is_a_method_and_is_tested():
+    names = {f[0] for f in trawl._trawl.functions()} | {"exhaustion"}
+    tested = {trawl._ALIASES.get(c[1], c[1]) for c in CASES}
+    assert names <= tested, f"analyses without a test: {sorted(names - tested)}"
+    for n in names:
+        assert callable(getattr(trawl.Capture, n)), n
+    listed = trawl.functions()
+    assert set(listed.column("function").to_pylist()) == names - {"exhaustion"}
+
+
+@pytest.mark.parametrize(
+    "kind,method,kwargs,report",
+    [
+        ("perf", "hotspots", {"by": "module"}, ["report", "hotspots", "--by", "module"]),
+        ("perf", "callers", {"function": "spin_b"}, ["report", "callers", "spin_b", "CAP"]),
+        ("phases", "unfreed", {"at": "end"}, ["report", "unfreed", "--at", "end"]),
+        ("perf", "timeline", {"window": "20ms"}, ["report", "timeline", "--window", "20ms"]),
+        ("memlog", "pages", {}, ["report", "pages"]),
+    ],
+)
+def test_analysis_equals_cli_report(caps, tmp_path, kind, method, kwargs, report):
+    cap = caps[kind]
+    got = getattr(cap, method)(**kwargs).to_arrow().to_pylist()
+    if "CAP" not in report:
+        report = report[:2] + ["CAP"] + report[2:]
+    args = [cap.captures[0][1] if a == "CAP" else a for a in report]
+    want = cli_rows(tmp_path, *args)
+    # A report names some columns after its options (the weight: `self_period`;
+    # the key: `function`) and may leave out trailing ones; the values are
+    # the table function's, column for column.
+    cols = list(want[0])
+    assert len(cols) <= len(got[0])
+    got = [dict(zip(cols, list(r.values())[: len(cols)])) for r in got]
+    assert_same_rows(got, want, f"{method}({kwargs}) vs trawl {' '.join(report)}")
+
+
+def test_results_speak_the_arrow_stream_interface(caps):
+    cap = caps["perf"]
+    r = cap.sql("SELECT comm, event, count(*) AS n FROM perf_sample GROUP BY comm, event ORDER BY n DESC")
+    want = cli(
+        "sql", cap.captures[0][1], "SELECT count(*) FROM perf_sample", "--format", "csv"
+    ).stdout.split()[1]
+    t = pa.table(r)
+    assert sum(t.column("n").to_pylist()) == int(want)
+    assert pl.DataFrame(r)["n"].sum() == int(want)
+    assert duckdb.sql("SELECT sum(n) FROM r").fetchall()[0][0] == int(want)
+    assert r.to_pandas()["n"].sum() == int(want)
+    assert r.columns == ["comm", "event", "n"]
+    # Stored dictionary columns stay dictionaries across the interface.
+    raw = pa.table(cap.sql("SELECT event FROM perf_sample"))
+    assert pa.types.is_dictionary(raw.schema.field("event").type), raw.schema
+    # A reader streams batches: 1,078 samples in batches of at most 8192 rows.
+    assert sum(b.num_rows for b in r.to_reader()) == t.num_rows
+
+
+def test_utc_and_notebook_display(caps):
+    cap = caps["perf"]
+    svg = cap.flamegraph()
+    text = svg._repr_svg_()
+    assert text.startswith("<?xml") and "<svg" in text
+    assert "spin_a" in text and "spin_b" in text, "the hot functions are drawn"
+    png = cap.timeline_plot(window="10ms")
+    assert png._repr_png_()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert cap.timeline_plot(window="10ms", format="svg")._repr_svg_().count("spin_a") >= 1
+    hm = caps["memlog"].heatmap()
+    assert hm.data[:8] == b"\x89PNG\r\n\x1a\n"
+    rows = hm.rows_table()
+    assert rows.num_rows == len(hm.rows) > 0
+    assert any(o for o in rows.column("object").to_pylist()), "rows are labelled with their objects"
+
+
+def test_tables_carry_the_column_docs(caps):
+    t = caps["perf"].tables().to_arrow().to_pylist()
+    doc = {(r["table_name"], r["column_name"]): r["description"] for r in t}
+    assert "perf" in doc[("perf_sample", "event")].lower()
+    assert doc[("perf_sample", "capture")].startswith("Name of the capture")
+
+
+def test_errors_are_exceptions_with_positions(caps, tmp_path):
+    with pytest.raises(trawl.TrawlError, match="not a trawl capture"):
+        trawl.open(tmp_path)
+    with pytest.raises(trawl.TrawlError, match="nope"):
+        caps["perf"].sql("SELECT * FROM nope").to_arrow()
+    with pytest.raises(TypeError, match="no parameter 'bogus'"):
+        caps["perf"].hotspots(bogus=1)
+    with pytest.raises(trawl.TrawlError, match="by"):
+        caps["perf"].hotspots(by="nonsense").to_arrow()
+    # A truncated perf.data under strict=True: the first diagnostic, with
+    # its byte offset, and the old capture left as it was.
+    data = open(fx("perf", "hot-fp.data"), "rb").read()[:50_000]
+    cut = tmp_path / "cut.data"
+    cut.write_bytes(data)
+    with pytest.raises(trawl.InputError) as e:
+        trawl.ingest([cut], tmp_path / "strict", strict=True, progress=False, quiet=True)
+    assert e.value.source == str(cut) and e.value.kind == "truncated"
+    assert isinstance(e.value.offset, int) and 0 < e.value.offset <= 50_000
+    assert not (tmp_path / "strict").exists()
+    # Without strict the readable records are kept and the problem recorded.
+    cap = trawl.ingest([cut], tmp_path / "lenient", progress=False, quiet=True)
+    assert cap.summary["inputs"][0]["diagnostics"]
+    n = cap.sql("SELECT count(*) AS n FROM diagnostic").to_pylist()[0]["n"]
+    assert n >= 1
+
+
+def test_ingest_reports_progress(tmp_path):
+    seen = []
+    trawl.ingest(
+        [fx("perf", "hot-fp.data")],
+        tmp_path / "cap",
+        progress=lambda done, total: seen.append((done, total)),
+        quiet=True,
+        symbolize=False,
+    )
+    size = os.path.getsize(fx("perf", "hot-fp.data"))
+    assert seen and seen[-1] == (size, size)
+    assert all(d <= t for d, t in seen)
