@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs every test of trawl on a fresh machine: installs what the tests need
 # when it is missing (perf, binutils, llvm and libc6-dbg from Debian;
-# pyarrow, polars and duckdb from PyPI), then the Rust tests (unit + end-to-end against perf)
-# and the notebook check.
+# pyarrow, polars, duckdb, pandas, pytest and Jupyter from PyPI), then the
+# Rust tests (unit + end-to-end against perf), the notebook check and the
+# Python package's tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -22,8 +23,11 @@ command -v gzip >/dev/null 2>&1 || missing+=(gzip)
 if [ ${#missing[@]} -gt 0 ]; then
   apt-get update -qq && apt-get install -y -qq "${missing[@]}"
 fi
-if ! python3 -c 'import pyarrow, polars, duckdb' >/dev/null 2>&1; then
-  python3 -m pip install --quiet --disable-pip-version-check pyarrow polars duckdb
+# pyarrow, Polars, DuckDB and pandas read the tables and results; pytest,
+# Jupytext, nbclient and ipykernel run the Python tests and the example
+# notebook.
+if ! python3 -c 'import pyarrow, polars, duckdb, pandas, pytest, jupytext, nbclient, ipykernel' >/dev/null 2>&1; then
+  python3 -m pip install --quiet --disable-pip-version-check pyarrow polars duckdb pandas pytest jupytext nbclient ipykernel
 fi
 
 # No incremental build state: a clean checkout builds once, and the target
@@ -32,3 +36,8 @@ export CARGO_INCREMENTAL=0
 df -h . | tail -1
 cargo test --workspace --no-fail-fast
 python3 tests/notebook_check.py target/debug/trawl
+# The Python package, installed from this checkout as README says, built
+# with the dev profile so that the Rust tests' build is reused; then its
+# tests (every analysis method against `trawl sql`, the example notebook).
+MATURIN_PEP517_ARGS="--profile dev" python3 -m pip install --quiet --disable-pip-version-check ./python
+python3 -m pytest -q python/tests

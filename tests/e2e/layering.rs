@@ -93,8 +93,9 @@ fn converters_build_columns_from_the_schema() {
 
 #[test]
 fn query_reads_only_parquet_and_never_symbolizes() {
-    // The cluster crate is transport for query's sessions: the same rule.
-    for krate in ["cluster"] {
+    // The cluster crate is transport for query's sessions, and the plot
+    // crate draws what query computed: the same rule.
+    for krate in ["cluster", "plot"] {
         let manifest = std::fs::read_to_string(root().join(krate).join("Cargo.toml")).unwrap();
         for dep in ["trawl-symbolize", "trawl-ingest"] {
             assert!(!manifest.contains(dep), "{krate} depends on {dep}");
@@ -129,11 +130,22 @@ fn only_the_cli_knows_exit_codes_and_terminals() {
         "query/src",
         "archive/src",
         "cluster/src",
+        "plot/src",
+        // The Python package's errors are exceptions; Python owns the
+        // process and its terminal.
+        "python/src",
     ] {
         for f in rust_files(&root().join(krate)) {
             bad.extend(mentions(
                 &f,
-                &["process::exit", "ExitCode", "IsTerminal", "isatty"],
+                &[
+                    "process::exit",
+                    "ExitCode",
+                    "IsTerminal",
+                    "isatty",
+                    "println!",
+                    "eprintln!",
+                ],
             ));
         }
     }
