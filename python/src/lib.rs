@@ -83,6 +83,31 @@ where
     }
 }
 
+static MAIN_THREAD: OnceLock<std::thread::ThreadId> = OnceLock::new();
+
+/// Whether this is the thread that imported the module (Python's main
+/// thread: the one signal handlers run on).
+pub(crate) fn on_main_thread() -> bool {
+    MAIN_THREAD.get() == Some(&std::thread::current().id())
+}
+
+/// Whether Ctrl-C was pressed: runs Python's signal handlers; a
+/// KeyboardInterrupt is raised again for the interpreter to see once the
+/// consumer returns.
+pub(crate) fn interrupted() -> bool {
+    Python::attach(|py| match py.check_signals() {
+        Ok(()) => false,
+        Err(e) => {
+            if e.is_instance_of::<pyo3::exceptions::PyKeyboardInterrupt>(py) {
+                // SAFETY: PyErr_SetInterrupt only sets the interpreter's
+                // pending-signal flag; the GIL is held.
+                unsafe { pyo3::ffi::PyErr_SetInterrupt() };
+            }
+            true
+        }
+    })
+}
+
 /// Runs `f`, turning a panic into a [`TrawlError`].
 pub(crate) fn guard<T>(py: Python<'_>, f: impl FnOnce() -> anyhow::Result<T>) -> PyResult<T> {
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
@@ -195,6 +220,7 @@ fn parse_duration_ns(py: Python<'_>, text: &str) -> PyResult<i64> {
 #[pymodule]
 fn _trawl(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
+    let _ = MAIN_THREAD.set(std::thread::current().id());
     m.add("TrawlError", py.get_type::<TrawlError>())?;
     m.add("InputError", py.get_type::<InputError>())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

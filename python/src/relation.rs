@@ -7,6 +7,7 @@
 
 use std::ffi::CStr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use futures::StreamExt;
 use pyo3::prelude::*;
@@ -22,6 +23,9 @@ use trawl_query::datafusion::prelude::DataFrame;
 use crate::{guard, runtime, wait};
 
 const STREAM: &CStr = c"arrow_array_stream";
+/// The error a stream ends with at Ctrl-C (the package raises
+/// KeyboardInterrupt for it).
+const INTERRUPTED: &str = "trawl: query interrupted (Ctrl-C)";
 const SCHEMA: &CStr = c"arrow_schema";
 
 /// The result of a query or an analysis (lazy: nothing runs until it is
@@ -54,9 +58,23 @@ impl Iterator for Reader {
     type Item = Result<RecordBatch, ArrowError>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        runtime()
-            .block_on(self.stream.next())
-            .map(|r| r.map_err(|e| ArrowError::ExternalError(Box::new(e))))
+        // Consumers call this from their own code, often without giving
+        // Python a chance to see Ctrl-C: on the main thread, look for it
+        // every 100 ms (other threads leave signals to the main one).
+        let main = crate::on_main_thread();
+        runtime().block_on(async {
+            loop {
+                match tokio::time::timeout(Duration::from_millis(100), self.stream.next()).await {
+                    Ok(v) => {
+                        return v.map(|r| r.map_err(|e| ArrowError::ExternalError(Box::new(e))))
+                    }
+                    Err(_) if main && crate::interrupted() => {
+                        return Some(Err(ArrowError::ExternalError(INTERRUPTED.into())))
+                    }
+                    Err(_) => {}
+                }
+            }
+        })
     }
 }
 

@@ -11,6 +11,9 @@ target/debug/examples/rapl_sim: the energy simulator's inputs).
 """
 
 import math
+import signal
+import threading
+import time
 import os
 import subprocess
 
@@ -269,3 +272,16 @@ def test_ingest_reports_progress(tmp_path):
     size = os.path.getsize(fx("perf", "hot-fp.data"))
     assert seen and seen[-1] == (size, size)
     assert all(d <= t for d, t in seen)
+
+
+def test_ctrl_c_stops_a_running_query(caps):
+    # A query that would run for hours; SIGINT (Ctrl-C) after 1 s.
+    query = "SELECT sum(value) FROM range(100000000000)"
+    for read in (lambda r: r.to_arrow(), lambda r: r.to_polars()):
+        timer = threading.Timer(1.0, lambda: os.kill(os.getpid(), signal.SIGINT))
+        timer.start()
+        t = time.monotonic()
+        with pytest.raises(KeyboardInterrupt):
+            read(caps["perf"].sql(query))
+        timer.join()
+        assert time.monotonic() - t < 30

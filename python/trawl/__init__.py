@@ -75,7 +75,8 @@ class Result:
 
     def to_arrow(self):
         """All rows as a ``pyarrow.Table``."""
-        return self.to_reader().read_all()
+        with _interruptible():
+            return self.to_reader().read_all()
 
     def to_pandas(self, **kwargs):
         """All rows as a ``pandas.DataFrame`` (through pyarrow; ``kwargs`` go to
@@ -86,7 +87,8 @@ class Result:
         """All rows as a ``polars.DataFrame``."""
         import polars as pl
 
-        return pl.DataFrame(self)
+        with _interruptible():
+            return pl.DataFrame(self)
 
     def to_pylist(self) -> list:
         """All rows as a list of dicts."""
@@ -111,6 +113,19 @@ class Result:
         import html
 
         return "<pre>" + html.escape(self._rel.show(10)) + "</pre>"
+
+
+class _interruptible:
+    """Ctrl-C while a consumer reads a result ends the stream with an
+    error naming the interruption: raised as KeyboardInterrupt."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, value, tb):
+        if value is not None and "query interrupted (Ctrl-C)" in str(value):
+            raise KeyboardInterrupt from None
+        return False
 
 
 class SVG:
