@@ -28,3 +28,14 @@ pub fn flame_svg(tree: &FrameTree, title: &str, count_name: &str) -> Result<(Vec
         .context("drawing the flame graph")?;
     Ok((svg, lines.len()))
 }
+
+/// A flame graph's default title: the captures and the event.
+pub fn flame_title(s: &trawl_query::Session, event: &str) -> String {
+    let caps: Vec<&str> = s.captures().iter().map(|c| c.name.as_str()).collect();
+    format!("{} — {event}", caps.join(", "))
+}
+
+/// What a flame graph's widths count under `weight`.
+pub fn count_name(weight: &trawl_query::analyses::Weight) -> String {
+    weight.name().unwrap_or_else(|| "samples".into())
+}

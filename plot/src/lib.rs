@@ -5,7 +5,8 @@
 //! Fig. 10) and metric panels with thresholds and shaded exhaustion ranges
 //! (`report exhaustion --plot`, Fig. 2) through plotters as PNG or SVG;
 //! energy histograms (document 004 Fig. 6, 8); memory heatmaps as PNG
-//! (document 001); flame graphs as SVG through inferno ([`flame_svg`]).
+//! (document 001); flame graphs as SVG through inferno ([`flame_svg`]);
+//! the timeline figure from `timeline(...)`'s rows ([`timeline`]).
 
 use std::path::Path;
 use std::sync::Once;
@@ -13,9 +14,11 @@ use std::sync::Once;
 use anyhow::{anyhow, bail, Context, Result};
 
 mod flame;
-pub use flame::flame_svg;
+mod timeline;
+pub use flame::{count_name, flame_svg, flame_title};
 use plotters::coord::Shift;
 use plotters::prelude::*;
+pub use timeline::{rule_bands, timeline, timeline_title};
 
 /// A time range to shade, in seconds.
 pub type Band = (f64, f64);

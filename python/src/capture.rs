@@ -210,12 +210,8 @@ impl Capture {
                 opts: StackOpts { inline },
             };
             let tree = trawl_query::flame::frame_tree(&s, &sel).await?;
-            let title = title.unwrap_or_else(|| {
-                let caps: Vec<String> = s.captures().iter().map(|c| c.name.clone()).collect();
-                format!("{} — {event}", caps.join(", "))
-            });
-            let count = weight.name().unwrap_or_else(|| "samples".into());
-            trawl_plot::flame_svg(&tree, &title, &count)
+            let title = title.unwrap_or_else(|| trawl_plot::flame_title(&s, &event));
+            trawl_plot::flame_svg(&tree, &title, &trawl_plot::count_name(&weight))
         })?;
         Ok((bytes(py, &svg), frames))
     }
@@ -259,39 +255,19 @@ impl Capture {
             let (df, event) = tl::timeline(&s, window_ns, key, top, event.as_deref(), lbr).await?;
             let batches = df.collect().await?;
             let first = s.captures()[0].name.clone();
-            let grid = tl::grid(&batches, &first, window_ns)
-                .ok_or_else(|| anyhow::anyhow!("no samples to plot"))?;
-            let bands: Vec<trawl_plot::Band> = match rule {
+            let bands = match rule {
                 Some(r) => {
                     let rule = trawl_query::ranges::Rule::parse(&r)?;
                     let opts = trawl_query::ranges::RangeOpts {
                         min_duration_ns: trawl_query::time::parse_duration_ns(&min_duration)?,
                         gap_ns: trawl_query::time::parse_duration_ns(&gap)?,
                     };
-                    trawl_query::ranges::ranges(&s, &rule, opts)
-                        .await?
-                        .get(&first)
-                        .map(|v| {
-                            v.iter()
-                                .map(|r| (r.start as f64 / 1e9, r.end as f64 / 1e9))
-                                .collect()
-                        })
-                        .unwrap_or_default()
+                    trawl_plot::rule_bands(&s, &rule, opts, &first).await?
                 }
                 None => Vec::new(),
             };
-            let shares = trawl_plot::Shares {
-                windows: grid.windows,
-                width: window_ns as f64 / 1e9,
-                keys: grid.keys,
-                pct: grid.pct,
-            };
-            trawl_plot::shares(
-                image,
-                &format!("{first}: {event} by {} per {window} (t0: {t0})", key.name()),
-                &shares,
-                &bands,
-            )
+            let title = trawl_plot::timeline_title(&first, &event, key, &window, &t0);
+            trawl_plot::timeline(image, &batches, &first, window_ns, &title, &bands)
         })?;
         Ok(bytes(py, &img))
     }

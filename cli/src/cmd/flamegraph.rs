@@ -43,12 +43,11 @@ pub(crate) async fn flamegraph(a: FlameArgs) -> Result<()> {
             .collect();
         output::write_atomic(p, (all.join("\n") + "\n").as_bytes())?;
     }
-    let title = a.title.clone().unwrap_or_else(|| {
-        let caps: Vec<String> = s.captures().iter().map(|c| c.name.clone()).collect();
-        format!("{} — {event}", caps.join(", "))
-    });
-    let count = weight.name().unwrap_or_else(|| "samples".into());
-    let (svg, frames) = trawl_plot::flame_svg(&tree, &title, &count)?;
+    let title = a
+        .title
+        .clone()
+        .unwrap_or_else(|| plot::flame_title(&s, &event));
+    let (svg, frames) = plot::flame_svg(&tree, &title, &plot::count_name(&weight))?;
     output::write_atomic(&a.output, &svg)?;
     eprintln!(
         "wrote {} ({frames} frames wide enough to draw)",

@@ -45,39 +45,20 @@ pub(crate) async fn timeline(a: TimelineArgs) -> Result<()> {
     let batches = df.collect().await?;
     if let Some(p) = &a.plot {
         let first = &s.captures()[0].name;
-        let Some(grid) = tl::grid(&batches, first, window) else {
-            bail!("no samples to plot");
-        };
-        let bands: Vec<plot::Band> = match a.rule.parse()? {
-            Some((rule, opts)) => trawl_query::ranges::ranges(&s, &rule, opts)
-                .await?
-                .get(first)
-                .map(|v| {
-                    v.iter()
-                        .map(|r| (r.start as f64 / 1e9, r.end as f64 / 1e9))
-                        .collect()
-                })
-                .unwrap_or_default(),
+        let bands = match a.rule.parse()? {
+            Some((rule, opts)) => plot::rule_bands(&s, &rule, opts, first).await?,
             None => Vec::new(),
         };
-        let shares = plot::Shares {
-            windows: grid.windows,
-            width: window as f64 / 1e9,
-            keys: grid.keys,
-            pct: grid.pct,
-        };
-        let png = plot::shares(
+        let title = plot::timeline_title(first, &event, a.by, &a.window, &a.t0.t0);
+        let img = plot::timeline(
             plot::Image::of_path(p)?,
-            &format!(
-                "{first}: {event} by {} per {} (t0: {})",
-                a.by.name(),
-                a.window,
-                a.t0.t0
-            ),
-            &shares,
+            &batches,
+            first,
+            window,
+            &title,
             &bands,
         )?;
-        output::write_atomic(p, &png)?;
+        output::write_atomic(p, &img)?;
         eprintln!("wrote {}", p.display());
     }
     if matches!(a.out.format, Format::Table) && a.out.output.is_none() {

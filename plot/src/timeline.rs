@@ -1,0 +1,62 @@
+//! `timeline(...)`'s rows as document 000's Fig. 10: the shares of the top
+//! keys per window, stacked, with the ranges where a rule holds shaded.
+
+use anyhow::{anyhow, Result};
+use trawl_query::datafusion::arrow::record_batch::RecordBatch;
+use trawl_query::choice::Choice;
+use trawl_query::ranges::{RangeOpts, Rule};
+use trawl_query::timeline::{grid, TimelineKey};
+use trawl_query::Session;
+
+use crate::{shares, Band, Image, Shares};
+
+/// The figure's title: the capture, event, key, window and origin.
+pub fn timeline_title(
+    capture: &str,
+    event: &str,
+    key: TimelineKey,
+    window: &str,
+    t0: &str,
+) -> String {
+    format!(
+        "{capture}: {event} by {} per {window} (t0: {t0})",
+        key.name()
+    )
+}
+
+/// The ranges where `rule` holds in `capture`, in seconds on its axis.
+pub async fn rule_bands(
+    s: &Session,
+    rule: &Rule,
+    opts: RangeOpts,
+    capture: &str,
+) -> Result<Vec<Band>> {
+    Ok(trawl_query::ranges::ranges(s, rule, opts)
+        .await?
+        .get(capture)
+        .map(|v| {
+            v.iter()
+                .map(|r| (r.start as f64 / 1e9, r.end as f64 / 1e9))
+                .collect()
+        })
+        .unwrap_or_default())
+}
+
+/// Draws `capture`'s rows of `timeline(window_ns, ...)` (`batches`).
+pub fn timeline(
+    image: Image,
+    batches: &[RecordBatch],
+    capture: &str,
+    window_ns: i64,
+    title: &str,
+    bands: &[Band],
+) -> Result<Vec<u8>> {
+    let g = grid(batches, capture, window_ns).ok_or_else(|| anyhow!("no samples to plot"))?;
+    let s = Shares {
+        windows: g.windows,
+        width: window_ns as f64 / 1e9,
+        keys: g.keys,
+        pct: g.pct,
+    };
+    shares(image, title, &s, bands)
+}
