@@ -14,7 +14,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
 
 /// Version of the tables' layout, stored in every file's schema metadata
 /// (`trawl.schema_version`, next to `trawl.table`). Raised when a column is
@@ -51,6 +51,10 @@ pub enum ColType {
     DictUtf8,
     Binary,
     ListUInt64,
+    /// A time on UTC: Arrow `timestamp[ns, UTC]` (Parquet TIMESTAMP(NANOS,
+    /// UTC-adjusted)), which pandas, Polars and DuckDB read as a time with
+    /// zone. Stored beside the native integer clock (`*_ns`).
+    TimeUtc,
 }
 
 impl ColType {
@@ -67,6 +71,7 @@ impl ColType {
                 DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8))
             }
             ColType::Binary => DataType::Binary,
+            ColType::TimeUtc => DataType::Timestamp(TimeUnit::Nanosecond, Some("UTC".into())),
             ColType::ListUInt64 => {
                 DataType::List(Arc::new(Field::new("item", DataType::UInt64, false)))
             }
@@ -84,6 +89,7 @@ impl ColType {
             ColType::Utf8 | ColType::DictUtf8 => "VARCHAR",
             ColType::Binary => "BINARY",
             ColType::ListUInt64 => "LIST<BIGINT UNSIGNED>",
+            ColType::TimeUtc => "TIMESTAMP WITH TIME ZONE",
         }
     }
 }
@@ -268,6 +274,7 @@ pub static PERF_SAMPLE: TableDef = TableDef {
         col!("sample_id", Int64, "Id of the sample (its position in time order across the capture); child tables refer to it."),
         col!("source_id", Int32, "Input the sample came from."),
         col!("time_ns", Int64, null, "Timestamp in ns on the capture's clock (perf's `time`; CLOCK_MONOTONIC unless `capture_meta.clockid` says otherwise)."),
+        col!("time_utc", TimeUtc, null, "The time on UTC (`time_ns` + `source.utc_offset_ns`), when the recording placed its clock on UTC (`perf record -k CLOCK`: the clock data header); null otherwise."),
         col!("pid", Int32, null, "Process id (thread group id)."),
         col!("tid", Int32, null, "Thread id (the kernel's task id; equals pid for the main thread)."),
         col!("cpu", UInt32, null, "CPU the sample was taken on."),
@@ -393,6 +400,7 @@ pub static PERF_MAPPING: TableDef = TableDef {
         col!("mapping_id", Int64, "Id of the mapping."),
         col!("source_id", Int32, "Input the record came from."),
         col!("time_ns", Int64, null, "Time of the mmap (null for mappings synthesized before recording without a timestamp)."),
+        col!("time_utc", TimeUtc, null, "The time on UTC, as `perf_sample.time_utc`."),
         col!("pid", Int32, "Process (-1 for kernel mappings)."),
         col!("tid", Int32, "Thread that made the mapping."),
         col!("start", UInt64, "Start address."),
@@ -417,6 +425,7 @@ pub static PERF_TASK_EVENT: TableDef = TableDef {
     columns: &[
         col!("source_id", Int32, "Input the record came from."),
         col!("time_ns", Int64, null, "Time of the event (null when the record has no timestamp)."),
+        col!("time_utc", TimeUtc, null, "The time on UTC, as `perf_sample.time_utc`."),
         col!("kind", DictUtf8, "`comm`, `exec` (COMM with the exec flag), `fork` or `exit`."),
         col!("pid", Int32, "Process id (thread group id)."),
         col!("tid", Int32, "Thread id (equals pid for the main thread)."),
@@ -466,6 +475,7 @@ pub static PERF_LOST: TableDef = TableDef {
     columns: &[
         col!("source_id", Int32, "Input the row came from (`source.source_id`)."),
         col!("time_ns", Int64, null, "Time of the record."),
+        col!("time_utc", TimeUtc, null, "The time on UTC, as `perf_sample.time_utc`."),
         col!("kind", Utf8, "`lost` (PERF_RECORD_LOST) or `lost_samples` (PERF_RECORD_LOST_SAMPLES)."),
         col!("event_id", Int32, null, "Event the loss belongs to."),
         col!("count", UInt64, "Number of records or samples lost."),
@@ -558,6 +568,7 @@ pub static SYSCALL: TableDef = TableDef {
         col!("tgid", Int32, null, "Process (thread group) id, where the source says it: perf; null for strace, which prints thread ids only."),
         col!("sample_id", Int64, null, "perf: the sample of the call's enter (`perf_sample.sample_id`), or of its exit when the enter was not recorded."),
         col!("time_ns", Int64, null, "Entry time in ns: since the epoch for `-ttt`; since midnight of the first line for `-t`/`-tt` (a day added at each wrap); since the first call for `-r`; see `capture_meta` key `strace_time`. Null without a time option. perf: the enter sample's time (perf's clock), or the exit's when the enter was not recorded."),
+        col!("time_utc", TimeUtc, null, "Entry time on UTC: `time_ns` for `-ttt` dumps; perf: as `perf_sample.time_utc`. Null when the input's clock is not placed on UTC (`-t`/`-tt` carry no date, `-r` is relative)."),
         col!("duration_ns", Int64, null, "Time spent in the call (`-T`; perf: exit time − enter time)."),
         col!("name", DictUtf8, "System call name."),
         col!("args", Utf8, "Arguments as printed, both halves joined."),
@@ -588,6 +599,7 @@ pub static STRACE_EVENT: TableDef = TableDef {
         col!("line", Int64, "Line in the dump, 1-based."),
         col!("pid", Int32, null, "Thread/process."),
         col!("time_ns", Int64, null, "Time, on the clock of `syscall.time_ns`."),
+        col!("time_utc", TimeUtc, null, "The time on UTC, as `syscall.time_utc`."),
         col!("kind", DictUtf8, "`signal`, `exited` or `killed`."),
         col!("signal", DictUtf8, null, "Signal name (delivered, or that killed the process)."),
         col!("exit_code", Int32, null, "Exit status of `exited with N`."),
@@ -607,6 +619,7 @@ pub static METRIC: TableDef = TableDef {
         col!("time_ns", Int64, null, "Time of the row on `clock`: ns since the epoch for `utc`; for `local:ZONE` / `local`, the wall-clock time of that zone read as if it were UTC (a daylight saving change is a `time_went_back` diagnostic). Null without times (vmstat without `-t`)."),
         col!("clock", DictUtf8, "`utc`, `local:ZONE` (vmstat's zone), `local` (a CSV time without zone) or `none`."),
         col!("utc_ns", Int64, null, "The time in ns since the epoch (UTC): `time_ns` for `utc`; for local clocks converted with the zone given by `trawl ingest --tz ZONE` (ambiguous times at the end of daylight saving resolved so that time does not go back). Null when the zone was not given: such rows cannot be aligned with other sources."),
+        col!("time_utc", TimeUtc, null, "`utc_ns` as a time on UTC."),
         col!("entity", DictUtf8, null, "What the value is of (a device, a CPU, a process), where the input says."),
         col!("metric", DictUtf8, "Metric name."),
         col!("value", Float64, "The measured value, in the unit the tool printed."),
@@ -621,6 +634,7 @@ pub static ENERGY: TableDef = TableDef {
         col!("source_id", Int32, "Input (`source.source_id`)."),
         col!("line", Int64, "Line of the input; for perf.data, the read's rank in time order."),
         col!("time_ns", Int64, "Time of the reading on the input's clock (`source.clock`): ns since the epoch for powercap CSV (`utc`), since perf stat started for perf stat output (`perf-stat:relative`, not placed on UTC), the sample's time for perf.data."),
+        col!("time_utc", TimeUtc, null, "The time of the reading on UTC: `time_ns` for powercap CSV and turbostat; perf.data: as `perf_sample.time_utc`; null for perf stat output (relative times)."),
         col!("package", Int32, null, "Package (socket): `intel-rapl:P` of the zone, perf stat's `S<P>` with `--per-socket`; null when the input does not say."),
         col!("domain", DictUtf8, "`package`, `cores`, `dram`, `gpu` (powercap's `uncore`) or `psys`."),
         col!("zone", Utf8, "The counter as the input names it: `intel-rapl:0:1`, `power/energy-pkg/`."),

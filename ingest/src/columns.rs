@@ -120,6 +120,36 @@ arrow_col!(BooleanBuilder => Bool, StringBuilder => Utf8,
     StringDictionaryBuilder<Int32Type> => DictUtf8, BinaryBuilder => Binary,
     ListBuilder<PrimitiveBuilder<UInt64Type>> => ListUInt64);
 
+/// A time on UTC (`ColType::TimeUtc`): nanoseconds since the epoch pushed
+/// as `i64`, handed out as `timestamp[ns, UTC]` (the same buffers,
+/// reinterpreted).
+#[derive(Default)]
+pub struct UtcTime(OptPrim<Int64Type>);
+
+impl UtcTime {
+    #[inline(always)]
+    pub fn push(&mut self, ns: Option<i64>) {
+        self.0.push(ns)
+    }
+}
+
+impl Column for UtcTime {
+    const TYPE: ColType = ColType::TimeUtc;
+    fn finish_column(&mut self) -> ArrayRef {
+        use arrow::array::AsArray;
+        use arrow::datatypes::TimestampNanosecondType;
+        let a = self.0.finish();
+        Arc::new(
+            a.as_primitive::<Int64Type>()
+                .reinterpret_cast::<TimestampNanosecondType>()
+                .with_timezone("UTC"),
+        )
+    }
+    fn rows(&self) -> usize {
+        self.0.len
+    }
+}
+
 /// A column given whole, as an array built elsewhere (e.g. over a
 /// parser's vectors without a copy). Empty once taken.
 pub struct Whole<A>(Option<A>);

@@ -279,6 +279,7 @@ fn power_readings(
 ) -> Result<()> {
     use energy::ReadingSink;
     let reads = conv.take_power_readings();
+    econv.set_utc_offset(conv.utc_offset());
     if reads.is_empty() {
         return Ok(());
     }
@@ -454,9 +455,11 @@ pub fn ingest_with_unwinder(
                 let before = econv.readings;
                 let rows = if format == Format::Powercap {
                     clock = ("utc".into(), Some(0));
+                    econv.set_utc_offset(Some(0));
                     energy::read_powercap(&text, &mut diags, &mut econv)?
                 } else if format == Format::Turbostat {
                     clock = ("utc".into(), Some(0));
+                    econv.set_utc_offset(Some(0));
                     energy::read_turbostat(&text, &mut diags, &mut econv)?
                 } else {
                     clock = ("perf-stat:relative".into(), None);

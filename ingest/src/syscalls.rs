@@ -10,7 +10,7 @@ use arrow::array::{
 };
 use arrow::datatypes::Int32Type;
 
-use crate::columns::TableColumns;
+use crate::columns::{TableColumns, UtcTime};
 use crate::schema;
 use crate::strace::args::parse_call_args;
 use crate::table_columns;
@@ -53,6 +53,7 @@ table_columns! {
         tgid: Int32Builder,
         sample_id: Int64Builder,
         time_ns: Int64Builder,
+        time_utc: UtcTime,
         duration_ns: Int64Builder,
         name: Dict,
         args: StringBuilder,
@@ -81,6 +82,8 @@ pub struct SyscallTable {
     out: TableWriter,
     next_id: i64,
     pub written: u64,
+    /// Per input (`source_id`): the offset from its clock to UTC, once known.
+    utc_offsets: Vec<Option<i64>>,
 }
 
 impl SyscallTable {
@@ -90,7 +93,20 @@ impl SyscallTable {
             out: cap.open_table(&schema::SYSCALL)?,
             next_id: 0,
             written: 0,
+            utc_offsets: Vec::new(),
         })
+    }
+
+    /// Places an input's clock on UTC (`None`: it cannot be): the calls
+    /// pushed from now on get their `time_utc`.
+    pub fn set_utc_offset(&mut self, source_id: i32, off: Option<i64>) {
+        let Ok(i) = usize::try_from(source_id) else {
+            return;
+        };
+        if self.utc_offsets.len() <= i {
+            self.utc_offsets.resize(i + 1, None);
+        }
+        self.utc_offsets[i] = off;
     }
 
     /// Adds a call; returns its `syscall_id`.
@@ -108,6 +124,11 @@ impl SyscallTable {
         k.tgid.append_option(c.tgid);
         k.sample_id.append_option(c.sample_id);
         k.time_ns.append_option(c.time_ns);
+        let off = usize::try_from(c.source_id)
+            .ok()
+            .and_then(|i| self.utc_offsets.get(i).copied().flatten());
+        k.time_utc
+            .push(c.time_ns.zip(off).and_then(|(t, o)| t.checked_add(o)));
         k.duration_ns.append_option(c.duration_ns);
         k.name.append_value(c.name);
         k.args.append_value(c.args);

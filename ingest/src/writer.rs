@@ -53,7 +53,7 @@ fn writer_properties(def: &TableDef) -> WriterProperties {
             // prune little, and computing them compared every string.
             b = b.set_column_statistics_enabled(ColumnPath::from(c.name), EnabledStatistics::None);
         }
-        if c.ty == ColType::Int64 {
+        if matches!(c.ty, ColType::Int64 | ColType::TimeUtc) {
             // Ids, times and periods: sorted or repeating, so deltas are
             // small and zstd has little left to do.
             b = b.set_column_encoding(ColumnPath::from(c.name), Encoding::DELTA_BINARY_PACKED);

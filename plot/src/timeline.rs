@@ -2,8 +2,8 @@
 //! keys per window, stacked, with the ranges where a rule holds shaded.
 
 use anyhow::{anyhow, Result};
-use trawl_query::datafusion::arrow::record_batch::RecordBatch;
 use trawl_query::choice::Choice;
+use trawl_query::datafusion::arrow::record_batch::RecordBatch;
 use trawl_query::ranges::{RangeOpts, Rule};
 use trawl_query::timeline::{grid, TimelineKey};
 use trawl_query::Session;

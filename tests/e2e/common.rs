@@ -201,3 +201,12 @@ pub fn symbol_address(bin: &Path, name: &str) -> u64 {
         .unwrap_or_else(|| panic!("{name} not in {}", bin.display()));
     u64::from_str_radix(l.split(' ').next().unwrap(), 16).unwrap()
 }
+
+/// A time of day as text (`2026-11-22T10:29:16.24Z`, perf's
+/// `2026-11-22 10:29:16.240000000`) in one form: `T` → space, no `Z`,
+/// nine fraction digits.
+pub fn utc_text(s: &str) -> String {
+    let s = s.trim().trim_end_matches('Z').replacen('T', " ", 1);
+    let (whole, frac) = s.split_once('.').unwrap_or((&s, ""));
+    format!("{whole}.{frac:0<9}")
+}

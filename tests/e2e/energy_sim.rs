@@ -717,3 +717,37 @@ fn several_packages_without_topology_are_refused() {
         "intel-rapl:1",
     ]);
 }
+
+#[test]
+fn readings_are_placed_on_utc() {
+    // Expected: perf script -F tod (TZ=UTC) of the simulated file: each
+    // power reading is read at a sample, so its time of day is one of the
+    // samples'; the powercap CSV's times are epoch seconds (date -u).
+    let s = sim();
+    let tods: std::collections::HashSet<String> = crate::perf_fixtures::perf_tod(&s.data)
+        .iter()
+        .map(|t| utc_text(t))
+        .collect();
+    let rows = sql_rows(
+        &s.cap,
+        "SELECT e.source_id, e.time_utc FROM energy e JOIN source s USING (source_id) \
+         WHERE s.format LIKE 'perf%' ORDER BY e.time_ns",
+    );
+    assert!(rows.len() > 100);
+    for r in &rows {
+        let t = utc_text(&r[1]);
+        assert!(tods.contains(&t), "{t} is not a sample's time of day");
+    }
+    let csv = std::fs::read_to_string(&s.csv).unwrap();
+    let first = csv.lines().nth(1).unwrap().split(',').next().unwrap();
+    let o = std::process::Command::new("date")
+        .args(["-u", "-d", &format!("@{first}"), "+%Y-%m-%dT%H:%M:%S.%NZ"])
+        .output()
+        .unwrap();
+    let expected = String::from_utf8(o.stdout).unwrap().trim().to_string();
+    let mine = sql_scalar(
+        &s.cap,
+        "SELECT min(e.time_utc) FROM energy e JOIN source s USING (source_id) WHERE s.format = 'powercap-csv'",
+    );
+    assert_eq!(utc_text(&mine), utc_text(&expected));
+}

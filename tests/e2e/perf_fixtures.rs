@@ -744,3 +744,78 @@ fn cpu_topology_matches_perf_report_header() {
         assert_eq!(got, expected, "{name}");
     }
 }
+
+/// `perf script -F tod --ns` with TZ=UTC: perf's wall time of each sample,
+/// from the clock data header, one line per sample in time order.
+pub(crate) fn perf_tod(file: &Path) -> Vec<String> {
+    let o = std::process::Command::new("perf")
+        .env("TZ", "UTC")
+        .env("HOME", perf_home())
+        .args(["script", "-i", file.to_str().unwrap(), "-F", "tod", "--ns"])
+        .output()
+        .expect("perf");
+    // Without clock data perf prints only its refusal, on stderr.
+    let out = match String::from_utf8_lossy(&o.stdout).into_owned() {
+        s if s.trim().is_empty() => String::from_utf8_lossy(&o.stderr).into_owned(),
+        s => s,
+    };
+    // (In pipe mode perf prints the call chains too: only dates count.)
+    let date = |l: &str| l.len() > 10 && l.as_bytes()[4] == b'-' && l.as_bytes()[7] == b'-';
+    let lines: Vec<&str> = out
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    match lines.iter().any(|l| date(l)) {
+        true => lines
+            .into_iter()
+            .filter(|l| date(l))
+            .map(String::from)
+            .collect(),
+        false => lines.into_iter().map(String::from).collect(),
+    }
+}
+
+/// `time_utc` of every sample, as perf prints a time of day.
+fn sample_times_utc(cap: &Path) -> Vec<String> {
+    sql_rows(cap, "SELECT time_utc FROM perf_sample ORDER BY sample_id")
+        .into_iter()
+        .map(|r| utc_text(&r[0]))
+        .collect()
+}
+
+#[test]
+fn utc_times_equal_perf_script_tod() {
+    // Expected: perf script -F tod (the sample's time placed on UTC with
+    // the clock data header), in file mode and in pipe mode (where the
+    // clock data is a HEADER_FEATURE record in the stream).
+    for name in ["clock.data", "clock-pipe.data"] {
+        let (_t, cap) = ingest(name);
+        let perf: Vec<String> = perf_tod(&fixture(name))
+            .iter()
+            .map(|t| utc_text(t))
+            .collect();
+        let mine = sample_times_utc(&cap);
+        assert!(perf.len() > 50, "{name}: {perf:?}");
+        assert_eq!(mine, perf, "{name}");
+        assert_eq!(
+            sql_scalar(
+                &cap,
+                "SELECT count(*) FROM diagnostic WHERE kind = 'late_clock_data'"
+            ),
+            "0"
+        );
+    }
+    // Without -k there is no clock data: perf refuses, trawl leaves the
+    // column null (time_ns stays).
+    let perf = perf_tod(&fixture("hot-fp.data"));
+    assert!(perf[0].contains("missing clock data"), "{perf:?}");
+    let (_t, cap) = ingest("hot-fp.data");
+    assert_eq!(
+        sql_scalar(
+            &cap,
+            "SELECT count(time_utc) = 0 AND count(time_ns) > 0 FROM perf_sample"
+        ),
+        "true"
+    );
+}

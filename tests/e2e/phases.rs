@@ -664,3 +664,79 @@ fn bad_rules_and_runs_of_different_lengths() {
         "false"
     );
 }
+
+#[test]
+fn utc_times_of_the_dump_and_the_logs() {
+    // Expected: every call's time as strace -ttt printed it on its line
+    // (epoch seconds, so UTC as written); sar's and vmstat's rows as
+    // their text says (date -u); perf's samples: see
+    // perf_fixtures::utc_times_equal_perf_script_tod.
+    let cap = &runs()[0];
+    let text = std::fs::read_to_string(run_dir(1).join("app.strace")).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let rows = sql_rows(
+        cap,
+        "SELECT line, CAST(time_utc AS BIGINT) FROM syscall ORDER BY line",
+    );
+    assert!(rows.len() > 1000);
+    for r in &rows {
+        let l: usize = r[0].parse().unwrap();
+        let secs = lines[l - 1].split_whitespace().nth(1).unwrap();
+        let (s, frac) = secs.split_once('.').unwrap();
+        let ns = s.parse::<i64>().unwrap() * 1_000_000_000
+            + format!("{frac:0<9}").parse::<i64>().unwrap();
+        assert_eq!(
+            r[1].parse::<i64>().unwrap(),
+            ns,
+            "line {l}: {}",
+            lines[l - 1]
+        );
+    }
+    // The first call, as a time of day.
+    let first = lines[0].split_whitespace().nth(1).unwrap();
+    let o = std::process::Command::new("date")
+        .args(["-u", "-d", &format!("@{first}"), "+%Y-%m-%dT%H:%M:%S.%NZ"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        utc_text(&sql_scalar(
+            cap,
+            "SELECT time_utc FROM syscall WHERE line = 1"
+        )),
+        utc_text(&String::from_utf8(o.stdout).unwrap())
+    );
+    // sar: `2026-11-22 10:29:15 UTC` on the first row.
+    let sar = std::fs::read_to_string(run_dir(1).join("sar.csv")).unwrap();
+    let when = sar.lines().nth(1).unwrap().split(';').nth(2).unwrap();
+    let when = when.trim_end_matches(" UTC");
+    let src = |fmt: &str| {
+        sql_scalar(
+            cap,
+            &format!("SELECT source_id FROM source WHERE format = '{fmt}'"),
+        )
+    };
+    assert_eq!(
+        utc_text(&sql_scalar(
+            cap,
+            &format!(
+                "SELECT min(time_utc) FROM metric WHERE source_id = {}",
+                src("sadf")
+            )
+        )),
+        utc_text(when)
+    );
+    // vmstat: every row after the since-boot one, at its printed second.
+    let vm = vmstat(1);
+    let mine: Vec<f64> = sql_rows(
+        cap,
+        &format!(
+            "SELECT DISTINCT sample, CAST(time_utc AS BIGINT) FROM metric \
+             WHERE source_id = {} AND NOT since_boot ORDER BY sample",
+            src("vmstat")
+        ),
+    )
+    .iter()
+    .map(|r| r[1].parse::<i64>().unwrap() as f64 / 1e9)
+    .collect();
+    assert_eq!(mine, vm.iter().map(|(t, _)| *t).collect::<Vec<_>>());
+}

@@ -11,7 +11,7 @@ use arrow::array::{
 use arrow::datatypes::Int32Type;
 
 use super::{Reading, ReadingSink, Value};
-use crate::columns::TableColumns;
+use crate::columns::{TableColumns, UtcTime};
 use crate::schema;
 use crate::table_columns;
 use crate::writer::{CaptureWriter, TableWriter};
@@ -23,6 +23,7 @@ table_columns! {
         source_id: Int32Builder,
         line: Int64Builder,
         time_ns: Int64Builder,
+        time_utc: UtcTime,
         package: Int32Builder,
         domain: StringDictionaryBuilder<Int32Type>,
         zone: StringBuilder,
@@ -46,6 +47,8 @@ pub struct EnergyConverter {
     last: HashMap<(Option<i32>, &'static str, String), (i64, f64)>,
     pub problems: Vec<Problem>,
     pub readings: u64,
+    /// The current input's offset from its clock to UTC, when known.
+    utc_offset: Option<i64>,
 }
 
 impl EnergyConverter {
@@ -57,13 +60,21 @@ impl EnergyConverter {
             last: HashMap::new(),
             problems: Vec::new(),
             readings: 0,
+            utc_offset: None,
         })
+    }
+
+    /// Places the current input's clock on UTC (`Some(0)`: its times are
+    /// ns since the epoch).
+    pub fn set_utc_offset(&mut self, off: Option<i64>) {
+        self.utc_offset = off;
     }
 
     pub fn begin_source(&mut self, source_id: i32) {
         self.source_id = source_id;
         self.last.clear();
         self.problems.clear();
+        self.utc_offset = None;
     }
 
     fn row(
@@ -78,6 +89,8 @@ impl EnergyConverter {
         c.source_id.append_value(self.source_id);
         c.line.append_value(r.line as i64);
         c.time_ns.append_value(r.time_ns);
+        c.time_utc
+            .push(self.utc_offset.and_then(|o| r.time_ns.checked_add(o)));
         c.package.append_option(r.package);
         c.domain.append_value(r.domain);
         c.zone.append_value(&r.zone);

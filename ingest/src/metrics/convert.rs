@@ -6,7 +6,7 @@ use arrow::array::{
 use arrow::datatypes::Int32Type;
 
 use super::{MetricSink, Point};
-use crate::columns::TableColumns;
+use crate::columns::{TableColumns, UtcTime};
 use crate::schema;
 use crate::table_columns;
 use crate::writer::{CaptureWriter, TableWriter};
@@ -25,6 +25,7 @@ table_columns! {
         time_ns: Int64Builder,
         clock: Dict,
         utc_ns: Int64Builder,
+        time_utc: UtcTime,
         entity: Dict,
         metric: Dict,
         value: Float64Builder,
@@ -146,6 +147,7 @@ impl MetricSink for MetricConverter {
         c.time_ns.append_option(p.time_ns);
         c.clock.append_value(p.clock);
         c.utc_ns.append_option(utc);
+        c.time_utc.push(utc);
         c.entity.append_option(p.entity);
         c.metric.append_value(p.metric);
         c.value.append_value(p.value);

@@ -18,7 +18,7 @@ use arrow::array::{
 };
 use arrow::datatypes::{DataType, Field, Int32Type, Int64Type, UInt32Type, UInt64Type};
 
-use crate::columns::{DictKeys, OptBinary, OptPrim, Prim};
+use crate::columns::{DictKeys, OptBinary, OptPrim, Prim, UtcTime};
 use crate::intern::SliceMap;
 use crate::stacks::StackTables;
 use crate::table_columns;
@@ -150,6 +150,7 @@ table_columns! {
         sample_id: Prim<Int64Type>,
         source_id: Prim<Int32Type>,
         time_ns: OptPrim<Int64Type>,
+        time_utc: UtcTime,
         pid: OptPrim<Int32Type>,
         tid: OptPrim<Int32Type>,
         cpu: OptPrim<UInt32Type>,
@@ -245,6 +246,7 @@ table_columns! {
         mapping_id: Int64Builder,
         source_id: Int32Builder,
         time_ns: Int64Builder,
+        time_utc: UtcTime,
         pid: Int32Builder,
         tid: Int32Builder,
         start: UInt64Builder,
@@ -268,6 +270,7 @@ table_columns! {
     struct TaskCols for schema::PERF_TASK_EVENT {
         source_id: Int32Builder,
         time_ns: Int64Builder,
+        time_utc: UtcTime,
         kind: Dict,
         pid: Int32Builder,
         tid: Int32Builder,
@@ -282,6 +285,7 @@ table_columns! {
     struct LostCols for schema::PERF_LOST {
         source_id: Int32Builder,
         time_ns: Int64Builder,
+        time_utc: UtcTime,
         kind: StringBuilder,
         event_id: Int32Builder,
         count: UInt64Builder,
@@ -508,6 +512,12 @@ pub struct PerfConverter {
     /// Where the record being handled is in the input (for diagnostics
     /// made after the input is read).
     pub position: crate::diag::Position,
+    /// The current input's offset from its clock to UTC (its clock data
+    /// header), once known; `time_utc` columns are null without it.
+    utc_offset: Option<i64>,
+    /// Rows of the current input given a time but no `time_utc` because
+    /// the clock data came later in the stream (pipe mode).
+    pub utc_missed: u64,
     events: Vec<(i32, EventDesc)>,
     metas: Vec<(i32, Metadata)>,
 
@@ -596,7 +606,33 @@ impl PerfConverter {
             lbr: Vec::new(),
             last_thread: None,
             samples_written: 0,
+            utc_offset: None,
+            utc_missed: 0,
         })
+    }
+
+    /// Sets the current input's offset to UTC (from its clock data).
+    pub fn set_utc_offset(&mut self, off: Option<i64>) {
+        self.utc_offset = off;
+        self.syscalls.set_utc_offset(self.source_id, off);
+    }
+
+    /// The current input's offset to UTC, as last set.
+    pub fn utc_offset(&self) -> Option<i64> {
+        self.utc_offset
+    }
+
+    /// A time of the current input on UTC, when its clock is placed.
+    #[inline]
+    fn utc(&mut self, t: Option<i64>) -> Option<i64> {
+        let t = t?;
+        match self.utc_offset {
+            Some(off) => t.checked_add(off),
+            None => {
+                self.utc_missed += 1;
+                None
+            }
+        }
     }
 
     /// Starts a new input. Events of earlier inputs keep their ids.
@@ -604,6 +640,8 @@ impl PerfConverter {
         self.flush_last_thread();
         self.kgen = u64::MAX;
         self.source_id = source_id;
+        self.utc_offset = None;
+        self.utc_missed = 0;
         self.event_base = self.events.len() as i32;
         self.id_to_event.clear();
     }
@@ -758,9 +796,11 @@ impl PerfConverter {
         ptid: Option<i32>,
         comm: Option<&str>,
     ) {
+        let utc = self.utc(t);
         let c = &mut self.tasks;
         c.source_id.append_value(self.source_id);
         c.time_ns.append_option(t);
+        c.time_utc.push(utc);
         c.kind.append_value(kind);
         c.pid.append_value(pid);
         c.tid.append_value(tid);
@@ -771,9 +811,12 @@ impl PerfConverter {
     }
 
     fn lost_row(&mut self, sid: &SampleId, kind: &str, ev: Option<i32>, count: u64) -> Result<()> {
+        let t = sid.time.map(|t| t as i64);
+        let utc = self.utc(t);
         let c = &mut self.lost;
         c.source_id.append_value(self.source_id);
-        c.time_ns.append_option(sid.time.map(|t| t as i64));
+        c.time_ns.append_option(t);
+        c.time_utc.push(utc);
         c.kind.append_value(kind);
         c.event_id.append_option(ev);
         c.count.append_value(count);
@@ -800,10 +843,13 @@ impl PerfConverter {
         let module = self.module_id(m, &path, build_id.clone());
         let mid = self.next_mapping;
         self.next_mapping += 1;
+        let t = sid.time.map(|t| t as i64);
+        let utc = self.utc(t);
         let c = &mut self.mappings;
         c.mapping_id.append_value(mid);
         c.source_id.append_value(self.source_id);
-        c.time_ns.append_option(sid.time.map(|t| t as i64));
+        c.time_ns.append_option(t);
+        c.time_utc.push(utc);
         c.pid.append_value(m.pid);
         c.tid.append_value(m.tid);
         c.start.append_value(m.start);
@@ -1028,10 +1074,13 @@ impl PerfConverter {
 
         self.branch_frames(s, mode, ev_branch_filter);
 
+        let t = s.time.map(|t| t as i64);
+        let utc = self.utc(t);
         let c = &mut self.samples;
         c.sample_id.push(sample_id);
         c.source_id.push(self.source_id);
-        c.time_ns.push(s.time.map(|t| t as i64));
+        c.time_ns.push(t);
+        c.time_utc.push(utc);
         c.pid.push(s.pid);
         c.tid.push(s.tid);
         c.cpu.push(s.cpu);

@@ -413,6 +413,10 @@ pub struct Metadata {
     pub features: Vec<u32>,
     /// Per CPU: core, die and socket (HEADER_CPU_TOPOLOGY), in CPU order.
     pub cpus: Vec<CpuTopology>,
+    /// Added to the samples' times to give ns since the epoch: the wall
+    /// time minus the clock's time, read together (HEADER_CLOCK_DATA,
+    /// written by `perf record -k CLOCK`).
+    pub utc_offset_ns: Option<i64>,
 }
 
 /// One CPU of the HEADER_CPU_TOPOLOGY feature (`perf report --header`'s
@@ -582,6 +586,10 @@ impl Metadata {
                     self.set("clockid", clockid.to_string());
                     self.set("clock_wall_ns", wall.to_string());
                     self.set("clock_clockid_ns", clk.to_string());
+                    self.utc_offset_ns = match (i64::try_from(wall), i64::try_from(clk)) {
+                        (Ok(w), Ok(c)) => w.checked_sub(c),
+                        _ => None,
+                    };
                     true
                 }
                 _ => false,

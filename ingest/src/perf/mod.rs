@@ -47,6 +47,9 @@ pub fn ingest_perf(
         (false, _) => PerfReader::open_file(path, diags)?,
     };
     conv.sync_events(&reader.events);
+    // File mode: the clock data (feature sections) is known before the
+    // first record; pipe mode: from its HEADER_FEATURE record on.
+    conv.set_utc_offset(reader.meta.utc_offset_ns);
     // Which events are syscall tracepoints: Some(true) for sys_enter_*.
     let points = |events: &[header::EventDesc]| -> Vec<Option<bool>> {
         events
@@ -68,6 +71,9 @@ pub fn ingest_perf(
         let Some(item) = reader.next_record(diags)? else {
             break;
         };
+        if item.utc_offset_ns != conv.utc_offset() {
+            conv.set_utc_offset(item.utc_offset_ns);
+        }
         // The input read so far, every 64 K records (records come in time
         // order, not file order: the largest offset seen).
         if let Some(p) = progress {
@@ -126,6 +132,17 @@ pub fn ingest_perf(
             format!(
                 "stream ended at byte {} before any event attribute: nothing can be read",
                 reader.position()
+            ),
+        )?;
+    }
+    if reader.meta.utc_offset_ns.is_some() && conv.utc_missed > 0 {
+        diags.report(
+            crate::Position::None,
+            crate::Severity::Warning,
+            "late_clock_data",
+            format!(
+                "the clock data header came after {} timed records: their time_utc is null (time_ns is kept)",
+                conv.utc_missed
             ),
         )?;
     }

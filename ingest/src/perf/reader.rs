@@ -102,6 +102,9 @@ pub struct Item<'a> {
     pub event: usize,
     pub position: Position,
     pub record_type: u32,
+    /// The input's offset to UTC as known when the record is handed out
+    /// (`Metadata::utc_offset_ns`).
+    pub utc_offset_ns: Option<i64>,
     misc: u16,
     body: &'a [u8],
     attr: &'a Attr,
@@ -644,6 +647,7 @@ impl PerfReader {
             event: q.event as usize,
             position: q.position(),
             record_type: q.record_type,
+            utc_offset_ns: self.meta.utc_offset_ns,
             misc: q.misc,
             body: bytes_of(&self.input, &q.body),
             attr: &self.events[q.event as usize].attr,

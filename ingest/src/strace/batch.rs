@@ -20,6 +20,9 @@ pub enum Packed {
         id: u32,
         path: Str,
     },
+    Clock {
+        epoch: bool,
+    },
     Syscall {
         line: u64,
         resumed_line: Option<u64>,
@@ -98,6 +101,7 @@ impl Batch {
                 id,
                 path: self.s(&path),
             },
+            Event::Clock { epoch } => Packed::Clock { epoch },
             Event::Syscall(c) => Packed::Syscall {
                 line: c.line,
                 resumed_line: c.resumed_line,

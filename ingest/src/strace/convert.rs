@@ -9,7 +9,7 @@ use arrow::datatypes::Int32Type;
 use super::args::parse_ret;
 use super::batch::{Batch, Packed};
 use super::reader::StackFrame;
-use crate::columns::TableColumns;
+use crate::columns::{TableColumns, UtcTime};
 use crate::schema;
 use crate::stacks::StackTables;
 use crate::syscalls::{SyscallRow, SyscallTable};
@@ -28,6 +28,7 @@ table_columns! {
         line: Int64Builder,
         pid: Int32Builder,
         time_ns: Int64Builder,
+        time_utc: UtcTime,
         kind: Dict,
         signal: Dict,
         exit_code: Int32Builder,
@@ -47,6 +48,8 @@ pub struct StraceConverter {
     /// Frames of a stack (current input) → `stack.stack_id`: a stack seen
     /// before costs one lookup, not one per frame.
     stack_ids: rustc_hash::FxHashMap<Box<[StackFrame]>, i64>,
+    /// The current input's times are on UTC (`-ttt`).
+    epoch: bool,
     pub calls_written: u64,
 }
 
@@ -62,6 +65,7 @@ impl StraceConverter {
             chain: Vec::new(),
             module_ids: Vec::new(),
             stack_ids: Default::default(),
+            epoch: false,
             calls_written: 0,
         })
     }
@@ -70,6 +74,7 @@ impl StraceConverter {
         self.source_id = source_id;
         self.module_ids.clear();
         self.stack_ids.clear();
+        self.epoch = false;
     }
 
     fn stack(
@@ -114,6 +119,10 @@ impl StraceConverter {
     ) -> Result<()> {
         for item in &b.items {
             match *item {
+                Packed::Clock { epoch } => {
+                    self.epoch = epoch;
+                    calls.set_utc_offset(self.source_id, epoch.then_some(0));
+                }
                 Packed::Module { id, path } => {
                     let path = b.str(path);
                     let is_file = path.starts_with('/');
@@ -174,6 +183,7 @@ impl StraceConverter {
                     e.line.append_value(line as i64);
                     e.pid.append_option(pid);
                     e.time_ns.append_option(time_ns);
+                    e.time_utc.push(time_ns.filter(|_| self.epoch));
                     e.kind.append_value("signal");
                     e.signal.append_value(b.str(name));
                     e.exit_code.append_null();
@@ -194,6 +204,7 @@ impl StraceConverter {
                     e.line.append_value(line as i64);
                     e.pid.append_option(pid);
                     e.time_ns.append_option(time_ns);
+                    e.time_utc.push(time_ns.filter(|_| self.epoch));
                     e.kind
                         .append_value(if code.is_some() { "exited" } else { "killed" });
                     e.signal.append_option(signal.map(|v| b.str(v)));

@@ -57,6 +57,11 @@ pub enum Event {
         id: u32,
         path: String,
     },
+    /// The dump's clock, once its first time fixed it (before any event
+    /// with a time): `epoch` for `-ttt` times, which are on UTC.
+    Clock {
+        epoch: bool,
+    },
     Syscall(SyscallEvent),
     Signal {
         line: u64,
@@ -133,12 +138,27 @@ struct Clock {
 }
 
 impl Clock {
+    /// Fixes the kind of clock at the first time; `Some` when this time
+    /// fixed it.
+    fn fix_kind(&mut self, t: Option<TimeStamp>) -> Option<TimeKind> {
+        if self.kind.is_some() {
+            return None;
+        }
+        let kind = match t? {
+            TimeStamp::Clock(_) => TimeKind::ClockOfDay,
+            TimeStamp::Seconds(ns) if ns < 100_000_000 * 1_000_000_000 => TimeKind::Relative,
+            TimeStamp::Seconds(_) => TimeKind::Epoch,
+        };
+        self.kind = Some(kind);
+        Some(kind)
+    }
+
     fn resolve(&mut self, t: Option<TimeStamp>) -> Option<i64> {
         const DAY: i64 = 86_400_000_000_000;
         let t = t?;
+        self.fix_kind(Some(t));
         match t {
             TimeStamp::Clock(ns) => {
-                self.kind.get_or_insert(TimeKind::ClockOfDay);
                 let mut v = ns + self.day_offset;
                 if v + DAY / 2 < self.last {
                     self.day_offset += DAY;
@@ -148,14 +168,7 @@ impl Clock {
                 Some(v)
             }
             TimeStamp::Seconds(ns) => {
-                let kind = *self
-                    .kind
-                    .get_or_insert(if ns < 100_000_000 * 1_000_000_000 {
-                        TimeKind::Relative
-                    } else {
-                        TimeKind::Epoch
-                    });
-                if kind == TimeKind::Relative {
+                if self.kind == Some(TimeKind::Relative) {
                     self.relative_sum += ns;
                     Some(self.relative_sum)
                 } else {
@@ -377,6 +390,17 @@ impl Joiner {
             if let Some(e) = self.last.take() {
                 emit(e)?;
             }
+        }
+        // The clock's kind, told before the first event with a time.
+        let stamp = match &parsed {
+            Line::Call(p, _) | Line::Exited(p, _) => p.time,
+            Line::Signal { prefix, .. } | Line::Killed { prefix, .. } => prefix.time,
+            Line::Frame(_) | Line::Other(..) => None,
+        };
+        if let Some(kind) = self.clock.fix_kind(stamp) {
+            emit(Event::Clock {
+                epoch: kind == TimeKind::Epoch,
+            })?;
         }
         match parsed {
             Line::Frame(_) => unreachable!(),
@@ -777,7 +801,56 @@ mod tests {
             None,
         )
         .unwrap();
+        // The clock's kind is told once, before the first timed event.
+        if let Some(i) = out.iter().position(|e| matches!(e, Event::Clock { .. })) {
+            assert_eq!(i, 0, "the clock event comes first");
+            out.remove(0);
+        }
         (out, d.into_vec())
+    }
+
+    #[test]
+    fn the_clock_is_told_before_the_first_timed_event() {
+        let told = |text: &str| {
+            let mut out = Vec::new();
+            read(
+                Input::Bytes(text.as_bytes()),
+                None,
+                &mut Diagnostics::new("t", false),
+                &mut |e| {
+                    out.push(e);
+                    Ok(())
+                },
+                None,
+            )
+            .unwrap();
+            let clocks: Vec<bool> = out
+                .iter()
+                .filter_map(|e| match e {
+                    Event::Clock { epoch } => Some(*epoch),
+                    _ => None,
+                })
+                .collect();
+            (clocks, matches!(out.first(), Some(Event::Clock { .. })))
+        };
+        // -ttt: epoch seconds, on UTC.
+        assert_eq!(
+            told("1 1795330737.795431 getpid() = 1\n1 1795330737.8 getpid() = 1\n"),
+            (vec![true], true)
+        );
+        // -r: seconds since the previous line; -tt: a time of day.
+        assert_eq!(told("1 0.000100 getpid() = 1\n"), (vec![false], true));
+        assert_eq!(
+            told("1 10:29:16.240035 getpid() = 1\n"),
+            (vec![false], true)
+        );
+        // An exit line first: told before the exit event.
+        assert_eq!(
+            told("1 1795330737.795431 +++ exited with 0 +++\n"),
+            (vec![true], true)
+        );
+        // No times: nothing told.
+        assert_eq!(told("1 getpid() = 1\n"), (vec![], false));
     }
 
     fn calls(ev: &[Event]) -> Vec<&SyscallEvent> {
@@ -850,8 +923,8 @@ mod tests {
             Input::Stream(&mut &b"1 1.0 getpid() = 1\n1 1.1 write(1, \"\xff\xfe\", 2) = 2\n"[..]),
             None,
             &mut d,
-            &mut |_| {
-                n += 1;
+            &mut |e| {
+                n += usize::from(!matches!(e, Event::Clock { .. }));
                 Ok(())
             },
             None,
