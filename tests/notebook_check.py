@@ -17,6 +17,7 @@ import tempfile
 
 import duckdb
 import polars as pl
+import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pyarrow.types as pa_types
@@ -93,6 +94,18 @@ def check(tmp):
         assert int(w["self_samples"]) == sn and int(w["total_samples"]) == tn, (fnname, w, sn, tn)
         assert abs(float(w["self_pct"]) - sp) < 1e-3 and abs(float(w["total_pct"]) - tp) < 1e-3, (fnname, w, sp, tp)
     print(f"duckdb hotspot query agrees with trawl report hotspots on {len(rows)} functions")
+
+    # The same self column from the flat table, the way README shows it.
+    flat = duckdb.sql(f"""
+        SELECT function, module, count(*) AS samples
+        FROM '{f("perf_sample_symbolized")}' WHERE event = 'cpu-clock'
+        GROUP BY ALL""").fetchall()
+    selfs = {k: int(w["self_samples"]) for k, w in want.items() if int(w["self_samples"])}
+    assert {(fn, m): n for fn, m, n in flat} == selfs, (flat, selfs)
+    by_pl = (pl.read_parquet(f("perf_sample_symbolized")).filter(pl.col("event") == "cpu-clock")
+             .group_by("function", "module").len())
+    assert {(r["function"], r["module"]): r["len"] for r in by_pl.to_dicts()} == selfs
+    print(f"perf_sample_symbolized: duckdb and polars count the self samples of {len(selfs)} functions as trawl report hotspots")
     every_kind_check(tmp)
     archive_check(tmp)
 
@@ -126,6 +139,7 @@ def every_kind_check(tmp):
         run("ingest", *args, "-o", cap)
         tables = sorted(t[:-8] for t in os.listdir(cap) if t.endswith(".parquet"))
         checked = 0
+        timed = 0
         for t in tables:
             path = os.path.join(cap, t + ".parquet")
             a = pq.read_table(path)
@@ -135,6 +149,20 @@ def every_kind_check(tmp):
             for field in a.schema:
                 doc = (field.metadata or {}).get(b"doc")
                 assert doc, f"{kind}: {t}.{field.name} has no doc metadata"
+                if pa_types.is_timestamp(field.type):
+                    # Times on UTC: a time with zone in each reader, the
+                    # same instants (as epoch ns) in file order.
+                    c = field.name
+                    assert field.type == pa.timestamp("ns", tz="UTC"), (kind, t, c, field.type)
+                    assert p.schema[c] == pl.Datetime("ns", "UTC"), (kind, t, c, p.schema[c])
+                    dd_type = duckdb.sql(f'SELECT typeof("{c}") FROM \'{path}\' LIMIT 1').fetchall()
+                    assert not dd_type or dd_type[0][0] == "TIMESTAMPTZ_NS", (kind, t, c, dd_type)
+                    want = a.column(c).cast(pa.int64()).to_pylist()
+                    assert p[c].dt.epoch("ns").to_list() == want, (kind, t, c)
+                    got_dd = [r[0] for r in duckdb.sql(f'SELECT epoch_ns("{c}") FROM \'{path}\'').fetchall()]
+                    assert got_dd == want, (kind, t, c)
+                    timed += sum(v is not None for v in want)
+                    continue
                 if not pa_types.is_integer(field.type):
                     continue
                 c = field.name
@@ -149,7 +177,8 @@ def every_kind_check(tmp):
                 checked += 1
         need = {"strace": "syscall", "lackey": "mem_access", "metrics": "metric", "energy": "energy"}[kind]
         assert need in tables and pq.read_metadata(os.path.join(cap, need + ".parquet")).num_rows > 0, (kind, tables)
-        print(f"{kind}: {len(tables)} tables, {checked} integer columns: pyarrow, polars and duckdb agree")
+        assert timed > 0 or kind == "lackey", (kind, "no time on UTC")
+        print(f"{kind}: {len(tables)} tables, {checked} integer columns, {timed} times on UTC: pyarrow, polars and duckdb agree")
 
 
 def archive_check(tmp):

@@ -719,6 +719,30 @@ pub static MEM_SYMBOL: TableDef = TableDef {
     ],
 };
 
+pub static PERF_SAMPLE_SYMBOLIZED: TableDef = TableDef {
+    name: "perf_sample_symbolized",
+    doc: "Each perf sample with the function, module and source line of its leaf frame, for reading without trawl (pandas, Polars, DuckDB): `perf_sample` joined with `stack` (depth 0) and the `frame_name` view (perf's `sym`, `dso` and `srcline` of the sample's ip; return addresses looked up in their call). Written when the capture is symbolized (`trawl ingest` unless `--no-symbolize`; `trawl symbolize` rewrites it); the query `analyses/perf/stack_leaf.sql` names the leaves.",
+    columns: &[
+        col!("sample_id", Int64, "The sample (`perf_sample.sample_id`), in time order."),
+        col!("source_id", Int32, "Input the sample came from."),
+        col!("time_ns", Int64, null, "Timestamp on the capture's clock (`perf_sample.time_ns`)."),
+        col!("time_utc", TimeUtc, null, "The time on UTC, when the recording placed its clock there (`perf record -k`)."),
+        col!("pid", Int32, null, "Process id."),
+        col!("tid", Int32, null, "Thread id."),
+        col!("comm", DictUtf8, null, "Command name of the thread at the sample."),
+        col!("cpu", UInt32, null, "CPU the sample was taken on."),
+        col!("event", DictUtf8, "Event name, e.g. `cpu-clock`."),
+        col!("period", Int64, null, "Sample period (ns for cpu-clock): sum it for time or event counts."),
+        col!("cpu_mode", DictUtf8, "`kernel`, `user`, ..."),
+        col!("stack_id", Int64, null, "Call stack (`stack.stack_id`), for the callers."),
+        col!("function", DictUtf8, null, "The leaf's function (perf's `sym`; the real function when the address is in inlined code); `0x…` (module-relative address) when no symbol named it; null without a stack."),
+        col!("module", DictUtf8, null, "The leaf's module path (perf's `dso`); `[unknown]` outside any mapping."),
+        col!("srcline", DictUtf8, null, "perf's `srcline`: `file:line` of the address (innermost inline level), else `function+offset`."),
+        col!("file", DictUtf8, null, "Source file of the address (DWARF), innermost inline level."),
+        col!("line", UInt32, null, "Source line of the address (DWARF)."),
+    ],
+};
+
 pub static TABLES: &[&TableDef] = &[
     &SOURCE,
     &CAPTURE_META,
@@ -748,6 +772,7 @@ pub static TABLES: &[&TableDef] = &[
     &MEM_SYMBOL,
     &SYMBOL,
     &SYMBOL_FILE,
+    &PERF_SAMPLE_SYMBOLIZED,
 ];
 
 // ------------------------------------------------------------ derived

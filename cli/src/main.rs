@@ -376,6 +376,7 @@ fn run(cli: Cli) -> Result<()> {
             }
             let s = trawl_enrich::symbolize_capture(&capture, &sym.config())?;
             eprintln!("{}", s.line());
+            trawl_enrich::name_samples(&capture)?;
             if let Some(l) = trawl_enrich::symbolize_memory(&capture, &sym.config())? {
                 eprintln!("{l}");
             }

@@ -316,7 +316,13 @@ pub struct Enriched {
 pub fn enrich(staging: &Path, cfg: &trawl_symbolize::Config) -> Enriched {
     let mut e = Enriched::default();
     match symbolize_capture(staging, cfg) {
-        Ok(s) => e.report.push(s.line()),
+        Ok(s) => {
+            e.report.push(s.line());
+            if let Err(err) = name_samples(staging) {
+                e.problems
+                    .push(format!("writing perf_sample_symbolized failed: {err:#}"));
+            }
+        }
         Err(err) => e.problems.push(format!("symbolization failed: {err:#}")),
     }
     match symbolize_memory(staging, cfg) {
@@ -327,4 +333,47 @@ pub fn enrich(staging: &Path, cfg: &trawl_symbolize::Config) -> Enriched {
             .push(format!("placing mem_map symbols failed: {err:#}")),
     }
     e
+}
+
+/// Writes (or rewrites) the flat table `perf_sample_symbolized` of a
+/// symbolized capture: each sample with its leaf's function, module and
+/// source line, named by trawl-query's `stack_leaf.sql` on the capture's
+/// own tables. Returns the rows written (0 without perf samples).
+pub fn name_samples(dir: &Path) -> Result<u64> {
+    if !trawl_ingest::writer::table_file(dir, "perf_sample").is_file() {
+        return Ok(0);
+    }
+    let query_err = |e: trawl_query::Error| {
+        trawl_ingest::Error::Usage(format!(
+            "{}: naming the samples' leaves: {e}",
+            dir.display()
+        ))
+    };
+    // On a thread of its own: the caller may be inside an async runtime.
+    let leaves = std::thread::scope(|s| {
+        s.spawn(|| {
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()
+                .map_err(|source| trawl_ingest::Error::Io {
+                    path: dir.into(),
+                    source,
+                })?;
+            rt.block_on(async {
+                let session = trawl_query::Session::open(&[dir.to_path_buf()])
+                    .await
+                    .map_err(query_err)?;
+                trawl_query::analyses::stack_leaves(&session)
+                    .await
+                    .map_err(query_err)
+            })
+        })
+        .join()
+        .unwrap_or_else(|_| {
+            Err(trawl_ingest::Error::Usage(
+                "naming the samples' leaves: the query panicked".into(),
+            ))
+        })
+    })?;
+    capture::write_sample_symbolized(dir, &leaves)
 }

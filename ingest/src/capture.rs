@@ -7,16 +7,17 @@ use std::path::Path;
 
 use arrow::array::StringDictionaryBuilder;
 use arrow::array::{
-    Array, ArrayRef, AsArray, BooleanBuilder, Int32Builder, Int64Builder, RecordBatch,
-    StringBuilder, UInt32Builder, UInt64Builder,
+    Array, ArrayRef, AsArray, BooleanBuilder, DictionaryArray, Int32Array, Int32Builder,
+    Int64Array, Int64Builder, RecordBatch, StringBuilder, TimestampNanosecondArray, UInt32Array,
+    UInt32Builder, UInt64Builder,
 };
-use arrow::datatypes::{Int32Type, Int64Type, UInt64Type};
+use arrow::datatypes::{Int32Type, Int64Type, TimestampNanosecondType, UInt32Type, UInt64Type};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
-use crate::columns;
+use crate::columns::{self, Whole};
 use crate::schema::{self, TableDef};
 use crate::table_columns;
-use crate::writer::{replace_table, table_file};
+use crate::writer::{replace_table, replace_table_with, table_file};
 use crate::{Error, Result};
 
 /// Every batch of a table of a capture (or archive) directory.
@@ -288,4 +289,146 @@ pub fn write_mem_symbols(dir: &Path, rows: &[MemSymbolRow]) -> Result<()> {
     }
     replace_table(dir, &schema::MEM_SYMBOL, &[columns::batch(&mut c)?])?;
     Ok(())
+}
+
+table_columns! {
+    /// `perf_sample_symbolized`: columns of `perf_sample` read back and
+    /// the leaf's names, given whole.
+    struct FlatCols for schema::PERF_SAMPLE_SYMBOLIZED {
+        sample_id: Whole<Int64Array>,
+        source_id: Whole<Int32Array>,
+        time_ns: Whole<Int64Array>,
+        time_utc: Whole<TimestampNanosecondArray>,
+        pid: Whole<Int32Array>,
+        tid: Whole<Int32Array>,
+        comm: Whole<DictionaryArray<Int32Type>>,
+        cpu: Whole<UInt32Array>,
+        event: Whole<DictionaryArray<Int32Type>>,
+        period: Whole<Int64Array>,
+        cpu_mode: Whole<DictionaryArray<Int32Type>>,
+        stack_id: Whole<Int64Array>,
+        function: Whole<DictionaryArray<Int32Type>>,
+        module: Whole<DictionaryArray<Int32Type>>,
+        srcline: Whole<DictionaryArray<Int32Type>>,
+        file: Whole<DictionaryArray<Int32Type>>,
+        line: Whole<UInt32Array>,
+    }
+}
+
+/// Writes `perf_sample_symbolized` into `dir`: every sample of
+/// `perf_sample` (read in file order, which is time order) with the names
+/// of its stack's leaf from `leaves` (rows of stack_id, function, module,
+/// srcline, file, line: the query `stack_leaf.sql`). Samples without a
+/// stack, or with one `leaves` lacks, get nulls. Returns the rows written;
+/// nothing is written when the capture has no `perf_sample` table.
+pub fn write_sample_symbolized(dir: &Path, leaves: &[RecordBatch]) -> Result<u64> {
+    use arrow::compute::{cast, take};
+    use arrow::datatypes::DataType;
+    let def = &schema::PERF_SAMPLE_SYMBOLIZED;
+    let samples = table_file(dir, schema::PERF_SAMPLE.name);
+    if !samples.is_file() {
+        return Ok(0);
+    }
+    let arrow_err = |source| Error::Arrow {
+        table: def.name.into(),
+        source,
+    };
+    // The leaves: stack_id → row; each name column as Utf8 values.
+    let leaf_col = |name: &str, ty: &DataType| -> Result<ArrayRef> {
+        let parts = leaves
+            .iter()
+            .map(|b| {
+                let c = b
+                    .column_by_name(name)
+                    .ok_or_else(|| Error::Usage(format!("stack leaves without a {name} column")))?;
+                cast(c, ty).map_err(arrow_err)
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let refs: Vec<&dyn Array> = parts.iter().map(|a| a.as_ref()).collect();
+        match refs.is_empty() {
+            true => Ok(arrow::array::new_empty_array(ty)),
+            false => arrow::compute::concat(&refs).map_err(arrow_err),
+        }
+    };
+    let ids = leaf_col("stack_id", &DataType::Int64)?;
+    let mut index: rustc_hash::FxHashMap<i64, i32> = Default::default();
+    for (i, id) in ids.as_primitive::<Int64Type>().iter().enumerate() {
+        if let Some(id) = id {
+            index.entry(id).or_insert(i as i32);
+        }
+    }
+    let [function, module, srcline, file] =
+        ["function", "module", "srcline", "file"].map(|n| leaf_col(n, &DataType::Utf8));
+    let (function, module, srcline, file) = (function?, module?, srcline?, file?);
+    let lines = leaf_col("line", &DataType::UInt32)?;
+
+    let f = File::open(&samples).map_err(|e| Error::io(&samples, e))?;
+    let reader = ParquetRecordBatchReaderBuilder::try_new(f)
+        .and_then(|b| b.with_batch_size(64 * 1024).build())
+        .map_err(|source| Error::Parquet {
+            table: schema::PERF_SAMPLE.name.into(),
+            source,
+        })?;
+    replace_table_with(dir, def, |w| {
+        for b in reader {
+            let b = b.map_err(arrow_err)?;
+            let n = b.num_rows();
+            // A column of perf_sample as the flat table types it (null
+            // in files written before it existed).
+            let col = |name: &str| -> Result<ArrayRef> {
+                let ty = def.columns[def.column_index(name).expect("column")]
+                    .ty
+                    .data_type();
+                match b.column_by_name(name) {
+                    Some(c) => cast(c, &ty).map_err(arrow_err),
+                    None => Ok(arrow::array::new_null_array(&ty, n)),
+                }
+            };
+            let i64s = |name: &str| col(name).map(|a| a.as_primitive::<Int64Type>().clone());
+            let i32s = |name: &str| col(name).map(|a| a.as_primitive::<Int32Type>().clone());
+            let dict = |name: &str| col(name).map(|a| a.as_dictionary::<Int32Type>().clone());
+            let stack = i64s("stack_id")?;
+            let keys: Int32Array = stack
+                .iter()
+                .map(|id| id.and_then(|id| index.get(&id).copied()))
+                .collect();
+            // A leaf name per sample: keys into the leaves' values, null
+            // where the value is.
+            let named = |values: &ArrayRef| -> Result<DictionaryArray<Int32Type>> {
+                let k: Int32Array = keys
+                    .iter()
+                    .map(|k| k.filter(|&k| values.is_valid(k as usize)))
+                    .collect();
+                DictionaryArray::try_new(k, values.clone()).map_err(arrow_err)
+            };
+            let mut cols = FlatCols {
+                sample_id: i64s("sample_id")?.into(),
+                source_id: i32s("source_id")?.into(),
+                time_ns: i64s("time_ns")?.into(),
+                time_utc: col("time_utc")?
+                    .as_primitive::<TimestampNanosecondType>()
+                    .clone()
+                    .into(),
+                pid: i32s("pid")?.into(),
+                tid: i32s("tid")?.into(),
+                comm: dict("comm")?.into(),
+                cpu: col("cpu")?.as_primitive::<UInt32Type>().clone().into(),
+                event: dict("event")?.into(),
+                period: i64s("period")?.into(),
+                cpu_mode: dict("cpu_mode")?.into(),
+                stack_id: stack.clone().into(),
+                function: named(&function)?.into(),
+                module: named(&module)?.into(),
+                srcline: named(&srcline)?.into(),
+                file: named(&file)?.into(),
+                line: take(lines.as_ref(), &keys, None)
+                    .map_err(arrow_err)?
+                    .as_primitive::<UInt32Type>()
+                    .clone()
+                    .into(),
+            };
+            w.write(&columns::batch(&mut cols)?)?;
+        }
+        Ok(())
+    })
 }

@@ -177,8 +177,10 @@ macro_rules! whole_col {
     )*};
 }
 whole_col!(Int32Array => Int32, arrow::array::Int64Array => Int64,
+    arrow::array::UInt32Array => UInt32,
     arrow::array::UInt64Array => UInt64, StringArray => Utf8,
-    DictionaryArray<Int32Type> => DictUtf8);
+    DictionaryArray<Int32Type> => DictUtf8,
+    arrow::array::TimestampNanosecondArray => TimeUtc);
 
 /// The builders of one table's columns, declared with [`table_columns!`].
 pub trait TableColumns {

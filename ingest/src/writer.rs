@@ -535,6 +535,16 @@ impl Drop for CaptureWriter {
 /// Writes (or replaces) one table of an existing capture atomically: the
 /// batches go to a temporary file that is renamed over `<table>.parquet`.
 pub fn replace_table(dir: &Path, def: &'static TableDef, batches: &[RecordBatch]) -> Result<u64> {
+    replace_table_with(dir, def, |w| batches.iter().try_for_each(|b| w.write(b)))
+}
+
+/// [`replace_table`], the batches written by `fill` as it makes them (a
+/// table too big to hold at once).
+pub fn replace_table_with(
+    dir: &Path,
+    def: &'static TableDef,
+    fill: impl FnOnce(&mut TableWriter) -> Result<()>,
+) -> Result<u64> {
     let tmp = dir.join(format!(
         ".{}.parquet.trawl-tmp-{}",
         def.name,
@@ -542,9 +552,7 @@ pub fn replace_table(dir: &Path, def: &'static TableDef, batches: &[RecordBatch]
     ));
     let result = (|| {
         let mut w = TableWriter::create(def, &tmp)?;
-        for b in batches {
-            w.write(b)?;
-        }
+        fill(&mut w)?;
         let rows = w.close()?;
         let dest = table_file(dir, def.name);
         fs::rename(&tmp, &dest).map_err(|e| Error::io(&dest, e))?;

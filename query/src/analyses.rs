@@ -15,6 +15,17 @@ use crate::{Error, Result, Session};
 /// Views `frame_line`, `frame_name`, `stack_entry` and
 /// `stack_entry_inline`: what frames are called, stacks as positions.
 pub const FRAME_NAME: &str = include_str!("../analyses/perf/frame_name.sql");
+/// The leaf of every stack (`stack_leaf.sql`): what `trawl ingest` and
+/// `trawl symbolize` join with `perf_sample` into the flat table
+/// `perf_sample_symbolized`.
+pub const STACK_LEAF: &str = include_str!("../analyses/perf/stack_leaf.sql");
+
+/// Runs [`STACK_LEAF`]: rows of stack_id, function, module, srcline,
+/// file, line.
+pub async fn stack_leaves(s: &Session) -> Result<Vec<datafusion::arrow::array::RecordBatch>> {
+    Session::collect(s.sql(STACK_LEAF).await?).await
+}
+
 /// Views `read_delta`, `_selected_sample` and `_stack_weight` (the samples
 /// an analysis reads, with the selection's placeholders) and
 /// `_stack_position` (stack positions ordered for callers/callees).
