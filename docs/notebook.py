@@ -113,6 +113,19 @@ print(pl.read_parquet(samples).group_by("comm").len())
 duckdb.sql(f"SELECT cpu, count(*) AS samples FROM '{samples}' GROUP BY cpu ORDER BY cpu").df()
 
 # %% [markdown]
+# Without the join: `perf_sample_symbolized` has each sample's leaf
+# function, module and source line, and `time_utc` places it on the wall
+# clock (the phases run was recorded with `perf record -k
+# CLOCK_MONOTONIC`): CPU time per function and per 250 ms with pandas.
+
+# %%
+import pandas as pd
+
+flat = pd.read_parquet(os.path.join(work.name, "phases", "perf_sample_symbolized.parquet"))
+print(flat.groupby(["function", "module"], observed=True).period.sum().nlargest(5))
+flat.set_index("time_utc").resample("250ms").period.sum().div(1e6).rename("cpu_ms").to_frame()
+
+# %% [markdown]
 # A trawl result is an Arrow stream: DuckDB queries it by its variable name.
 
 # %%

@@ -227,6 +227,31 @@ def test_utc_and_notebook_display(caps):
     assert any(o for o in rows.column("object").to_pylist()), "rows are labelled with their objects"
 
 
+def test_times_on_utc_and_the_flat_table(caps, tmp_path):
+    # Expected: perf script -F tod (TZ=UTC) for the samples of the phases
+    # run (recorded with -k CLOCK_MONOTONIC); the flat table's leaves
+    # against trawl report hotspots --no-inline (self samples).
+    cap = caps["phases"]
+    df = cap.sql("SELECT time_utc FROM perf_sample ORDER BY sample_id LIMIT 5").to_pandas()
+    assert str(df.time_utc.dtype) == "datetime64[ns, UTC]"
+    out = subprocess.run(
+        ["perf", "script", "-i", fx("phases", "run1", "perf.data"), "-F", "tod", "--ns"],
+        env={**os.environ, "TZ": "UTC"}, capture_output=True, text=True, check=True,
+    ).stdout
+    tods = [l.strip() for l in out.splitlines() if l.strip()[:4].isdigit()][:5]
+    got = [t.strftime("%Y-%m-%d %H:%M:%S.") + f"{t.microsecond:06d}{t.nanosecond:03d}" for t in df.time_utc]
+    assert got == tods
+    p = pl.from_arrow(cap.sql("SELECT * FROM perf_sample_symbolized").to_arrow())
+    assert p.schema["time_utc"] == pl.Datetime("ns", "UTC")
+    want = {
+        (r["function"], r["module"]): r["self_samples"]
+        for r in cli_rows(tmp_path, "report", "hotspots", cap.captures[0][1], "--no-inline")
+        if r["self_samples"]
+    }
+    got = {(r["function"], r["module"]): r["len"] for r in p.group_by("function", "module").len().to_dicts()}
+    assert got == want
+
+
 def test_tables_carry_the_column_docs(caps):
     t = caps["perf"].tables().to_arrow().to_pylist()
     doc = {(r["table_name"], r["column_name"]): r["description"] for r in t}
