@@ -30,6 +30,9 @@ pub enum Error {
     BadZone(String),
     #[error("strict mode: {0}")]
     Strict(String),
+    /// The ingest was cancelled ([`crate::IngestOptions::cancel`]).
+    #[error("interrupted: the capture was not written")]
+    Interrupted,
     /// The first diagnostic under `--strict`, with its position.
     #[error("strict mode: {0}")]
     Diagnostic(Box<crate::Diagnostic>),

@@ -141,6 +141,11 @@ pub struct IngestOptions {
     /// display on another thread: advanced within perf.data inputs and
     /// uncompressed strace and lackey text, and at the end of every input.
     pub progress: Option<Arc<AtomicU64>>,
+    /// Set from another thread to stop the ingest: the readers look at it
+    /// where they report progress (every 64 K perf records, 64 K strace
+    /// lines, block of a memory log, input), and the run fails with
+    /// [`Error::Interrupted`] without writing the capture.
+    pub cancel: Option<Arc<std::sync::atomic::AtomicBool>>,
 }
 
 /// The input of one ingest read so far: `base` (the inputs before this
@@ -149,12 +154,18 @@ pub struct IngestOptions {
 pub struct Progress {
     done: Arc<AtomicU64>,
     base: u64,
+    cancel: Option<Arc<std::sync::atomic::AtomicBool>>,
 }
 
 impl Progress {
-    /// `off` bytes of the current input are read.
-    pub fn at(&self, off: u64) {
+    /// `off` bytes of the current input are read; `Err` when the ingest
+    /// was cancelled ([`IngestOptions::cancel`]).
+    pub fn at(&self, off: u64) -> Result<()> {
         self.done.fetch_max(self.base + off, Ordering::Relaxed);
+        match &self.cancel {
+            Some(c) if c.load(Ordering::Relaxed) => Err(Error::Interrupted),
+            _ => Ok(()),
+        }
     }
 }
 
@@ -329,9 +340,10 @@ pub fn ingest_with_unwinder(
         let name = input.to_string_lossy().into_owned();
         let mut diags = Diagnostics::new(name.clone(), opts.strict);
         let size = std::fs::metadata(input).map_or(0, |m| m.len());
-        let progress = opts.progress.as_ref().map(|d| Progress {
-            done: d.clone(),
+        let progress = (opts.progress.is_some() || opts.cancel.is_some()).then(|| Progress {
+            done: opts.progress.clone().unwrap_or_default(),
             base,
+            cancel: opts.cancel.clone(),
         });
         base += size;
         let (format, stream, compression) = open_input(input, &name)?;
@@ -504,7 +516,7 @@ pub fn ingest_with_unwinder(
             }
         };
         if let Some(p) = &progress {
-            p.at(size);
+            p.at(size)?;
         }
         summaries.push(InputSummary {
             path: name,

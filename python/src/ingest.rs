@@ -94,6 +94,8 @@ pub fn ingest<'py>(
         },
         staging: None,
         progress: Some(done.clone()),
+        // Ctrl-C or an error of the progress callback stops the readers.
+        cancel: Some(interrupted.clone()),
     };
     let stop = interrupted.clone();
     let work = std::thread::Builder::new()

@@ -310,3 +310,26 @@ def test_ctrl_c_stops_a_running_query(caps):
             read(caps["perf"].sql(query))
         timer.join()
         assert time.monotonic() - t < 30
+
+
+def test_ctrl_c_stops_a_running_ingest(tmp_path):
+    # An strace dump of ~1.5 M lines (io.strace repeated): SIGINT 1 s into
+    # its ingest stops the reader, and nothing is written.
+    text = open(fx("strace", "io.strace")).read()
+    big = tmp_path / "big.strace"
+    with open(big, "w") as out:
+        for _ in range(max(1, 1_500_000 // text.count("\n"))):
+            out.write(text)
+    timer = threading.Timer(1.0, lambda: os.kill(os.getpid(), signal.SIGINT))
+    timer.start()
+    t = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        trawl.ingest([big], tmp_path / "cap", progress=False, quiet=True, symbolize=False)
+    timer.join()
+    stopped = time.monotonic() - t
+    assert not (tmp_path / "cap").exists()
+    assert [p.name for p in tmp_path.iterdir()] == ["big.strace"], "no staging directory left"
+    # The same ingest to its end takes longer than the interrupted one did.
+    t = time.monotonic()
+    trawl.ingest([big], tmp_path / "whole", progress=False, quiet=True, symbolize=False)
+    assert time.monotonic() - t > stopped + 1

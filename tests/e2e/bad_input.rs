@@ -388,3 +388,40 @@ fn progress_counts_every_input_byte() {
     .unwrap();
     assert_eq!(done.load(std::sync::atomic::Ordering::Relaxed), total);
 }
+
+#[test]
+fn a_cancelled_ingest_writes_nothing() {
+    // IngestOptions::cancel (the Python package sets it on Ctrl-C): the
+    // readers stop where they report progress, the run fails with
+    // Interrupted, and neither the capture nor its staging directory is
+    // left.
+    let t = tempfile::tempdir().unwrap();
+    let out = t.path().join("cap");
+    for input in [
+        fixture("hot-fp.data"),
+        crate::common::root().join("fixtures/strace/io.strace"),
+        crate::common::root().join("fixtures/memlog/pages.lackey.zst"),
+    ] {
+        let r = ingest(
+            &[input.clone()],
+            &out,
+            &IngestOptions {
+                cancel: Some(std::sync::Arc::new(std::sync::atomic::AtomicBool::new(
+                    true,
+                ))),
+                ..Default::default()
+            },
+            |_| panic!("a cancelled ingest is not committed"),
+        );
+        assert!(
+            matches!(r, Err(Error::Interrupted)),
+            "{input:?}: {:?}",
+            r.map(|_| ())
+        );
+        let left: Vec<_> = std::fs::read_dir(t.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert!(left.is_empty(), "{input:?}: {left:?}");
+    }
+}

@@ -50,6 +50,7 @@ impl ConvertArgs {
             mem: self.mem.options(),
             staging: None,
             progress: None,
+            cancel: None,
         }
     }
 

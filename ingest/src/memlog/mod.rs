@@ -816,7 +816,8 @@ enum NextBlock<B> {
 trait Blocks {
     type B: AsRef<[u8]> + Send;
     fn next(&mut self, wait: bool) -> NextBlock<Self::B>;
-    fn done(&mut self, b: Self::B);
+    /// Hands a parsed block back; `Err` when the ingest was cancelled.
+    fn done(&mut self, b: Self::B) -> crate::Result<()>;
 }
 
 /// Blocks cut by a reader thread, buffers recycled.
@@ -838,8 +839,9 @@ impl Blocks for StreamBlocks {
             Err(TryRecvError::Disconnected) => NextBlock::End,
         }
     }
-    fn done(&mut self, b: Vec<u8>) {
+    fn done(&mut self, b: Vec<u8>) -> crate::Result<()> {
         let _ = self.back.send(b);
+        Ok(())
     }
 }
 
@@ -871,11 +873,8 @@ impl<'a> Blocks for MappedBlocks<'a> {
         self.at = end;
         NextBlock::Block(b)
     }
-    fn done(&mut self, b: &'a [u8]) {
+    fn done(&mut self, b: &'a [u8]) -> crate::Result<()> {
         let off = b.as_ptr() as usize - self.map.as_ptr() as usize;
-        if let Some(p) = self.progress {
-            p.at((off + b.len()) as u64);
-        }
         // SAFETY: the map is read-only and file-backed: pages dropped here
         // read the same bytes from the page cache if touched again (the
         // page shared with the next block is).
@@ -883,6 +882,10 @@ impl<'a> Blocks for MappedBlocks<'a> {
             self.map
                 .unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, off, b.len())
         };
+        match self.progress {
+            Some(p) => p.at((off + b.len()) as u64),
+            None => Ok(()),
+        }
     }
 }
 
@@ -1016,7 +1019,7 @@ fn parse_blocks<S: Blocks>(
             ready.insert(seq, (c, b));
             while let Some((c, b)) = ready.remove(&next) {
                 next += 1;
-                blocks.done(b);
+                blocks.done(b)?;
                 collector.add_chunk(c, diags, sink)?;
             }
         }

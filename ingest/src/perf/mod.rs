@@ -80,7 +80,7 @@ pub fn ingest_perf(
             n_records += 1;
             if n_records % 65536 == 0 {
                 if let Some(off) = item.position.byte_offset() {
-                    p.at(off);
+                    p.at(off)?;
                 }
             }
         }

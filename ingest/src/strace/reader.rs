@@ -607,7 +607,7 @@ pub fn read(
         bytes += buf.len() as u64;
         if n % PROGRESS_LINES == 0 {
             if let Some(p) = progress {
-                p.at(bytes);
+                p.at(bytes)?;
             }
         }
         // Most lines of a `-k` dump are frames: they take a byte-level
@@ -623,7 +623,7 @@ pub fn read(
         }
     }
     if let Some(p) = progress {
-        p.at(bytes);
+        p.at(bytes)?;
     }
     let time_kind = j.finish(diags, emit)?;
     Ok(ReadStats {
@@ -771,7 +771,7 @@ fn read_pipelined(
                 }
             }
             if let Some(p) = progress {
-                p.at(bytes);
+                p.at(bytes)?;
             }
         }
         let time_kind = j.finish(diags, emit)?;
