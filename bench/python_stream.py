@@ -9,12 +9,11 @@ and ratios.
 The package must be a release build (`pip install ./python`).
 
 Usage: bench/python_stream.py [ROWS]   (env BENCH_DIR, default
-/tmp/trawl-bench; TRAWL_BIN, default target/release/trawl; ROUNDS, default 5)
+/tmp/trawl-bench; ROUNDS, default 5)
 """
 
 import os
 import statistics
-import subprocess
 import sys
 import time
 
@@ -28,7 +27,6 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ROWS = int(sys.argv[1]) if len(sys.argv) > 1 else 10_000_000
 ROUNDS = int(os.environ.get("ROUNDS", "5"))
 W = os.path.join(os.environ.get("BENCH_DIR", "/tmp/trawl-bench"), "python")
-TRAWL = os.environ.get("TRAWL_BIN", os.path.join(ROOT, "target", "release", "trawl"))
 
 
 def generate(path):
@@ -55,6 +53,10 @@ def generate(path):
     return per_second
 
 
+def whole(t):
+    return t.read_all() if isinstance(t, pa.RecordBatchReader) else t
+
+
 def timed(f):
     t = time.perf_counter()
     out = f()
@@ -68,7 +70,7 @@ def main():
     if not os.path.exists(os.path.join(cap, "metric.parquet")):
         if not os.path.exists(csv):
             generate(csv)
-        subprocess.run([TRAWL, "ingest", csv, "-o", cap], check=True, capture_output=True)
+        trawl.ingest([csv], cap, progress=False, quiet=True)
     parquet = os.path.join(cap, "metric.parquet")
     c = trawl.open(cap)
     q = "SELECT time_ns, entity, metric, value FROM metric"
@@ -81,9 +83,9 @@ def main():
         t, a = timed(lambda: c.sql(q).to_arrow())
         runs["trawl arrow"].append(t)
         rows["trawl arrow"] = a.num_rows
-        t, b = timed(lambda: con.sql(dq).arrow())
+        # (DuckDB 2 hands out a reader: read to its end, like to_arrow.)
+        t, b = timed(lambda: whole(con.sql(dq).arrow()))
         runs["duckdb arrow"].append(t)
-        b = b.read_all() if isinstance(b, pa.RecordBatchReader) else b
         rows["duckdb arrow"] = b.num_rows
         t, p = timed(lambda: c.sql(q).to_polars())
         runs["trawl polars"].append(t)
