@@ -1440,6 +1440,7 @@ mod tests {
         let progress = crate::Progress {
             done: done.clone(),
             base: 100,
+            cancel: None,
         };
         let mut diags = crate::Diagnostics::new("t", false);
         let (c, bytes) = read_text(

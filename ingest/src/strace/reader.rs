@@ -1046,6 +1046,7 @@ mod tests {
         let progress = crate::Progress {
             done: done.clone(),
             base: 0,
+            cancel: None,
         };
         let run = |input: Input<'_>| {
             let mut d = Diagnostics::new("t", false);
