@@ -4,6 +4,7 @@
 use std::collections::BTreeSet;
 use std::fs::File;
 use std::path::Path;
+use std::sync::Arc;
 
 use arrow::array::StringDictionaryBuilder;
 use arrow::array::{
@@ -357,9 +358,9 @@ pub fn write_sample_symbolized(dir: &Path, leaves: &[RecordBatch]) -> Result<u64
             index.entry(id).or_insert(i as i32);
         }
     }
-    let [function, module, srcline, file] =
-        ["function", "module", "srcline", "file"].map(|n| leaf_col(n, &DataType::Utf8));
-    let (function, module, srcline, file) = (function?, module?, srcline?, file?);
+    let [function, module, srcline, file] = ["function", "module", "srcline", "file"]
+        .map(|n| leaf_col(n, &DataType::Utf8).map(|a| Names::of(a.as_string::<i32>())));
+    let (mut function, mut module, mut srcline, mut file) = (function?, module?, srcline?, file?);
     let lines = leaf_col("line", &DataType::UInt32)?;
 
     let f = File::open(&samples).map_err(|e| Error::io(&samples, e))?;
@@ -392,15 +393,7 @@ pub fn write_sample_symbolized(dir: &Path, leaves: &[RecordBatch]) -> Result<u64
                 .iter()
                 .map(|id| id.and_then(|id| index.get(&id).copied()))
                 .collect();
-            // A leaf name per sample: keys into the leaves' values, null
-            // where the value is.
-            let named = |values: &ArrayRef| -> Result<DictionaryArray<Int32Type>> {
-                let k: Int32Array = keys
-                    .iter()
-                    .map(|k| k.filter(|&k| values.is_valid(k as usize)))
-                    .collect();
-                DictionaryArray::try_new(k, values.clone()).map_err(arrow_err)
-            };
+            let named = |names: &mut Names| names.batch(&keys).map_err(arrow_err);
             let mut cols = FlatCols {
                 sample_id: i64s("sample_id")?.into(),
                 source_id: i32s("source_id")?.into(),
@@ -417,10 +410,10 @@ pub fn write_sample_symbolized(dir: &Path, leaves: &[RecordBatch]) -> Result<u64
                 period: i64s("period")?.into(),
                 cpu_mode: dict("cpu_mode")?.into(),
                 stack_id: stack.clone().into(),
-                function: named(&function)?.into(),
-                module: named(&module)?.into(),
-                srcline: named(&srcline)?.into(),
-                file: named(&file)?.into(),
+                function: named(&mut function)?.into(),
+                module: named(&mut module)?.into(),
+                srcline: named(&mut srcline)?.into(),
+                file: named(&mut file)?.into(),
                 line: take(lines.as_ref(), &keys, None)
                     .map_err(arrow_err)?
                     .as_primitive::<UInt32Type>()
@@ -431,4 +424,72 @@ pub fn write_sample_symbolized(dir: &Path, leaves: &[RecordBatch]) -> Result<u64
         }
         Ok(())
     })
+}
+
+/// One name column of the stack leaves, for the flat table: each distinct
+/// name once, and per leaf its name's code. A batch gets a dictionary of
+/// the names its samples use only: parquet's Arrow writer goes through a
+/// dictionary's values for every batch, and a capture has millions of
+/// leaves (2.1 M stacks for 22.6 M samples in bench/perf_ingest.sh's
+/// recording: 48 s with the leaves as every batch's dictionary).
+struct Names {
+    /// Distinct names.
+    values: Vec<String>,
+    /// Per leaf: its name's index in `values`; `u32::MAX` for null.
+    code: Vec<u32>,
+    /// Per name: its key in the batch being built (`u32::MAX`: not yet).
+    local: Vec<u32>,
+}
+
+impl Names {
+    fn of(a: &arrow::array::StringArray) -> Names {
+        let mut ids: rustc_hash::FxHashMap<&str, u32> = Default::default();
+        let mut values = Vec::new();
+        let code = a
+            .iter()
+            .map(|v| match v {
+                None => u32::MAX,
+                Some(v) => *ids.entry(v).or_insert_with(|| {
+                    values.push(v.to_string());
+                    values.len() as u32 - 1
+                }),
+            })
+            .collect();
+        Names {
+            local: vec![u32::MAX; values.len()],
+            values,
+            code,
+        }
+    }
+
+    /// The names of a batch's samples (`leaf`: each sample's leaf row, or
+    /// null), as a dictionary of the names it uses.
+    fn batch(
+        &mut self,
+        leaf: &Int32Array,
+    ) -> std::result::Result<DictionaryArray<Int32Type>, arrow::error::ArrowError> {
+        let mut used: Vec<u32> = Vec::new();
+        let keys: Int32Array = leaf
+            .iter()
+            .map(|l| {
+                let c = *self.code.get(l? as usize)?;
+                if c == u32::MAX {
+                    return None;
+                }
+                let k = &mut self.local[c as usize];
+                if *k == u32::MAX {
+                    *k = used.len() as u32;
+                    used.push(c);
+                }
+                Some(*k as i32)
+            })
+            .collect();
+        let values = arrow::array::StringArray::from_iter_values(
+            used.iter().map(|&c| self.values[c as usize].as_str()),
+        );
+        for &c in &used {
+            self.local[c as usize] = u32::MAX;
+        }
+        DictionaryArray::try_new(keys, Arc::new(values))
+    }
 }
