@@ -352,20 +352,49 @@ pub fn write_sample_symbolized(dir: &Path, leaves: &[RecordBatch]) -> Result<u64
         }
     };
     let ids = leaf_col("stack_id", &DataType::Int64)?;
+    // stack_id → leaf row: stack ids are dense (0, 1, ... per capture), so a
+    // vector; a hash map should a capture hold sparse (or hostile) ids.
+    let ids = ids.as_primitive::<Int64Type>();
+    let max = ids.iter().flatten().max().unwrap_or(-1);
+    let dense = max < 16 * ids.len() as i64 + 1024;
+    let mut by_id: Vec<i32> = Vec::new();
     let mut index: rustc_hash::FxHashMap<i64, i32> = Default::default();
-    for (i, id) in ids.as_primitive::<Int64Type>().iter().enumerate() {
-        if let Some(id) = id {
-            index.entry(id).or_insert(i as i32);
+    if dense {
+        by_id = vec![-1; (max + 1).max(0) as usize];
+    }
+    for (i, id) in ids.iter().enumerate() {
+        match id {
+            Some(id) if dense && id >= 0 => {
+                if by_id[id as usize] < 0 {
+                    by_id[id as usize] = i as i32;
+                }
+            }
+            Some(id) => {
+                index.entry(id).or_insert(i as i32);
+            }
+            None => {}
         }
     }
+    let leaf_of = |id: i64| -> Option<i32> {
+        match usize::try_from(id).ok().and_then(|i| by_id.get(i)) {
+            Some(&l) if l >= 0 => Some(l),
+            Some(_) => None,
+            None => index.get(&id).copied(),
+        }
+    };
     let [function, module, srcline, file] = ["function", "module", "srcline", "file"]
         .map(|n| leaf_col(n, &DataType::Utf8).map(|a| Names::of(a.as_string::<i32>())));
     let (mut function, mut module, mut srcline, mut file) = (function?, module?, srcline?, file?);
     let lines = leaf_col("line", &DataType::UInt32)?;
 
     let f = File::open(&samples).map_err(|e| Error::io(&samples, e))?;
+    // Only the columns the flat table copies (perf_sample has 28).
     let reader = ParquetRecordBatchReaderBuilder::try_new(f)
-        .and_then(|b| b.with_batch_size(64 * 1024).build())
+        .and_then(|b| {
+            let wanted = def.columns.iter().map(|c| c.name);
+            let mask = parquet::arrow::ProjectionMask::columns(b.parquet_schema(), wanted);
+            b.with_projection(mask).with_batch_size(256 * 1024).build()
+        })
         .map_err(|source| Error::Parquet {
             table: schema::PERF_SAMPLE.name.into(),
             source,
@@ -389,10 +418,7 @@ pub fn write_sample_symbolized(dir: &Path, leaves: &[RecordBatch]) -> Result<u64
             let i32s = |name: &str| col(name).map(|a| a.as_primitive::<Int32Type>().clone());
             let dict = |name: &str| col(name).map(|a| a.as_dictionary::<Int32Type>().clone());
             let stack = i64s("stack_id")?;
-            let keys: Int32Array = stack
-                .iter()
-                .map(|id| id.and_then(|id| index.get(&id).copied()))
-                .collect();
+            let keys: Int32Array = stack.iter().map(|id| id.and_then(leaf_of)).collect();
             let named = |names: &mut Names| names.batch(&keys).map_err(arrow_err);
             let mut cols = FlatCols {
                 sample_id: i64s("sample_id")?.into(),
