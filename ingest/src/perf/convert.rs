@@ -518,6 +518,8 @@ pub struct PerfConverter {
     /// Rows of the current input given a time but no `time_utc` because
     /// the clock data came later in the stream (pipe mode).
     pub utc_missed: u64,
+    /// Where the first of those records is.
+    pub utc_missed_at: crate::diag::Position,
     events: Vec<(i32, EventDesc)>,
     metas: Vec<(i32, Metadata)>,
 
@@ -608,6 +610,7 @@ impl PerfConverter {
             samples_written: 0,
             utc_offset: None,
             utc_missed: 0,
+            utc_missed_at: crate::diag::Position::None,
         })
     }
 
@@ -629,6 +632,9 @@ impl PerfConverter {
         match self.utc_offset {
             Some(off) => t.checked_add(off),
             None => {
+                if self.utc_missed == 0 {
+                    self.utc_missed_at = self.position;
+                }
                 self.utc_missed += 1;
                 None
             }
@@ -642,6 +648,7 @@ impl PerfConverter {
         self.source_id = source_id;
         self.utc_offset = None;
         self.utc_missed = 0;
+        self.utc_missed_at = crate::diag::Position::None;
         self.event_base = self.events.len() as i32;
         self.id_to_event.clear();
     }

@@ -136,12 +136,13 @@ pub fn ingest_perf(
         )?;
     }
     if reader.meta.utc_offset_ns.is_some() && conv.utc_missed > 0 {
+        // Reported at the first record left without a time on UTC.
         diags.report(
-            crate::Position::None,
+            conv.utc_missed_at,
             crate::Severity::Warning,
             "late_clock_data",
             format!(
-                "the clock data header came after {} timed records: their time_utc is null (time_ns is kept)",
+                "the clock data header came after {} timed records (from this one on): their time_utc is null (time_ns is kept)",
                 conv.utc_missed
             ),
         )?;
