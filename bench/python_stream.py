@@ -80,28 +80,25 @@ def main():
     # trawl's entity and metric are dictionary columns (as stored); DuckDB
     # hands out plain strings. The same as strings, for a like-for-like row.
     qs = "SELECT time_ns, CAST(entity AS VARCHAR) AS entity, CAST(metric AS VARCHAR) AS metric, value FROM metric"
-    runs = {k: [] for k in ("trawl arrow", "trawl arrow str", "duckdb arrow", "trawl polars", "duckdb polars")}
+    # (DuckDB 2 hands out a reader: read to its end, like to_arrow.)
+    readers = {
+        "trawl arrow": lambda: c.sql(q).to_arrow(),
+        "trawl arrow str": lambda: c.sql(qs).to_arrow(),
+        "duckdb arrow": lambda: whole(con.sql(dq).arrow()),
+        "trawl polars": lambda: c.sql(q).to_polars(),
+        "duckdb polars": lambda: con.sql(dq).pl(),
+    }
+    runs = {k: [] for k in readers}
     rows = {}
     for _ in range(ROUNDS):
-        t, a = timed(lambda: c.sql(q).to_arrow())
-        runs["trawl arrow"].append(t)
-        rows["trawl arrow"] = a.num_rows
-        t, a2 = timed(lambda: c.sql(qs).to_arrow())
-        runs["trawl arrow str"].append(t)
-        rows["trawl arrow str"] = a2.num_rows
-        assert pa.types.is_string(a2.schema.field("entity").type) or pa.types.is_string_view(a2.schema.field("entity").type)
-        del a2
-        # (DuckDB 2 hands out a reader: read to its end, like to_arrow.)
-        t, b = timed(lambda: whole(con.sql(dq).arrow()))
-        runs["duckdb arrow"].append(t)
-        rows["duckdb arrow"] = b.num_rows
-        t, p = timed(lambda: c.sql(q).to_polars())
-        runs["trawl polars"].append(t)
-        rows["trawl polars"] = p.height
-        t, d = timed(lambda: con.sql(dq).pl())
-        runs["duckdb polars"].append(t)
-        rows["duckdb polars"] = d.height
-        del a, b, p, d
+        for name, read in readers.items():
+            t, out = timed(read)
+            runs[name].append(t)
+            rows[name] = len(out)
+            if name == "trawl arrow str":
+                entity = out.schema.field("entity").type
+                assert pa.types.is_string(entity) or pa.types.is_string_view(entity), entity
+            del out
     assert len(set(rows.values())) == 1, rows
     n = rows["trawl arrow"]
     print(f"result: {n:,} rows × 4 columns from {parquet} ({os.path.getsize(parquet) >> 20} MB); median of {ROUNDS}")
