@@ -341,6 +341,7 @@ pub static PERF_BRANCH: TableDef = TableDef {
         col!("from_frame_id", Int64, "The branch source as a frame (`frame.frame_id`), symbolized like sample frames."),
         col!("to_frame_id", Int64, "The branch target as a frame (`frame.frame_id`)."),
         col!("stack_id", Int64, "Call stack at the branch source (`stack.stack_id`), leaf first, rebuilt by walking back from the sample's stack through the newer entries: a call pops the callee, a return pushes the function returned from, other branches move the leaf. Pseudo-samples of `lbr_samples()` carry it."),
+        col!("repeated", Bool, null, "The entry was already in the thread's previous branch stack (a branch stack is a snapshot of the last N branches: when fewer than N retire between two samples, the older entries repeat the previous sample's newest, in order; seed document 003 counts only the branches since the previous sample). Found by comparing whole entries, per thread, forward in time; never set in call-stack mode (`--call-graph lbr`). Null in captures written before trawl marked them."),
     ],
 };
 

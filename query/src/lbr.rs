@@ -250,6 +250,7 @@ pub async fn report(
                 "to_function",
                 "entries",
                 "samples",
+                "repeats",
             ])?;
             if let Some(e) = event {
                 df = df.filter(datafusion::prelude::col("event").eq(lit(e)))?;

@@ -854,3 +854,171 @@ fn committed_fixtures_are_the_written_ones() {
         );
     }
 }
+
+/// Branch stacks that repeat the thread's previous one (seed document 003
+/// §4.2: only "the branch information accumulated since the previous
+/// interrupt" counts). Two threads of one process take turns on CPU 0,
+/// 100 µs apart, with 4-entry stacks; each dynamic branch has its own
+/// cycle count, as hardware entries do. Thread A's branches, oldest
+/// first: 0 call main→F1, 1 ret F1→main, 2 call main→F2, 3 ret F2→main,
+/// 4 call main→F3, 5 ret F3→main, then 6-11 the same six again; thread
+/// B's: call main→F1, ret F1→main, twice.
+///
+///   sample  thread  stack (newest first)  repeated (by hand)
+///   0       A       3 2 1 0               none: the first
+///   1       B       b3 b2 b1 b0           none: the first of B
+///   2       A       5 4 3 2               3 2 (A's 0 was the last before)
+///   3       B       b3 b2 b1 b0           all: no branch since sample 1
+///   4       A       5 4 3 2               all: no branch since sample 2
+///   5       A       11 10 9 8             none: 6 and 7 were overwritten
+fn overlapping(d: &Disasm, path: &str) -> (Vec<u8>, Vec<SampleOut>) {
+    let (mut w, ev) = writer(BR_USER | BR_ANY_CALL | BR_ANY_RETURN | BR_TYPE_SAVE, path);
+    let tid_b = PID + 1;
+    w.comm(PID, tid_b, "lbr", 4, false);
+    let cyc = |mut e: BranchEntry, c: u64| {
+        e.flags |= c << 4;
+        e
+    };
+    let six = |k: u64| -> Vec<BranchEntry> {
+        vec![
+            cyc(d.call("main", "F1"), 100 + k),
+            cyc(d.ret("F1", "main"), 101 + k),
+            cyc(d.call("main", "F2"), 102 + k),
+            cyc(d.ret("F2", "main"), 103 + k),
+            cyc(d.call("main", "F3"), 104 + k),
+            cyc(d.ret("F3", "main"), 105 + k),
+        ]
+    };
+    let a: Vec<BranchEntry> = [six(0), six(6)].concat();
+    let b: Vec<BranchEntry> = vec![
+        cyc(d.call("main", "F1"), 500),
+        cyc(d.ret("F1", "main"), 501),
+        cyc(d.call("main", "F1"), 502),
+        cyc(d.ret("F1", "main"), 503),
+    ];
+    // Branches `lo..=hi` of a sequence, newest first.
+    let stack = |s: &[BranchEntry], lo: usize, hi: usize| -> Vec<BranchEntry> {
+        s[lo..=hi].iter().rev().copied().collect()
+    };
+    let plan = [
+        (PID, stack(&a, 0, 3)),
+        (tid_b, stack(&b, 0, 3)),
+        (PID, stack(&a, 2, 5)),
+        (tid_b, stack(&b, 0, 3)),
+        (PID, stack(&a, 2, 5)),
+        (PID, stack(&a, 8, 11)),
+    ];
+    let mut out = Vec::new();
+    for (k, (tid, branch)) in plan.into_iter().enumerate() {
+        let mut s = smp(ev, 1_000_000 + T * k as u64, d.f("main") + 4, &[], branch);
+        s.tid = tid;
+        s.cpu = 0;
+        w.sample(&s);
+        out.push(s);
+    }
+    w.finished_round();
+    (w.to_bytes(), out)
+}
+
+#[test]
+fn entries_repeated_from_the_previous_stack_count_once() {
+    let d = disasm();
+    let dir = tempfile::tempdir().unwrap();
+    let (bytes, _) = overlapping(&d, &bin_path(false));
+    let file = write(dir.path(), "overlap.data", &bytes);
+    // perf reads the stacks as written: samples 3 and 4 print exactly as
+    // samples 1 and 2.
+    let perf_lines = perf_field(&file, "tid,brstack");
+    assert_eq!(perf_lines.len(), 6, "{perf_lines:?}");
+    let stack_of = |l: &str| l.split_once(' ').unwrap().1.trim().to_string();
+    assert_eq!(stack_of(&perf_lines[3]), stack_of(&perf_lines[1]));
+    assert_eq!(stack_of(&perf_lines[4]), stack_of(&perf_lines[2]));
+    assert_ne!(stack_of(&perf_lines[2]), stack_of(&perf_lines[0]));
+
+    let cap = ingest(dir.path(), &file);
+    let flags: Vec<String> = sql_rows(
+        &cap,
+        "SELECT sample_id, string_agg(CASE WHEN repeated THEN 'r' ELSE '.' END, '' ORDER BY idx) \
+         FROM perf_branch GROUP BY sample_id ORDER BY sample_id",
+    )
+    .iter()
+    .map(|r| r.join(","))
+    .collect();
+    assert_eq!(
+        flags,
+        ["0,....", "1,....", "2,..rr", "3,rrrr", "4,rrrr", "5,...."]
+    );
+    // The summary: 24 entries recorded, 4 + 4 + 2 + 0 + 0 + 4 new; with
+    // method 1 the points are the 6 samples and the 14 new entries.
+    let sum = csv_maps(&trawl_ok(&[
+        "report",
+        "lbr",
+        cap.to_str().unwrap(),
+        "--view",
+        "summary",
+        "--method",
+        "1",
+        "--format",
+        "csv",
+    ]));
+    assert_eq!(sum[0]["entries"], "24");
+    assert_eq!(sum[0]["new_entries"], "14");
+    assert_eq!(sum[0]["points"], "20");
+    // Method 1 on sample 2: its 100 µs in thirds between its two new
+    // entries (branch 4 from main, 5 from F3) and the sample; sample 4
+    // keeps its interval.
+    let pts = |id: &str| -> Vec<(String, f64)> {
+        csv_maps(&trawl_ok(&[
+            "report",
+            "lbr",
+            cap.to_str().unwrap(),
+            "--view",
+            "points",
+            "--sample",
+            id,
+            "--method",
+            "1",
+            "--format",
+            "csv",
+        ]))
+        .iter()
+        .map(|r| (r["function"].clone(), r["weight_ns"].parse().unwrap()))
+        .collect()
+    };
+    let third = 100_000.0 / 3.0;
+    let p2 = pts("2");
+    assert_eq!(p2.len(), 3, "{p2:?}");
+    assert_eq!(
+        p2.iter().map(|p| p.0.as_str()).collect::<Vec<_>>(),
+        ["main", "F3", "main"]
+    );
+    assert!(p2.iter().all(|p| (p.1 - third).abs() < 0.01), "{p2:?}");
+    assert_eq!(pts("4"), [("main".to_string(), 100_000.0)]);
+    // Transitions count each branch once: A took main→F2 twice (branches
+    // 2 and 8), main→F1 once (0), B took it twice.
+    let tr = csv_maps(&trawl_ok(&[
+        "report",
+        "lbr",
+        cap.to_str().unwrap(),
+        "--view",
+        "transitions",
+        "--format",
+        "csv",
+    ]));
+    let get = |from: &str, to: &str| {
+        let r = tr
+            .iter()
+            .find(|r| {
+                r["from_function"] == from && r["to_function"] == to && r["transfer"] == "call"
+            })
+            .unwrap_or_else(|| panic!("{from}->{to}: {tr:?}"));
+        (r["entries"].clone(), r["repeats"].clone())
+    };
+    // main→F2: new in samples 0 and 5, repeated in 2 and 4.
+    assert_eq!(get("main", "F2"), ("2".into(), "2".into()));
+    // main→F1: A's branch 0 (sample 0), B's two (sample 1), B's two again
+    // in sample 3.
+    assert_eq!(get("main", "F1"), ("3".into(), "2".into()));
+    // main→F3: new in samples 2 (branch 4) and 5 (10), repeated in 4.
+    assert_eq!(get("main", "F3"), ("2".into(), "1".into()));
+}

@@ -226,6 +226,7 @@ table_columns! {
         from_frame_id: Int64Builder,
         to_frame_id: Int64Builder,
         stack_id: Int64Builder,
+        repeated: BooleanBuilder,
     }
 }
 
@@ -549,6 +550,9 @@ pub struct PerfConverter {
     /// Per branch entry of the current sample: (from frame, to frame,
     /// stack at the source, transfer).
     lbr: Vec<(i64, i64, i64, Transfer)>,
+    /// Each thread's last branch stack, to mark the entries a sample
+    /// repeats (`perf_branch.repeated`).
+    branch_history: super::overlap::BranchHistory,
     last_thread: Option<LastThread>,
     pub samples_written: u64,
 }
@@ -606,6 +610,7 @@ impl PerfConverter {
             chain: Vec::new(),
             chain_user_from: None,
             lbr: Vec::new(),
+            branch_history: Default::default(),
             last_thread: None,
             samples_written: 0,
             utc_offset: None,
@@ -764,6 +769,7 @@ impl PerfConverter {
                 self.thread(f.pid, f.tid).end = t;
                 self.sys_pairs
                     .thread_exit(&mut self.syscalls, self.source_id, f.tid);
+                self.branch_history.forget(f.pid, f.tid);
                 self.task_row(t, "exit", f.pid, f.tid, Some(f.ppid), Some(f.ptid), None);
             }
             Record::Lost { id, count } => {
@@ -1283,9 +1289,19 @@ impl PerfConverter {
             }
         }
         if let Some(b) = &s.branch {
+            let filter = self.events[gid as usize].1.attr.branch_sample_type;
+            let new = b.len()
+                - self.branch_history.repeated(
+                    s.pid.unwrap_or(-1),
+                    s.tid.unwrap_or(-1),
+                    s.time,
+                    filter,
+                    b.iter(),
+                );
             for (i, e) in b.iter().enumerate() {
                 let (from_frame, to_frame, stack, transfer) = self.lbr[i];
                 let c = &mut self.branches;
+                c.repeated.append_value(i >= new);
                 c.transfer.append_value(transfer.as_str());
                 c.from_frame_id.append_value(from_frame);
                 c.to_frame_id.append_value(to_frame);

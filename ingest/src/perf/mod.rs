@@ -3,12 +3,14 @@
 //! - [`header`]: file header, `perf_event_attr`, feature sections.
 //! - [`records`]: typed records and their decoders (no Arrow).
 //! - [`reader`]: the record stream with byte offsets and time ordering.
+//! - [`overlap`]: branch-stack entries repeated from the thread's previous sample.
 //! - [`convert`]: typed records → Arrow batches of the `perf_*` tables.
 //! - [`writer`]: a small perf.data writer for tests and simulators.
 
 pub mod bytes;
 pub mod convert;
 pub mod header;
+pub mod overlap;
 pub mod reader;
 pub mod records;
 pub mod syscalls;

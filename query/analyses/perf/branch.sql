@@ -3,11 +3,12 @@
 -- branch: one row per entry of every sample's branch stack, newest first
 --   (idx 0), with the sample's time and thread and both ends named like
 --   sample frames (function, module, source file and line).
+--   `repeated` marks the entries the thread's previous stack already held
+--   (perf_branch.repeated: fewer than N branches retired in between).
 -- lbr_transition: how often each (from function -> to function, transfer)
---   was recorded, over all entries: calls caller -> callee, returns
---   callee -> caller. Consecutive samples' stacks overlap when fewer than
---   16 branches retire between them, so a branch can be counted by more
---   than one sample; `samples` counts the samples that saw it.
+--   was taken, counting each branch once: calls caller -> callee, returns
+--   callee -> caller. Entries repeated from the thread's previous stack
+--   are not counted again (`repeats` says how many there were).
 CREATE OR REPLACE VIEW branch AS
 SELECT
   b.capture,                                      -- capture
@@ -30,7 +31,8 @@ SELECT
   t.file AS to_file,
   t.line AS to_line,
   t.srcline AS to_srcline,
-  b.stack_id                                      -- call stack at the source (pseudo-sample stack)
+  b.stack_id,                                     -- call stack at the source (pseudo-sample stack)
+  COALESCE(b.repeated, false) AS repeated         -- already in the thread's previous stack
 FROM perf_branch b
 LEFT JOIN perf_sample_t x ON x.capture = b.capture AND x.sample_id = b.sample_id
 LEFT JOIN frame_name f ON f.capture = b.capture AND f.frame_id = b.from_frame_id
@@ -43,7 +45,8 @@ SELECT
   from_function,                                  -- caller for calls, callee for returns
   to_function,
   transfer,
-  count(*) AS entries,                            -- branch entries recorded
-  count(DISTINCT sample_id) AS samples            -- samples whose stack held it
+  sum(CASE WHEN repeated THEN 0 ELSE 1 END) AS entries,  -- times taken (entries new in their stack)
+  count(DISTINCT CASE WHEN repeated THEN NULL ELSE sample_id END) AS samples,  -- samples whose stack recorded it new
+  sum(CASE WHEN repeated THEN 1 ELSE 0 END) AS repeats  -- entries repeated from a previous stack (not counted)
 FROM branch
 GROUP BY capture, event, from_function, to_function, transfer;

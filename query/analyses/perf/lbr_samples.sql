@@ -10,6 +10,10 @@
 -- Each sample k covers the interval T before it: its period for clock
 -- events (cpu-clock, task-clock: CPU time in ns), else the time since the
 -- thread's previous sample of the event (the thread's mean for its first).
+-- Only the entries new since the thread's previous sample count (seed
+-- document 003: "the branch information accumulated since the previous
+-- interrupt"); those perf_branch.repeated from the previous snapshot are
+-- left out, so n below is the number of new entries.
 -- The entry's function is the source function of the branch (the leaf of
 -- perf_branch.stack_id); a function's execution ratio r is its share of
 -- the capture's samples of the event (by leaf function). With n entries
@@ -68,6 +72,7 @@ p AS (
     CAST(b.cycles AS DOUBLE) AS cycles
   FROM perf_branch b
   LEFT JOIN stack_entry l ON l.capture = b.capture AND l.stack_id = b.stack_id AND l.pos = 0
+  WHERE NOT COALESCE(b.repeated, false)
 ),
 pj AS (
   SELECT p.capture, p.sample_id, p.idx, p.stack_id, p.function, p.cycles,
