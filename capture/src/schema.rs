@@ -556,6 +556,24 @@ pub static SYMBOL_FILE: TableDef = TableDef {
     ],
 };
 
+pub static INSTRUCTION: TableDef = TableDef {
+    name: "instruction",
+    doc: "Machine code of the functions where instructions were sampled (functions holding a sample's leaf frame or a branch end), decoded, written with `symbol` (x86 and x86-64; seed document 002's per-instruction metrics, `perf annotate`): one row per instruction, in address order. `annotate(FUNCTION)` joins samples to it.",
+    columns: &[
+        col!("module_id", Int64, "Module (`module.module_id`)."),
+        col!("function", Utf8, "Function (the ELF symbol, demangled; perf's `sym`)."),
+        col!("function_rel_pc", UInt64, "The function's first byte, as a file offset (how `frame.rel_pc` addresses the module)."),
+        col!("rel_pc", UInt64, "The instruction, as a file offset: equal to `frame.rel_pc` of a leaf frame on it."),
+        col!("address", UInt64, "The instruction's virtual address in the file, as `objdump -d` and `perf annotate` print it."),
+        col!("size", UInt32, "Length of the instruction in bytes."),
+        col!("bytes", Binary, "The instruction's bytes."),
+        col!("text", Utf8, "The instruction in AT&T syntax as objdump prints it (hexadecimal numbers, branch targets as `ADDRESS <function+0xOFF>`)."),
+        col!("file", Utf8, null, "Source file of the instruction (the innermost inline level), from DWARF."),
+        col!("line", UInt32, null, "Source line (1-based), from DWARF."),
+        col!("inline_function", Utf8, null, "The function the instruction belongs to when it was inlined into `function` (the innermost level), else null."),
+    ],
+};
+
 /// Every table, in the order `docs/tables.md` lists them.
 pub static SYSCALL: TableDef = TableDef {
     name: "syscall",
@@ -773,6 +791,7 @@ pub static TABLES: &[&TableDef] = &[
     &MEM_SYMBOL,
     &SYMBOL,
     &SYMBOL_FILE,
+    &INSTRUCTION,
     &PERF_SAMPLE_SYMBOLIZED,
 ];
 

@@ -132,6 +132,10 @@ enum Report {
     /// What FUNCTION calls: its exclusive cost and the attributed cost per
     /// callee (they sum to its inclusive cost).
     Callees(EdgeArgs),
+    /// FUNCTION's instructions with the samples taken on each, their share
+    /// of the function and their source lines (perf annotate; seed
+    /// document 002).
+    Annotate(EdgeArgs),
     /// A flame graph (SVG) of the selected samples' stacks.
     Flamegraph(FlameArgs),
     /// Memory still allocated (mmap/brk/mremap regions not freed) at a
@@ -397,6 +401,7 @@ fn run(cli: Cli) -> Result<()> {
         Cmd::Report(Report::Hotspots(a)) => runtime()?.block_on(hotspots(a)),
         Cmd::Report(Report::Callers(a)) => runtime()?.block_on(edges(a, true)),
         Cmd::Report(Report::Callees(a)) => runtime()?.block_on(edges(a, false)),
+        Cmd::Report(Report::Annotate(a)) => runtime()?.block_on(cmd::edges::annotate(a)),
         Cmd::Report(Report::Flamegraph(a)) => runtime()?.block_on(flamegraph(a)),
         Cmd::Report(Report::Unfreed(a)) => runtime()?.block_on(unfreed(a)),
         Cmd::Report(Report::Io(a)) => runtime()?.block_on(io_report(a)),
@@ -439,7 +444,7 @@ async fn app_prefix(s: &Session, app: &Option<String>) -> Result<String> {
     Ok(match app {
         Some(p) => p.clone(),
         None => trawl_query::memory::default_app(s).await?.ok_or_else(|| {
-            anyhow::anyhow!("no traced system calls with stacks (strace -k) to find the application in; pass --app PATH_PREFIX")
+            anyhow::anyhow!("no call stacks (strace -k, perf -g) to find the application in; pass --app PATH_PREFIX")
         })?,
     })
 }

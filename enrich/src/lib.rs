@@ -134,12 +134,94 @@ pub fn symbolize_capture(dir: &Path, cfg: &trawl_symbolize::Config) -> Result<Su
         });
     }
     capture::write_symbols(dir, &rows, &files)?;
+    decode_functions(dir, &cfg, &modules)?;
     Ok(Summary {
         modules: ids.len(),
         addresses: n_addr,
         resolved,
         failed,
     })
+}
+
+/// Writes `instruction`: the decoded code of every function in which an
+/// instruction was sampled (a frame that is not a return address), each
+/// instruction with its source line. Modules whose file is not found or
+/// whose machine has no decoder are left out (their `symbol_file` row
+/// already says why the file was not read).
+fn decode_functions(
+    dir: &Path,
+    cfg: &trawl_symbolize::Config,
+    modules: &[capture::ModuleRow],
+) -> Result<usize> {
+    let mut by_module: BTreeMap<i64, Vec<u64>> = BTreeMap::new();
+    for (m, pc) in capture::read_ip_addresses(dir)? {
+        by_module.entry(m).or_default().push(pc);
+    }
+    let mut reqs = Vec::new();
+    for m in modules {
+        if m.is_kernel || !m.is_file || trawl_symbolize::is_perf_map_path(&m.path) {
+            continue;
+        }
+        if let Some(a) = by_module.remove(&m.module_id) {
+            reqs.push((
+                m.module_id,
+                ModuleRequest {
+                    path: m.path.clone(),
+                    build_id: m.build_id.clone(),
+                    kernel: false,
+                    addresses: a,
+                },
+            ));
+        }
+    }
+    let codes: Vec<(i64, ModuleRequest, trawl_symbolize::disasm::CodeResult)> = reqs
+        .into_iter()
+        .map(|(id, r)| {
+            let c = trawl_symbolize::disasm::function_code(cfg, &r);
+            (id, r, c)
+        })
+        .filter(|(_, _, c)| c.status == Status::Ok && !c.functions.is_empty())
+        .collect();
+    // Source lines of every instruction, through the same symbolizer.
+    let line_reqs: Vec<ModuleRequest> = codes
+        .iter()
+        .map(|(_, r, c)| ModuleRequest {
+            addresses: c
+                .functions
+                .iter()
+                .flat_map(|f| f.insns.iter().map(|i| i.offset))
+                .collect(),
+            ..r.clone()
+        })
+        .collect();
+    let lines = trawl_symbolize::symbolize(cfg, line_reqs);
+    let mut rows = Vec::new();
+    for ((id, _, code), lines) in codes.into_iter().zip(lines) {
+        let mut at = lines.symbols.into_iter();
+        for f in code.functions {
+            let name: std::sync::Arc<str> = f.name.into();
+            for i in f.insns {
+                let l = at.next().unwrap_or_default();
+                let inner = l.inline.first();
+                rows.push(capture::InstructionRow {
+                    module_id: id,
+                    function: name.clone(),
+                    function_rel_pc: f.offset,
+                    rel_pc: i.offset,
+                    address: i.address,
+                    bytes: i.bytes,
+                    text: i.text,
+                    file: inner.and_then(|l| l.file.clone()),
+                    line: inner.and_then(|l| l.line),
+                    inline_function: inner
+                        .filter(|_| l.inline.len() > 1)
+                        .and_then(|l| l.function.clone()),
+                });
+            }
+        }
+    }
+    capture::write_instructions(dir, &rows)?;
+    Ok(rows.len())
 }
 
 /// The rows of one address: one per inline level, innermost first; the

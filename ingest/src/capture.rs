@@ -8,9 +8,9 @@ use std::sync::Arc;
 
 use arrow::array::StringDictionaryBuilder;
 use arrow::array::{
-    Array, ArrayRef, AsArray, BooleanBuilder, DictionaryArray, Int32Array, Int32Builder,
-    Int64Array, Int64Builder, RecordBatch, StringBuilder, TimestampNanosecondArray, UInt32Array,
-    UInt32Builder, UInt64Builder,
+    Array, ArrayRef, AsArray, BinaryBuilder, BooleanBuilder, DictionaryArray, Int32Array,
+    Int32Builder, Int64Array, Int64Builder, RecordBatch, StringBuilder, TimestampNanosecondArray,
+    UInt32Array, UInt32Builder, UInt64Builder,
 };
 use arrow::datatypes::{Int32Type, Int64Type, TimestampNanosecondType, UInt32Type, UInt64Type};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
@@ -122,6 +122,85 @@ pub fn read_frame_addresses(dir: &Path) -> Result<BTreeSet<(i64, u64)>> {
         }
     }
     Ok(out)
+}
+
+/// Distinct (module_id, rel_pc) of the frames that are not return
+/// addresses (where an instruction was sampled: sample leaves, branch
+/// ends): the functions `instruction` decodes.
+pub fn read_ip_addresses(dir: &Path) -> Result<BTreeSet<(i64, u64)>> {
+    let mut out = BTreeSet::new();
+    let def = &schema::FRAME;
+    for b in read_table(dir, def)? {
+        let m = col(&b, def, "module_id")?.as_primitive::<Int64Type>();
+        let pc = col(&b, def, "rel_pc")?.as_primitive::<UInt64Type>();
+        let ret = col(&b, def, "is_return")?.as_boolean();
+        for i in 0..b.num_rows() {
+            if !m.is_null(i) && !ret.value(i) {
+                out.insert((m.value(i), pc.value(i)));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// A row of `instruction`.
+#[derive(Clone, Debug)]
+pub struct InstructionRow {
+    pub module_id: i64,
+    pub function: Arc<str>,
+    pub function_rel_pc: u64,
+    pub rel_pc: u64,
+    pub address: u64,
+    pub bytes: Vec<u8>,
+    pub text: String,
+    pub file: Option<String>,
+    pub line: Option<u32>,
+    pub inline_function: Option<String>,
+}
+
+table_columns! {
+    #[derive(Default)]
+    struct InstructionCols for schema::INSTRUCTION {
+        module_id: Int64Builder,
+        function: StringBuilder,
+        function_rel_pc: UInt64Builder,
+        rel_pc: UInt64Builder,
+        address: UInt64Builder,
+        size: UInt32Builder,
+        bytes: BinaryBuilder,
+        text: StringBuilder,
+        file: StringBuilder,
+        line: UInt32Builder,
+        inline_function: StringBuilder,
+    }
+}
+
+/// Writes (replacing) the `instruction` table of a capture.
+pub fn write_instructions(dir: &Path, rows: &[InstructionRow]) -> Result<()> {
+    let mut batches = Vec::new();
+    for chunk in rows.chunks(256 * 1024) {
+        let mut c = InstructionCols::default();
+        for r in chunk {
+            c.module_id.append_value(r.module_id);
+            c.function.append_value(&r.function);
+            c.function_rel_pc.append_value(r.function_rel_pc);
+            c.rel_pc.append_value(r.rel_pc);
+            c.address.append_value(r.address);
+            c.size.append_value(r.bytes.len() as u32);
+            c.bytes.append_value(&r.bytes);
+            c.text.append_value(&r.text);
+            c.file.append_option(r.file.as_deref());
+            c.line.append_option(r.line);
+            c.inline_function
+                .append_option(r.inline_function.as_deref());
+        }
+        batches.push(columns::batch(&mut c)?);
+    }
+    if batches.is_empty() {
+        batches.push(RecordBatch::new_empty(schema::INSTRUCTION.schema()));
+    }
+    replace_table(dir, &schema::INSTRUCTION, &batches)?;
+    Ok(())
 }
 
 #[derive(Clone, Debug)]

@@ -114,6 +114,7 @@ CASES = [
     ("perf", "callees", {"function": "main"}, "callees('main')"),
     ("perf", "folded", {}, "folded()"),
     ("perf", "timeline", {"window": "10ms", "top": 3}, "timeline(10000000, 'top', 3)"),
+    ("perf", "annotate", {"function": "spin_a"}, "annotate('spin_a')"),
     ("lbr", "lbr_samples", {"method": 3}, "lbr_samples('3')"),
     ("lbr", "lbr_functions", {"method": 1}, "lbr_functions('1')"),
     ("lbr", "lbr_summary", {"method": 2}, "lbr_summary('2')"),

@@ -147,6 +147,28 @@ pub static TIMELINE: Spec = Spec {
     inputs: None,
 };
 
+/// `annotate(function, ...)`.
+pub static ANNOTATE: Spec = Spec {
+    name: "annotate",
+    doc: "A function's instructions with the samples taken on each and their source lines (document 002; perf annotate).",
+    sql: include_str!("../analyses/perf/annotate.sql"),
+    positional: 1,
+    params: sample_params!(
+        Param {
+            name: "function",
+            kind: Kind::Text,
+            doc: "the function (its ELF name)"
+        },
+        Param {
+            name: "module",
+            kind: Kind::Text,
+            doc: "only modules whose path contains this"
+        },
+    ),
+    columns: None,
+    inputs: None,
+};
+
 /// The SQL analyses, in registration order.
 pub static SPECS: &[&Spec] = &[
     &STACK_WEIGHT_FN,
@@ -155,6 +177,7 @@ pub static SPECS: &[&Spec] = &[
     &CALLEES,
     &FOLDED,
     &TIMELINE,
+    &ANNOTATE,
 ];
 
 fn hotspot_columns(b: &crate::functions::Bound) -> datafusion::error::Result<Vec<Expr>> {
@@ -506,6 +529,46 @@ pub struct FunctionMatch {
     pub function: String,
     /// Only positions in modules whose path contains this.
     pub module: Option<String>,
+}
+
+/// `annotate(...)`: `f`'s instructions in address order with the samples
+/// whose leaf is each (seed 002's disassembly view, `perf annotate`).
+pub async fn annotate(s: &Session, f: &FunctionMatch, sel: &Selection<'_>) -> Result<DataFrame> {
+    // Instructions belong to the real (ELF) function: no inline option.
+    let mut args = vec![lit(f.function.as_str())];
+    sel.filter.args(sel.event, sel.weight, &mut args);
+    if let Some(m) = &f.module {
+        args.push(lit("module"));
+        args.push(lit(m.as_str()));
+    }
+    let df = call(s, "annotate", &args).await?;
+    let rows = df.clone().collect().await?;
+    if rows.iter().map(|b| b.num_rows()).sum::<usize>() == 0 {
+        return Err(Error::Usage(format!(
+            "no decoded code of a function named {:?}{}: `instruction` holds the functions samples fell in \
+             (symbolized captures; x86 files found on this machine; names as `trawl report hotspots --no-inline` shows them)",
+            f.function,
+            f.module
+                .as_deref()
+                .map(|m| format!(" in a module matching {m:?}"))
+                .unwrap_or_default()
+        )));
+    }
+    let mut cols: Vec<Expr> = vec![
+        datafusion::prelude::ident("module"),
+        // Hexadecimal, as objdump and perf annotate print addresses.
+        datafusion::functions::expr_fn::to_hex(datafusion::prelude::ident("address"))
+            .alias("address"),
+        datafusion::prelude::ident("offset"),
+        datafusion::prelude::ident("samples"),
+    ];
+    if let Some(n) = sel.weight.name() {
+        cols.push(datafusion::prelude::ident("weight").alias(n));
+    }
+    for c in ["pct", "text", "srcline", "inline_function"] {
+        cols.push(datafusion::prelude::ident(c));
+    }
+    Ok(df.select(cols)?)
 }
 
 /// Attributed metrics of the edges into `f` (seed 002): every sample whose

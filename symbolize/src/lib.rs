@@ -26,6 +26,7 @@
 //! perf records; it maps addresses to names.
 
 mod demangle;
+pub mod disasm;
 pub mod dwarf;
 pub mod elf;
 mod find;
@@ -336,6 +337,37 @@ fn symbolize_kernel(
     }
 }
 
+/// The symbol table of a located file: the binary's .symtab, else a debug
+/// file's, else .dynsym; with perf's synthesized PLT symbols.
+pub(crate) fn choose_symbols(
+    found: &find::Found,
+    bin_obj: &object::File<'_>,
+) -> Option<(SymbolMap, PathBuf, TableKind)> {
+    let mut chosen: Option<(SymbolMap, PathBuf, TableKind)> = None;
+    let m = SymbolMap::from_object(bin_obj, TableKind::Symtab);
+    if !m.is_empty() {
+        chosen = Some((m, found.binary.path.clone(), TableKind::Symtab));
+    }
+    if chosen.is_none() {
+        for d in &found.debug {
+            if let Ok(o) = object::File::parse(&*d.data) {
+                let m = SymbolMap::from_object(&o, TableKind::Symtab);
+                if !m.is_empty() {
+                    chosen = Some((m, d.path.clone(), TableKind::Symtab));
+                    break;
+                }
+            }
+        }
+    }
+    if chosen.is_none() {
+        let m = SymbolMap::from_object(bin_obj, TableKind::Dynsym);
+        if !m.is_empty() {
+            chosen = Some((m, found.binary.path.clone(), TableKind::Dynsym));
+        }
+    }
+    chosen.map(|(m, p, k)| (m.with_plt(bin_obj), p, k))
+}
+
 fn symbolize_file(cfg: &Config, r: &ModuleRequest) -> ModuleResult {
     let n = r.addresses.len();
     let found = match find::locate(cfg, &r.path, r.build_id.as_deref()) {
@@ -354,29 +386,7 @@ fn symbolize_file(cfg: &Config, r: &ModuleRequest) -> ModuleResult {
             )
         }
     };
-    let mut chosen: Option<(SymbolMap, PathBuf, TableKind)> = None;
-    let m = SymbolMap::from_object(&bin_obj, TableKind::Symtab);
-    if !m.is_empty() {
-        chosen = Some((m, found.binary.path.clone(), TableKind::Symtab));
-    }
-    if chosen.is_none() {
-        for d in &found.debug {
-            if let Ok(o) = object::File::parse(&*d.data) {
-                let m = SymbolMap::from_object(&o, TableKind::Symtab);
-                if !m.is_empty() {
-                    chosen = Some((m, d.path.clone(), TableKind::Symtab));
-                    break;
-                }
-            }
-        }
-    }
-    if chosen.is_none() {
-        let m = SymbolMap::from_object(&bin_obj, TableKind::Dynsym);
-        if !m.is_empty() {
-            chosen = Some((m, found.binary.path.clone(), TableKind::Dynsym));
-        }
-    }
-    let chosen = chosen.map(|(m, p, k)| (m.with_plt(&bin_obj), p, k));
+    let chosen = choose_symbols(&found, &bin_obj);
 
     // DWARF: the binary's own, else the first debug file that has some.
     let mut dwarf: Option<(dwarf::Sections<'_>, PathBuf)> =

@@ -4,6 +4,7 @@
 //! perf must be installed (`.ci/run` installs linux-perf); these tests fail
 //! rather than skip without it.
 
+mod annotate;
 mod archive;
 mod bad_input;
 mod cluster;
@@ -18,6 +19,7 @@ mod metrics;
 mod monitoring;
 mod perf_fixtures;
 mod phases;
+mod pow;
 mod slt;
 mod sql;
 mod strace;

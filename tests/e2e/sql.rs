@@ -334,6 +334,7 @@ fn functions_lists_every_analysis_and_each_runs() {
             "callees",
             "folded",
             "timeline",
+            "annotate",
             "lbr_samples",
             "lbr_functions",
             "lbr_summary",
@@ -367,6 +368,7 @@ fn functions_lists_every_analysis_and_each_runs() {
         "callees('main')",
         "folded()",
         "timeline(10000000)",
+        "annotate('spin_a')",
     ] {
         let n: u64 = sql_scalar(&cap, &format!("SELECT count(*) FROM {call}"))
             .parse()

@@ -1,4 +1,5 @@
-//! `trawl report callers` / `callees`: `callers(...)` / `callees(...)`.
+//! `trawl report callers` / `callees` / `annotate`: `callers(...)` /
+//! `callees(...)` / `annotate(...)`.
 
 use crate::*;
 
@@ -39,6 +40,26 @@ pub(crate) async fn edges(a: EdgeArgs, callers: bool) -> Result<()> {
         analyses::callees(&s, &f, &sel).await?
     };
     let batches = df.collect().await?;
+    if matches!(a.out.format, Format::Table) && a.out.output.is_none() {
+        eprintln!("event: {event}");
+    }
+    output::write(&batches, &a.out)
+}
+
+pub(crate) async fn annotate(a: EdgeArgs) -> Result<()> {
+    let s = crate::open(&a.captures).await?;
+    let (filter, event, weight, opts) = selection(&s, &a.filter, &a.metric).await?;
+    let f = analyses::FunctionMatch {
+        function: a.function.clone(),
+        module: a.module.clone(),
+    };
+    let sel = analyses::Selection {
+        filter: &filter,
+        event: &event,
+        weight: &weight,
+        opts,
+    };
+    let batches = analyses::annotate(&s, &f, &sel).await?.collect().await?;
     if matches!(a.out.format, Format::Table) && a.out.output.is_none() {
         eprintln!("event: {event}");
     }

@@ -36,11 +36,13 @@ g AS (
          COALESCE(a.actual_function, '[no stack]') AS actual_function,
          a.app_line, a.app_file, a.app_line_number,
          CAST(sum(s.cost) AS BIGINT) AS cpu_ns,
-         count(*) AS samples
+         count(*) AS samples,
+         pn.comm
   FROM src s
   LEFT JOIN _stack_attribution a ON a.capture = s.capture AND a.stack_id = s.stack_id
+  LEFT JOIN process_name pn ON pn.capture = s.capture AND pn.pid = s.pid
   GROUP BY s.capture, s.range, s.range_start_s, s.range_end_s, s.pid, 6, 7,
-           a.app_line, a.app_file, a.app_line_number
+           a.app_line, a.app_file, a.app_line_number, pn.comm
 ),
 w AS (
   SELECT g.*,
@@ -55,6 +57,7 @@ SELECT
   range_start_s,                                                -- range start, s on the capture axis
   range_end_s,                                                  -- range end
   pid,                                                          -- process
+  comm,                                                        -- process name (process_name: perf's command, else the program exec'd)
   round(100.0 * process_cpu_ns / range_cpu_ns, 2) AS process_pct,  -- the process's share of the range's CPU time, %
   app_function,                                                 -- application function
   round(100.0 * app_function_cpu_ns / range_cpu_ns, 2) AS app_function_pct,  -- its share, %

@@ -21,11 +21,13 @@ g AS (
          COALESCE(a.actual_function, '[no stack]') AS actual_function,
          a.app_line, s.file, s.direction, a.app_file, a.app_line_number,
          CAST(sum(s.bytes) AS BIGINT) AS bytes,
-         count(*) AS calls
+         count(*) AS calls,
+         pn.comm
   FROM src s
   LEFT JOIN _stack_attribution a ON a.capture = s.capture AND a.stack_id = s.stack_id
+  LEFT JOIN process_name pn ON pn.capture = s.capture AND pn.pid = s.pid
   GROUP BY s.capture, s.range, s.range_start_s, s.range_end_s, s.pid, 6, 7,
-           a.app_line, s.file, s.direction, a.app_file, a.app_line_number
+           a.app_line, s.file, s.direction, a.app_file, a.app_line_number, pn.comm
 )
 SELECT
   capture,                                                      -- capture
@@ -33,6 +35,7 @@ SELECT
   range_start_s,                                                -- range start, s on the capture axis
   range_end_s,                                                  -- range end
   pid,                                                          -- process (thread)
+  comm,                                                        -- process name (process_name: perf's command, else the program exec'd)
   sum(bytes) OVER (PARTITION BY capture, range, pid) AS process_bytes,  -- the process's bytes
   app_function,                                                 -- application function
   sum(bytes) OVER (PARTITION BY capture, range, pid, app_function) AS app_function_bytes,  -- its bytes

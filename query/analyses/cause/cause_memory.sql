@@ -19,11 +19,13 @@ g AS (
          COALESCE(a.actual_function, '[no stack]') AS actual_function,
          a.app_line, a.app_file, a.app_line_number,
          CAST(sum(s.bytes) AS BIGINT) AS bytes,
-         count(*) AS regions
+         count(*) AS regions,
+         pn.comm
   FROM src s
   LEFT JOIN _stack_attribution a ON a.capture = s.capture AND a.stack_id = s.stack_id
+  LEFT JOIN process_name pn ON pn.capture = s.capture AND pn.pid = s.pid
   GROUP BY s.capture, s.range, s.range_start_s, s.range_end_s, s.at_s, s.pid, 7, 8,
-           a.app_line, a.app_file, a.app_line_number
+           a.app_line, a.app_file, a.app_line_number, pn.comm
 )
 SELECT
   capture,                                                      -- capture
@@ -32,6 +34,7 @@ SELECT
   range_end_s,                                                  -- range end
   at_s,                                                         -- the moment looked at
   pid,                                                          -- process
+  comm,                                                        -- process name (process_name: perf's command, else the program exec'd)
   sum(bytes) OVER (PARTITION BY capture, range, pid) AS process_bytes,  -- the process's bytes
   app_function,                                                 -- application function
   sum(bytes) OVER (PARTITION BY capture, range, pid, app_function) AS app_function_bytes,  -- its bytes

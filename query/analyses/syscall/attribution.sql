@@ -9,28 +9,37 @@
 --                 directory of the traced executable, `_default_app`)
 
 -- _default_app: the directory of the traced program, with a trailing `/`:
--- the module of the outermost frame of the most calls whose stacks end in
--- `_start` (the executable's entry point; threads' stacks end in libc's
--- clone; the dynamic loader's own `_start` does not count), else of the
--- most calls.
+-- the module of the outermost frame of the most stacks (traced calls and
+-- perf samples) that end in `_start` (the executable's entry point;
+-- threads' stacks end in libc's clone; the dynamic loader's own `_start`
+-- does not count), else of the most stacks.
 CREATE OR REPLACE VIEW _default_app AS
+WITH used AS (
+  SELECT capture, stack_id, count(*) AS n FROM syscall WHERE stack_id IS NOT NULL GROUP BY capture, stack_id
+  UNION ALL
+  SELECT capture, stack_id, count(*) AS n FROM perf_sample WHERE stack_id IS NOT NULL GROUP BY capture, stack_id
+)
 SELECT regexp_replace(e.module, '/[^/]*$', '/') AS dir   -- directory, ending in /
-FROM syscall c
+FROM used c
 JOIN (SELECT capture, stack_id, max(pos) AS pos FROM stack_entry GROUP BY capture, stack_id) o
   ON o.capture = c.capture AND o.stack_id = c.stack_id
 JOIN stack_entry e ON e.capture = o.capture AND e.stack_id = o.stack_id AND e.pos = o.pos
 WHERE e.module LIKE '/%' AND e.module NOT LIKE '%/ld-linux%' AND e.module NOT LIKE '%/ld.so%'
 GROUP BY 1
-ORDER BY sum(CASE WHEN e.function = '_start' THEN 1 ELSE 0 END) DESC, count(*) DESC, 1
+ORDER BY sum(CASE WHEN e.function = '_start' THEN c.n ELSE 0 END) DESC, sum(c.n) DESC, 1
 LIMIT 1;
 
--- _stack_attribution: per stack, its application frame and its leaf.
+-- _stack_attribution: per stack, its application frame and its leaf. A
+-- PLT stub (`name@plt`) linked into the application is the library call's
+-- entry, not application code: the frame that called it is the
+-- application function.
 CREATE OR REPLACE VIEW _stack_attribution AS
 WITH app AS (
   SELECT capture, stack_id, min(pos) AS pos
   FROM stack_entry
-  WHERE ($app IS NOT NULL AND starts_with(module, $app))
-     OR ($app IS NULL AND starts_with(module, (SELECT dir FROM _default_app)))
+  WHERE (($app IS NOT NULL AND starts_with(module, $app))
+      OR ($app IS NULL AND starts_with(module, (SELECT dir FROM _default_app))))
+    AND NOT COALESCE(function LIKE '%@plt', false)
   GROUP BY capture, stack_id
 )
 SELECT
@@ -77,3 +86,36 @@ WHERE CASE WHEN $at_ns IS NULL
         THEN r.end_reason IS NULL OR r.end_reason IN ('exit', 'exec')
         ELSE (r.from_ns IS NULL OR r.from_ns <= $at_ns) AND (r.to_ns IS NULL OR r.to_ns > $at_ns)
       END;
+
+-- process_name: a name for each process, as seed document 000's Fig. 8
+-- shows them beside the pid: perf's command of the main thread
+-- (`perf_thread`), else the program the process exec'd (the last path
+-- component of a successful execve's first argument, strace), else the
+-- program its parent exec'd (the parent's fork/vfork/clone/clone3 returned
+-- the pid). Null when none of these was recorded.
+CREATE OR REPLACE VIEW process_name AS
+WITH ex AS (
+  SELECT capture, pid,
+         max(regexp_replace(args, '^"(?:[^"]*/)?([^"/]*)".*$', '\1')) AS name
+  FROM syscall
+  WHERE CAST(name AS VARCHAR) = 'execve' AND retval = 0 AND args LIKE '"%'
+  GROUP BY capture, pid
+),
+named AS (
+  SELECT capture, pid, max(comm) AS name, 0 AS prio
+  FROM perf_thread WHERE pid = tid AND comm IS NOT NULL
+  GROUP BY capture, pid
+  UNION ALL
+  SELECT capture, pid, name, 1 AS prio FROM ex
+  UNION ALL
+  SELECT c.capture, CAST(c.retval AS INT) AS pid, max(e.name) AS name, 2 AS prio
+  FROM syscall c JOIN ex e ON e.capture = c.capture AND e.pid = c.pid
+  WHERE CAST(c.name AS VARCHAR) IN ('fork', 'vfork', 'clone', 'clone3') AND c.retval > 0
+  GROUP BY c.capture, CAST(c.retval AS INT)
+)
+SELECT
+  capture,                                      -- capture
+  pid,                                          -- process (strace: the traced pid)
+  first_value(name ORDER BY prio) AS comm       -- its name
+FROM named
+GROUP BY capture, pid;

@@ -13,14 +13,17 @@ WITH g AS (
          COALESCE(a.actual_function, '[no stack]') AS actual_function,
          a.app_line, a.app_file, a.app_line_number,
          CAST(sum(r.bytes) AS BIGINT) AS bytes,
-         count(*) AS regions
+         count(*) AS regions,
+         pn.comm
   FROM _live_region r
   LEFT JOIN _stack_attribution a ON a.capture = r.capture AND a.stack_id = r.stack_id
-  GROUP BY r.capture, r.pid, 3, 4, a.app_line, a.app_file, a.app_line_number
+  LEFT JOIN process_name pn ON pn.capture = r.capture AND pn.pid = r.pid
+  GROUP BY r.capture, r.pid, 3, 4, a.app_line, a.app_file, a.app_line_number, pn.comm
 )
 SELECT
   capture,                                                              -- capture
   pid,                                                                  -- process
+  comm,                                                        -- process name (process_name: perf's command, else the program exec'd)
   sum(bytes) OVER (PARTITION BY capture, pid) AS process_bytes,         -- the process's unfreed bytes
   app_function,                                                         -- application function ([outside the application])
   sum(bytes) OVER (PARTITION BY capture, pid, app_function) AS app_function_bytes,  -- its unfreed bytes
