@@ -83,7 +83,11 @@ fn truncation_keeps_whole_records(name: &str, exact: bool) {
     let samples = perf_sample_records(&src);
     let dir = tempfile::tempdir().unwrap();
     let mut cuts: Vec<usize> = (0..70).map(|i| i * len / 70).collect();
-    cuts.extend([1, 7, 8, 15, 16, 17, 103, 104, 105, len - 1, len - 7]);
+    cuts.extend([1, 7, 8, 15, 16, 17, 103, 104, 105, len - 1, len - 7, len]);
+    // Longer prefixes first after shorter ones: a longer prefix keeps at
+    // least the samples of a shorter one.
+    cuts.sort_unstable();
+    cuts.dedup();
     let mut last = 0;
     let mut ok_cuts = 0;
     for &at in &cuts {
@@ -110,7 +114,14 @@ fn truncation_keeps_whole_records(name: &str, exact: bool) {
                         }
                     }
                 }
-                let _ = last;
+                assert!(
+                    n >= last,
+                    "{name} cut at {at}: {n} samples, fewer than the {last} of a shorter prefix"
+                );
+                if at == len {
+                    // The whole file: every sample perf reads.
+                    assert_eq!(n, perf_script_samples(&src) as u64, "{name} whole");
+                }
                 last = n;
             }
             // A cut inside the header or the attributes: the input cannot be

@@ -453,12 +453,45 @@ fn simulated_power_samples_reach_the_target() {
     ]));
     let one = data.iter().filter(|r| r["method"] == "events").count();
     assert!(one > 50, "{}", data.len());
-    for r in data.iter().filter(|r| r["method"] == "events").take(5) {
-        assert!(
-            num(r, "predicted_j") >= 0.5 && num(r, "measured_j") > 0.0,
-            "{r:?}"
+    // The counter the analysis reads (energy_chain's chosen cores
+    // counter) as ingested: cumulative energy at each reading on the
+    // capture axis, read linearly between readings at a datum's ends.
+    let curve: Vec<(i64, f64)> = {
+        let mut cum = 0.0;
+        sql_rows(
+            &s.cap,
+            "SELECT e.t_ns, COALESCE(e.delta_uj, 0) FROM energy_t e \
+             JOIN energy_chain c ON c.capture = e.capture AND c.source_id = e.source_id AND c.zone = e.zone \
+             WHERE c.chosen AND c.domain = 'cores' AND e.t_ns IS NOT NULL ORDER BY e.t_ns",
+        )
+        .into_iter()
+        .map(|r| {
+            cum += r[1].parse::<f64>().unwrap() * 1e-6;
+            (r[0].parse().unwrap(), cum)
+        })
+        .collect()
+    };
+    assert!(curve.len() > 100, "{}", curve.len());
+    let at = |t: i64| -> f64 {
+        let i = curve.partition_point(|x| x.0 < t);
+        let (a, b) = (curve[i - 1], curve[i]);
+        a.1 + (b.1 - a.1) * (t - a.0) as f64 / (b.0 - a.0) as f64
+    };
+    let mut checked = 0;
+    for r in data.iter().filter(|r| r["method"] == "events") {
+        let (a, b): (i64, i64) = (
+            r["t_start_ns"].parse().unwrap(),
+            r["t_end_ns"].parse().unwrap(),
         );
+        let want = at(b) - at(a);
+        assert!(
+            (num(r, "measured_j") - want).abs() < 1e-6,
+            "datum {r:?}: the counter rose {want} J from {a} to {b}"
+        );
+        assert!(num(r, "predicted_j") >= 0.5, "{r:?}");
+        checked += 1;
     }
+    assert_eq!(checked, one);
 }
 
 #[test]

@@ -137,6 +137,16 @@ fn expected_ranges(rows: &[(f64, bool)], t0: f64) -> Vec<(f64, f64)> {
     out
 }
 
+/// CPU_RULE's ranges of run `n` worked from its vmstat log (seconds after
+/// the exec strace saw).
+fn cpu_ranges_from_vmstat(n: usize) -> Vec<(f64, f64)> {
+    let cpu: Vec<(f64, bool)> = vmstat(n)
+        .iter()
+        .map(|(t, m)| (*t, m["us"] + m["sy"] > 90.0 && m["r"] > 2.0))
+        .collect();
+    expected_ranges(&cpu, strace_exec(n))
+}
+
 fn ranges_of(cap: &Path, rule: &str) -> Vec<(f64, f64)> {
     csv_maps(&report_csv(
         "exhaustion",
@@ -251,11 +261,7 @@ fn exhaustion_ranges_follow_the_logs() {
         let cap = &runs()[n - 1];
         let t0 = strace_exec(n);
         let rows = vmstat(n);
-        let cpu: Vec<(f64, bool)> = rows
-            .iter()
-            .map(|(t, m)| (*t, m["us"] + m["sy"] > 90.0 && m["r"] > 2.0))
-            .collect();
-        let want = expected_ranges(&cpu, t0);
+        let want = cpu_ranges_from_vmstat(n);
         let got = ranges_of(cap, CPU_RULE);
         assert!(close(&got, &want), "run{n}: {got:?} vs {want:?}");
         // One range, within a second of the CPU phase (2–6 s after exec;
@@ -339,7 +345,9 @@ fn exhaustion_ranges_follow_the_logs() {
 #[test]
 fn ranges_common_to_all_runs() {
     let r = runs();
-    let per: Vec<Vec<(f64, f64)>> = r.iter().map(|c| ranges_of(c, CPU_RULE)).collect();
+    // Each run's range from its own vmstat log (not from trawl).
+    let per: Vec<Vec<(f64, f64)>> = (1..=3).map(cpu_ranges_from_vmstat).collect();
+    assert!(per.iter().all(|v| v.len() == 1), "{per:?}");
     let out = trawl_ok(&[
         "report",
         "exhaustion",
@@ -359,8 +367,20 @@ fn ranges_common_to_all_runs() {
     // The intersection of the three runs' ranges.
     let start = per.iter().map(|v| v[0].0).fold(f64::MIN, f64::max);
     let end = per.iter().map(|v| v[0].1).fold(f64::MAX, f64::min);
-    assert!((f(&m[0], "start_s") - start).abs() < 1e-6 && (f(&m[0], "end_s") - end).abs() < 1e-6);
-    assert_eq!(m[0]["run2"], format!("{}..{}", per[1][0].0, per[1][0].1));
+    assert!(
+        (f(&m[0], "start_s") - start).abs() < 1e-5 && (f(&m[0], "end_s") - end).abs() < 1e-5,
+        "{m:?} vs {start}..{end}"
+    );
+    // Each run's own range is listed beside it.
+    for (k, want) in per.iter().enumerate() {
+        let (a, b) = m[0][&format!("run{}", k + 1)].split_once("..").unwrap();
+        let (a, b): (f64, f64) = (a.parse().unwrap(), b.parse().unwrap());
+        assert!(
+            (a - want[0].0).abs() < 1e-5 && (b - want[0].1).abs() < 1e-5,
+            "run{}: {a}..{b} vs {want:?}",
+            k + 1
+        );
+    }
 }
 
 #[test]
