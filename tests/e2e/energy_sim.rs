@@ -433,8 +433,76 @@ fn simulated_power_samples_reach_the_target() {
         num(time[0], "within_10_pct") < num(all, "within_10_pct") - 20.0,
         "{out}"
     );
-    let bytes = std::fs::read(&png).unwrap();
-    assert_eq!(&bytes[1..4], b"PNG");
+    // The figure (document 004 Fig. 6/8) read back: the best subset and
+    // the two time-based groupings, each a histogram of its data's
+    // measured energy in 50 bins over [0, 2 P] (P = 1 J), bars as tall as
+    // the data in them.
+    let svg = dir.path().join("hist.svg");
+    trawl_ok(&[
+        "report",
+        "power-samples",
+        s.cap.to_str().unwrap(),
+        "--group",
+        "10",
+        "--plot",
+        svg.to_str().unwrap(),
+    ]);
+    let all_data = csv_maps(&trawl_ok(&[
+        "report",
+        "power-samples",
+        s.cap.to_str().unwrap(),
+        "--format",
+        "csv",
+        "--group",
+        "10",
+        "--view",
+        "data",
+    ]));
+    let t = std::fs::read_to_string(&svg).unwrap();
+    let captions: Vec<String> = crate::figure::texts(&t)
+        .into_iter()
+        .filter(|x| x.contains(" data, "))
+        .collect();
+    assert_eq!(captions.len(), 3, "{captions:?}");
+    assert!(
+        captions[1].ends_with("within ±10 %") && captions[1].contains(" x"),
+        "{captions:?}"
+    );
+    for (i, cap) in captions.iter().enumerate() {
+        let name = cap.split(": ").next().unwrap();
+        let mut counts = [0u32; 50];
+        let mut n = 0;
+        for r in all_data.iter().filter(|r| r["events"] == name) {
+            n += 1;
+            let b = (num(r, "measured_j") / 0.04).floor();
+            if (0.0..50.0).contains(&b) {
+                counts[b as usize] += 1;
+            }
+        }
+        assert!(cap.starts_with(&format!("{name}: {n} data, ")), "{cap}");
+        let fill = ["#4E79A7", "#F28E2B", "#E15759"][i];
+        let mut bars: Vec<(f64, f64)> = crate::figure::tags(&t, "rect")
+            .into_iter()
+            .filter(|r| crate::figure::attr(r, "fill") == Some(fill))
+            .map(|r| {
+                let a = |k: &str| crate::figure::attr(r, k).unwrap().parse::<f64>().unwrap();
+                (a("x"), a("height"))
+            })
+            .collect();
+        bars.sort_by(|a, b| a.0.total_cmp(&b.0));
+        assert_eq!(bars.len(), 50, "{name}");
+        let hmax = bars.iter().map(|b| b.1).fold(0.0, f64::max);
+        let cmax = *counts.iter().max().unwrap() as f64;
+        for (b, (bar, c)) in bars.iter().zip(counts).enumerate() {
+            assert!(
+                (bar.1 / hmax - c as f64 / cmax).abs() < 0.02,
+                "{name} bin {b}: bar {} of {hmax} px, {c} of {cmax} data",
+                bar.1
+            );
+        }
+    }
+    let img = crate::figure::png(&png);
+    assert_eq!(img.dimensions(), (900, 260 * 3 + 40));
     // Every datum: its measured energy is the counter over its span.
     let data = csv_maps(&trawl_ok(&[
         "report",

@@ -11,6 +11,7 @@ mod cluster;
 mod common;
 mod energy;
 mod energy_sim;
+mod figure;
 mod layering;
 mod lbr;
 mod lines;

@@ -597,21 +597,118 @@ fn timeline_windows_and_plots() {
         "SELECT count(DISTINCT window_start(t_ns, 250000000)) FROM perf_sample_t WHERE event = 'cpu-clock'",
     );
     assert_eq!(n.parse::<usize>().unwrap(), windows.len());
-    // Plots: PNG and SVG files.
+    // Plots of the same rows, PNG and SVG, read back for their content.
     let dir = tempfile::tempdir().unwrap();
     let png = dir.path().join("t.png");
+    let tsvg = dir.path().join("t.svg");
     let svg = dir.path().join("m.svg");
-    trawl_ok(&[
-        "report",
-        "timeline",
-        cap.to_str().unwrap(),
-        "--plot",
-        png.to_str().unwrap(),
-        "--rule",
-        CPU_RULE,
-    ]);
-    let b = std::fs::read(&png).unwrap();
-    assert_eq!(&b[..8], b"\x89PNG\r\n\x1a\n");
+    for out in [&png, &tsvg] {
+        trawl_ok(&[
+            "report",
+            "timeline",
+            cap.to_str().unwrap(),
+            "--window",
+            "250ms",
+            "--top",
+            "5",
+            "--t0",
+            "exec:phases",
+            "--plot",
+            out.to_str().unwrap(),
+            "--rule",
+            CPU_RULE,
+        ]);
+    }
+    // Each key's total share (over the windows, all 250 ms wide) is its
+    // polygon's share of the stacked area.
+    let mut share: std::collections::BTreeMap<String, f64> = Default::default();
+    for m in &rows {
+        *share.entry(m["function"].clone()).or_default() += f(m, "share_pct");
+    }
+    let total_share: f64 = share.values().sum();
+    let t = std::fs::read_to_string(&tsvg).unwrap();
+    let polys = crate::figure::polygons(&t);
+    assert_eq!(polys.len(), share.len(), "one polygon per key");
+    let total_area: f64 = polys.iter().map(|p| p.1).sum();
+    let mut want: Vec<f64> = share.values().map(|v| v / total_share).collect();
+    let mut got: Vec<f64> = polys.iter().map(|p| p.1 / total_area).collect();
+    want.sort_by(f64::total_cmp);
+    got.sort_by(f64::total_cmp);
+    for (g, w) in got.iter().zip(&want) {
+        assert!((g - w).abs() < 0.005, "areas {got:?} vs shares {want:?}");
+    }
+    // The title, axes and every key in the legend.
+    let texts = crate::figure::texts(&t);
+    for k in share.keys() {
+        assert!(texts.contains(k), "legend lacks {k}: {texts:?}");
+    }
+    assert!(
+        texts
+            .iter()
+            .any(|x| x.contains("cpu-clock by function per 250ms")),
+        "{texts:?}"
+    );
+    assert!(texts.contains(&"time since t0 (s)".to_string()));
+    // The rule's range shaded: one translucent red rectangle spanning the
+    // range on the time axis the polygons give (first window start to
+    // last window end).
+    let range = &ranges_of(cap, CPU_RULE)[0];
+    let xs: Vec<f64> = crate::figure::tags(&t, "polygon")
+        .iter()
+        .flat_map(|p| {
+            crate::figure::attr(p, "points")
+                .unwrap()
+                .split_whitespace()
+                .map(|q| q.split_once(',').unwrap().0.parse::<f64>().unwrap())
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    let (x0, x1) = (
+        xs.iter().copied().fold(f64::MAX, f64::min),
+        xs.iter().copied().fold(f64::MIN, f64::max),
+    );
+    let mut starts: Vec<f64> = per_window.keys().map(|k| k.parse().unwrap()).collect();
+    starts.sort_by(f64::total_cmp);
+    let (t_first, t_last) = (starts[0], starts[starts.len() - 1] + 0.25);
+    let px = |s: f64| x0 + (s - t_first) / (t_last - t_first) * (x1 - x0);
+    let bands: Vec<&str> = crate::figure::tags(&t, "rect")
+        .into_iter()
+        .filter(|r| crate::figure::attr(r, "fill") == Some("#FF0000"))
+        .collect();
+    assert_eq!(bands.len(), 1, "{bands:?}");
+    let bx: f64 = crate::figure::attr(bands[0], "x").unwrap().parse().unwrap();
+    let bw: f64 = crate::figure::attr(bands[0], "width")
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(
+        (bx - px(range.0)).abs() <= 2.0,
+        "band at {bx} px, range starts at {} px",
+        px(range.0)
+    );
+    assert!(
+        (bx + bw - px(range.1)).abs() <= 2.0,
+        "band ends at {} px vs {}",
+        bx + bw,
+        px(range.1)
+    );
+    // The PNG: the same figure, each key's colour covering its share of
+    // the stacked pixels (the legend box hides a little).
+    let img = crate::figure::png(&png);
+    assert_eq!(img.dimensions(), (1200, 600));
+    let counts = crate::figure::colour_counts(&img);
+    let key_px: Vec<f64> = polys
+        .iter()
+        .map(|(fill, _)| counts.get(&crate::figure::rgb(fill)).copied().unwrap_or(0) as f64)
+        .collect();
+    let all_px: f64 = key_px.iter().sum();
+    for ((fill, area), n) in polys.iter().zip(&key_px) {
+        assert!(
+            (n / all_px - area / total_area).abs() < 0.03,
+            "{fill}: {n} px of {all_px} vs area share {}",
+            area / total_area
+        );
+    }
     trawl_ok(&[
         "report",
         "exhaustion",
@@ -621,8 +718,53 @@ fn timeline_windows_and_plots() {
         "--plot",
         svg.to_str().unwrap(),
     ]);
+    // The metric panels of document 000's Fig. 2: one per comparison of
+    // the rule, captioned with it, with its threshold (a dashed red line
+    // in the legend and across the panel), the run's step line, and the
+    // rule's range shaded in each panel.
     let t = std::fs::read_to_string(&svg).unwrap();
-    assert!(t.contains("<svg") && t.contains("runq"));
+    let texts = crate::figure::texts(&t);
+    for want in [
+        "cpu_user + cpu_sys (&gt; 90)",
+        "runq (&gt; 2)",
+        "threshold 90",
+        "threshold 2",
+    ] {
+        assert!(texts.iter().any(|x| x == want), "{want} missing: {texts:?}");
+    }
+    assert_eq!(
+        texts.iter().filter(|x| *x == "run1").count(),
+        2,
+        "{texts:?}"
+    );
+    let lines = crate::figure::tags(&t, "polyline");
+    let stroke = |c: &str| {
+        lines
+            .iter()
+            .filter(|l| crate::figure::attr(l, "stroke") == Some(c))
+            .count()
+    };
+    // Per panel: the step line and its legend sample.
+    assert_eq!(stroke("#4E79A7"), 4);
+    let steps: Vec<usize> = lines
+        .iter()
+        .filter(|l| crate::figure::attr(l, "stroke") == Some("#4E79A7"))
+        .map(|l| {
+            crate::figure::attr(l, "points")
+                .unwrap()
+                .split_whitespace()
+                .count()
+        })
+        .filter(|&n| n > 2)
+        .collect();
+    assert_eq!(steps.len(), 2, "a step line per panel: {steps:?}");
+    assert!(stroke("#C80000") > 20, "dashed thresholds");
+    let n_ranges = ranges_of(cap, CPU_RULE).len();
+    let bands = crate::figure::tags(&t, "rect")
+        .into_iter()
+        .filter(|r| crate::figure::attr(r, "fill") == Some("#FF0000"))
+        .count();
+    assert_eq!(bands, 2 * n_ranges);
 }
 
 #[test]
