@@ -43,16 +43,21 @@ fn read_syms(file: &object::File<'_>, dynamic: bool) -> Vec<ObjSym> {
     };
     let mut out = Vec::new();
     for s in iter {
+        // STT_FUNC and STT_GNU_IFUNC (the resolvers of memcpy, strlen, ...,
+        // which ld.so runs at relocation; perf keeps them too) are
+        // functions; STT_OBJECT, STT_COMMON and STT_TLS data objects.
         let kind = match s.kind() {
             SymbolKind::Text => "function",
-            SymbolKind::Data => "object",
+            SymbolKind::Data | SymbolKind::Tls => "object",
             _ => continue,
         };
         let SymbolSection::Section(idx) = s.section() else {
             continue;
         };
         let Ok(name) = s.name() else { continue };
-        if name.is_empty() || !s.is_definition() {
+        // Defined in a section (checked above): object's is_definition()
+        // would also drop IFUNC and TLS symbols.
+        if name.is_empty() {
             continue;
         }
         let section = file
