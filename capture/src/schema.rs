@@ -669,7 +669,7 @@ pub static MEM_ACCESS: TableDef = TableDef {
     doc: "Memory accesses of a valgrind lackey log (`valgrind --tool=lackey --trace-mem=yes`) or a trawl binary memory log, in log order: loads, stores and modifies, plus every instruction fetch when ingested with `--fetch-rows` (otherwise fetches are summarised per address in `mem_fetch`). Rows dropped by the ingest filters (`--mem-kinds`, `--mem-range`) are absent; `capture_meta` keys `mem_kinds` and `mem_ranges` say which were kept.",
     columns: &[
         col!("source_id", Int32, "Input (`source.source_id`)."),
-        col!("ordinal", Int64, "Instruction ordinal: for a load, store or modify the number of instruction fetches (`I` records) before it in the log, i.e. the 1-based index of the instruction that made it; for a fetch its own 1-based index. Counts every instruction, kept or filtered."),
+        col!("ordinal", Int64, "Instruction ordinal: for a load, store or modify the number of instruction fetches (`I` records) before it in the log, i.e. the 1-based index of the instruction that made it; for a fetch its own 1-based index. Counts every instruction, kept or filtered. A log without instruction records (a data-only log: `capture_meta.mem_x_axis` = `access`) numbers its kept data accesses instead, 1, 2, 3, ... in log order."),
         col!("kind", DictUtf8, "`L` load, `S` store, `M` modify (load and store of the same bytes), `I` instruction fetch."),
         col!("address", UInt64, "First byte accessed (virtual address)."),
         col!("size", Int32, "Bytes accessed."),

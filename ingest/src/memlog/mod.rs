@@ -663,6 +663,37 @@ pub struct Collector {
     pub meta: Vec<(u64, String)>,
     /// Ordinal base of each chunk added so far, in order.
     bases: Vec<i64>,
+    /// What ordinals count: decided by the first chunk with records.
+    pub axis: Axis,
+    /// Data accesses placed on the access axis so far.
+    accesses: u64,
+    /// The data-only log met instruction records later (warned once).
+    mixed: bool,
+}
+
+/// What a memory log's ordinals count (`capture_meta.mem_x_axis`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Axis {
+    /// No chunk with records yet.
+    Unknown,
+    /// Instructions: the log has `I` records (lackey `--trace-mem=yes`, a
+    /// binary log with an instruction count).
+    Instruction,
+    /// Data accesses: a log without instruction records (seed document
+    /// 001's data-only writer; lackey's log with the `I` lines removed):
+    /// a row's ordinal is its 1-based index among the log's kept data
+    /// accesses, so their order survives.
+    Access,
+}
+
+impl Axis {
+    /// `instruction` or `access` (a log without records: `instruction`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Axis::Access => "access",
+            _ => "instruction",
+        }
+    }
 }
 
 impl Collector {
@@ -677,6 +708,9 @@ impl Collector {
             rows: 0,
             meta: Vec::new(),
             bases: Vec::new(),
+            axis: Axis::Unknown,
+            accesses: 0,
+            mixed: false,
         }
     }
 
@@ -687,9 +721,48 @@ impl Collector {
         diags: &mut Diagnostics,
         sink: &mut dyn RowSink,
     ) -> Result<()> {
-        let base = self.instrs as i64;
-        self.bases.push(base);
+        if self.axis == Axis::Unknown {
+            if c.instrs > 0 {
+                self.axis = Axis::Instruction;
+            } else if !c.rows.is_empty() {
+                self.axis = Axis::Access;
+            }
+        }
         let lbase = self.lines;
+        let base = if self.axis == Axis::Access {
+            if c.instrs > 0 && !self.mixed {
+                self.mixed = true;
+                diags.report(
+                    Position::Line(lbase + 1),
+                    Severity::Warning,
+                    "mixed_log",
+                    "instruction records in a log that began without them: ordinals stay data-access indexes",
+                )?;
+            }
+            // Ordinals: the rows' places among the data accesses; the
+            // page summary follows them.
+            let page_size = self.pages.page_size;
+            c.pages = PageStats::new(page_size);
+            for (j, o) in c.rows.ordinal.iter_mut().enumerate() {
+                *o = j as i64 + 1;
+            }
+            for j in 0..c.rows.len() {
+                if c.rows.kind[j] != KIND_I {
+                    c.pages.touch(
+                        c.rows.kind[j],
+                        c.rows.address[j],
+                        c.rows.size[j],
+                        c.rows.ordinal[j],
+                    );
+                }
+            }
+            let b = self.accesses as i64;
+            self.accesses += c.rows.len() as u64;
+            b
+        } else {
+            self.instrs as i64
+        };
+        self.bases.push(base);
         if base != 0 {
             for o in &mut c.rows.ordinal {
                 *o += base;
@@ -1080,6 +1153,16 @@ fn filter_meta(c: &Collector, f: &Filter, extra: &[(String, String)]) -> Vec<(St
         ),
         ("mem_fetch_rows".to_string(), f.fetch_rows.to_string()),
         ("mem_instructions".to_string(), c.instrs.to_string()),
+        // What `mem_access.ordinal` counts (a data-only log: accesses).
+        (
+            "mem_x_axis".to_string(),
+            if c.axis == Axis::Access || (c.instrs == 0 && c.rows > 0) {
+                "access"
+            } else {
+                "instruction"
+            }
+            .to_string(),
+        ),
         ("mem_lines".to_string(), c.lines.to_string()),
         ("mem_filtered".to_string(), c.filtered.to_string()),
     ];
