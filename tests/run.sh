@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs every test of trawl on a fresh machine: installs what the tests need
-# when it is missing (perf, binutils, llvm and libc6-dbg from Debian;
+# when it is missing (perf, binutils, llvm, libc6-dbg, valgrind from Debian;
 # pyarrow, polars, duckdb, pandas, pytest and Jupyter from PyPI), then the
 # Rust tests (unit + end-to-end against perf), the notebook check and the
 # Python package's tests.
@@ -20,6 +20,10 @@ command -v llvm-addr2line >/dev/null 2>&1 || missing+=(llvm)
 # zstd and gzip unpack and repack the memory-log fixtures.
 command -v zstd >/dev/null 2>&1 || missing+=(zstd)
 command -v gzip >/dev/null 2>&1 || missing+=(gzip)
+# valgrind (lackey and the headers and static libraries tools/trawlmem is
+# built against) and gcc to build it.
+command -v valgrind >/dev/null 2>&1 && [ -f /usr/include/valgrind/pub_tool_basics.h ] || missing+=(valgrind)
+command -v gcc >/dev/null 2>&1 || missing+=(gcc)
 if [ ${#missing[@]} -gt 0 ]; then
   apt-get update -qq && apt-get install -y -qq "${missing[@]}"
 fi

@@ -681,3 +681,165 @@ fn data_only_logs_are_ordered_by_access() {
         "instruction"
     );
 }
+
+/// The trawlmem valgrind tool (tools/trawlmem, document 001's binary
+/// writer) built into `dir`: its library directory for VALGRIND_LIB.
+fn trawlmem(dir: &Path) -> PathBuf {
+    let lib = dir.join("vglib");
+    let o = Command::new(root().join("tools/trawlmem/build.sh"))
+        .arg(&lib)
+        .output()
+        .expect("run tools/trawlmem/build.sh");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    lib
+}
+
+/// Runs `bin/pages` (no arguments: it writes no maps file) under a
+/// valgrind tool with a fixed, empty environment, so that two runs lay the
+/// program out alike.
+fn under_valgrind(lib: &Path, args: &[&str]) {
+    let o = Command::new("env")
+        .args(["-i", "PATH=/usr/bin:/bin"])
+        .arg(format!("VALGRIND_LIB={}", lib.display()))
+        .arg("valgrind")
+        .args(args)
+        .arg(memlog("bin/pages"))
+        .output()
+        .expect("valgrind");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+fn page_rows(cap: &Path) -> Vec<Vec<String>> {
+    sql_rows(
+        cap,
+        "SELECT page, loads, stores, modifies, bytes_accessed, bytes_touched, first_ordinal, last_ordinal \
+         FROM mem_page WHERE loads + stores + modifies > 0 ORDER BY page",
+    )
+}
+
+fn access_rows(cap: &Path) -> Vec<Vec<String>> {
+    sql_rows(
+        cap,
+        "SELECT ordinal, CAST(kind AS VARCHAR), address, size FROM mem_access WHERE CAST(kind AS VARCHAR) <> 'I' \
+         ORDER BY ordinal, address, CAST(kind AS VARCHAR), size",
+    )
+}
+
+/// The binary log trawlmem writes while the program runs holds what
+/// lackey's text log of the same run holds: the same data accesses at the
+/// same instruction ordinals, so the same `mem_page` rows; `--kinds=LS`
+/// (the document's writer: no modify detection) splits each modify into
+/// a load and a store; `--range` keeps the accesses in the range.
+#[test]
+fn trawlmem_logs_what_lackey_logs() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let lib = trawlmem(d);
+    let lk = d.join("pages.lackey");
+    under_valgrind(
+        &lib,
+        &[
+            "--tool=lackey",
+            "--trace-mem=yes",
+            &format!("--log-file={}", lk.display()),
+        ],
+    );
+    let ingest = |input: &Path, name: &str, extra: &[&str]| -> PathBuf {
+        let cap = d.join(name);
+        let mut args = vec![
+            "ingest",
+            input.to_str().unwrap(),
+            "-o",
+            cap.to_str().unwrap(),
+            "--no-symbolize",
+        ];
+        args.extend_from_slice(extra);
+        trawl_ok(&args);
+        cap
+    };
+    let lackey = ingest(&lk, "lackey", &[]);
+    let tm = d.join("pages.tmem");
+    under_valgrind(
+        &lib,
+        &["--tool=trawlmem", &format!("--out={}", tm.display())],
+    );
+    let binary = ingest(&tm, "trawlmem", &[]);
+    let pages = page_rows(&lackey);
+    assert!(pages.len() > 50, "{}", pages.len());
+    assert_eq!(page_rows(&binary), pages, "mem_page: trawlmem vs lackey");
+    // Access by access: the same ordinals, kinds and sizes; the same
+    // addresses but for a handful of 1-byte stack loads whose address
+    // depends on data that differs from run to run (two runs of one tool
+    // differ there too: the auxiliary vector's random bytes).
+    let acc = access_rows(&lackey);
+    assert!(acc.iter().any(|r| r[1] == "M"));
+    let got = access_rows(&binary);
+    assert_eq!(got.len(), acc.len());
+    let key = |r: &Vec<String>| (r[0].clone(), r[1].clone(), r[3].clone());
+    assert!(
+        got.iter().map(key).eq(acc.iter().map(key)),
+        "ordinal, kind, size differ"
+    );
+    let moved = got.iter().zip(&acc).filter(|(g, a)| g[2] != a[2]).count();
+    assert!(
+        moved * 1000 < acc.len(),
+        "{moved} of {} addresses differ",
+        acc.len()
+    );
+    assert_eq!(
+        sql_scalar(
+            &binary,
+            "SELECT value FROM capture_meta WHERE key = 'mem_instructions'"
+        ),
+        sql_scalar(
+            &lackey,
+            "SELECT value FROM capture_meta WHERE key = 'mem_instructions'"
+        ),
+    );
+
+    // Loads and stores only: lackey's log with each modify written as a
+    // load and a store.
+    let text = std::fs::read_to_string(&lk).unwrap();
+    let split: String = text
+        .lines()
+        .flat_map(|l| match l.strip_prefix(" M ") {
+            Some(r) => vec![format!(" L {r}"), format!(" S {r}")],
+            None => vec![l.to_string()],
+        })
+        .map(|l| l + "\n")
+        .collect();
+    let lk_ls = d.join("pages-ls.lackey");
+    std::fs::write(&lk_ls, split).unwrap();
+    let tm_ls = d.join("pages-ls.tmem");
+    under_valgrind(
+        &lib,
+        &[
+            "--tool=trawlmem",
+            "--kinds=LS",
+            &format!("--out={}", tm_ls.display()),
+        ],
+    );
+    assert_eq!(
+        page_rows(&ingest(&tm_ls, "trawlmem-ls", &[])),
+        page_rows(&ingest(&lk_ls, "lackey-ls", &[])),
+        "--kinds=LS"
+    );
+
+    // One address range: arrays a and b of pages.c (pages.addr).
+    let a = addrs();
+    let (lo, hi) = (a["a"].min(a["b"]), a["a"].max(a["b"]) + 2 * 4096);
+    let range = format!("{lo:x}-{hi:x}");
+    let tm_r = d.join("pages-r.tmem");
+    under_valgrind(
+        &lib,
+        &[
+            "--tool=trawlmem",
+            &format!("--range={range}"),
+            &format!("--out={}", tm_r.display()),
+        ],
+    );
+    let got = page_rows(&ingest(&tm_r, "trawlmem-r", &[]));
+    let want = page_rows(&ingest(&lk, "lackey-r", &["--mem-range", &range]));
+    assert_eq!(got.len(), 4, "{got:?}");
+    assert_eq!(got, want, "--range");
+}
