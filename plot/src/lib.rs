@@ -14,8 +14,10 @@ use std::sync::Once;
 use anyhow::{anyhow, bail, Context, Result};
 
 mod flame;
+mod heatmap;
 mod timeline;
 pub use flame::{count_name, flame_svg, flame_title};
+pub use heatmap::{heatmap_figure, HeatFigure, Layout, LEGEND};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 pub use timeline::{rule_bands, timeline, timeline_title};

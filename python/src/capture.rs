@@ -272,9 +272,10 @@ impl Capture {
         Ok(bytes(py, &img))
     }
 
-    /// A memory log's accesses as a PNG heatmap (as `trawl render
-    /// heatmap`), and each row's address range, object and symbol.
-    #[pyo3(signature = (*, view = "used".to_string(), bytes_per_row = None, instr_per_col = None, addr_range = None, ordinals = None, scale = 1, source = None))]
+    /// A memory log's accesses as a heatmap figure, PNG or SVG, or the
+    /// bare PNG bitmap (as `trawl render heatmap`), and each row's address
+    /// range, object and symbol.
+    #[pyo3(signature = (*, view = "used".to_string(), bytes_per_row = None, instr_per_col = None, addr_range = None, ordinals = None, scale = None, source = None, format = "png".to_string(), bare = false))]
     #[allow(clippy::too_many_arguments, clippy::type_complexity)]
     fn heatmap<'py>(
         &self,
@@ -284,8 +285,10 @@ impl Capture {
         instr_per_col: Option<u64>,
         addr_range: Option<(u64, u64)>,
         ordinals: Option<(i64, i64)>,
-        scale: u32,
+        scale: Option<u32>,
         source: Option<i32>,
+        format: String,
+        bare: bool,
     ) -> PyResult<(Bound<'py, PyBytes>, Vec<(u64, u64, String, String)>)> {
         use trawl_query::memlog::{self, HeatOpts, View};
         let s = self.s.clone();
@@ -305,8 +308,30 @@ impl Capture {
                 ..Default::default()
             };
             let hm = memlog::heatmap(&s, &o).await?;
-            let png = trawl_plot::heatmap_png(&hm, scale.max(1))?;
             let labels = memlog::row_labels(&s, &hm.rows).await?;
+            let png = if bare {
+                trawl_plot::heatmap_png(&hm, scale.unwrap_or(1).max(1))?
+            } else {
+                let image = match format.as_str() {
+                    "png" => trawl_plot::Image::Png,
+                    "svg" => trawl_plot::Image::Svg,
+                    f => anyhow::bail!("format={f:?}: png or svg"),
+                };
+                let axis = memlog::x_axis(&s, hm.source_id).await?;
+                let name = s
+                    .captures()
+                    .first()
+                    .map(|c| c.name.clone())
+                    .unwrap_or_default();
+                let fig = trawl_plot::HeatFigure {
+                    capture: &name,
+                    view: view.name(),
+                    axis: &axis,
+                    labels: &labels,
+                    scale,
+                };
+                trawl_plot::heatmap_figure(image, &hm, &fig)?.0
+            };
             let rows = hm
                 .rows
                 .iter()

@@ -230,6 +230,11 @@ def test_utc_and_notebook_display(caps, tmp_path):
     hm = caps["memlog"].heatmap()
     cli("render", "heatmap", caps["memlog"].captures[0][1], "-o", tmp_path / "h.png")
     assert hm.data == (tmp_path / "h.png").read_bytes()
+    bare = caps["memlog"].heatmap(bare=True)
+    cli("render", "heatmap", caps["memlog"].captures[0][1], "-o", tmp_path / "b.png", "--bare")
+    assert bare.data == (tmp_path / "b.png").read_bytes() and bare.data != hm.data
+    svg = caps["memlog"].heatmap(format="svg")
+    assert "store only" in svg._repr_svg_() and svg._repr_png_() is None
     rows = hm.rows_table()
     assert rows.num_rows == len(hm.rows) > 0
     assert any(o for o in rows.column("object").to_pylist()), "rows are labelled with their objects"

@@ -163,12 +163,23 @@ class PNG:
 
 
 class Heatmap(PNG):
-    """A memory heatmap (PNG) with its rows: ``rows`` lists each row's
-    (start address, end address, object, symbol), top row first."""
+    """A memory heatmap (a PNG or SVG figure, or the bare PNG bitmap) with
+    its rows: ``rows`` lists each row's (start address, end address,
+    object, symbol), top row first."""
 
-    def __init__(self, data: bytes, rows: list):
+    def __init__(self, data: bytes, rows: list, format: str = "png"):
         super().__init__(data)
         self.rows = rows
+        self.format = format
+
+    def _repr_png_(self):
+        return self.data if self.format == "png" else None
+
+    def _repr_svg_(self):
+        return self.data.decode("utf-8") if self.format == "svg" else None
+
+    def __repr__(self) -> str:
+        return f"<{self.format.upper()} heatmap, {len(self.rows)} rows, {len(self.data)} bytes>"
 
     def rows_table(self):
         """The rows as a ``pyarrow.Table`` (row, start_address, end_address,
@@ -328,13 +339,18 @@ class Capture:
         instr_per_col: Optional[int] = None,
         addr_range: Optional[tuple] = None,
         ordinals: Optional[tuple] = None,
-        scale: int = 1,
+        scale: Optional[int] = None,
         source: Optional[int] = None,
+        format: str = "png",
+        bare: bool = False,
     ) -> Heatmap:
-        """A memory log's accesses as a heatmap (document 001; as ``trawl
-        render heatmap``): x instruction order, y address; cyan store only,
-        yellow load only, white both, black none."""
-        png, rows = self._c.heatmap(
+        """A memory log's accesses as a heatmap figure (document 001 Fig.
+        3-4; as ``trawl render heatmap``): x instruction order, y address
+        with the rows' mappings and symbols; cyan store only, yellow load
+        only, white both, black none (Table 1); a title and a legend.
+        ``format``: ``png`` or ``svg``; ``bare``: only the cells, one pixel
+        (times ``scale``) each, as PNG."""
+        data, rows = self._c.heatmap(
             view=view,
             bytes_per_row=bytes_per_row,
             instr_per_col=instr_per_col,
@@ -342,8 +358,10 @@ class Capture:
             ordinals=ordinals,
             scale=scale,
             source=source,
+            format=format,
+            bare=bare,
         )
-        return Heatmap(png, rows)
+        return Heatmap(data, rows, "png" if bare else format)
 
     def __repr__(self) -> str:
         return repr(self._c)

@@ -794,6 +794,32 @@ pub async fn heatmap(s: &Session, o: &HeatOpts) -> Result<Heatmap> {
     })
 }
 
+/// What the ordinals of memory-log input `source_id` of the first capture
+/// count (`capture_meta.mem_x_axis`): `instruction`, or `access` for a
+/// data-only log; `instruction` for captures written before it was said.
+pub async fn x_axis(s: &Session, source_id: i32) -> Result<String> {
+    let cap = s
+        .captures()
+        .first()
+        .map(|c| c.name.clone())
+        .unwrap_or_default();
+    let b = s
+        .sql_with(
+            "SELECT value FROM capture_meta WHERE capture = $cap AND source_id = $sid AND key = 'mem_x_axis'",
+            &[
+                ("cap", ScalarValue::from(cap.as_str())),
+                ("sid", ScalarValue::Int32(Some(source_id))),
+            ],
+        )
+        .await?
+        .collect()
+        .await?;
+    Ok(b.iter()
+        .find(|b| b.num_rows() > 0)
+        .and_then(|b| crate::string_values(b.column(0))[0].clone())
+        .unwrap_or_else(|| "instruction".into()))
+}
+
 /// What each heatmap row holds: its mapped object and the symbol at (or
 /// overlapping) its start, from `mem_map` / `mem_symbol`.
 pub async fn row_labels(s: &Session, rows: &[(u64, u64)]) -> Result<Vec<(String, String)>> {

@@ -444,6 +444,7 @@ fn heatmap_shows_the_page_story() {
         cap.to_str().unwrap(),
         "-o",
         png.to_str().unwrap(),
+        "--bare",
     ]);
     let rows = csv_maps(&std::fs::read_to_string(dir.path().join("mem.png.rows.csv")).unwrap());
     assert_eq!(
@@ -484,6 +485,7 @@ fn heatmap_shows_the_page_story() {
         "4096",
         "--instr-per-col",
         "64",
+        "--bare",
     ]);
     let img = image::open(&z).unwrap().to_rgb8();
     assert_eq!(img.height(), 6); // d, c, b, b, a, a
@@ -504,6 +506,106 @@ fn heatmap_shows_the_page_story() {
     assert_eq!(a.first().unwrap().1, [0, 255, 255]);
     assert_eq!(a.last().unwrap().1, [255, 255, 0]);
     assert!(d.iter().all(|(_, p)| *p == [0, 255, 255]));
+
+    // The same zoom as a figure (document 001 Fig. 3-4, Table 1), SVG and
+    // PNG: its cells are the bitmap's, cell for cell; it names the
+    // capture, view and granularity, the ordinals, the rows' addresses and
+    // symbols, and the four colours.
+    let zoom = |out: &Path| {
+        trawl_ok(&[
+            "render",
+            "heatmap",
+            cap.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+            "--view",
+            "full",
+            "--addr-range",
+            &range,
+            "--bytes-per-row",
+            "4096",
+            "--instr-per-col",
+            "64",
+        ])
+    };
+    let (fsvg, fpng) = (dir.path().join("zoom.svg"), dir.path().join("zoomf.png"));
+    zoom(&fsvg);
+    zoom(&fpng);
+    let t = std::fs::read_to_string(&fsvg).unwrap();
+    let texts = crate::figure::texts(&t);
+    let title = &texts[0];
+    assert!(
+        title.starts_with(
+            "cap: memory accesses, full view, 4096 bytes per row, 64 instructions per column"
+        ),
+        "{title}"
+    );
+    for want in [
+        "store only",
+        "load only",
+        "store &amp; load",
+        "none",
+        "instruction order (ordinal)",
+    ] {
+        assert!(texts.iter().any(|x| x == want), "{want} missing: {texts:?}");
+    }
+    assert!(
+        texts
+            .iter()
+            .any(|x| x.starts_with(&format!("{:#x}", ad["d"])) && x.ends_with(": d")),
+        "{texts:?}"
+    );
+    assert!(
+        texts
+            .iter()
+            .any(|x| x.starts_with(&format!("{:#x}", ad["a"])) && x.ends_with(": a")),
+        "{texts:?}"
+    );
+    // The plot frame (grey outline) gives the cells' geometry.
+    let frame = crate::figure::tags(&t, "rect")
+        .into_iter()
+        .find(|r| {
+            crate::figure::attr(r, "stroke") == Some("#808080")
+                && crate::figure::attr(r, "fill") == Some("none")
+        })
+        .expect("plot frame");
+    let n = |k: &str| {
+        crate::figure::attr(frame, k)
+            .unwrap()
+            .parse::<u32>()
+            .unwrap()
+    };
+    let (x0, y0) = (n("x") + 1, n("y") + 1);
+    let (sx, sy) = (
+        (n("width") - 1) / img.width(),
+        (n("height") - 1) / img.height(),
+    );
+    assert!(sx >= 1 && sy >= 16, "a 6-row zoom is enlarged: {sx} × {sy}");
+    // The first tick is the first column's ordinal.
+    let first_ord = sql_scalar(
+        &cap,
+        &format!(
+            "SELECT min(ordinal) FROM mem_access WHERE address >= {} AND address < {}",
+            ad["d"],
+            ad["a"] + 8192
+        ),
+    );
+    assert!(texts.contains(&first_ord), "{first_ord} not a tick label");
+    let fig = crate::figure::png(&fpng);
+    for r in 0..img.height() {
+        for c in 0..img.width() {
+            let p = fig.get_pixel(x0 + c * sx + sx / 2, y0 + r * sy + sy / 2).0;
+            assert_eq!(p, img.get_pixel(c, r).0, "cell ({c}, {r})");
+        }
+    }
+    // Table 1's colours in the legend.
+    let fills: Vec<&str> = crate::figure::tags(&t, "rect")
+        .into_iter()
+        .filter_map(|r| crate::figure::attr(r, "fill"))
+        .collect();
+    for c in ["#00FFFF", "#FFFF00", "#FFFFFF", "#000000"] {
+        assert!(fills.contains(&c), "{c} missing");
+    }
 }
 
 #[test]

@@ -4,10 +4,12 @@ use crate::*;
 
 #[derive(Subcommand)]
 pub(crate) enum Render {
-    /// Memory accesses as an image: x = instruction ordinal, y = address
-    /// (document 001). Colours: cyan store only, yellow load only, white
-    /// both, black none. Writes the row → address mapping as CSV next to
-    /// the image.
+    /// Memory accesses as a figure: x = instruction ordinal, y = address
+    /// (document 001 Fig. 3-4, 8-9). Colours (Table 1): cyan store only,
+    /// yellow load only, white both, black none. A title, ordinals, the
+    /// rows' addresses, mappings and symbols, and a legend; PNG or SVG by
+    /// the file's extension. Writes the row → address mapping as CSV next
+    /// to the image.
     Heatmap(HeatmapArgs),
 }
 
@@ -15,9 +17,13 @@ pub(crate) enum Render {
 pub(crate) struct HeatmapArgs {
     /// Capture with a memory log.
     pub(crate) capture: PathBuf,
-    /// PNG file to write; the rows go to FILE with `.rows.csv`.
+    /// PNG or SVG file to write; the rows go to FILE with `.rows.csv`.
     #[arg(short, long)]
     pub(crate) output: PathBuf,
+    /// Only the cells, one pixel (times --scale) each, no axes or text
+    /// (PNG): for image processing.
+    #[arg(long)]
+    pub(crate) bare: bool,
     #[arg(long, value_parser = choice::<trawl_query::memlog::View>(), default_value = "used")]
     pub(crate) view: trawl_query::memlog::View,
     /// Bytes per row (power of two), e.g. 4096 or 64. Default: the page
@@ -34,9 +40,10 @@ pub(crate) struct HeatmapArgs {
     /// Zoom: instruction ordinals A..B (inclusive).
     #[arg(long, value_name = "A..B", value_parser = parse_ordinals)]
     pub(crate) ordinals: Option<(i64, i64)>,
-    /// Pixels per cell (each cell drawn as N×N pixels).
-    #[arg(long, default_value_t = 1)]
-    pub(crate) scale: u32,
+    /// Pixels per cell (each cell drawn as N×N pixels). Default: the
+    /// figure is about 900 pixels wide (at most 16 per cell); --bare: 1.
+    #[arg(long)]
+    pub(crate) scale: Option<u32>,
     /// The input of the capture to draw (`source.source_id`; default the
     /// first memory log).
     #[arg(long)]
@@ -77,8 +84,32 @@ pub(crate) async fn render_heatmap(a: HeatmapArgs) -> Result<()> {
         }
     }
     let hm = memlog::heatmap(&s, &o).await?;
-    output::write_atomic(&a.output, &plot::heatmap_png(&hm, a.scale.max(1))?)?;
     let labels = memlog::row_labels(&s, &hm.rows).await?;
+    if a.bare {
+        if plot::Image::of_path(&a.output)? != plot::Image::Png {
+            bail!("--bare draws PNG only");
+        }
+        output::write_atomic(
+            &a.output,
+            &plot::heatmap_png(&hm, a.scale.unwrap_or(1).max(1))?,
+        )?;
+    } else {
+        let axis = memlog::x_axis(&s, hm.source_id).await?;
+        let name = s
+            .captures()
+            .first()
+            .map(|c| c.name.clone())
+            .unwrap_or_default();
+        let fig = plot::HeatFigure {
+            capture: &name,
+            view: a.view.name(),
+            axis: &axis,
+            labels: &labels,
+            scale: a.scale,
+        };
+        let (img, _) = plot::heatmap_figure(plot::Image::of_path(&a.output)?, &hm, &fig)?;
+        output::write_atomic(&a.output, &img)?;
+    }
     let mut csv = String::from("row,start_address,end_address,bytes,object,symbol\n");
     let q = |t: &str| format!("\"{}\"", t.replace('"', "\"\""));
     for (i, ((lo, hi), (obj, sym))) in hm.rows.iter().zip(&labels).enumerate() {
