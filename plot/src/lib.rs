@@ -475,3 +475,59 @@ fn draw_histograms<DB: DrawingBackend>(
     }
     Ok(())
 }
+
+/// Energy per sample over time, one panel per sampled event (document 004
+/// Fig. 5: time-based samples, Fig. 7: each event-based sampling): x the
+/// time since the first sample (ms), y the RAPL increase the sample read
+/// (J). `panels`: (event, [(t_ms, joules)]).
+pub fn energy_over_time(
+    image: Image,
+    title: &str,
+    panels: &[(String, Vec<(f64, f64)>)],
+) -> Result<Vec<u8>> {
+    let h = 240 * panels.len().max(1) as u32 + 40;
+    render(
+        image,
+        1000,
+        h,
+        |root| draw_energy_over_time(root, title, panels),
+        |root| draw_energy_over_time(root, title, panels),
+    )
+}
+
+fn draw_energy_over_time<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    title: &str,
+    panels: &[(String, Vec<(f64, f64)>)],
+) -> Result<()> {
+    let root = root.titled(title, ("sans-serif", 20)).map_err(err)?;
+    let areas = root.split_evenly((panels.len().max(1), 1));
+    let t1 = panels
+        .iter()
+        .flat_map(|p| p.1.iter().map(|v| v.0))
+        .fold(0.0f64, f64::max)
+        .max(1.0);
+    for (i, (name, pts)) in panels.iter().enumerate() {
+        let ymax = pts.iter().map(|v| v.1).fold(0.0f64, f64::max);
+        let ymax = if ymax > 0.0 { ymax * 1.08 } else { 1.0 };
+        let mut chart = ChartBuilder::on(&areas[i])
+            .caption(format!("{name}: {} samples", pts.len()), ("sans-serif", 15))
+            .margin(10)
+            .x_label_area_size(30)
+            .y_label_area_size(60)
+            .build_cartesian_2d(0.0..t1, 0.0..ymax)
+            .map_err(err)?;
+        chart
+            .configure_mesh()
+            .x_desc("time (ms)")
+            .y_desc("energy per sample (J)")
+            .light_line_style(TRANSPARENT)
+            .draw()
+            .map_err(err)?;
+        let c = colour(i);
+        chart
+            .draw_series(pts.iter().map(|&(x, y)| Circle::new((x, y), 2, c.filled())))
+            .map_err(err)?;
+    }
+    Ok(())
+}

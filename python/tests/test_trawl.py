@@ -141,6 +141,7 @@ CASES = [
     ("energy", "power_intervals", {}, "power_intervals()"),
     ("energy", "power_samples", {}, "power_samples()"),
     ("energy", "power_data", {}, "power_data()"),
+    ("energy", "sample_rapl", {}, "sample_rapl()"),
 ]
 
 

@@ -1,5 +1,5 @@
 //! The power table functions (seed document 004 §3.3–3.5): `power_model`,
-//! `power_intervals`, `power_samples` and `power_data`. Each is the SQL
+//! `power_intervals`, `power_samples`, `power_data` and `sample_rapl`. Each is the SQL
 //! file of its name under `analyses/energy/` over a table a call computes
 //! in Rust from its arguments ([`crate::power`]: the interval rates, the
 //! least-squares fit, the merged power samples); the registered tables
@@ -204,8 +204,29 @@ pub static POWER_DATA: Spec = Spec {
     inputs: Some(samples_inputs),
 };
 
+/// `sample_rapl(...)`.
+pub static SAMPLE_RAPL: Spec = Spec {
+    name: "sample_rapl",
+    doc: "Document 004 Fig. 5/7: each sample's RAPL increase since the previous sample of its event on its CPU (J), over time.",
+    sql: include_str!("../analyses/energy/sample_rapl.sql"),
+    positional: 0,
+    params: &[Param {
+        name: "event",
+        kind: Kind::Text,
+        doc: "only this sampled event (default all)",
+    }],
+    columns: None,
+    inputs: None,
+};
+
 /// The power table functions.
-pub static SPECS: &[&Spec] = &[&POWER_MODEL, &POWER_INTERVALS, &POWER_SAMPLES, &POWER_DATA];
+pub static SPECS: &[&Spec] = &[
+    &POWER_MODEL,
+    &POWER_INTERVALS,
+    &POWER_SAMPLES,
+    &POWER_DATA,
+    &SAMPLE_RAPL,
+];
 
 /// A model's input from a call's arguments (events still to default).
 fn model_args(b: &Bound) -> DfResult<(ModelInput, f64)> {

@@ -852,3 +852,94 @@ fn readings_are_placed_on_utc() {
     );
     assert_eq!(utc_text(&mine), utc_text(&expected));
 }
+
+/// Document 004 Fig. 5/7: the energy each sample read (the RAPL counter's
+/// increase since the previous sample of its event on its CPU), over
+/// time, one panel per sampled event. Expected: the group read values
+/// `perf script -D` dumps for every sample (the power counter is the last
+/// member of each group), differenced per group leader, 2^-32 J a count.
+#[test]
+fn energy_per_sample_over_time_is_the_rapl_increase_perf_dumps() {
+    let s = sim();
+    let dump = perf(&["script", "-D", "-i", s.data.to_str().unwrap()]);
+    // (leader id, time, power counter value) of every sample.
+    let mut reads: Vec<(u64, u64, u64)> = Vec::new();
+    let mut cur: Option<(u64, Vec<(u64, u64)>)> = None;
+    let hex = |x: &str| u64::from_str_radix(x.trim().trim_start_matches("0x"), 16).unwrap();
+    let mut flush = |c: &mut Option<(u64, Vec<(u64, u64)>)>, reads: &mut Vec<(u64, u64, u64)>| {
+        if let Some((t, g)) = c.take() {
+            if let (Some(first), Some(last)) = (g.first(), g.last()) {
+                reads.push((first.0, t, last.1));
+            }
+        }
+    };
+    for l in dump.lines() {
+        if l.contains("PERF_RECORD_SAMPLE") {
+            flush(&mut cur, &mut reads);
+            let t: u64 = l.split_whitespace().nth(1).unwrap().parse().unwrap();
+            cur = Some((t, Vec::new()));
+        } else if let Some(x) = l.trim().strip_prefix("..... id ") {
+            let (id, val) = x.split_once(", value ").unwrap();
+            if let Some((_, g)) = cur.as_mut() {
+                g.push((hex(id), hex(val)));
+            }
+        } else if l.contains("PERF_RECORD_") {
+            flush(&mut cur, &mut reads);
+        }
+    }
+    flush(&mut cur, &mut reads);
+    reads.sort();
+    let mut want: Vec<(u64, i64)> = Vec::new();
+    for w in reads.windows(2) {
+        if w[0].0 == w[1].0 {
+            let j = (w[1].2 - w[0].2) as f64 * 2f64.powi(-32);
+            want.push((w[1].1, (j * 1e9).round() as i64));
+        }
+    }
+    want.sort();
+    let rows = sql_rows(
+        &s.cap,
+        "SELECT time_ns, joules, event FROM sample_rapl() ORDER BY time_ns",
+    );
+    let mut got: Vec<(u64, i64)> = rows
+        .iter()
+        .map(|r| {
+            (
+                r[0].parse().unwrap(),
+                (r[1].parse::<f64>().unwrap() * 1e9).round() as i64,
+            )
+        })
+        .collect();
+    got.sort();
+    assert!(want.len() > 1000, "{}", want.len());
+    assert_eq!(got, want, "sample_rapl vs perf script -D");
+    // The figure: a panel per sampled event, cpu-clock first, one point
+    // per row.
+    let mut per: std::collections::BTreeMap<String, usize> = Default::default();
+    for r in &rows {
+        *per.entry(r[2].clone()).or_default() += 1;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let svg = dir.path().join("t.svg");
+    trawl_ok(&[
+        "report",
+        "power-samples",
+        s.cap.to_str().unwrap(),
+        "--plot-time",
+        svg.to_str().unwrap(),
+    ]);
+    let t = std::fs::read_to_string(&svg).unwrap();
+    let captions: Vec<String> = crate::figure::texts(&t)
+        .into_iter()
+        .filter(|x| x.ends_with(" samples"))
+        .collect();
+    assert_eq!(captions.len(), per.len(), "{captions:?}");
+    assert!(captions[0].starts_with("cpu-clock: "), "{captions:?}");
+    for (e, n) in &per {
+        assert!(
+            captions.contains(&format!("{e}: {n} samples")),
+            "{e}: {captions:?}"
+        );
+    }
+    assert_eq!(crate::figure::tags(&t, "circle").len(), rows.len());
+}

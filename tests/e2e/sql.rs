@@ -357,6 +357,7 @@ fn functions_lists_every_analysis_and_each_runs() {
             "power_intervals",
             "power_samples",
             "power_data",
+            "sample_rapl",
         ]
     );
     // The stack analyses run here; the others on their own fixtures

@@ -41,6 +41,12 @@ pub(crate) struct PowerSamplesArgs {
     /// the time-based runs (document 004 Fig. 6/8).
     #[arg(long, value_name = "FILE")]
     pub(crate) plot: Option<PathBuf>,
+    /// Each sample's energy over time (PNG or SVG), one panel per sampled
+    /// event, the time-based event first: the RAPL increase since the
+    /// previous sample of the event on its CPU (`sample_rapl()`;
+    /// document 004 Fig. 5 and 7).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) plot_time: Option<PathBuf>,
     #[command(flatten)]
     pub(crate) out: OutputOpts,
 }
@@ -101,6 +107,10 @@ pub(crate) async fn report_power_samples(a: PowerSamplesArgs) -> Result<()> {
         plot_power_data(&summary, &data, path, a.target)?;
         eprintln!("wrote {}", path.display());
     }
+    if let Some(path) = &a.plot_time {
+        plot_energy_over_time(&s, &a.time_event, path).await?;
+        eprintln!("wrote {}", path.display());
+    }
     match a.view {
         PowerView::Summary => output::write(&summary, &a.out),
         PowerView::Data => output::write(&data, &a.out),
@@ -152,6 +162,71 @@ pub(crate) fn plot_power_data(
         "energy per power datum (J)",
         &hist,
         target,
+    )?;
+    crate::output::write_atomic(path, &img)
+}
+
+/// `sample_rapl()` of the first capture as document 004's Fig. 5/7: one
+/// panel per sampled event (`time_event` first), joules over time (ms
+/// since the first sample drawn).
+async fn plot_energy_over_time(
+    s: &trawl_query::Session,
+    time_event: &str,
+    path: &Path,
+) -> Result<()> {
+    use trawl_query::datafusion::arrow::array::{Array, AsArray};
+    use trawl_query::datafusion::arrow::datatypes::{Float64Type, Int64Type};
+    let cap = s
+        .captures()
+        .first()
+        .map(|c| c.name.clone())
+        .unwrap_or_default();
+    let rows = trawl_query::analyses::call(s, "sample_rapl", &[])
+        .await?
+        .filter(
+            trawl_query::datafusion::prelude::col("capture")
+                .eq(trawl_query::datafusion::prelude::lit(cap.as_str())),
+        )?
+        .select_columns(&["event", "t_ns", "joules"])?
+        .collect()
+        .await?;
+    let mut by: std::collections::BTreeMap<String, Vec<(i64, f64)>> = Default::default();
+    for b in &rows {
+        let ev = trawl_query::string_values(b.column(0));
+        let t = b.column(1).as_primitive::<Int64Type>();
+        let j = b.column(2).as_primitive::<Float64Type>();
+        for i in 0..b.num_rows() {
+            if let (Some(e), false, false) = (&ev[i], t.is_null(i), j.is_null(i)) {
+                by.entry(e.clone())
+                    .or_default()
+                    .push((t.value(i), j.value(i)));
+            }
+        }
+    }
+    if by.is_empty() {
+        bail!("no sample read a RAPL counter (power/energy-*): nothing to plot");
+    }
+    let t0 = by
+        .values()
+        .flat_map(|v| v.iter().map(|p| p.0))
+        .min()
+        .unwrap_or(0);
+    let mut names: Vec<String> = by.keys().cloned().collect();
+    names.sort_by_key(|n| (n != time_event, n.clone()));
+    let panels: Vec<(String, Vec<(f64, f64)>)> = names
+        .into_iter()
+        .map(|n| {
+            let pts = by[&n]
+                .iter()
+                .map(|&(t, j)| ((t - t0) as f64 / 1e6, j))
+                .collect();
+            (n, pts)
+        })
+        .collect();
+    let img = plot::energy_over_time(
+        plot::Image::of_path(path)?,
+        &format!("{cap}: energy per sample over time"),
+        &panels,
     )?;
     crate::output::write_atomic(path, &img)
 }
