@@ -24,6 +24,11 @@ struct Sim {
 }
 
 fn make_sim(sockets: usize, duration_ns: u64) -> Sim {
+    make_sim_with(sockets, duration_ns, |_| {})
+}
+
+/// A simulation of the default model changed by `edit`.
+fn make_sim_with(sockets: usize, duration_ns: u64, edit: impl FnOnce(&mut SimConfig)) -> Sim {
     let bin = fixture_bin().join("lbr");
     let addr = |name: &str| SIM_BASE + symbol_address(&bin, name);
     let ips = ["F1", "F2", "F3", "p3_A", "p3_B", "p3_C"].map(addr);
@@ -31,6 +36,7 @@ fn make_sim(sockets: usize, duration_ns: u64) -> Sim {
     cfg.build_id = Some(hex_to_bytes(&trawl_symbolize::build_id_of(&bin).unwrap()));
     cfg.sockets = sockets;
     cfg.duration_ns = duration_ns;
+    edit(&mut cfg);
     let (perf_bytes, csv_text, truth) = simulate(&cfg);
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("sim.data");
@@ -942,4 +948,94 @@ fn energy_per_sample_over_time_is_the_rapl_increase_perf_dumps() {
         );
     }
     assert_eq!(crate::figure::tags(&t, "circle").len(), rows.len());
+}
+
+/// Document 004 §3.2-3.3 worked through: its Core model, W = 12.41 +
+/// 6.288 × C0 + 2.06e-11 × INST + 3.161e-10 × RESOURCE + 6.058e-10 × L2
+/// (events per second), with C0 read, as the document does, from
+/// unhalted cycles (CPU_CLK_UNHALTED.THREAD_P): the C0 coefficient divided
+/// by the core count (8) per cycle at the fixed 2.9 GHz. Simulated with
+/// the eight cores' events summed (one core's rates × 8) and fitted back
+/// by `report power-model`; then Table 3, R_i = P / C_i at P = 1 J.
+///
+/// The document is not consistent with itself there: Table 3's CLK row,
+/// 3,689,567,430, is 1 J / (6.288 / 8 / 2.9e9), but its INST, RESOURCE
+/// and L2 rows (4,854,368,932; 316,355,584; 165,070,981) are 1 J over ten
+/// times the coefficients its model prints (2.06e-10, 3.161e-9, 6.058e-9).
+/// trawl follows the definition R_i = P / C_i with the coefficients of the
+/// fitted model, so those three come out ten times the table's. (Its own
+/// C0 conversion is also at odds with its definition of C0 as the sum of
+/// the cores' values, which would not divide by the core count; trawl's
+/// model has no C0 term, only the counters, and this test uses the
+/// document's conversion to reproduce its table.)
+#[test]
+fn document_004_core_model_and_table_3() {
+    const CORES: f64 = 8.0;
+    const HZ: f64 = 2.9e9;
+    let c_clk = 6.288 / (CORES * HZ);
+    let coefs = [c_clk, 2.06e-11, 3.161e-10, 6.058e-10];
+    let s = make_sim_with(1, 12_000_000_000, |cfg| {
+        cfg.intercept_w = 12.41;
+        for (e, c) in cfg.events.iter_mut().zip(coefs) {
+            e.coef = c;
+            e.period = (0.05 / c).round() as u64;
+        }
+        for f in &mut cfg.functions {
+            for r in &mut f.rates {
+                *r *= CORES;
+            }
+        }
+    });
+    let names: Vec<String> = s.cfg.events.iter().map(|e| e.name.clone()).collect();
+    assert_eq!(
+        names,
+        [
+            "cpu_clk_unhalted.thread_p",
+            "inst_retired.any_p",
+            "resource_stalls.rs",
+            "l2_trans.all_pf"
+        ]
+    );
+    let rows = csv_maps(&trawl_ok(&[
+        "report",
+        "power-model",
+        s.cap.to_str().unwrap(),
+        "--format",
+        "csv",
+    ]));
+    let get = |t: &str, c: &str| -> f64 {
+        rows.iter()
+            .find(|r| r["term"] == t)
+            .unwrap_or_else(|| panic!("{t}: {rows:?}"))[c]
+            .parse()
+            .unwrap()
+    };
+    assert!((get("intercept", "coefficient") - 12.41).abs() < 0.01 * 12.41);
+    for (n, c) in names.iter().zip(coefs) {
+        let got = get(n, "coefficient");
+        assert!((got - c).abs() <= 0.01 * c, "{n}: {got} vs {c}");
+    }
+    // The model in the document's form: C0's coefficient is the cycle
+    // coefficient times the cores and the clock rate.
+    let c0 = get(&names[0], "coefficient") * CORES * HZ;
+    assert!((c0 - 6.288).abs() < 0.01 * 6.288, "C0 coefficient {c0}");
+    // Table 3 at P = 1 J: CLK as the document gives it; the others ten
+    // times its figures (see above).
+    let r = |n: &str| get(n, "interval_events");
+    assert!(
+        (r(&names[0]) / 3_689_567_430.0 - 1.0).abs() < 0.01,
+        "CLK {}",
+        r(&names[0])
+    );
+    for (n, table) in names[1..]
+        .iter()
+        .zip([4_854_368_932.0, 316_355_584.0, 165_070_981.0])
+    {
+        let ratio = r(n) / table;
+        assert!(
+            (ratio - 10.0).abs() < 0.1,
+            "{n}: R {} vs Table 3's {table}",
+            r(n)
+        );
+    }
 }
