@@ -872,7 +872,7 @@ fn energy_per_sample_over_time_is_the_rapl_increase_perf_dumps() {
     let mut reads: Vec<(u64, u64, u64)> = Vec::new();
     let mut cur: Option<(u64, Vec<(u64, u64)>)> = None;
     let hex = |x: &str| u64::from_str_radix(x.trim().trim_start_matches("0x"), 16).unwrap();
-    let mut flush = |c: &mut Option<(u64, Vec<(u64, u64)>)>, reads: &mut Vec<(u64, u64, u64)>| {
+    let flush = |c: &mut Option<(u64, Vec<(u64, u64)>)>, reads: &mut Vec<(u64, u64, u64)>| {
         if let Some((t, g)) = c.take() {
             if let (Some(first), Some(last)) = (g.first(), g.last()) {
                 reads.push((first.0, t, last.1));
