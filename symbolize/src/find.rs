@@ -184,9 +184,51 @@ pub struct Loaded {
     pub data: Bytes,
 }
 
+/// Opens `path` for reading only if it is a regular file. Captures name
+/// the files to symbolize, and they are untrusted: a FIFO would block
+/// `open` (so it is opened non-blocking and checked after), a device
+/// (`/dev/zero`, `/dev/tty`) or socket would read without end. The check
+/// is on the opened file, not the name, so a path swapped between a check
+/// and the open cannot slip through.
+pub fn open_regular(path: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)?;
+    if !f.metadata()?.file_type().is_file() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("{}: not a regular file", path.display()),
+        ));
+    }
+    Ok(f)
+}
+
+/// Reads a regular file of at most `limit` bytes ([`open_regular`]).
+pub fn read_regular(path: &Path, limit: u64) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let f = open_regular(path)?;
+    let len = f.metadata()?.len();
+    if len > limit {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!(
+                "{}: {len} bytes, more than the {limit} read",
+                path.display()
+            ),
+        ));
+    }
+    let mut v = Vec::with_capacity(len as usize);
+    f.take(limit).read_to_end(&mut v)?;
+    Ok(v)
+}
+
 impl Loaded {
     pub(crate) fn open(path: &Path) -> Option<Loaded> {
-        let f = std::fs::File::open(path).ok()?;
+        let f = open_regular(path).ok()?;
+        // Also refuses /proc files (size 0) and anything too short for an
+        // ELF header.
         if f.metadata().ok()?.len() < 64 {
             return None;
         }

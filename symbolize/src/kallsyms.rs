@@ -32,7 +32,8 @@ impl Kallsyms {
     }
 
     pub fn load(path: &Path) -> std::io::Result<Kallsyms> {
-        Ok(Self::parse(&std::fs::read_to_string(path)?))
+        let bytes = crate::find::read_regular(path, 1 << 30)?;
+        Ok(Self::parse(&String::from_utf8_lossy(&bytes)))
     }
 
     pub fn is_empty(&self) -> bool {

@@ -21,7 +21,8 @@ pub struct PerfMap {
 
 impl PerfMap {
     pub fn load(path: &Path) -> std::io::Result<PerfMap> {
-        let bytes = std::fs::read(path)?;
+        // A regular file only (the path comes from the capture), up to 1 GiB.
+        let bytes = crate::find::read_regular(path, 1 << 30)?;
         Ok(Self::parse(&String::from_utf8_lossy(&bytes)))
     }
 

@@ -436,3 +436,134 @@ fn a_cancelled_ingest_writes_nothing() {
         assert!(left.is_empty(), "{input:?}: {left:?}");
     }
 }
+
+/// Runs `trawl ARGS` and kills it after `secs`: None when it did not
+/// finish in time.
+fn trawl_within(args: &[&str], secs: u64) -> Option<std::process::Output> {
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_trawl"))
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            return Some(child.wait_with_output().unwrap());
+        }
+        if start.elapsed().as_secs() >= secs {
+            let _ = child.kill();
+            let _ = child.wait();
+            return None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+/// The files a capture names are untrusted: the symbolizer opens only
+/// regular files. A perf.data whose mappings name a FIFO (opening it for
+/// reading would block forever), devices (/dev/zero reads without end,
+/// /dev/tty), a socket, /proc/self/mem, a symbolic link to /dev/zero and a
+/// 1 TiB sparse file, with a sample in each: the ingest finishes, and
+/// each module's symbol_file row says it was not used.
+#[test]
+fn hostile_module_paths_neither_block_nor_read_without_end() {
+    use trawl_ingest::perf::header::{sample, Attr};
+    use trawl_ingest::perf::records::context;
+    use trawl_ingest::perf::writer::{PerfDataWriter, SampleOut};
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let fifo = d.join("fifo");
+    assert!(std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let sock = d.join("sock");
+    let _listener = std::os::unix::net::UnixListener::bind(&sock).unwrap();
+    let link = d.join("zero-link");
+    std::os::unix::fs::symlink("/dev/zero", &link).unwrap();
+    let sparse = d.join("sparse");
+    std::fs::File::create(&sparse)
+        .unwrap()
+        .set_len(1 << 40)
+        .unwrap();
+    let paths: Vec<String> = [
+        fifo.to_str().unwrap(),
+        "/dev/zero",
+        "/dev/tty",
+        sock.to_str().unwrap(),
+        "/proc/self/mem",
+        link.to_str().unwrap(),
+        sparse.to_str().unwrap(),
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let mut w = PerfDataWriter::new();
+    let ev = w.add_event(
+        Attr::sampling(
+            1,
+            0,
+            1000,
+            sample::IP | sample::TID | sample::TIME | sample::CALLCHAIN,
+        ),
+        "cpu-clock",
+    );
+    w.comm(7, 7, "victim", 1, true);
+    for (i, p) in paths.iter().enumerate() {
+        let base = 0x10_0000_0000u64 * (i as u64 + 1);
+        w.mmap2(7, 7, base, 0x10000, 0, p, 2, None);
+        let ip = base + 0x123;
+        w.sample(&SampleOut {
+            event: ev,
+            ip,
+            pid: 7,
+            tid: 7,
+            time: 10 + i as u64,
+            period: 1000,
+            callchain: vec![context::USER, ip],
+            ..Default::default()
+        });
+    }
+    w.finished_round();
+    let data = d.join("hostile.data");
+    std::fs::write(&data, w.to_bytes()).unwrap();
+    let cap = d.join("cap");
+    let o = trawl_within(
+        &[
+            "ingest",
+            data.to_str().unwrap(),
+            "-o",
+            cap.to_str().unwrap(),
+        ],
+        20,
+    )
+    .expect("ingest blocked or read without end on a hostile module path");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let rows = sql_rows(&cap, "SELECT path, status FROM symbol_file ORDER BY path");
+    for p in &paths {
+        // A /dev/zero mapping is anonymous memory, as perf has it: the
+        // process's JIT map path stands for it.
+        let p = if p == "/dev/zero" {
+            "/tmp/perf-7.map"
+        } else {
+            p.as_str()
+        };
+        let r = rows
+            .iter()
+            .find(|r| r[0] == p)
+            .unwrap_or_else(|| panic!("{p}: {rows:?}"));
+        assert_ne!(r[1], "ok", "{p} was used: {rows:?}");
+    }
+    // And the same through `trawl symbolize` again, and build-id lookups
+    // (`trawl addr2line -e PATH`) of each.
+    let o = trawl_within(&["symbolize", cap.to_str().unwrap()], 60).expect("symbolize blocked");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    for p in &paths {
+        let o = trawl_within(&["addr2line", "-e", p, "0x123"], 20)
+            .unwrap_or_else(|| panic!("addr2line -e {p} blocked"));
+        assert!(!o.status.success(), "addr2line -e {p} succeeded");
+    }
+}
