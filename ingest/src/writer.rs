@@ -510,12 +510,21 @@ impl CaptureWriter {
     }
 
     /// Makes the capture visible, replacing an older capture at `dest`.
+    /// The two directories are exchanged in one step (renameat2 with
+    /// RENAME_EXCHANGE), so a crash at any moment leaves the old capture or
+    /// the new one at `dest`, never neither; the old one, now at the
+    /// staging name, is removed after (or by the next run). Where the file
+    /// system cannot exchange, the old capture is moved aside first.
     pub fn commit(mut self) -> Result<PathBuf> {
         if self.dest.exists() {
-            let old = self.tmp.with_extension("old");
-            fs::rename(&self.dest, &old).map_err(|e| Error::io(&self.dest, e))?;
-            fs::rename(&self.tmp, &self.dest).map_err(|e| Error::io(&self.dest, e))?;
-            let _ = fs::remove_dir_all(&old);
+            if exchange(&self.tmp, &self.dest).is_ok() {
+                let _ = fs::remove_dir_all(&self.tmp);
+            } else {
+                let old = self.tmp.with_extension("old");
+                fs::rename(&self.dest, &old).map_err(|e| Error::io(&self.dest, e))?;
+                fs::rename(&self.tmp, &self.dest).map_err(|e| Error::io(&self.dest, e))?;
+                let _ = fs::remove_dir_all(&old);
+            }
         } else {
             fs::rename(&self.tmp, &self.dest).map_err(|e| Error::io(&self.dest, e))?;
         }
@@ -529,6 +538,32 @@ impl Drop for CaptureWriter {
         if !self.committed {
             let _ = fs::remove_dir_all(&self.tmp);
         }
+    }
+}
+
+/// Exchanges two paths atomically (Linux renameat2, RENAME_EXCHANGE).
+fn exchange(a: &Path, b: &Path) -> std::io::Result<()> {
+    use std::ffi::CString;
+    use std::os::unix::ffi::OsStrExt;
+    let c = |p: &Path| {
+        CString::new(p.as_os_str().as_bytes())
+            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))
+    };
+    let (ca, cb) = (c(a)?, c(b)?);
+    // SAFETY: two valid NUL-terminated paths; renameat2 reads them only.
+    let r = unsafe {
+        libc::renameat2(
+            libc::AT_FDCWD,
+            ca.as_ptr(),
+            libc::AT_FDCWD,
+            cb.as_ptr(),
+            libc::RENAME_EXCHANGE,
+        )
+    };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
     }
 }
 

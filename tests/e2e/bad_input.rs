@@ -567,3 +567,87 @@ fn hostile_module_paths_neither_block_nor_read_without_end() {
         assert!(!o.status.success(), "addr2line -e {p} succeeded");
     }
 }
+
+/// `kill -9` at a range of moments of an ingest that replaces a capture:
+/// the output is always the old capture or the new one, whole (every
+/// table readable, the samples of one input only), and the next run
+/// removes what the killed ones left.
+#[test]
+fn killed_ingests_leave_the_old_capture_or_the_new_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("cap");
+    let (old_in, new_in) = (fixture("hot-fp.data"), fixture("procs.data"));
+    let bin = fixture_bin();
+    let args = |input: &Path| -> Vec<String> {
+        vec![
+            "ingest".into(),
+            input.to_str().unwrap().into(),
+            "-o".into(),
+            out.to_str().unwrap().into(),
+            "--debug-dir".into(),
+            bin.to_str().unwrap().into(),
+        ]
+    };
+    let want = |input: &Path| perf_script_samples(input).to_string();
+    let (old_n, new_n) = (want(&old_in), want(&new_in));
+    let check = |what: &str| {
+        let rows = sql_rows(
+            &out,
+            "SELECT s.path, (SELECT count(*) FROM perf_sample) FROM source s",
+        );
+        assert_eq!(rows.len(), 1, "{what}: {rows:?}");
+        let (path, n) = (&rows[0][0], &rows[0][1]);
+        if path.ends_with("hot-fp.data") {
+            assert_eq!(n, &old_n, "{what}: the old capture, not whole");
+        } else {
+            assert!(path.ends_with("procs.data"), "{what}: {path}");
+            assert_eq!(n, &new_n, "{what}: the new capture, not whole");
+        }
+        // Every table opens.
+        trawl_ok(&["tables", out.to_str().unwrap()]);
+        path.ends_with("procs.data")
+    };
+    // How long a whole run takes.
+    let start = std::time::Instant::now();
+    let a = args(&new_in);
+    let refs: Vec<&str> = a.iter().map(String::as_str).collect();
+    trawl_ok(&refs);
+    let full = start.elapsed();
+    let mut saw = (false, false);
+    for k in 0..12u32 {
+        // The old capture in place, then a run killed k/10 of the way.
+        let a = args(&old_in);
+        let refs: Vec<&str> = a.iter().map(String::as_str).collect();
+        trawl_ok(&refs);
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_trawl"))
+            .args(args(&new_in))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(full * k / 10);
+        let _ = child.kill();
+        let _ = child.wait();
+        if check(&format!("killed at {k}/10")) {
+            saw.1 = true;
+        } else {
+            saw.0 = true;
+        }
+    }
+    assert!(
+        saw.0,
+        "no kill left the old capture: the kills came too late"
+    );
+    // A run after the kills removes their staging directories.
+    let a = args(&old_in);
+    let refs: Vec<&str> = a.iter().map(String::as_str).collect();
+    trawl_ok(&refs);
+    let left: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n != "cap")
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+    let _ = saw.1;
+}
