@@ -24,6 +24,8 @@ command -v gzip >/dev/null 2>&1 || missing+=(gzip)
 # built against) and gcc to build it.
 command -v valgrind >/dev/null 2>&1 && [ -f /usr/include/valgrind/pub_tool_basics.h ] || missing+=(valgrind)
 command -v gcc >/dev/null 2>&1 || missing+=(gcc)
+# GNU time: peak memory of a run (bad-input bounds).
+[ -x /usr/bin/time ] || missing+=(time)
 if [ ${#missing[@]} -gt 0 ]; then
   apt-get update -qq && apt-get install -y -qq "${missing[@]}"
 fi

@@ -651,3 +651,97 @@ fn killed_ingests_leave_the_old_capture_or_the_new_one() {
     assert!(left.is_empty(), "left behind: {left:?}");
     let _ = saw.1;
 }
+
+/// Sizes read from an input do not drive allocations: perf.data headers
+/// crafted to claim 2^40 bytes of attributes, of data, of every feature
+/// section, or 2^40-byte attributes, give a result or an error naming the
+/// file, with the peak resident memory (GNU time's %M) under 100 MB.
+#[test]
+fn crafted_sizes_do_not_drive_allocations() {
+    let src = std::fs::read(fixture("hot-fp.data")).unwrap();
+    let u64_at = |b: &[u8], i: usize| u64::from_le_bytes(b[i..i + 8].try_into().unwrap());
+    let (data_off, data_size) = (u64_at(&src, 40), u64_at(&src, 48));
+    let sec = (data_off + data_size) as usize;
+    let nfeat: u32 = src[72..104].iter().map(|b| b.count_ones()).sum();
+    let huge = (1u64 << 40).to_le_bytes();
+    let variants: Vec<(&str, Vec<u8>)> = vec![
+        ("attr_size", {
+            let mut v = src.clone();
+            v[16..24].copy_from_slice(&huge);
+            v
+        }),
+        ("attrs", {
+            let mut v = src.clone();
+            v[32..40].copy_from_slice(&huge);
+            v
+        }),
+        ("data", {
+            let mut v = src.clone();
+            v[48..56].copy_from_slice(&huge);
+            v
+        }),
+        ("features", {
+            let mut v = src.clone();
+            for i in 0..nfeat as usize {
+                let at = sec + 16 * i + 8;
+                v[at..at + 8].copy_from_slice(&huge);
+            }
+            v
+        }),
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    for (name, bytes) in variants {
+        let f = dir.path().join(format!("{name}.data"));
+        std::fs::write(&f, bytes).unwrap();
+        let out = dir.path().join(format!("cap-{name}"));
+        let o = std::process::Command::new("/usr/bin/time")
+            .args(["-f", "maxrss=%M"])
+            .arg(env!("CARGO_BIN_EXE_trawl"))
+            .args([
+                "ingest",
+                f.to_str().unwrap(),
+                "-o",
+                out.to_str().unwrap(),
+                "--no-symbolize",
+            ])
+            .output()
+            .expect("GNU time (apt-get install time)");
+        let err = String::from_utf8_lossy(&o.stderr);
+        let kb: u64 = err
+            .lines()
+            .find_map(|l| l.strip_prefix("maxrss="))
+            .unwrap_or_else(|| panic!("{name}: {err}"))
+            .trim()
+            .parse()
+            .unwrap();
+        assert!(kb < 100 * 1024, "{name}: peak {kb} KB");
+        if !o.status.success() {
+            assert!(
+                err.contains(&format!("{name}.data")),
+                "{name}: the error names no file: {err}"
+            );
+        }
+    }
+}
+
+/// A perf.data header that is all zeros after the magic (linux-perf-data
+/// panicked on one: samply issue 870): refused with a message naming the
+/// file, no panic.
+#[test]
+fn zeroed_perf_header_is_refused_cleanly() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("zeroed.data");
+    let mut b = b"PERFILE2".to_vec();
+    b.resize(4096, 0);
+    std::fs::write(&f, b).unwrap();
+    let o = trawl(&[
+        "ingest",
+        f.to_str().unwrap(),
+        "-o",
+        dir.path().join("c").to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(!o.status.success(), "{err}");
+    assert!(err.contains("zeroed.data"), "{err}");
+}
