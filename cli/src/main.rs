@@ -399,9 +399,15 @@ fn run(cli: Cli) -> Result<()> {
             runtime()?.block_on(tables(captures))
         }
         Cmd::Report(Report::Hotspots(a)) => runtime()?.block_on(hotspots(a)),
-        Cmd::Report(Report::Callers(a)) => runtime()?.block_on(edges(a, true)),
-        Cmd::Report(Report::Callees(a)) => runtime()?.block_on(edges(a, false)),
-        Cmd::Report(Report::Annotate(a)) => runtime()?.block_on(cmd::edges::annotate(a)),
+        Cmd::Report(Report::Callers(a)) => {
+            runtime()?.block_on(edges(a, cmd::edges::FunctionView::Callers))
+        }
+        Cmd::Report(Report::Callees(a)) => {
+            runtime()?.block_on(edges(a, cmd::edges::FunctionView::Callees))
+        }
+        Cmd::Report(Report::Annotate(a)) => {
+            runtime()?.block_on(edges(a, cmd::edges::FunctionView::Annotate))
+        }
         Cmd::Report(Report::Flamegraph(a)) => runtime()?.block_on(flamegraph(a)),
         Cmd::Report(Report::Unfreed(a)) => runtime()?.block_on(unfreed(a)),
         Cmd::Report(Report::Io(a)) => runtime()?.block_on(io_report(a)),

@@ -105,10 +105,8 @@ pub fn read_meta(dir: &Path) -> Result<Vec<(i32, String, String)>> {
     Ok(out)
 }
 
-/// Distinct (module_id, address to look up) of all frames with a module:
-/// `rel_pc`, minus 1 for return addresses (as `symbol.rel_pc` documents).
-pub fn read_frame_addresses(dir: &Path) -> Result<BTreeSet<(i64, u64)>> {
-    let mut out = BTreeSet::new();
+/// Calls `f(module_id, rel_pc, is_return)` for every frame with a module.
+fn each_frame(dir: &Path, mut f: impl FnMut(i64, u64, bool)) -> Result<()> {
     let def = &schema::FRAME;
     for b in read_table(dir, def)? {
         let m = col(&b, def, "module_id")?.as_primitive::<Int64Type>();
@@ -116,11 +114,20 @@ pub fn read_frame_addresses(dir: &Path) -> Result<BTreeSet<(i64, u64)>> {
         let ret = col(&b, def, "is_return")?.as_boolean();
         for i in 0..b.num_rows() {
             if !m.is_null(i) {
-                let back = u64::from(ret.value(i));
-                out.insert((m.value(i), pc.value(i).saturating_sub(back)));
+                f(m.value(i), pc.value(i), ret.value(i));
             }
         }
     }
+    Ok(())
+}
+
+/// Distinct (module_id, address to look up) of all frames with a module:
+/// `rel_pc`, minus 1 for return addresses (as `symbol.rel_pc` documents).
+pub fn read_frame_addresses(dir: &Path) -> Result<BTreeSet<(i64, u64)>> {
+    let mut out = BTreeSet::new();
+    each_frame(dir, |m, pc, ret| {
+        out.insert((m, pc.saturating_sub(u64::from(ret))));
+    })?;
     Ok(out)
 }
 
@@ -129,17 +136,11 @@ pub fn read_frame_addresses(dir: &Path) -> Result<BTreeSet<(i64, u64)>> {
 /// ends): the functions `instruction` decodes.
 pub fn read_ip_addresses(dir: &Path) -> Result<BTreeSet<(i64, u64)>> {
     let mut out = BTreeSet::new();
-    let def = &schema::FRAME;
-    for b in read_table(dir, def)? {
-        let m = col(&b, def, "module_id")?.as_primitive::<Int64Type>();
-        let pc = col(&b, def, "rel_pc")?.as_primitive::<UInt64Type>();
-        let ret = col(&b, def, "is_return")?.as_boolean();
-        for i in 0..b.num_rows() {
-            if !m.is_null(i) && !ret.value(i) {
-                out.insert((m.value(i), pc.value(i)));
-            }
+    each_frame(dir, |m, pc, ret| {
+        if !ret {
+            out.insert((m, pc));
         }
-    }
+    })?;
     Ok(out)
 }
 

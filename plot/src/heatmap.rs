@@ -10,7 +10,9 @@ use anyhow::{bail, Result};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
-use trawl_query::memlog::Heatmap;
+use trawl_query::choice::Choice;
+use trawl_query::memlog::{self, Heatmap, View};
+use trawl_query::Session;
 
 use crate::{err, render, Image, HEAT_COLOURS};
 
@@ -31,7 +33,7 @@ pub struct HeatFigure<'a> {
 
 /// Geometry of the drawn figure: where cell (col, row) is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Layout {
+struct Layout {
     pub width: u32,
     pub height: u32,
     /// Top-left pixel of the plot area.
@@ -43,7 +45,7 @@ pub struct Layout {
 }
 
 /// Table 1's names of the four colours, by cell bits (load 1, store 2).
-pub const LEGEND: [&str; 4] = ["none", "load only", "store only", "store & load"];
+const LEGEND: [&str; 4] = ["none", "load only", "store only", "store & load"];
 
 const TOP: u32 = 44;
 const BOTTOM: u32 = 96;
@@ -91,7 +93,7 @@ fn labelled_rows(hm: &Heatmap, fig: &HeatFigure, scale: u32) -> Vec<usize> {
 }
 
 /// Where everything goes.
-pub fn layout(hm: &Heatmap, fig: &HeatFigure) -> Result<Layout> {
+fn layout(hm: &Heatmap, fig: &HeatFigure) -> Result<Layout> {
     if hm.width == 0 || hm.height == 0 {
         bail!("nothing to draw");
     }
@@ -128,17 +130,43 @@ pub fn layout(hm: &Heatmap, fig: &HeatFigure) -> Result<Layout> {
     })
 }
 
-/// The figure, and where its cells are.
-pub fn heatmap_figure(image: Image, hm: &Heatmap, fig: &HeatFigure) -> Result<(Vec<u8>, Layout)> {
+/// The figure.
+pub fn heatmap_figure(image: Image, hm: &Heatmap, fig: &HeatFigure) -> Result<Vec<u8>> {
     let l = layout(hm, fig)?;
-    let bytes = render(
+    render(
         image,
         l.width,
         l.height,
         |a| draw(a, hm, fig, l),
         |a| draw(a, hm, fig, l),
-    )?;
-    Ok((bytes, l))
+    )
+}
+
+/// The figure of `hm`, a heatmap of the session's first capture: its name
+/// and what its ordinals count read from the capture (the CLI's and the
+/// Python package's `heatmap`).
+pub async fn heatmap_of(
+    s: &Session,
+    image: Image,
+    hm: &Heatmap,
+    view: View,
+    labels: &[(String, String)],
+    scale: Option<u32>,
+) -> Result<Vec<u8>> {
+    let axis = memlog::x_axis(s, hm.source_id).await?;
+    let name = s
+        .captures()
+        .first()
+        .map(|c| c.name.clone())
+        .unwrap_or_default();
+    let fig = HeatFigure {
+        capture: &name,
+        view: view.name(),
+        axis: &axis,
+        labels,
+        scale,
+    };
+    heatmap_figure(image, hm, &fig)
 }
 
 fn rgb(c: [u8; 3]) -> RGBColor {

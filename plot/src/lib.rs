@@ -17,7 +17,7 @@ mod flame;
 mod heatmap;
 mod timeline;
 pub use flame::{count_name, flame_svg, flame_title};
-pub use heatmap::{heatmap_figure, HeatFigure, Layout, LEGEND};
+pub use heatmap::{heatmap_figure, heatmap_of, HeatFigure};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 pub use timeline::{rule_bands, timeline, timeline_title};

@@ -317,20 +317,7 @@ impl Capture {
                     "svg" => trawl_plot::Image::Svg,
                     f => anyhow::bail!("format={f:?}: png or svg"),
                 };
-                let axis = memlog::x_axis(&s, hm.source_id).await?;
-                let name = s
-                    .captures()
-                    .first()
-                    .map(|c| c.name.clone())
-                    .unwrap_or_default();
-                let fig = trawl_plot::HeatFigure {
-                    capture: &name,
-                    view: view.name(),
-                    axis: &axis,
-                    labels: &labels,
-                    scale,
-                };
-                trawl_plot::heatmap_figure(image, &hm, &fig)?.0
+                trawl_plot::heatmap_of(&s, image, &hm, view, &labels, scale).await?
             };
             let rows = hm
                 .rows

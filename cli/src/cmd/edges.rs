@@ -21,32 +21,14 @@ pub(crate) struct EdgeArgs {
     pub(crate) out: OutputOpts,
 }
 
-pub(crate) async fn edges(a: EdgeArgs, callers: bool) -> Result<()> {
-    let s = crate::open(&a.captures).await?;
-    let (filter, event, weight, opts) = selection(&s, &a.filter, &a.metric).await?;
-    let f = analyses::FunctionMatch {
-        function: a.function.clone(),
-        module: a.module.clone(),
-    };
-    let sel = analyses::Selection {
-        filter: &filter,
-        event: &event,
-        weight: &weight,
-        opts,
-    };
-    let df = if callers {
-        analyses::callers(&s, &f, &sel).await?
-    } else {
-        analyses::callees(&s, &f, &sel).await?
-    };
-    let batches = df.collect().await?;
-    if matches!(a.out.format, Format::Table) && a.out.output.is_none() {
-        eprintln!("event: {event}");
-    }
-    output::write(&batches, &a.out)
+/// Which view of one function a report is.
+pub(crate) enum FunctionView {
+    Callers,
+    Callees,
+    Annotate,
 }
 
-pub(crate) async fn annotate(a: EdgeArgs) -> Result<()> {
+pub(crate) async fn edges(a: EdgeArgs, view: FunctionView) -> Result<()> {
     let s = crate::open(&a.captures).await?;
     let (filter, event, weight, opts) = selection(&s, &a.filter, &a.metric).await?;
     let f = analyses::FunctionMatch {
@@ -59,7 +41,12 @@ pub(crate) async fn annotate(a: EdgeArgs) -> Result<()> {
         weight: &weight,
         opts,
     };
-    let batches = analyses::annotate(&s, &f, &sel).await?.collect().await?;
+    let df = match view {
+        FunctionView::Callers => analyses::callers(&s, &f, &sel).await?,
+        FunctionView::Callees => analyses::callees(&s, &f, &sel).await?,
+        FunctionView::Annotate => analyses::annotate(&s, &f, &sel).await?,
+    };
+    let batches = df.collect().await?;
     if matches!(a.out.format, Format::Table) && a.out.output.is_none() {
         eprintln!("event: {event}");
     }

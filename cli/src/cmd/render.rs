@@ -94,20 +94,15 @@ pub(crate) async fn render_heatmap(a: HeatmapArgs) -> Result<()> {
             &plot::heatmap_png(&hm, a.scale.unwrap_or(1).max(1))?,
         )?;
     } else {
-        let axis = memlog::x_axis(&s, hm.source_id).await?;
-        let name = s
-            .captures()
-            .first()
-            .map(|c| c.name.clone())
-            .unwrap_or_default();
-        let fig = plot::HeatFigure {
-            capture: &name,
-            view: a.view.name(),
-            axis: &axis,
-            labels: &labels,
-            scale: a.scale,
-        };
-        let (img, _) = plot::heatmap_figure(plot::Image::of_path(&a.output)?, &hm, &fig)?;
+        let img = plot::heatmap_of(
+            &s,
+            plot::Image::of_path(&a.output)?,
+            &hm,
+            a.view,
+            &labels,
+            a.scale,
+        )
+        .await?;
         output::write_atomic(&a.output, &img)?;
     }
     let mut csv = String::from("row,start_address,end_address,bytes,object,symbol\n");
