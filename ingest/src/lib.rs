@@ -25,6 +25,7 @@
 
 pub mod capture;
 pub mod columns;
+pub mod compressed;
 pub mod diag;
 pub mod dict_codes;
 pub mod energy;
@@ -146,6 +147,8 @@ pub struct IngestOptions {
     /// lines, block of a memory log, input), and the run fails with
     /// [`Error::Interrupted`] without writing the capture.
     pub cancel: Option<Arc<std::sync::atomic::AtomicBool>>,
+    /// How far a gzip/zstd input may expand (`--max-expansion`).
+    pub expansion: compressed::ExpansionLimit,
 }
 
 /// The input of one ingest read so far: `base` (the inputs before this
@@ -207,16 +210,34 @@ fn read_head(r: &mut dyn Read, n: usize) -> std::io::Result<Vec<u8>> {
 /// The format of an input file (gzip and zstd unwrapped), as [`ingest`]
 /// would detect it; an error when it is none trawl reads.
 pub fn input_format(path: &Path) -> Result<Format> {
-    open_input(path, &path.to_string_lossy()).map(|(f, _, _)| f)
+    open_input(
+        path,
+        &path.to_string_lossy(),
+        compressed::ExpansionLimit::default(),
+        false,
+    )
+    .map(|o| o.format)
+}
+
+/// An input opened by [`open_input`].
+struct Opened {
+    format: Format,
+    /// Standard input or a decompressing stream; `None`: the file itself.
+    stream: Option<Box<dyn Read + Send>>,
+    /// `gzip` or `zstd`.
+    compression: Option<&'static str>,
+    expansion: Option<Arc<compressed::Expansion>>,
 }
 
 /// Opens an input (a path, or `-` for standard input), decompresses gzip
-/// and zstd streams, and detects the format from the first bytes.
-#[allow(clippy::type_complexity)]
+/// and zstd streams (expanding at most as `limit` allows; `strict`: past
+/// it, an error), and detects the format from the first bytes.
 fn open_input(
     input: &Path,
     name: &str,
-) -> Result<(Format, Option<Box<dyn Read + Send>>, Option<&'static str>)> {
+    limit: compressed::ExpansionLimit,
+    strict: bool,
+) -> Result<Opened> {
     let (mut raw, head): (Box<dyn Read + Send>, Vec<u8>) = if name == "-" {
         let mut stdin = std::io::stdin();
         let head = read_head(&mut stdin, HEAD_BYTES).map_err(|e| Error::io("-", e))?;
@@ -226,26 +247,37 @@ fn open_input(
         let head = read_head(&mut f, HEAD_BYTES).map_err(|e| Error::io(input, e))?;
         (Box::new(f), head)
     };
-    if memlog::is_compressed(&head) {
-        let (kind, mut d) = memlog::decompress(head, raw).map_err(|e| Error::io(input, e))?;
-        let head = read_head(&mut d, HEAD_BYTES).map_err(|e| Error::io(input, e))?;
-        let f = detect(&head).ok_or_else(|| Error::UnknownFormat {
+    if compressed::is_compressed(&head) {
+        let mut d =
+            compressed::decompress(head, raw, limit, strict).map_err(|e| Error::io(input, e))?;
+        let head = read_head(&mut d.stream, HEAD_BYTES).map_err(|e| Error::io(input, e))?;
+        let format = detect(&head).ok_or_else(|| Error::UnknownFormat {
             path: input.into(),
             head: head.clone(),
         })?;
-        let s: Box<dyn Read + Send> = Box::new(std::io::Cursor::new(head).chain(d));
-        return Ok((f, Some(s), kind));
+        return Ok(Opened {
+            format,
+            stream: Some(Box::new(std::io::Cursor::new(head).chain(d.stream))),
+            compression: Some(d.kind),
+            expansion: Some(d.expansion),
+        });
     }
-    let f = detect(&head).ok_or_else(|| Error::UnknownFormat {
+    let format = detect(&head).ok_or_else(|| Error::UnknownFormat {
         path: input.into(),
         head: head.clone(),
     })?;
-    if name == "-" {
+    let stream = if name == "-" {
         raw = Box::new(std::io::Cursor::new(head).chain(raw));
-        Ok((f, Some(raw), None))
+        Some(raw)
     } else {
-        Ok((f, None, None))
-    }
+        None
+    };
+    Ok(Opened {
+        format,
+        stream,
+        compression: None,
+        expansion: None,
+    })
 }
 
 /// Opens a text input (a path, or `-`): its format, its text (a regular
@@ -253,8 +285,8 @@ fn open_input(
 /// the compression found.
 pub fn open_text(input: &Path) -> Result<(Format, memlog::TextSource, Option<&'static str>)> {
     let name = input.to_string_lossy();
-    let (format, stream, compression) = open_input(input, &name)?;
-    Ok((format, text_source(input, stream)?, compression))
+    let o = open_input(input, &name, compressed::ExpansionLimit::default(), false)?;
+    Ok((o.format, text_source(input, o.stream)?, o.compression))
 }
 
 /// The text of `input`: `open_input`'s stream, else the file (mapped).
@@ -346,7 +378,12 @@ pub fn ingest_with_unwinder(
             cancel: opts.cancel.clone(),
         });
         base += size;
-        let (format, stream, compression) = open_input(input, &name)?;
+        let Opened {
+            format,
+            stream,
+            compression,
+            expansion,
+        } = open_input(input, &name, opts.expansion, opts.strict)?;
         conv.begin_source(i as i32);
         sconv.begin_source(i as i32);
         mconv.begin_source(i as i32);
@@ -406,12 +443,7 @@ pub fn ingest_with_unwinder(
                 }
             }
             Format::ProcMaps => {
-                let mut bytes = Vec::new();
-                match stream {
-                    Some(mut s) => s.read_to_end(&mut bytes),
-                    None => std::fs::File::open(input).and_then(|mut f| f.read_to_end(&mut bytes)),
-                }
-                .map_err(|e| Error::io(input, e))?;
+                let bytes = read_whole(input, stream, &mut diags)?;
                 let text = String::from_utf8_lossy(&bytes);
                 let (maps, bad) = memlog::maps::parse(&text);
                 for (line, t) in bad {
@@ -441,7 +473,7 @@ pub fn ingest_with_unwinder(
             | Format::Sysstat
             | Format::Sadf
             | Format::MetricCsv => {
-                let bytes = read_whole(input, stream)?;
+                let bytes = read_whole(input, stream, &mut diags)?;
                 let kind = match format {
                     Format::Vmstat => metrics::Kind::Vmstat,
                     Format::Iostat => metrics::Kind::Iostat,
@@ -462,7 +494,7 @@ pub fn ingest_with_unwinder(
                 }
             }
             Format::Powercap | Format::PerfStat | Format::Turbostat => {
-                let bytes = read_whole(input, stream)?;
+                let bytes = read_whole(input, stream, &mut diags)?;
                 let text = String::from_utf8_lossy(&bytes);
                 let before = econv.readings;
                 let rows = if format == Format::Powercap {
@@ -515,6 +547,21 @@ pub fn ingest_with_unwinder(
                 }
             }
         };
+        if let Some(e) = expansion.filter(|e| e.stopped()) {
+            diags.report(
+                Position::Byte(e.consumed()),
+                Severity::Error,
+                "decompression_limit",
+                format!(
+                    "the {} stream expanded to {} bytes from {} compressed bytes, past the limit ({}× after the first {} MiB; --max-expansion): the rest is not read",
+                    compression.unwrap_or("compressed"),
+                    e.produced(),
+                    e.consumed(),
+                    opts.expansion.ratio,
+                    opts.expansion.floor >> 20
+                ),
+            )?;
+        }
         if let Some(p) = &progress {
             p.at(size)?;
         }
@@ -550,16 +597,40 @@ pub fn ingest_with_unwinder(
 }
 
 /// All of a text input: from its (decompressing) stream, else the file.
-fn read_whole(input: &Path, stream: Option<Box<dyn Read + Send>>) -> Result<Vec<u8>> {
-    match stream {
-        Some(mut s) => {
-            let mut v = Vec::new();
-            s.read_to_end(&mut v).map_err(|e| Error::io(input, e))?;
-            Ok(v)
-        }
-        None => std::fs::read(input).map_err(|e| Error::io(input, e)),
+fn read_whole(
+    input: &Path,
+    stream: Option<Box<dyn Read + Send>>,
+    diags: &mut Diagnostics,
+) -> Result<Vec<u8>> {
+    let mut r: Box<dyn Read + Send> = match stream {
+        Some(s) => s,
+        None => Box::new(std::fs::File::open(input).map_err(|e| Error::io(input, e))?),
+    };
+    let mut v = Vec::new();
+    r.by_ref()
+        .take(MAX_WHOLE_INPUT + 1)
+        .read_to_end(&mut v)
+        .map_err(|e| Error::io(input, e))?;
+    if v.len() as u64 > MAX_WHOLE_INPUT {
+        v.truncate(MAX_WHOLE_INPUT as usize);
+        let keep = memchr::memrchr(b'\n', &v).map_or(0, |k| k + 1);
+        v.truncate(keep);
+        diags.report(
+            Position::Byte(keep as u64),
+            Severity::Error,
+            "input_too_large",
+            format!(
+                "a monitoring, energy or maps input is read whole, and this one is larger than {} MiB: the lines after byte {keep} are skipped",
+                MAX_WHOLE_INPUT >> 20
+            ),
+        )?;
     }
+    Ok(v)
 }
+
+/// The largest monitoring, energy or `/proc/PID/maps` input read (these
+/// are read whole; a day of `vmstat -t 1` is ~10 MB).
+pub const MAX_WHOLE_INPUT: u64 = 1 << 30;
 
 /// The clock of a perf.data input from its header metadata: with clock data
 /// (`perf record -k CLOCK`), the wall time and the clock's time read

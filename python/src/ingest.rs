@@ -26,7 +26,7 @@ pub enum Size {
 /// Ctrl-C stops the capture from being committed (the ingest in progress
 /// runs to its end first; the old capture, if any, is left as it was).
 #[pyfunction]
-#[pyo3(signature = (inputs, output, *, strict = false, tz = None, symbolize = true, unwind = true, mem_kinds = "ILSM".to_string(), mem_ranges = Vec::new(), fetch_rows = false, page_size = None, debug_dirs = Vec::new(), symfs = None, remap = Vec::new(), kallsyms = None, progress = None))]
+#[pyo3(signature = (inputs, output, *, strict = false, tz = None, symbolize = true, unwind = true, mem_kinds = "ILSM".to_string(), mem_ranges = Vec::new(), fetch_rows = false, page_size = None, debug_dirs = Vec::new(), symfs = None, remap = Vec::new(), kallsyms = None, max_expansion = trawl_ingest::compressed::ExpansionLimit::DEFAULT_RATIO, progress = None))]
 #[allow(clippy::too_many_arguments)]
 pub fn ingest<'py>(
     py: Python<'py>,
@@ -44,6 +44,7 @@ pub fn ingest<'py>(
     symfs: Option<PathBuf>,
     remap: Vec<(String, PathBuf)>,
     kallsyms: Option<PathBuf>,
+    max_expansion: u64,
     progress: Option<Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyDict>> {
     use trawl_ingest::memlog::{parse_size, Filter, MemOptions};
@@ -96,6 +97,10 @@ pub fn ingest<'py>(
         progress: Some(done.clone()),
         // Ctrl-C or an error of the progress callback stops the readers.
         cancel: Some(interrupted.clone()),
+        expansion: trawl_ingest::compressed::ExpansionLimit {
+            ratio: max_expansion,
+            ..Default::default()
+        },
     };
     let stop = interrupted.clone();
     let work = std::thread::Builder::new()

@@ -501,7 +501,9 @@ def ingest(
     times), ``symbolize`` / ``unwind`` (default True), ``mem_kinds``
     ('ILSM'), ``mem_ranges`` ('LO-HI' or 'LO+LEN'), ``fetch_rows``,
     ``page_size`` (bytes or '64k'), ``debug_dirs``, ``symfs``, ``remap``
-    ({recorded prefix: local directory}), ``kallsyms``.
+    ({recorded prefix: local directory}), ``kallsyms``, ``max_expansion``
+    (how many times its compressed size a gzip/zstd input may expand; 0:
+    no limit).
 
     ``progress``: True draws a progress bar (tqdm when installed, else a
     line on stderr), False none, or a callable ``f(done_bytes, total_bytes)``.

@@ -888,3 +888,181 @@ fn mutated_inputs_of_every_reader_never_panic() {
         }
     }
 }
+
+/// Runs `trawl ARGS` under GNU time: its output and peak RSS in KB.
+fn trawl_peak_rss(args: &[&str]) -> (std::process::Output, u64) {
+    let o = std::process::Command::new("/usr/bin/time")
+        .args(["-f", "maxrss=%M"])
+        .arg(env!("CARGO_BIN_EXE_trawl"))
+        .args(args)
+        .output()
+        .expect("GNU time (apt-get install time)");
+    let err = String::from_utf8_lossy(&o.stderr);
+    let kb = err
+        .lines()
+        .find_map(|l| l.strip_prefix("maxrss="))
+        .unwrap_or_else(|| panic!("{err}"))
+        .trim()
+        .parse()
+        .unwrap();
+    (o, kb)
+}
+
+/// A decompression bomb: `head` then `line` repeated to `total` bytes,
+/// compressed with the `tool` (gzip -9 or zstd -19) as one member of
+/// 16 MiB and copies of a member of `line`s alone (gzip and zstd readers
+/// read concatenated members/frames as one stream).
+fn bomb(dir: &Path, tool: &str, head: &[u8], line: &[u8], total: u64) -> (PathBuf, u64) {
+    let member = |name: &str, with_head: bool| -> (Vec<u8>, u64) {
+        let mut text = Vec::with_capacity(16 << 20);
+        if with_head {
+            text.extend_from_slice(head);
+        }
+        while text.len() + line.len() <= 16 << 20 {
+            text.extend_from_slice(line);
+        }
+        let p = dir.join(name);
+        std::fs::write(&p, &text).unwrap();
+        let level = if tool == "gzip" { "-9" } else { "-19" };
+        let o = std::process::Command::new(tool)
+            .args([level, "-q", "-c"])
+            .arg(&p)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{tool}");
+        std::fs::remove_file(&p).unwrap();
+        (o.stdout, text.len() as u64)
+    };
+    let (mut out, mut text) = member("first", true);
+    let (rest, rest_text) = member("rest", false);
+    for _ in 0..(total >> 24) - 1 {
+        out.extend_from_slice(&rest);
+        text += rest_text;
+    }
+    let p = dir.join(format!("bomb-{}.{tool}", total >> 20));
+    std::fs::write(&p, &out).unwrap();
+    (p, text)
+}
+
+/// A zstd bomb of lackey text (4 GiB from 13 KB) and a gzip bomb of vmstat
+/// lines (1 GiB from 3.6 MB; vmstat is read whole) stop
+/// at the expansion limit (64 MiB, then 200× the compressed bytes read):
+/// peak RSS well under what reading them whole would take, a
+/// `decompression_limit` diagnostic, the rows before the limit kept (at
+/// least the first 64 MiB's, by hand: 16 bytes a lackey line, 103 a vmstat
+/// line), `--strict` fails naming the file, and `--max-expansion` moves the
+/// limit.
+#[test]
+fn decompression_bombs_stop_at_the_expansion_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let lk = std::process::Command::new("zstd")
+        .args(["-q", "-d", "-c"])
+        .arg(root().join("fixtures/memlog/pages.lackey.zst"))
+        .output()
+        .unwrap()
+        .stdout;
+    // The valgrind preamble and first records, whole lines.
+    let cut = lk[..20_000].iter().rposition(|&b| b == b'\n').unwrap() + 1;
+    let (lackey, _) = bomb(d, "zstd", &lk[..cut], b" L 1ffefff000,8\n", 4 << 30);
+    let vm = std::fs::read(root().join("fixtures/metrics/vmstat.log")).unwrap();
+    let head: Vec<u8> = vm
+        .split_inclusive(|&b| b == b'\n')
+        .take(3)
+        .flatten()
+        .copied()
+        .collect();
+    let line = vm.split_inclusive(|&b| b == b'\n').nth(3).unwrap();
+    let (vmstat, _) = bomb(d, "gzip", &head, line, 1 << 30);
+    for (bomb, table, head_len, line_len, compressed) in [
+        (&lackey, "mem_access", cut as u64, 16u64, "zstd"),
+        (
+            &vmstat,
+            "metric",
+            head.len() as u64,
+            line.len() as u64,
+            "gzip",
+        ),
+    ] {
+        // At least 250× smaller than what it expands to.
+        let size = std::fs::metadata(bomb).unwrap().len();
+        assert!(size < 4 << 20, "{size}");
+        let out = d.join(format!("cap-{compressed}"));
+        let (o, kb) = trawl_peak_rss(&[
+            "ingest",
+            bomb.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+            "--no-symbolize",
+        ]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        assert!(kb < 400 * 1024, "{compressed}: peak {kb} KB");
+        let diags = diagnostics(&out);
+        let limit: Vec<_> = diags
+            .iter()
+            .filter(|(_, k, _)| k == "decompression_limit")
+            .collect();
+        assert_eq!(limit.len(), 1, "{diags:?}");
+        assert!(limit[0].2.contains(compressed), "{:?}", limit[0]);
+        let rows: u64 = sql_scalar(&out, &format!("SELECT count(*) FROM {table}"))
+            .parse()
+            .unwrap();
+        // Rows of at least the first 64 MiB (the repeated lines in it, but
+        // for a cut last one), far fewer than the bomb's.
+        let lines_64m = ((64 << 20) - head_len) / line_len - 1;
+        let lines_all = if compressed == "zstd" {
+            4u64 << 30
+        } else {
+            1 << 30
+        } / line_len;
+        if table == "mem_access" {
+            assert!(rows >= lines_64m && rows < lines_all / 4, "{rows}");
+        } else {
+            // vmstat: 17 metrics a line.
+            assert!(
+                rows >= 17 * lines_64m && rows < 17 * lines_all / 4,
+                "{rows}"
+            );
+        }
+        // --strict: a failure naming the file; the output not written.
+        let strict_out = d.join(format!("strict-{compressed}"));
+        let o = trawl(&[
+            "ingest",
+            bomb.to_str().unwrap(),
+            "-o",
+            strict_out.to_str().unwrap(),
+            "--no-symbolize",
+            "--strict",
+        ]);
+        assert!(!o.status.success());
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            err.contains(bomb.file_name().unwrap().to_str().unwrap()),
+            "{err}"
+        );
+        assert!(err.contains("decompression_limit"), "{err}");
+        assert!(!strict_out.exists());
+    }
+    // --max-expansion 0 lifts the limit: an 80 MiB lackey bomb read to
+    // its end (fetches only kept, for speed: every byte is still parsed).
+    let (small, text) = bomb(d, "zstd", &lk[..cut], b" L 1ffefff000,8\n", 80 << 20);
+    let out = d.join("cap-unlimited");
+    trawl_ok(&[
+        "ingest",
+        small.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+        "--no-symbolize",
+        "--mem-kinds",
+        "I",
+        "--max-expansion",
+        "0",
+    ]);
+    assert!(diagnostics(&out)
+        .iter()
+        .all(|(_, k, _)| k != "decompression_limit"));
+    assert_eq!(
+        sql_scalar(&out, "SELECT size_bytes FROM source"),
+        text.to_string()
+    );
+}

@@ -29,6 +29,7 @@ pub(crate) async fn demo() -> Result<()> {
             tz: None,
             no_symbolize: false,
             no_unwind: false,
+            max_expansion: trawl_ingest::compressed::ExpansionLimit::DEFAULT_RATIO,
             mem: MemArgs::default(),
             sym: SymArgs {
                 debug_dirs: vec![fx.join("bin")],

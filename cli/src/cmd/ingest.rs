@@ -36,6 +36,12 @@ pub(crate) struct ConvertArgs {
     /// stay in `perf_user_stack`).
     #[arg(long)]
     pub(crate) no_unwind: bool,
+    /// A gzip or zstd input may expand to this many times the compressed
+    /// bytes read (after its first 64 MiB); past it the input is read no
+    /// further and a `decompression_limit` diagnostic says so (a
+    /// decompression bomb). 0: no limit.
+    #[arg(long, value_name = "RATIO", default_value_t = trawl_ingest::compressed::ExpansionLimit::DEFAULT_RATIO)]
+    pub(crate) max_expansion: u64,
     #[command(flatten)]
     pub(crate) mem: MemArgs,
     #[command(flatten)]
@@ -51,6 +57,10 @@ impl ConvertArgs {
             staging: None,
             progress: None,
             cancel: None,
+            expansion: trawl_ingest::compressed::ExpansionLimit {
+                ratio: self.max_expansion,
+                ..Default::default()
+            },
         }
     }
 

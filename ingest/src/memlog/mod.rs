@@ -1232,6 +1232,20 @@ pub fn ingest_binary(
     conv: &mut convert::MemConverter,
     diags: &mut Diagnostics,
 ) -> Result<MemStats> {
+    let (c, stats) = read_binary(input, opts, diags, conv)?;
+    conv.end_source(&c)?;
+    Ok(stats)
+}
+
+/// Reads a binary memory log into `sink`, narrowing its filters with
+/// `opts`, with the page and fetch summaries left in the returned
+/// collector.
+pub fn read_binary(
+    input: &mut dyn Read,
+    opts: &MemOptions,
+    diags: &mut Diagnostics,
+    sink: &mut dyn RowSink,
+) -> Result<(Collector, MemStats)> {
     let (header, mut off) = match binary::read_header(input) {
         Ok(h) => h,
         Err(e) => {
@@ -1268,7 +1282,7 @@ pub fn ingest_binary(
     let mut records = 0u64;
     let flush = |pending: &mut Vec<(Vec<u8>, u64)>,
                  c: &mut Collector,
-                 conv: &mut convert::MemConverter|
+                 sink: &mut dyn RowSink|
      -> Result<()> {
         let decoded: Vec<(Rows, PageStats)> = pending
             .par_iter()
@@ -1290,7 +1304,7 @@ pub fn ingest_binary(
             c.pages.merge(pages, 0);
             c.rows += rows.len() as u64;
             if !rows.is_empty() {
-                conv.rows(rows)?;
+                sink.rows(rows)?;
             }
         }
         Ok(())
@@ -1321,7 +1335,7 @@ pub fn ingest_binary(
                             records += count as u64;
                             pending.push((raw, base));
                             if pending.len() >= threads * 2 {
-                                flush(&mut pending, &mut c, conv)?;
+                                flush(&mut pending, &mut c, sink)?;
                             }
                         }
                     }
@@ -1365,7 +1379,7 @@ pub fn ingest_binary(
             }
         }
     }
-    flush(&mut pending, &mut c, conv)?;
+    flush(&mut pending, &mut c, sink)?;
     if !ended {
         diags.report(
             Position::Byte(off),
@@ -1375,7 +1389,6 @@ pub fn ingest_binary(
         )?;
     }
     c.records = records;
-    conv.end_source(&c)?;
     let extra = [
         ("mem_format".to_string(), "trawl-binary".to_string()),
         ("mem_binary_version".to_string(), header.version.to_string()),
@@ -1391,12 +1404,13 @@ pub fn ingest_binary(
                 .join(","),
         ),
     ];
-    Ok(MemStats {
+    let stats = MemStats {
         bytes: off,
         records,
         rows: c.rows,
         meta: filter_meta(&c, &filter, &extra),
-    })
+    };
+    Ok((c, stats))
 }
 
 /// What [`to_binary`] wrote.
@@ -1466,31 +1480,6 @@ pub fn to_binary<W: std::io::Write>(
             diagnostics: list,
         },
     ))
-}
-
-/// Wraps a gzip or zstd stream (recognised by its magic bytes) in a
-/// decompressor; other input is returned as is. `head` are the first bytes
-/// already read from `input`.
-pub fn decompress(
-    head: Vec<u8>,
-    input: Box<dyn Read + Send>,
-) -> std::io::Result<(Option<&'static str>, Box<dyn Read + Send>)> {
-    let whole: Box<dyn Read + Send> = Box::new(std::io::Cursor::new(head.clone()).chain(input));
-    if head.starts_with(&[0x1f, 0x8b]) {
-        let d =
-            flate2::read::MultiGzDecoder::new(std::io::BufReader::with_capacity(1 << 20, whole));
-        Ok((Some("gzip"), Box::new(d)))
-    } else if head.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
-        let d = zstd::stream::read::Decoder::new(whole)?;
-        Ok((Some("zstd"), Box::new(d)))
-    } else {
-        Ok((None, whole))
-    }
-}
-
-/// Is this the start of a gzip or zstd stream?
-pub fn is_compressed(head: &[u8]) -> bool {
-    head.starts_with(&[0x1f, 0x8b]) || head.starts_with(&[0x28, 0xb5, 0x2f, 0xfd])
 }
 
 #[cfg(test)]
