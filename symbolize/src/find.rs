@@ -34,7 +34,7 @@ pub struct Config {
     /// running kernel's `/proc/kallsyms` describes it.
     pub kernel_build_id: Option<String>,
     pub kernel_release: Option<String>,
-    index: Arc<OnceLock<HashMap<String, PathBuf>>>,
+    index: Arc<OnceLock<HashMap<String, Cand>>>,
     results: ResultCache,
 }
 
@@ -65,6 +65,24 @@ impl Config {
         &self.results
     }
 
+    /// With `--sysroot`/`--symfs` or `--remap-path`, files are looked up
+    /// only inside the roots given (the sysroot, the remap targets, the
+    /// debug directories), each resolved as its own `/`: not at their
+    /// recorded paths, in `~/.debug`, `/usr/lib/debug` or the running
+    /// kernel's `/proc/kallsyms` and vdso.
+    pub fn confined(&self) -> bool {
+        self.symfs.is_some() || !self.remap.is_empty()
+    }
+
+    /// `rel` below a debug directory: inside it when confined.
+    fn in_debug_dir(&self, d: &Path, rel: impl AsRef<Path>) -> Cand {
+        if self.confined() {
+            Cand::in_root(d, rel)
+        } else {
+            Cand::Path(d.join(rel))
+        }
+    }
+
     /// Kernel symbols to use, and where they came from. The running
     /// kernel's `/proc/kallsyms` is read once per process (reading it costs
     /// the kernel tens of milliseconds; an archive ingest symbolizes many
@@ -72,6 +90,9 @@ impl Config {
     pub(crate) fn kallsyms(&self) -> Option<(Arc<Kallsyms>, PathBuf)> {
         if let Some(p) = &self.kallsyms {
             return Kallsyms::load(p).ok().map(|k| (Arc::new(k), p.clone()));
+        }
+        if self.confined() {
+            return None;
         }
         let running_bid = running_kernel_build_id();
         let running_rel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
@@ -100,12 +121,17 @@ impl Config {
         Some((k, p))
     }
 
-    fn build_id_index(&self) -> &HashMap<String, PathBuf> {
+    fn build_id_index(&self) -> &HashMap<String, Cand> {
         self.index.get_or_init(|| {
             let mut map = HashMap::new();
             let mut budget = 20_000usize;
             for d in &self.debug_dirs {
-                scan(d, 0, &mut budget, &mut map);
+                let mut found = HashMap::new();
+                scan(d, 0, &mut budget, &mut found);
+                for (b, p) in found {
+                    let rel = p.strip_prefix(d).unwrap_or(&p).to_path_buf();
+                    map.entry(b).or_insert_with(|| self.in_debug_dir(d, rel));
+                }
             }
             map
         })
@@ -180,8 +206,51 @@ impl std::ops::Deref for Bytes {
 
 /// A mapped file.
 pub struct Loaded {
+    /// Where it is (for a file opened in a root: the root joined with the
+    /// path inside it).
     pub path: PathBuf,
+    /// Opened inside a root: (root, path in it).
+    at: Option<(PathBuf, PathBuf)>,
     pub data: Bytes,
+}
+
+/// A place to look for a file: a path, or a path inside a root resolved
+/// as if the root were `/` (see [`open_in_root`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Cand {
+    Path(PathBuf),
+    InRoot { root: PathBuf, rel: PathBuf },
+}
+
+impl Cand {
+    fn in_root(root: &Path, rel: impl AsRef<Path>) -> Cand {
+        Cand::InRoot {
+            root: root.to_path_buf(),
+            rel: rel.as_ref().to_path_buf(),
+        }
+    }
+
+    /// The path as shown in messages.
+    pub fn display_path(&self) -> PathBuf {
+        match self {
+            Cand::Path(p) => p.clone(),
+            Cand::InRoot { root, rel } => root.join(rel),
+        }
+    }
+
+    /// Opens the file if it is a regular one ([`open_regular`],
+    /// [`open_in_root`]).
+    pub fn open(&self) -> std::io::Result<std::fs::File> {
+        match self {
+            Cand::Path(p) => open_regular(p),
+            Cand::InRoot { root, rel } => open_in_root(root, rel),
+        }
+    }
+
+    /// Reads the regular file, at most `limit` bytes.
+    pub fn read(&self, limit: u64) -> std::io::Result<Vec<u8>> {
+        read_limited(self.open()?, &self.display_path(), limit)
+    }
 }
 
 /// Opens `path` for reading only if it is a regular file. Captures name
@@ -205,10 +274,79 @@ pub fn open_regular(path: &Path) -> std::io::Result<std::fs::File> {
     Ok(f)
 }
 
+/// Opens `rel` inside the directory `root` as if `root` were `/`: `..`
+/// and symbolic links (absolute ones too) are resolved within it and cannot
+/// leave it (Linux's `openat2(RESOLVE_IN_ROOT)`; a sysroot's
+/// `lib/libc.so.6 -> /lib/x86_64-linux-gnu/libc.so.6` is the sysroot's
+/// libc, never the host's). Only a regular file is kept ([`open_regular`]).
+/// Where `openat2` is missing (Linux < 5.6), the path is refused unless,
+/// resolved, it is inside the resolved root.
+pub fn open_in_root(root: &Path, rel: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::OpenOptionsExt;
+    use std::os::unix::io::{AsRawFd, FromRawFd};
+    #[repr(C)]
+    struct OpenHow {
+        flags: u64,
+        mode: u64,
+        resolve: u64,
+    }
+    let dir = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECTORY | libc::O_PATH)
+        .open(root)?;
+    let rel_c = std::ffi::CString::new(rel.as_os_str().as_bytes())
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
+    let how = OpenHow {
+        flags: (libc::O_RDONLY | libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC) as u64,
+        mode: 0,
+        resolve: libc::RESOLVE_IN_ROOT | libc::RESOLVE_NO_MAGICLINKS,
+    };
+    // SAFETY: openat2 reads `how` (of the size given) and the NUL-ended
+    // path; both outlive the call.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_openat2,
+            dir.as_raw_fd(),
+            rel_c.as_ptr(),
+            &how as *const OpenHow,
+            std::mem::size_of::<OpenHow>(),
+        )
+    };
+    let f = if fd >= 0 {
+        // SAFETY: a new descriptor owned by nothing else.
+        unsafe { std::fs::File::from_raw_fd(fd as i32) }
+    } else {
+        let e = std::io::Error::last_os_error();
+        if e.raw_os_error() != Some(libc::ENOSYS) {
+            return Err(e);
+        }
+        let whole = root.join(rel.strip_prefix("/").unwrap_or(rel));
+        let (r, w) = (std::fs::canonicalize(root)?, std::fs::canonicalize(&whole)?);
+        if !w.starts_with(&r) {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::PermissionDenied,
+                format!("{}: resolves outside {}", whole.display(), root.display()),
+            ));
+        }
+        return open_regular(&w);
+    };
+    if !f.metadata()?.file_type().is_file() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("{}: not a regular file", root.join(rel).display()),
+        ));
+    }
+    Ok(f)
+}
+
 /// Reads a regular file of at most `limit` bytes ([`open_regular`]).
 pub fn read_regular(path: &Path, limit: u64) -> std::io::Result<Vec<u8>> {
+    read_limited(open_regular(path)?, path, limit)
+}
+
+fn read_limited(f: std::fs::File, path: &Path, limit: u64) -> std::io::Result<Vec<u8>> {
     use std::io::Read;
-    let f = open_regular(path)?;
     let len = f.metadata()?.len();
     if len > limit {
         return Err(std::io::Error::new(
@@ -226,7 +364,11 @@ pub fn read_regular(path: &Path, limit: u64) -> std::io::Result<Vec<u8>> {
 
 impl Loaded {
     pub(crate) fn open(path: &Path) -> Option<Loaded> {
-        let f = open_regular(path).ok()?;
+        Self::open_cand(&Cand::Path(path.to_path_buf()))
+    }
+
+    pub(crate) fn open_cand(c: &Cand) -> Option<Loaded> {
+        let f = c.open().ok()?;
         // Also refuses /proc files (size 0) and anything too short for an
         // ELF header.
         if f.metadata().ok()?.len() < 64 {
@@ -239,7 +381,11 @@ impl Loaded {
             return None;
         }
         Some(Loaded {
-            path: path.to_path_buf(),
+            path: c.display_path(),
+            at: match c {
+                Cand::InRoot { root, rel } => Some((root.clone(), rel.clone())),
+                Cand::Path(_) => None,
+            },
             data: Bytes::Map(data),
         })
     }
@@ -266,6 +412,7 @@ impl Loaded {
         f.read_exact(&mut data).ok()?;
         (&data[..4] == b"\x7fELF").then(|| Loaded {
             path: PathBuf::from("[vdso]"),
+            at: None,
             data: Bytes::Owned(data),
         })
     }
@@ -324,53 +471,59 @@ fn remap_rest<'p>(path: &'p str, from: &str) -> Option<&'p str> {
 }
 
 /// Where the recorded `path` may be on this machine, first: under each
-/// `--remap-path` prefix that matches, then below the symfs.
-fn relocated(cfg: &Config, path: &str) -> Vec<PathBuf> {
+/// `--remap-path` prefix that matches, then below the symfs (each a root
+/// the path cannot leave).
+fn relocated(cfg: &Config, path: &str) -> Vec<Cand> {
     let mut cands = Vec::new();
     for (from, to) in &cfg.remap {
         if let Some(rest) = remap_rest(path, from) {
-            cands.push(if rest.is_empty() {
-                to.clone()
-            } else {
-                to.join(rest)
-            });
+            cands.push(Cand::in_root(to, rest));
         }
     }
     if let Some(s) = &cfg.symfs {
-        cands.push(s.join(path.trim_start_matches('/')));
+        cands.push(Cand::in_root(s, path.trim_start_matches('/')));
     }
     cands
 }
 
 /// Where a JIT map (`/tmp/perf-PID.map`) recorded as `path` is: under a
 /// remapped prefix, the symfs, a debug directory (by file name), or the
-/// path itself.
-pub fn locate_perf_map(cfg: &Config, path: &str) -> Option<PathBuf> {
+/// path itself (unless confined).
+pub fn locate_perf_map(cfg: &Config, path: &str) -> Option<Cand> {
     let mut cands = relocated(cfg, path);
     if let Some(name) = Path::new(path).file_name() {
-        cands.extend(cfg.debug_dirs.iter().map(|d| d.join(name)));
+        cands.extend(cfg.debug_dirs.iter().map(|d| cfg.in_debug_dir(d, name)));
     }
-    if !cfg.no_recorded_paths {
-        cands.push(PathBuf::from(path));
+    if !cfg.no_recorded_paths && !cfg.confined() {
+        cands.push(Cand::Path(PathBuf::from(path)));
     }
-    cands.into_iter().find(|c| c.is_file())
+    cands.into_iter().find(|c| c.open().is_ok())
 }
 
 /// Finds the binary and the debug files of a module.
 pub fn locate(cfg: &Config, path: &str, build_id: Option<&str>) -> Result<Found, (Status, String)> {
-    let bid = build_id.map(|b| b.to_ascii_lowercase());
-    let mut cands: Vec<PathBuf> = relocated(cfg, path);
+    // A build-id is hex; anything else (from a crafted capture) is not
+    // used to build paths.
+    let bid = build_id
+        .filter(|b| b.len() >= 4 && b.bytes().all(|c| c.is_ascii_hexdigit()))
+        .map(|b| b.to_ascii_lowercase());
+    let confined = cfg.confined();
+    let mut cands: Vec<Cand> = relocated(cfg, path);
     let rel = path.trim_start_matches('/');
+    if let (Some(b), Some(s)) = (&bid, &cfg.symfs) {
+        // The sysroot's own build-id directory.
+        cands.extend(build_id_path(Path::new("usr/lib/debug"), b, "").map(|r| Cand::in_root(s, r)));
+    }
     for d in &cfg.debug_dirs {
         if let Some(b) = &bid {
-            cands.extend(build_id_path(d, b, ""));
-            cands.extend(build_id_path(d, b, "/elf"));
+            cands.extend(build_id_path(Path::new(""), b, "").map(|r| cfg.in_debug_dir(d, r)));
+            cands.extend(build_id_path(Path::new(""), b, "/elf").map(|r| cfg.in_debug_dir(d, r)));
         }
         if !is_special(path) {
-            cands.push(d.join(rel));
+            cands.push(cfg.in_debug_dir(d, rel));
         }
         if let Some(name) = Path::new(path).file_name() {
-            cands.push(d.join(name));
+            cands.push(cfg.in_debug_dir(d, name));
         }
     }
     if let (Some(b), false) = (&bid, cfg.debug_dirs.is_empty()) {
@@ -378,14 +531,14 @@ pub fn locate(cfg: &Config, path: &str, build_id: Option<&str>) -> Result<Found,
             cands.push(p.clone());
         }
     }
-    if let (Some(c), Some(b)) = (&cfg.buildid_cache, &bid) {
-        cands.extend(build_id_path(c, b, "/elf"));
+    if let (Some(c), Some(b), false) = (&cfg.buildid_cache, &bid, confined) {
+        cands.extend(build_id_path(c, b, "/elf").map(Cand::Path));
         if path == "[vdso]" {
-            cands.push(c.join("[vdso]").join(b).join("vdso"));
+            cands.push(Cand::Path(c.join("[vdso]").join(b).join("vdso")));
         }
     }
-    if !cfg.no_recorded_paths && !is_special(path) {
-        cands.push(PathBuf::from(path));
+    if !cfg.no_recorded_paths && !confined && !is_special(path) {
+        cands.push(Cand::Path(PathBuf::from(path)));
     }
     if is_special(path) && path != "[vdso]" {
         return Err((Status::NotAFile, format!("{path} is not a file")));
@@ -393,17 +546,17 @@ pub fn locate(cfg: &Config, path: &str, build_id: Option<&str>) -> Result<Found,
 
     let mut mismatches = Vec::new();
     let mut binary = None;
-    let vdso = (path == "[vdso]").then(|| PathBuf::from("[vdso]"));
+    let vdso = (path == "[vdso]" && !confined).then(|| Cand::Path(PathBuf::from("[vdso]")));
     for c in cands.into_iter().chain(vdso) {
-        let l = if c.as_os_str() == "[vdso]" {
+        let l = if c == Cand::Path(PathBuf::from("[vdso]")) {
             Loaded::running_vdso()
         } else {
-            Loaded::open(&c)
+            Loaded::open_cand(&c)
         };
         let Some(l) = l else { continue };
         match (&bid, l.build_id()) {
             (Some(want), Some(have)) if *want != have => {
-                mismatches.push(format!("{} has build-id {have}", c.display()));
+                mismatches.push(format!("{} has build-id {have}", l.path.display()));
                 continue;
             }
             _ => {}
@@ -434,40 +587,74 @@ pub fn locate(cfg: &Config, path: &str, build_id: Option<&str>) -> Result<Found,
 
     // Debug files.
     let bin_bid = bid.clone().or_else(|| binary.build_id());
-    let mut dcands: Vec<PathBuf> = Vec::new();
+    let mut dcands: Vec<Cand> = Vec::new();
     if let Some(b) = &bin_bid {
         for d in &cfg.debug_dirs {
-            dcands.extend(build_id_path(d, b, ".debug"));
+            dcands
+                .extend(build_id_path(Path::new(""), b, ".debug").map(|r| cfg.in_debug_dir(d, r)));
         }
-        for d in &cfg.system_debug {
-            dcands.extend(build_id_path(d, b, ".debug"));
+        if let Some((root, _)) = &binary.at {
+            dcands.extend(
+                build_id_path(Path::new("usr/lib/debug"), b, ".debug")
+                    .map(|r| Cand::in_root(root, r)),
+            );
         }
-        if let Some(c) = &cfg.buildid_cache {
-            dcands.extend(build_id_path(c, b, "/debug"));
+        if !confined {
+            for d in &cfg.system_debug {
+                dcands.extend(build_id_path(d, b, ".debug").map(Cand::Path));
+            }
+            if let Some(c) = &cfg.buildid_cache {
+                dcands.extend(build_id_path(c, b, "/debug").map(Cand::Path));
+            }
         }
     }
-    if let Some(link) = binary.debuglink() {
-        if let Some(dir) = binary.path.parent() {
-            dcands.push(dir.join(&link));
-            dcands.push(dir.join(".debug").join(&link));
-            for d in &cfg.system_debug {
-                dcands.push(d.join(dir.strip_prefix("/").unwrap_or(dir)).join(&link));
+    // `.gnu_debuglink` names a file next to the binary; the name comes from
+    // the binary (untrusted): a plain file name only.
+    let link = binary.debuglink().filter(|l| {
+        !l.is_empty() && !l.contains('/') && l != "." && l != ".." && !l.contains('\0')
+    });
+    if let Some(link) = link {
+        match &binary.at {
+            Some((root, rel)) => {
+                let dir = rel.parent().unwrap_or(Path::new(""));
+                dcands.push(Cand::in_root(root, dir.join(&link)));
+                dcands.push(Cand::in_root(root, dir.join(".debug").join(&link)));
+                dcands.push(Cand::in_root(
+                    root,
+                    Path::new("usr/lib/debug").join(dir).join(&link),
+                ));
+            }
+            None => {
+                if let Some(dir) = binary.path.parent() {
+                    dcands.push(Cand::Path(dir.join(&link)));
+                    dcands.push(Cand::Path(dir.join(".debug").join(&link)));
+                    if !confined {
+                        for d in &cfg.system_debug {
+                            dcands.push(Cand::Path(
+                                d.join(dir.strip_prefix("/").unwrap_or(dir)).join(&link),
+                            ));
+                        }
+                    }
+                }
             }
         }
         for d in &cfg.debug_dirs {
-            dcands.push(d.join(&link));
+            dcands.push(cfg.in_debug_dir(d, &link));
         }
     }
     let mut debug = Vec::new();
     let mut tried = Vec::new();
     for c in dcands {
-        if c == binary.path || debug.iter().any(|d: &Loaded| d.path == c) {
+        let shown = c.display_path();
+        if shown == binary.path || debug.iter().any(|d: &Loaded| d.path == shown) {
             continue;
         }
-        let Some(l) = Loaded::open(&c) else { continue };
+        let Some(l) = Loaded::open_cand(&c) else {
+            continue;
+        };
         match (&bin_bid, l.build_id()) {
             (Some(want), Some(have)) if *want != have => {
-                tried.push(format!("{} (build-id {have} differs)", c.display()));
+                tried.push(format!("{} (build-id {have} differs)", shown.display()));
                 continue;
             }
             _ => {}

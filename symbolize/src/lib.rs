@@ -247,7 +247,7 @@ pub fn is_perf_map_path(path: &str) -> bool {
 /// map the process wrote.
 fn symbolize_perf_map(cfg: &Config, r: &ModuleRequest) -> ModuleResult {
     let n = r.addresses.len();
-    let Some(path) = find::locate_perf_map(cfg, &r.path) else {
+    let Some(found) = find::locate_perf_map(cfg, &r.path) else {
         return ModuleResult::failed(
             Status::NotFound,
             format!(
@@ -257,8 +257,9 @@ fn symbolize_perf_map(cfg: &Config, r: &ModuleRequest) -> ModuleResult {
             n,
         );
     };
-    let map = match perfmap::PerfMap::load(&path) {
-        Ok(m) => m,
+    let path = found.display_path();
+    let map = match found.read(1 << 30) {
+        Ok(bytes) => perfmap::PerfMap::parse(&String::from_utf8_lossy(&bytes)),
         Err(e) => {
             return ModuleResult::failed(Status::Error, format!("{}: {e}", path.display()), n)
         }

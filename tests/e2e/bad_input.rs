@@ -1066,3 +1066,212 @@ fn decompression_bombs_stop_at_the_expansion_limit() {
         text.to_string()
     );
 }
+
+/// With `--sysroot` or `--remap-path`, nothing outside the given roots is
+/// opened: each root is resolved as its own `/` (openat2 RESOLVE_IN_ROOT).
+/// A sysroot holding the program, an absolute symbolic link to a program
+/// outside it, a relative link climbing out of it, and an absolute link to
+/// the program inside it; a perf.data and an strace dump whose modules are
+/// these, a path climbing out with `..`, and the outside program's own
+/// path (which exists on this machine). Only the program inside (by name
+/// and through the in-root link) is used, from inside the root; a trace of
+/// trawl's file system calls (strace) shows the outside program never
+/// opened; without confinement the same capture does use the outside file
+/// (the test can fail).
+#[test]
+fn sysroot_and_remap_open_nothing_outside_their_roots() {
+    use trawl_ingest::perf::header::{sample, Attr};
+    use trawl_ingest::perf::records::context;
+    use trawl_ingest::perf::writer::{PerfDataWriter, SampleOut};
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let root = d.join("root");
+    std::fs::create_dir_all(root.join("usr/bin")).unwrap();
+    std::fs::create_dir_all(root.join("lib")).unwrap();
+    std::fs::create_dir_all(root.join("usr/lib")).unwrap();
+    std::fs::copy(fixture_bin().join("hot"), root.join("usr/bin/app")).unwrap();
+    let outside = d.join("host/outside-bin");
+    std::fs::create_dir_all(outside.parent().unwrap()).unwrap();
+    std::fs::copy(fixture_bin().join("calls"), &outside).unwrap();
+    let o = outside.to_str().unwrap().to_string();
+    std::os::unix::fs::symlink(&outside, root.join("lib/libabs.so")).unwrap();
+    std::os::unix::fs::symlink(
+        format!("../../../../../../../../../..{o}"),
+        root.join("lib/librel.so"),
+    )
+    .unwrap();
+    std::os::unix::fs::symlink("/usr/bin/app", root.join("usr/lib/libchain.so")).unwrap();
+    let climb = format!("/usr/../../../../../../../..{o}");
+    // (module path, used?, where it is read from)
+    let modules: Vec<(String, bool, Option<PathBuf>)> = vec![
+        ("/usr/bin/app".into(), true, Some(root.join("usr/bin/app"))),
+        ("/lib/libabs.so".into(), false, None),
+        ("/lib/librel.so".into(), false, None),
+        (
+            "/usr/lib/libchain.so".into(),
+            true,
+            Some(root.join("usr/lib/libchain.so")),
+        ),
+        (climb.clone(), false, None),
+        (o.clone(), false, None),
+    ];
+    // A function of hot at file offset 0x1130 (spin_a: perf's own
+    // symbolization in the symbols tests), of calls somewhere in .text.
+    let mut w = PerfDataWriter::new();
+    let ev = w.add_event(
+        Attr::sampling(
+            1,
+            0,
+            1000,
+            sample::IP | sample::TID | sample::TIME | sample::CALLCHAIN,
+        ),
+        "cpu-clock",
+    );
+    w.comm(7, 7, "victim", 1, true);
+    let mut st = String::new();
+    for (i, (p, _, _)) in modules.iter().enumerate() {
+        let base = 0x10_0000_0000u64 * (i as u64 + 1);
+        w.mmap2(7, 7, base, 0x10000, 0, p, 2, None);
+        let ip = base + 0x1130;
+        w.sample(&SampleOut {
+            event: ev,
+            ip,
+            pid: 7,
+            tid: 7,
+            time: 10 + i as u64,
+            period: 1000,
+            callchain: vec![context::USER, ip],
+            ..Default::default()
+        });
+        st.push_str(&format!(
+            "7 1795330737.60{i}000 getpid() = 7 <0.000001>\n > {p}(main+0x10) [0x1130]\n"
+        ));
+    }
+    w.finished_round();
+    let data = d.join("c.data");
+    std::fs::write(&data, w.to_bytes()).unwrap();
+    let dump = d.join("c.strace");
+    std::fs::write(&dump, st).unwrap();
+
+    let status = |cap: &Path| -> Vec<Vec<String>> {
+        sql_rows(
+            cap,
+            "SELECT path, status, coalesce(binary, '') FROM symbol_file ORDER BY path",
+        )
+    };
+    let check = |cap: &Path, mods: &[(String, bool, Option<PathBuf>)]| {
+        let rows = status(cap);
+        for (p, used, from) in mods {
+            let r = rows
+                .iter()
+                .find(|r| &r[0] == p)
+                .unwrap_or_else(|| panic!("{p}: {rows:?}"));
+            assert_eq!(r[1] == "ok", *used, "{p}: {rows:?}");
+            if let Some(f) = from {
+                assert_eq!(Path::new(&r[2]), f.as_path(), "{p}: {rows:?}");
+            }
+        }
+    };
+    for input in [&data, &dump] {
+        let cap = d.join(format!(
+            "cap-{}",
+            input.extension().unwrap().to_str().unwrap()
+        ));
+        let log = d.join("files.log");
+        let run = std::process::Command::new("strace")
+            .args(["-f", "-qq", "-e", "trace=%file", "-o"])
+            .arg(&log)
+            .arg(env!("CARGO_BIN_EXE_trawl"))
+            .args([
+                "ingest",
+                input.to_str().unwrap(),
+                "-o",
+                cap.to_str().unwrap(),
+                "--sysroot",
+            ])
+            .arg(&root)
+            .output()
+            .expect("strace");
+        assert!(
+            run.status.success(),
+            "{}",
+            String::from_utf8_lossy(&run.stderr)
+        );
+        check(&cap, &modules);
+        // No open or stat of the outside program by name: not its recorded
+        // path, not the path climbing out (those go to openat2 relative to
+        // the root, which resolves them inside it).
+        let calls = std::fs::read_to_string(&log).unwrap();
+        let bad: Vec<&str> = calls
+            .lines()
+            .filter(|l| {
+                l.contains(&format!("\"{o}\""))
+                    || l.contains(&format!("\"{}{climb}\"", root.display()))
+            })
+            .collect();
+        assert!(bad.is_empty(), "{bad:?}");
+        assert!(calls.contains("openat2("), "no openat2 in the trace");
+    }
+
+    // --remap-path: the prefix's files inside its target only.
+    let moved = d.join("moved");
+    std::fs::create_dir_all(&moved).unwrap();
+    std::fs::copy(fixture_bin().join("hot"), moved.join("prog")).unwrap();
+    std::os::unix::fs::symlink(&outside, moved.join("escape")).unwrap();
+    let mut w = PerfDataWriter::new();
+    let ev = w.add_event(
+        Attr::sampling(
+            1,
+            0,
+            1000,
+            sample::IP | sample::TID | sample::TIME | sample::CALLCHAIN,
+        ),
+        "cpu-clock",
+    );
+    w.comm(7, 7, "victim", 1, true);
+    let remapped: Vec<(String, bool, Option<PathBuf>)> = vec![
+        ("/opt/x/prog".into(), true, Some(moved.join("prog"))),
+        ("/opt/x/escape".into(), false, None),
+        (format!("/opt/x/../../../../../../..{o}"), false, None),
+        (o.clone(), false, None),
+    ];
+    for (i, (p, _, _)) in remapped.iter().enumerate() {
+        let base = 0x10_0000_0000u64 * (i as u64 + 1);
+        w.mmap2(7, 7, base, 0x10000, 0, p, 2, None);
+        w.sample(&SampleOut {
+            event: ev,
+            ip: base + 0x1130,
+            pid: 7,
+            tid: 7,
+            time: 10 + i as u64,
+            period: 1000,
+            callchain: vec![context::USER, base + 0x1130],
+            ..Default::default()
+        });
+    }
+    w.finished_round();
+    let data2 = d.join("r.data");
+    std::fs::write(&data2, w.to_bytes()).unwrap();
+    let cap = d.join("cap-remap");
+    trawl_ok(&[
+        "ingest",
+        data2.to_str().unwrap(),
+        "-o",
+        cap.to_str().unwrap(),
+        "--remap-path",
+        &format!("/opt/x={}", moved.display()),
+    ]);
+    check(&cap, &remapped);
+
+    // Without confinement the outside program at its recorded path is
+    // used: the checks above can fail.
+    let cap = d.join("cap-open");
+    trawl_ok(&[
+        "ingest",
+        data.to_str().unwrap(),
+        "-o",
+        cap.to_str().unwrap(),
+    ]);
+    let rows = status(&cap);
+    assert!(rows.iter().any(|r| r[0] == o && r[1] == "ok"), "{rows:?}");
+}

@@ -8,12 +8,17 @@ pub(crate) struct SymArgs {
     /// and name); repeatable.
     #[arg(long = "debug-dir", value_name = "DIR")]
     pub(crate) debug_dirs: Vec<PathBuf>,
-    /// Look up recorded paths below DIR first: a copy of the recording
-    /// machine's file system (captures from another machine).
+    /// Look up recorded paths below DIR: a copy of the recording machine's
+    /// file system (captures from another machine), resolved as its own
+    /// `/` (symbolic links and `..` stay inside it). With --symfs or
+    /// --remap-path nothing outside the roots given (these and --debug-dir)
+    /// is opened: not the recorded paths, ~/.debug, /usr/lib/debug, nor
+    /// the running kernel's symbols and vdso.
     #[arg(long, visible_alias = "sysroot", value_name = "DIR")]
     pub(crate) symfs: Option<PathBuf>,
     /// Look up recorded paths starting with FROM under TO instead, e.g.
-    /// `--remap-path /opt/app=./build`; repeatable, tried before anything else.
+    /// `--remap-path /opt/app=./build` (TO resolved as its own `/`);
+    /// repeatable, tried before anything else; confines lookups as --symfs.
     #[arg(long = "remap-path", value_name = "FROM=TO", value_parser = parse_remap)]
     pub(crate) remap: Vec<(String, PathBuf)>,
     /// Kernel symbols in /proc/kallsyms format.
