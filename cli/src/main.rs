@@ -378,12 +378,16 @@ fn run(cli: Cli) -> Result<()> {
             if !trawl_ingest::writer::is_capture(&capture) {
                 bail!("{}: not a trawl capture", capture.display());
             }
-            let s = trawl_enrich::symbolize_capture(&capture, &sym.config())?;
+            // Rewritten in a staged copy, committed whole.
+            let w = trawl_ingest::CaptureWriter::restage(&capture)?;
+            let staging = w.staging_dir();
+            let s = trawl_enrich::symbolize_capture(staging, &sym.config())?;
             eprintln!("{}", s.line());
-            trawl_enrich::name_samples(&capture)?;
-            if let Some(l) = trawl_enrich::symbolize_memory(&capture, &sym.config())? {
+            trawl_enrich::name_samples(staging)?;
+            if let Some(l) = trawl_enrich::symbolize_memory(staging, &sym.config())? {
                 eprintln!("{l}");
             }
+            w.commit()?;
             Ok(())
         }
         Cmd::Sql(a) => runtime()?.block_on(sql(a)),

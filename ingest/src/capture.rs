@@ -28,7 +28,7 @@ pub fn read_table(dir: &Path, def: &TableDef) -> Result<Vec<RecordBatch>> {
     let reader = ParquetRecordBatchReaderBuilder::try_new(f)
         .and_then(|b| b.with_batch_size(64 * 1024).build())
         .map_err(|source| Error::Parquet {
-            table: def.name.into(),
+            path: path.clone(),
             source,
         })?;
     reader
@@ -476,7 +476,7 @@ pub fn write_sample_symbolized(dir: &Path, leaves: &[RecordBatch]) -> Result<u64
             b.with_projection(mask).with_batch_size(256 * 1024).build()
         })
         .map_err(|source| Error::Parquet {
-            table: schema::PERF_SAMPLE.name.into(),
+            path: samples.clone(),
             source,
         })?;
     replace_table_with(dir, def, |w| {

@@ -38,9 +38,11 @@ pub enum Error {
     Diagnostic(Box<crate::Diagnostic>),
     #[error("{path}: output already exists and is not a trawl capture; choose another directory")]
     NotACapture { path: PathBuf },
-    #[error("writing {table}: {source}")]
+    /// Reading or writing a table's Parquet file (`path`): a full disk is
+    /// one of these.
+    #[error("{}: {source}", path.display())]
     Parquet {
-        table: String,
+        path: PathBuf,
         #[source]
         source: parquet::errors::ParquetError,
     },

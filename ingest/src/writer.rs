@@ -227,6 +227,7 @@ fn code_column(def: &TableDef) -> Option<usize> {
 /// column by column in parallel and appended in order.
 struct RowGroupEncoder {
     def: &'static TableDef,
+    path: PathBuf,
     schema: SchemaRef,
     file: SerializedFileWriter<File>,
     factory: ArrowRowGroupWriterFactory,
@@ -236,9 +237,9 @@ struct RowGroupEncoder {
 }
 
 impl RowGroupEncoder {
-    fn err(def: &TableDef) -> impl Fn(ParquetError) -> Error + '_ {
+    fn err(path: &Path) -> impl Fn(ParquetError) -> Error + '_ {
         move |source| Error::Parquet {
-            table: def.name.into(),
+            path: path.to_path_buf(),
             source,
         }
     }
@@ -262,7 +263,7 @@ impl RowGroupEncoder {
         }
         let batches = std::mem::take(&mut self.pending);
         self.pending_rows = 0;
-        let err = Self::err(self.def);
+        let err = Self::err(&self.path);
         let writers = self
             .factory
             .create_column_writers(self.row_groups)
@@ -311,7 +312,7 @@ impl RowGroupEncoder {
 
     fn close(mut self) -> Result<()> {
         self.flush()?;
-        self.file.close().map_err(Self::err(self.def))?;
+        self.file.close().map_err(Self::err(&self.path))?;
         Ok(())
     }
 }
@@ -320,7 +321,7 @@ impl TableWriter {
     fn create(def: &'static TableDef, path: &Path) -> Result<Self> {
         let file = File::create(path).map_err(|e| Error::io(path, e))?;
         let parquet_err = |source| Error::Parquet {
-            table: def.name.into(),
+            path: path.to_path_buf(),
             source,
         };
         let schema = def.schema();
@@ -330,6 +331,7 @@ impl TableWriter {
                 .map_err(parquet_err)?;
         let mut enc = RowGroupEncoder {
             def,
+            path: path.to_path_buf(),
             schema,
             file,
             factory,
@@ -486,6 +488,31 @@ impl CaptureWriter {
         })
     }
 
+    /// Prepares to rewrite some tables of the existing capture `dest`
+    /// (`trawl symbolize`): the staging directory starts as a copy of it
+    /// (hard links: no data copied; a table replaced in staging gets a new
+    /// file, the capture's stays as it was), and [`Self::commit`] exchanges
+    /// the two, so a crash or a full disk leaves the capture as it was or
+    /// wholly rewritten.
+    pub fn restage(dest: &Path) -> Result<Self> {
+        if !is_capture(dest) {
+            return Err(Error::NotACapture { path: dest.into() });
+        }
+        let w = Self::create_staged(dest, None)?;
+        for e in fs::read_dir(dest).map_err(|e| Error::io(dest, e))? {
+            let e = e.map_err(|e| Error::io(dest, e))?;
+            let to = w.tmp.join(e.file_name());
+            let ft = e.file_type().map_err(|err| Error::io(e.path(), err))?;
+            if !ft.is_file() {
+                continue;
+            }
+            if fs::hard_link(e.path(), &to).is_err() {
+                fs::copy(e.path(), &to).map_err(|err| Error::io(&to, err))?;
+            }
+        }
+        Ok(w)
+    }
+
     /// Opens a table for streaming writes; close it with
     /// [`Self::close_table`] before [`Self::commit`].
     pub fn open_table(&mut self, def: &'static TableDef) -> Result<TableWriter> {
@@ -514,7 +541,8 @@ impl CaptureWriter {
     /// RENAME_EXCHANGE), so a crash at any moment leaves the old capture or
     /// the new one at `dest`, never neither; the old one, now at the
     /// staging name, is removed after (or by the next run). Where the file
-    /// system cannot exchange, the old capture is moved aside first.
+    /// system cannot exchange, the old capture is moved aside first. Runs
+    /// writing the same capture at once each commit whole: the last wins.
     pub fn commit(mut self) -> Result<PathBuf> {
         if self.dest.exists() {
             if exchange(&self.tmp, &self.dest).is_ok() {
@@ -525,8 +553,14 @@ impl CaptureWriter {
                 fs::rename(&self.tmp, &self.dest).map_err(|e| Error::io(&self.dest, e))?;
                 let _ = fs::remove_dir_all(&old);
             }
-        } else {
-            fs::rename(&self.tmp, &self.dest).map_err(|e| Error::io(&self.dest, e))?;
+        } else if let Err(e) = fs::rename(&self.tmp, &self.dest) {
+            // Another run committed the same capture meanwhile: this one
+            // replaces it whole (the last to commit wins).
+            let taken = matches!(e.raw_os_error(), Some(libc::ENOTEMPTY) | Some(libc::EEXIST));
+            if !(taken && exchange(&self.tmp, &self.dest).is_ok()) {
+                return Err(Error::io(&self.dest, e));
+            }
+            let _ = fs::remove_dir_all(&self.tmp);
         }
         self.committed = true;
         Ok(self.dest.clone())

@@ -1275,3 +1275,147 @@ fn sysroot_and_remap_open_nothing_outside_their_roots() {
     let rows = status(&cap);
     assert!(rows.iter().any(|r| r[0] == o && r[1] == "ok"), "{rows:?}");
 }
+
+/// A full disk (a 400 KiB tmpfs, mounted in a mount namespace of the
+/// test's own: `unshare -rm`): an ingest that does not fit fails with an
+/// error naming the file it was writing and the cause, leaves no staging
+/// directory, and the previous capture is intact (its samples = the first
+/// ingest's, 570 as perf script counts them, byte for byte the same files);
+/// `trawl symbolize` on the full disk fails the same way and changes
+/// nothing; with room again it succeeds.
+#[test]
+fn a_full_disk_fails_naming_the_path_and_keeps_the_old_capture() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let mnt = d.join("mnt");
+    std::fs::create_dir(&mnt).unwrap();
+    let script = d.join("full.sh");
+    std::fs::write(
+        &script,
+        r#"set -u
+D=$1; T=$2; FX=$3
+mount -t tmpfs -o size=400k tmpfs "$D" || exit 90
+"$T" ingest "$FX/perf/hot-z.data" -o "$D/cap" --no-symbolize >/dev/null 2>&1 || exit 91
+sum() { (cd "$D/cap" && sha256sum * | sha256sum); }
+before=$(sum)
+echo "== ingest"
+"$T" ingest "$FX/memlog/pages.lackey.zst" -o "$D/cap" --no-symbolize --fetch-rows 2>&1
+echo "rc=$?"
+echo "== left"; ls -A "$D"
+echo "== same $([ "$(sum)" = "$before" ] && echo yes || echo no)"
+echo "== samples $("$T" sql "$D/cap" 'SELECT count(*) AS n FROM perf_sample' --format csv | tail -1)"
+avail=$(df --output=avail -B1 "$D" | tail -1)
+head -c $((avail - 8192)) /dev/zero > "$D/fill" 2>/dev/null
+echo "== symbolize"
+"$T" symbolize "$D/cap" --debug-dir "$FX/perf/bin" 2>&1
+echo "rc=$?"
+echo "== same $([ "$(sum)" = "$before" ] && echo yes || echo no)"
+rm "$D/fill"
+echo "== left"; ls -A "$D"
+echo "== symbolize"
+"$T" symbolize "$D/cap" --debug-dir "$FX/perf/bin" 2>&1
+echo "rc=$?"
+echo "== functions $("$T" sql "$D/cap" "SELECT count(DISTINCT function) AS n FROM frame_name WHERE function IN ('spin_a', 'spin_b')" --format csv | tail -1)"
+"#,
+    )
+    .unwrap();
+    let o = std::process::Command::new("unshare")
+        .args(["-r", "-m", "sh"])
+        .arg(&script)
+        .arg(&mnt)
+        .arg(env!("CARGO_BIN_EXE_trawl"))
+        .arg(root().join("fixtures"))
+        .output()
+        .expect("unshare (util-linux)");
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "{out}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let sections: Vec<&str> = out.split("== ").skip(1).collect();
+    assert_eq!(sections.len(), 9, "{out}");
+    // The ingest that did not fit.
+    let ing = sections[0];
+    assert!(ing.contains("rc=1"), "{out}");
+    assert!(ing.contains("No space left on device"), "{out}");
+    assert!(
+        ing.contains(&format!("{}/.cap.trawl-tmp-", mnt.display())),
+        "{out}"
+    );
+    assert!(ing.contains(".parquet"), "{out}");
+    assert_eq!(sections[1].trim(), "left\ncap", "{out}");
+    assert_eq!(sections[2].trim(), "same yes", "{out}");
+    assert_eq!(sections[3].trim(), "samples 570", "{out}");
+    // symbolize on the full disk.
+    let sym = sections[4];
+    assert!(
+        sym.contains("rc=1") && sym.contains("No space left on device"),
+        "{out}"
+    );
+    assert_eq!(sections[5].trim(), "same yes", "{out}");
+    assert_eq!(sections[6].trim(), "left\ncap", "{out}");
+    assert!(sections[7].contains("rc=0"), "{out}");
+    assert_eq!(sections[8].trim(), "functions 2", "{out}");
+}
+
+/// Four ingests of different perf.data files into one output at once, in
+/// rounds that start with the output absent and present: every run
+/// succeeds, and the output is exactly one of them, whole: its `source`
+/// names one input and its sample count is that input's (perf script's
+/// count); no staging directory is left.
+#[test]
+fn concurrent_ingests_into_one_output_do_not_mix() {
+    let inputs = ["hot-fp.data", "procs.data", "threads.data", "hot-z.data"];
+    let expected: Vec<(String, usize)> = inputs
+        .iter()
+        .map(|n| {
+            let p = fixture(n);
+            (p.to_str().unwrap().to_string(), perf_script_samples(&p))
+        })
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("cap");
+    for round in 0..6 {
+        if round % 2 == 0 {
+            let _ = std::fs::remove_dir_all(&out);
+        }
+        let children: Vec<_> = expected
+            .iter()
+            .map(|(p, _)| {
+                std::process::Command::new(env!("CARGO_BIN_EXE_trawl"))
+                    .args(["ingest", p, "-o", out.to_str().unwrap(), "--no-symbolize"])
+                    .stdout(std::process::Stdio::null())
+                    .stderr(std::process::Stdio::piped())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        for c in children {
+            let o = c.wait_with_output().unwrap();
+            assert!(
+                o.status.success(),
+                "round {round}: {}",
+                String::from_utf8_lossy(&o.stderr)
+            );
+        }
+        let src = sql_rows(&out, "SELECT path FROM source");
+        assert_eq!(src.len(), 1, "round {round}: {src:?}");
+        let (_, n) = expected
+            .iter()
+            .find(|(p, _)| *p == src[0][0])
+            .unwrap_or_else(|| panic!("round {round}: {src:?}"));
+        assert_eq!(
+            count_samples(&out),
+            *n as u64,
+            "round {round}: {}",
+            src[0][0]
+        );
+        let left: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(left, vec!["cap".to_string()], "round {round}");
+    }
+}
