@@ -24,8 +24,12 @@ command -v gzip >/dev/null 2>&1 || missing+=(gzip)
 # built against) and gcc to build it.
 command -v valgrind >/dev/null 2>&1 && [ -f /usr/include/valgrind/pub_tool_basics.h ] || missing+=(valgrind)
 command -v gcc >/dev/null 2>&1 || missing+=(gcc)
-# GNU time: peak memory of a run (bad-input bounds).
+# GNU time: peak memory of a run (bad-input bounds); strace traces the
+# files trawl opens (--sysroot confinement); unshare (util-linux) mounts
+# a small tmpfs in a private namespace (full-disk test).
 [ -x /usr/bin/time ] || missing+=(time)
+command -v strace >/dev/null 2>&1 || missing+=(strace)
+command -v unshare >/dev/null 2>&1 || missing+=(util-linux)
 if [ ${#missing[@]} -gt 0 ]; then
   apt-get update -qq && apt-get install -y -qq "${missing[@]}"
 fi
@@ -41,6 +45,9 @@ fi
 export CARGO_INCREMENTAL=0
 df -h . | tail -1
 cargo test --workspace --no-fail-fast
+# Every fuzz target's corpus and regression inputs through its reader, on
+# the stable toolchain (the fuzzing itself: bench/fuzz.sh).
+CARGO_TARGET_DIR=target cargo test --manifest-path fuzz/Cargo.toml --no-default-features
 python3 tests/notebook_check.py target/debug/trawl
 # The Python package, installed from this checkout as README says, built
 # with the dev profile so that the Rust tests' build is reused; then its

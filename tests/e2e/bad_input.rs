@@ -1419,3 +1419,37 @@ fn concurrent_ingests_into_one_output_do_not_mix() {
         assert_eq!(left, vec!["cap".to_string()], "round {round}");
     }
 }
+
+/// An strace dump on standard input with a 256 MiB line between two calls
+/// (no newline for 256 MiB: a broken or hostile stream): the line is cut
+/// at 64 MiB and skipped, peak RSS stays under 200 MB (GNU time), both
+/// calls are kept.
+#[test]
+fn a_huge_line_on_a_stream_is_cut_not_held() {
+    let dir = tempfile::tempdir().unwrap();
+    let cap = dir.path().join("cap");
+    let script = format!(
+        "(echo '7 1795330737.600000 getpid() = 7 <0.000001>'; head -c 268435456 /dev/zero | tr '\\0' a; echo; \
+         echo '7 1795330737.700000 getppid() = 1 <0.000001>') | /usr/bin/time -f maxrss=%M {} ingest - -o {} --no-symbolize",
+        env!("CARGO_BIN_EXE_trawl"),
+        cap.display()
+    );
+    let o = std::process::Command::new("sh")
+        .args(["-c", &script])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    let kb: u64 = err
+        .lines()
+        .find_map(|l| l.strip_prefix("maxrss="))
+        .unwrap_or_else(|| panic!("{err}"))
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(kb < 200 * 1024, "peak {kb} KB");
+    assert_eq!(
+        sql_rows(&cap, "SELECT name FROM syscall ORDER BY time_ns"),
+        vec![vec!["getpid".to_string()], vec!["getppid".to_string()]]
+    );
+}

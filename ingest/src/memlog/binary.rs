@@ -367,14 +367,20 @@ pub fn read_block(
             String::from_utf8_lossy(&tag)
         )));
     }
-    let mut payload = vec![0u8; stored];
-    r.read_exact(&mut payload).map_err(|_| {
-        bad(format!(
+    // Grown as the bytes arrive: a header claiming 64 MB in a short file
+    // allocates what the file holds.
+    let mut payload = Vec::new();
+    let got = r
+        .take(stored as u64)
+        .read_to_end(&mut payload)
+        .map_err(|e| bad(e.to_string()))?;
+    if got < stored {
+        return Err(bad(format!(
             "file ends inside a {}-byte {} block",
             stored,
             String::from_utf8_lossy(&tag)
-        ))
-    })?;
+        )));
+    }
     let raw = if stored == 0 {
         Vec::new()
     } else {

@@ -189,6 +189,10 @@ pub enum Input<'a> {
     Stream(&'a mut dyn BufRead),
 }
 
+/// The longest line kept from a stream (standard input, a decompressed
+/// file); a mapped file's lines are never copied.
+const MAX_STREAM_LINE: u64 = 64 << 20;
+
 struct Lines<'a> {
     input: Input<'a>,
     pos: usize,
@@ -234,7 +238,29 @@ impl<'a> Lines<'a> {
             Input::Bytes(data) => Ok(slice_line(data, &mut self.pos)),
             Input::Stream(r) => {
                 self.buf.clear();
-                let k = r.read_until(b'\n', &mut self.buf)?;
+                let k = std::io::Read::take(&mut **r, MAX_STREAM_LINE)
+                    .read_until(b'\n', &mut self.buf)?;
+                if k as u64 == MAX_STREAM_LINE && self.buf.last() != Some(&b'\n') {
+                    // A longer line (no strace prints one; a hostile or
+                    // broken stream may): the rest of it is skipped, the
+                    // cut line is reported where it fails to parse.
+                    loop {
+                        let chunk = r.fill_buf()?;
+                        if chunk.is_empty() {
+                            break;
+                        }
+                        match memchr::memchr(b'\n', chunk) {
+                            Some(i) => {
+                                r.consume(i + 1);
+                                break;
+                            }
+                            None => {
+                                let n = chunk.len();
+                                r.consume(n);
+                            }
+                        }
+                    }
+                }
                 Ok((k > 0).then_some(&self.buf[..]))
             }
         }
