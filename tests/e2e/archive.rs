@@ -553,3 +553,104 @@ fn inputs_grouped_by_a_users_pattern() {
     let o = archive_ingest(&src, &arch, &["--per-file", "--group-by", "x"]);
     assert!(!o.status.success());
 }
+
+/// `kill -9` of an archive ingest at a range of moments (0 to 1.1 of a
+/// whole run's time), each run resuming the last: after every kill each
+/// capture directory in the archive is whole (its samples = perf script's
+/// count of its recording, every table opens) and the manifest reads;
+/// a final run finishes the work (3 captures, each as perf script counts,
+/// one manifest row each, no staging left).
+#[test]
+fn archive_runs_killed_at_any_moment_leave_whole_captures() {
+    let t = tempfile::tempdir().unwrap();
+    let src = runs(t.path());
+    let want: BTreeMap<String, usize> = [
+        ("nightly", "recurse.data"),
+        ("run1", "hot-fp.data"),
+        ("run2", "threads.data"),
+    ]
+    .into_iter()
+    .map(|(c, f)| (c.to_string(), perf_script_samples(&fixture(f))))
+    .collect();
+    let bin = fixture_bin();
+    let args = |arch: &Path| -> Vec<String> {
+        [
+            "archive",
+            "ingest",
+            src.to_str().unwrap(),
+            "-o",
+            arch.to_str().unwrap(),
+            "--debug-dir",
+            bin.to_str().unwrap(),
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
+    };
+    // How long a whole run takes.
+    let timed = t.path().join("timed");
+    let start = std::time::Instant::now();
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_trawl"))
+        .args(args(&timed))
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    let full = start.elapsed();
+    let arch = t.path().join("arch");
+    let mut partial = false;
+    for k in 0..12u32 {
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_trawl"))
+            .args(args(&arch))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(full * k / 10);
+        let _ = child.kill();
+        let _ = child.wait();
+        if !arch.exists() {
+            continue;
+        }
+        let caps: Vec<String> = std::fs::read_dir(&arch)
+            .unwrap()
+            .flatten()
+            .filter_map(|e| {
+                e.file_name()
+                    .to_str()
+                    .and_then(|n| n.strip_prefix("capture="))
+                    .map(str::to_string)
+            })
+            .collect();
+        if caps.len() < 3 {
+            partial = true;
+        }
+        for c in &caps {
+            let dir = arch.join(format!("capture={c}"));
+            trawl_ok(&["tables", dir.to_str().unwrap()]);
+            let n: usize = sql_scalar(&dir, "SELECT count(*) FROM perf_sample")
+                .parse()
+                .unwrap();
+            assert_eq!(n, want[c], "killed at {k}/10: capture {c} not whole");
+        }
+        if arch.join("capture.parquet").exists() {
+            trawl_ok(&[
+                "sql",
+                arch.to_str().unwrap(),
+                "SELECT count(*) FROM capture",
+            ]);
+        }
+        // Reset now and then, so that early kills hit a run's start again.
+        if k % 4 == 3 {
+            std::fs::remove_dir_all(&arch).unwrap();
+        }
+    }
+    assert!(
+        partial,
+        "no kill interrupted a run: the kills came too late"
+    );
+    let err = ok(archive_ingest(&src, &arch, &[]));
+    assert!(err.contains("0 failed"), "{err}");
+    assert_eq!(samples_by_capture(&arch), want);
+    assert_eq!(sql_scalar(&arch, "SELECT count(*) FROM capture"), "3");
+    assert!(!arch.join(".staging").exists());
+}

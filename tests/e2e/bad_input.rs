@@ -465,8 +465,9 @@ fn trawl_within(args: &[&str], secs: u64) -> Option<std::process::Output> {
 /// regular files. A perf.data whose mappings name a FIFO (opening it for
 /// reading would block forever), devices (/dev/zero reads without end,
 /// /dev/tty), a socket, /proc/self/mem, a symbolic link to /dev/zero and a
-/// 1 TiB sparse file, with a sample in each: the ingest finishes, and
-/// each module's symbol_file row says it was not used.
+/// 1 TiB sparse file, with a sample in each, and an strace dump whose stack
+/// frames name them: the ingests finish, and each module's symbol_file row
+/// says it was not used.
 #[test]
 fn hostile_module_paths_neither_block_nor_read_without_end() {
     use trawl_ingest::perf::header::{sample, Attr};
@@ -557,6 +558,30 @@ fn hostile_module_paths_neither_block_nor_read_without_end() {
             .unwrap_or_else(|| panic!("{p}: {rows:?}"));
         assert_ne!(r[1], "ok", "{p} was used: {rows:?}");
     }
+    // An strace dump whose stack frames name the same files.
+    let mut st = String::new();
+    for (i, p) in paths.iter().enumerate() {
+        st.push_str(&format!(
+            "7 1795330737.60{i}000 getpid() = 7 <0.000001>\n > {p}(main+0x10) [0x123]\n"
+        ));
+    }
+    let dump = d.join("hostile.strace");
+    std::fs::write(&dump, st).unwrap();
+    let scap = d.join("scap");
+    let o = trawl_within(
+        &[
+            "ingest",
+            dump.to_str().unwrap(),
+            "-o",
+            scap.to_str().unwrap(),
+        ],
+        20,
+    )
+    .expect("ingest of an strace dump blocked or read without end on a hostile module path");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let rows = sql_rows(&scap, "SELECT path, status FROM symbol_file ORDER BY path");
+    assert_eq!(rows.len(), paths.len(), "{rows:?}");
+    assert!(rows.iter().all(|r| r[1] != "ok"), "{rows:?}");
     // And the same through `trawl symbolize` again, and build-id lookups
     // (`trawl addr2line -e PATH`) of each.
     let o = trawl_within(&["symbolize", cap.to_str().unwrap()], 60).expect("symbolize blocked");
