@@ -299,6 +299,33 @@ def test_errors_are_exceptions_with_positions(caps, tmp_path):
     assert n >= 1
 
 
+def test_ingest_bounds_decompression(tmp_path):
+    # A gzip bomb of lackey lines (80 MiB of text in well under 1 MB):
+    # stopped after the first 64 MiB by default (a decompression_limit
+    # diagnostic, the records before it kept), read whole with
+    # max_expansion=0.
+    import gzip
+
+    head = subprocess.run(["zstd", "-q", "-d", "-c", fx("memlog", "pages.lackey.zst")],
+                          check=True, capture_output=True).stdout[:20_000]
+    head = head[: head.rindex(b"\n") + 1]
+    body = b" L 1ffefff000,8\n" * (1 << 20)
+    bomb = tmp_path / "bomb.lackey.gz"
+    with gzip.open(bomb, "wb", compresslevel=9) as f:
+        f.write(head)
+        for _ in range(5):
+            f.write(body)
+    assert bomb.stat().st_size < 1 << 20
+    cap = trawl.ingest(bomb, tmp_path / "limited", mem_kinds="I", progress=False, quiet=True)
+    diags = cap.summary["inputs"][0]["diagnostics"]
+    assert any("[decompression_limit]" in d for d in diags), diags
+    cap = trawl.ingest(bomb, tmp_path / "whole", mem_kinds="I", max_expansion=0,
+                       progress=False, quiet=True)
+    assert not any("decompression_limit" in d for d in cap.summary["inputs"][0]["diagnostics"])
+    size = cap.sql("SELECT size_bytes FROM source").to_pylist()[0]["size_bytes"]
+    assert size == len(head) + 5 * len(body)
+
+
 def test_ingest_reports_progress(tmp_path):
     seen = []
     trawl.ingest(
