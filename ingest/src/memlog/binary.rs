@@ -460,7 +460,7 @@ pub fn decode_accesses(
     let mut ord = base as i64;
     for r in raw.chunks_exact(RECORD_SIZE) {
         let addr = u64_at(r, 0);
-        ord += u32_at(r, 8) as i64;
+        ord = ord.saturating_add(u32_at(r, 8) as i64);
         let size = u16_at(r, 12) as u32;
         let kind = r[14];
         if kind > 3 {

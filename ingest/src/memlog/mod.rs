@@ -241,7 +241,8 @@ impl FetchMap {
             i as usize
         };
         let s = &mut self.entries[i].1;
-        s.count += count;
+        // Counts come from binary logs too: a crafted one must not overflow.
+        s.count = s.count.saturating_add(count);
         if first < s.first {
             s.first = first;
         }
@@ -256,7 +257,13 @@ impl FetchMap {
     /// Adds the fetches of a later chunk whose ordinals start at `base`.
     pub fn merge(&mut self, other: FetchMap, base: i64) {
         for (a, s) in other.entries {
-            self.add(a, s.size, s.count, s.first + base, s.last + base);
+            self.add(
+                a,
+                s.size,
+                s.count,
+                s.first.saturating_add(base),
+                s.last.saturating_add(base),
+            );
         }
     }
 
@@ -344,7 +351,7 @@ const EMPTY_SLOT: FetchSlot = FetchSlot {
 /// Adds `b`'s fetches to `a` (same address).
 #[inline]
 fn combine(a: &mut FetchStat, b: &FetchStat) {
-    a.count += b.count;
+    a.count = a.count.saturating_add(b.count);
     a.first = a.first.min(b.first);
     a.last = a.last.max(b.last);
     a.size = a.size.max(b.size);
@@ -551,7 +558,7 @@ impl PageStats {
             let e = end.min(pend);
             let i = self.slot(page);
             let st = &mut self.pages[i];
-            st.counts[kind as usize] += count;
+            st.counts[kind as usize] = st.counts[kind as usize].saturating_add(count);
             if first < st.first {
                 st.first = first;
             }
@@ -559,7 +566,7 @@ impl PageStats {
                 st.last = last;
             }
             if size > 0 {
-                st.bytes += (e - a) * count;
+                st.bytes = st.bytes.saturating_add((e - a).saturating_mul(count));
                 set_bits(&mut st.touched, a - base, e - base);
             }
             if e >= end || e == pend && pend == u64::MAX {
@@ -597,11 +604,11 @@ impl PageStats {
             let i = self.slot(p.page >> self.shift);
             let st = &mut self.pages[i];
             for k in 0..4 {
-                st.counts[k] += p.counts[k];
+                st.counts[k] = st.counts[k].saturating_add(p.counts[k]);
             }
-            st.bytes += p.bytes;
-            st.first = st.first.min(p.first + base);
-            st.last = st.last.max(p.last + base);
+            st.bytes = st.bytes.saturating_add(p.bytes);
+            st.first = st.first.min(p.first.saturating_add(base));
+            st.last = st.last.max(p.last.saturating_add(base));
             for (w, o) in st.touched.iter_mut().zip(&p.touched) {
                 *w |= o;
             }
