@@ -24,6 +24,7 @@ if [ ${#TARGETS[@]} -eq 0 ]; then
 fi
 [ -n "$(ls corpus/perf_file 2>/dev/null)" ] || ./seed.sh
 cargo +nightly fuzz build -O -a >/dev/null
+BIN=$PWD/target/x86_64-unknown-linux-gnu/release
 LOGS=${BENCH_DIR:-/tmp/trawl-bench}/fuzz
 mkdir -p "$LOGS"
 run() {
@@ -31,7 +32,9 @@ run() {
   local before
   before=$(ls corpus/$t | wc -l)
   mkdir -p artifacts/$t
-  cargo +nightly fuzz run -O -a "$t" corpus/$t -- \
+  # The binary cargo fuzz built (run directly: sources edited meanwhile
+  # do not trigger a rebuild in the middle of the runs).
+  "$BIN/$t" -artifact_prefix=artifacts/$t/ corpus/$t \
     -max_total_time="$SECS" -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=1024 \
     -fork=1 -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1 \
     -close_fd_mask=3 > "$LOGS/$t.log" 2>&1 || true

@@ -159,17 +159,18 @@ impl Clock {
         self.fix_kind(Some(t));
         match t {
             TimeStamp::Clock(ns) => {
-                let mut v = ns + self.day_offset;
-                if v + DAY / 2 < self.last {
-                    self.day_offset += DAY;
-                    v += DAY;
+                let mut v = ns.saturating_add(self.day_offset);
+                if v.saturating_add(DAY / 2) < self.last {
+                    self.day_offset = self.day_offset.saturating_add(DAY);
+                    v = v.saturating_add(DAY);
                 }
                 self.last = v;
                 Some(v)
             }
             TimeStamp::Seconds(ns) => {
                 if self.kind == Some(TimeKind::Relative) {
-                    self.relative_sum += ns;
+                    // Times from the input: a crafted one must not overflow.
+                    self.relative_sum = self.relative_sum.saturating_add(ns);
                     Some(self.relative_sum)
                 } else {
                     Some(ns)
