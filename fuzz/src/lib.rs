@@ -54,32 +54,26 @@ fn diags() -> Diagnostics {
 /// Every record of a reader, decoded as `ingest_perf` decodes it (samples
 /// with their syscall tracepoint payloads).
 fn drain_perf(mut reader: perf::reader::PerfReader, d: &mut Diagnostics) {
-    let enter: Vec<Option<bool>> = reader
-        .events
-        .iter()
-        .map(|e| perf::records::syscall_tracepoint(&e.name()).map(|(enter, _)| enter))
-        .collect();
+    let mut points = perf::syscall_points(&reader.events);
     let mut version = reader.events_version;
-    let mut enter = enter;
-    while let Ok(Some(item)) = reader.next_record(d) {
-        let _ = item.position.byte_offset();
+    loop {
+        // Pipe mode: attributes arrive in the stream.
+        if reader.events_version != version {
+            points = perf::syscall_points(&reader.events);
+            version = reader.events_version;
+        }
+        let Ok(Some(item)) = reader.next_record(d) else {
+            break;
+        };
         if item.is_sample() {
             let mut s = perf::records::Sample::default();
             if item.decode_sample_into(&mut s).is_ok() {
-                if let (Some(Some(e)), Some(raw)) = (enter.get(item.event), s.raw) {
+                if let (Some(Some(e)), Some(raw)) = (points.get(item.event), s.raw) {
                     let _ = perf::records::decode_syscall_payload(raw, *e, item.big_endian());
                 }
             }
         } else {
             let _ = item.decode();
-        }
-        if reader.events_version != version {
-            version = reader.events_version;
-            enter = reader
-                .events
-                .iter()
-                .map(|e| perf::records::syscall_tracepoint(&e.name()).map(|(en, _)| en))
-                .collect();
         }
     }
 }

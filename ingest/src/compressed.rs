@@ -29,6 +29,16 @@ impl ExpansionLimit {
         ExpansionLimit { ratio: 0, floor: 0 }
     }
 
+    /// What stopped a stream that expanded to `produced` bytes from
+    /// `consumed` compressed ones.
+    pub fn exceeded(&self, produced: u64, consumed: u64) -> String {
+        format!(
+            "expanded to {produced} bytes from {consumed} compressed bytes, past the limit ({}× after the first {} MiB; --max-expansion)",
+            self.ratio,
+            self.floor >> 20
+        )
+    }
+
     fn allows(&self, produced: u64, consumed: u64) -> bool {
         self.ratio == 0 || produced <= self.floor.max(consumed.saturating_mul(self.ratio))
     }
@@ -98,10 +108,8 @@ impl<R: Read> Read for Limited<R> {
             self.state.stopped.store(true, Ordering::Relaxed);
             if self.fail {
                 return Err(std::io::Error::other(format!(
-                    "decompression_limit: expanded to {produced} bytes from {} compressed bytes, past the limit ({}× after the first {} MiB; --max-expansion)",
-                    self.state.consumed(),
-                    self.limit.ratio,
-                    self.limit.floor >> 20
+                    "decompression_limit: {}",
+                    self.limit.exceeded(produced, self.state.consumed())
                 )));
             }
             return Ok(0);

@@ -553,12 +553,9 @@ pub fn ingest_with_unwinder(
                 Severity::Error,
                 "decompression_limit",
                 format!(
-                    "the {} stream expanded to {} bytes from {} compressed bytes, past the limit ({}× after the first {} MiB; --max-expansion): the rest is not read",
+                    "the {} stream {}: the rest is not read",
                     compression.unwrap_or("compressed"),
-                    e.produced(),
-                    e.consumed(),
-                    opts.expansion.ratio,
-                    opts.expansion.floor >> 20
+                    opts.expansion.exceeded(e.produced(), e.consumed())
                 ),
             )?;
         }

@@ -258,8 +258,8 @@ fn symbolize_perf_map(cfg: &Config, r: &ModuleRequest) -> ModuleResult {
         );
     };
     let path = found.display_path();
-    let map = match found.read(1 << 30) {
-        Ok(bytes) => perfmap::PerfMap::parse(&String::from_utf8_lossy(&bytes)),
+    let map = match perfmap::PerfMap::load(&found) {
+        Ok(m) => m,
         Err(e) => {
             return ModuleResult::failed(Status::Error, format!("{}: {e}", path.display()), n)
         }

@@ -8,8 +8,6 @@
 //! Code can be regenerated at an address already used: a later line for
 //! the same range replaces the earlier one, as the JIT wrote it last.
 
-use std::path::Path;
-
 /// The parsed map: entries sorted by start address, without overlaps.
 #[derive(Debug, Default)]
 pub struct PerfMap {
@@ -20,9 +18,10 @@ pub struct PerfMap {
 }
 
 impl PerfMap {
-    pub fn load(path: &Path) -> std::io::Result<PerfMap> {
-        // A regular file only (the path comes from the capture), up to 1 GiB.
-        let bytes = crate::find::read_regular(path, 1 << 30)?;
+    /// Reads the map found for a capture's module: a regular file only (the
+    /// path comes from the capture), up to 1 GiB.
+    pub(crate) fn load(file: &crate::find::Cand) -> std::io::Result<PerfMap> {
+        let bytes = file.read(1 << 30)?;
         Ok(Self::parse(&String::from_utf8_lossy(&bytes)))
     }
 

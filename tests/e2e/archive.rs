@@ -55,6 +55,18 @@ pub(crate) fn runs(root: &Path) -> PathBuf {
     src
 }
 
+/// Samples per capture of `runs`: perf script's count of each recording.
+fn runs_samples() -> BTreeMap<String, usize> {
+    [
+        ("nightly", "recurse.data"),
+        ("run1", "hot-fp.data"),
+        ("run2", "threads.data"),
+    ]
+    .into_iter()
+    .map(|(c, f)| (c.to_string(), perf_script_samples(&fixture(f))))
+    .collect()
+}
+
 fn root_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
 }
@@ -83,15 +95,7 @@ fn runs_become_captures_read_as_one_dataset() {
     for n in ["nightly", "run1", "run2"] {
         assert!(arch.join(format!("capture={n}")).is_dir(), "{n}");
     }
-    // Samples per capture: perf script's count of each recording.
-    let want: BTreeMap<String, usize> = [
-        ("nightly", "recurse.data"),
-        ("run1", "hot-fp.data"),
-        ("run2", "threads.data"),
-    ]
-    .into_iter()
-    .map(|(c, f)| (c.to_string(), perf_script_samples(&fixture(f))))
-    .collect();
+    let want = runs_samples();
     assert_eq!(samples_by_capture(&arch), want);
     // The manifest: a row per capture, its inputs with sizes and hashes.
     let rows = sql_rows(
@@ -564,14 +568,7 @@ fn inputs_grouped_by_a_users_pattern() {
 fn archive_runs_killed_at_any_moment_leave_whole_captures() {
     let t = tempfile::tempdir().unwrap();
     let src = runs(t.path());
-    let want: BTreeMap<String, usize> = [
-        ("nightly", "recurse.data"),
-        ("run1", "hot-fp.data"),
-        ("run2", "threads.data"),
-    ]
-    .into_iter()
-    .map(|(c, f)| (c.to_string(), perf_script_samples(&fixture(f))))
-    .collect();
+    let want = runs_samples();
     let bin = fixture_bin();
     let args = |arch: &Path| -> Vec<String> {
         [

@@ -461,6 +461,54 @@ fn trawl_within(args: &[&str], secs: u64) -> Option<std::process::Output> {
     }
 }
 
+/// A perf.data in which process 7 maps each of `paths` (one mapping each,
+/// 64 GiB apart) and is sampled once in each, at file offset `offset`.
+fn perf_naming(paths: &[String], offset: u64) -> Vec<u8> {
+    use trawl_ingest::perf::header::{sample, Attr};
+    use trawl_ingest::perf::records::context;
+    use trawl_ingest::perf::writer::{PerfDataWriter, SampleOut};
+    let mut w = PerfDataWriter::new();
+    let ev = w.add_event(
+        Attr::sampling(
+            1,
+            0,
+            1000,
+            sample::IP | sample::TID | sample::TIME | sample::CALLCHAIN,
+        ),
+        "cpu-clock",
+    );
+    w.comm(7, 7, "victim", 1, true);
+    for (i, p) in paths.iter().enumerate() {
+        let base = 0x10_0000_0000u64 * (i as u64 + 1);
+        w.mmap2(7, 7, base, 0x10000, 0, p, 2, None);
+        let ip = base + offset;
+        w.sample(&SampleOut {
+            event: ev,
+            ip,
+            pid: 7,
+            tid: 7,
+            time: 10 + i as u64,
+            period: 1000,
+            callchain: vec![context::USER, ip],
+            ..Default::default()
+        });
+    }
+    w.finished_round();
+    w.to_bytes()
+}
+
+/// An strace -k dump of process 7: one call per path, its stack a frame in
+/// that file at `offset`.
+fn strace_naming(paths: &[String], offset: u64) -> String {
+    let mut st = String::new();
+    for (i, p) in paths.iter().enumerate() {
+        st.push_str(&format!(
+            "7 1795330737.60{i}000 getpid() = 7 <0.000001>\n > {p}(main+0x10) [{offset:#x}]\n"
+        ));
+    }
+    st
+}
+
 /// The files a capture names are untrusted: the symbolizer opens only
 /// regular files. A perf.data whose mappings name a FIFO (opening it for
 /// reading would block forever), devices (/dev/zero reads without end,
@@ -470,9 +518,6 @@ fn trawl_within(args: &[&str], secs: u64) -> Option<std::process::Output> {
 /// says it was not used.
 #[test]
 fn hostile_module_paths_neither_block_nor_read_without_end() {
-    use trawl_ingest::perf::header::{sample, Attr};
-    use trawl_ingest::perf::records::context;
-    use trawl_ingest::perf::writer::{PerfDataWriter, SampleOut};
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let fifo = d.join("fifo");
@@ -502,35 +547,8 @@ fn hostile_module_paths_neither_block_nor_read_without_end() {
     .iter()
     .map(|s| s.to_string())
     .collect();
-    let mut w = PerfDataWriter::new();
-    let ev = w.add_event(
-        Attr::sampling(
-            1,
-            0,
-            1000,
-            sample::IP | sample::TID | sample::TIME | sample::CALLCHAIN,
-        ),
-        "cpu-clock",
-    );
-    w.comm(7, 7, "victim", 1, true);
-    for (i, p) in paths.iter().enumerate() {
-        let base = 0x10_0000_0000u64 * (i as u64 + 1);
-        w.mmap2(7, 7, base, 0x10000, 0, p, 2, None);
-        let ip = base + 0x123;
-        w.sample(&SampleOut {
-            event: ev,
-            ip,
-            pid: 7,
-            tid: 7,
-            time: 10 + i as u64,
-            period: 1000,
-            callchain: vec![context::USER, ip],
-            ..Default::default()
-        });
-    }
-    w.finished_round();
     let data = d.join("hostile.data");
-    std::fs::write(&data, w.to_bytes()).unwrap();
+    std::fs::write(&data, perf_naming(&paths, 0x123)).unwrap();
     let cap = d.join("cap");
     let o = trawl_within(
         &[
@@ -559,14 +577,8 @@ fn hostile_module_paths_neither_block_nor_read_without_end() {
         assert_ne!(r[1], "ok", "{p} was used: {rows:?}");
     }
     // An strace dump whose stack frames name the same files.
-    let mut st = String::new();
-    for (i, p) in paths.iter().enumerate() {
-        st.push_str(&format!(
-            "7 1795330737.60{i}000 getpid() = 7 <0.000001>\n > {p}(main+0x10) [0x123]\n"
-        ));
-    }
     let dump = d.join("hostile.strace");
-    std::fs::write(&dump, st).unwrap();
+    std::fs::write(&dump, strace_naming(&paths, 0x123)).unwrap();
     let scap = d.join("scap");
     let o = trawl_within(
         &[
@@ -719,26 +731,14 @@ fn crafted_sizes_do_not_drive_allocations() {
         let f = dir.path().join(format!("{name}.data"));
         std::fs::write(&f, bytes).unwrap();
         let out = dir.path().join(format!("cap-{name}"));
-        let o = std::process::Command::new("/usr/bin/time")
-            .args(["-f", "maxrss=%M"])
-            .arg(env!("CARGO_BIN_EXE_trawl"))
-            .args([
-                "ingest",
-                f.to_str().unwrap(),
-                "-o",
-                out.to_str().unwrap(),
-                "--no-symbolize",
-            ])
-            .output()
-            .expect("GNU time (apt-get install time)");
+        let (o, kb) = trawl_peak_rss(&[
+            "ingest",
+            f.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+            "--no-symbolize",
+        ]);
         let err = String::from_utf8_lossy(&o.stderr);
-        let kb: u64 = err
-            .lines()
-            .find_map(|l| l.strip_prefix("maxrss="))
-            .unwrap_or_else(|| panic!("{name}: {err}"))
-            .trim()
-            .parse()
-            .unwrap();
         assert!(kb < 100 * 1024, "{name}: peak {kb} KB");
         if !o.status.success() {
             assert!(
@@ -1105,9 +1105,6 @@ fn decompression_bombs_stop_at_the_expansion_limit() {
 /// (the test can fail).
 #[test]
 fn sysroot_and_remap_open_nothing_outside_their_roots() {
-    use trawl_ingest::perf::header::{sample, Attr};
-    use trawl_ingest::perf::records::context;
-    use trawl_ingest::perf::writer::{PerfDataWriter, SampleOut};
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let root = d.join("root");
@@ -1142,41 +1139,11 @@ fn sysroot_and_remap_open_nothing_outside_their_roots() {
     ];
     // A function of hot at file offset 0x1130 (spin_a: perf's own
     // symbolization in the symbols tests), of calls somewhere in .text.
-    let mut w = PerfDataWriter::new();
-    let ev = w.add_event(
-        Attr::sampling(
-            1,
-            0,
-            1000,
-            sample::IP | sample::TID | sample::TIME | sample::CALLCHAIN,
-        ),
-        "cpu-clock",
-    );
-    w.comm(7, 7, "victim", 1, true);
-    let mut st = String::new();
-    for (i, (p, _, _)) in modules.iter().enumerate() {
-        let base = 0x10_0000_0000u64 * (i as u64 + 1);
-        w.mmap2(7, 7, base, 0x10000, 0, p, 2, None);
-        let ip = base + 0x1130;
-        w.sample(&SampleOut {
-            event: ev,
-            ip,
-            pid: 7,
-            tid: 7,
-            time: 10 + i as u64,
-            period: 1000,
-            callchain: vec![context::USER, ip],
-            ..Default::default()
-        });
-        st.push_str(&format!(
-            "7 1795330737.60{i}000 getpid() = 7 <0.000001>\n > {p}(main+0x10) [0x1130]\n"
-        ));
-    }
-    w.finished_round();
+    let names: Vec<String> = modules.iter().map(|m| m.0.clone()).collect();
     let data = d.join("c.data");
-    std::fs::write(&data, w.to_bytes()).unwrap();
+    std::fs::write(&data, perf_naming(&names, 0x1130)).unwrap();
     let dump = d.join("c.strace");
-    std::fs::write(&dump, st).unwrap();
+    std::fs::write(&dump, strace_naming(&names, 0x1130)).unwrap();
 
     let status = |cap: &Path| -> Vec<Vec<String>> {
         sql_rows(
@@ -1243,40 +1210,15 @@ fn sysroot_and_remap_open_nothing_outside_their_roots() {
     std::fs::create_dir_all(&moved).unwrap();
     std::fs::copy(fixture_bin().join("hot"), moved.join("prog")).unwrap();
     std::os::unix::fs::symlink(&outside, moved.join("escape")).unwrap();
-    let mut w = PerfDataWriter::new();
-    let ev = w.add_event(
-        Attr::sampling(
-            1,
-            0,
-            1000,
-            sample::IP | sample::TID | sample::TIME | sample::CALLCHAIN,
-        ),
-        "cpu-clock",
-    );
-    w.comm(7, 7, "victim", 1, true);
     let remapped: Vec<(String, bool, Option<PathBuf>)> = vec![
         ("/opt/x/prog".into(), true, Some(moved.join("prog"))),
         ("/opt/x/escape".into(), false, None),
         (format!("/opt/x/../../../../../../..{o}"), false, None),
         (o.clone(), false, None),
     ];
-    for (i, (p, _, _)) in remapped.iter().enumerate() {
-        let base = 0x10_0000_0000u64 * (i as u64 + 1);
-        w.mmap2(7, 7, base, 0x10000, 0, p, 2, None);
-        w.sample(&SampleOut {
-            event: ev,
-            ip: base + 0x1130,
-            pid: 7,
-            tid: 7,
-            time: 10 + i as u64,
-            period: 1000,
-            callchain: vec![context::USER, base + 0x1130],
-            ..Default::default()
-        });
-    }
-    w.finished_round();
+    let names: Vec<String> = remapped.iter().map(|m| m.0.clone()).collect();
     let data2 = d.join("r.data");
-    std::fs::write(&data2, w.to_bytes()).unwrap();
+    std::fs::write(&data2, perf_naming(&names, 0x1130)).unwrap();
     let cap = d.join("cap-remap");
     trawl_ok(&[
         "ingest",
@@ -1447,8 +1389,8 @@ fn concurrent_ingests_into_one_output_do_not_mix() {
 
 /// An strace dump on standard input with a 256 MiB line between two calls
 /// (no newline for 256 MiB: a broken or hostile stream): the line is cut
-/// at 64 MiB and skipped, peak RSS stays under 200 MB (GNU time), both
-/// calls are kept.
+/// at 64 MiB and skipped (a diagnostic at line 2), peak RSS stays under
+/// 200 MB (GNU time), both calls are kept.
 #[test]
 fn a_huge_line_on_a_stream_is_cut_not_held() {
     let dir = tempfile::tempdir().unwrap();
@@ -1477,4 +1419,6 @@ fn a_huge_line_on_a_stream_is_cut_not_held() {
         sql_rows(&cap, "SELECT name FROM syscall ORDER BY time_ns"),
         vec![vec!["getpid".to_string()], vec!["getppid".to_string()]]
     );
+    // The cut line is a diagnostic at its line.
+    assert_eq!(sql_scalar(&cap, "SELECT min(line) FROM diagnostic"), "2");
 }

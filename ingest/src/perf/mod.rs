@@ -33,6 +33,16 @@ pub struct PerfStats {
     pub pipe: bool,
 }
 
+/// Which events are syscall tracepoints, by event index: `Some(true)` for
+/// `sys_enter_*`, `Some(false)` for `sys_exit_*` (their payloads are
+/// decoded with the sample).
+pub fn syscall_points(events: &[header::EventDesc]) -> Vec<Option<bool>> {
+    events
+        .iter()
+        .map(|e| records::syscall_tracepoint(&e.name()).map(|(enter, _)| enter))
+        .collect()
+}
+
 /// Reads one perf.data input into the converter. `pipe` selects pipe mode
 /// (the stream is read once, no seeking).
 pub fn ingest_perf(
@@ -52,14 +62,7 @@ pub fn ingest_perf(
     // File mode: the clock data (feature sections) is known before the
     // first record; pipe mode: from its HEADER_FEATURE record on.
     conv.set_utc_offset(reader.meta.utc_offset_ns);
-    // Which events are syscall tracepoints: Some(true) for sys_enter_*.
-    let points = |events: &[header::EventDesc]| -> Vec<Option<bool>> {
-        events
-            .iter()
-            .map(|e| records::syscall_tracepoint(&e.name()).map(|(enter, _)| enter))
-            .collect()
-    };
-    let mut sys_points = points(&reader.events);
+    let mut sys_points = syscall_points(&reader.events);
     let before = conv.samples_written;
     let mut version = reader.events_version;
     let mut n_records = 0u64;
@@ -67,7 +70,7 @@ pub fn ingest_perf(
         // Pipe mode: attributes and names arrive in the stream.
         if reader.events_version != version {
             conv.sync_events(&reader.events);
-            sys_points = points(&reader.events);
+            sys_points = syscall_points(&reader.events);
             version = reader.events_version;
         }
         let Some(item) = reader.next_record(diags)? else {
