@@ -30,6 +30,10 @@ command -v gcc >/dev/null 2>&1 || missing+=(gcc)
 [ -x /usr/bin/time ] || missing+=(time)
 command -v strace >/dev/null 2>&1 || missing+=(strace)
 command -v unshare >/dev/null 2>&1 || missing+=(util-linux)
+# The consumers of `trawl export`: go tool pprof (golang-go), npm for
+# speedscope's file-format schema.
+command -v go >/dev/null 2>&1 || missing+=(golang-go)
+command -v npm >/dev/null 2>&1 || missing+=(npm)
 if [ ${#missing[@]} -gt 0 ]; then
   apt-get update -qq && apt-get install -y -qq "${missing[@]}"
 fi
@@ -39,6 +43,12 @@ fi
 if ! python3 -c 'import pyarrow, polars, duckdb, pandas, pytest, jupytext, nbclient, ipykernel' >/dev/null 2>&1; then
   python3 -m pip install --quiet --disable-pip-version-check pyarrow polars duckdb pandas pytest jupytext nbclient ipykernel
 fi
+
+# speedscope's published file-format schema (the npm package ships it).
+[ -f target/npm/node_modules/speedscope/dist/release/file-format-schema.json ] ||
+  npm install --silent --no-audit --no-fund --prefix target/npm speedscope@1.25.0 >/dev/null
+python3 -c 'import jsonschema' >/dev/null 2>&1 ||
+  python3 -m pip install --quiet --disable-pip-version-check jsonschema
 
 # No incremental build state: a clean checkout builds once, and the target
 # directory stays small on a machine with little free disk.

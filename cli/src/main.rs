@@ -21,10 +21,10 @@ use trawl_query::lbr::Method;
 use trawl_query::Session;
 
 use cmd::{
-    archive::*, cause::*, cluster::*, convert::*, demo::*, edges::*, energy::*, exhaustion::*,
-    flamegraph::*, hotspots::*, ingest::*, io::*, lbr::*, mem_objects::*, mem_symbols::*,
-    page_reuse::*, pages::*, power_model::*, power_samples::*, render::*, sql::*, symbolize::*,
-    tables::*, timeline::*, unfreed::*,
+    archive::*, cause::*, cluster::*, convert::*, demo::*, diff::*, edges::*, energy::*,
+    exhaustion::*, export::*, flamegraph::*, hotspots::*, ingest::*, io::*, lbr::*, mem_objects::*,
+    mem_symbols::*, page_reuse::*, pages::*, power_model::*, power_samples::*, render::*, sql::*,
+    symbolize::*, tables::*, timeline::*, unfreed::*,
 };
 
 #[derive(Parser)]
@@ -95,6 +95,9 @@ enum Cmd {
     /// Draw a capture as an image.
     #[command(subcommand)]
     Render(Render),
+    /// Write the selected samples' stacks as a file another profiler's
+    /// viewer opens: pprof, Firefox Profiler, speedscope, folded stacks.
+    Export(ExportArgs),
     /// Symbolize addresses of one ELF file, printing what `addr2line -f -i
     /// -C` prints (function, then file:line, per inline level, innermost
     /// first); debug files are found as for captures.
@@ -136,8 +139,13 @@ enum Report {
     /// of the function and their source lines (perf annotate; seed
     /// document 002).
     Annotate(EdgeArgs),
-    /// A flame graph (SVG) of the selected samples' stacks.
+    /// A flame graph (SVG) of the selected samples' stacks; with --diff
+    /// BASE, a differential one (red: grew, blue: shrank).
     Flamegraph(FlameArgs),
+    /// What changed between two runs: per function (module, srcline) the
+    /// exclusive and inclusive shares of each run's total, the change,
+    /// and keys found in one run only.
+    Diff(DiffArgs),
     /// Memory still allocated (mmap/brk/mremap regions not freed) at a
     /// time, from strace dumps: per process, application function, actual
     /// function and application source line (seed document 000).
@@ -270,6 +278,10 @@ struct FilterArgs {
     /// script` prints times (either side may be omitted).
     #[arg(long, value_name = "START..END")]
     time: Option<String>,
+    /// Only these captures, by name as `trawl tables` lists them (the
+    /// directory name; repeatable).
+    #[arg(long = "capture", value_name = "NAME")]
+    capture: Vec<String>,
 }
 
 fn parse_time_range(s: &str) -> Result<(Option<i64>, Option<i64>)> {
@@ -302,6 +314,7 @@ impl FilterArgs {
             comms: self.comm.clone(),
             time_from_ns: from,
             time_to_ns: to,
+            captures: self.capture.clone(),
         })
     }
 }
@@ -402,6 +415,7 @@ fn run(cli: Cli) -> Result<()> {
             }
             runtime()?.block_on(tables(captures))
         }
+        Cmd::Export(a) => runtime()?.block_on(export(a)),
         Cmd::Report(Report::Hotspots(a)) => runtime()?.block_on(hotspots(a)),
         Cmd::Report(Report::Callers(a)) => {
             runtime()?.block_on(edges(a, cmd::edges::FunctionView::Callers))
@@ -413,6 +427,7 @@ fn run(cli: Cli) -> Result<()> {
             runtime()?.block_on(edges(a, cmd::edges::FunctionView::Annotate))
         }
         Cmd::Report(Report::Flamegraph(a)) => runtime()?.block_on(flamegraph(a)),
+        Cmd::Report(Report::Diff(a)) => runtime()?.block_on(diff(a)),
         Cmd::Report(Report::Unfreed(a)) => runtime()?.block_on(unfreed(a)),
         Cmd::Report(Report::Io(a)) => runtime()?.block_on(io_report(a)),
         Cmd::Report(Report::Exhaustion(a)) => runtime()?.block_on(exhaustion(a)),

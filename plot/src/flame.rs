@@ -39,3 +39,47 @@ pub fn flame_title(s: &trawl_query::Session, event: &str) -> String {
 pub fn count_name(weight: &trawl_query::analyses::Weight) -> String {
     weight.name().unwrap_or_else(|| "samples".into())
 }
+
+/// Draws the differential flame graph of `base` → `new` (inferno's
+/// differential mode, as Brendan Gregg's difffolded.pl): the shape is the
+/// new profile, red where a frame grew, blue where it shrank. `base` is
+/// scaled to `new`'s total first (a longer run does not turn everything
+/// red). Returns the SVG and the number of stacks drawn.
+pub fn diff_flame_svg(
+    base: &FrameTree,
+    new: &FrameTree,
+    title: &str,
+    count_name: &str,
+) -> Result<(Vec<u8>, usize)> {
+    if base.total() <= 0 || new.total() <= 0 {
+        bail!("no samples with stacks to draw on one side");
+    }
+    let folded = |t: &FrameTree| -> String {
+        t.folded(0)
+            .iter()
+            .map(|(st, w)| format!("{st} {w}\n"))
+            .collect()
+    };
+    let (b, n) = (folded(base), folded(new));
+    let mut lines = Vec::new();
+    inferno::differential::from_readers(
+        inferno::differential::Options {
+            normalize: true,
+            strip_hex: false,
+        },
+        b.as_bytes(),
+        n.as_bytes(),
+        &mut lines,
+    )
+    .context("pairing the two profiles' stacks")?;
+    let lines = String::from_utf8(lines).context("differential stacks")?;
+    let mut o = inferno::flamegraph::Options::default();
+    o.title = title.to_string();
+    o.subtitle =
+        Some("red: more in the new profile, blue: less (base scaled to the new total)".into());
+    o.count_name = count_name.to_string();
+    let mut svg = Vec::new();
+    inferno::flamegraph::from_lines(&mut o, lines.lines(), &mut svg)
+        .context("drawing the flame graph")?;
+    Ok((svg, lines.lines().count()))
+}

@@ -16,7 +16,7 @@ use anyhow::{anyhow, bail, Context, Result};
 mod flame;
 mod heatmap;
 mod timeline;
-pub use flame::{count_name, flame_svg, flame_title};
+pub use flame::{count_name, diff_flame_svg, flame_svg, flame_title};
 pub use heatmap::{heatmap_figure, heatmap_of, HeatFigure};
 use plotters::coord::Shift;
 use plotters::prelude::*;

@@ -202,6 +202,7 @@ impl Capture {
                 comms: comm,
                 time_from_ns: from_ns,
                 time_to_ns: to_ns,
+                captures: Vec::new(),
             };
             let sel = Selection {
                 filter: &filter,
@@ -214,6 +215,78 @@ impl Capture {
             trawl_plot::flame_svg(&tree, &title, &trawl_plot::count_name(&weight))
         })?;
         Ok((bytes(py, &svg), frames))
+    }
+
+    /// The selected samples as a file another viewer opens, as bytes (as
+    /// `trawl export --to FORMAT`): `pprof` (gzip-compressed
+    /// profile.proto), `firefox` (Firefox Profiler, JSON), `speedscope`
+    /// (JSON) or `folded`.
+    #[pyo3(signature = (to, *, event = None, weight = "period".to_string(), pid = Vec::new(), tid = Vec::new(), comm = Vec::new(), from_ns = None, to_ns = None, inline = true, capture = Vec::new(), interval_ns = None))]
+    #[allow(clippy::too_many_arguments)]
+    fn export<'py>(
+        &self,
+        py: Python<'py>,
+        to: String,
+        event: Option<String>,
+        weight: String,
+        pid: Vec<i32>,
+        tid: Vec<i32>,
+        comm: Vec<String>,
+        from_ns: Option<i64>,
+        to_ns: Option<i64>,
+        inline: bool,
+        capture: Vec<String>,
+        interval_ns: Option<u64>,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        let s = self.s.clone();
+        let out = wait(py, async move {
+            let weight = Weight::parse(&weight)?;
+            let event = analyses::choose_event(&s, event.as_deref()).await?;
+            analyses::check_weight(&s, &weight).await?;
+            let filter = SampleFilter {
+                event: Some(event.clone()),
+                pids: pid,
+                tids: tid,
+                comms: comm,
+                time_from_ns: from_ns,
+                time_to_ns: to_ns,
+                captures: capture,
+            };
+            let sel = Selection {
+                filter: &filter,
+                event: &event,
+                weight: &weight,
+                opts: StackOpts { inline },
+            };
+            let version = concat!("trawl ", env!("CARGO_PKG_VERSION"));
+            let profile = |per_sample| {
+                trawl_query::profile::stack_profile(
+                    &s,
+                    &sel,
+                    trawl_query::profile::ProfileOpts { per_sample },
+                )
+            };
+            Ok(match to.as_str() {
+                "folded" => trawl_query::flame::frame_tree(&s, &sel)
+                    .await?
+                    .folded(0)
+                    .iter()
+                    .map(|(st, w)| format!("{st} {w}\n"))
+                    .collect::<String>()
+                    .into_bytes(),
+                "pprof" => trawl_export::pprof::write(&profile(false).await?)?,
+                "speedscope" => trawl_export::speedscope::write(&profile(true).await?, version)?,
+                "firefox" => {
+                    let p = profile(true).await?;
+                    let interval = interval_ns
+                        .or_else(|| trawl_export::median_gap(&p))
+                        .unwrap_or(1_000_000);
+                    trawl_export::firefox::write(&p, version, interval)?
+                }
+                f => anyhow::bail!("to={f:?}: pprof, firefox, speedscope or folded"),
+            })
+        })?;
+        Ok(bytes(py, &out))
     }
 
     /// The shares of the top keys per window, stacked over time, as PNG or

@@ -113,6 +113,9 @@ CASES = [
     ("perf", "callers", {"function": "spin_a"}, "callers('spin_a')"),
     ("perf", "callees", {"function": "main"}, "callees('main')"),
     ("perf", "folded", {}, "folded()"),
+    ("perf", "selected_sample", {"weight": "samples", "comm": ["hot"]}, "selected_sample('weight', 'samples', 'comm', 'hot')"),
+    # One capture on both sides: every key is the base's (two runs: below).
+    ("perf", "diff", {"by": "module", "base": "perf", "new": "perf"}, "diff('module', 'base', 'perf', 'new', 'perf')"),
     ("perf", "timeline", {"window": "10ms", "top": 3}, "timeline(10000000, 'top', 3)"),
     ("perf", "annotate", {"function": "spin_a"}, "annotate('spin_a')"),
     ("lbr", "lbr_samples", {"method": 3}, "lbr_samples('3')"),
@@ -192,6 +195,27 @@ def test_analysis_equals_cli_report(caps, tmp_path, kind, method, kwargs, report
     assert len(cols) <= len(got[0])
     got = [dict(zip(cols, list(r.values())[: len(cols)])) for r in got]
     assert_same_rows(got, want, f"{method}({kwargs}) vs trawl {' '.join(report)}")
+
+
+def test_diff_of_two_runs_equals_the_cli(tmp_path):
+    base = trawl.ingest([fx("perf", "diff-base.data")], tmp_path / "base", debug_dirs=[fx("perf", "bin")], progress=False, quiet=True)
+    new = trawl.ingest([fx("perf", "diff-new.data")], tmp_path / "new", debug_dirs=[fx("perf", "bin")], progress=False, quiet=True)
+    both = trawl.open([tmp_path / "base", tmp_path / "new"])
+    got = both.diff("function", base="base", new="new", inline=False).to_arrow().to_pylist()
+    want = cli_rows(tmp_path, "report", "diff", tmp_path / "base", tmp_path / "new", "--no-inline")
+    assert_same_rows(got, want, "diff() vs trawl report diff")
+    status = {r["function"]: r["status"] for r in got}
+    assert status["validate"] == "new only" and status["legacy_check"] == "base only"
+
+
+@pytest.mark.parametrize("to", ["pprof", "firefox", "speedscope", "folded"])
+def test_export_writes_what_the_cli_writes(caps, tmp_path, to):
+    cap = caps["perf"]
+    n = cap.export(tmp_path / "py.out", to, weight="samples", comm="hot")
+    cli("export", cap.captures[0][1], "--to", to, "-o", tmp_path / "cli.out", "--weight", "samples", "--comm", "hot")
+    got = (tmp_path / "py.out").read_bytes()
+    assert n == len(got) > 100
+    assert got == (tmp_path / "cli.out").read_bytes()
 
 
 def test_results_speak_the_arrow_stream_interface(caps):

@@ -302,6 +302,42 @@ class Capture:
         )
         return SVG(svg)
 
+    def export(
+        self,
+        path: PathLike,
+        to: str,
+        *,
+        event: Optional[str] = None,
+        weight: str = "period",
+        pid: Union[int, Sequence[int], None] = None,
+        tid: Union[int, Sequence[int], None] = None,
+        comm: Union[str, Sequence[str], None] = None,
+        from_ns: Optional[int] = None,
+        to_ns: Optional[int] = None,
+        inline: bool = True,
+        capture: Union[str, Sequence[str], None] = None,
+        interval_ns: Optional[int] = None,
+    ) -> int:
+        """Writes the selected samples to ``path`` in a format another
+        viewer opens, as ``trawl export --to TO``: ``pprof`` (``go tool
+        pprof``), ``firefox`` (Firefox Profiler), ``speedscope`` or
+        ``folded``. Returns the bytes written."""
+        data = self._c.export(
+            to,
+            event=event,
+            weight=weight,
+            pid=_list(pid),
+            tid=_list(tid),
+            comm=_list(comm),
+            from_ns=from_ns,
+            to_ns=to_ns,
+            inline=inline,
+            capture=_list(capture),
+            interval_ns=interval_ns,
+        )
+        _write(path, data)
+        return len(data)
+
     def timeline_plot(
         self,
         *,

@@ -66,6 +66,17 @@ pub static STACK_WEIGHT_FN: Spec = Spec {
     inputs: None,
 };
 
+/// `selected_sample(...)`: the selected samples themselves.
+pub static SELECTED_SAMPLE_FN: Spec = Spec {
+    name: "selected_sample",
+    doc: "The samples of one event, narrowed and weighed (cost), one row each: what the exports (trawl export) read.",
+    sql: "SELECT * FROM _selected_sample",
+    positional: 0,
+    params: sample_params!(),
+    columns: None,
+    inputs: None,
+};
+
 /// `hotspots(by, ...)`.
 pub static HOTSPOTS: Spec = Spec {
     name: "hotspots",
@@ -132,6 +143,34 @@ pub static FOLDED: Spec = Spec {
     inputs: None,
 };
 
+/// `diff(by, 'base', [...], 'new', [...], ...)`.
+pub static DIFF: Spec = Spec {
+    name: "diff",
+    doc: "What changed between base and new captures: per function, module or srcline, exclusive and inclusive shares of each side's total, the change, keys on one side only.",
+    sql: include_str!("../analyses/perf/diff.sql"),
+    positional: 1,
+    params: sample_params!(
+        Param {
+            name: "by",
+            kind: Kind::Text,
+            doc: "function (default), module or srcline"
+        },
+        Param {
+            name: "base",
+            kind: Kind::TextList,
+            doc: "the base captures (required)"
+        },
+        Param {
+            name: "new",
+            kind: Kind::TextList,
+            doc: "the new captures (required)"
+        },
+        INLINE,
+    ),
+    columns: Some(diff_columns),
+    inputs: None,
+};
+
 /// `timeline(window_ns, ...)`.
 pub static TIMELINE: Spec = Spec {
     name: "timeline",
@@ -172,13 +211,53 @@ pub static ANNOTATE: Spec = Spec {
 /// The SQL analyses, in registration order.
 pub static SPECS: &[&Spec] = &[
     &STACK_WEIGHT_FN,
+    &SELECTED_SAMPLE_FN,
     &HOTSPOTS,
     &CALLERS,
     &CALLEES,
     &FOLDED,
+    &DIFF,
     &TIMELINE,
     &ANNOTATE,
 ];
+
+fn diff_columns(b: &crate::functions::Bound) -> datafusion::error::Result<Vec<Expr>> {
+    let by = match b.get("by") {
+        Some(ScalarValue::Utf8(Some(v))) => v.as_str(),
+        _ => "function",
+    };
+    let keys: &[&str] = match by {
+        "function" => &["function", "module"],
+        "module" => &["module"],
+        "srcline" => &["srcline", "module"],
+        _ => {
+            return datafusion::common::plan_err!(
+                "diff: by is function, module or srcline, got {by:?}"
+            )
+        }
+    };
+    for side in ["base", "new"] {
+        if b.get(side).is_none_or(|v| v.is_null()) {
+            return datafusion::common::plan_err!(
+                "diff: name the {side} captures ('{side}', 'CAPTURE', ...)"
+            );
+        }
+    }
+    let mut cols = keys.to_vec();
+    cols.extend([
+        "status",
+        "base_self_weight",
+        "base_self_pct",
+        "new_self_weight",
+        "new_self_pct",
+        "self_pct_change",
+        "base_total_pct",
+        "new_total_pct",
+        "total_pct_change",
+        "self_change_normalized",
+    ]);
+    Ok(cols.into_iter().map(datafusion::prelude::ident).collect())
+}
 
 fn hotspot_columns(b: &crate::functions::Bound) -> datafusion::error::Result<Vec<Expr>> {
     let by = match b.get("by") {
@@ -356,6 +435,8 @@ pub struct SampleFilter {
     /// Inclusive start and exclusive end, ns on the capture clock.
     pub time_from_ns: Option<i64>,
     pub time_to_ns: Option<i64>,
+    /// Only these captures (by the names a session gives them).
+    pub captures: Vec<String>,
 }
 
 impl SampleFilter {
@@ -381,6 +462,9 @@ impl SampleFilter {
         }
         if let Some(t) = self.time_to_ns {
             pair("to_ns", ScalarValue::Int64(Some(t)));
+        }
+        for c in &self.captures {
+            pair("capture", ScalarValue::from(c.as_str()));
         }
     }
 }
@@ -520,6 +604,26 @@ pub async fn hotspots(s: &Session, key: HotspotKey, sel: &Selection<'_>) -> Resu
         cols.push(datafusion::prelude::ident(format!("{side}_pct")));
     }
     Ok(df.select(cols)?)
+}
+
+/// `diff(by, ...)`: `by` (`function`, `module` or `srcline`) compared
+/// between the `base` and `new` captures (names as the session gives
+/// them), each side's shares of its own total.
+pub async fn diff(
+    s: &Session,
+    by: &str,
+    base: &[String],
+    new: &[String],
+    sel: &Selection<'_>,
+) -> Result<DataFrame> {
+    let mut args = sel.args(Some(lit(by)));
+    for (side, caps) in [("base", base), ("new", new)] {
+        for c in caps {
+            args.push(lit(side));
+            args.push(lit(c.as_str()));
+        }
+    }
+    call(s, "diff", &args).await
 }
 
 /// How a caller/callee report names the centre function.

@@ -31,6 +31,7 @@ pub mod memlog;
 pub mod memory;
 pub mod power;
 pub mod power_calls;
+pub mod profile;
 pub mod ranges;
 pub mod tables;
 pub mod time;

@@ -5,8 +5,13 @@ use crate::*;
 #[derive(Args)]
 pub(crate) struct FlameArgs {
     /// Captures (or directories of captures).
-    #[arg(required = true)]
+    #[arg(required_unless_present = "diff")]
     pub(crate) captures: Vec<PathBuf>,
+    /// A differential flame graph of BASE → NEW instead (inferno's
+    /// differential mode): NEW's stacks, red where they grew, blue where
+    /// they shrank, BASE scaled to NEW's total.
+    #[arg(long, num_args = 2, value_names = ["BASE", "NEW"], conflicts_with_all = ["captures", "folded"])]
+    pub(crate) diff: Option<Vec<PathBuf>>,
     /// SVG file to write.
     #[arg(short, long)]
     pub(crate) output: PathBuf,
@@ -23,6 +28,9 @@ pub(crate) struct FlameArgs {
 }
 
 pub(crate) async fn flamegraph(a: FlameArgs) -> Result<()> {
+    if let Some(d) = &a.diff {
+        return diff_flamegraph(&a, &d[0], &d[1]).await;
+    }
     let s = crate::open(&a.captures).await?;
     let (filter, event, weight, opts) = selection(&s, &a.filter, &a.metric).await?;
     let sel = analyses::Selection {
@@ -53,5 +61,36 @@ pub(crate) async fn flamegraph(a: FlameArgs) -> Result<()> {
         "wrote {} ({frames} frames wide enough to draw)",
         a.output.display(),
     );
+    Ok(())
+}
+
+async fn diff_flamegraph(a: &FlameArgs, base: &Path, new: &Path) -> Result<()> {
+    let (s, base_caps, new_caps) = crate::cmd::diff::open_sides(base, new).await?;
+    let (filter, event, weight, opts) = selection(&s, &a.filter, &a.metric).await?;
+    let tree = |caps: &[String]| {
+        let mut f = filter.clone();
+        f.captures = caps.to_vec();
+        let (s, event, weight) = (&s, &event, &weight);
+        async move {
+            let sel = analyses::Selection {
+                filter: &f,
+                event,
+                weight,
+                opts,
+            };
+            trawl_query::flame::frame_tree(s, &sel).await
+        }
+    };
+    let (b, n) = (tree(&base_caps).await?, tree(&new_caps).await?);
+    let title = a.title.clone().unwrap_or_else(|| {
+        format!(
+            "{} → {} — {event}",
+            base_caps.join(", "),
+            new_caps.join(", ")
+        )
+    });
+    let (svg, stacks) = plot::diff_flame_svg(&b, &n, &title, &plot::count_name(&weight))?;
+    output::write_atomic(&a.output, &svg)?;
+    eprintln!("wrote {} ({stacks} stacks)", a.output.display());
     Ok(())
 }
