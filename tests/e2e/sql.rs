@@ -329,10 +329,12 @@ fn functions_lists_every_analysis_and_each_runs() {
         names,
         [
             "stack_weight",
+            "selected_sample",
             "hotspots",
             "callers",
             "callees",
             "folded",
+            "diff",
             "timeline",
             "annotate",
             "lbr_samples",
@@ -364,6 +366,8 @@ fn functions_lists_every_analysis_and_each_runs() {
     // (tests/sql/*.slt, energy.rs, energy_sim.rs, phases.rs).
     for call in [
         "stack_weight()",
+        "selected_sample()",
+        "diff('function', 'base', 'cap', 'new', 'cap')",
         "hotspots('function')",
         "callers('main')",
         "callees('main')",
