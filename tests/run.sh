@@ -34,6 +34,10 @@ command -v unshare >/dev/null 2>&1 || missing+=(util-linux)
 # speedscope's file-format schema.
 command -v go >/dev/null 2>&1 || missing+=(golang-go)
 command -v npm >/dev/null 2>&1 || missing+=(npm)
+# A real debuginfod server (and curl to wait for it) for the symbolizer's
+# --debuginfod tests.
+command -v debuginfod >/dev/null 2>&1 || missing+=(debuginfod)
+command -v curl >/dev/null 2>&1 || missing+=(curl)
 if [ ${#missing[@]} -gt 0 ]; then
   apt-get update -qq && apt-get install -y -qq "${missing[@]}"
 fi

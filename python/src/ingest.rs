@@ -26,7 +26,7 @@ pub enum Size {
 /// Ctrl-C stops the capture from being committed (the ingest in progress
 /// runs to its end first; the old capture, if any, is left as it was).
 #[pyfunction]
-#[pyo3(signature = (inputs, output, *, strict = false, tz = None, symbolize = true, unwind = true, mem_kinds = "ILSM".to_string(), mem_ranges = Vec::new(), fetch_rows = false, page_size = None, debug_dirs = Vec::new(), symfs = None, remap = Vec::new(), kallsyms = None, max_expansion = trawl_ingest::compressed::ExpansionLimit::DEFAULT_RATIO, progress = None))]
+#[pyo3(signature = (inputs, output, *, strict = false, tz = None, symbolize = true, unwind = true, mem_kinds = "ILSM".to_string(), mem_ranges = Vec::new(), fetch_rows = false, page_size = None, debug_dirs = Vec::new(), symfs = None, remap = Vec::new(), kallsyms = None, debuginfod = None, max_expansion = trawl_ingest::compressed::ExpansionLimit::DEFAULT_RATIO, progress = None))]
 #[allow(clippy::too_many_arguments)]
 pub fn ingest<'py>(
     py: Python<'py>,
@@ -44,6 +44,7 @@ pub fn ingest<'py>(
     symfs: Option<PathBuf>,
     remap: Vec<(String, PathBuf)>,
     kallsyms: Option<PathBuf>,
+    debuginfod: Option<Vec<String>>,
     max_expansion: u64,
     progress: Option<Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyDict>> {
@@ -75,6 +76,11 @@ pub fn ingest<'py>(
     cfg.symfs = symfs;
     cfg.remap = remap;
     cfg.kallsyms = kallsyms;
+    // None: $DEBUGINFOD_URLS; [] : no server.
+    cfg.debuginfod = match debuginfod {
+        None => trawl_symbolize::debuginfod::Debuginfod::from_env(),
+        Some(urls) => trawl_symbolize::debuginfod::Debuginfod::new(urls),
+    };
 
     let total: u64 = inputs
         .iter()

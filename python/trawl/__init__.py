@@ -537,9 +537,10 @@ def ingest(
     times), ``symbolize`` / ``unwind`` (default True), ``mem_kinds``
     ('ILSM'), ``mem_ranges`` ('LO-HI' or 'LO+LEN'), ``fetch_rows``,
     ``page_size`` (bytes or '64k'), ``debug_dirs``, ``symfs``, ``remap``
-    ({recorded prefix: local directory}), ``kallsyms``, ``max_expansion``
-    (how many times its compressed size a gzip/zstd input may expand; 0:
-    no limit).
+    ({recorded prefix: local directory}), ``kallsyms``, ``debuginfod`` (a
+    server URL or a list; default ``$DEBUGINFOD_URLS``, ``[]`` for none),
+    ``max_expansion`` (how many times its compressed size a gzip/zstd input
+    may expand; 0: no limit).
 
     ``progress``: True draws a progress bar (tqdm when installed, else a
     line on stderr), False none, or a callable ``f(done_bytes, total_bytes)``.
@@ -558,6 +559,8 @@ def ingest(
         options["mem_ranges"] = list(mem_ranges)
     if debug_dirs:
         options["debug_dirs"] = [os.fspath(d) for d in debug_dirs]
+    if isinstance(options.get("debuginfod"), str):
+        options["debuginfod"] = [options["debuginfod"]]
     bar = _Progress() if progress is True else None
     callback = bar if bar is not None else (progress or None)
     try:

@@ -34,6 +34,9 @@ pub struct Config {
     /// running kernel's `/proc/kallsyms` describes it.
     pub kernel_build_id: Option<String>,
     pub kernel_release: Option<String>,
+    /// debuginfod servers for build-ids not found here (`--debuginfod`,
+    /// `DEBUGINFOD_URLS`); None: no network.
+    pub debuginfod: Option<crate::debuginfod::Debuginfod>,
     index: Arc<OnceLock<HashMap<String, Cand>>>,
     results: ResultCache,
 }
@@ -422,6 +425,14 @@ impl Loaded {
         o.build_id().ok().flatten().map(hex)
     }
 
+    /// The file has DWARF line or debug information.
+    pub fn has_dwarf(&self) -> bool {
+        object::File::parse(&*self.data).is_ok_and(|o| {
+            o.section_by_name(".debug_info").is_some()
+                || o.section_by_name(".zdebug_info").is_some()
+        })
+    }
+
     fn debuglink(&self) -> Option<String> {
         let o = object::File::parse(&*self.data).ok()?;
         let (name, _crc) = o.gnu_debuglink().ok().flatten()?;
@@ -564,12 +575,23 @@ pub fn locate(cfg: &Config, path: &str, build_id: Option<&str>) -> Result<Found,
         binary = Some(l);
         break;
     }
+    // Not here: the executable from a debuginfod server, by build-id.
+    let mut fetched: Vec<String> = Vec::new();
+    if binary.is_none() && !is_special(path) {
+        if let (Some(d), Some(b)) = (&cfg.debuginfod, &bid) {
+            match d.fetch(b, crate::debuginfod::Artifact::Executable) {
+                Ok(p) => binary = Loaded::open(&p),
+                Err(e) => fetched.push(e),
+            }
+        }
+    }
     let Some(binary) = binary else {
+        let asked: String = fetched.iter().map(|e| format!("; {e}")).collect();
         return Err(if mismatches.is_empty() {
             (
                 Status::NotFound,
                 format!(
-                    "{path}: no file found (build-id {})",
+                    "{path}: no file found (build-id {}){asked}",
                     bid.as_deref().unwrap_or("unknown")
                 ),
             )
@@ -660,6 +682,15 @@ pub fn locate(cfg: &Config, path: &str, build_id: Option<&str>) -> Result<Found,
             _ => {}
         }
         debug.push(l);
+    }
+    // No DWARF here: the debug file from a debuginfod server.
+    if let (Some(d), Some(b)) = (&cfg.debuginfod, &bin_bid) {
+        if !binary.has_dwarf() && !debug.iter().any(Loaded::has_dwarf) {
+            match d.fetch(b, crate::debuginfod::Artifact::Debuginfo) {
+                Ok(p) => debug.extend(Loaded::open(&p)),
+                Err(e) => tried.push(e),
+            }
+        }
     }
     Ok(Found {
         binary,

@@ -25,6 +25,7 @@
 //! Architecture invariant: this crate knows nothing of Arrow, Parquet or
 //! perf records; it maps addresses to names.
 
+pub mod debuginfod;
 mod demangle;
 pub mod disasm;
 pub mod dwarf;

@@ -9,6 +9,7 @@ mod archive;
 mod bad_input;
 mod cluster;
 mod common;
+mod debuginfod;
 mod diff;
 mod energy;
 mod energy_sim;

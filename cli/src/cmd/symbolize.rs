@@ -24,6 +24,16 @@ pub(crate) struct SymArgs {
     /// Kernel symbols in /proc/kallsyms format.
     #[arg(long, value_name = "FILE")]
     pub(crate) kallsyms: Option<PathBuf>,
+    /// Fetch the executables and debug files not found here by build-id
+    /// from this debuginfod server (repeatable; default: the servers of
+    /// $DEBUGINFOD_URLS). Files are checked against the build-id and kept
+    /// in the debuginfod client cache ($DEBUGINFOD_CACHE_PATH, else
+    /// ~/.cache/debuginfod_client), shared with gdb and perf.
+    #[arg(long = "debuginfod", value_name = "URL")]
+    pub(crate) debuginfod: Vec<String>,
+    /// Never ask a debuginfod server, even with $DEBUGINFOD_URLS set.
+    #[arg(long, conflicts_with = "debuginfod")]
+    pub(crate) no_debuginfod: bool,
 }
 
 #[derive(Args)]
@@ -59,6 +69,13 @@ impl SymArgs {
         c.symfs = self.symfs.clone();
         c.remap = self.remap.clone();
         c.kallsyms = self.kallsyms.clone();
+        c.debuginfod = if self.no_debuginfod {
+            None
+        } else if self.debuginfod.is_empty() {
+            trawl_symbolize::debuginfod::Debuginfod::from_env()
+        } else {
+            trawl_symbolize::debuginfod::Debuginfod::new(self.debuginfod.clone())
+        };
         c
     }
 }
