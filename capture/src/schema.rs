@@ -486,6 +486,39 @@ pub static PERF_LOST: TableDef = TableDef {
     ],
 };
 
+pub static PERF_SWITCH: TableDef = TableDef {
+    name: "perf_switch",
+    doc: "Context switches recorded with `perf record --switch-events` (PERF_RECORD_SWITCH, and PERF_RECORD_SWITCH_CPU_WIDE in system-wide mode), in time order: a thread leaving or taking a CPU. The `thread_state` table pairs them into on- and off-CPU intervals.",
+    columns: &[
+        col!("source_id", Int32, "Input the row came from (`source.source_id`)."),
+        col!("time_ns", Int64, null, "Time of the switch."),
+        col!("time_utc", TimeUtc, null, "The time on UTC, as `perf_sample.time_utc`."),
+        col!("cpu", UInt32, null, "CPU of the switch (sample_id trailer)."),
+        col!("pid", Int32, null, "Process of the thread switching (sample_id trailer)."),
+        col!("tid", Int32, null, "Thread switching out (`direction` out) or in."),
+        col!("direction", Utf8, "`out` (the thread left the CPU) or `in` (it took the CPU)."),
+        col!("preempt", Bool, "Switched out while still runnable (preempted: PERF_RECORD_MISC_SWITCH_OUT_PREEMPT), not blocked."),
+        col!("other_pid", Int32, null, "CPU-wide records: the process switched to (out) or from (in)."),
+        col!("other_tid", Int32, null, "CPU-wide records: the thread switched to (out) or from (in)."),
+    ],
+};
+
+pub static PERF_SCHED_SWITCH: TableDef = TableDef {
+    name: "perf_sched_switch",
+    doc: "`sched:sched_switch` tracepoint samples decoded (`perf record -e sched:sched_switch -g`): the thread leaving the CPU, its state, and the thread taking it. The sample (`perf_sample`: time, CPU, pid/tid of the thread leaving, its call stack where it blocked) is the row's `sample_id`.",
+    columns: &[
+        col!("sample_id", Int64, "The tracepoint sample (`perf_sample.sample_id`)."),
+        col!("prev_comm", Utf8, "Command of the thread leaving the CPU."),
+        col!("prev_tid", Int32, "Thread leaving the CPU (the kernel's pid)."),
+        col!("prev_prio", Int32, "Its priority."),
+        col!("prev_state", Int64, "Its state bits (TASK_INTERRUPTIBLE 0x1, TASK_UNINTERRUPTIBLE 0x2, ...; 0 runnable: preempted)."),
+        col!("prev_state_text", Utf8, "The state as `perf script` prints it: `R` (preempted), `S` (sleeping), `D` (uninterruptible: disk I/O), `T`, `t`, `X`, `Z`, `P`, `I`; `+` when preempted."),
+        col!("next_comm", Utf8, "Command of the thread taking the CPU."),
+        col!("next_tid", Int32, "Thread taking the CPU."),
+        col!("next_prio", Int32, "Its priority."),
+    ],
+};
+
 pub static PERF_BUILD_ID: TableDef = TableDef {
     name: "perf_build_id",
     doc: "The build-id table perf writes at the end of a recording (HEADER_BUILD_ID feature or PERF_RECORD_HEADER_BUILD_ID records).",
@@ -778,6 +811,8 @@ pub static TABLES: &[&TableDef] = &[
     &PERF_TASK_EVENT,
     &PERF_THREAD,
     &PERF_LOST,
+    &PERF_SWITCH,
+    &PERF_SCHED_SWITCH,
     &PERF_BUILD_ID,
     &PERF_CPU,
     &SYSCALL,

@@ -23,8 +23,8 @@ use trawl_query::Session;
 use cmd::{
     archive::*, cause::*, cluster::*, convert::*, demo::*, diff::*, edges::*, energy::*,
     exhaustion::*, export::*, flamegraph::*, hotspots::*, ingest::*, io::*, lbr::*, mem_objects::*,
-    mem_symbols::*, page_reuse::*, pages::*, power_model::*, power_samples::*, render::*, sql::*,
-    symbolize::*, tables::*, timeline::*, unfreed::*,
+    mem_symbols::*, offcpu::*, page_reuse::*, pages::*, power_model::*, power_samples::*,
+    render::*, sql::*, symbolize::*, tables::*, timeline::*, unfreed::*,
 };
 
 #[derive(Parser)]
@@ -146,6 +146,10 @@ enum Report {
     /// exclusive and inclusive shares of each run's total, the change,
     /// and keys found in one run only.
     Diff(DiffArgs),
+    /// Where threads waited: time off the CPU (sched_switch samples with
+    /// stacks, --switch-events) per function of the stack they blocked
+    /// in, per stack, state (sleeping, disk, preempted) or thread.
+    Offcpu(OffcpuArgs),
     /// Memory still allocated (mmap/brk/mremap regions not freed) at a
     /// time, from strace dumps: per process, application function, actual
     /// function and application source line (seed document 000).
@@ -428,6 +432,7 @@ fn run(cli: Cli) -> Result<()> {
         }
         Cmd::Report(Report::Flamegraph(a)) => runtime()?.block_on(flamegraph(a)),
         Cmd::Report(Report::Diff(a)) => runtime()?.block_on(diff(a)),
+        Cmd::Report(Report::Offcpu(a)) => runtime()?.block_on(offcpu(a)),
         Cmd::Report(Report::Unfreed(a)) => runtime()?.block_on(unfreed(a)),
         Cmd::Report(Report::Io(a)) => runtime()?.block_on(io_report(a)),
         Cmd::Report(Report::Exhaustion(a)) => runtime()?.block_on(exhaustion(a)),

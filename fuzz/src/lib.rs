@@ -52,14 +52,14 @@ fn diags() -> Diagnostics {
 }
 
 /// Every record of a reader, decoded as `ingest_perf` decodes it (samples
-/// with their syscall tracepoint payloads).
+/// with their tracepoint payloads).
 fn drain_perf(mut reader: perf::reader::PerfReader, d: &mut Diagnostics) {
-    let mut points = perf::syscall_points(&reader.events);
+    let mut points = perf::tracepoint_kinds(&reader.events);
     let mut version = reader.events_version;
     loop {
         // Pipe mode: attributes arrive in the stream.
         if reader.events_version != version {
-            points = perf::syscall_points(&reader.events);
+            points = perf::tracepoint_kinds(&reader.events);
             version = reader.events_version;
         }
         let Ok(Some(item)) = reader.next_record(d) else {
@@ -69,7 +69,7 @@ fn drain_perf(mut reader: perf::reader::PerfReader, d: &mut Diagnostics) {
             let mut s = perf::records::Sample::default();
             if item.decode_sample_into(&mut s).is_ok() {
                 if let (Some(Some(e)), Some(raw)) = (points.get(item.event), s.raw) {
-                    let _ = perf::records::decode_syscall_payload(raw, *e, item.big_endian());
+                    let _ = perf::records::decode_payload(*e, raw, item.big_endian());
                 }
             }
         } else {

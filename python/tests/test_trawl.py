@@ -43,6 +43,7 @@ def caps(tmp_path_factory):
     bin_dirs = [fx("perf", "bin")]
     spec = {
         "perf": ([fx("perf", "hot-fp.data")], dict(debug_dirs=bin_dirs)),
+        "offcpu": ([fx("perf", "offcpu.data")], dict(debug_dirs=bin_dirs)),
         "lbr": ([fx("perf", "lbr-fig8.data")], dict(debug_dirs=bin_dirs)),
         "phases": (
             [fx("phases", "run1", f) for f in ("perf.data", "app.strace", "vmstat.log", "sar.csv")],
@@ -117,6 +118,9 @@ CASES = [
     # One capture on both sides: every key is the base's (two runs: below).
     ("perf", "diff", {"by": "module", "base": "perf", "new": "perf"}, "diff('module', 'base', 'perf', 'new', 'perf')"),
     ("perf", "timeline", {"window": "10ms", "top": 3}, "timeline(10000000, 'top', 3)"),
+    ("offcpu", "offcpu", {"by": "function"}, "offcpu('function')"),
+    ("offcpu", "offcpu", {"by": "thread", "state": ["S", "R"]}, "offcpu('thread', 'state', 'S', 'state', 'R')"),
+    ("offcpu", "thread_timeline", {"window": "100ms"}, "thread_timeline(100000000)"),
     ("perf", "annotate", {"function": "spin_a"}, "annotate('spin_a')"),
     ("lbr", "lbr_samples", {"method": 3}, "lbr_samples('3')"),
     ("lbr", "lbr_functions", {"method": 1}, "lbr_functions('1')"),

@@ -26,6 +26,10 @@ pub async fn stack_leaves(s: &Session) -> Result<Vec<datafusion::arrow::array::R
     Session::collect(s.sql(STACK_LEAF).await?).await
 }
 
+/// Views `_switch_out`, `_switch_in` and `thread_state` (on- and off-CPU
+/// intervals of each thread from sched_switch samples and switch records).
+pub const THREAD_STATE: &str = include_str!("../analyses/perf/thread_state.sql");
+
 /// Views `read_delta`, `_selected_sample` and `_stack_weight` (the samples
 /// an analysis reads, with the selection's placeholders) and
 /// `_stack_position` (stack positions ordered for callers/callees).
@@ -171,6 +175,42 @@ pub static DIFF: Spec = Spec {
     inputs: None,
 };
 
+/// `offcpu(by, ...)`.
+pub static OFFCPU: Spec = Spec {
+    name: "offcpu",
+    doc: "Time threads spent off the CPU (thread_state: sched_switch samples with stacks, --switch-events) per function of the stack they blocked in, per stack, state or thread.",
+    sql: include_str!("../analyses/perf/offcpu.sql"),
+    positional: 1,
+    params: &[
+        Param { name: "by", kind: Kind::Text, doc: "function (default), stack, state or thread" },
+        Param { name: "state", kind: Kind::TextList, doc: "only these states, e.g. S, D (default: all but R, preempted)" },
+        Param { name: "pid", kind: Kind::IntList, doc: "only these processes" },
+        Param { name: "tid", kind: Kind::IntList, doc: "only these threads" },
+        Param { name: "comm", kind: Kind::TextList, doc: "only these commands" },
+        Param { name: "from_ns", kind: Kind::Int, doc: "only intervals starting at or after this time_ns" },
+        Param { name: "to_ns", kind: Kind::Int, doc: "only intervals starting before this time_ns" },
+        Param { name: "capture", kind: Kind::TextList, doc: "only these captures" },
+    ],
+    columns: None,
+    inputs: None,
+};
+
+/// `thread_timeline(window_ns, ...)`.
+pub static THREAD_TIMELINE: Spec = Spec {
+    name: "thread_timeline",
+    doc: "Per time window and thread: the time running and off the CPU per state (thread_state cut at the window edges).",
+    sql: include_str!("../analyses/perf/thread_timeline.sql"),
+    positional: 1,
+    params: &[
+        Param { name: "window_ns", kind: Kind::Int, doc: "window width in ns" },
+        Param { name: "pid", kind: Kind::IntList, doc: "only these processes" },
+        Param { name: "tid", kind: Kind::IntList, doc: "only these threads" },
+        Param { name: "capture", kind: Kind::TextList, doc: "only these captures" },
+    ],
+    columns: None,
+    inputs: None,
+};
+
 /// `timeline(window_ns, ...)`.
 pub static TIMELINE: Spec = Spec {
     name: "timeline",
@@ -217,7 +257,9 @@ pub static SPECS: &[&Spec] = &[
     &CALLEES,
     &FOLDED,
     &DIFF,
+    &OFFCPU,
     &TIMELINE,
+    &THREAD_TIMELINE,
     &ANNOTATE,
 ];
 

@@ -284,6 +284,7 @@ impl Session {
         time::register(&s).await?;
         s.run_script(analyses::FRAME_NAME).await?;
         s.run_script(analyses::STACK_WEIGHT).await?;
+        s.run_script(analyses::THREAD_STATE).await?;
         functions::register(&s, analyses::SPECS).await?;
         lbr::register(&s).await?;
         memory::register(&s).await?;

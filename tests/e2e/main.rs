@@ -21,6 +21,7 @@ mod lines;
 mod memlog;
 mod metrics;
 mod monitoring;
+mod offcpu;
 mod perf_fixtures;
 mod phases;
 mod pow;

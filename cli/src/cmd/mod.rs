@@ -22,6 +22,7 @@ pub(crate) mod io;
 pub(crate) mod lbr;
 pub(crate) mod mem_objects;
 pub(crate) mod mem_symbols;
+pub(crate) mod offcpu;
 pub(crate) mod page_reuse;
 pub(crate) mod pages;
 pub(crate) mod power_model;

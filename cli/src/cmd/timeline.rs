@@ -29,6 +29,11 @@ pub(crate) struct TimelineArgs {
     /// 1, 2, 3 or cycles; see `trawl report lbr`).
     #[arg(long, value_name = "METHOD")]
     pub(crate) lbr: Option<String>,
+    /// Instead of samples: per window and thread, the time it ran and the
+    /// time off the CPU per state (S sleeping, D disk, R preempted), from
+    /// the context switches (`thread_timeline(...)`).
+    #[arg(long, conflicts_with_all = ["plot", "lbr", "event"])]
+    pub(crate) threads: bool,
     #[command(flatten)]
     pub(crate) t0: T0Args,
     #[command(flatten)]
@@ -39,6 +44,17 @@ pub(crate) async fn timeline(a: TimelineArgs) -> Result<()> {
     use trawl_query::timeline as tl;
     let s = a.t0.open(&a.captures).await?;
     let window = trawl_query::time::parse_duration_ns(&a.window)?;
+    if a.threads {
+        use trawl_query::datafusion::prelude::lit;
+        let df = analyses::call(&s, "thread_timeline", &[lit(window)]).await?;
+        let batches = df.collect().await?;
+        if batches.iter().all(|b| b.num_rows() == 0) {
+            bail!(
+                "no thread states: record context switches (sched:sched_switch, --switch-events)"
+            );
+        }
+        return output::write(&batches, &a.out);
+    }
     let key = a.by;
     let lbr = a.lbr.as_deref().map(Method::parse).transpose()?;
     let (df, event) = tl::timeline(&s, window, key, a.top, a.event.as_deref(), lbr).await?;

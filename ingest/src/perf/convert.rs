@@ -24,7 +24,7 @@ use crate::stacks::StackTables;
 use crate::table_columns;
 
 use super::header::{flag, hex, EventDesc, Metadata};
-use super::records::{CpuMode, Mmap, Record, Sample, SampleId, SyscallPayload};
+use super::records::{CpuMode, Mmap, Payload, Record, Sample, SampleId, SyscallPayload};
 use super::syscalls::{Half, SyscallPairs};
 use crate::schema::{self, TableDef};
 use crate::syscalls::SyscallTable;
@@ -283,6 +283,37 @@ table_columns! {
 
 table_columns! {
     #[derive(Default)]
+    struct SwitchCols for schema::PERF_SWITCH {
+        source_id: Int32Builder,
+        time_ns: Int64Builder,
+        time_utc: UtcTime,
+        cpu: UInt32Builder,
+        pid: Int32Builder,
+        tid: Int32Builder,
+        direction: StringBuilder,
+        preempt: BooleanBuilder,
+        other_pid: Int32Builder,
+        other_tid: Int32Builder,
+    }
+}
+
+table_columns! {
+    #[derive(Default)]
+    struct SchedSwitchCols for schema::PERF_SCHED_SWITCH {
+        sample_id: Int64Builder,
+        prev_comm: StringBuilder,
+        prev_tid: Int32Builder,
+        prev_prio: Int32Builder,
+        prev_state: Int64Builder,
+        prev_state_text: StringBuilder,
+        next_comm: StringBuilder,
+        next_tid: Int32Builder,
+        next_prio: Int32Builder,
+    }
+}
+
+table_columns! {
+    #[derive(Default)]
     struct LostCols for schema::PERF_LOST {
         source_id: Int32Builder,
         time_ns: Int64Builder,
@@ -498,6 +529,10 @@ pub struct PerfConverter {
     tasks_out: Out,
     lost: LostCols,
     lost_out: Out,
+    switches: SwitchCols,
+    switches_out: Out,
+    sched: SchedSwitchCols,
+    sched_out: Out,
 
     source_id: i32,
     event_base: i32,
@@ -585,6 +620,10 @@ impl PerfConverter {
             tasks_out: Out::new(cap, &schema::PERF_TASK_EVENT)?,
             lost: Default::default(),
             lost_out: Out::new(cap, &schema::PERF_LOST)?,
+            switches: Default::default(),
+            switches_out: Out::new(cap, &schema::PERF_SWITCH)?,
+            sched: Default::default(),
+            sched_out: Out::new(cap, &schema::PERF_SCHED_SWITCH)?,
             source_id: 0,
             event_base: 0,
             id_to_event: HashMap::default(),
@@ -779,6 +818,26 @@ impl PerfConverter {
             Record::LostSamples { count } => {
                 self.lost_row(&sample_id, "lost_samples", Some(gid), *count)?;
             }
+            Record::Switch {
+                out,
+                preempt,
+                other,
+            } => {
+                let t = sample_id.time.map(|t| t as i64);
+                let utc = self.utc(t);
+                let c = &mut self.switches;
+                c.source_id.append_value(self.source_id);
+                c.time_ns.append_option(t);
+                c.time_utc.push(utc);
+                c.cpu.append_option(sample_id.cpu);
+                c.pid.append_option(sample_id.pid);
+                c.tid.append_option(sample_id.tid);
+                c.direction.append_value(if *out { "out" } else { "in" });
+                c.preempt.append_value(*out && *preempt);
+                c.other_pid.append_option(other.map(|o| o.0));
+                c.other_tid.append_option(other.map(|o| o.1));
+                self.switches_out.rows += 1;
+            }
             Record::Other { .. } => {}
         }
         Ok(())
@@ -971,13 +1030,19 @@ impl PerfConverter {
     }
 
     /// Handles a decoded sample of the input's event `event`.
-    /// `sys`: the decoded payload of a syscall tracepoint sample.
+    /// `payload`: the decoded payload of a tracepoint sample (syscall,
+    /// sched_switch).
     pub fn handle_sample(
         &mut self,
         event: usize,
         s: &Sample<'_>,
-        sys: Option<SyscallPayload>,
+        payload: Option<Payload>,
     ) -> Result<()> {
+        let (sys, sched) = match payload {
+            Some(Payload::Syscall(p)) => (Some(p), None),
+            Some(Payload::SchedSwitch(p)) => (None, Some(p)),
+            None => (None, None),
+        };
         let gid = self.event_base + event as i32;
         let sample_id = self.next_sample;
         self.next_sample += 1;
@@ -1083,6 +1148,21 @@ impl PerfConverter {
                         .exit(&mut self.syscalls, self.source_id, h, ret)
                 }
             }
+        }
+
+        if let Some(sw) = sched {
+            let state = sw.state_text();
+            let c = &mut self.sched;
+            c.sample_id.append_value(sample_id);
+            c.prev_comm.append_value(&sw.prev_comm);
+            c.prev_tid.append_value(sw.prev_tid);
+            c.prev_prio.append_value(sw.prev_prio);
+            c.prev_state.append_value(sw.prev_state);
+            c.prev_state_text.append_value(state);
+            c.next_comm.append_value(&sw.next_comm);
+            c.next_tid.append_value(sw.next_tid);
+            c.next_prio.append_value(sw.next_prio);
+            self.sched_out.rows += 1;
         }
 
         self.branch_frames(s, mode, ev_branch_filter);
@@ -1380,6 +1460,14 @@ impl PerfConverter {
             self.lost_out.w.write_rows(&mut self.lost)?;
             self.lost_out.rows = 0;
         }
+        if self.switches_out.rows > 0 {
+            self.switches_out.w.write_rows(&mut self.switches)?;
+            self.switches_out.rows = 0;
+        }
+        if self.sched_out.rows > 0 {
+            self.sched_out.w.write_rows(&mut self.sched)?;
+            self.sched_out.rows = 0;
+        }
         Ok(())
     }
 
@@ -1454,6 +1542,8 @@ impl PerfConverter {
             self.mappings_out,
             self.tasks_out,
             self.lost_out,
+            self.switches_out,
+            self.sched_out,
         ] {
             cap.close_table(out.w)?;
         }

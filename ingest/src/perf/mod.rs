@@ -33,13 +33,12 @@ pub struct PerfStats {
     pub pipe: bool,
 }
 
-/// Which events are syscall tracepoints, by event index: `Some(true)` for
-/// `sys_enter_*`, `Some(false)` for `sys_exit_*` (their payloads are
-/// decoded with the sample).
-pub fn syscall_points(events: &[header::EventDesc]) -> Vec<Option<bool>> {
+/// Which events are tracepoints whose payloads are decoded with the
+/// sample (syscall enter/exit, sched_switch), by event index.
+pub fn tracepoint_kinds(events: &[header::EventDesc]) -> Vec<Option<records::TracepointKind>> {
     events
         .iter()
-        .map(|e| records::syscall_tracepoint(&e.name()).map(|(enter, _)| enter))
+        .map(|e| records::tracepoint_kind(&e.name()))
         .collect()
 }
 
@@ -62,7 +61,7 @@ pub fn ingest_perf(
     // File mode: the clock data (feature sections) is known before the
     // first record; pipe mode: from its HEADER_FEATURE record on.
     conv.set_utc_offset(reader.meta.utc_offset_ns);
-    let mut sys_points = syscall_points(&reader.events);
+    let mut kinds = tracepoint_kinds(&reader.events);
     let before = conv.samples_written;
     let mut version = reader.events_version;
     let mut n_records = 0u64;
@@ -70,7 +69,7 @@ pub fn ingest_perf(
         // Pipe mode: attributes and names arrive in the stream.
         if reader.events_version != version {
             conv.sync_events(&reader.events);
-            sys_points = syscall_points(&reader.events);
+            kinds = tracepoint_kinds(&reader.events);
             version = reader.events_version;
         }
         let Some(item) = reader.next_record(diags)? else {
@@ -93,19 +92,19 @@ pub fn ingest_perf(
         let decoded = if item.is_sample() {
             let mut s = records::Sample::default();
             item.decode_sample_into(&mut s).map(|()| {
-                // A syscall tracepoint's payload, decoded here (the
-                // converter sees typed values only); a bad one leaves the
-                // sample without its call.
-                let sys = match (sys_points.get(item.event).copied().flatten(), s.raw) {
-                    (Some(enter), Some(raw)) => {
-                        match records::decode_syscall_payload(raw, enter, item.big_endian()) {
+                // A tracepoint's payload (syscall, sched_switch), decoded
+                // here (the converter sees typed values only); a bad one
+                // leaves the sample without it.
+                let payload = match (kinds.get(item.event).copied().flatten(), s.raw) {
+                    (Some(kind), Some(raw)) => {
+                        match records::decode_payload(kind, raw, item.big_endian()) {
                             Ok(p) => Some(p),
                             Err(msg) => {
                                 diags.report(
                                     item.position,
                                     crate::Severity::Warning,
                                     "bad_tracepoint_payload",
-                                    format!("{msg}; sample kept without its system call"),
+                                    format!("{msg}; sample kept without its payload"),
                                 )?;
                                 None
                             }
@@ -113,7 +112,7 @@ pub fn ingest_perf(
                     }
                     _ => None,
                 };
-                conv.handle_sample(item.event, &s, sys)
+                conv.handle_sample(item.event, &s, payload)
             })
         } else {
             item.decode()

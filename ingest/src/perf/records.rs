@@ -20,6 +20,8 @@ pub mod rtype {
     pub const SAMPLE: u32 = 9;
     pub const MMAP2: u32 = 10;
     pub const LOST_SAMPLES: u32 = 13;
+    pub const SWITCH: u32 = 14;
+    pub const SWITCH_CPU_WIDE: u32 = 15;
     /// PERF_RECORD_CALLCHAIN_DEFERRED (Linux 6.17), the newest type known.
     pub const LAST_KNOWN_KERNEL: u32 = 22;
     pub const MAX_KERNEL: u32 = 63;
@@ -42,6 +44,10 @@ pub const MISC_CPUMODE_MASK: u16 = 7;
 pub const MISC_MMAP_DATA: u16 = 1 << 13;
 pub const MISC_COMM_EXEC: u16 = 1 << 13;
 pub const MISC_MMAP_BUILD_ID: u16 = 1 << 14;
+/// SWITCH records: the task switched out (else in), and was preempted
+/// (still runnable) rather than blocked.
+pub const MISC_SWITCH_OUT: u16 = 1 << 13;
+pub const MISC_SWITCH_OUT_PREEMPT: u16 = 1 << 14;
 
 /// Callchain context markers (`enum perf_callchain_context`).
 pub mod context {
@@ -653,6 +659,124 @@ pub fn decode_task(body: &[u8], be: bool) -> Result<Task, String> {
     })
 }
 
+/// The tracepoints whose payload (PERF_SAMPLE_RAW) is decoded with the
+/// sample.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TracepointKind {
+    SysEnter,
+    SysExit,
+    /// `sched:sched_switch`: the task leaving the CPU and the one taking it.
+    SchedSwitch,
+}
+
+/// The kind of tracepoint an event is, by its name.
+pub fn tracepoint_kind(event_name: &str) -> Option<TracepointKind> {
+    if event_name == "sched:sched_switch" {
+        return Some(TracepointKind::SchedSwitch);
+    }
+    syscall_tracepoint(event_name).map(|(enter, _)| {
+        if enter {
+            TracepointKind::SysEnter
+        } else {
+            TracepointKind::SysExit
+        }
+    })
+}
+
+/// A decoded tracepoint payload.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Payload {
+    Syscall(SyscallPayload),
+    SchedSwitch(SchedSwitch),
+}
+
+/// Decodes the payload of a tracepoint of kind `kind`.
+pub fn decode_payload(kind: TracepointKind, raw: &[u8], be: bool) -> Result<Payload, String> {
+    match kind {
+        TracepointKind::SysEnter => decode_syscall_payload(raw, true, be).map(Payload::Syscall),
+        TracepointKind::SysExit => decode_syscall_payload(raw, false, be).map(Payload::Syscall),
+        TracepointKind::SchedSwitch => decode_sched_switch(raw, be).map(Payload::SchedSwitch),
+    }
+}
+
+/// A `sched:sched_switch` payload, from the layout of
+/// `/sys/kernel/tracing/events/sched/sched_switch/format` (64-bit kernels
+/// since 4.x): common fields (8 bytes), `char prev_comm[16]` at 8, `pid_t
+/// prev_pid` at 24, `int prev_prio` at 28, `long prev_state` at 32, `char
+/// next_comm[16]` at 40, `pid_t next_pid` at 56, `int next_prio` at 60.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SchedSwitch {
+    pub prev_comm: String,
+    /// Thread leaving the CPU (the kernel's pid is the thread id).
+    pub prev_tid: i32,
+    pub prev_prio: i32,
+    /// Its state bits (TASK_INTERRUPTIBLE 0x1, TASK_UNINTERRUPTIBLE 0x2,
+    /// ...; 0: runnable, i.e. preempted).
+    pub prev_state: i64,
+    pub next_comm: String,
+    pub next_tid: i32,
+    pub next_prio: i32,
+}
+
+impl SchedSwitch {
+    /// `prev_state` as perf script prints it (`R`, `S`, `D`, `T`, `t`,
+    /// `X`, `Z`, `P`, `I`, joined by `|`; `+` when preempted while
+    /// marked runnable), from the format's print fmt.
+    pub fn state_text(&self) -> String {
+        const NAMES: [(i64, &str); 8] = [
+            (0x1, "S"),
+            (0x2, "D"),
+            (0x4, "T"),
+            (0x8, "t"),
+            (0x10, "X"),
+            (0x20, "Z"),
+            (0x40, "P"),
+            (0x80, "I"),
+        ];
+        // TASK_REPORT_MAX: the bits above are reported; the next one
+        // (0x100) means preempted.
+        let st = self.prev_state & 0xff;
+        let mut out = if st == 0 {
+            "R".to_string()
+        } else {
+            NAMES
+                .iter()
+                .filter(|(b, _)| st & b != 0)
+                .map(|(_, n)| *n)
+                .collect::<Vec<_>>()
+                .join("|")
+        };
+        if self.prev_state & 0x100 != 0 {
+            out.push('+');
+        }
+        out
+    }
+}
+
+pub fn decode_sched_switch(raw: &[u8], be: bool) -> Result<SchedSwitch, String> {
+    if raw.len() < 64 {
+        return Err(format!(
+            "sched_switch payload of {} bytes is shorter than its 64-byte layout",
+            raw.len()
+        ));
+    }
+    let comm = |b: &[u8]| {
+        let end = b.iter().position(|&c| c == 0).unwrap_or(b.len());
+        String::from_utf8_lossy(&b[..end]).into_owned()
+    };
+    let i32_at = |o: usize| Cursor::new(&raw[o..o + 4], be).i32().unwrap_or(0);
+    let i64_at = |o: usize| Cursor::new(&raw[o..o + 8], be).u64().unwrap_or(0) as i64;
+    Ok(SchedSwitch {
+        prev_comm: comm(&raw[8..24]),
+        prev_tid: i32_at(24),
+        prev_prio: i32_at(28),
+        prev_state: i64_at(32),
+        next_comm: comm(&raw[40..56]),
+        next_tid: i32_at(56),
+        next_prio: i32_at(60),
+    })
+}
+
 /// Which half of a system call a `syscalls:sys_enter_NAME` /
 /// `syscalls:sys_exit_NAME` tracepoint records, and NAME.
 pub fn syscall_tracepoint(event_name: &str) -> Option<(bool, &str)> {
@@ -735,6 +859,15 @@ pub enum Record<'a> {
     LostSamples {
         count: u64,
     },
+    /// PERF_RECORD_SWITCH / SWITCH_CPU_WIDE (`perf record --switch-events`):
+    /// the thread of the trailer switched out (else in); `preempt`: it was
+    /// still runnable; `other`: the (pid, tid) switched to or from
+    /// (CPU-wide records only).
+    Switch {
+        out: bool,
+        preempt: bool,
+        other: Option<(i32, i32)>,
+    },
     /// A record trawl does not convert (throttle, context switch, ...).
     Other {
         record_type: u32,
@@ -777,6 +910,21 @@ pub fn decode<'a>(
             let mut c = Cursor::new(body, be);
             Record::LostSamples {
                 count: c.u64().ok_or("lost_samples record too short")?,
+            }
+        }
+        rtype::SWITCH | rtype::SWITCH_CPU_WIDE => {
+            let other = if record_type == rtype::SWITCH_CPU_WIDE {
+                let mut c = Cursor::new(body, be);
+                let pid = c.i32().ok_or("switch_cpu_wide record too short")?;
+                let tid = c.i32().ok_or("switch_cpu_wide record too short")?;
+                Some((pid, tid))
+            } else {
+                None
+            };
+            Record::Switch {
+                out: misc & MISC_SWITCH_OUT != 0,
+                preempt: misc & MISC_SWITCH_OUT_PREEMPT != 0,
+                other,
             }
         }
         t => Record::Other { record_type: t },

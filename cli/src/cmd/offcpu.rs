@@ -1,0 +1,74 @@
+//! `trawl report offcpu`: `offcpu(...)`, where threads waited.
+
+use crate::*;
+
+#[derive(Args)]
+pub(crate) struct OffcpuArgs {
+    /// Captures (or directories of captures).
+    #[arg(required = true)]
+    pub(crate) captures: Vec<PathBuf>,
+    /// Per function of the blocking stack (default), whole stack, state
+    /// or thread.
+    #[arg(long, default_value = "function", value_parser = ["function", "stack", "state", "thread"])]
+    pub(crate) by: String,
+    /// Only these states (repeatable: S sleeping, D uninterruptible, R
+    /// preempted, blocked from switch records); default all but R.
+    #[arg(long)]
+    pub(crate) state: Vec<String>,
+    #[command(flatten)]
+    pub(crate) filter: FilterArgs,
+    /// Show at most N rows.
+    #[arg(long, short = 'n')]
+    pub(crate) limit: Option<usize>,
+    #[command(flatten)]
+    pub(crate) out: OutputOpts,
+}
+
+pub(crate) async fn offcpu(a: OffcpuArgs) -> Result<()> {
+    use trawl_query::datafusion::prelude::lit;
+    let s = crate::open(&a.captures).await?;
+    let f = a.filter.to_filter()?;
+    if f.event.is_some() {
+        bail!("--event does not apply: off-CPU time comes from the switches");
+    }
+    let mut args = vec![lit(a.by.as_str())];
+    let mut pair = |k: &str, v: trawl_query::datafusion::scalar::ScalarValue| {
+        args.push(lit(k));
+        args.push(lit(v));
+    };
+    use trawl_query::datafusion::scalar::ScalarValue as V;
+    for x in &a.state {
+        pair("state", V::from(x.as_str()));
+    }
+    for &p in &f.pids {
+        pair("pid", V::Int32(Some(p)));
+    }
+    for &t in &f.tids {
+        pair("tid", V::Int32(Some(t)));
+    }
+    for c in &f.comms {
+        pair("comm", V::from(c.as_str()));
+    }
+    if let Some(t) = f.time_from_ns {
+        pair("from_ns", V::Int64(Some(t)));
+    }
+    if let Some(t) = f.time_to_ns {
+        pair("to_ns", V::Int64(Some(t)));
+    }
+    for c in &f.captures {
+        pair("capture", V::from(c.as_str()));
+    }
+    let df = analyses::call(&s, "offcpu", &args).await?;
+    let n: usize = s
+        .sql("SELECT count(*) FROM thread_state WHERE off_cpu")
+        .await?
+        .count()
+        .await?;
+    if n == 0 {
+        bail!(
+            "no off-CPU intervals: record context switches, e.g. perf record -g -e sched:sched_switch -c 1 --switch-events -e cpu-clock/period=1000000/ ..."
+        );
+    }
+    let batches = limited(df, a.limit).await?;
+    output::write(&batches, &a.out)
+}
