@@ -102,7 +102,9 @@ enum Cmd {
     /// -C` prints (function, then file:line, per inline level, innermost
     /// first); debug files are found as for captures.
     Addr2line(Addr2lineArgs),
-    /// Ingest the bundled fixtures and show what trawl answers.
+    /// A tour on the bundled fixtures: a perf capture, a strace dump,
+    /// monitoring metrics, a memory log and energy readings, each ingested
+    /// and asked its headline question.
     Demo,
     /// The processes of a Ballista cluster that runs trawl's SQL.
     #[command(subcommand)]
@@ -448,7 +450,7 @@ fn run(cli: Cli) -> Result<()> {
         Cmd::Report(Report::MemObjects(a)) => runtime()?.block_on(report_mem_objects(a)),
         Cmd::Convert(Convert::Lackey(a)) => convert_lackey(a),
         Cmd::Render(Render::Heatmap(a)) => runtime()?.block_on(render_heatmap(a)),
-        Cmd::Demo => runtime()?.block_on(demo()),
+        Cmd::Demo => demo(),
         Cmd::Addr2line(a) => {
             symbols::addr2line(&a.exe, &a.addresses, a.addresses_out, &a.sym.config())
         }

@@ -15,6 +15,7 @@ mod energy;
 mod energy_sim;
 mod export;
 mod figure;
+mod guide;
 mod layering;
 mod lbr;
 mod lines;

@@ -1,4 +1,6 @@
-//! `trawl demo`: the reports on the committed fixtures.
+//! `trawl demo`: the README's tour on the committed fixtures, one capture
+//! of each kind of input with its headline report, run as the commands
+//! shown (this binary, in a scratch directory that links the fixtures).
 
 use crate::*;
 
@@ -6,56 +8,94 @@ pub(crate) fn fixtures_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures")
 }
 
-pub(crate) async fn demo() -> Result<()> {
-    let fx = fixtures_dir().join("perf");
-    let input = fx.join("hot-fp.data");
-    if !input.is_file() {
+/// (what it shows, the commands).
+const TOUR: &[(&str, &[&[&str]])] = &[
+    (
+        "CPU, from perf.data: which functions took the time",
+        &[
+            &["ingest", "fixtures/perf/hot-fp.data", "-o", "hot", "--debug-dir", "fixtures/perf/bin"],
+            &["report", "hotspots", "hot", "--no-inline", "-n", "8"],
+        ],
+    ),
+    (
+        "System calls, from strace -k: memory still held at exit, by function and line",
+        &[
+            &["ingest", "fixtures/phases/run1/app.strace", "-o", "app", "--debug-dir", "fixtures/phases/bin"],
+            &["report", "unfreed", "app", "-n", "5"],
+        ],
+    ),
+    (
+        "Monitoring metrics (vmstat, sar): when the machine ran out of CPU",
+        &[
+            &["ingest", "fixtures/phases/run1/vmstat.log", "fixtures/phases/run1/sar.csv", "-o", "metrics"],
+            &["report", "exhaustion", "metrics", "--rule", "cpu_user+cpu_sys > 90 and runq > 2", "--min-duration", "2s"],
+        ],
+    ),
+    (
+        "Memory accesses, from a valgrind lackey log: pages that could be shared",
+        &[
+            &["ingest", "fixtures/memlog/pages.lackey.zst", "fixtures/memlog/pages.maps", "-o", "pages", "--debug-dir", "fixtures/memlog/bin"],
+            &["report", "page-reuse", "pages"],
+        ],
+    ),
+    (
+        "Energy, from RAPL readings (simulated: fixtures/energy) and the samples of the same run",
+        &[
+            &["ingest", "fixtures/energy/sim.data", "fixtures/energy/sim-rapl.csv", "-o", "energy", "--debug-dir", "fixtures/perf/bin"],
+            &["report", "energy", "energy", "--by", "function"],
+        ],
+    ),
+    (
+        "Your own questions, in SQL",
+        &[&[
+            "sql",
+            "hot",
+            "SELECT comm, count(*) AS samples, round(sum(period) / 1e6, 1) AS cpu_ms FROM perf_sample GROUP BY comm",
+        ]],
+    ),
+];
+
+/// An argument as a shell would need it.
+fn quoted(a: &str) -> String {
+    if a.chars()
+        .all(|c| c.is_ascii_alphanumeric() || "-_./=:,".contains(c))
+    {
+        a.to_string()
+    } else {
+        format!("'{}'", a.replace('\'', r"'\''"))
+    }
+}
+
+pub(crate) fn demo() -> Result<()> {
+    let fx = fixtures_dir();
+    if !fx.join("perf/hot-fp.data").is_file() {
         bail!(
-            "bundled fixture {} not found (run from a checkout)",
-            input.display()
+            "the bundled fixtures are not at {} (run from a checkout)",
+            fx.display()
         );
     }
     let tmp = tempfile::tempdir()?;
-    let cap = tmp.path().join("hot");
+    std::os::unix::fs::symlink(&fx, tmp.path().join("fixtures"))?;
+    let exe = std::env::current_exe()?;
     println!(
-        "$ trawl ingest fixtures/perf/hot-fp.data --debug-dir fixtures/perf/bin -o {}",
-        cap.display()
+        "(in a scratch directory where `fixtures` is {})",
+        fx.display()
     );
-    let args = IngestArgs {
-        inputs: vec![input],
-        output: cap.clone(),
-        conv: ConvertArgs {
-            strict: false,
-            tz: None,
-            no_symbolize: false,
-            no_unwind: false,
-            max_expansion: trawl_ingest::compressed::ExpansionLimit::DEFAULT_RATIO,
-            mem: MemArgs::default(),
-            sym: SymArgs {
-                debug_dirs: vec![fx.join("bin")],
-                ..Default::default()
-            },
-        },
-    };
-    ingest(&args)?;
-    println!("\n$ trawl report hotspots {} --limit 12", cap.display());
-    let s = crate::open(std::slice::from_ref(&cap)).await?;
-    let weight = analyses::Weight::Period;
-    let event = analyses::choose_event(&s, None).await?;
-    println!("event: {event}");
-    let sel = analyses::Selection {
-        filter: &SampleFilter::default(),
-        event: &event,
-        weight: &weight,
-        opts: Default::default(),
-    };
-    let df = analyses::hotspots(&s, HotspotKey::Function, &sel)
-        .await?
-        .limit(0, Some(12))?;
-    output::write(&df.collect().await?, &OutputOpts::default())?;
-    let q = "SELECT comm, pid, count(*) AS samples, round(sum(period) / 1e6, 1) AS cpu_ms FROM perf_sample GROUP BY comm, pid ORDER BY samples DESC";
-    println!("\n$ trawl sql {} \"{q}\"", cap.display());
-    let df = s.sql(q).await?;
-    output::write(&df.collect().await?, &OutputOpts::default())?;
+    for (title, cmds) in TOUR {
+        println!("\n# {title}");
+        for args in *cmds {
+            let shown: Vec<String> = args.iter().map(|a| quoted(a)).collect();
+            println!("$ trawl {}", shown.join(" "));
+            use std::io::Write;
+            std::io::stdout().flush()?;
+            let st = std::process::Command::new(&exe)
+                .args(*args)
+                .current_dir(tmp.path())
+                .status()?;
+            if !st.success() {
+                bail!("`trawl {}` failed", shown.join(" "));
+            }
+        }
+    }
     Ok(())
 }
