@@ -21,7 +21,7 @@ const TOUR: &[(&str, &[&[&str]])] = &[
         "System calls, from strace -k: memory still held at exit, by function and line",
         &[
             &["ingest", "fixtures/phases/run1/app.strace", "-o", "app", "--debug-dir", "fixtures/phases/bin"],
-            &["report", "unfreed", "app", "-n", "5"],
+            &["report", "unfreed", "app"],
         ],
     ),
     (
