@@ -90,50 +90,69 @@ pub fn symbolize_capture(dir: &Path, cfg: &trawl_symbolize::Config) -> Result<Su
         });
     }
     let n_addr: usize = reqs.iter().map(|r| r.addresses.len()).sum();
-    let results = trawl_symbolize::symbolize(&cfg, reqs.clone());
-    let mut rows = Vec::new();
     let mut resolved = 0;
     let mut failed = Vec::new();
-    for ((id, req), res) in ids.iter().zip(&reqs).zip(results) {
-        if res.status != Status::Ok {
-            failed.push(format!(
-                "{}: {}{}",
-                req.path,
-                res.status.as_str(),
-                res.message
-                    .as_deref()
-                    .map(|m| format!(" ({m})"))
-                    .unwrap_or_default()
-            ));
-        }
-        let file = res
-            .symbols_file
-            .as_ref()
-            .map(|p| p.to_string_lossy().into_owned());
-        let dwarf_file = res
-            .debug_info
-            .as_ref()
-            .map(|p| p.to_string_lossy().into_owned());
-        for (pc, hit) in req.addresses.iter().zip(&res.symbols) {
-            if hit.symbol.is_some() || hit.inline.iter().any(|l| l.function.is_some()) {
-                resolved += 1;
+    // A few modules at a time (as many as run in parallel), their rows
+    // written before the next: memory holds their results only.
+    let batch = rayon::current_num_threads().max(1);
+    let mut work = ids
+        .iter()
+        .copied()
+        .zip(reqs)
+        .collect::<Vec<_>>()
+        .into_iter()
+        .peekable();
+    capture::write_symbols_with(dir, |sink| {
+        while work.peek().is_some() {
+            let part: Vec<(i64, ModuleRequest)> = work.by_ref().take(batch).collect();
+            let (part_ids, part_reqs): (Vec<i64>, Vec<ModuleRequest>) = part.into_iter().unzip();
+            let results = trawl_symbolize::symbolize(&cfg, part_reqs.clone());
+            let mut rows = Vec::new();
+            for ((id, req), res) in part_ids.iter().zip(&part_reqs).zip(results) {
+                if res.status != Status::Ok {
+                    failed.push(format!(
+                        "{}: {}{}",
+                        req.path,
+                        res.status.as_str(),
+                        res.message
+                            .as_deref()
+                            .map(|m| format!(" ({m})"))
+                            .unwrap_or_default()
+                    ));
+                }
+                let file = res
+                    .symbols_file
+                    .as_ref()
+                    .map(|p| p.to_string_lossy().into_owned());
+                let dwarf_file = res
+                    .debug_info
+                    .as_ref()
+                    .map(|p| p.to_string_lossy().into_owned());
+                for (pc, hit) in req.addresses.iter().zip(&res.symbols) {
+                    if hit.symbol.is_some() || hit.inline.iter().any(|l| l.function.is_some()) {
+                        resolved += 1;
+                    }
+                    push_rows(&mut rows, *id, *pc, hit, res.table, &file, &dwarf_file);
+                }
+                files.push(SymbolFileRow {
+                    module_id: *id,
+                    path: req.path.clone(),
+                    binary: res
+                        .binary
+                        .as_ref()
+                        .map(|p| p.to_string_lossy().into_owned()),
+                    symbols: file,
+                    debug_info: dwarf_file,
+                    status: res.status.as_str(),
+                    message: res.message.clone(),
+                });
             }
-            push_rows(&mut rows, *id, *pc, hit, res.table, &file, &dwarf_file);
+            sink.write(&rows)?;
         }
-        files.push(SymbolFileRow {
-            module_id: *id,
-            path: req.path.clone(),
-            binary: res
-                .binary
-                .as_ref()
-                .map(|p| p.to_string_lossy().into_owned()),
-            symbols: file,
-            debug_info: dwarf_file,
-            status: res.status.as_str(),
-            message: res.message.clone(),
-        });
-    }
-    capture::write_symbols(dir, &rows, &files)?;
+        Ok(())
+    })?;
+    files.sort_by_key(|f| f.module_id);
+    capture::write_symbol_files(dir, &files)?;
     decode_functions(dir, &cfg, &modules)?;
     Ok(Summary {
         modules: ids.len(),
@@ -174,54 +193,69 @@ fn decode_functions(
             ));
         }
     }
-    let codes: Vec<(i64, ModuleRequest, trawl_symbolize::disasm::CodeResult)> = reqs
-        .into_iter()
-        .map(|(id, r)| {
-            let c = trawl_symbolize::disasm::function_code(cfg, &r);
-            (id, r, c)
-        })
-        .filter(|(_, _, c)| c.status == Status::Ok && !c.functions.is_empty())
-        .collect();
-    // Source lines of every instruction, through the same symbolizer.
-    let line_reqs: Vec<ModuleRequest> = codes
-        .iter()
-        .map(|(_, r, c)| ModuleRequest {
-            addresses: c
-                .functions
-                .iter()
-                .flat_map(|f| f.insns.iter().map(|i| i.offset))
-                .collect(),
-            ..r.clone()
-        })
-        .collect();
-    let lines = trawl_symbolize::symbolize(cfg, line_reqs);
-    let mut rows = Vec::new();
-    for ((id, _, code), lines) in codes.into_iter().zip(lines) {
-        let mut at = lines.symbols.into_iter();
-        for f in code.functions {
-            let name: std::sync::Arc<str> = f.name.into();
-            for i in f.insns {
-                let l = at.next().unwrap_or_default();
-                let inner = l.inline.first();
-                rows.push(capture::InstructionRow {
-                    module_id: id,
-                    function: name.clone(),
-                    function_rel_pc: f.offset,
-                    rel_pc: i.offset,
-                    address: i.address,
-                    bytes: i.bytes,
-                    text: i.text,
-                    file: inner.and_then(|l| l.file.clone()),
-                    line: inner.and_then(|l| l.line),
-                    inline_function: inner
-                        .filter(|_| l.inline.len() > 1)
-                        .and_then(|l| l.function.clone()),
-                });
+    // Module by module, and in chunks of functions, so that memory holds
+    // one module's code and one chunk's lines (a system-wide recording
+    // samples tens of thousands of functions in binaries such as LLVM).
+    // The lines are looked up once each: not kept in a shared cache.
+    const CHUNK: usize = 1 << 20;
+    let mut line_cfg = cfg.clone();
+    line_cfg.share_results = false;
+    let mut n = 0usize;
+    capture::write_instructions_with(dir, |sink| {
+        for (id, r) in reqs {
+            let code = trawl_symbolize::disasm::function_code(cfg, &r);
+            if code.status != Status::Ok || code.functions.is_empty() {
+                continue;
+            }
+            let mut funcs = code.functions.into_iter().peekable();
+            while funcs.peek().is_some() {
+                let mut chunk = Vec::new();
+                let mut count = 0;
+                while let Some(f) = funcs.next_if(|_| count < CHUNK) {
+                    count += f.insns.len();
+                    chunk.push(f);
+                }
+                let req = ModuleRequest {
+                    addresses: chunk
+                        .iter()
+                        .flat_map(|f| f.insns.iter().map(|i| i.offset))
+                        .collect(),
+                    ..r.clone()
+                };
+                let lines = trawl_symbolize::symbolize(&line_cfg, vec![req])
+                    .pop()
+                    .map(|l| l.symbols)
+                    .unwrap_or_default();
+                let mut at = lines.into_iter();
+                let mut rows = Vec::with_capacity(count);
+                for f in chunk {
+                    let name: std::sync::Arc<str> = f.name.into();
+                    for i in f.insns {
+                        let l = at.next().unwrap_or_default();
+                        let inner = l.inline.first();
+                        rows.push(capture::InstructionRow {
+                            module_id: id,
+                            function: name.clone(),
+                            function_rel_pc: f.offset,
+                            rel_pc: i.offset,
+                            address: i.address,
+                            bytes: i.bytes,
+                            text: i.text,
+                            file: inner.and_then(|l| l.file.clone()),
+                            line: inner.and_then(|l| l.line),
+                            inline_function: inner
+                                .filter(|_| l.inline.len() > 1)
+                                .and_then(|l| l.function.clone()),
+                        });
+                    }
+                }
+                n += rows.len();
+                sink.write(&rows)?;
             }
         }
-    }
-    capture::write_instructions(dir, &rows)?;
-    Ok(rows.len())
+        Ok(())
+    })?;
+    Ok(n)
 }
 
 /// The rows of one address: one per inline level, innermost first; the

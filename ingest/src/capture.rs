@@ -178,30 +178,47 @@ table_columns! {
 
 /// Writes (replacing) the `instruction` table of a capture.
 pub fn write_instructions(dir: &Path, rows: &[InstructionRow]) -> Result<()> {
-    let mut batches = Vec::new();
-    for chunk in rows.chunks(256 * 1024) {
-        let mut c = InstructionCols::default();
-        for r in chunk {
-            c.module_id.append_value(r.module_id);
-            c.function.append_value(&r.function);
-            c.function_rel_pc.append_value(r.function_rel_pc);
-            c.rel_pc.append_value(r.rel_pc);
-            c.address.append_value(r.address);
-            c.size.append_value(r.bytes.len() as u32);
-            c.bytes.append_value(&r.bytes);
-            c.text.append_value(&r.text);
-            c.file.append_option(r.file.as_deref());
-            c.line.append_option(r.line);
-            c.inline_function
-                .append_option(r.inline_function.as_deref());
-        }
-        batches.push(columns::batch(&mut c)?);
-    }
-    if batches.is_empty() {
-        batches.push(RecordBatch::new_empty(schema::INSTRUCTION.schema()));
-    }
-    replace_table(dir, &schema::INSTRUCTION, &batches)?;
+    write_instructions_with(dir, |sink| sink.write(rows))?;
     Ok(())
+}
+
+/// Where [`write_instructions_with`] takes rows: each call's rows are
+/// written out (in row groups) before the next, so only one chunk is held.
+pub struct RowSink<'a> {
+    w: &'a mut crate::writer::TableWriter,
+}
+
+impl RowSink<'_> {
+    pub fn write(&mut self, rows: &[InstructionRow]) -> Result<()> {
+        for chunk in rows.chunks(64 * 1024) {
+            let mut c = InstructionCols::default();
+            for r in chunk {
+                c.module_id.append_value(r.module_id);
+                c.function.append_value(&r.function);
+                c.function_rel_pc.append_value(r.function_rel_pc);
+                c.rel_pc.append_value(r.rel_pc);
+                c.address.append_value(r.address);
+                c.size.append_value(r.bytes.len() as u32);
+                c.bytes.append_value(&r.bytes);
+                c.text.append_value(&r.text);
+                c.file.append_option(r.file.as_deref());
+                c.line.append_option(r.line);
+                c.inline_function
+                    .append_option(r.inline_function.as_deref());
+            }
+            self.w.write_rows(&mut c)?;
+        }
+        Ok(())
+    }
+}
+
+/// Writes (replaces) `instruction` from the rows `fill` hands its sink,
+/// a chunk at a time. Returns the rows written.
+pub fn write_instructions_with(
+    dir: &Path,
+    fill: impl FnOnce(&mut RowSink<'_>) -> Result<()>,
+) -> Result<u64> {
+    crate::writer::replace_table_with(dir, &schema::INSTRUCTION, |w| fill(&mut RowSink { w }))
 }
 
 #[derive(Clone, Debug)]
@@ -262,29 +279,49 @@ table_columns! {
 
 /// Writes (replacing) the `symbol` and `symbol_file` tables of a capture.
 pub fn write_symbols(dir: &Path, rows: &[SymbolRow], files: &[SymbolFileRow]) -> Result<()> {
-    let mut batches = Vec::new();
-    for chunk in rows.chunks(256 * 1024) {
-        let mut c = SymbolCols::default();
-        for r in chunk {
-            c.module_id.append_value(r.module_id);
-            c.rel_pc.append_value(r.rel_pc);
-            c.inline_depth.append_value(r.inline_depth);
-            c.inlined.append_value(r.inlined);
-            c.function.append_option(r.function.as_deref());
-            c.file.append_option(r.file.as_deref());
-            c.line.append_option(r.line);
-            c.column.append_option(r.column);
-            c.symbol_offset.append_option(r.symbol_offset);
-            c.symbol_source.append_option(r.symbol_source);
-            c.symbol_file.append_option(r.symbol_file.as_deref());
-        }
-        batches.push(columns::batch(&mut c)?);
-    }
-    if batches.is_empty() {
-        batches.push(RecordBatch::new_empty(schema::SYMBOL.schema()));
-    }
-    replace_table(dir, &schema::SYMBOL, &batches)?;
+    write_symbols_with(dir, |sink| sink.write(rows))?;
+    write_symbol_files(dir, files)
+}
 
+/// Where [`write_symbols_with`] takes rows, a chunk at a time.
+pub struct SymbolSink<'a> {
+    w: &'a mut crate::writer::TableWriter,
+}
+
+impl SymbolSink<'_> {
+    pub fn write(&mut self, rows: &[SymbolRow]) -> Result<()> {
+        for chunk in rows.chunks(64 * 1024) {
+            let mut c = SymbolCols::default();
+            for r in chunk {
+                c.module_id.append_value(r.module_id);
+                c.rel_pc.append_value(r.rel_pc);
+                c.inline_depth.append_value(r.inline_depth);
+                c.inlined.append_value(r.inlined);
+                c.function.append_option(r.function.as_deref());
+                c.file.append_option(r.file.as_deref());
+                c.line.append_option(r.line);
+                c.column.append_option(r.column);
+                c.symbol_offset.append_option(r.symbol_offset);
+                c.symbol_source.append_option(r.symbol_source);
+                c.symbol_file.append_option(r.symbol_file.as_deref());
+            }
+            self.w.write_rows(&mut c)?;
+        }
+        Ok(())
+    }
+}
+
+/// Writes (replaces) `symbol` from the rows `fill` hands its sink, a
+/// chunk at a time. Returns the rows written.
+pub fn write_symbols_with(
+    dir: &Path,
+    fill: impl FnOnce(&mut SymbolSink<'_>) -> Result<()>,
+) -> Result<u64> {
+    crate::writer::replace_table_with(dir, &schema::SYMBOL, |w| fill(&mut SymbolSink { w }))
+}
+
+/// Writes (replaces) `symbol_file`.
+pub fn write_symbol_files(dir: &Path, files: &[SymbolFileRow]) -> Result<()> {
     let mut c = SymbolFileCols::default();
     for r in files {
         c.module_id.append_value(r.module_id);

@@ -12,7 +12,6 @@ use arrow::array::{
 use arrow::datatypes::Int32Type;
 
 use crate::columns::TableColumns;
-use crate::intern::SliceMap;
 use crate::schema;
 use crate::table_columns;
 use crate::writer::{CaptureWriter, TableWriter};
@@ -71,7 +70,14 @@ pub struct StackTables {
     /// Frames by (module, rel_pc, index in `contexts`, is_return).
     frame_ids: HashMap<(i64, u64, u8, bool), i64>,
     contexts: Vec<&'static str>,
-    stack_ids: SliceMap<i64, i64>,
+    /// Stack ids by the 128-bit XXH3 hash of the stack's frame ids: 24
+    /// bytes per distinct stack instead of the stack itself (a
+    /// system-wide recording has millions of distinct stacks of ~20
+    /// frames). Two different stacks share a hash with probability about
+    /// n²/2^129 (10^-25 for 10 million stacks).
+    stack_ids: HashMap<u128, i64>,
+    /// Reused buffer for the hashed bytes.
+    key: Vec<u8>,
 }
 
 impl StackTables {
@@ -85,7 +91,8 @@ impl StackTables {
             module_ids: HashMap::default(),
             frame_ids: HashMap::default(),
             contexts: Vec::new(),
-            stack_ids: SliceMap::default(),
+            stack_ids: HashMap::default(),
+            key: Vec::new(),
         })
     }
 
@@ -159,7 +166,12 @@ impl StackTables {
 
     /// The id of the stack of `frames` (leaf first), added when new.
     pub fn stack(&mut self, frames: &[i64]) -> i64 {
-        if let Some(&id) = self.stack_ids.get(frames) {
+        self.key.clear();
+        for f in frames {
+            self.key.extend_from_slice(&f.to_le_bytes());
+        }
+        let h = twox_hash::XxHash3_128::oneshot(&self.key);
+        if let Some(&id) = self.stack_ids.get(&h) {
             return id;
         }
         let id = self.stack_ids.len() as i64;
@@ -168,7 +180,7 @@ impl StackTables {
             self.stacks.depth.append_value(d as i32);
             self.stacks.frame_id.append_value(*f);
         }
-        self.stack_ids.insert_new(frames, id);
+        self.stack_ids.insert(h, id);
         id
     }
 

@@ -37,6 +37,11 @@ pub struct Config {
     /// debuginfod servers for build-ids not found here (`--debuginfod`,
     /// `DEBUGINFOD_URLS`); None: no network.
     pub debuginfod: Option<crate::debuginfod::Debuginfod>,
+    /// Keep every resolved address in the results cache this config
+    /// shares with its clones (an archive ingest: the same libc resolved
+    /// once for all its captures). Off for one capture: the cache would
+    /// hold a copy of every result until the end.
+    pub share_results: bool,
     index: Arc<OnceLock<HashMap<String, Cand>>>,
     results: ResultCache,
 }

@@ -153,7 +153,8 @@ impl NameCache {
     }
 }
 
-/// Resolves every request, modules in parallel. Files with a build-id go
+/// Resolves every request, modules in parallel. With
+/// `cfg.share_results`, files with a build-id go
 /// through the results cache `cfg` shares with its clones (see
 /// [`find::ResultCache`]): addresses resolved for an earlier capture are
 /// not looked up again, and a module whose addresses are all known is not
@@ -174,8 +175,8 @@ pub fn symbolize(cfg: &Config, requests: Vec<ModuleRequest>) -> Vec<ModuleResult
                 symbolize_perf_map(cfg, &r)
             } else {
                 match r.build_id.as_deref() {
-                    Some(bid) => symbolize_cached(cfg, bid, &r),
-                    None => symbolize_file(cfg, &r),
+                    Some(bid) if cfg.share_results => symbolize_cached(cfg, bid, &r),
+                    _ => symbolize_file(cfg, &r),
                 }
             }
         })

@@ -67,7 +67,8 @@ fn archive_ingest(a: &ArchiveIngestArgs) -> Result<()> {
     // One symbolization config for every capture: its results cache is
     // shared (the same binaries are not symbolized again). Symbolization's
     // problems go to the manifest's message.
-    let cfg = a.conv.sym.config();
+    let mut cfg = a.conv.sym.config();
+    cfg.share_results = true;
     let enrich = |staging: &Path| -> Option<String> {
         let problems = a.conv.enrich(&cfg, staging).problems;
         (!problems.is_empty()).then(|| problems.join("; "))
