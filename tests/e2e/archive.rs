@@ -444,8 +444,8 @@ fn filters_on_capture_open_only_its_files() {
 
 #[test]
 fn symbolization_results_are_shared_by_build_id() {
-    // Clones of one symbolization config (what an archive ingest gives its
-    // captures) share results by build-id: once an address of a binary is
+    // Clones of one symbolization config with `share_results` (what an
+    // archive ingest gives its captures) share results by build-id: once an address of a binary is
     // resolved, it resolves again without the file, and so do the other
     // addresses resolved with it; an address never asked for needs it.
     use trawl_symbolize::{symbolize, Config, ModuleRequest, Status};
@@ -472,6 +472,7 @@ fn symbolization_results_are_shared_by_build_id() {
     let fresh = || {
         let mut c = Config::default();
         c.debug_dirs = vec![t.path().to_path_buf()];
+        c.share_results = true;
         c
     };
     let cfg = fresh();
@@ -510,6 +511,10 @@ fn symbolization_results_are_shared_by_build_id() {
     assert_ne!(ask(&cfg.clone(), vec![c]).status, Status::Ok);
     // A config of its own has no results to share.
     assert_ne!(ask(&fresh(), vec![a]).status, Status::Ok);
+    // Without share_results (one capture) the cache is not read either.
+    let mut lone = cfg.clone();
+    lone.share_results = false;
+    assert_ne!(ask(&lone, vec![a]).status, Status::Ok);
 }
 
 /// `--group-by REGEX`: a flat directory of two runs' files, named by run,
