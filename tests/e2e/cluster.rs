@@ -53,7 +53,23 @@ fn spawn(args: &[&str], log: &Path) -> Child {
 }
 
 /// A scheduler and two executors, once both executors have registered.
+/// The ports are free when asked for, but another test may take one
+/// before a process binds it: a process that ends while starting is
+/// retried with new ports (three times), its logs kept in the message.
 fn start(dir: &Path) -> Cluster {
+    let mut failures = Vec::new();
+    for attempt in 0..3 {
+        let d = dir.join(format!("start{attempt}"));
+        std::fs::create_dir_all(&d).unwrap();
+        match try_start(&d) {
+            Ok(c) => return c,
+            Err(e) => failures.push(e),
+        }
+    }
+    panic!("the cluster did not start:\n{}", failures.join("\n\n"));
+}
+
+fn try_start(dir: &Path) -> Result<Cluster, String> {
     let p = free_ports(5);
     let sched = format!("127.0.0.1:{}", p[0]);
     let mut c = Cluster {
@@ -99,7 +115,15 @@ fn start(dir: &Path) -> Cluster {
         }
         for p in &mut c.procs {
             if let Some(status) = p.try_wait().unwrap() {
-                panic!("a cluster process ended ({status}):\n{log}");
+                let execs: Vec<String> = c
+                    .executor_logs
+                    .iter()
+                    .map(|l| std::fs::read_to_string(l).unwrap_or_default())
+                    .collect();
+                return Err(format!(
+                    "a cluster process ended ({status}):\n{log}\nexecutors:\n{}",
+                    execs.join("\n")
+                ));
             }
         }
         assert!(
@@ -108,7 +132,7 @@ fn start(dir: &Path) -> Cluster {
         );
         std::thread::sleep(Duration::from_millis(100));
     }
-    c
+    Ok(c)
 }
 
 /// stdout of `trawl ARGS` on one machine, and with `--cluster`; both must
