@@ -54,13 +54,7 @@ pub fn diff_flame_svg(
     if base.total() <= 0 || new.total() <= 0 {
         bail!("no samples with stacks to draw on one side");
     }
-    let folded = |t: &FrameTree| -> String {
-        t.folded(0)
-            .iter()
-            .map(|(st, w)| format!("{st} {w}\n"))
-            .collect()
-    };
-    let (b, n) = (folded(base), folded(new));
+    let (b, n) = (base.folded_text(), new.folded_text());
     let mut lines = Vec::new();
     inferno::differential::from_readers(
         inferno::differential::Options {

@@ -269,10 +269,7 @@ impl Capture {
             Ok(match to.as_str() {
                 "folded" => trawl_query::flame::frame_tree(&s, &sel)
                     .await?
-                    .folded(0)
-                    .iter()
-                    .map(|(st, w)| format!("{st} {w}\n"))
-                    .collect::<String>()
+                    .folded_text()
                     .into_bytes(),
                 "pprof" => trawl_export::pprof::write(&profile(false).await?)?,
                 "speedscope" => trawl_export::speedscope::write(&profile(true).await?, version)?,

@@ -190,6 +190,15 @@ impl FrameTree {
             .sum()
     }
 
+    /// The folded stacks as text, `root;...;leaf weight` per line (the
+    /// format of flamegraph.pl and inferno), every node samples end in.
+    pub fn folded_text(&self) -> String {
+        self.folded(0)
+            .iter()
+            .map(|(st, w)| format!("{st} {w}\n"))
+            .collect()
+    }
+
     /// Folded lines (`root;...;leaf`, weight; spaces in names are U+00A0)
     /// of every node samples end in, sorted by the line; nodes whose total weight is below
     /// `min_total` are folded into their nearest ancestor that is not, or

@@ -52,12 +52,7 @@ pub(crate) async fn export(a: ExportArgs) -> Result<()> {
     let bytes = match a.format {
         ExportFormat::Folded => {
             let tree = trawl_query::flame::frame_tree(&s, &sel).await?;
-            let lines: String = tree
-                .folded(0)
-                .iter()
-                .map(|(st, w)| format!("{st} {w}\n"))
-                .collect();
-            lines.into_bytes()
+            tree.folded_text().into_bytes()
         }
         f => {
             let per_sample = f != ExportFormat::Pprof;

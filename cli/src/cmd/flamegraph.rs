@@ -44,12 +44,7 @@ pub(crate) async fn flamegraph(a: FlameArgs) -> Result<()> {
         bail!("no samples with stacks to draw");
     }
     if let Some(p) = &a.folded {
-        let all: Vec<String> = tree
-            .folded(0)
-            .iter()
-            .map(|(st, w)| format!("{st} {w}"))
-            .collect();
-        output::write_atomic(p, (all.join("\n") + "\n").as_bytes())?;
+        output::write_atomic(p, tree.folded_text().as_bytes())?;
     }
     let title = a
         .title
