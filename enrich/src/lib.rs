@@ -203,18 +203,12 @@ fn decode_functions(
     let mut n = 0usize;
     capture::write_instructions_with(dir, |sink| {
         for (id, r) in reqs {
-            let code = trawl_symbolize::disasm::function_code(cfg, &r);
-            if code.status != Status::Ok || code.functions.is_empty() {
-                continue;
-            }
-            let mut funcs = code.functions.into_iter().peekable();
-            while funcs.peek().is_some() {
-                let mut chunk = Vec::new();
-                let mut count = 0;
-                while let Some(f) = funcs.next_if(|_| count < CHUNK) {
-                    count += f.insns.len();
-                    chunk.push(f);
-                }
+            // Functions as they are decoded, a chunk at a time: the chunk's
+            // lines looked up, its rows written.
+            let mut chunk: Vec<trawl_symbolize::disasm::FunctionCode> = Vec::new();
+            let mut count = 0usize;
+            let mut failed: Result<()> = Ok(());
+            let mut flush = |chunk: &mut Vec<trawl_symbolize::disasm::FunctionCode>| -> Result<()> {
                 let req = ModuleRequest {
                     addresses: chunk
                         .iter()
@@ -227,8 +221,8 @@ fn decode_functions(
                     .map(|l| l.symbols)
                     .unwrap_or_default();
                 let mut at = lines.into_iter();
-                let mut rows = Vec::with_capacity(count);
-                for f in chunk {
+                let mut rows = Vec::new();
+                for f in chunk.drain(..) {
                     let name: std::sync::Arc<str> = f.name.into();
                     for i in f.insns {
                         let l = at.next().unwrap_or_default();
@@ -250,7 +244,22 @@ fn decode_functions(
                     }
                 }
                 n += rows.len();
-                sink.write(&rows)?;
+                sink.write(&rows)
+            };
+            let code = trawl_symbolize::disasm::function_code_each(cfg, &r, |f| {
+                if failed.is_err() {
+                    return;
+                }
+                count += f.insns.len();
+                chunk.push(f);
+                if count >= CHUNK {
+                    count = 0;
+                    failed = flush(&mut chunk);
+                }
+            });
+            failed?;
+            if code.status == Status::Ok && !chunk.is_empty() {
+                flush(&mut chunk)?;
             }
         }
         Ok(())
@@ -454,7 +463,7 @@ pub fn enrich(staging: &Path, cfg: &trawl_symbolize::Config) -> Enriched {
 /// Writes (or rewrites) the flat table `perf_sample_symbolized` of a
 /// symbolized capture: each sample with its leaf's function, module and
 /// source line, named by trawl-query's `stack_leaf.sql` on the capture's
-/// own tables. Returns the rows written (0 without perf samples).
+/// own tables (streamed: names are kept per distinct leaf frame). Returns the rows written (0 without perf samples).
 pub fn name_samples(dir: &Path) -> Result<u64> {
     if !trawl_ingest::writer::table_file(dir, "perf_sample").is_file() {
         return Ok(0);
@@ -466,7 +475,8 @@ pub fn name_samples(dir: &Path) -> Result<u64> {
         ))
     };
     // On a thread of its own: the caller may be inside an async runtime.
-    let leaves = std::thread::scope(|s| {
+    let mut leaves = capture::LeafNames::default();
+    std::thread::scope(|s| {
         s.spawn(|| {
             let rt = tokio::runtime::Builder::new_multi_thread()
                 .enable_all()
@@ -479,9 +489,9 @@ pub fn name_samples(dir: &Path) -> Result<u64> {
                 let session = trawl_query::Session::open(&[dir.to_path_buf()])
                     .await
                     .map_err(query_err)?;
-                trawl_query::analyses::stack_leaves(&session)
+                trawl_query::analyses::stack_leaves(&session, |b| leaves.add(b))
                     .await
-                    .map_err(query_err)
+                    .map_err(query_err)?
             })
         })
         .join()
@@ -491,5 +501,5 @@ pub fn name_samples(dir: &Path) -> Result<u64> {
             ))
         })
     })?;
-    capture::write_sample_symbolized(dir, &leaves)
+    capture::write_sample_symbolized(dir, &mut leaves)
 }

@@ -433,15 +433,176 @@ table_columns! {
     }
 }
 
+/// The names of the frames that are the leaf of some stack, gathered batch
+/// by batch from the query `stack_leaf.sql` (rows of frame_id, function,
+/// module, srcline, file, line) for [`write_sample_symbolized`]: each
+/// distinct name is held once, and per frame only codes, so a recording
+/// with millions of distinct stacks costs a few bytes per leaf frame
+/// rather than its names per stack.
+#[derive(Default)]
+pub struct LeafNames {
+    /// frame_id → row (dense while frame ids are: 0, 1, ... per capture).
+    by_frame: Vec<u32>,
+    /// frame_id → row for ids the dense vector does not reach.
+    sparse: rustc_hash::FxHashMap<i64, u32>,
+    function: Names,
+    module: Names,
+    srcline: Names,
+    file: Names,
+    line: Vec<Option<u32>>,
+}
+
+impl LeafNames {
+    /// Adds rows of the query `stack_leaf.sql`; a frame named twice keeps
+    /// its first names.
+    pub fn add(&mut self, b: &RecordBatch) -> Result<()> {
+        use arrow::compute::cast;
+        use arrow::datatypes::DataType;
+        let arrow_err = |source| Error::Arrow {
+            table: schema::PERF_SAMPLE_SYMBOLIZED.name.into(),
+            source,
+        };
+        let get = |name: &str, ty: &DataType| -> Result<ArrayRef> {
+            let c = b
+                .column_by_name(name)
+                .ok_or_else(|| Error::Usage(format!("stack leaves without a {name} column")))?;
+            cast(c, ty).map_err(arrow_err)
+        };
+        let ids = get("frame_id", &DataType::Int64)?;
+        let [function, module, srcline, file] =
+            ["function", "module", "srcline", "file"].map(|n| get(n, &DataType::Utf8));
+        let (function, module, srcline, file) = (function?, module?, srcline?, file?);
+        let lines = get("line", &DataType::UInt32)?;
+        let lines = lines.as_primitive::<UInt32Type>();
+        for (i, id) in ids.as_primitive::<Int64Type>().iter().enumerate() {
+            let Some(id) = id else { continue };
+            if self.row_of(id).is_some() {
+                continue;
+            }
+            let row = self.line.len() as u32;
+            // Dense up to a bound the rows justify (ids from a hostile
+            // capture may be anything).
+            match usize::try_from(id) {
+                Ok(i) if i < 16 * (self.line.len() + 1) + (1 << 20) => {
+                    if self.by_frame.len() <= i {
+                        self.by_frame.resize(i + 1, u32::MAX);
+                    }
+                    self.by_frame[i] = row;
+                }
+                _ => {
+                    self.sparse.insert(id, row);
+                }
+            }
+            fn s(a: &ArrayRef, i: usize) -> Option<&str> {
+                let a = a.as_string::<i32>();
+                a.is_valid(i).then(|| a.value(i))
+            }
+            self.function.push(s(&function, i));
+            self.module.push(s(&module, i));
+            self.srcline.push(s(&srcline, i));
+            self.file.push(s(&file, i));
+            self.line.push(lines.is_valid(i).then(|| lines.value(i)));
+        }
+        Ok(())
+    }
+
+    /// The row of the names of frame `id`.
+    fn row_of(&self, id: i64) -> Option<u32> {
+        match usize::try_from(id).ok().and_then(|i| self.by_frame.get(i)) {
+            Some(&r) if r != u32::MAX => Some(r),
+            _ => self.sparse.get(&id).copied(),
+        }
+    }
+
+    /// Frames named.
+    pub fn len(&self) -> usize {
+        self.line.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.line.is_empty()
+    }
+}
+
+/// stack_id → the frame_id at its depth 0, read from the capture's `stack`
+/// table: a vector while stack ids are dense (they are numbered from 0 as
+/// stacks are first seen), a map for what it does not reach.
+struct StackLeaf {
+    dense: Vec<i64>,
+    sparse: rustc_hash::FxHashMap<i64, i64>,
+}
+
+impl StackLeaf {
+    fn read(dir: &Path) -> Result<StackLeaf> {
+        let def = &schema::STACK;
+        let path = table_file(dir, def.name);
+        let mut s = StackLeaf {
+            dense: Vec::new(),
+            sparse: Default::default(),
+        };
+        if !path.is_file() {
+            return Ok(s);
+        }
+        let f = File::open(&path).map_err(|e| Error::io(&path, e))?;
+        let reader = ParquetRecordBatchReaderBuilder::try_new(f)
+            .and_then(|b| {
+                let mask = parquet::arrow::ProjectionMask::columns(
+                    b.parquet_schema(),
+                    ["stack_id", "depth", "frame_id"],
+                );
+                b.with_projection(mask).with_batch_size(256 * 1024).build()
+            })
+            .map_err(|source| Error::Parquet {
+                path: path.clone(),
+                source,
+            })?;
+        let mut leaves = 0usize;
+        for b in reader {
+            let b = b.map_err(|source| Error::Arrow {
+                table: def.name.into(),
+                source,
+            })?;
+            let stack = col(&b, def, "stack_id")?.as_primitive::<Int64Type>();
+            let depth = col(&b, def, "depth")?.as_primitive::<Int32Type>();
+            let frame = col(&b, def, "frame_id")?.as_primitive::<Int64Type>();
+            for i in 0..b.num_rows() {
+                if depth.is_null(i) || depth.value(i) != 0 || stack.is_null(i) || frame.is_null(i) {
+                    continue;
+                }
+                let (id, f) = (stack.value(i), frame.value(i));
+                leaves += 1;
+                match usize::try_from(id) {
+                    Ok(i) if i < 16 * leaves + (1 << 20) => {
+                        if s.dense.len() <= i {
+                            s.dense.resize(i + 1, -1);
+                        }
+                        s.dense[i] = f;
+                    }
+                    _ => {
+                        s.sparse.insert(id, f);
+                    }
+                }
+            }
+        }
+        Ok(s)
+    }
+
+    fn frame_of(&self, stack: i64) -> Option<i64> {
+        match usize::try_from(stack).ok().and_then(|i| self.dense.get(i)) {
+            Some(&f) if f >= 0 => Some(f),
+            _ => self.sparse.get(&stack).copied(),
+        }
+    }
+}
+
 /// Writes `perf_sample_symbolized` into `dir`: every sample of
 /// `perf_sample` (read in file order, which is time order) with the names
-/// of its stack's leaf from `leaves` (rows of stack_id, function, module,
-/// srcline, file, line: the query `stack_leaf.sql`). Samples without a
-/// stack, or with one `leaves` lacks, get nulls. Returns the rows written;
-/// nothing is written when the capture has no `perf_sample` table.
-pub fn write_sample_symbolized(dir: &Path, leaves: &[RecordBatch]) -> Result<u64> {
+/// of its stack's leaf frame (depth 0 in the capture's `stack` table) from
+/// `leaves`. Samples without a stack, or whose leaf `leaves` lacks, get
+/// nulls. Returns the rows written; nothing is written when the capture
+/// has no `perf_sample` table.
+pub fn write_sample_symbolized(dir: &Path, leaves: &mut LeafNames) -> Result<u64> {
     use arrow::compute::{cast, take};
-    use arrow::datatypes::DataType;
     let def = &schema::PERF_SAMPLE_SYMBOLIZED;
     let samples = table_file(dir, schema::PERF_SAMPLE.name);
     if !samples.is_file() {
@@ -451,58 +612,25 @@ pub fn write_sample_symbolized(dir: &Path, leaves: &[RecordBatch]) -> Result<u64
         table: def.name.into(),
         source,
     };
-    // The leaves: stack_id → row; each name column as Utf8 values.
-    let leaf_col = |name: &str, ty: &DataType| -> Result<ArrayRef> {
-        let parts = leaves
-            .iter()
-            .map(|b| {
-                let c = b
-                    .column_by_name(name)
-                    .ok_or_else(|| Error::Usage(format!("stack leaves without a {name} column")))?;
-                cast(c, ty).map_err(arrow_err)
-            })
-            .collect::<Result<Vec<_>>>()?;
-        let refs: Vec<&dyn Array> = parts.iter().map(|a| a.as_ref()).collect();
-        match refs.is_empty() {
-            true => Ok(arrow::array::new_empty_array(ty)),
-            false => arrow::compute::concat(&refs).map_err(arrow_err),
-        }
+    let stack_leaf = StackLeaf::read(dir)?;
+    let lines = UInt32Array::from(std::mem::take(&mut leaves.line));
+    let LeafNames {
+        by_frame,
+        sparse,
+        function,
+        module,
+        srcline,
+        file,
+        ..
+    } = leaves;
+    let leaf_of = |stack: i64| -> Option<i32> {
+        let f = stack_leaf.frame_of(stack)?;
+        let row = match usize::try_from(f).ok().and_then(|i| by_frame.get(i)) {
+            Some(&r) if r != u32::MAX => r,
+            _ => *sparse.get(&f)?,
+        };
+        Some(row as i32)
     };
-    let ids = leaf_col("stack_id", &DataType::Int64)?;
-    // stack_id → leaf row: stack ids are dense (0, 1, ... per capture), so a
-    // vector; a hash map should a capture hold sparse (or hostile) ids.
-    let ids = ids.as_primitive::<Int64Type>();
-    let max = ids.iter().flatten().max().unwrap_or(-1);
-    let dense = max < 16 * ids.len() as i64 + 1024;
-    let mut by_id: Vec<i32> = Vec::new();
-    let mut index: rustc_hash::FxHashMap<i64, i32> = Default::default();
-    if dense {
-        by_id = vec![-1; (max + 1).max(0) as usize];
-    }
-    for (i, id) in ids.iter().enumerate() {
-        match id {
-            Some(id) if dense && id >= 0 => {
-                if by_id[id as usize] < 0 {
-                    by_id[id as usize] = i as i32;
-                }
-            }
-            Some(id) => {
-                index.entry(id).or_insert(i as i32);
-            }
-            None => {}
-        }
-    }
-    let leaf_of = |id: i64| -> Option<i32> {
-        match usize::try_from(id).ok().and_then(|i| by_id.get(i)) {
-            Some(&l) if l >= 0 => Some(l),
-            Some(_) => None,
-            None => index.get(&id).copied(),
-        }
-    };
-    let [function, module, srcline, file] = ["function", "module", "srcline", "file"]
-        .map(|n| leaf_col(n, &DataType::Utf8).map(|a| Names::of(a.as_string::<i32>())));
-    let (mut function, mut module, mut srcline, mut file) = (function?, module?, srcline?, file?);
-    let lines = leaf_col("line", &DataType::UInt32)?;
 
     let f = File::open(&samples).map_err(|e| Error::io(&samples, e))?;
     // Only the columns the flat table copies (perf_sample has 28).
@@ -553,11 +681,11 @@ pub fn write_sample_symbolized(dir: &Path, leaves: &[RecordBatch]) -> Result<u64
                 period: i64s("period")?.into(),
                 cpu_mode: dict("cpu_mode")?.into(),
                 stack_id: stack.clone().into(),
-                function: named(&mut function)?.into(),
-                module: named(&mut module)?.into(),
-                srcline: named(&mut srcline)?.into(),
-                file: named(&mut file)?.into(),
-                line: take(lines.as_ref(), &keys, None)
+                function: named(&mut *function)?.into(),
+                module: named(&mut *module)?.into(),
+                srcline: named(&mut *srcline)?.into(),
+                file: named(&mut *file)?.into(),
+                line: take(&lines, &keys, None)
                     .map_err(arrow_err)?
                     .as_primitive::<UInt32Type>()
                     .clone()
@@ -569,15 +697,18 @@ pub fn write_sample_symbolized(dir: &Path, leaves: &[RecordBatch]) -> Result<u64
     })
 }
 
-/// One name column of the stack leaves, for the flat table: each distinct
+/// One name column of the leaf frames, for the flat table: each distinct
 /// name once, and per leaf its name's code. A batch gets a dictionary of
 /// the names its samples use only: parquet's Arrow writer goes through a
 /// dictionary's values for every batch, and a capture has millions of
 /// leaves (2.1 M stacks for 22.6 M samples in bench/perf_ingest.sh's
 /// recording: 48 s with the leaves as every batch's dictionary).
+#[derive(Default)]
 struct Names {
     /// Distinct names.
-    values: Vec<String>,
+    values: Vec<Arc<str>>,
+    /// Name → its index in `values`.
+    ids: rustc_hash::FxHashMap<Arc<str>, u32>,
     /// Per leaf: its name's index in `values`; `u32::MAX` for null.
     code: Vec<u32>,
     /// Per name: its key in the batch being built (`u32::MAX`: not yet).
@@ -585,24 +716,23 @@ struct Names {
 }
 
 impl Names {
-    fn of(a: &arrow::array::StringArray) -> Names {
-        let mut ids: rustc_hash::FxHashMap<&str, u32> = Default::default();
-        let mut values = Vec::new();
-        let code = a
-            .iter()
-            .map(|v| match v {
-                None => u32::MAX,
-                Some(v) => *ids.entry(v).or_insert_with(|| {
-                    values.push(v.to_string());
-                    values.len() as u32 - 1
-                }),
-            })
-            .collect();
-        Names {
-            local: vec![u32::MAX; values.len()],
-            values,
-            code,
-        }
+    /// Adds the name of the next leaf.
+    fn push(&mut self, v: Option<&str>) {
+        let c = match v {
+            None => u32::MAX,
+            Some(v) => match self.ids.get(v) {
+                Some(&c) => c,
+                None => {
+                    let c = self.values.len() as u32;
+                    let v: Arc<str> = v.into();
+                    self.values.push(v.clone());
+                    self.ids.insert(v, c);
+                    self.local.push(u32::MAX);
+                    c
+                }
+            },
+        };
+        self.code.push(c);
     }
 
     /// The names of a batch's samples (`leaf`: each sample's leaf row, or
@@ -628,7 +758,7 @@ impl Names {
             })
             .collect();
         let values = arrow::array::StringArray::from_iter_values(
-            used.iter().map(|&c| self.values[c as usize].as_str()),
+            used.iter().map(|&c| &*self.values[c as usize]),
         );
         for &c in &used {
             self.local[c as usize] = u32::MAX;

@@ -3,6 +3,10 @@
 //! no allocation per key, a lookup touches one table slot and one arena
 //! range, and clearing it frees nothing per entry (the converters intern
 //! hundreds of thousands of distinct stacks).
+//!
+//! [`IdTable`]: dense ids (0, 1, ...) for distinct keys, for the frames and
+//! stacks of a capture, which live as long as the ingest: a system-wide
+//! recording has millions of each.
 
 use std::hash::{BuildHasher, Hash};
 
@@ -79,6 +83,62 @@ impl<T: Copy + Eq + Hash, V> SliceMap<T, V> {
     }
 }
 
+/// Dense ids for distinct keys: the keys in a vector indexed by id, and a
+/// hash table of 4-byte ids looking into it. A `HashMap<K, i64>` costs
+/// `size_of::<K>() + 8` bytes a slot at a load of 7/8 to 7/16, and a
+/// growing map holds its old and new slots at once; here a key is held
+/// once at its size (the vector grows by `realloc`, which moves large
+/// blocks by remapping pages, not by copying them) and a slot is 4 bytes
+/// (plus hashbrown's 1 control byte). For 7.3 M stacks keyed by a 128-bit
+/// hash: 415 MB at the peak of a map's growth, ~190 MB here.
+///
+/// Ids are `u32`: past 2^32 - 1 distinct keys (an input of hundreds of GB)
+/// new keys still get new ids, but are no longer found again (each
+/// sighting is a new id: the tables stay right, only less deduplicated).
+pub struct IdTable<K> {
+    keys: Vec<K>,
+    table: HashTable<u32>,
+}
+
+impl<K> Default for IdTable<K> {
+    fn default() -> Self {
+        IdTable {
+            keys: Vec::new(),
+            table: HashTable::new(),
+        }
+    }
+}
+
+impl<K: Eq> IdTable<K> {
+    /// The id of `key`, and whether it is new; `hash` hashes a key (the
+    /// same function on every call).
+    #[inline]
+    pub fn id(&mut self, key: K, hash: impl Fn(&K) -> u64) -> (usize, bool) {
+        let h = hash(&key);
+        let keys = &self.keys;
+        if let Some(&id) = self.table.find(h, |&id| keys[id as usize] == key) {
+            return (id as usize, false);
+        }
+        let id = self.keys.len();
+        self.keys.push(key);
+        if let Ok(id32) = u32::try_from(id) {
+            let keys = &self.keys;
+            self.table
+                .insert_unique(h, id32, |&i| hash(&keys[i as usize]));
+        }
+        (id, true)
+    }
+
+    /// Distinct keys seen (ids given).
+    pub fn len(&self) -> usize {
+        self.keys.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.keys.is_empty()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -98,6 +158,29 @@ mod tests {
         m.clear();
         assert!(m.is_empty());
         assert_eq!(m.get(&[1, 2]), None);
+    }
+
+    #[test]
+    fn id_table_gives_dense_ids_to_distinct_keys() {
+        let mut t = IdTable::<(i64, u64)>::default();
+        // A poor hash (many keys in one bucket) must not merge keys.
+        let hash = |k: &(i64, u64)| (k.1 % 3);
+        let keys: Vec<(i64, u64)> = (0..3000u64)
+            .map(|i| ((i % 5) as i64 - 1, i % 1000))
+            .collect();
+        let mut first: Vec<(i64, u64)> = Vec::new();
+        for k in &keys {
+            let (id, new) = t.id(*k, hash);
+            match first.iter().position(|f| f == k) {
+                Some(p) => assert_eq!((id, new), (p, false), "{k:?}"),
+                None => {
+                    assert_eq!((id, new), (first.len(), true), "{k:?}");
+                    first.push(*k);
+                }
+            }
+        }
+        assert_eq!(t.len(), first.len());
+        assert!(!t.is_empty());
     }
 
     #[test]

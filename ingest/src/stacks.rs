@@ -3,6 +3,8 @@
 //! call stacks here, so one capture has one set of ids and symbolization
 //! covers both.
 
+use std::hash::BuildHasher;
+
 use rustc_hash::FxHashMap as HashMap;
 
 use arrow::array::{
@@ -12,6 +14,7 @@ use arrow::array::{
 use arrow::datatypes::Int32Type;
 
 use crate::columns::TableColumns;
+use crate::intern::IdTable;
 use crate::schema;
 use crate::table_columns;
 use crate::writer::{CaptureWriter, TableWriter};
@@ -68,14 +71,14 @@ pub struct StackTables {
     pub modules: Vec<ModuleInfo>,
     module_ids: HashMap<(String, Option<String>), i64>,
     /// Frames by (module, rel_pc, index in `contexts`, is_return).
-    frame_ids: HashMap<(i64, u64, u8, bool), i64>,
+    frame_ids: IdTable<(i64, u64, u8, bool)>,
     contexts: Vec<&'static str>,
-    /// Stack ids by the 128-bit XXH3 hash of the stack's frame ids: 24
+    /// Stack ids by the 128-bit XXH3 hash of the stack's frame ids: ~26
     /// bytes per distinct stack instead of the stack itself (a
     /// system-wide recording has millions of distinct stacks of ~20
     /// frames). Two different stacks share a hash with probability about
     /// n²/2^129 (10^-25 for 10 million stacks).
-    stack_ids: HashMap<u128, i64>,
+    stack_ids: IdTable<u128>,
     /// Reused buffer for the hashed bytes.
     key: Vec<u8>,
 }
@@ -89,9 +92,9 @@ impl StackTables {
             frames_out: cap.open_table(&schema::FRAME)?,
             modules: Vec::new(),
             module_ids: HashMap::default(),
-            frame_ids: HashMap::default(),
+            frame_ids: IdTable::default(),
             contexts: Vec::new(),
-            stack_ids: HashMap::default(),
+            stack_ids: IdTable::default(),
             key: Vec::new(),
         })
     }
@@ -132,11 +135,13 @@ impl StackTables {
         ip: Option<u64>,
     ) -> i64 {
         let key = (module, rel_pc, self.context_code(context), is_return);
-        if let Some(&id) = self.frame_ids.get(&key) {
+        let (id, new) = self
+            .frame_ids
+            .id(key, |k| rustc_hash::FxBuildHasher.hash_one(k));
+        let id = id as i64;
+        if !new {
             return id;
         }
-        let id = self.frame_ids.len() as i64;
-        self.frame_ids.insert(key, id);
         let c = &mut self.frames;
         c.frame_id.append_value(id);
         c.module_id.append_option((module >= 0).then_some(module));
@@ -171,16 +176,16 @@ impl StackTables {
             self.key.extend_from_slice(&f.to_le_bytes());
         }
         let h = twox_hash::XxHash3_128::oneshot(&self.key);
-        if let Some(&id) = self.stack_ids.get(&h) {
-            return id;
+        // The hash is already uniform: its low bits place it in the table.
+        let (id, new) = self.stack_ids.id(h, |h| *h as u64);
+        let id = id as i64;
+        if new {
+            for (d, f) in frames.iter().enumerate() {
+                self.stacks.stack_id.append_value(id);
+                self.stacks.depth.append_value(d as i32);
+                self.stacks.frame_id.append_value(*f);
+            }
         }
-        let id = self.stack_ids.len() as i64;
-        for (d, f) in frames.iter().enumerate() {
-            self.stacks.stack_id.append_value(id);
-            self.stacks.depth.append_value(d as i32);
-            self.stacks.frame_id.append_value(*f);
-        }
-        self.stack_ids.insert(h, id);
         id
     }
 

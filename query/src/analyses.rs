@@ -15,15 +15,26 @@ use crate::{Error, Result, Session};
 /// Views `frame_line`, `frame_name`, `stack_entry` and
 /// `stack_entry_inline`: what frames are called, stacks as positions.
 pub const FRAME_NAME: &str = include_str!("../analyses/perf/frame_name.sql");
-/// The leaf of every stack (`stack_leaf.sql`): what `trawl ingest` and
-/// `trawl symbolize` join with `perf_sample` into the flat table
-/// `perf_sample_symbolized`.
+/// The names of every leaf frame of a stack (`stack_leaf.sql`): what
+/// `trawl ingest` and `trawl symbolize` join with `perf_sample` (through
+/// `stack`) into the flat table `perf_sample_symbolized`.
 pub const STACK_LEAF: &str = include_str!("../analyses/perf/stack_leaf.sql");
 
-/// Runs [`STACK_LEAF`]: rows of stack_id, function, module, srcline,
-/// file, line.
-pub async fn stack_leaves(s: &Session) -> Result<Vec<datafusion::arrow::array::RecordBatch>> {
-    Session::collect(s.sql(STACK_LEAF).await?).await
+/// Runs [`STACK_LEAF`], handing each batch of rows (frame_id, function,
+/// module, srcline, file, line) to `each` as it comes: the rows are not
+/// held together.
+pub async fn stack_leaves<E>(
+    s: &Session,
+    mut each: impl FnMut(&datafusion::arrow::array::RecordBatch) -> std::result::Result<(), E>,
+) -> Result<std::result::Result<(), E>> {
+    use futures::StreamExt;
+    let mut stream = s.sql(STACK_LEAF).await?.execute_stream().await?;
+    while let Some(b) = stream.next().await {
+        if let Err(e) = each(&b?) {
+            return Ok(Err(e));
+        }
+    }
+    Ok(Ok(()))
 }
 
 /// Views `_switch_out`, `_switch_in` and `thread_state` (on- and off-CPU

@@ -70,6 +70,21 @@ impl CodeResult {
 /// once, decoded. x86 (32- and 64-bit) only; other machines get
 /// `Status::Error` with a message.
 pub fn function_code(cfg: &Config, r: &ModuleRequest) -> CodeResult {
+    let mut functions = Vec::new();
+    let mut res = function_code_each(cfg, r, |f| functions.push(f));
+    res.functions = functions;
+    res
+}
+
+/// [`function_code`] handing each function to `each` as it is decoded, in
+/// address order (the result's `functions` is empty): a module such as
+/// libLLVM has millions of sampled instructions, which need not be held
+/// together.
+pub fn function_code_each(
+    cfg: &Config,
+    r: &ModuleRequest,
+    mut each: impl FnMut(FunctionCode),
+) -> CodeResult {
     let found = match find::locate(cfg, &r.path, r.build_id.as_deref()) {
         Ok(f) => f,
         Err((status, msg)) => return CodeResult::failed(status, msg),
@@ -129,7 +144,6 @@ pub fn function_code(cfg: &Config, r: &ModuleRequest) -> CodeResult {
     let mut names = NameCache::default();
     let mut fmt = formatter("0x");
     let mut fmt_branch = formatter("");
-    let mut functions = Vec::new();
     for (start, (end, raw)) in starts {
         let Some(off) = to_offset(start) else {
             continue;
@@ -177,7 +191,7 @@ pub fn function_code(cfg: &Config, r: &ModuleRequest) -> CodeResult {
                 text,
             });
         }
-        functions.push(FunctionCode {
+        each(FunctionCode {
             name,
             offset: off,
             address: start,
@@ -188,7 +202,7 @@ pub fn function_code(cfg: &Config, r: &ModuleRequest) -> CodeResult {
         status: Status::Ok,
         binary: Some(found.binary.path.clone()),
         message: None,
-        functions,
+        functions: Vec::new(),
     }
 }
 
