@@ -462,9 +462,13 @@ pub fn enrich(staging: &Path, cfg: &trawl_symbolize::Config) -> Enriched {
 
 /// Writes (or rewrites) the flat table `perf_sample_symbolized` of a
 /// symbolized capture: each sample with its leaf's function, module and
-/// source line, named by trawl-query's `stack_leaf.sql` on the capture's
-/// own tables (streamed: names are kept per distinct leaf frame). Returns the rows written (0 without perf samples).
+/// source line, named by trawl-query's `frame_name_range.sql` on the
+/// capture's own tables, a range of frames at a time (names are kept per
+/// distinct leaf frame, not per stack). Returns the rows written (0 without perf samples).
 pub fn name_samples(dir: &Path) -> Result<u64> {
+    /// Frames named per query: 256 K frames read half a row group of
+    /// `frame`, and the query holds ~250 MB at most.
+    const FRAME_RANGE: i64 = 1 << 18;
     if !trawl_ingest::writer::table_file(dir, "perf_sample").is_file() {
         return Ok(0);
     }
@@ -475,7 +479,8 @@ pub fn name_samples(dir: &Path) -> Result<u64> {
         ))
     };
     // On a thread of its own: the caller may be inside an async runtime.
-    let mut leaves = capture::LeafNames::default();
+    let mut leaves = capture::LeafNames::read(dir)?;
+    let ranges = leaves.frame_ranges(FRAME_RANGE);
     std::thread::scope(|s| {
         s.spawn(|| {
             let rt = tokio::runtime::Builder::new_multi_thread()
@@ -489,9 +494,12 @@ pub fn name_samples(dir: &Path) -> Result<u64> {
                 let session = trawl_query::Session::open(&[dir.to_path_buf()])
                     .await
                     .map_err(query_err)?;
-                trawl_query::analyses::stack_leaves(&session, |b| leaves.add(b))
-                    .await
-                    .map_err(query_err)?
+                for (from, to) in ranges {
+                    trawl_query::analyses::frame_names(&session, from, to, |b| leaves.add(b))
+                        .await
+                        .map_err(query_err)??;
+                }
+                Ok(())
             })
         })
         .join()

@@ -433,18 +433,27 @@ table_columns! {
     }
 }
 
-/// The names of the frames that are the leaf of some stack, gathered batch
-/// by batch from the query `stack_leaf.sql` (rows of frame_id, function,
-/// module, srcline, file, line) for [`write_sample_symbolized`]: each
-/// distinct name is held once, and per frame only codes, so a recording
-/// with millions of distinct stacks costs a few bytes per leaf frame
-/// rather than its names per stack.
-#[derive(Default)]
+/// A frame that is the leaf of some stack, not named yet.
+const WANTED: u32 = u32::MAX - 1;
+/// Not a leaf frame (or no stack, in `LeafNames::stack_dense`).
+const NONE: u32 = u32::MAX;
+
+/// The leaves of a capture's stacks, for [`write_sample_symbolized`]: the
+/// frame at depth 0 of every stack (read from the `stack` table), and the
+/// names of those frames, gathered batch by batch from trawl-query's
+/// `frame_name_range.sql` over [`LeafNames::frame_ranges`]. Each distinct
+/// name is held once and per leaf frame only codes, so a recording with
+/// millions of distinct stacks costs a few bytes per stack and per leaf
+/// frame rather than names per stack.
 pub struct LeafNames {
-    /// frame_id → row (dense while frame ids are: 0, 1, ... per capture).
-    by_frame: Vec<u32>,
-    /// frame_id → row for ids the dense vector does not reach.
-    sparse: rustc_hash::FxHashMap<i64, u32>,
+    /// stack_id → its leaf's frame_id, while both are dense (they are
+    /// numbered from 0 as first seen); `NONE`: no such stack.
+    stack_dense: Vec<u32>,
+    /// stack_id → frame_id for what `stack_dense` does not hold.
+    stack_sparse: rustc_hash::FxHashMap<i64, i64>,
+    /// frame_id → row of its names, `WANTED` or `NONE`.
+    frame_dense: Vec<u32>,
+    frame_sparse: rustc_hash::FxHashMap<i64, u32>,
     function: Names,
     module: Names,
     srcline: Names,
@@ -452,94 +461,31 @@ pub struct LeafNames {
     line: Vec<Option<u32>>,
 }
 
+/// Below this an id is an index into a vector; above, a key of a map (ids
+/// from a hostile capture may be anything).
+fn dense_index(id: i64, count: usize) -> Option<usize> {
+    usize::try_from(id)
+        .ok()
+        .filter(|&i| i < 16 * count + (1 << 20) && i < NONE as usize - 1)
+}
+
 impl LeafNames {
-    /// Adds rows of the query `stack_leaf.sql`; a frame named twice keeps
-    /// its first names.
-    pub fn add(&mut self, b: &RecordBatch) -> Result<()> {
-        use arrow::compute::cast;
-        use arrow::datatypes::DataType;
-        let arrow_err = |source| Error::Arrow {
-            table: schema::PERF_SAMPLE_SYMBOLIZED.name.into(),
-            source,
+    /// The leaf frame of every stack of the capture in `dir` (none without
+    /// a `stack` table).
+    pub fn read(dir: &Path) -> Result<LeafNames> {
+        let mut s = LeafNames {
+            stack_dense: Vec::new(),
+            stack_sparse: Default::default(),
+            frame_dense: Vec::new(),
+            frame_sparse: Default::default(),
+            function: Names::default(),
+            module: Names::default(),
+            srcline: Names::default(),
+            file: Names::default(),
+            line: Vec::new(),
         };
-        let get = |name: &str, ty: &DataType| -> Result<ArrayRef> {
-            let c = b
-                .column_by_name(name)
-                .ok_or_else(|| Error::Usage(format!("stack leaves without a {name} column")))?;
-            cast(c, ty).map_err(arrow_err)
-        };
-        let ids = get("frame_id", &DataType::Int64)?;
-        let [function, module, srcline, file] =
-            ["function", "module", "srcline", "file"].map(|n| get(n, &DataType::Utf8));
-        let (function, module, srcline, file) = (function?, module?, srcline?, file?);
-        let lines = get("line", &DataType::UInt32)?;
-        let lines = lines.as_primitive::<UInt32Type>();
-        for (i, id) in ids.as_primitive::<Int64Type>().iter().enumerate() {
-            let Some(id) = id else { continue };
-            if self.row_of(id).is_some() {
-                continue;
-            }
-            let row = self.line.len() as u32;
-            // Dense up to a bound the rows justify (ids from a hostile
-            // capture may be anything).
-            match usize::try_from(id) {
-                Ok(i) if i < 16 * (self.line.len() + 1) + (1 << 20) => {
-                    if self.by_frame.len() <= i {
-                        self.by_frame.resize(i + 1, u32::MAX);
-                    }
-                    self.by_frame[i] = row;
-                }
-                _ => {
-                    self.sparse.insert(id, row);
-                }
-            }
-            fn s(a: &ArrayRef, i: usize) -> Option<&str> {
-                let a = a.as_string::<i32>();
-                a.is_valid(i).then(|| a.value(i))
-            }
-            self.function.push(s(&function, i));
-            self.module.push(s(&module, i));
-            self.srcline.push(s(&srcline, i));
-            self.file.push(s(&file, i));
-            self.line.push(lines.is_valid(i).then(|| lines.value(i)));
-        }
-        Ok(())
-    }
-
-    /// The row of the names of frame `id`.
-    fn row_of(&self, id: i64) -> Option<u32> {
-        match usize::try_from(id).ok().and_then(|i| self.by_frame.get(i)) {
-            Some(&r) if r != u32::MAX => Some(r),
-            _ => self.sparse.get(&id).copied(),
-        }
-    }
-
-    /// Frames named.
-    pub fn len(&self) -> usize {
-        self.line.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.line.is_empty()
-    }
-}
-
-/// stack_id → the frame_id at its depth 0, read from the capture's `stack`
-/// table: a vector while stack ids are dense (they are numbered from 0 as
-/// stacks are first seen), a map for what it does not reach.
-struct StackLeaf {
-    dense: Vec<i64>,
-    sparse: rustc_hash::FxHashMap<i64, i64>,
-}
-
-impl StackLeaf {
-    fn read(dir: &Path) -> Result<StackLeaf> {
         let def = &schema::STACK;
         let path = table_file(dir, def.name);
-        let mut s = StackLeaf {
-            dense: Vec::new(),
-            sparse: Default::default(),
-        };
         if !path.is_file() {
             return Ok(s);
         }
@@ -556,7 +502,7 @@ impl StackLeaf {
                 path: path.clone(),
                 source,
             })?;
-        let mut leaves = 0usize;
+        let (mut stacks, mut frames) = (0usize, 0usize);
         for b in reader {
             let b = b.map_err(|source| Error::Arrow {
                 table: def.name.into(),
@@ -570,16 +516,33 @@ impl StackLeaf {
                     continue;
                 }
                 let (id, f) = (stack.value(i), frame.value(i));
-                leaves += 1;
-                match usize::try_from(id) {
-                    Ok(i) if i < 16 * leaves + (1 << 20) => {
-                        if s.dense.len() <= i {
-                            s.dense.resize(i + 1, -1);
+                stacks += 1;
+                let fd = dense_index(f, frames);
+                match (dense_index(id, stacks), fd) {
+                    (Some(i), Some(fi)) => {
+                        if s.stack_dense.len() <= i {
+                            s.stack_dense.resize(i + 1, NONE);
                         }
-                        s.dense[i] = f;
+                        s.stack_dense[i] = fi as u32;
                     }
                     _ => {
-                        s.sparse.insert(id, f);
+                        s.stack_sparse.insert(id, f);
+                    }
+                }
+                match fd {
+                    Some(fi) => {
+                        if s.frame_dense.len() <= fi {
+                            s.frame_dense.resize(fi + 1, NONE);
+                        }
+                        if s.frame_dense[fi] == NONE {
+                            s.frame_dense[fi] = WANTED;
+                            frames += 1;
+                        }
+                    }
+                    None => {
+                        if s.frame_sparse.insert(f, WANTED).is_none() {
+                            frames += 1;
+                        }
                     }
                 }
             }
@@ -587,20 +550,135 @@ impl StackLeaf {
         Ok(s)
     }
 
-    fn frame_of(&self, stack: i64) -> Option<i64> {
-        match usize::try_from(stack).ok().and_then(|i| self.dense.get(i)) {
-            Some(&f) if f >= 0 => Some(f),
-            _ => self.sparse.get(&stack).copied(),
+    /// Ranges [from, to) of frame ids, `width` wide, that hold the leaf
+    /// frames: what to name, a range at a time (the frame table is in id
+    /// order, so a range reads its own row groups). Ids spread over more
+    /// than 64 such ranges (a hostile capture) are one range.
+    pub fn frame_ranges(&self, width: i64) -> Vec<(i64, i64)> {
+        let width = width.max(1);
+        let mut chunks: BTreeSet<i64> = self
+            .frame_dense
+            .iter()
+            .enumerate()
+            .filter(|(_, &r)| r != NONE)
+            .map(|(i, _)| i as i64 / width)
+            .collect();
+        chunks.extend(self.frame_sparse.keys().map(|f| f.div_euclid(width)));
+        if chunks.len() > 64 {
+            let lo = self.frame_sparse.keys().copied().chain(
+                self.frame_dense
+                    .iter()
+                    .position(|&r| r != NONE)
+                    .map(|i| i as i64),
+            );
+            let hi = self.frame_sparse.keys().copied().chain(
+                self.frame_dense
+                    .iter()
+                    .rposition(|&r| r != NONE)
+                    .map(|i| i as i64),
+            );
+            return match (lo.min(), hi.max()) {
+                (Some(lo), Some(hi)) => vec![(lo, hi.saturating_add(1))],
+                _ => Vec::new(),
+            };
         }
+        chunks
+            .into_iter()
+            .map(|c| {
+                (
+                    c.saturating_mul(width),
+                    c.saturating_add(1).saturating_mul(width),
+                )
+            })
+            .collect()
+    }
+
+    /// Adds rows of the query `frame_name_range.sql` (frame_id, function,
+    /// module, srcline, file, line); frames that are no stack's leaf, or
+    /// are named already, are skipped.
+    pub fn add(&mut self, b: &RecordBatch) -> Result<()> {
+        use arrow::compute::cast;
+        use arrow::datatypes::DataType;
+        let arrow_err = |source| Error::Arrow {
+            table: schema::PERF_SAMPLE_SYMBOLIZED.name.into(),
+            source,
+        };
+        let get = |name: &str, ty: &DataType| -> Result<ArrayRef> {
+            let c = b
+                .column_by_name(name)
+                .ok_or_else(|| Error::Usage(format!("frame names without a {name} column")))?;
+            cast(c, ty).map_err(arrow_err)
+        };
+        let ids = get("frame_id", &DataType::Int64)?;
+        let [function, module, srcline, file] =
+            ["function", "module", "srcline", "file"].map(|n| get(n, &DataType::Utf8));
+        let (function, module, srcline, file) = (function?, module?, srcline?, file?);
+        let lines = get("line", &DataType::UInt32)?;
+        let lines = lines.as_primitive::<UInt32Type>();
+        fn s(a: &ArrayRef, i: usize) -> Option<&str> {
+            let a = a.as_string::<i32>();
+            a.is_valid(i).then(|| a.value(i))
+        }
+        for (i, id) in ids.as_primitive::<Int64Type>().iter().enumerate() {
+            let Some(id) = id else { continue };
+            let row = self.line.len() as u32;
+            let slot = match usize::try_from(id)
+                .ok()
+                .filter(|&f| f < self.frame_dense.len())
+            {
+                Some(f) => &mut self.frame_dense[f],
+                None => match self.frame_sparse.get_mut(&id) {
+                    Some(r) => r,
+                    None => continue,
+                },
+            };
+            if *slot != WANTED {
+                continue;
+            }
+            *slot = row;
+            self.function.push(s(&function, i));
+            self.module.push(s(&module, i));
+            self.srcline.push(s(&srcline, i));
+            self.file.push(s(&file, i));
+            self.line.push(lines.is_valid(i).then(|| lines.value(i)));
+        }
+        Ok(())
+    }
+
+    /// The row of the names of the leaf of stack `id`.
+    fn row_of_stack(&self, id: i64) -> Option<i32> {
+        let f = match usize::try_from(id)
+            .ok()
+            .and_then(|i| self.stack_dense.get(i))
+        {
+            Some(&f) if f != NONE => f as i64,
+            _ => *self.stack_sparse.get(&id)?,
+        };
+        let r = match usize::try_from(f)
+            .ok()
+            .and_then(|i| self.frame_dense.get(i))
+        {
+            Some(&r) => r,
+            None => *self.frame_sparse.get(&f)?,
+        };
+        (r < WANTED).then_some(r as i32)
+    }
+
+    /// Leaf frames named so far.
+    pub fn len(&self) -> usize {
+        self.line.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.line.is_empty()
     }
 }
 
 /// Writes `perf_sample_symbolized` into `dir`: every sample of
 /// `perf_sample` (read in file order, which is time order) with the names
-/// of its stack's leaf frame (depth 0 in the capture's `stack` table) from
-/// `leaves`. Samples without a stack, or whose leaf `leaves` lacks, get
-/// nulls. Returns the rows written; nothing is written when the capture
-/// has no `perf_sample` table.
+/// of its stack's leaf frame from `leaves`. Samples without a stack, or
+/// whose leaf `leaves` did not name, get nulls. Returns the rows written;
+/// nothing is written when the capture has no `perf_sample` table.
 pub fn write_sample_symbolized(dir: &Path, leaves: &mut LeafNames) -> Result<u64> {
     use arrow::compute::{cast, take};
     let def = &schema::PERF_SAMPLE_SYMBOLIZED;
@@ -612,25 +690,12 @@ pub fn write_sample_symbolized(dir: &Path, leaves: &mut LeafNames) -> Result<u64
         table: def.name.into(),
         source,
     };
-    let stack_leaf = StackLeaf::read(dir)?;
     let lines = UInt32Array::from(std::mem::take(&mut leaves.line));
-    let LeafNames {
-        by_frame,
-        sparse,
-        function,
-        module,
-        srcline,
-        file,
-        ..
-    } = leaves;
-    let leaf_of = |stack: i64| -> Option<i32> {
-        let f = stack_leaf.frame_of(stack)?;
-        let row = match usize::try_from(f).ok().and_then(|i| by_frame.get(i)) {
-            Some(&r) if r != u32::MAX => r,
-            _ => *sparse.get(&f)?,
-        };
-        Some(row as i32)
-    };
+    let mut function = std::mem::take(&mut leaves.function);
+    let mut module = std::mem::take(&mut leaves.module);
+    let mut srcline = std::mem::take(&mut leaves.srcline);
+    let mut file = std::mem::take(&mut leaves.file);
+    let leaf_of = |stack: i64| leaves.row_of_stack(stack);
 
     let f = File::open(&samples).map_err(|e| Error::io(&samples, e))?;
     // Only the columns the flat table copies (perf_sample has 28).
@@ -681,10 +746,10 @@ pub fn write_sample_symbolized(dir: &Path, leaves: &mut LeafNames) -> Result<u64
                 period: i64s("period")?.into(),
                 cpu_mode: dict("cpu_mode")?.into(),
                 stack_id: stack.clone().into(),
-                function: named(&mut *function)?.into(),
-                module: named(&mut *module)?.into(),
-                srcline: named(&mut *srcline)?.into(),
-                file: named(&mut *file)?.into(),
+                function: named(&mut function)?.into(),
+                module: named(&mut module)?.into(),
+                srcline: named(&mut srcline)?.into(),
+                file: named(&mut file)?.into(),
                 line: take(&lines, &keys, None)
                     .map_err(arrow_err)?
                     .as_primitive::<UInt32Type>()
@@ -764,5 +829,100 @@ impl Names {
             self.local[c as usize] = u32::MAX;
         }
         DictionaryArray::try_new(keys, Arc::new(values))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow::array::StringArray;
+    use arrow::datatypes::{DataType, Field, Schema};
+
+    fn empty() -> LeafNames {
+        LeafNames {
+            stack_dense: Vec::new(),
+            stack_sparse: Default::default(),
+            frame_dense: Vec::new(),
+            frame_sparse: Default::default(),
+            function: Names::default(),
+            module: Names::default(),
+            srcline: Names::default(),
+            file: Names::default(),
+            line: Vec::new(),
+        }
+    }
+
+    /// Rows (frame_id, function) as frame_name_range.sql gives them.
+    fn names(rows: &[(i64, &str)]) -> RecordBatch {
+        let strings = |v: Vec<&str>| Arc::new(StringArray::from(v)) as ArrayRef;
+        let schema = Schema::new(
+            ["frame_id", "function", "module", "srcline", "file", "line"]
+                .iter()
+                .zip([
+                    DataType::Int64,
+                    DataType::Utf8,
+                    DataType::Utf8,
+                    DataType::Utf8,
+                    DataType::Utf8,
+                    DataType::UInt32,
+                ])
+                .map(|(n, t)| Field::new(*n, t, true))
+                .collect::<Vec<_>>(),
+        );
+        RecordBatch::try_new(
+            Arc::new(schema),
+            vec![
+                Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.0))),
+                strings(rows.iter().map(|r| r.1).collect()),
+                strings(rows.iter().map(|_| "/bin/x").collect()),
+                strings(rows.iter().map(|r| r.1).collect()),
+                strings(rows.iter().map(|_| "x.c").collect()),
+                Arc::new(UInt32Array::from_iter_values(rows.iter().map(|_| 7))),
+            ],
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn leaf_frames_are_named_in_the_ranges_that_hold_them() {
+        let mut l = empty();
+        // Stacks 0, 1, 2 with leaves 3, 600000, 3; frame 5 is no leaf.
+        l.frame_dense = vec![NONE; 600_001];
+        l.frame_dense[3] = WANTED;
+        l.frame_dense[600_000] = WANTED;
+        l.stack_dense = vec![3, 600_000, 3];
+        assert_eq!(
+            l.frame_ranges(1 << 18),
+            vec![(0, 1 << 18), (2 << 18, 3 << 18)]
+        );
+        l.add(&names(&[(3, "f"), (5, "g"), (3, "again")])).unwrap();
+        l.add(&names(&[(600_000, "h")])).unwrap();
+        assert_eq!(l.len(), 2, "frame 5 is no leaf, frame 3 is named once");
+        assert_eq!(l.row_of_stack(0), Some(0));
+        assert_eq!(l.row_of_stack(1), Some(1));
+        assert_eq!(l.row_of_stack(2), Some(0));
+        assert_eq!(l.row_of_stack(3), None, "no such stack");
+        assert_eq!(&*l.function.values[l.function.code[0] as usize], "f");
+    }
+
+    #[test]
+    fn hostile_frame_ids_are_one_range_and_a_map() {
+        let mut l = empty();
+        // Ids a capture could claim: far apart, negative, near i64::MAX.
+        let ids: Vec<i64> = (0..100)
+            .map(|i| i << 40)
+            .chain([-5, i64::MAX - 1])
+            .collect();
+        for (s, &f) in ids.iter().enumerate() {
+            l.frame_sparse.insert(f, WANTED);
+            l.stack_sparse.insert(s as i64 + (1 << 50), f);
+        }
+        assert_eq!(l.frame_ranges(1 << 18), vec![(-5, i64::MAX)]);
+        l.add(&names(&[(i64::MAX - 1, "top"), (-5, "neg"), (7, "none")]))
+            .unwrap();
+        assert_eq!(l.len(), 2);
+        assert_eq!(l.row_of_stack(101 + (1 << 50)), Some(0));
+        assert_eq!(l.row_of_stack(100 + (1 << 50)), Some(1));
+        assert_eq!(l.row_of_stack(1 << 50), None, "leaf 0 was not named");
     }
 }
