@@ -768,34 +768,62 @@ pub fn write_sample_symbolized(dir: &Path, leaves: &mut LeafNames) -> Result<u64
 /// dictionary's values for every batch, and a capture has millions of
 /// leaves (2.1 M stacks for 22.6 M samples in bench/perf_ingest.sh's
 /// recording: 48 s with the leaves as every batch's dictionary).
+///
+/// The distinct names are held back to back in one string, found again
+/// through a table of 4-byte indices: ~13 bytes per name beyond its text
+/// (an `Arc<str>` per name in a map took ~70; the 8 GB recording of
+/// bench/large.sh has 840 K leaf frames, most with a srcline of their own).
 #[derive(Default)]
 struct Names {
-    /// Distinct names.
-    values: Vec<Arc<str>>,
-    /// Name → its index in `values`.
-    ids: rustc_hash::FxHashMap<Arc<str>, u32>,
-    /// Per leaf: its name's index in `values`; `u32::MAX` for null.
+    /// Distinct names, back to back.
+    text: String,
+    /// Per distinct name: where it ends in `text` (it starts where the
+    /// previous one ends).
+    ends: Vec<usize>,
+    /// Indices of distinct names, hashed by their text.
+    table: hashbrown::HashTable<u32>,
+    /// Per leaf: its name's index; `u32::MAX` for null.
     code: Vec<u32>,
     /// Per name: its key in the batch being built (`u32::MAX`: not yet).
     local: Vec<u32>,
 }
 
 impl Names {
+    /// Distinct name `i`.
+    fn value(&self, i: u32) -> &str {
+        let i = i as usize;
+        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        &self.text[start..self.ends[i]]
+    }
+
+    fn hash(v: &str) -> u64 {
+        use std::hash::BuildHasher;
+        rustc_hash::FxBuildHasher.hash_one(v)
+    }
+
     /// Adds the name of the next leaf.
     fn push(&mut self, v: Option<&str>) {
         let c = match v {
             None => u32::MAX,
-            Some(v) => match self.ids.get(v) {
-                Some(&c) => c,
-                None => {
-                    let c = self.values.len() as u32;
-                    let v: Arc<str> = v.into();
-                    self.values.push(v.clone());
-                    self.ids.insert(v, c);
-                    self.local.push(u32::MAX);
-                    c
+            Some(v) => {
+                let h = Self::hash(v);
+                match self.table.find(h, |&c| self.value(c) == v) {
+                    Some(&c) => c,
+                    None => {
+                        let c = self.ends.len() as u32;
+                        self.text.push_str(v);
+                        self.ends.push(self.text.len());
+                        let (text, ends) = (&self.text, &self.ends);
+                        self.table.insert_unique(h, c, |&c| {
+                            let i = c as usize;
+                            let start = if i == 0 { 0 } else { ends[i - 1] };
+                            Self::hash(&text[start..ends[i]])
+                        });
+                        self.local.push(u32::MAX);
+                        c
+                    }
                 }
-            },
+            }
         };
         self.code.push(c);
     }
@@ -822,9 +850,8 @@ impl Names {
                 Some(*k as i32)
             })
             .collect();
-        let values = arrow::array::StringArray::from_iter_values(
-            used.iter().map(|&c| &*self.values[c as usize]),
-        );
+        let values =
+            arrow::array::StringArray::from_iter_values(used.iter().map(|&c| self.value(c)));
         for &c in &used {
             self.local[c as usize] = u32::MAX;
         }
@@ -902,7 +929,31 @@ mod tests {
         assert_eq!(l.row_of_stack(1), Some(1));
         assert_eq!(l.row_of_stack(2), Some(0));
         assert_eq!(l.row_of_stack(3), None, "no such stack");
-        assert_eq!(&*l.function.values[l.function.code[0] as usize], "f");
+        assert_eq!(l.function.value(l.function.code[0]), "f");
+        assert_eq!(l.function.value(l.function.code[1]), "h");
+        assert_eq!(l.srcline.value(l.srcline.code[1]), "h");
+    }
+
+    #[test]
+    fn names_are_held_once_and_given_back_by_code() {
+        let mut n = Names::default();
+        let words: Vec<String> = (0..20_000).map(|i| format!("f{}", i % 7_000)).collect();
+        for (i, w) in words.iter().enumerate() {
+            n.push((i % 11 != 0).then_some(w.as_str()));
+        }
+        n.push(Some(""));
+        assert_eq!(
+            n.ends.len(),
+            7_001,
+            "7,000 distinct words and the empty name"
+        );
+        for (i, w) in words.iter().enumerate() {
+            match i % 11 {
+                0 => assert_eq!(n.code[i], u32::MAX),
+                _ => assert_eq!(n.value(n.code[i]), w),
+            }
+        }
+        assert_eq!(n.value(n.code[20_000]), "");
     }
 
     #[test]

@@ -82,6 +82,12 @@ fn writer_properties(def: &TableDef) -> WriterProperties {
 /// Rows per Parquet row group.
 const ROW_GROUP_ROWS: usize = 512 * 1024;
 
+/// A row group is written early when its rows hold this much Arrow
+/// memory: rows of long strings (symbol names, instruction text) would
+/// otherwise hold hundreds of MB waiting for their 512 K rows (the
+/// symbols of the 8 GB recording of bench/large.sh: 170 MB).
+const ROW_GROUP_BYTES: usize = 48 << 20;
+
 /// Streams batches of one table into a Parquet file. Encoding and
 /// compression run on a thread of their own, so conversion and Parquet
 /// encoding overlap; at most two batches wait in between. Each row group's
@@ -233,6 +239,8 @@ struct RowGroupEncoder {
     factory: ArrowRowGroupWriterFactory,
     pending: Vec<RecordBatch>,
     pending_rows: usize,
+    /// Arrow memory of `pending` (each batch's share of its buffers).
+    pending_bytes: usize,
     row_groups: usize,
 }
 
@@ -245,12 +253,19 @@ impl RowGroupEncoder {
     }
 
     fn write(&mut self, mut batch: RecordBatch) -> Result<()> {
+        let per_row = batch.get_array_memory_size() / batch.num_rows().max(1);
         while batch.num_rows() > 0 {
-            let take = (ROW_GROUP_ROWS - self.pending_rows).min(batch.num_rows());
+            // As many rows as fit under both bounds (one at least).
+            let by_bytes =
+                (ROW_GROUP_BYTES.saturating_sub(self.pending_bytes) / per_row.max(1)).max(1);
+            let take = (ROW_GROUP_ROWS - self.pending_rows)
+                .min(by_bytes)
+                .min(batch.num_rows());
             self.pending.push(batch.slice(0, take));
             self.pending_rows += take;
+            self.pending_bytes += take * per_row;
             batch = batch.slice(take, batch.num_rows() - take);
-            if self.pending_rows == ROW_GROUP_ROWS {
+            if self.pending_rows == ROW_GROUP_ROWS || self.pending_bytes >= ROW_GROUP_BYTES {
                 self.flush()?;
             }
         }
@@ -263,6 +278,7 @@ impl RowGroupEncoder {
         }
         let batches = std::mem::take(&mut self.pending);
         self.pending_rows = 0;
+        self.pending_bytes = 0;
         let err = Self::err(&self.path);
         let writers = self
             .factory
@@ -337,6 +353,7 @@ impl TableWriter {
             factory,
             pending: Vec::new(),
             pending_rows: 0,
+            pending_bytes: 0,
             row_groups: 0,
         };
         let (tx, rx) = sync_channel::<RecordBatch>(2);

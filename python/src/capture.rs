@@ -96,6 +96,39 @@ fn bytes<'py>(py: Python<'py>, b: &[u8]) -> Bound<'py, PyBytes> {
     PyBytes::new(py, b)
 }
 
+/// The sample selection of `flamegraph` and `export`, as their keyword
+/// arguments give it (as the CLI's filter options).
+struct Samples {
+    event: Option<String>,
+    weight: String,
+    pid: Vec<i32>,
+    tid: Vec<i32>,
+    comm: Vec<String>,
+    from_ns: Option<i64>,
+    to_ns: Option<i64>,
+    capture: Vec<String>,
+}
+
+impl Samples {
+    /// The filter, the event (by default the one with most samples) and
+    /// the weight, checked against the session's captures.
+    async fn resolve(self, s: &Session) -> anyhow::Result<(SampleFilter, String, Weight)> {
+        let weight = Weight::parse(&self.weight)?;
+        let event = analyses::choose_event(s, self.event.as_deref()).await?;
+        analyses::check_weight(s, &weight).await?;
+        let filter = SampleFilter {
+            event: Some(event.clone()),
+            pids: self.pid,
+            tids: self.tid,
+            comms: self.comm,
+            time_from_ns: self.from_ns,
+            time_to_ns: self.to_ns,
+            captures: self.capture,
+        };
+        Ok((filter, event, weight))
+    }
+}
+
 #[pymethods]
 impl Capture {
     /// Runs SQL (`;`-separated statements: the last one's result).
@@ -175,7 +208,7 @@ impl Capture {
 
     /// The flame graph of the selected samples, as SVG, and how many frames
     /// were wide enough to draw (as `trawl report flamegraph`).
-    #[pyo3(signature = (*, title = None, event = None, weight = "period".to_string(), pid = Vec::new(), tid = Vec::new(), comm = Vec::new(), from_ns = None, to_ns = None, inline = true))]
+    #[pyo3(signature = (*, title = None, event = None, weight = "period".to_string(), pid = Vec::new(), tid = Vec::new(), comm = Vec::new(), from_ns = None, to_ns = None, inline = true, capture = Vec::new()))]
     #[allow(clippy::too_many_arguments)]
     fn flamegraph<'py>(
         &self,
@@ -189,21 +222,21 @@ impl Capture {
         from_ns: Option<i64>,
         to_ns: Option<i64>,
         inline: bool,
+        capture: Vec<String>,
     ) -> PyResult<(Bound<'py, PyBytes>, usize)> {
         let s = self.s.clone();
+        let samples = Samples {
+            event,
+            weight,
+            pid,
+            tid,
+            comm,
+            from_ns,
+            to_ns,
+            capture,
+        };
         let (svg, frames) = wait(py, async move {
-            let weight = Weight::parse(&weight)?;
-            let event = analyses::choose_event(&s, event.as_deref()).await?;
-            analyses::check_weight(&s, &weight).await?;
-            let filter = SampleFilter {
-                event: Some(event.clone()),
-                pids: pid,
-                tids: tid,
-                comms: comm,
-                time_from_ns: from_ns,
-                time_to_ns: to_ns,
-                captures: Vec::new(),
-            };
+            let (filter, event, weight) = samples.resolve(&s).await?;
             let sel = Selection {
                 filter: &filter,
                 event: &event,
@@ -239,19 +272,18 @@ impl Capture {
         interval_ns: Option<u64>,
     ) -> PyResult<Bound<'py, PyBytes>> {
         let s = self.s.clone();
+        let samples = Samples {
+            event,
+            weight,
+            pid,
+            tid,
+            comm,
+            from_ns,
+            to_ns,
+            capture,
+        };
         let out = wait(py, async move {
-            let weight = Weight::parse(&weight)?;
-            let event = analyses::choose_event(&s, event.as_deref()).await?;
-            analyses::check_weight(&s, &weight).await?;
-            let filter = SampleFilter {
-                event: Some(event.clone()),
-                pids: pid,
-                tids: tid,
-                comms: comm,
-                time_from_ns: from_ns,
-                time_to_ns: to_ns,
-                captures: capture,
-            };
+            let (filter, event, weight) = samples.resolve(&s).await?;
             let sel = Selection {
                 filter: &filter,
                 event: &event,

@@ -210,6 +210,12 @@ def test_diff_of_two_runs_equals_the_cli(tmp_path):
     assert_same_rows(got, want, "diff() vs trawl report diff")
     status = {r["function"]: r["status"] for r in got}
     assert status["validate"] == "new only" and status["legacy_check"] == "base only"
+    # One capture's flame graph out of the two (fixtures/perf/src/regress.c:
+    # only the new build calls validate, only the old one legacy_check).
+    new_svg = both.flamegraph(capture="new", inline=False)._repr_svg_()
+    base_svg = both.flamegraph(capture="base", inline=False)._repr_svg_()
+    assert "validate" in new_svg and "legacy_check" not in new_svg
+    assert "legacy_check" in base_svg and "validate" not in base_svg
 
 
 @pytest.mark.parametrize("to", ["pprof", "firefox", "speedscope", "folded"])

@@ -286,9 +286,11 @@ class Capture:
         from_ns: Optional[int] = None,
         to_ns: Optional[int] = None,
         inline: bool = True,
+        capture: Union[str, Sequence[str], None] = None,
     ) -> SVG:
         """The selected samples' stacks as a flame graph (SVG), as ``trawl
-        report flamegraph``; ``folded(...)`` gives its rows."""
+        report flamegraph``; ``folded(...)`` gives its rows. ``capture``
+        keeps the samples of these captures of an archive."""
         svg, _frames = self._c.flamegraph(
             title=title,
             event=event,
@@ -299,6 +301,7 @@ class Capture:
             from_ns=from_ns,
             to_ns=to_ns,
             inline=inline,
+            capture=_list(capture),
         )
         return SVG(svg)
 
