@@ -467,9 +467,9 @@ pub fn enrich(staging: &Path, cfg: &trawl_symbolize::Config) -> Enriched {
 /// capture's own tables, a range of frames at a time (names are kept per
 /// distinct leaf frame, not per stack). Returns the rows written (0 without perf samples).
 pub fn name_samples(dir: &Path) -> Result<u64> {
-    /// Frames named per query: 256 K frames read half a row group of
-    /// `frame`, and the query holds ~250 MB at most.
-    const FRAME_RANGE: i64 = 1 << 18;
+    /// Frames named per query: 128 K frames read a quarter of a row group
+    /// of `frame`, and the query's joins hold those frames only.
+    const FRAME_RANGE: i64 = 1 << 17;
     if !trawl_ingest::writer::table_file(dir, "perf_sample").is_file() {
         return Ok(0);
     }
@@ -493,6 +493,12 @@ pub fn name_samples(dir: &Path) -> Result<u64> {
                 })?;
             rt.block_on(async {
                 let session = trawl_query::Session::open(&[dir.to_path_buf()])
+                    .await
+                    .map_err(query_err)?;
+                // One partition: no repartitioning buffers between the
+                // joins (the ranges keep each query small already).
+                session
+                    .sql("SET datafusion.execution.target_partitions = 1")
                     .await
                     .map_err(query_err)?;
                 for (from, to) in ranges {

@@ -863,7 +863,6 @@ impl Names {
 mod tests {
     use super::*;
     use arrow::array::StringArray;
-    use arrow::datatypes::{DataType, Field, Schema};
 
     fn empty() -> LeafNames {
         LeafNames {
@@ -879,34 +878,24 @@ mod tests {
         }
     }
 
-    /// Rows (frame_id, function) as frame_name_range.sql gives them.
+    /// Rows (frame_id, function) as frame_name_range.sql gives them (its
+    /// columns by name: a query's rows, not a table of the capture).
     fn names(rows: &[(i64, &str)]) -> RecordBatch {
         let strings = |v: Vec<&str>| Arc::new(StringArray::from(v)) as ArrayRef;
-        let schema = Schema::new(
-            ["frame_id", "function", "module", "srcline", "file", "line"]
-                .iter()
-                .zip([
-                    DataType::Int64,
-                    DataType::Utf8,
-                    DataType::Utf8,
-                    DataType::Utf8,
-                    DataType::Utf8,
-                    DataType::UInt32,
-                ])
-                .map(|(n, t)| Field::new(*n, t, true))
-                .collect::<Vec<_>>(),
-        );
-        RecordBatch::try_new(
-            Arc::new(schema),
-            vec![
-                Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.0))),
-                strings(rows.iter().map(|r| r.1).collect()),
-                strings(rows.iter().map(|_| "/bin/x").collect()),
-                strings(rows.iter().map(|r| r.1).collect()),
-                strings(rows.iter().map(|_| "x.c").collect()),
-                Arc::new(UInt32Array::from_iter_values(rows.iter().map(|_| 7))),
-            ],
-        )
+        RecordBatch::try_from_iter([
+            (
+                "frame_id",
+                Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.0))) as ArrayRef,
+            ),
+            ("function", strings(rows.iter().map(|r| r.1).collect())),
+            ("module", strings(rows.iter().map(|_| "/bin/x").collect())),
+            ("srcline", strings(rows.iter().map(|r| r.1).collect())),
+            ("file", strings(rows.iter().map(|_| "x.c").collect())),
+            (
+                "line",
+                Arc::new(UInt32Array::from_iter_values(rows.iter().map(|_| 7))) as ArrayRef,
+            ),
+        ])
         .unwrap()
     }
 

@@ -164,7 +164,7 @@ mod tests {
     fn id_table_gives_dense_ids_to_distinct_keys() {
         let mut t = IdTable::<(i64, u64)>::default();
         // A poor hash (many keys in one bucket) must not merge keys.
-        let hash = |k: &(i64, u64)| (k.1 % 3);
+        let hash = |k: &(i64, u64)| k.1 % 3;
         let keys: Vec<(i64, u64)> = (0..3000u64)
             .map(|i| ((i % 5) as i64 - 1, i % 1000))
             .collect();
