@@ -11,8 +11,8 @@
 # - lackey log: bench/gen_lackey.py, the fixture's real log repeated with
 #   its data addresses moved (64 times its pages).
 # Both are ingested as files (mapped), trawl ingest with and without
-# symbolization (the flat table perf_sample_symbolized, written when
-# symbolizing, is held per capture: see README).
+# symbolization. Peak RSS should stay under 500 MB: what grows is per
+# distinct stack and frame, not per byte (docs/guide/performance.md).
 #
 # Usage: bench/large.sh [GB]   (env BENCH_DIR, default /tmp/trawl-bench;
 #        KEEP=1 keeps the inputs; PEER=0 skips perf script)
