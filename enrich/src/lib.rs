@@ -465,7 +465,8 @@ pub fn enrich(staging: &Path, cfg: &trawl_symbolize::Config) -> Enriched {
 /// symbolized capture: each sample with its leaf's function, module and
 /// source line, named by trawl-query's `frame_name_range.sql` on the
 /// capture's own tables, a range of frames at a time (names are kept per
-/// distinct leaf frame, not per stack). Returns the rows written (0 without perf samples).
+/// distinct leaf frame, not per stack). Returns the rows written (0
+/// without perf samples).
 pub fn name_samples(dir: &Path) -> Result<u64> {
     /// Frames named per query: 128 K frames read a quarter of a row group
     /// of `frame`, and the query's joins hold those frames only.

@@ -445,6 +445,7 @@ const NONE: u32 = u32::MAX;
 /// name is held once and per leaf frame only codes, so a recording with
 /// millions of distinct stacks costs a few bytes per stack and per leaf
 /// frame rather than names per stack.
+#[derive(Default)]
 pub struct LeafNames {
     /// stack_id → its leaf's frame_id, while both are dense (they are
     /// numbered from 0 as first seen); `NONE`: no such stack.
@@ -473,17 +474,7 @@ impl LeafNames {
     /// The leaf frame of every stack of the capture in `dir` (none without
     /// a `stack` table).
     pub fn read(dir: &Path) -> Result<LeafNames> {
-        let mut s = LeafNames {
-            stack_dense: Vec::new(),
-            stack_sparse: Default::default(),
-            frame_dense: Vec::new(),
-            frame_sparse: Default::default(),
-            function: Names::default(),
-            module: Names::default(),
-            srcline: Names::default(),
-            file: Names::default(),
-            line: Vec::new(),
-        };
+        let mut s = LeafNames::default();
         let def = &schema::STACK;
         let path = table_file(dir, def.name);
         if !path.is_file() {
@@ -865,20 +856,6 @@ mod tests {
     use super::*;
     use arrow::array::StringArray;
 
-    fn empty() -> LeafNames {
-        LeafNames {
-            stack_dense: Vec::new(),
-            stack_sparse: Default::default(),
-            frame_dense: Vec::new(),
-            frame_sparse: Default::default(),
-            function: Names::default(),
-            module: Names::default(),
-            srcline: Names::default(),
-            file: Names::default(),
-            line: Vec::new(),
-        }
-    }
-
     /// Rows (frame_id, function) as frame_name_range.sql gives them (its
     /// columns by name: a query's rows, not a table of the capture).
     fn names(rows: &[(i64, &str)]) -> RecordBatch {
@@ -902,7 +879,7 @@ mod tests {
 
     #[test]
     fn leaf_frames_are_named_in_the_ranges_that_hold_them() {
-        let mut l = empty();
+        let mut l = LeafNames::default();
         // Stacks 0, 1, 2 with leaves 3, 600000, 3; frame 5 is no leaf.
         l.frame_dense = vec![NONE; 600_001];
         l.frame_dense[3] = WANTED;
@@ -948,7 +925,7 @@ mod tests {
 
     #[test]
     fn hostile_frame_ids_are_one_range_and_a_map() {
-        let mut l = empty();
+        let mut l = LeafNames::default();
         // Ids a capture could claim: far apart, negative, near i64::MAX.
         let ids: Vec<i64> = (0..100)
             .map(|i| i << 40)

@@ -107,12 +107,34 @@ struct Samples {
     from_ns: Option<i64>,
     to_ns: Option<i64>,
     capture: Vec<String>,
+    inline: bool,
+}
+
+/// [`Samples`] checked against the session's captures.
+struct Picked {
+    filter: SampleFilter,
+    event: String,
+    weight: Weight,
+    inline: bool,
+}
+
+impl Picked {
+    fn selection(&self) -> Selection<'_> {
+        Selection {
+            filter: &self.filter,
+            event: &self.event,
+            weight: &self.weight,
+            opts: StackOpts {
+                inline: self.inline,
+            },
+        }
+    }
 }
 
 impl Samples {
     /// The filter, the event (by default the one with most samples) and
     /// the weight, checked against the session's captures.
-    async fn resolve(self, s: &Session) -> anyhow::Result<(SampleFilter, String, Weight)> {
+    async fn resolve(self, s: &Session) -> anyhow::Result<Picked> {
         let weight = Weight::parse(&self.weight)?;
         let event = analyses::choose_event(s, self.event.as_deref()).await?;
         analyses::check_weight(s, &weight).await?;
@@ -125,7 +147,12 @@ impl Samples {
             time_to_ns: self.to_ns,
             captures: self.capture,
         };
-        Ok((filter, event, weight))
+        Ok(Picked {
+            filter,
+            event,
+            weight,
+            inline: self.inline,
+        })
     }
 }
 
@@ -234,18 +261,14 @@ impl Capture {
             from_ns,
             to_ns,
             capture,
+            inline,
         };
         let (svg, frames) = wait(py, async move {
-            let (filter, event, weight) = samples.resolve(&s).await?;
-            let sel = Selection {
-                filter: &filter,
-                event: &event,
-                weight: &weight,
-                opts: StackOpts { inline },
-            };
+            let picked = samples.resolve(&s).await?;
+            let sel = picked.selection();
             let tree = trawl_query::flame::frame_tree(&s, &sel).await?;
-            let title = title.unwrap_or_else(|| trawl_plot::flame_title(&s, &event));
-            trawl_plot::flame_svg(&tree, &title, &trawl_plot::count_name(&weight))
+            let title = title.unwrap_or_else(|| trawl_plot::flame_title(&s, &picked.event));
+            trawl_plot::flame_svg(&tree, &title, &trawl_plot::count_name(&picked.weight))
         })?;
         Ok((bytes(py, &svg), frames))
     }
@@ -281,15 +304,11 @@ impl Capture {
             from_ns,
             to_ns,
             capture,
+            inline,
         };
         let out = wait(py, async move {
-            let (filter, event, weight) = samples.resolve(&s).await?;
-            let sel = Selection {
-                filter: &filter,
-                event: &event,
-                weight: &weight,
-                opts: StackOpts { inline },
-            };
+            let picked = samples.resolve(&s).await?;
+            let sel = picked.selection();
             let version = concat!("trawl ", env!("CARGO_PKG_VERSION"));
             let profile = |per_sample| {
                 trawl_query::profile::stack_profile(
