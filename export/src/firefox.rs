@@ -8,10 +8,14 @@
 //!   for a clock event (`cpu-clock`, `task-clock`) weighed by period the
 //!   period is the sample's CPU delta (the Profiler's CPU graph);
 //! - frames are the function names, root first, each inline level a frame
-//!   of its own (the innermost last), in category `User` or `Kernel`.
-//!   Source lines are not in the file: the crate writes function names
-//!   only (the Profiler gets lines from a symbol server, which a file
-//!   opened on its own does not have).
+//!   of its own (the innermost last), in category `User` or `Kernel`;
+//! - source lines: each function's file in `funcTable.fileName`, each
+//!   frame's line in `frameTable.line` (the Profiler's source view counts
+//!   samples per line from it). The crate writes neither column (its
+//!   frames are names or addresses for a symbol server), so each distinct
+//!   (function, file, line) is written as a label of its own, a token,
+//!   and [`add_source_lines`] turns the tokens back into functions, files
+//!   and lines in the serialized profile.
 
 use std::collections::HashMap;
 
@@ -20,7 +24,16 @@ use fxprof_processed_profile::{
     CategoryColor, CategoryPairHandle, CpuDelta, Frame, FrameFlags, FrameInfo, Profile,
     ReferenceTimestamp, SamplingInterval, StackHandle, ThreadHandle, Timestamp,
 };
+use serde_json::Value;
 use trawl_query::profile::StackProfile;
+
+/// What a label token stands for: (function, file, line) as indices into
+/// the profile's strings (line 0: unknown).
+type Position = (u32, Option<u32>, u32);
+
+/// Tokens start with a byte no symbol name the profile's labels carry
+/// contains: every label written is a token.
+const TOKEN: char = '\u{1}';
 
 /// The profile in the Firefox Profiler's processed format (JSON).
 /// `interval_ns` is the sampling interval the Profiler assumes between
@@ -81,6 +94,8 @@ pub fn write(p: &StackProfile, product: &str, interval_ns: u64) -> anyhow::Resul
     }
     // Samples, each stack interned once per thread.
     let mut stacks: HashMap<(ThreadHandle, u32), Option<StackHandle>> = HashMap::new();
+    let mut positions: Vec<Position> = Vec::new();
+    let mut token_of: HashMap<Position, usize> = HashMap::new();
     let mut last: HashMap<ThreadHandle, Timestamp> = HashMap::new();
     for s in &p.samples {
         let th = threads[&(s.capture, s.pid, s.tid)];
@@ -92,8 +107,13 @@ pub fn write(p: &StackProfile, product: &str, interval_ns: u64) -> anyhow::Resul
                     let loc = &p.locations[l as usize];
                     let cat = if loc.kernel { kernel } else { user };
                     for line in loc.lines.iter().rev() {
+                        let key = (line.function, line.file, line.line);
+                        let token = *token_of.entry(key).or_insert_with(|| {
+                            positions.push(key);
+                            positions.len() - 1
+                        });
                         frames.push(FrameInfo {
-                            frame: Frame::Label(prof.intern_string(p.str(line.function))),
+                            frame: Frame::Label(prof.intern_string(&format!("{TOKEN}{token}"))),
                             category_pair: cat,
                             flags: FrameFlags::empty(),
                         });
@@ -114,5 +134,90 @@ pub fn write(p: &StackProfile, product: &str, interval_ns: u64) -> anyhow::Resul
     for (th, t) in last {
         prof.set_thread_end_time(th, t);
     }
-    Ok(serde_json::to_vec(&prof)?)
+    let mut v = serde_json::to_value(&prof)?;
+    add_source_lines(&mut v, p, &positions)?;
+    Ok(serde_json::to_vec(&v)?)
+}
+
+/// Rewrites each thread's tables of a profile whose labels are tokens
+/// (indices into `positions`): functions become one per (name, file),
+/// with `fileName`; frames point at them and carry their `line`; each
+/// token string becomes its function's name.
+fn add_source_lines(v: &mut Value, p: &StackProfile, positions: &[Position]) -> anyhow::Result<()> {
+    let Some(threads) = v.get_mut("threads").and_then(Value::as_array_mut) else {
+        bail!("the profile has no threads array");
+    };
+    for th in threads {
+        let th = th
+            .as_object_mut()
+            .ok_or_else(|| anyhow::anyhow!("a thread is not an object"))?;
+        let column = |th: &serde_json::Map<String, Value>, table: &str, col: &str| {
+            th.get(table)
+                .and_then(|t| t.get(col))
+                .and_then(Value::as_array)
+                .map(|a| a.iter().map(|x| x.as_u64()).collect::<Vec<_>>())
+                .ok_or_else(|| anyhow::anyhow!("no {table}.{col}"))
+        };
+        let func_name = column(th, "funcTable", "name")?;
+        let frame_func = column(th, "frameTable", "func")?;
+        let Some(strings) = th.get_mut("stringArray").and_then(Value::as_array_mut) else {
+            bail!("a thread has no stringArray");
+        };
+        // Old function (one per token) -> (new function, line).
+        let mut new_of: HashMap<(u32, Option<u32>), usize> = HashMap::new();
+        let mut file_index: HashMap<u32, usize> = HashMap::new();
+        let (mut names, mut files) = (Vec::new(), Vec::new());
+        let mut old = Vec::with_capacity(func_name.len());
+        for s in &func_name {
+            let s = s.ok_or_else(|| anyhow::anyhow!("a function name is not an index"))? as usize;
+            let pos = strings
+                .get(s)
+                .and_then(Value::as_str)
+                .and_then(|t| t.strip_prefix(TOKEN))
+                .and_then(|t| t.parse::<usize>().ok())
+                .and_then(|k| positions.get(k))
+                .ok_or_else(|| anyhow::anyhow!("function name {s} is not a frame token"))?;
+            let &(function, file, line) = pos;
+            strings[s] = Value::String(p.str(function).to_string());
+            let n = *new_of.entry((function, file)).or_insert_with(|| {
+                names.push(s);
+                files.push(file.map(|f| {
+                    *file_index.entry(f).or_insert_with(|| {
+                        strings.push(Value::String(p.str(f).to_string()));
+                        strings.len() - 1
+                    })
+                }));
+                names.len() - 1
+            });
+            old.push((n, line));
+        }
+        let len = names.len();
+        let nulls = || Value::Array(vec![Value::Null; len]);
+        let funcs = serde_json::json!({
+            "length": len,
+            "name": names,
+            "isJS": vec![false; len],
+            "relevantForJS": vec![false; len],
+            "resource": vec![-1; len],
+            "fileName": files,
+            "lineNumber": nulls(),
+            "columnNumber": nulls(),
+        });
+        th.insert("funcTable".to_string(), funcs);
+        let (mut func, mut line) = (Vec::new(), Vec::new());
+        for f in &frame_func {
+            let &(n, l) = f
+                .and_then(|f| old.get(f as usize))
+                .ok_or_else(|| anyhow::anyhow!("a frame's function is out of range"))?;
+            func.push(Value::from(n));
+            line.push(if l == 0 { Value::Null } else { Value::from(l) });
+        }
+        let frames = th
+            .get_mut("frameTable")
+            .and_then(Value::as_object_mut)
+            .ok_or_else(|| anyhow::anyhow!("a thread has no frameTable"))?;
+        frames.insert("func".to_string(), Value::Array(func));
+        frames.insert("line".to_string(), Value::Array(line));
+    }
+    Ok(())
 }

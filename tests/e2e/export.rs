@@ -11,7 +11,9 @@
 //!   leaf function equal perf script's.
 //! - Firefox Profiler: the processed profile is read back (stringArray →
 //!   funcTable → frameTable → stackTable → samples, as the Profiler does)
-//!   and its samples per thread and leaf function equal perf script's.
+//!   and its samples per thread and leaf function equal perf script's;
+//!   its leaf frames' lines (`frameTable.line`, the file from
+//!   `funcTable.fileName`) equal `perf report --sort srcline`.
 //! - folded: the lines sum to perf script's sample count, and the leaves
 //!   to perf report's self counts.
 
@@ -385,6 +387,56 @@ fn firefox_profile_reads_back_the_samples() {
     ]);
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("pprof/speedscope"));
+}
+
+/// The Profiler's source view counts samples per `frameTable.line` of a
+/// function whose `funcTable.fileName` it opens. Expected: `perf report
+/// --no-children --sort srcline` on the same perf.data (inline.data: the
+/// leaf is an inlined `step` at three lines of inl.c).
+#[test]
+fn firefox_profile_has_the_source_lines_of_perf_report() {
+    let (t, cap) = ingest("inline.data");
+    let out = t.path().join("f.json");
+    export(&cap, "firefox", &out, &[]);
+    let d: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    let mut got: HashMap<String, u64> = HashMap::new();
+    for th in d["threads"].as_array().unwrap() {
+        let s = |i: &serde_json::Value| th["stringArray"][i.as_u64().unwrap() as usize].as_str();
+        let (funcs, frames) = (&th["funcTable"], &th["frameTable"]);
+        for st in th["samples"]["stack"].as_array().unwrap() {
+            let Some(st) = st.as_u64() else { continue };
+            let frame = th["stackTable"]["frame"][st as usize].as_u64().unwrap() as usize;
+            let func = frames["func"][frame].as_u64().unwrap() as usize;
+            let (file, line) = (&funcs["fileName"][func], &frames["line"][frame]);
+            if file.is_null() || line.is_null() {
+                continue;
+            }
+            let base = s(file).unwrap().rsplit('/').next().unwrap();
+            *got.entry(format!("{base}:{line}")).or_default() += 1;
+        }
+    }
+    let want = crate::lines::perf_srclines(&fixture("inline.data"));
+    assert!(want.len() >= 5, "{want:?}");
+    for (srcline, n) in &want {
+        assert_eq!(got.get(srcline), Some(n), "{srcline}: {got:?}");
+    }
+    // One function per name and file: `step` once, with its lines on frames.
+    let th = &d["threads"][0];
+    let names: Vec<&str> = th["funcTable"]["name"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| {
+            th["stringArray"][i.as_u64().unwrap() as usize]
+                .as_str()
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(
+        names.iter().filter(|n| **n == "step").count(),
+        1,
+        "{names:?}"
+    );
 }
 
 #[test]

@@ -244,8 +244,41 @@ fn libc_resolves_to_source_lines() {
     assert!(v.parse::<u64>().unwrap() > 10, "{v}");
 }
 
-/// Expected: `perf report --no-children --sort srcline -n -g none` (perf
-/// resolves lines through libbfd/addr2line on the same files).
+/// `perf report --no-children --sort srcline -n -g none`: samples per
+/// source line (`file.c:12`; perf resolves lines through libbfd/addr2line
+/// on the same files). Only source lines: perf's fallbacks for addresses
+/// without line info (`sym+off`, `@plt+0`, kernel addresses) are left out.
+pub(crate) fn perf_srclines(file: &std::path::Path) -> Vec<(String, u64)> {
+    let report = perf(&[
+        "report",
+        "-i",
+        file.to_str().unwrap(),
+        "--no-children",
+        "--sort",
+        "srcline",
+        "-n",
+        "--stdio",
+        "-g",
+        "none",
+        "--percent-limit",
+        "0",
+    ]);
+    let mut rows = Vec::new();
+    for l in report
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+    {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        let (samples, srcline): (u64, &str) = (f[1].parse().unwrap(), f[2]);
+        if !srcline.contains(':') || srcline.starts_with("??") {
+            continue;
+        }
+        rows.push((srcline.to_string(), samples));
+    }
+    rows
+}
+
+/// Expected: [`perf_srclines`] on the same file.
 fn check_srcline_against_perf(name: &str) -> usize {
     let (_t, cap) = ingest(name);
     let out = trawl_ok(&[
@@ -261,40 +294,15 @@ fn check_srcline_against_perf(name: &str) -> usize {
     for r in csv_maps(&out) {
         *mine.entry(r["srcline"].clone()).or_default() += r["self_samples"].parse::<u64>().unwrap();
     }
-    let report = perf(&[
-        "report",
-        "-i",
-        fixture(name).to_str().unwrap(),
-        "--no-children",
-        "--sort",
-        "srcline",
-        "-n",
-        "--stdio",
-        "-g",
-        "none",
-        "--percent-limit",
-        "0",
-    ]);
-    let mut checked = 0;
-    for l in report
-        .lines()
-        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
-    {
-        let f: Vec<&str> = l.split_whitespace().collect();
-        let (samples, srcline): (u64, &str) = (f[1].parse().unwrap(), f[2]);
-        // Only source lines: perf's fallbacks for addresses without line
-        // info (`sym+off`, `@plt+0`, kernel addresses) are not lines.
-        if !srcline.contains(':') || srcline.starts_with("??") {
-            continue;
-        }
+    let want = perf_srclines(&fixture(name));
+    for (srcline, samples) in &want {
         assert_eq!(
             mine.get(srcline).copied(),
-            Some(samples),
+            Some(*samples),
             "{name}: samples at {srcline}"
         );
-        checked += 1;
     }
-    checked
+    want.len()
 }
 
 #[test]
