@@ -6,8 +6,10 @@
 //!
 //! Expected values: `perf script --ns --show-switch-events` on the same
 //! file (each sched_switch sample's time, state and call chain, up to the
-//! thread's next PERF_RECORD_SWITCH IN), and the program's own durations
-//! (within 30 ms: the machine may be slow to wake a thread).
+//! thread's next PERF_RECORD_SWITCH IN; or each PERF_RECORD_SWITCH OUT with
+//! the call chain of the thread's `context-switches` sample right before
+//! it), and the program's own durations (within 30 ms: the machine may be
+//! slow to wake a thread).
 
 use std::collections::HashMap;
 
@@ -27,7 +29,9 @@ fn ns(t: &str) -> i64 {
 }
 
 /// perf script's sched_switch samples paired with the thread's next
-/// switch-in record (or, with `outs_from_switch`, its switch-out records).
+/// switch-in record (or, with `outs_from_switch`, its switch-out records,
+/// each with the call chain of a `context-switches` sample of the thread
+/// when that is the thread's last line before it).
 fn perf_intervals(file: &str, outs_from_switch: bool) -> Vec<Interval> {
     let out = perf(&[
         "script",
@@ -39,25 +43,35 @@ fn perf_intervals(file: &str, outs_from_switch: bool) -> Vec<Interval> {
         "tid,time,event,trace,ip,sym",
     ]);
     let mut open: HashMap<i32, (i64, String, Vec<String>)> = HashMap::new();
+    // A thread's context-switches sample's call chain, until its next
+    // switch line.
+    let mut cs: HashMap<i32, Vec<String>> = HashMap::new();
     let mut done = Vec::new();
     let mut cur: Option<i32> = None;
+    let mut cur_cs: Option<i32> = None;
     for line in out.lines() {
         if line.starts_with('\t') {
-            if let Some(t) = cur {
-                if let Some(o) = open.get_mut(&t) {
-                    let sym = line.split_whitespace().nth(1).unwrap_or("").to_string();
-                    o.2.push(sym);
-                }
+            let sym = line.split_whitespace().nth(1).unwrap_or("").to_string();
+            if let Some(o) = cur.and_then(|t| open.get_mut(&t)) {
+                o.2.push(sym);
+            } else if let Some(c) = cur_cs.and_then(|t| cs.get_mut(&t)) {
+                c.push(sym);
             }
             continue;
         }
-        cur = None;
+        (cur, cur_cs) = (None, None);
         let f: Vec<&str> = line.split_whitespace().collect();
         if f.len() < 3 {
             continue;
         }
         let (tid, t) = (f[0].parse::<i32>().unwrap(), ns(f[1]));
-        if line.contains("sched:sched_switch:") && !outs_from_switch {
+        // Samples of other events between the two do not count.
+        let is_switch = line.contains("PERF_RECORD_SWITCH") || line.contains(" context-switches:");
+        let before = if is_switch { cs.remove(&tid) } else { None };
+        if line.contains(" context-switches:") {
+            cs.insert(tid, Vec::new());
+            cur_cs = Some(tid);
+        } else if line.contains("sched:sched_switch:") && !outs_from_switch {
             let state = line
                 .split("prev_state=")
                 .nth(1)
@@ -73,7 +87,7 @@ fn perf_intervals(file: &str, outs_from_switch: bool) -> Vec<Interval> {
             } else {
                 "blocked"
             };
-            open.insert(tid, (t, state.to_string(), Vec::new()));
+            open.insert(tid, (t, state.to_string(), before.unwrap_or_default()));
         } else if line.contains("PERF_RECORD_SWITCH IN") {
             if let Some((t0, state, syms)) = open.remove(&tid) {
                 done.push(Interval {
@@ -176,6 +190,7 @@ fn switch_events_alone_give_the_intervals_and_the_timeline() {
     let stacks = csv_maps(&report_csv("offcpu", &cap, &["--by", "stack"]));
     assert_eq!(stacks.len(), 1);
     assert_eq!(stacks[0]["key"], "[no stack]");
+    assert!(ivs.iter().all(|i| i.syms.is_empty()));
     // The timeline: per thread, its states add up window by window to the
     // span its intervals cover, and never exceed a window.
     let tl = csv_maps(&report_csv(
@@ -201,5 +216,54 @@ fn switch_events_alone_give_the_intervals_and_the_timeline() {
     assert_eq!(
         blocked, per_tid,
         "blocked ns in the timeline vs perf script"
+    );
+}
+
+/// `perf record -e context-switches -c 1 --call-graph dwarf --switch-events`
+/// (no tracepoint access needed): each switch-out record takes the stack
+/// of the thread's context-switches sample just before it.
+#[test]
+fn context_switch_samples_give_switch_records_their_stacks() {
+    let (_t, cap) = ingest("offcpu-cs.data");
+    let ivs = perf_intervals("offcpu-cs.data", true);
+    let blocked: Vec<&Interval> = ivs.iter().filter(|i| i.state != "R").collect();
+    assert!(
+        blocked.iter().all(|i| !i.syms.is_empty()),
+        "a blocked interval without stack in perf script"
+    );
+    let rows = csv_maps(&report_csv("offcpu", &cap, &[]));
+    let total = |f: &str| -> i64 {
+        rows.iter()
+            .filter(|r| r["key"] == f)
+            .map(|r| r["total_ns"].parse::<i64>().unwrap())
+            .sum()
+    };
+    for (f, program_ms) in [
+        ("sleep_a_while", 200),
+        ("read_pipe", 300),
+        ("lock_mutex", 150),
+        ("helper_writer", 300),
+        ("helper_holder", 150),
+    ] {
+        let want: i64 = blocked
+            .iter()
+            .filter(|i| i.syms.iter().any(|s| s == f))
+            .map(|i| i.ns)
+            .sum();
+        assert_eq!(total(f), want, "{f}: trawl vs perf script");
+        let ms = total(f) as f64 / 1e6;
+        assert!(
+            (ms - program_ms as f64).abs() < 30.0,
+            "{f}: {ms} ms blocked, the program blocks {program_ms} ms"
+        );
+    }
+    let stacks = csv_maps(&report_csv("offcpu", &cap, &["--by", "stack"]));
+    assert!(
+        stacks.iter().all(|r| r["key"] != "[no stack]")
+            && stacks
+                .iter()
+                .any(|r| r["key"].contains("main;lock_mutex;pthread_mutex_lock")),
+        "{:?}",
+        stacks.iter().map(|r| &r["key"]).collect::<Vec<_>>()
     );
 }

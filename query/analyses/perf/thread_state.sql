@@ -5,7 +5,11 @@
 -- - switched out: a `sched:sched_switch` sample (`perf record -e
 --   sched:sched_switch -g`: the state it left in and the call stack it
 --   blocked in), else a PERF_RECORD_SWITCH out record (`--switch-events`:
---   preempted or not, no stack);
+--   preempted or not), with the call stack of the thread's
+--   `context-switches` sample just before it when the recording has them
+--   (`perf record -e context-switches -c 1 -g --switch-events`, which needs
+--   no tracepoint access: the software event fires in the scheduler on the
+--   thread leaving, before its switch-out record);
 -- - switched in: a PERF_RECORD_SWITCH in record, else a sched_switch whose
 --   next task is the thread (system-wide recordings); when the recording
 --   has neither, the thread's next sample of another event (Hotspot's
@@ -20,11 +24,27 @@ SELECT p.capture, p.source_id, p.pid, s.prev_tid AS tid, p.time_ns,
 FROM perf_sched_switch s
 JOIN perf_sample p ON p.capture = s.capture AND p.sample_id = s.sample_id
 UNION ALL
-SELECT w.capture, w.source_id, w.pid, w.tid, w.time_ns,
-       CASE WHEN w.preempt THEN 'R' ELSE 'blocked' END, CAST(NULL AS BIGINT), 'switch'
-FROM perf_switch w
-WHERE w.direction = 'out'
-  AND w.capture NOT IN (SELECT DISTINCT capture FROM perf_sched_switch);
+SELECT capture, source_id, pid, tid, time_ns,
+       CASE WHEN preempt THEN 'R' ELSE 'blocked' END,
+       CASE WHEN prev = 'cs' THEN prev_stack END, 'switch'
+FROM (
+  SELECT *,
+    lag(direction) OVER w AS prev,
+    lag(stack_id) OVER w AS prev_stack
+  FROM (
+    SELECT capture, source_id, pid, tid, time_ns, direction, preempt,
+           CAST(NULL AS BIGINT) AS stack_id, 1 AS k
+    FROM perf_switch
+    UNION ALL                       -- software event context-switches (type 1, config 3)
+    SELECT p.capture, p.source_id, p.pid, p.tid, p.time_ns, 'cs', NULL, p.stack_id, 0
+    FROM perf_sample p
+    JOIN perf_event e ON e.capture = p.capture AND e.event_id = p.event_id
+    WHERE e.type = 1 AND e.config = 3
+  )
+  WINDOW w AS (PARTITION BY capture, source_id, tid ORDER BY time_ns, k)
+) o
+WHERE o.direction = 'out'
+  AND o.capture NOT IN (SELECT DISTINCT x.capture FROM perf_sched_switch x);
 
 CREATE OR REPLACE VIEW _switch_in AS
 SELECT capture, source_id, tid, time_ns, 'switch' AS via
@@ -68,7 +88,7 @@ SELECT
   next_t - time_ns AS duration_ns,                -- its length
   CASE WHEN kind = 1 THEN 'running' ELSE state END AS state,  -- running, or why off the CPU: R (preempted), S (sleeping), D (uninterruptible, disk), ..., blocked (switch record without the state)
   kind = 0 AS off_cpu,                            -- the thread was off the CPU
-  stack_id,                                       -- where it blocked (stack.stack_id; sched_switch samples with -g)
+  stack_id,                                       -- where it blocked (stack.stack_id): a sched_switch sample's, or the context-switches sample's before a switch record (-g)
   CASE WHEN kind = 0 THEN via END AS out_via,     -- how the switch out is known: sched_switch or switch
   next_via AS end_via                             -- how the end is known: switch, sched_switch, or next_sample (approximate)
 FROM seq
