@@ -17,13 +17,15 @@
 //!   and [`add_source_lines`] turns the tokens back into functions, files
 //!   and lines in the serialized profile.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use anyhow::bail;
 use fxprof_processed_profile::{
     CategoryColor, CategoryPairHandle, CpuDelta, Frame, FrameFlags, FrameInfo, Profile,
     ReferenceTimestamp, SamplingInterval, StackHandle, ThreadHandle, Timestamp,
 };
+use serde::Serialize;
+use serde_json::value::{to_raw_value, RawValue};
 use serde_json::Value;
 use trawl_query::profile::StackProfile;
 
@@ -134,35 +136,55 @@ pub fn write(p: &StackProfile, product: &str, interval_ns: u64) -> anyhow::Resul
     for (th, t) in last {
         prof.set_thread_end_time(th, t);
     }
-    let mut v = serde_json::to_value(&prof)?;
-    add_source_lines(&mut v, p, &positions)?;
-    Ok(serde_json::to_vec(&v)?)
+    let json = serde_json::to_vec(&prof)?;
+    drop(prof);
+    add_source_lines(&json, p, &positions)
 }
 
-/// Rewrites each thread's tables of a profile whose labels are tokens
-/// (indices into `positions`): functions become one per (name, file),
-/// with `fileName`; frames point at them and carry their `line`; each
-/// token string becomes its function's name.
-fn add_source_lines(v: &mut Value, p: &StackProfile, positions: &[Position]) -> anyhow::Result<()> {
-    let Some(threads) = v.get_mut("threads").and_then(Value::as_array_mut) else {
-        bail!("the profile has no threads array");
+/// A field of a JSON object: as serialized, or rewritten.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Field<'a> {
+    Raw(&'a RawValue),
+    New(Box<RawValue>),
+    Threads(Vec<BTreeMap<&'a str, Field<'a>>>),
+}
+
+/// Rewrites each thread's tables of a serialized profile whose labels are
+/// tokens (indices into `positions`): functions become one per (name,
+/// file), with `fileName`; frames point at them and carry their `line`;
+/// each token string becomes its function's name. Everything else (the
+/// samples, the stack table: most of the bytes) is copied as it is.
+fn add_source_lines(
+    json: &[u8],
+    p: &StackProfile,
+    positions: &[Position],
+) -> anyhow::Result<Vec<u8>> {
+    let top: BTreeMap<String, &RawValue> = serde_json::from_slice(json)?;
+    let threads: Vec<BTreeMap<String, &RawValue>> = match top.get("threads") {
+        Some(t) => serde_json::from_str(t.get())?,
+        None => bail!("the profile has no threads array"),
     };
-    for th in threads {
-        let th = th
-            .as_object_mut()
-            .ok_or_else(|| anyhow::anyhow!("a thread is not an object"))?;
-        let column = |th: &serde_json::Map<String, Value>, table: &str, col: &str| {
-            th.get(table)
-                .and_then(|t| t.get(col))
+    let mut new_threads = Vec::with_capacity(threads.len());
+    for th in &threads {
+        let table = |name: &str| -> anyhow::Result<serde_json::Map<String, Value>> {
+            let raw = th
+                .get(name)
+                .ok_or_else(|| anyhow::anyhow!("a thread has no {name}"))?;
+            Ok(serde_json::from_str(raw.get())?)
+        };
+        let (funcs, mut frames) = (table("funcTable")?, table("frameTable")?);
+        let mut strings: Vec<String> = match th.get("stringArray") {
+            Some(s) => serde_json::from_str(s.get())?,
+            None => bail!("a thread has no stringArray"),
+        };
+        let column = |t: &serde_json::Map<String, Value>, col: &str| {
+            t.get(col)
                 .and_then(Value::as_array)
-                .map(|a| a.iter().map(|x| x.as_u64()).collect::<Vec<_>>())
-                .ok_or_else(|| anyhow::anyhow!("no {table}.{col}"))
+                .map(|a| a.iter().map(Value::as_u64).collect::<Vec<_>>())
+                .ok_or_else(|| anyhow::anyhow!("no column {col}"))
         };
-        let func_name = column(th, "funcTable", "name")?;
-        let frame_func = column(th, "frameTable", "func")?;
-        let Some(strings) = th.get_mut("stringArray").and_then(Value::as_array_mut) else {
-            bail!("a thread has no stringArray");
-        };
+        let (func_name, frame_func) = (column(&funcs, "name")?, column(&frames, "func")?);
         // Old function (one per token) -> (new function, line).
         let mut new_of: HashMap<(u32, Option<u32>), usize> = HashMap::new();
         let mut file_index: HashMap<u32, usize> = HashMap::new();
@@ -170,20 +192,18 @@ fn add_source_lines(v: &mut Value, p: &StackProfile, positions: &[Position]) -> 
         let mut old = Vec::with_capacity(func_name.len());
         for s in &func_name {
             let s = s.ok_or_else(|| anyhow::anyhow!("a function name is not an index"))? as usize;
-            let pos = strings
+            let &(function, file, line) = strings
                 .get(s)
-                .and_then(Value::as_str)
                 .and_then(|t| t.strip_prefix(TOKEN))
                 .and_then(|t| t.parse::<usize>().ok())
                 .and_then(|k| positions.get(k))
                 .ok_or_else(|| anyhow::anyhow!("function name {s} is not a frame token"))?;
-            let &(function, file, line) = pos;
-            strings[s] = Value::String(p.str(function).to_string());
+            strings[s] = p.str(function).to_string();
             let n = *new_of.entry((function, file)).or_insert_with(|| {
                 names.push(s);
                 files.push(file.map(|f| {
                     *file_index.entry(f).or_insert_with(|| {
-                        strings.push(Value::String(p.str(f).to_string()));
+                        strings.push(p.str(f).to_string());
                         strings.len() - 1
                     })
                 }));
@@ -203,7 +223,6 @@ fn add_source_lines(v: &mut Value, p: &StackProfile, positions: &[Position]) -> 
             "lineNumber": nulls(),
             "columnNumber": nulls(),
         });
-        th.insert("funcTable".to_string(), funcs);
         let (mut func, mut line) = (Vec::new(), Vec::new());
         for f in &frame_func {
             let &(n, l) = f
@@ -212,12 +231,21 @@ fn add_source_lines(v: &mut Value, p: &StackProfile, positions: &[Position]) -> 
             func.push(Value::from(n));
             line.push(if l == 0 { Value::Null } else { Value::from(l) });
         }
-        let frames = th
-            .get_mut("frameTable")
-            .and_then(Value::as_object_mut)
-            .ok_or_else(|| anyhow::anyhow!("a thread has no frameTable"))?;
         frames.insert("func".to_string(), Value::Array(func));
         frames.insert("line".to_string(), Value::Array(line));
+        let mut out: BTreeMap<&str, Field> = th
+            .iter()
+            .map(|(k, v)| (k.as_str(), Field::Raw(v)))
+            .collect();
+        out.insert("funcTable", Field::New(to_raw_value(&funcs)?));
+        out.insert("frameTable", Field::New(to_raw_value(&frames)?));
+        out.insert("stringArray", Field::New(to_raw_value(&strings)?));
+        new_threads.push(out);
     }
-    Ok(())
+    let mut out: BTreeMap<&str, Field> = top
+        .iter()
+        .map(|(k, v)| (k.as_str(), Field::Raw(v)))
+        .collect();
+    out.insert("threads", Field::Threads(new_threads));
+    Ok(serde_json::to_vec(&out)?)
 }
