@@ -47,7 +47,7 @@ read -r TI_S TI_KB < <(t ingest "$TRAWL" ingest "$IN" -o "$W/cap-x")
 # Folded: the peer is a pipeline; time it as one command.
 read -r PF_S PF_KB < <(t folded_peer bash -c "perf script -i '$IN' 2>/dev/null | '$COLLAPSE' > '$W/peer.folded'")
 read -r TF_S TF_KB < <(t folded "$TRAWL" export "$W/cap-x" --to folded -o "$W/trawl.folded")
-sum() { awk '{ n += $NF } END { print n }' "$1"; }
+sum() { awk '{ n += $NF } END { printf "%.0f\n", n }' "$1"; }
 echo "folded sample totals: peer $(sum "$W/peer.folded"), trawl $(sum "$W/trawl.folded")"
 
 rm -f "$W/peer.json" "$W/peer.json.syms.json"

@@ -10,5 +10,6 @@ t() {
 }
 # mb KB: megabytes.
 mb() { echo "$1/1024" | bc -l; }
-# ratio A B: A / B as "N.Nx".
-ratio() { python3 -c "print(f'{$1 / $2:.1f}x')"; }
+# ratio A B: A / B as "N.Nx" (A and B are Python expressions).
+# Each side is parenthesized: B may be a sum ("$INGEST + $REPORT").
+ratio() { python3 -c "print(f'{($1) / ($2):.1f}x')"; }

@@ -17,7 +17,9 @@
 //!   and [`add_source_lines`] turns the tokens back into functions, files
 //!   and lines in the serialized profile.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+use rustc_hash::FxHashMap as HashMap;
 
 use anyhow::bail;
 use fxprof_processed_profile::{
@@ -58,7 +60,7 @@ pub fn write(p: &StackProfile, product: &str, interval_ns: u64) -> anyhow::Resul
     let kernel = prof.add_category("Kernel", CategoryColor::Orange);
     let (user, kernel): (CategoryPairHandle, CategoryPairHandle) = (user.into(), kernel.into());
     // Each capture's clock starts at its first selected sample.
-    let mut start: HashMap<u32, i64> = HashMap::new();
+    let mut start: HashMap<u32, i64> = HashMap::default();
     for s in &p.samples {
         if let Some(t) = s.time_ns {
             let e = start.entry(s.capture).or_insert(t);
@@ -71,8 +73,9 @@ pub fn write(p: &StackProfile, product: &str, interval_ns: u64) -> anyhow::Resul
     };
     // Processes and threads, in order of first sample; a process is named
     // by its main thread's command when it has samples.
-    let mut procs: HashMap<(u32, i32), fxprof_processed_profile::ProcessHandle> = HashMap::new();
-    let mut threads: HashMap<(u32, i32, i32), ThreadHandle> = HashMap::new();
+    let mut procs: HashMap<(u32, i32), fxprof_processed_profile::ProcessHandle> =
+        HashMap::default();
+    let mut threads: HashMap<(u32, i32, i32), ThreadHandle> = HashMap::default();
     let several = p.captures.len() > 1;
     for s in &p.samples {
         let comm = p.str(s.comm);
@@ -95,10 +98,10 @@ pub fn write(p: &StackProfile, product: &str, interval_ns: u64) -> anyhow::Resul
         });
     }
     // Samples, each stack interned once per thread.
-    let mut stacks: HashMap<(ThreadHandle, u32), Option<StackHandle>> = HashMap::new();
+    let mut stacks: HashMap<(ThreadHandle, u32), Option<StackHandle>> = HashMap::default();
     let mut positions: Vec<Position> = Vec::new();
-    let mut token_of: HashMap<Position, usize> = HashMap::new();
-    let mut last: HashMap<ThreadHandle, Timestamp> = HashMap::new();
+    let mut token_of: HashMap<Position, usize> = HashMap::default();
+    let mut last: HashMap<ThreadHandle, Timestamp> = HashMap::default();
     for s in &p.samples {
         let th = threads[&(s.capture, s.pid, s.tid)];
         let stack = match s.stack {
@@ -186,8 +189,8 @@ fn add_source_lines(
         };
         let (func_name, frame_func) = (column(&funcs, "name")?, column(&frames, "func")?);
         // Old function (one per token) -> (new function, line).
-        let mut new_of: HashMap<(u32, Option<u32>), usize> = HashMap::new();
-        let mut file_index: HashMap<u32, usize> = HashMap::new();
+        let mut new_of: HashMap<(u32, Option<u32>), usize> = HashMap::default();
+        let mut file_index: HashMap<u32, usize> = HashMap::default();
         let (mut names, mut files) = (Vec::new(), Vec::new());
         let mut old = Vec::with_capacity(func_name.len());
         for s in &func_name {
@@ -247,5 +250,8 @@ fn add_source_lines(
         .map(|(k, v)| (k.as_str(), Field::Raw(v)))
         .collect();
     out.insert("threads", Field::Threads(new_threads));
-    Ok(serde_json::to_vec(&out)?)
+    // About the input's size (names replace tokens; files are added).
+    let mut bytes = Vec::with_capacity(json.len() + json.len() / 16);
+    serde_json::to_writer(&mut bytes, &out)?;
+    Ok(bytes)
 }

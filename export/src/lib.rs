@@ -32,7 +32,7 @@ pub fn weight_unit(p: &trawl_query::profile::StackProfile) -> &'static str {
 /// The median gap between consecutive samples of a thread (the sampling
 /// interval a viewer assumes), when samples carry times.
 pub fn median_gap(p: &trawl_query::profile::StackProfile) -> Option<u64> {
-    let mut last: std::collections::HashMap<(u32, i32), i64> = Default::default();
+    let mut last: rustc_hash::FxHashMap<(u32, i32), i64> = Default::default();
     let mut gaps: Vec<u64> = Vec::new();
     for s in &p.samples {
         let Some(t) = s.time_ns else { continue };

@@ -10,7 +10,7 @@
 //!   show each line of a function as a different function;
 //! - the thread with the most weight is shown first.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use serde::Serialize;
 use trawl_query::profile::StackProfile;
@@ -63,7 +63,7 @@ pub fn write(p: &StackProfile, exporter: &str) -> anyhow::Result<Vec<u8>> {
     // Frames: one per function name; its file is the first one DWARF gave
     // for it in location order.
     let mut frames: Vec<FrameOut> = Vec::new();
-    let mut frame_of: HashMap<u32, u32> = HashMap::new();
+    let mut frame_of: HashMap<u32, u32> = HashMap::default();
     for loc in &p.locations {
         for l in &loc.lines {
             let n = frames.len() as u32;
@@ -89,10 +89,10 @@ pub fn write(p: &StackProfile, exporter: &str) -> anyhow::Result<Vec<u8>> {
         }
         out
     };
-    let mut cache: HashMap<u32, Vec<u32>> = HashMap::new();
+    let mut cache: HashMap<u32, Vec<u32>> = HashMap::default();
     let several = p.captures.len() > 1;
     let mut profiles: Vec<SampledProfile> = Vec::new();
-    let mut index: HashMap<(u32, i32, i32), usize> = HashMap::new();
+    let mut index: HashMap<(u32, i32, i32), usize> = HashMap::default();
     for s in &p.samples {
         let i = *index.entry((s.capture, s.pid, s.tid)).or_insert_with(|| {
             let mut name = format!("{} ({}/{})", p.str(s.comm), s.pid, s.tid);

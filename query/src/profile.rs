@@ -12,6 +12,7 @@ use std::collections::HashMap;
 
 use datafusion::arrow::array::{Array, AsArray};
 use datafusion::arrow::datatypes::{Int32Type, Int64Type, UInt64Type};
+use futures::StreamExt;
 use rustc_hash::FxHashMap;
 
 use crate::analyses::Selection;
@@ -132,9 +133,10 @@ pub async fn stack_profile(
         strings: Vec::new(),
         ids: HashMap::new(),
     };
-    // The samples, with (capture, stack_id) for the stack until the stacks
-    // are numbered.
-    let mut raw: Vec<(Sample, Option<i64>)> = Vec::new();
+    // The samples, and beside them each one's stack_id until the stacks
+    // are numbered (apart: the vector of samples is the profile's).
+    let mut raw: Vec<Sample> = Vec::new();
+    let mut raw_stack: Vec<Option<i64>> = Vec::new();
     let df = crate::analyses::call(s, "selected_sample", &sel.sample_args())
         .await?
         .select_columns(&[
@@ -153,7 +155,9 @@ pub async fn stack_profile(
         ])?;
     let mut time_range: Option<(i64, i64)> = None;
     let mut summed: FxHashMap<(u32, i32, i32, u32, Option<i64>), usize> = FxHashMap::default();
-    for b in df.collect().await? {
+    let mut batches = df.execute_stream().await?;
+    while let Some(b) = batches.next().await {
+        let b = b?;
         let cap = crate::string_values(b.column(0));
         let time = b.column(2).as_primitive::<Int64Type>();
         let pid = b.column(3).as_primitive::<Int32Type>();
@@ -195,32 +199,31 @@ pub async fn stack_profile(
             );
             if !opts.per_sample {
                 if let Some(&k) = summed.get(&(c, p, t, cm, st)) {
-                    raw[k].0.count += 1;
-                    raw[k].0.weight = raw[k].0.weight.saturating_add(w);
+                    raw[k].count += 1;
+                    raw[k].weight = raw[k].weight.saturating_add(w);
                     continue;
                 }
                 summed.insert((c, p, t, cm, st), raw.len());
             }
-            raw.push((
-                Sample {
-                    capture: c,
-                    time_ns: (opts.per_sample && !time.is_null(i)).then(|| time.value(i)),
-                    pid: p,
-                    tid: t,
-                    comm: cm,
-                    stack: None,
-                    count: 1,
-                    weight: w,
-                },
-                st,
-            ));
+            raw.push(Sample {
+                capture: c,
+                time_ns: (opts.per_sample && !time.is_null(i)).then(|| time.value(i)),
+                pid: p,
+                tid: t,
+                comm: cm,
+                stack: None,
+                count: 1,
+                weight: w,
+            });
+            raw_stack.push(st);
         }
     }
     drop(summed);
     // The selected stacks, numbered in order of first use.
     let mut stack_ids: FxHashMap<(u32, i64), u32> = FxHashMap::default();
-    for (smp, st) in raw.iter_mut() {
-        if let Some(st) = *st {
+    raw.shrink_to_fit();
+    for (smp, st) in raw.iter_mut().zip(raw_stack) {
+        if let Some(st) = st {
             let n = stack_ids.len() as u32;
             smp.stack = Some(*stack_ids.entry((smp.capture, st)).or_insert(n));
         }
@@ -380,7 +383,7 @@ pub async fn stack_profile(
         modules,
         locations,
         stacks,
-        samples: raw.into_iter().map(|(s, _)| s).collect(),
+        samples: raw,
         time_range,
     })
 }
