@@ -267,3 +267,17 @@ fn context_switch_samples_give_switch_records_their_stacks() {
         stacks.iter().map(|r| &r["key"]).collect::<Vec<_>>()
     );
 }
+
+/// A capture without context switches says what to record instead of
+/// printing an empty table.
+#[test]
+fn no_switches_says_what_to_record() {
+    let (_t, cap) = ingest("hot-fp.data");
+    let o = trawl(&["report", "offcpu", cap.to_str().unwrap()]);
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("no off-CPU intervals") && err.contains("-e context-switches"),
+        "{err}"
+    );
+}

@@ -58,17 +58,20 @@ pub(crate) async fn offcpu(a: OffcpuArgs) -> Result<()> {
     for c in &f.captures {
         pair("capture", V::from(c.as_str()));
     }
-    let df = analyses::call(&s, "offcpu", &args).await?;
-    let n: usize = s
-        .sql("SELECT count(*) FROM thread_state WHERE off_cpu")
+    // `count()` counts the rows of the query: 0 or 1 here.
+    let any: usize = s
+        .sql("SELECT 1 FROM thread_state WHERE off_cpu LIMIT 1")
         .await?
         .count()
         .await?;
-    if n == 0 {
+    if any == 0 {
         bail!(
-            "no off-CPU intervals: record context switches, e.g. perf record -g -e sched:sched_switch -c 1 --switch-events -e cpu-clock/period=1000000/ ..."
+            "no off-CPU intervals: record context switches, e.g. perf record -g -e sched:sched_switch -c 1 \
+             --switch-events -e cpu-clock/period=1000000/ ... (without tracepoint access: -e context-switches \
+             instead of -e sched:sched_switch)"
         );
     }
+    let df = analyses::call(&s, "offcpu", &args).await?;
     let batches = limited(df, a.limit).await?;
     output::write(&batches, &a.out)
 }
