@@ -35,8 +35,9 @@ use trawl_query::profile::StackProfile;
 /// the profile's strings (line 0: unknown).
 type Position = (u32, Option<u32>, u32);
 
-/// Tokens start with a byte no symbol name the profile's labels carry
-/// contains: every label written is a token.
+/// Every frame label written is a token, this character and an index into
+/// the positions: the tables hold no other label, so a token never meets
+/// a real function name.
 const TOKEN: char = '\u{1}';
 
 /// The profile in the Firefox Profiler's processed format (JSON).
