@@ -42,8 +42,10 @@ const TOKEN: char = '\u{1}';
 
 /// The profile in the Firefox Profiler's processed format (JSON).
 /// `interval_ns` is the sampling interval the Profiler assumes between
-/// samples (its CPU graph and durations).
-pub fn write(p: &StackProfile, product: &str, interval_ns: u64) -> anyhow::Result<Vec<u8>> {
+/// samples (its CPU graph and durations). The profile is taken whole: its
+/// samples are let go once the Profiler's tables hold them, before the
+/// JSON is written.
+pub fn write(mut p: StackProfile, product: &str, interval_ns: u64) -> anyhow::Result<Vec<u8>> {
     let cpu_from_period = match p.weight.as_deref() {
         None => false,
         Some("period") => crate::is_time_event(&p.event),
@@ -140,9 +142,10 @@ pub fn write(p: &StackProfile, product: &str, interval_ns: u64) -> anyhow::Resul
     for (th, t) in last {
         prof.set_thread_end_time(th, t);
     }
+    p.samples = Vec::new();
     let json = serde_json::to_vec(&prof)?;
     drop(prof);
-    add_source_lines(&json, p, &positions)
+    add_source_lines(&json, &p, &positions)
 }
 
 /// A field of a JSON object: as serialized, or rewritten.

@@ -12,7 +12,7 @@
 
 use rustc_hash::FxHashMap as HashMap;
 
-use serde::Serialize;
+use serde::{Serialize, Serializer};
 use trawl_query::profile::StackProfile;
 
 #[derive(Serialize)]
@@ -20,7 +20,7 @@ struct File<'a> {
     #[serde(rename = "$schema")]
     schema: &'static str,
     shared: Shared,
-    profiles: Vec<SampledProfile>,
+    profiles: Vec<SampledProfile<'a>>,
     name: String,
     #[serde(rename = "activeProfileIndex")]
     active_profile_index: usize,
@@ -40,7 +40,7 @@ struct FrameOut {
 }
 
 #[derive(Serialize)]
-struct SampledProfile {
+struct SampledProfile<'a> {
     #[serde(rename = "type")]
     kind: &'static str,
     name: String,
@@ -49,8 +49,28 @@ struct SampledProfile {
     start_value: i64,
     #[serde(rename = "endValue")]
     end_value: i64,
-    samples: Vec<Vec<u32>>,
+    samples: Samples<'a>,
     weights: Vec<i64>,
+}
+
+/// A thread's samples as stack numbers, written out as each stack's list
+/// of frame indexes: the file repeats a stack once per sample, memory
+/// holds it once.
+struct Samples<'a> {
+    stacks: &'a [Vec<u32>],
+    of: Vec<u32>,
+}
+
+/// A sample without a stack (an empty list of frames).
+const NO_STACK: u32 = u32::MAX;
+
+impl Serialize for Samples<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.of.iter().map(|&k| match k {
+            NO_STACK => &[][..],
+            k => &self.stacks[k as usize][..],
+        }))
+    }
 }
 
 /// The profile in speedscope's JSON file format. `exporter` names the
@@ -79,17 +99,18 @@ pub fn write(p: &StackProfile, exporter: &str) -> anyhow::Result<Vec<u8>> {
             }
         }
     }
-    // A stack as frame indexes, root first.
-    let stack_frames = |k: u32| -> Vec<u32> {
-        let mut out = Vec::new();
-        for &l in p.stacks[k as usize].iter().rev() {
-            for line in p.locations[l as usize].lines.iter().rev() {
-                out.push(frame_of[&line.function]);
-            }
-        }
-        out
-    };
-    let mut cache: HashMap<u32, Vec<u32>> = HashMap::default();
+    // Each stack as frame indexes, root first.
+    let stacks: Vec<Vec<u32>> = p
+        .stacks
+        .iter()
+        .map(|locs| {
+            locs.iter()
+                .rev()
+                .flat_map(|&l| p.locations[l as usize].lines.iter().rev())
+                .map(|line| frame_of[&line.function])
+                .collect()
+        })
+        .collect();
     let several = p.captures.len() > 1;
     let mut profiles: Vec<SampledProfile> = Vec::new();
     let mut index: HashMap<(u32, i32, i32), usize> = HashMap::default();
@@ -105,17 +126,16 @@ pub fn write(p: &StackProfile, exporter: &str) -> anyhow::Result<Vec<u8>> {
                 unit,
                 start_value: 0,
                 end_value: 0,
-                samples: Vec::new(),
+                samples: Samples {
+                    stacks: &stacks,
+                    of: Vec::new(),
+                },
                 weights: Vec::new(),
             });
             profiles.len() - 1
         });
         let pr = &mut profiles[i];
-        let stack = match s.stack {
-            Some(k) => cache.entry(k).or_insert_with(|| stack_frames(k)).clone(),
-            None => Vec::new(),
-        };
-        pr.samples.push(stack);
+        pr.samples.of.push(s.stack.unwrap_or(NO_STACK));
         pr.weights.push(s.weight);
         pr.end_value = pr.end_value.saturating_add(s.weight);
     }

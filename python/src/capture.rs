@@ -329,7 +329,7 @@ impl Capture {
                     let interval = interval_ns
                         .or_else(|| trawl_export::median_gap(&p))
                         .unwrap_or(1_000_000);
-                    trawl_export::firefox::write(&p, version, interval)?
+                    trawl_export::firefox::write(p, version, interval)?
                 }
                 f => anyhow::bail!("to={f:?}: pprof, firefox, speedscope or folded"),
             })

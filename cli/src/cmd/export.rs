@@ -73,7 +73,7 @@ pub(crate) async fn export(a: ExportArgs) -> Result<()> {
                         Some(d) => trawl_query::time::parse_duration_ns(d)?.max(1) as u64,
                         None => trawl_export::median_gap(&p).unwrap_or(1_000_000),
                     };
-                    trawl_export::firefox::write(&p, version, interval)?
+                    trawl_export::firefox::write(p, version, interval)?
                 }
             }
         }
