@@ -80,19 +80,23 @@ pub fn write(mut p: StackProfile, product: &str, interval_ns: u64) -> anyhow::Re
         HashMap::default();
     let mut threads: HashMap<(u32, i32, i32), ThreadHandle> = HashMap::default();
     let several = p.captures.len() > 1;
+    let mut named: HashMap<(u32, i32), u32> = HashMap::default();
+    let process_name = |comm: &str, capture: u32| {
+        if several {
+            format!("{comm} ({})", p.captures[capture as usize])
+        } else {
+            comm.to_string()
+        }
+    };
     for s in &p.samples {
         let comm = p.str(s.comm);
         let t = at(s.capture, s.time_ns);
         let proc = *procs.entry((s.capture, s.pid)).or_insert_with(|| {
-            let name = if several {
-                format!("{comm} ({})", p.captures[s.capture as usize])
-            } else {
-                comm.to_string()
-            };
-            prof.add_process(&name, s.pid.max(0) as u32, t)
+            prof.add_process(&process_name(comm, s.capture), s.pid.max(0) as u32, t)
         });
-        if s.pid == s.tid {
-            prof.set_process_name(proc, comm);
+        // The main thread's latest command (after an exec: the program's).
+        if s.pid == s.tid && named.insert((s.capture, s.pid), s.comm) != Some(s.comm) {
+            prof.set_process_name(proc, &process_name(comm, s.capture));
         }
         threads.entry((s.capture, s.pid, s.tid)).or_insert_with(|| {
             let th = prof.add_thread(proc, s.tid.max(0) as u32, t, s.pid == s.tid);

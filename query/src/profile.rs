@@ -125,7 +125,13 @@ pub async fn stack_profile(
     sel: &Selection<'_>,
     opts: ProfileOpts,
 ) -> Result<StackProfile> {
-    let mut strings = Interner {
+    // The samples as they come (a sort of every selected sample held them
+    // all twice over): capture, command and stack numbered in order of
+    // arrival, each sample beside its (first) sample_id; then put in
+    // order of (capture, sample_id) in place and the numbers made those
+    // of first use in that order, so the profile does not depend on the
+    // order the scan's partitions delivered in.
+    let mut comms = Interner {
         strings: Vec::new(),
         ids: HashMap::new(),
     };
@@ -133,10 +139,9 @@ pub async fn stack_profile(
         strings: Vec::new(),
         ids: HashMap::new(),
     };
-    // The samples, and beside them each one's stack_id until the stacks
-    // are numbered (apart: the vector of samples is the profile's).
     let mut raw: Vec<Sample> = Vec::new();
-    let mut raw_stack: Vec<Option<i64>> = Vec::new();
+    let mut first: Vec<i64> = Vec::new();
+    let mut arrived_stacks: FxHashMap<(u32, i64), u32> = FxHashMap::default();
     let df = crate::analyses::call(s, "selected_sample", &sel.sample_args())
         .await?
         .select_columns(&[
@@ -148,17 +153,14 @@ pub async fn stack_profile(
             "comm",
             "stack_id",
             "cost",
-        ])?
-        .sort(vec![
-            datafusion::prelude::col("capture").sort(true, true),
-            datafusion::prelude::col("sample_id").sort(true, true),
         ])?;
     let mut time_range: Option<(i64, i64)> = None;
-    let mut summed: FxHashMap<(u32, i32, i32, u32, Option<i64>), usize> = FxHashMap::default();
+    let mut summed: FxHashMap<(u32, i32, i32, u32, Option<u32>), usize> = FxHashMap::default();
     let mut batches = df.execute_stream().await?;
     while let Some(b) = batches.next().await {
         let b = b?;
         let cap = crate::string_values(b.column(0));
+        let sample_id = b.column(1).as_primitive::<Int64Type>();
         let time = b.column(2).as_primitive::<Int64Type>();
         let pid = b.column(3).as_primitive::<Int32Type>();
         let tid = b.column(4).as_primitive::<Int32Type>();
@@ -181,7 +183,7 @@ pub async fn stack_profile(
             let cm = match &last_comm {
                 Some((n, id)) if n == cm => *id,
                 _ => {
-                    let id = strings.id(cm);
+                    let id = comms.id(cm);
                     last_comm = Some((cm.to_string(), id));
                     id
                 }
@@ -192,15 +194,20 @@ pub async fn stack_profile(
                 time_range =
                     Some(time_range.map_or((t, t), |(a, b): (i64, i64)| (a.min(t), b.max(t))));
             }
-            let st = (!stack.is_null(i)).then(|| stack.value(i));
+            let st = (!stack.is_null(i)).then(|| {
+                let n = arrived_stacks.len() as u32;
+                *arrived_stacks.entry((c, stack.value(i))).or_insert(n)
+            });
             let (p, t) = (
                 if pid.is_null(i) { -1 } else { pid.value(i) },
                 if tid.is_null(i) { -1 } else { tid.value(i) },
             );
+            let id = sample_id.value(i);
             if !opts.per_sample {
                 if let Some(&k) = summed.get(&(c, p, t, cm, st)) {
                     raw[k].count += 1;
                     raw[k].weight = raw[k].weight.saturating_add(w);
+                    first[k] = first[k].min(id);
                     continue;
                 }
                 summed.insert((c, p, t, cm, st), raw.len());
@@ -211,23 +218,66 @@ pub async fn stack_profile(
                 pid: p,
                 tid: t,
                 comm: cm,
-                stack: None,
+                stack: st,
                 count: 1,
                 weight: w,
             });
-            raw_stack.push(st);
+            first.push(id);
         }
     }
     drop(summed);
-    // The selected stacks, numbered in order of first use.
-    let mut stack_ids: FxHashMap<(u32, i64), u32> = FxHashMap::default();
     raw.shrink_to_fit();
-    for (smp, st) in raw.iter_mut().zip(raw_stack) {
-        if let Some(st) = st {
-            let n = stack_ids.len() as u32;
-            smp.stack = Some(*stack_ids.entry((smp.capture, st)).or_insert(n));
+    // Captures numbered in order of name, samples in order of (capture,
+    // sample_id).
+    let mut names: Vec<(String, u32)> = caps.strings.iter().cloned().zip(0..).collect();
+    names.sort_unstable();
+    let mut cap_rank = vec![0u32; names.len()];
+    for (rank, (_, old)) in names.iter().enumerate() {
+        cap_rank[*old as usize] = rank as u32;
+    }
+    let caps = Interner {
+        ids: names.iter().map(|(n, _)| n.clone()).zip(0..).collect(),
+        strings: names.into_iter().map(|(n, _)| n).collect(),
+    };
+    let mut order: Vec<u32> = (0..raw.len() as u32).collect();
+    order.sort_unstable_by_key(|&i| {
+        (
+            cap_rank[raw[i as usize].capture as usize],
+            first[i as usize],
+        )
+    });
+    drop(first);
+    permute(&mut raw, order);
+    // Commands and stacks numbered in order of first use.
+    let mut strings = Interner {
+        strings: Vec::new(),
+        ids: HashMap::new(),
+    };
+    let mut comm_of = vec![u32::MAX; comms.strings.len()];
+    let mut stack_of = vec![u32::MAX; arrived_stacks.len()];
+    let mut stacks_used = 0u32;
+    for smp in raw.iter_mut() {
+        smp.capture = cap_rank[smp.capture as usize];
+        let cm = &mut comm_of[smp.comm as usize];
+        if *cm == u32::MAX {
+            *cm = strings.id(&comms.strings[smp.comm as usize]);
+        }
+        smp.comm = *cm;
+        if let Some(st) = &mut smp.stack {
+            let n = &mut stack_of[*st as usize];
+            if *n == u32::MAX {
+                *n = stacks_used;
+                stacks_used += 1;
+            }
+            *st = *n;
         }
     }
+    drop(comms);
+    // The selected stacks by (capture, stack_id).
+    let stack_ids: FxHashMap<(u32, i64), u32> = arrived_stacks
+        .into_iter()
+        .map(|((c, id), n)| ((cap_rank[c as usize], id), stack_of[n as usize]))
+        .collect();
     let mut positions: Vec<(u32, i32, u32, i64)> = Vec::new(); // (stack, depth, capture, frame_id)
     let mut frames_used: FxHashMap<(u32, i64), u32> = FxHashMap::default();
     for b in s
@@ -388,6 +438,24 @@ pub async fn stack_profile(
     })
 }
 
+/// Puts `v` in the order `order` gives (`v[i]` becomes the old
+/// `v[order[i]]`), in place: each cycle of the permutation followed once.
+fn permute<T>(v: &mut [T], mut order: Vec<u32>) {
+    const DONE: u32 = u32::MAX;
+    for i in 0..v.len() {
+        let mut at = i;
+        while order[at] != DONE {
+            let from = order[at] as usize;
+            order[at] = DONE;
+            if from == i {
+                break;
+            }
+            v.swap(at, from);
+            at = from;
+        }
+    }
+}
+
 impl StackProfile {
     /// A string by index.
     pub fn str(&self, i: u32) -> &str {
@@ -404,5 +472,22 @@ impl StackProfile {
     /// Number of samples.
     pub fn total_count(&self) -> i64 {
         self.samples.iter().map(|s| s.count).sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::permute;
+
+    #[test]
+    fn permute_puts_each_element_where_the_order_says() {
+        // Worked by hand: v[i] becomes the old v[order[i]]; a fixed point,
+        // a 2-cycle and a 3-cycle.
+        let mut v = vec!['a', 'b', 'c', 'd', 'e', 'f'];
+        permute(&mut v, vec![0, 2, 1, 4, 5, 3]);
+        assert_eq!(v, vec!['a', 'c', 'b', 'e', 'f', 'd']);
+        let mut empty: Vec<u8> = Vec::new();
+        permute(&mut empty, Vec::new());
+        assert!(empty.is_empty());
     }
 }

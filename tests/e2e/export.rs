@@ -468,3 +468,67 @@ fn folded_export_sums_to_perf_script() {
         assert_eq!(leaf.get(&r.sym), Some(&(r.samples as i64)), "{}", r.sym);
     }
 }
+
+/// Several captures in one Firefox profile: each process named with its
+/// capture, each capture's samples those perf script prints for its file,
+/// every thread's samples in time order, and the same file whatever order
+/// the captures are named in. Expected: `perf script` on diff-base.data
+/// and diff-new.data.
+#[test]
+fn firefox_profile_of_two_captures_keeps_them_apart() {
+    let t = tempfile::tempdir().unwrap();
+    let bin = fixture_bin();
+    let caps: Vec<PathBuf> = ["base", "new"]
+        .iter()
+        .map(|name| {
+            let cap = t.path().join(name);
+            ingest_file(
+                &fixture(&format!("diff-{name}.data")),
+                &cap,
+                &["--debug-dir", bin.to_str().unwrap()],
+            );
+            cap
+        })
+        .collect();
+    let (ab, ba) = (t.path().join("ab.json"), t.path().join("ba.json"));
+    let export2 = |first: &Path, second: &Path, out: &Path| {
+        trawl_ok(&[
+            "export",
+            first.to_str().unwrap(),
+            second.to_str().unwrap(),
+            "--to",
+            "firefox",
+            "-o",
+            out.to_str().unwrap(),
+        ]);
+    };
+    export2(&caps[0], &caps[1], &ab);
+    export2(&caps[1], &caps[0], &ba);
+    assert!(
+        std::fs::read(&ab).unwrap() == std::fs::read(&ba).unwrap(),
+        "the profile depends on the order the captures are named in"
+    );
+    let d: serde_json::Value = serde_json::from_slice(&std::fs::read(&ab).unwrap()).unwrap();
+    let mut got: HashMap<String, usize> = HashMap::new();
+    for th in d["threads"].as_array().unwrap() {
+        let process = th["processName"].as_str().unwrap();
+        let capture = ["base", "new"]
+            .into_iter()
+            .find(|c| process.ends_with(&format!(" ({c})")))
+            .unwrap_or_else(|| panic!("process {process:?} names no capture"));
+        let samples = &th["samples"];
+        let deltas = samples["timeDeltas"].as_array().unwrap();
+        assert!(
+            deltas.iter().all(|d| d.as_f64().unwrap() >= 0.0),
+            "samples of {process} out of time order"
+        );
+        *got.entry(capture.to_string()).or_default() +=
+            samples["length"].as_u64().unwrap() as usize;
+    }
+    for c in ["base", "new"] {
+        let want: i64 = perf_leaves(&fixture(&format!("diff-{c}.data")))
+            .values()
+            .sum();
+        assert_eq!(got.get(c).copied(), Some(want as usize), "samples of {c}");
+    }
+}
