@@ -159,18 +159,20 @@ pub async fn stack_profile(
     let mut batches = df.execute_stream().await?;
     while let Some(b) = batches.next().await {
         let b = b?;
-        let cap = crate::string_values(b.column(0));
+        // Text columns as Utf8 once per batch, read in place (no String
+        // per row).
+        let (cap, comm) = (utf8(b.column(0))?, utf8(b.column(5))?);
+        let (cap, comm) = (cap.as_string::<i32>(), comm.as_string::<i32>());
         let sample_id = b.column(1).as_primitive::<Int64Type>();
         let time = b.column(2).as_primitive::<Int64Type>();
         let pid = b.column(3).as_primitive::<Int32Type>();
         let tid = b.column(4).as_primitive::<Int32Type>();
-        let comm = crate::string_values(b.column(5));
         let stack = b.column(6).as_primitive::<Int64Type>();
         let cost = b.column(7).as_primitive::<Int64Type>();
         let mut last_cap: Option<(String, u32)> = None;
         let mut last_comm: Option<(String, u32)> = None;
         for i in 0..b.num_rows() {
-            let c = cap[i].as_deref().unwrap_or("");
+            let c = if cap.is_null(i) { "" } else { cap.value(i) };
             let c = match &last_cap {
                 Some((n, id)) if n == c => *id,
                 _ => {
@@ -179,7 +181,7 @@ pub async fn stack_profile(
                     id
                 }
             };
-            let cm = comm[i].as_deref().unwrap_or("");
+            let cm = if comm.is_null(i) { "" } else { comm.value(i) };
             let cm = match &last_comm {
                 Some((n, id)) if n == cm => *id,
                 _ => {
@@ -240,7 +242,9 @@ pub async fn stack_profile(
         strings: names.into_iter().map(|(n, _)| n).collect(),
     };
     let mut order: Vec<u32> = (0..raw.len() as u32).collect();
-    order.sort_unstable_by_key(|&i| {
+    // A stable sort: the samples come as a few runs already in order (one
+    // per scan partition, interleaved by batch), which it merges.
+    order.sort_by_key(|&i| {
         (
             cap_rank[raw[i as usize].capture as usize],
             first[i as usize],
@@ -436,6 +440,14 @@ pub async fn stack_profile(
         samples: raw,
         time_range,
     })
+}
+
+/// A text column (Utf8, a dictionary, a view) as Utf8.
+fn utf8(a: &datafusion::arrow::array::ArrayRef) -> Result<datafusion::arrow::array::ArrayRef> {
+    Ok(
+        datafusion::arrow::compute::cast(a, &datafusion::arrow::datatypes::DataType::Utf8)
+            .map_err(datafusion::error::DataFusionError::from)?,
+    )
 }
 
 /// Puts `v` in the order `order` gives (`v[i]` becomes the old
