@@ -43,7 +43,7 @@ pub async fn frame_tree(s: &Session, sel: &Selection<'_>) -> Result<FrameTree> {
         .collect()
         .await?
     {
-        let cap = cap_ids(b.column(0), &mut caps)?;
+        let cap = crate::string_ids(b.column(0), &mut caps)?;
         let id = b.column(1).as_primitive::<Int64Type>();
         let w = b.column(2).as_primitive::<Int64Type>();
         for (i, c) in cap.into_iter().enumerate() {
@@ -63,7 +63,7 @@ pub async fn frame_tree(s: &Session, sel: &Selection<'_>) -> Result<FrameTree> {
         "SELECT capture, frame_id, 0 AS inline_depth, function FROM frame_name"
     };
     for b in s.sql(names_sql).await?.collect().await? {
-        let cap = cap_ids(b.column(0), &mut caps)?;
+        let cap = crate::string_ids(b.column(0), &mut caps)?;
         let fid = b.column(1).as_primitive::<Int64Type>();
         let lvl = datafusion::arrow::compute::cast(
             b.column(2),
@@ -102,7 +102,7 @@ pub async fn frame_tree(s: &Session, sel: &Selection<'_>) -> Result<FrameTree> {
         .collect()
         .await?
     {
-        let cap = cap_ids(b.column(0), &mut caps)?;
+        let cap = crate::string_ids(b.column(0), &mut caps)?;
         let id = b.column(1).as_primitive::<Int64Type>();
         let depth = b.column(2).as_primitive::<Int32Type>();
         let fid = b.column(3).as_primitive::<Int64Type>();
@@ -152,33 +152,6 @@ pub async fn frame_tree(s: &Session, sel: &Selection<'_>) -> Result<FrameTree> {
         i = j;
     }
     Ok(t)
-}
-
-/// A string column (the capture name) as small ids, without a string per
-/// row (runs of the same name are looked up once).
-fn cap_ids(
-    a: &datafusion::arrow::array::ArrayRef,
-    caps: &mut HashMap<String, u32>,
-) -> Result<Vec<u32>> {
-    let a = datafusion::arrow::compute::cast(a, &datafusion::arrow::datatypes::DataType::Utf8)
-        .map_err(datafusion::error::DataFusionError::from)?;
-    let a = a.as_string::<i32>();
-    let mut out = Vec::with_capacity(a.len());
-    let mut last: Option<(&str, u32)> = None;
-    for i in 0..a.len() {
-        let v = if a.is_null(i) { "" } else { a.value(i) };
-        let id = match last {
-            Some((l, id)) if l == v => id,
-            _ => {
-                let n = caps.len() as u32;
-                let id = *caps.entry(v.to_string()).or_insert(n);
-                last = Some((v, id));
-                id
-            }
-        };
-        out.push(id);
-    }
-    Ok(out)
 }
 
 impl FrameTree {

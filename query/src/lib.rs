@@ -487,6 +487,35 @@ pub fn batch_of(cols: Vec<(&str, datafusion::arrow::array::ArrayRef)>) -> Result
     Ok(RecordBatch::try_from_iter(cols).map_err(datafusion::error::DataFusionError::from)?)
 }
 
+/// A string-like column as small ids (null: the empty string), new
+/// strings numbered in order of arrival into `ids`, without a string per
+/// row (runs of the same string are looked up once).
+pub fn string_ids<H: std::hash::BuildHasher>(
+    a: &datafusion::arrow::array::ArrayRef,
+    ids: &mut std::collections::HashMap<String, u32, H>,
+) -> Result<Vec<u32>> {
+    use datafusion::arrow::array::{Array, AsArray};
+    let a = datafusion::arrow::compute::cast(a, &datafusion::arrow::datatypes::DataType::Utf8)
+        .map_err(datafusion::error::DataFusionError::from)?;
+    let a = a.as_string::<i32>();
+    let mut out = Vec::with_capacity(a.len());
+    let mut last: Option<(&str, u32)> = None;
+    for i in 0..a.len() {
+        let v = if a.is_null(i) { "" } else { a.value(i) };
+        let id = match last {
+            Some((l, id)) if l == v => id,
+            _ => {
+                let n = ids.len() as u32;
+                let id = *ids.entry(v.to_string()).or_insert(n);
+                last = Some((v, id));
+                id
+            }
+        };
+        out.push(id);
+    }
+    Ok(out)
+}
+
 /// The values of a string-like column (Utf8, Utf8View, LargeUtf8,
 /// dictionary), as owned strings.
 pub fn string_values(a: &datafusion::arrow::array::ArrayRef) -> Vec<Option<String>> {

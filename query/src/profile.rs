@@ -131,14 +131,8 @@ pub async fn stack_profile(
     // order of (capture, sample_id) in place and the numbers made those
     // of first use in that order, so the profile does not depend on the
     // order the scan's partitions delivered in.
-    let mut comms = Interner {
-        strings: Vec::new(),
-        ids: HashMap::new(),
-    };
-    let mut caps = Interner {
-        strings: Vec::new(),
-        ids: HashMap::new(),
-    };
+    let mut comm_ids: HashMap<String, u32> = HashMap::new();
+    let mut cap_ids: HashMap<String, u32> = HashMap::new();
     let mut raw: Vec<Sample> = Vec::new();
     let mut first: Vec<i64> = Vec::new();
     let mut arrived_stacks: FxHashMap<(u32, i64), u32> = FxHashMap::default();
@@ -159,37 +153,16 @@ pub async fn stack_profile(
     let mut batches = df.execute_stream().await?;
     while let Some(b) = batches.next().await {
         let b = b?;
-        // Text columns as Utf8 once per batch, read in place (no String
-        // per row).
-        let (cap, comm) = (utf8(b.column(0))?, utf8(b.column(5))?);
-        let (cap, comm) = (cap.as_string::<i32>(), comm.as_string::<i32>());
+        let cap = crate::string_ids(b.column(0), &mut cap_ids)?;
+        let comm = crate::string_ids(b.column(5), &mut comm_ids)?;
         let sample_id = b.column(1).as_primitive::<Int64Type>();
         let time = b.column(2).as_primitive::<Int64Type>();
         let pid = b.column(3).as_primitive::<Int32Type>();
         let tid = b.column(4).as_primitive::<Int32Type>();
         let stack = b.column(6).as_primitive::<Int64Type>();
         let cost = b.column(7).as_primitive::<Int64Type>();
-        let mut last_cap: Option<(String, u32)> = None;
-        let mut last_comm: Option<(String, u32)> = None;
         for i in 0..b.num_rows() {
-            let c = if cap.is_null(i) { "" } else { cap.value(i) };
-            let c = match &last_cap {
-                Some((n, id)) if n == c => *id,
-                _ => {
-                    let id = caps.id(c);
-                    last_cap = Some((c.to_string(), id));
-                    id
-                }
-            };
-            let cm = if comm.is_null(i) { "" } else { comm.value(i) };
-            let cm = match &last_comm {
-                Some((n, id)) if n == cm => *id,
-                _ => {
-                    let id = comms.id(cm);
-                    last_comm = Some((cm.to_string(), id));
-                    id
-                }
-            };
+            let (c, cm) = (cap[i], comm[i]);
             let w = if cost.is_null(i) { 0 } else { cost.value(i) };
             if !time.is_null(i) {
                 let t = time.value(i);
@@ -231,7 +204,7 @@ pub async fn stack_profile(
     raw.shrink_to_fit();
     // Captures numbered in order of name, samples in order of (capture,
     // sample_id).
-    let mut names: Vec<(String, u32)> = caps.strings.iter().cloned().zip(0..).collect();
+    let mut names: Vec<(String, u32)> = cap_ids.into_iter().collect();
     names.sort_unstable();
     let mut cap_rank = vec![0u32; names.len()];
     for (rank, (_, old)) in names.iter().enumerate() {
@@ -257,14 +230,18 @@ pub async fn stack_profile(
         strings: Vec::new(),
         ids: HashMap::new(),
     };
-    let mut comm_of = vec![u32::MAX; comms.strings.len()];
+    let mut comms = vec![String::new(); comm_ids.len()];
+    for (name, id) in comm_ids {
+        comms[id as usize] = name;
+    }
+    let mut comm_of = vec![u32::MAX; comms.len()];
     let mut stack_of = vec![u32::MAX; arrived_stacks.len()];
     let mut stacks_used = 0u32;
     for smp in raw.iter_mut() {
         smp.capture = cap_rank[smp.capture as usize];
         let cm = &mut comm_of[smp.comm as usize];
         if *cm == u32::MAX {
-            *cm = strings.id(&comms.strings[smp.comm as usize]);
+            *cm = strings.id(&comms[smp.comm as usize]);
         }
         smp.comm = *cm;
         if let Some(st) = &mut smp.stack {
@@ -440,14 +417,6 @@ pub async fn stack_profile(
         samples: raw,
         time_range,
     })
-}
-
-/// A text column (Utf8, a dictionary, a view) as Utf8.
-fn utf8(a: &datafusion::arrow::array::ArrayRef) -> Result<datafusion::arrow::array::ArrayRef> {
-    Ok(
-        datafusion::arrow::compute::cast(a, &datafusion::arrow::datatypes::DataType::Utf8)
-            .map_err(datafusion::error::DataFusionError::from)?,
-    )
 }
 
 /// Puts `v` in the order `order` gives (`v[i]` becomes the old

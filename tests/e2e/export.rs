@@ -491,19 +491,9 @@ fn firefox_profile_of_two_captures_keeps_them_apart() {
         })
         .collect();
     let (ab, ba) = (t.path().join("ab.json"), t.path().join("ba.json"));
-    let export2 = |first: &Path, second: &Path, out: &Path| {
-        trawl_ok(&[
-            "export",
-            first.to_str().unwrap(),
-            second.to_str().unwrap(),
-            "--to",
-            "firefox",
-            "-o",
-            out.to_str().unwrap(),
-        ]);
-    };
-    export2(&caps[0], &caps[1], &ab);
-    export2(&caps[1], &caps[0], &ba);
+    // The second capture after the options (clap takes positionals anywhere).
+    export(&caps[0], "firefox", &ab, &[caps[1].to_str().unwrap()]);
+    export(&caps[1], "firefox", &ba, &[caps[0].to_str().unwrap()]);
     assert!(
         std::fs::read(&ab).unwrap() == std::fs::read(&ba).unwrap(),
         "the profile depends on the order the captures are named in"
