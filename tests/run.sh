@@ -57,6 +57,11 @@ python3 -c 'import jsonschema' >/dev/null 2>&1 ||
 # No incremental build state: a clean checkout builds once, and the target
 # directory stays small on a machine with little free disk.
 export CARGO_INCREMENTAL=0
+# The symbol store of every trawl the tests run (where a test does not
+# give one of its own): fresh, not the user's.
+XDG_CACHE_HOME=$(mktemp -d)
+export XDG_CACHE_HOME
+trap 'rm -rf "$XDG_CACHE_HOME"' EXIT
 df -h . | tail -1
 cargo test --workspace --no-fail-fast
 # Every fuzz target's corpus and regression inputs through its reader, on

@@ -591,7 +591,7 @@ pub static SYMBOL_FILE: TableDef = TableDef {
 
 pub static INSTRUCTION: TableDef = TableDef {
     name: "instruction",
-    doc: "Machine code of the functions where instructions were sampled (functions holding a sample's leaf frame or a branch end), decoded, written with `symbol` (x86 and x86-64; seed document 002's per-instruction metrics, `perf annotate`): one row per instruction, in address order. `annotate(FUNCTION)` joins samples to it.",
+    doc: "Machine code of functions where instructions were sampled, decoded (x86 and x86-64; per-instruction metrics as `perf annotate` shows them): one row per instruction, in address order. Written when asked, not at ingest: `annotate(FUNCTION)` (`trawl report annotate`, `trawl sql`, Python) decodes the function it shows the first time and keeps it here; `trawl symbolize --code` writes every function holding a sample's leaf frame or a branch end.",
     columns: &[
         col!("module_id", Int64, "Module (`module.module_id`)."),
         col!("function", Utf8, "Function (the ELF symbol, demangled; perf's `sym`)."),
@@ -773,7 +773,7 @@ pub static MEM_SYMBOL: TableDef = TableDef {
 
 pub static PERF_SAMPLE_SYMBOLIZED: TableDef = TableDef {
     name: "perf_sample_symbolized",
-    doc: "Each perf sample with the function, module and source line of its leaf frame, for reading without trawl (pandas, Polars, DuckDB): `perf_sample` joined with `stack` (depth 0) and the `frame_name` view (perf's `sym`, `dso` and `srcline` of the sample's ip; return addresses looked up in their call). Written when the capture is symbolized (`trawl ingest` unless `--no-symbolize`; `trawl symbolize` rewrites it); the query `analyses/perf/frame_name_range.sql` names the leaf frames, a range of frame ids at a time.",
+    doc: "Each perf sample with the function, module and source line of its leaf frame, for reading without trawl (pandas, Polars, DuckDB): `perf_sample` joined with `stack` (depth 0) and the `frame_name` view (perf's `sym`, `dso` and `srcline` of the sample's ip; return addresses looked up in their call). Written when the capture is symbolized (`trawl ingest` unless `--no-symbolize`; `trawl symbolize` rewrites it), each leaf frame named as the `frame_name` view names it.",
     columns: &[
         col!("sample_id", Int64, "The sample (`perf_sample.sample_id`), in time order."),
         col!("source_id", Int32, "Input the sample came from."),

@@ -51,7 +51,12 @@ pub(crate) async fn open_session(
         Some(url) => {
             Session::open_in(captures, origin, trawl_cluster::client::context(url)).await?
         }
-        None => Session::open_at(captures, origin).await?,
+        None => {
+            let s = Session::open_at(captures, origin).await?;
+            // `annotate` decodes the functions it is asked for.
+            s.set_code_source(trawl_enrich::code::standard_source());
+            s
+        }
     })
 }
 
@@ -70,6 +75,12 @@ enum Cmd {
     /// (Re)symbolize a capture, e.g. after adding --debug-dir.
     Symbolize {
         capture: PathBuf,
+        /// Also keep the machine code of every sampled function in the
+        /// capture (`instruction`), so that `report annotate` works where
+        /// the binaries are not (otherwise it decodes the function it
+        /// shows, from the binary, when first asked).
+        #[arg(long)]
+        code: bool,
         #[command(flatten)]
         sym: SymArgs,
     },
@@ -414,18 +425,24 @@ fn run(cli: Cli) -> Result<()> {
         Cmd::Cluster(c) => cluster(c),
         Cmd::Ingest(a) => ingest(&a),
         Cmd::Archive(a) => archive(a),
-        Cmd::Symbolize { capture, sym } => {
+        Cmd::Symbolize { capture, code, sym } => {
             if !trawl_ingest::writer::is_capture(&capture) {
                 bail!("{}: not a trawl capture", capture.display());
             }
             // Rewritten in a staged copy, committed whole.
             let w = trawl_ingest::CaptureWriter::restage(&capture)?;
             let staging = w.staging_dir();
-            let s = trawl_enrich::symbolize_capture(staging, &sym.config())?;
-            eprintln!("{}", s.line());
-            trawl_enrich::name_samples(staging)?;
-            if let Some(l) = trawl_enrich::symbolize_memory(staging, &sym.config())? {
+            let cfg = sym.config_with_store(None);
+            let e = trawl_enrich::enrich(staging, &cfg);
+            for l in e.report.iter().chain(&e.warnings) {
                 eprintln!("{l}");
+            }
+            if !e.problems.is_empty() {
+                bail!("{}", e.problems.join("; "));
+            }
+            if code {
+                let n = trawl_enrich::decode_functions(staging, &cfg)?;
+                eprintln!("decoded {n} instructions (instruction)");
             }
             w.commit()?;
             Ok(())

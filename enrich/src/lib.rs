@@ -12,11 +12,15 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use rustc_hash::FxHashMap;
 use trawl_ingest::capture::{self, SymbolFileRow, SymbolRow};
 use trawl_symbolize::{ModuleRequest, Status};
 
 /// Errors of a stage: reading or writing the capture.
 pub type Result<T> = std::result::Result<T, trawl_ingest::Error>;
+
+pub mod code;
+pub mod store;
 
 pub struct Summary {
     pub modules: usize,
@@ -44,9 +48,34 @@ impl Summary {
     }
 }
 
+/// Symbolizes the frames of the capture in `dir`: writes `symbol` and
+/// `symbol_file`, and the flat table `perf_sample_symbolized` (each sample
+/// with its leaf's names) when the capture has perf samples.
 pub fn symbolize_capture(dir: &Path, cfg: &trawl_symbolize::Config) -> Result<Summary> {
     let modules = capture::read_modules(dir)?;
     let addrs = capture::read_frame_addresses(dir)?;
+    let flat = trawl_ingest::writer::table_file(dir, "perf_sample").is_file();
+    let mut leaves = if flat {
+        capture::LeafNames::read(dir)?
+    } else {
+        capture::LeafNames::default()
+    };
+    let module_path: FxHashMap<i64, &str> = modules
+        .iter()
+        .map(|m| (m.module_id, m.path.as_str()))
+        .collect();
+    // The leaf frames, by the address their names are looked up at (a
+    // return address inside its call), with their own address.
+    let mut leaf_at: FxHashMap<(i64, u64), Vec<(i64, u64)>> = FxHashMap::default();
+    for f in capture::read_frames(dir, |id| leaves.wants(id))? {
+        match f.module_id {
+            Some(m) => leaf_at
+                .entry((m, lookup_pc(f.rel_pc, f.is_return)))
+                .or_default()
+                .push((f.frame_id, f.rel_pc)),
+            None => name_leaf(&mut leaves, f.frame_id, f.rel_pc, "[unknown]", &[]),
+        }
+    }
     let mut by_module: BTreeMap<i64, Vec<u64>> = BTreeMap::new();
     for (m, pc) in addrs {
         by_module.entry(m).or_default().push(pc);
@@ -132,7 +161,14 @@ pub fn symbolize_capture(dir: &Path, cfg: &trawl_symbolize::Config) -> Result<Su
                     if hit.symbol.is_some() || hit.inline.iter().any(|l| l.function.is_some()) {
                         resolved += 1;
                     }
+                    let at = rows.len();
                     push_rows(&mut rows, *id, *pc, hit, res.table, &file, &dwarf_file);
+                    if let Some(frames) = leaf_at.remove(&(*id, *pc)) {
+                        let path = module_path.get(id).copied().unwrap_or("[unknown]");
+                        for (fid, rel_pc) in frames {
+                            name_leaf(&mut leaves, fid, rel_pc, path, &rows[at..]);
+                        }
+                    }
                 }
                 files.push(SymbolFileRow {
                     module_id: *id,
@@ -153,7 +189,16 @@ pub fn symbolize_capture(dir: &Path, cfg: &trawl_symbolize::Config) -> Result<Su
     })?;
     files.sort_by_key(|f| f.module_id);
     capture::write_symbol_files(dir, &files)?;
-    decode_functions(dir, &cfg, &modules)?;
+    // Leaves in modules nothing was looked up in (not files).
+    for ((m, _), frames) in leaf_at {
+        let path = module_path.get(&m).copied().unwrap_or("[unknown]");
+        for (fid, rel_pc) in frames {
+            name_leaf(&mut leaves, fid, rel_pc, path, &[]);
+        }
+    }
+    if flat {
+        capture::write_sample_symbolized(dir, &mut leaves)?;
+    }
     Ok(Summary {
         modules: ids.len(),
         addresses: n_addr,
@@ -164,18 +209,27 @@ pub fn symbolize_capture(dir: &Path, cfg: &trawl_symbolize::Config) -> Result<Su
 
 /// Writes `instruction`: the decoded code of every function in which an
 /// instruction was sampled (a frame that is not a return address), each
-/// instruction with its source line. Modules whose file is not found or
-/// whose machine has no decoder are left out (their `symbol_file` row
-/// already says why the file was not read).
-fn decode_functions(
-    dir: &Path,
-    cfg: &trawl_symbolize::Config,
-    modules: &[capture::ModuleRow],
-) -> Result<usize> {
+/// instruction with its source line (`trawl symbolize --code`: a capture
+/// that keeps the code of all its functions, for machines without the
+/// binaries; `report annotate` decodes the one function it shows, see
+/// [`code::ensure`]). Modules whose file is not found or whose machine
+/// has no decoder are left out (their `symbol_file` row already says why
+/// the file was not read).
+pub fn decode_functions(dir: &Path, cfg: &trawl_symbolize::Config) -> Result<usize> {
+    let modules = capture::read_modules(dir)?;
     let mut by_module: BTreeMap<i64, Vec<u64>> = BTreeMap::new();
     for (m, pc) in capture::read_ip_addresses(dir)? {
         by_module.entry(m).or_default().push(pc);
     }
+    let reqs = code_requests(&modules, by_module);
+    code::write(dir, cfg, reqs, Vec::new(), &mut Vec::new())
+}
+
+/// The modules of `by_module`'s addresses that can be decoded.
+fn code_requests(
+    modules: &[capture::ModuleRow],
+    mut by_module: BTreeMap<i64, Vec<u64>>,
+) -> Vec<(i64, ModuleRequest)> {
     let mut reqs = Vec::new();
     for m in modules {
         if m.is_kernel || !m.is_file || trawl_symbolize::is_perf_map_path(&m.path) {
@@ -193,79 +247,72 @@ fn decode_functions(
             ));
         }
     }
-    // Module by module, functions as they are decoded, in chunks, so that
-    // memory holds one chunk's code, lines and rows (a system-wide
-    // recording samples tens of thousands of functions in binaries such
-    // as LLVM: 8.6 M instructions; a chunk of 1 M held ~640 MB). The lines
-    // are looked up once each: not kept in a shared cache.
-    const CHUNK: usize = 1 << 17;
-    let mut line_cfg = cfg.clone();
-    line_cfg.share_results = false;
-    let mut n = 0usize;
-    capture::write_instructions_with(dir, |sink| {
-        for (id, r) in reqs {
-            // Functions as they are decoded, a chunk at a time: the chunk's
-            // lines looked up, its rows written.
-            let mut chunk: Vec<trawl_symbolize::disasm::FunctionCode> = Vec::new();
-            let mut count = 0usize;
-            let mut failed: Result<()> = Ok(());
-            let mut flush = |chunk: &mut Vec<trawl_symbolize::disasm::FunctionCode>| -> Result<()> {
-                let req = ModuleRequest {
-                    addresses: chunk
-                        .iter()
-                        .flat_map(|f| f.insns.iter().map(|i| i.offset))
-                        .collect(),
-                    ..r.clone()
-                };
-                let lines = trawl_symbolize::symbolize(&line_cfg, vec![req])
-                    .pop()
-                    .map(|l| l.symbols)
-                    .unwrap_or_default();
-                let mut rows = Vec::with_capacity(lines.len());
-                let mut at = lines.into_iter();
-                for f in chunk.drain(..) {
-                    let name: std::sync::Arc<str> = f.name.into();
-                    for i in f.insns {
-                        let l = at.next().unwrap_or_default();
-                        let inner = l.inline.first();
-                        rows.push(capture::InstructionRow {
-                            module_id: id,
-                            function: name.clone(),
-                            function_rel_pc: f.offset,
-                            rel_pc: i.offset,
-                            address: i.address,
-                            bytes: i.bytes,
-                            text: i.text,
-                            file: inner.and_then(|l| l.file.clone()),
-                            line: inner.and_then(|l| l.line),
-                            inline_function: inner
-                                .filter(|_| l.inline.len() > 1)
-                                .and_then(|l| l.function.clone()),
-                        });
-                    }
-                }
-                n += rows.len();
-                sink.write(&rows)
-            };
-            let code = trawl_symbolize::disasm::function_code_each(cfg, &r, |f| {
-                if failed.is_err() {
-                    return;
-                }
-                count += f.insns.len();
-                chunk.push(f);
-                if count >= CHUNK {
-                    count = 0;
-                    failed = flush(&mut chunk);
-                }
-            });
-            failed?;
-            if code.status == Status::Ok && !chunk.is_empty() {
-                flush(&mut chunk)?;
-            }
+    reqs
+}
+
+/// The address a frame's names are looked up at: a return address inside
+/// its call (`symbol.rel_pc`).
+fn lookup_pc(rel_pc: u64, is_return: bool) -> u64 {
+    if is_return && rel_pc > 0 {
+        rel_pc - 1
+    } else {
+        rel_pc
+    }
+}
+
+/// Names leaf frame `id` (at `rel_pc` in the module at `module`) from the
+/// `symbol` rows of its address, innermost level first, as the
+/// `frame_name` view names a frame (query/analyses/perf/frame_name.sql:
+/// the real function is the outermost level, the source line the
+/// innermost one's, else `sym+offset`; an address nothing named is
+/// `0x` and its 16 hex digits).
+fn name_leaf(
+    leaves: &mut capture::LeafNames,
+    id: i64,
+    rel_pc: u64,
+    module: &str,
+    levels: &[SymbolRow],
+) {
+    let placeholder = format!("0x{rel_pc:016x}");
+    let base = |f: &str| f.rsplit('/').next().unwrap_or("").to_string();
+    let level_srcline = |l: &SymbolRow| -> String {
+        match (l.line, l.symbol_offset) {
+            (Some(line), _) => format!("{}:{line}", base(l.file.as_deref().unwrap_or(""))),
+            (None, Some(off)) => format!("{}+{off}", l.function.as_deref().unwrap_or("")),
+            (None, None) => l.function.clone().unwrap_or_else(|| placeholder.clone()),
         }
-        Ok(())
-    })?;
-    Ok(n)
+    };
+    let (Some(outer), Some(inner)) = (
+        levels.iter().find(|l| !l.inlined),
+        levels.iter().find(|l| l.inline_depth == 0),
+    ) else {
+        leaves.set(
+            id,
+            &capture::LeafName {
+                function: &placeholder,
+                module,
+                srcline: &placeholder,
+                file: None,
+                line: None,
+            },
+        );
+        return;
+    };
+    let srcline = if inner.line.is_some() {
+        level_srcline(inner)
+    } else {
+        level_srcline(outer)
+    };
+    leaves.set(
+        id,
+        &capture::LeafName {
+            function: outer.function.as_deref().unwrap_or(&placeholder),
+            module,
+            srcline: &srcline,
+            file: inner.file.as_deref(),
+            line: inner.line,
+        },
+    );
 }
 
 /// The rows of one address: one per inline level, innermost first; the
@@ -428,11 +475,14 @@ impl Unwinder {
 }
 
 /// What the enrichment stages did to a staged capture (`report`: one line
-/// each) and the stages that failed (`problems`).
+/// each), the stages that failed (`problems`), and what went wrong with
+/// the symbol store (`warnings`: parts that did not read back and were
+/// learnt again, parts that could not be written).
 #[derive(Debug, Default)]
 pub struct Enriched {
     pub report: Vec<String>,
     pub problems: Vec<String>,
+    pub warnings: Vec<String>,
 }
 
 /// Every enrichment stage on a staged capture, with `cfg` (one config for
@@ -442,13 +492,7 @@ pub struct Enriched {
 pub fn enrich(staging: &Path, cfg: &trawl_symbolize::Config) -> Enriched {
     let mut e = Enriched::default();
     match symbolize_capture(staging, cfg) {
-        Ok(s) => {
-            e.report.push(s.line());
-            if let Err(err) = name_samples(staging) {
-                e.problems
-                    .push(format!("writing perf_sample_symbolized failed: {err:#}"));
-            }
-        }
+        Ok(s) => e.report.push(s.line()),
         Err(err) => e.problems.push(format!("symbolization failed: {err:#}")),
     }
     match symbolize_memory(staging, cfg) {
@@ -458,64 +502,8 @@ pub fn enrich(staging: &Path, cfg: &trawl_symbolize::Config) -> Enriched {
             .problems
             .push(format!("placing mem_map symbols failed: {err:#}")),
     }
-    e
-}
-
-/// Writes (or rewrites) the flat table `perf_sample_symbolized` of a
-/// symbolized capture: each sample with its leaf's function, module and
-/// source line, named by trawl-query's `frame_name_range.sql` on the
-/// capture's own tables, a range of frames at a time (names are kept per
-/// distinct leaf frame, not per stack). Returns the rows written (0
-/// without perf samples).
-pub fn name_samples(dir: &Path) -> Result<u64> {
-    /// Frames named per query: 128 K frames read a quarter of a row group
-    /// of `frame`, and the query's joins hold those frames only.
-    const FRAME_RANGE: i64 = 1 << 17;
-    if !trawl_ingest::writer::table_file(dir, "perf_sample").is_file() {
-        return Ok(0);
+    if let Some(store) = &cfg.store {
+        e.warnings.extend(store.take_problems());
     }
-    let query_err = |e: trawl_query::Error| {
-        trawl_ingest::Error::Usage(format!(
-            "{}: naming the samples' leaves: {e}",
-            dir.display()
-        ))
-    };
-    // On a thread of its own: the caller may be inside an async runtime.
-    let mut leaves = capture::LeafNames::read(dir)?;
-    let ranges = leaves.frame_ranges(FRAME_RANGE);
-    std::thread::scope(|s| {
-        s.spawn(|| {
-            let rt = tokio::runtime::Builder::new_multi_thread()
-                .enable_all()
-                .build()
-                .map_err(|source| trawl_ingest::Error::Io {
-                    path: dir.into(),
-                    source,
-                })?;
-            rt.block_on(async {
-                let session = trawl_query::Session::open(&[dir.to_path_buf()])
-                    .await
-                    .map_err(query_err)?;
-                // One partition: no repartitioning buffers between the
-                // joins (the ranges keep each query small already).
-                session
-                    .sql("SET datafusion.execution.target_partitions = 1")
-                    .await
-                    .map_err(query_err)?;
-                for (from, to) in ranges {
-                    trawl_query::analyses::frame_names(&session, from, to, |b| leaves.add(b))
-                        .await
-                        .map_err(query_err)??;
-                }
-                Ok(())
-            })
-        })
-        .join()
-        .unwrap_or_else(|_| {
-            Err(trawl_ingest::Error::Usage(
-                "naming the samples' leaves: the query panicked".into(),
-            ))
-        })
-    })?;
-    capture::write_sample_symbolized(dir, &mut leaves)
+    e
 }

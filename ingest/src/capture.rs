@@ -144,6 +144,102 @@ pub fn read_ip_addresses(dir: &Path) -> Result<BTreeSet<(i64, u64)>> {
     Ok(out)
 }
 
+/// A frame of the `frame` table: where it is.
+#[derive(Clone, Copy, Debug)]
+pub struct FrameRow {
+    pub frame_id: i64,
+    pub module_id: Option<i64>,
+    pub rel_pc: u64,
+    pub is_return: bool,
+}
+
+/// The frames whose id `want` accepts.
+pub fn read_frames(dir: &Path, want: impl Fn(i64) -> bool) -> Result<Vec<FrameRow>> {
+    let def = &schema::FRAME;
+    let mut out = Vec::new();
+    for b in read_table(dir, def)? {
+        let id = col(&b, def, "frame_id")?.as_primitive::<Int64Type>();
+        let m = col(&b, def, "module_id")?.as_primitive::<Int64Type>();
+        let pc = col(&b, def, "rel_pc")?.as_primitive::<UInt64Type>();
+        let ret = col(&b, def, "is_return")?.as_boolean();
+        for i in 0..b.num_rows() {
+            if id.is_null(i) || !want(id.value(i)) {
+                continue;
+            }
+            out.push(FrameRow {
+                frame_id: id.value(i),
+                module_id: (!m.is_null(i)).then(|| m.value(i)),
+                rel_pc: pc.value(i),
+                is_return: ret.value(i),
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// (module_id, rel_pc) of the `symbol` rows that name `function` by its
+/// ELF symbol (the real function, as `perf annotate` names it).
+pub fn read_function_addresses(dir: &Path, function: &str) -> Result<Vec<(i64, u64)>> {
+    let def = &schema::SYMBOL;
+    if !table_file(dir, def.name).is_file() {
+        return Ok(Vec::new());
+    }
+    let mut out = Vec::new();
+    for b in read_table(dir, def)? {
+        let m = col(&b, def, "module_id")?.as_primitive::<Int64Type>();
+        let pc = col(&b, def, "rel_pc")?.as_primitive::<UInt64Type>();
+        let f = col(&b, def, "function")?.as_string::<i32>();
+        let off = col(&b, def, "symbol_offset")?;
+        for i in 0..b.num_rows() {
+            if !f.is_null(i) && !off.is_null(i) && f.value(i) == function {
+                out.push((m.value(i), pc.value(i)));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The `instruction` table's batches, and the (module_id, function) pairs
+/// it holds (empty without the table).
+pub fn read_instructions(dir: &Path) -> Result<(Vec<RecordBatch>, BTreeSet<(i64, String)>)> {
+    let def = &schema::INSTRUCTION;
+    if !table_file(dir, def.name).is_file() {
+        return Ok(Default::default());
+    }
+    let batches = read_table(dir, def)?;
+    let mut held = BTreeSet::new();
+    for b in &batches {
+        let m = col(b, def, "module_id")?.as_primitive::<Int64Type>();
+        let f = col(b, def, "function")?.as_string::<i32>();
+        for i in 0..b.num_rows() {
+            if !f.is_null(i) {
+                held.insert((m.value(i), f.value(i).to_string()));
+            }
+        }
+    }
+    Ok((batches, held))
+}
+
+/// Where symbolization found each module's binary (`symbol_file`:
+/// module_id, binary), for the modules it found.
+pub fn read_symbol_binaries(dir: &Path) -> Result<Vec<(i64, String)>> {
+    let def = &schema::SYMBOL_FILE;
+    if !table_file(dir, def.name).is_file() {
+        return Ok(Vec::new());
+    }
+    let mut out = Vec::new();
+    for b in read_table(dir, def)? {
+        let m = col(&b, def, "module_id")?.as_primitive::<Int64Type>();
+        let bin = col(&b, def, "binary")?.as_string::<i32>();
+        for i in 0..b.num_rows() {
+            if !bin.is_null(i) {
+                out.push((m.value(i), bin.value(i).to_string()));
+            }
+        }
+    }
+    Ok(out)
+}
+
 /// A row of `instruction`.
 #[derive(Clone, Debug)]
 pub struct InstructionRow {
@@ -189,6 +285,11 @@ pub struct RowSink<'a> {
 }
 
 impl RowSink<'_> {
+    /// Writes rows read back from the table (kept when it is rewritten).
+    pub fn write_batch(&mut self, b: &RecordBatch) -> Result<()> {
+        self.w.write(b)
+    }
+
     pub fn write(&mut self, rows: &[InstructionRow]) -> Result<()> {
         for chunk in rows.chunks(64 * 1024) {
             let mut c = InstructionCols::default();
@@ -438,10 +539,20 @@ const WANTED: u32 = u32::MAX - 1;
 /// Not a leaf frame (or no stack, in `LeafNames::stack_dense`).
 const NONE: u32 = u32::MAX;
 
+/// What a leaf frame is called in the flat table (perf's `sym`, `dso` and
+/// `srcline` of the sample's ip, and the source position).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LeafName<'a> {
+    pub function: &'a str,
+    pub module: &'a str,
+    pub srcline: &'a str,
+    pub file: Option<&'a str>,
+    pub line: Option<u32>,
+}
+
 /// The leaves of a capture's stacks, for [`write_sample_symbolized`]: the
 /// frame at depth 0 of every stack (read from the `stack` table), and the
-/// names of those frames, gathered batch by batch from trawl-query's
-/// `frame_name_range.sql` over [`LeafNames::frame_ranges`]. Each distinct
+/// names of those frames ([`LeafNames::set`]). Each distinct
 /// name is held once and per leaf frame only codes, so a recording with
 /// millions of distinct stacks costs a few bytes per stack and per leaf
 /// frame rather than names per stack.
@@ -541,99 +652,44 @@ impl LeafNames {
         Ok(s)
     }
 
-    /// Ranges [from, to) of frame ids, `width` wide, that hold the leaf
-    /// frames: what to name, a range at a time (the frame table is in id
-    /// order, so a range reads its own row groups). Ids spread over more
-    /// than 64 such ranges (a hostile capture) are one range.
-    pub fn frame_ranges(&self, width: i64) -> Vec<(i64, i64)> {
-        let width = width.max(1);
-        let mut chunks: BTreeSet<i64> = self
-            .frame_dense
-            .iter()
-            .enumerate()
-            .filter(|(_, &r)| r != NONE)
-            .map(|(i, _)| i as i64 / width)
-            .collect();
-        chunks.extend(self.frame_sparse.keys().map(|f| f.div_euclid(width)));
-        if chunks.len() > 64 {
-            let lo = self.frame_sparse.keys().copied().chain(
-                self.frame_dense
-                    .iter()
-                    .position(|&r| r != NONE)
-                    .map(|i| i as i64),
-            );
-            let hi = self.frame_sparse.keys().copied().chain(
-                self.frame_dense
-                    .iter()
-                    .rposition(|&r| r != NONE)
-                    .map(|i| i as i64),
-            );
-            return match (lo.min(), hi.max()) {
-                (Some(lo), Some(hi)) => vec![(lo, hi.saturating_add(1))],
-                _ => Vec::new(),
-            };
-        }
-        chunks
-            .into_iter()
-            .map(|c| {
-                (
-                    c.saturating_mul(width),
-                    c.saturating_add(1).saturating_mul(width),
-                )
-            })
-            .collect()
+    /// Is frame `id` the leaf of a stack, not named yet?
+    pub fn wants(&self, id: i64) -> bool {
+        let slot = match usize::try_from(id)
+            .ok()
+            .filter(|&f| f < self.frame_dense.len())
+        {
+            Some(f) => self.frame_dense[f],
+            None => match self.frame_sparse.get(&id) {
+                Some(&r) => r,
+                None => return false,
+            },
+        };
+        slot == WANTED
     }
 
-    /// Adds rows of the query `frame_name_range.sql` (frame_id, function,
-    /// module, srcline, file, line); frames that are no stack's leaf, or
-    /// are named already, are skipped.
-    pub fn add(&mut self, b: &RecordBatch) -> Result<()> {
-        use arrow::compute::cast;
-        use arrow::datatypes::DataType;
-        let arrow_err = |source| Error::Arrow {
-            table: schema::PERF_SAMPLE_SYMBOLIZED.name.into(),
-            source,
+    /// Names leaf frame `id` (frames that are no stack's leaf, or are
+    /// named already, are skipped).
+    pub fn set(&mut self, id: i64, name: &LeafName<'_>) {
+        let row = self.line.len() as u32;
+        let slot = match usize::try_from(id)
+            .ok()
+            .filter(|&f| f < self.frame_dense.len())
+        {
+            Some(f) => &mut self.frame_dense[f],
+            None => match self.frame_sparse.get_mut(&id) {
+                Some(r) => r,
+                None => return,
+            },
         };
-        let get = |name: &str, ty: &DataType| -> Result<ArrayRef> {
-            let c = b
-                .column_by_name(name)
-                .ok_or_else(|| Error::Usage(format!("frame names without a {name} column")))?;
-            cast(c, ty).map_err(arrow_err)
-        };
-        let ids = get("frame_id", &DataType::Int64)?;
-        let [function, module, srcline, file] =
-            ["function", "module", "srcline", "file"].map(|n| get(n, &DataType::Utf8));
-        let (function, module, srcline, file) = (function?, module?, srcline?, file?);
-        let lines = get("line", &DataType::UInt32)?;
-        let lines = lines.as_primitive::<UInt32Type>();
-        fn s(a: &ArrayRef, i: usize) -> Option<&str> {
-            let a = a.as_string::<i32>();
-            a.is_valid(i).then(|| a.value(i))
+        if *slot != WANTED {
+            return;
         }
-        for (i, id) in ids.as_primitive::<Int64Type>().iter().enumerate() {
-            let Some(id) = id else { continue };
-            let row = self.line.len() as u32;
-            let slot = match usize::try_from(id)
-                .ok()
-                .filter(|&f| f < self.frame_dense.len())
-            {
-                Some(f) => &mut self.frame_dense[f],
-                None => match self.frame_sparse.get_mut(&id) {
-                    Some(r) => r,
-                    None => continue,
-                },
-            };
-            if *slot != WANTED {
-                continue;
-            }
-            *slot = row;
-            self.function.push(s(&function, i));
-            self.module.push(s(&module, i));
-            self.srcline.push(s(&srcline, i));
-            self.file.push(s(&file, i));
-            self.line.push(lines.is_valid(i).then(|| lines.value(i)));
-        }
-        Ok(())
+        *slot = row;
+        self.function.push(Some(name.function));
+        self.module.push(Some(name.module));
+        self.srcline.push(Some(name.srcline));
+        self.file.push(name.file);
+        self.line.push(name.line);
     }
 
     /// The row of the names of the leaf of stack `id`.
@@ -856,41 +912,34 @@ mod tests {
     use super::*;
     use arrow::array::StringArray;
 
-    /// Rows (frame_id, function) as frame_name_range.sql gives them (its
-    /// columns by name: a query's rows, not a table of the capture).
-    fn names(rows: &[(i64, &str)]) -> RecordBatch {
-        let strings = |v: Vec<&str>| Arc::new(StringArray::from(v)) as ArrayRef;
-        RecordBatch::try_from_iter([
-            (
-                "frame_id",
-                Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.0))) as ArrayRef,
-            ),
-            ("function", strings(rows.iter().map(|r| r.1).collect())),
-            ("module", strings(rows.iter().map(|_| "/bin/x").collect())),
-            ("srcline", strings(rows.iter().map(|r| r.1).collect())),
-            ("file", strings(rows.iter().map(|_| "x.c").collect())),
-            (
-                "line",
-                Arc::new(UInt32Array::from_iter_values(rows.iter().map(|_| 7))) as ArrayRef,
-            ),
-        ])
-        .unwrap()
+    /// Names frames (frame_id, function) as the leaf naming would.
+    fn add(l: &mut LeafNames, rows: &[(i64, &str)]) {
+        for &(id, f) in rows {
+            l.set(
+                id,
+                &LeafName {
+                    function: f,
+                    module: "/bin/x",
+                    srcline: f,
+                    file: Some("x.c"),
+                    line: Some(7),
+                },
+            );
+        }
     }
 
     #[test]
-    fn leaf_frames_are_named_in_the_ranges_that_hold_them() {
+    fn leaf_frames_are_named_once() {
         let mut l = LeafNames::default();
         // Stacks 0, 1, 2 with leaves 3, 600000, 3; frame 5 is no leaf.
         l.frame_dense = vec![NONE; 600_001];
         l.frame_dense[3] = WANTED;
         l.frame_dense[600_000] = WANTED;
         l.stack_dense = vec![3, 600_000, 3];
-        assert_eq!(
-            l.frame_ranges(1 << 18),
-            vec![(0, 1 << 18), (2 << 18, 3 << 18)]
-        );
-        l.add(&names(&[(3, "f"), (5, "g"), (3, "again")])).unwrap();
-        l.add(&names(&[(600_000, "h")])).unwrap();
+        assert!(l.wants(3) && l.wants(600_000) && !l.wants(5));
+        add(&mut l, &[(3, "f"), (5, "g"), (3, "again")]);
+        add(&mut l, &[(600_000, "h")]);
+        assert!(!l.wants(3));
         assert_eq!(l.len(), 2, "frame 5 is no leaf, frame 3 is named once");
         assert_eq!(l.row_of_stack(0), Some(0));
         assert_eq!(l.row_of_stack(1), Some(1));
@@ -935,9 +984,7 @@ mod tests {
             l.frame_sparse.insert(f, WANTED);
             l.stack_sparse.insert(s as i64 + (1 << 50), f);
         }
-        assert_eq!(l.frame_ranges(1 << 18), vec![(-5, i64::MAX)]);
-        l.add(&names(&[(i64::MAX - 1, "top"), (-5, "neg"), (7, "none")]))
-            .unwrap();
+        add(&mut l, &[(i64::MAX - 1, "top"), (-5, "neg"), (7, "none")]);
         assert_eq!(l.len(), 2);
         assert_eq!(l.row_of_stack(101 + (1 << 50)), Some(0));
         assert_eq!(l.row_of_stack(100 + (1 << 50)), Some(1));

@@ -34,6 +34,8 @@ pub fn open(py: Python<'_>, paths: Vec<PathBuf>, t0: String) -> PyResult<Capture
         let origin = trawl_query::time::Origin::parse(&spec)?;
         Ok(Session::open_at(&paths, &origin).await?)
     })?;
+    // `annotate` decodes the functions it is asked for.
+    s.set_code_source(trawl_enrich::code::standard_source());
     Ok(Capture { s: Arc::new(s), t0 })
 }
 

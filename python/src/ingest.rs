@@ -26,7 +26,7 @@ pub enum Size {
 /// Ctrl-C stops the capture from being committed (the ingest in progress
 /// runs to its end first; the old capture, if any, is left as it was).
 #[pyfunction]
-#[pyo3(signature = (inputs, output, *, strict = false, tz = None, symbolize = true, unwind = true, mem_kinds = "ILSM".to_string(), mem_ranges = Vec::new(), fetch_rows = false, page_size = None, debug_dirs = Vec::new(), symfs = None, remap = Vec::new(), kallsyms = None, debuginfod = None, max_expansion = trawl_ingest::compressed::ExpansionLimit::DEFAULT_RATIO, progress = None))]
+#[pyo3(signature = (inputs, output, *, strict = false, tz = None, symbolize = true, unwind = true, mem_kinds = "ILSM".to_string(), mem_ranges = Vec::new(), fetch_rows = false, page_size = None, debug_dirs = Vec::new(), symfs = None, remap = Vec::new(), kallsyms = None, debuginfod = None, symbol_store = None, no_symbol_store = false, max_expansion = trawl_ingest::compressed::ExpansionLimit::DEFAULT_RATIO, progress = None))]
 #[allow(clippy::too_many_arguments)]
 pub fn ingest<'py>(
     py: Python<'py>,
@@ -45,6 +45,8 @@ pub fn ingest<'py>(
     remap: Vec<(String, PathBuf)>,
     kallsyms: Option<PathBuf>,
     debuginfod: Option<Vec<String>>,
+    symbol_store: Option<PathBuf>,
+    no_symbol_store: bool,
     max_expansion: u64,
     progress: Option<Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyDict>> {
@@ -81,6 +83,13 @@ pub fn ingest<'py>(
         None => trawl_symbolize::debuginfod::Debuginfod::from_env(),
         Some(urls) => trawl_symbolize::debuginfod::Debuginfod::new(urls),
     };
+    let store = match (symbol_store, no_symbol_store) {
+        (_, true) => trawl_enrich::store::Choice::Off,
+        (Some(d), false) => trawl_enrich::store::Choice::Dir(d),
+        (None, false) => trawl_enrich::store::Choice::Default,
+    };
+    // A store that cannot be opened is reported with the problems.
+    let store_problem = trawl_enrich::store::attach(&mut cfg, &store, None).err();
 
     let total: u64 = inputs
         .iter()
@@ -205,6 +214,9 @@ pub fn ingest<'py>(
     }
     out.set_item("inputs", list)?;
     out.set_item("symbolization", enriched.report)?;
-    out.set_item("problems", enriched.problems)?;
+    let mut problems = enriched.problems;
+    problems.extend(store_problem);
+    problems.extend(enriched.warnings);
+    out.set_item("problems", problems)?;
     Ok(out)
 }

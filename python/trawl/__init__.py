@@ -542,7 +542,9 @@ def ingest(
     ``page_size`` (bytes or '64k'), ``debug_dirs``, ``symfs``, ``remap``
     ({recorded prefix: local directory}), ``kallsyms``, ``debuginfod`` (a
     server URL or a list; default ``$DEBUGINFOD_URLS``, ``[]`` for none),
-    ``max_expansion`` (how many times its compressed size a gzip/zstd input
+    ``symbol_store`` (the directory where what is learnt of each binary is
+    kept for later ingests; default ``$XDG_CACHE_HOME/trawl/symbols``),
+    ``no_symbol_store`` (keep nothing), ``max_expansion`` (how many times its compressed size a gzip/zstd input
     may expand; 0: no limit).
 
     ``progress``: True draws a progress bar (tqdm when installed, else a

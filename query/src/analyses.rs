@@ -15,39 +15,6 @@ use crate::{Error, Result, Session};
 /// Views `frame_line`, `frame_name`, `stack_entry` and
 /// `stack_entry_inline`: what frames are called, stacks as positions.
 pub const FRAME_NAME: &str = include_str!("../analyses/perf/frame_name.sql");
-/// The names of the frames in a range of frame ids
-/// (`frame_name_range.sql`): what `trawl ingest` and `trawl symbolize`
-/// join, for the leaves of the stacks, with `perf_sample` into the flat
-/// table `perf_sample_symbolized`.
-pub const FRAME_NAME_RANGE: &str = include_str!("../analyses/perf/frame_name_range.sql");
-
-/// Runs [`FRAME_NAME_RANGE`] for frame ids in [`from`, `to`), handing each
-/// batch of rows (frame_id, function, module, srcline, file, line) to
-/// `each` as it comes: the rows are not held together.
-pub async fn frame_names<E>(
-    s: &Session,
-    from: i64,
-    to: i64,
-    mut each: impl FnMut(&datafusion::arrow::array::RecordBatch) -> std::result::Result<(), E>,
-) -> Result<std::result::Result<(), E>> {
-    use futures::StreamExt;
-    let params = [
-        ("from_frame", ScalarValue::Int64(Some(from))),
-        ("to_frame", ScalarValue::Int64(Some(to))),
-    ];
-    let mut stream = s
-        .sql_with(FRAME_NAME_RANGE, &params)
-        .await?
-        .execute_stream()
-        .await?;
-    while let Some(b) = stream.next().await {
-        if let Err(e) = each(&b?) {
-            return Ok(Err(e));
-        }
-    }
-    Ok(Ok(()))
-}
-
 /// Views `_switch_out`, `_switch_in` and `thread_state` (on- and off-CPU
 /// intervals of each thread from sched_switch samples and switch records).
 pub const THREAD_STATE: &str = include_str!("../analyses/perf/thread_state.sql");
@@ -267,7 +234,7 @@ pub static ANNOTATE: Spec = Spec {
         },
     ),
     columns: None,
-    inputs: None,
+    inputs: Some(crate::code::annotate_inputs),
 };
 
 /// The SQL analyses, in registration order.

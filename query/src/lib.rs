@@ -22,6 +22,7 @@ pub mod analyses;
 pub mod assert_true;
 pub mod cause;
 pub mod choice;
+pub mod code;
 pub mod energy;
 pub mod flame;
 pub mod functions;
@@ -164,6 +165,41 @@ pub struct Shared {
     captures: Vec<CaptureRef>,
     origin: time::Origin,
     times: tokio::sync::OnceCell<Vec<time::CaptureTime>>,
+    /// Where `annotate` gets code the captures do not hold yet.
+    code: std::sync::OnceLock<Arc<dyn code::CodeSource>>,
+}
+
+/// A stored table of `captures`: their files of `def` as they are now.
+pub(crate) fn stored_table(
+    captures: &[CaptureRef],
+    def: &trawl_capture::schema::TableDef,
+) -> tables::CaptureTable {
+    let files = captures
+        .iter()
+        .filter_map(|c| {
+            let path = trawl_capture::layout::table_file(&c.dir, def.name);
+            let meta = std::fs::metadata(&path).ok().filter(|m| m.is_file())?;
+            Some(tables::CaptureFile {
+                capture: c.name.clone(),
+                // Canonical: object store paths do not resolve `..`.
+                path: std::fs::canonicalize(&path)
+                    .or_else(|_| std::path::absolute(&path))
+                    .unwrap_or(path),
+                size: meta.len(),
+                version: c.version,
+            })
+        })
+        .collect();
+    let renames = trawl_capture::schema::RENAMED
+        .iter()
+        .filter(|r| r.table == def.name)
+        .map(|r| tables::Rename {
+            old: r.old.to_string(),
+            new: r.new.to_string(),
+            since: r.since,
+        })
+        .collect();
+    tables::CaptureTable::new(def.schema(), files).with_renames(renames)
 }
 
 impl Session {
@@ -194,35 +230,7 @@ impl Session {
         let captures = find_captures(args)?;
         let ctx = make(session_config()?)?;
         for def in trawl_capture::schema::TABLES {
-            let files = captures
-                .iter()
-                .filter_map(|c| {
-                    let path = trawl_capture::layout::table_file(&c.dir, def.name);
-                    let meta = std::fs::metadata(&path).ok().filter(|m| m.is_file())?;
-                    Some(tables::CaptureFile {
-                        capture: c.name.clone(),
-                        // Canonical: object store paths do not resolve `..`.
-                        path: std::fs::canonicalize(&path)
-                            .or_else(|_| std::path::absolute(&path))
-                            .unwrap_or(path),
-                        size: meta.len(),
-                        version: c.version,
-                    })
-                })
-                .collect();
-            let renames = trawl_capture::schema::RENAMED
-                .iter()
-                .filter(|r| r.table == def.name)
-                .map(|r| tables::Rename {
-                    old: r.old.to_string(),
-                    new: r.new.to_string(),
-                    since: r.since,
-                })
-                .collect();
-            ctx.register_table(
-                def.name,
-                Arc::new(tables::CaptureTable::new(def.schema(), files).with_renames(renames)),
-            )?;
+            ctx.register_table(def.name, Arc::new(stored_table(&captures, def)))?;
         }
         let s = Session {
             ctx,
@@ -230,6 +238,7 @@ impl Session {
                 captures,
                 origin: origin.clone(),
                 times: tokio::sync::OnceCell::new(),
+                code: Default::default(),
             }),
         };
         for f in scalar_udfs() {
@@ -339,6 +348,12 @@ impl Session {
     {
         let table = tables::LazyTable::new(name, schema, self.shared.clone(), compute);
         self.register_provider(name, Arc::new(table))
+    }
+
+    /// Gives `annotate` a source of the code the captures do not hold yet
+    /// (once per session; later calls are ignored).
+    pub fn set_code_source(&self, src: Arc<dyn code::CodeSource>) {
+        let _ = self.shared.code.set(src);
     }
 
     /// The captures of this session.

@@ -28,11 +28,18 @@ pub struct Sections<'d> {
     data: HashMap<SectionId, Cow<'d, [u8]>>,
 }
 
+/// Does `obj` have DWARF (a `.debug_info` with contents)? Nothing is
+/// decompressed.
+pub fn has_info(obj: &object::File<'_>) -> bool {
+    obj.section_by_name(".debug_info").is_some_and(|info| {
+        info.size() > 0 && !matches!(info.kind(), object::SectionKind::UninitializedData)
+    })
+}
+
 impl<'d> Sections<'d> {
     /// The DWARF of `obj`, or None when it has no `.debug_info`.
     pub fn load(obj: &object::File<'d>) -> Option<Sections<'d>> {
-        let info = obj.section_by_name(".debug_info")?;
-        if info.size() == 0 || matches!(info.kind(), object::SectionKind::UninitializedData) {
+        if !has_info(obj) {
             return None;
         }
         let endian = if obj.is_little_endian() {

@@ -22,6 +22,18 @@ pub struct Sym {
     binding: u8,
 }
 
+impl Sym {
+    /// A symbol as stored after perf's rules were applied.
+    pub fn new(start: u64, end: u64, name: String) -> Sym {
+        Sym {
+            start,
+            end,
+            name,
+            binding: 0,
+        }
+    }
+}
+
 /// Where a symbol table came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TableKind {
@@ -171,6 +183,18 @@ impl SymbolMap {
             }
         }
         SymbolMap { syms: out }
+    }
+
+    /// A map of symbols already chosen, deduplicated and sized (as
+    /// [`SymbolMap::syms`] gives them), e.g. read back from the store.
+    pub fn from_chosen(mut syms: Vec<Sym>) -> SymbolMap {
+        syms.sort_by_key(|s| s.start);
+        SymbolMap { syms }
+    }
+
+    /// The symbols, by address.
+    pub fn syms(&self) -> &[Sym] {
+        &self.syms
     }
 
     pub fn len(&self) -> usize {
@@ -356,6 +380,15 @@ impl LoadSegments {
 
     pub fn is_empty(&self) -> bool {
         self.segs.is_empty()
+    }
+
+    /// (file offset, virtual address, size) of each segment.
+    pub fn segs(&self) -> &[(u64, u64, u64)] {
+        &self.segs
+    }
+
+    pub fn from_segs(segs: Vec<(u64, u64, u64)>) -> LoadSegments {
+        LoadSegments { segs }
     }
 }
 

@@ -37,26 +37,14 @@ pub struct Config {
     /// debuginfod servers for build-ids not found here (`--debuginfod`,
     /// `DEBUGINFOD_URLS`); None: no network.
     pub debuginfod: Option<crate::debuginfod::Debuginfod>,
-    /// Keep every resolved address in the results cache this config
-    /// shares with its clones (an archive ingest: the same libc resolved
-    /// once for all its captures). Off for one capture: the cache would
-    /// hold a copy of every result until the end.
-    pub share_results: bool,
+    /// Where module facts are kept between processes (the symbol store);
+    /// None: only in this process.
+    pub store: Option<Arc<dyn crate::FactStore>>,
     index: Arc<OnceLock<HashMap<String, Cand>>>,
-    results: ResultCache,
-}
-
-/// Symbolization results by build-id, shared by a `Config` and its clones
-/// (an archive ingest symbolizes its captures with clones of one config:
-/// the same libc is resolved once, each address once).
-pub type ResultCache = Arc<std::sync::Mutex<HashMap<String, CachedModule>>>;
-
-/// What one module (a build-id) resolved to so far.
-#[derive(Debug)]
-pub struct CachedModule {
-    /// The module's result without its symbols (files, table, status).
-    pub result: crate::ModuleResult,
-    pub by_addr: HashMap<u64, crate::Resolved>,
+    /// What is known of modules, shared by this config and its clones (an
+    /// archive ingest symbolizes its captures with clones of one config:
+    /// the same libc is learnt once).
+    memo: Arc<crate::facts::Memo>,
 }
 
 impl Config {
@@ -69,8 +57,18 @@ impl Config {
         }
     }
 
-    pub(crate) fn results(&self) -> &ResultCache {
-        &self.results
+    /// Adds a debug directory (the build-id index of the directories is
+    /// made again when next needed; this config's clones keep theirs).
+    pub fn add_debug_dir(&mut self, d: PathBuf) {
+        if !self.debug_dirs.contains(&d) {
+            self.debug_dirs.push(d);
+            self.index = Default::default();
+        }
+    }
+
+    /// The facts this config and its clones share.
+    pub fn memo(&self) -> &crate::facts::Memo {
+        &self.memo
     }
 
     /// With `--sysroot`/`--symfs` or `--remap-path`, files are looked up
@@ -93,8 +91,9 @@ impl Config {
 
     /// Kernel symbols to use, and where they came from. The running
     /// kernel's `/proc/kallsyms` is read once per process (reading it costs
-    /// the kernel tens of milliseconds; an archive ingest symbolizes many
-    /// captures of the same kernel).
+    /// the kernel tens of milliseconds), and kept in the symbol store under
+    /// the kernel's build-id: a later process, or a capture of that kernel
+    /// symbolized after a reboot into another, reads it from there.
     pub(crate) fn kallsyms(&self) -> Option<(Arc<Kallsyms>, PathBuf)> {
         if let Some(p) = &self.kallsyms {
             return Kallsyms::load(p).ok().map(|k| (Arc::new(k), p.clone()));
@@ -102,30 +101,43 @@ impl Config {
         if self.confined() {
             return None;
         }
-        let running_bid = running_kernel_build_id();
-        let running_rel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
-            .ok()
-            .map(|s| s.trim().to_string());
-        let matches = match (&self.kernel_build_id, &running_bid) {
-            (Some(a), Some(b)) => a.eq_ignore_ascii_case(b),
-            _ => match (&self.kernel_release, &running_rel) {
-                (Some(a), Some(b)) => a == b,
-                _ => false,
-            },
-        };
-        if !matches {
-            return None;
-        }
-        static RUNNING: OnceLock<Option<Arc<Kallsyms>>> = OnceLock::new();
         let p = PathBuf::from("/proc/kallsyms");
-        let k = RUNNING
-            .get_or_init(|| {
-                Kallsyms::load(&p)
-                    .ok()
-                    .filter(|k| !k.is_empty())
-                    .map(Arc::new)
-            })
-            .clone()?;
+        // Read once per process, whatever the configs.
+        static RUNNING: OnceLock<Option<Arc<Kallsyms>>> = OnceLock::new();
+        let read = || {
+            RUNNING
+                .get_or_init(|| Kallsyms::load(&p).ok().filter(|k| !k.is_empty()).map(Arc::new))
+                .clone()
+        };
+        let running = || {
+            let running_bid = running_kernel_build_id();
+            let running_rel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
+                .ok()
+                .map(|s| s.trim().to_string());
+            match (&self.kernel_build_id, &running_bid) {
+                (Some(a), Some(b)) => a.eq_ignore_ascii_case(b),
+                _ => match (&self.kernel_release, &running_rel) {
+                    (Some(a), Some(b)) => a == b,
+                    _ => false,
+                },
+            }
+        };
+        let valid_bid = self
+            .kernel_build_id
+            .as_deref()
+            .map(str::to_ascii_lowercase)
+            .filter(|b| (4..=128).contains(&b.len()) && b.bytes().all(|c| c.is_ascii_hexdigit()));
+        let k = match valid_bid {
+            Some(b) => self.memo.kernel(&format!("kernel-{b}"), self.store.as_ref(), || {
+                running().then(read).flatten()
+            })?,
+            None => {
+                if !running() {
+                    return None;
+                }
+                read()?
+            }
+        };
         Some((k, p))
     }
 

@@ -36,6 +36,17 @@ impl Kallsyms {
         Ok(Self::parse(&String::from_utf8_lossy(&bytes)))
     }
 
+    /// Symbols already read (address, name), e.g. from the store.
+    pub fn from_syms(mut syms: Vec<(u64, String)>) -> Kallsyms {
+        syms.sort();
+        Kallsyms { syms }
+    }
+
+    /// (address, name) by address.
+    pub fn syms(&self) -> &[(u64, String)] {
+        &self.syms
+    }
+
     pub fn is_empty(&self) -> bool {
         self.syms.is_empty()
     }

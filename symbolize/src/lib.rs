@@ -30,6 +30,7 @@ mod demangle;
 pub mod disasm;
 pub mod dwarf;
 pub mod elf;
+pub mod facts;
 mod find;
 pub mod kallsyms;
 pub mod objsyms;
@@ -38,6 +39,7 @@ pub mod unwind;
 
 pub use demangle::demangle;
 pub use dwarf::LineFrame;
+pub use facts::{FactStore, ModuleFacts};
 pub use find::Config;
 pub use kallsyms::Kallsyms;
 
@@ -133,9 +135,6 @@ pub fn build_id_of(path: &std::path::Path) -> Option<String> {
     find::Loaded::open(path)?.build_id()
 }
 
-/// Below this many addresses a module is resolved on one thread.
-const PARALLEL_MIN: usize = 4096;
-
 /// Demangled names, computed once per distinct mangled name.
 #[derive(Default)]
 pub struct NameCache {
@@ -153,12 +152,9 @@ impl NameCache {
     }
 }
 
-/// Resolves every request, modules in parallel. With
-/// `cfg.share_results`, files with a build-id go
-/// through the results cache `cfg` shares with its clones (see
-/// [`find::ResultCache`]): addresses resolved for an earlier capture are
-/// not looked up again, and a module whose addresses are all known is not
-/// opened.
+/// Resolves every request, modules in parallel. Files are answered from
+/// what is known of them ([`facts`]: this process's memo, then the
+/// persistent store of `cfg`), and opened only to learn what is not.
 pub fn symbolize(cfg: &Config, requests: Vec<ModuleRequest>) -> Vec<ModuleResult> {
     // Kernel symbols only when a kernel module is asked for.
     let kallsyms = requests
@@ -174,67 +170,10 @@ pub fn symbolize(cfg: &Config, requests: Vec<ModuleRequest>) -> Vec<ModuleResult
             } else if is_perf_map_path(&r.path) {
                 symbolize_perf_map(cfg, &r)
             } else {
-                match r.build_id.as_deref() {
-                    Some(bid) if cfg.share_results => symbolize_cached(cfg, bid, &r),
-                    _ => symbolize_file(cfg, &r),
-                }
+                symbolize_file(cfg, &r)
             }
         })
         .collect()
-}
-
-/// [`symbolize_file`] for the addresses the cache does not hold yet.
-fn symbolize_cached(cfg: &Config, bid: &str, r: &ModuleRequest) -> ModuleResult {
-    let cache = cfg.results();
-    let missing: Vec<u64> = {
-        let c = cache.lock().unwrap_or_else(|e| e.into_inner());
-        let known = c.get(bid);
-        r.addresses
-            .iter()
-            .copied()
-            .filter(|a| known.is_none_or(|m| !m.by_addr.contains_key(a)))
-            .collect()
-    };
-    let c = if missing.is_empty() {
-        cache.lock().unwrap_or_else(|e| e.into_inner())
-    } else {
-        let all = missing.len() == r.addresses.len();
-        let mut fresh = symbolize_file(
-            cfg,
-            &ModuleRequest {
-                path: r.path.clone(),
-                build_id: r.build_id.clone(),
-                kernel: false,
-                addresses: missing.clone(),
-            },
-        );
-        if fresh.status != Status::Ok {
-            // Not cached: another capture may name another file. When some
-            // addresses were known, the answer is the whole request's.
-            return if all { fresh } else { symbolize_file(cfg, r) };
-        }
-        let symbols = std::mem::take(&mut fresh.symbols);
-        let mut c = cache.lock().unwrap_or_else(|e| e.into_inner());
-        let m = c
-            .entry(bid.to_string())
-            .or_insert_with(|| find::CachedModule {
-                result: fresh,
-                by_addr: Default::default(),
-            });
-        m.by_addr.extend(missing.into_iter().zip(symbols));
-        c
-    };
-    match c.get(bid) {
-        Some(m) => ModuleResult {
-            symbols: r.addresses.iter().map(|a| m.by_addr[a].clone()).collect(),
-            ..m.result.clone()
-        },
-        // No addresses asked and none known.
-        None => {
-            drop(c);
-            symbolize_file(cfg, r)
-        }
-    }
 }
 
 /// Is `path` a JIT map, `/tmp/perf-PID.map` (the module name perf and
@@ -371,43 +310,191 @@ pub(crate) fn choose_symbols(
     chosen.map(|(m, p, k)| (m.with_plt(bin_obj), p, k))
 }
 
+/// The key of a module's facts: its build-id, else (at its recorded
+/// path, unless lookups are confined to other roots) the file's path, size
+/// and modification time. None: not kept.
+fn facts_key(cfg: &Config, r: &ModuleRequest) -> Option<String> {
+    if let Some(b) = r.build_id.as_deref() {
+        let b = b.to_ascii_lowercase();
+        return ((4..=128).contains(&b.len()) && b.bytes().all(|c| c.is_ascii_hexdigit()))
+            .then(|| format!("build-id-{b}"));
+    }
+    if cfg.confined() || cfg.no_recorded_paths || !r.path.starts_with('/') {
+        return None;
+    }
+    let m = std::fs::metadata(&r.path).ok().filter(|m| m.is_file())?;
+    use std::hash::Hasher;
+    use std::os::unix::fs::MetadataExt;
+    let mut h = twox_hash::XxHash64::with_seed(0);
+    h.write(r.path.as_bytes());
+    h.write_u64(m.len());
+    h.write_i64(m.mtime());
+    h.write_i64(m.mtime_nsec());
+    h.write_u64(m.ino());
+    Some(format!("file-{:016x}", h.finish()))
+}
+
+/// Facts without DWARF may be incomplete where a debug file could be
+/// found now: debug directories or debuginfod given, or a file for the
+/// build-id in the system debug directory. Such facts are learnt again,
+/// once per process.
+fn may_learn_more(cfg: &Config, r: &ModuleRequest, f: &ModuleFacts) -> bool {
+    f.base.debug_info.is_none()
+        && (!cfg.debug_dirs.is_empty()
+            || cfg.debuginfod.is_some()
+            || r.build_id.as_deref().is_some_and(|b| {
+                b.len() > 2
+                    && cfg.system_debug.iter().any(|d| {
+                        d.join(".build-id")
+                            .join(&b[..2])
+                            .join(format!("{}.debug", &b[2..]))
+                            .is_file()
+                    })
+            }))
+}
+
+/// A file module: answered from its facts, learning (and keeping) what
+/// the addresses asked need.
 fn symbolize_file(cfg: &Config, r: &ModuleRequest) -> ModuleResult {
-    let n = r.addresses.len();
-    let found = match find::locate(cfg, &r.path, r.build_id.as_deref()) {
-        Ok(f) => f,
-        Err((status, msg)) => return ModuleResult::failed(status, msg, n),
+    let is_vdso = r.path == "[vdso]";
+    let key = facts_key(cfg, r);
+    let slot = match &key {
+        Some(k) => cfg.memo().slot(k, cfg.store.as_ref()),
+        None => Default::default(),
     };
-    let segs = LoadSegments::from_data(&found.binary.data).unwrap_or_default();
-    // Symbol table: the binary's .symtab, else a debug file's, else .dynsym.
-    let bin_obj = match object::File::parse(&*found.binary.data) {
-        Ok(o) => o,
-        Err(e) => {
-            return ModuleResult::failed(
-                Status::Error,
-                format!("{}: {e}", found.binary.path.display()),
-                n,
-            )
+    let mut held = slot.lock().unwrap_or_else(|e| e.into_inner());
+    if held.as_ref().is_some_and(|f| may_learn_more(cfg, r, f))
+        && key.as_deref().is_some_and(|k| cfg.memo().first_recheck(k))
+    {
+        *held = None;
+        if let Some(k) = &key {
+            cfg.memo().open_forget(k);
+        }
+    }
+    let mut opened = None;
+    let fresh = held.is_none();
+    if fresh {
+        let found = match open_module(cfg, r, key.as_deref()) {
+            Ok(f) => f,
+            Err(e) => return e,
+        };
+        match learn_base(&found.found, r.addresses.len()) {
+            Ok(base) => *held = Some(ModuleFacts { base, ..Default::default() }),
+            Err(e) => return e,
+        }
+        opened = Some(found);
+    }
+    let Some(facts) = held.as_mut() else {
+        unreachable!("filled above")
+    };
+    let missing: Vec<u64> = r
+        .addresses
+        .iter()
+        .filter_map(|&o| facts.vaddr_of(o, is_vdso))
+        .filter(|&v| !facts.knows(v))
+        .collect();
+    let mut message = None;
+    let (covered, lines) = if missing.is_empty() {
+        (Vec::new(), Vec::new())
+    } else {
+        if opened.is_none() {
+            match open_module(cfg, r, key.as_deref()) {
+                Ok(f) => opened = Some(f),
+                Err(e) => {
+                    message = Some(format!(
+                        "source lines of {} addresses unknown: {}",
+                        missing.len(),
+                        e.message.unwrap_or_default()
+                    ))
+                }
+            }
+        }
+        match &opened {
+            Some(found) => learn_lines(found, facts, &missing),
+            None => (Vec::new(), Vec::new()),
         }
     };
-    let chosen = choose_symbols(&found, &bin_obj);
-
-    // DWARF: the binary's own, else the first debug file that has some.
-    let mut dwarf: Option<(dwarf::Sections<'_>, PathBuf)> =
-        dwarf::Sections::load(&bin_obj).map(|s| (s, found.binary.path.clone()));
-    let debug_objs: Vec<(object::File<'_>, &PathBuf)> = found
-        .debug
-        .iter()
-        .filter_map(|d| object::File::parse(&*d.data).ok().map(|o| (o, &d.path)))
-        .collect();
-    if dwarf.is_none() {
-        dwarf = debug_objs
-            .iter()
-            .find_map(|(o, p)| dwarf::Sections::load(o).map(|s| (s, (*p).clone())));
+    if let (Some(k), Some(store)) = (&key, &cfg.store) {
+        if fresh || !covered.is_empty() {
+            store.save(
+                k,
+                facts::Part {
+                    base: fresh.then_some(&facts.base),
+                    covered: &covered,
+                    lines: &lines,
+                },
+            );
+        }
     }
-    let has_dwarf = dwarf.is_some();
+    facts.add(covered, lines);
+    let mut names = NameCache::default();
+    let symbols = r
+        .addresses
+        .iter()
+        .map(|&o| match facts.vaddr_of(o, is_vdso) {
+            Some(v) => facts.resolve(v, &mut names),
+            None => Resolved::default(),
+        })
+        .collect();
+    let b = &facts.base;
+    ModuleResult {
+        status: Status::Ok,
+        binary: b.binary.clone(),
+        symbols_file: b.symbols_file.clone(),
+        table: b.table.map(TableKind::as_str),
+        debug_info: b.debug_info.clone(),
+        message,
+        symbols,
+    }
+}
 
-    if chosen.is_none() && !has_dwarf {
-        return ModuleResult {
+/// Finds a module's files (counted in the memo: a module whose facts are
+/// known is not opened).
+fn open_module(
+    cfg: &Config,
+    r: &ModuleRequest,
+    key: Option<&str>,
+) -> Result<std::sync::Arc<facts::Opened>, ModuleResult> {
+    if let Some(m) = key.and_then(|k| cfg.memo().open_get(k)) {
+        return Ok(m);
+    }
+    cfg.memo()
+        .opened
+        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let found = find::locate(cfg, &r.path, r.build_id.as_deref())
+        .map_err(|(status, msg)| ModuleResult::failed(status, msg, r.addresses.len()))?;
+    let m = std::sync::Arc::new(facts::Opened::new(found));
+    if let Some(k) = key {
+        cfg.memo().open_put(k, m.clone());
+    }
+    Ok(m)
+}
+
+/// What a module's files say whatever the addresses: the symbol table
+/// (the binary's .symtab, else a debug file's, else .dynsym), the load
+/// segments, which file has DWARF.
+fn learn_base(found: &find::Found, n: usize) -> Result<facts::Base, ModuleResult> {
+    let bin_obj = object::File::parse(&*found.binary.data).map_err(|e| {
+        ModuleResult::failed(
+            Status::Error,
+            format!("{}: {e}", found.binary.path.display()),
+            n,
+        )
+    })?;
+    let chosen = choose_symbols(found, &bin_obj);
+    // DWARF: the binary's own, else the first debug file that has some.
+    let debug_info = if dwarf::has_info(&bin_obj) {
+        Some(found.binary.path.clone())
+    } else {
+        found.debug.iter().find_map(|d| {
+            object::File::parse(&*d.data)
+                .ok()
+                .filter(dwarf::has_info)
+                .map(|_| d.path.clone())
+        })
+    };
+    if chosen.is_none() && debug_info.is_none() {
+        return Err(ModuleResult {
             status: Status::NoSymbols,
             binary: Some(found.binary.path.clone()),
             symbols_file: None,
@@ -419,70 +506,53 @@ fn symbolize_file(cfg: &Config, r: &ModuleRequest) -> ModuleResult {
                 found.tried_note()
             )),
             symbols: vec![Resolved::default(); n],
-        };
+        });
     }
-    let is_vdso = r.path == "[vdso]";
-    let vaddr_of = |off: u64| {
-        if segs.is_empty() || is_vdso && segs.offset_to_vaddr(off).is_none() {
-            Some(off)
-        } else {
-            segs.offset_to_vaddr(off)
-        }
+    let (symbols, symbols_file, table) = match chosen {
+        Some((m, p, k)) => (m, Some(p), Some(k)),
+        None => (SymbolMap::default(), None, None),
     };
-    // Addresses in ascending order, split into one contiguous run per
-    // thread: each run gets its own DWARF context (they are not shared
-    // between threads) and walks the line tables of neighbouring units.
-    let mut order: Vec<usize> = (0..n).collect();
-    order.sort_unstable_by_key(|&i| r.addresses[i]);
-    let runs = if n >= PARALLEL_MIN {
-        rayon::current_num_threads().clamp(1, n / (PARALLEL_MIN / 2))
-    } else {
-        1
-    };
-    let chunk = n.div_ceil(runs.max(1)).max(1);
-    let dwarf_sections = dwarf.as_ref().map(|(s, _)| s);
-    let resolve_run = |run: &[usize]| -> Vec<(usize, Resolved)> {
-        let ctx = dwarf_sections.and_then(|s| s.context());
-        let mut names = NameCache::default();
-        run.iter()
-            .map(|&i| {
-                let Some(vaddr) = vaddr_of(r.addresses[i]) else {
-                    return (i, Resolved::default());
-                };
-                let symbol = chosen.as_ref().and_then(|(map, _, _)| {
-                    map.find(vaddr).map(|s| SymbolHit {
-                        name: names.demangle(&s.name),
-                        offset: vaddr - s.start,
-                    })
-                });
-                let inline = ctx
-                    .as_ref()
-                    .map(|c| dwarf::frames(c, vaddr, &mut names))
-                    .unwrap_or_default();
-                (i, Resolved { symbol, inline })
-            })
-            .collect()
-    };
-    let parts: Vec<Vec<(usize, Resolved)>> = if runs > 1 {
-        order.par_chunks(chunk).map(resolve_run).collect()
-    } else {
-        vec![resolve_run(&order)]
-    };
-    let mut symbols = vec![Resolved::default(); n];
-    for (i, res) in parts.into_iter().flatten() {
-        symbols[i] = res;
-    }
-    let (symbols_file, table) = match chosen {
-        Some((_, p, k)) => (Some(p), Some(k.as_str())),
-        None => (None, None),
-    };
-    ModuleResult {
-        status: Status::Ok,
+    Ok(facts::Base {
         binary: Some(found.binary.path.clone()),
         symbols_file,
         table,
-        debug_info: dwarf.as_ref().filter(|_| has_dwarf).map(|(_, p)| p.clone()),
-        message: None,
+        debug_info,
+        segments: LoadSegments::from_data(&found.binary.data).unwrap_or_default(),
         symbols,
-    }
+    })
+}
+
+/// The DWARF answers of the windows (functions or pages) holding
+/// `vaddrs`: the windows and their line ranges. Many windows are learnt
+/// on several threads, each with its own addr2line context.
+fn learn_lines(
+    opened: &facts::Opened,
+    facts: &ModuleFacts,
+    vaddrs: &[u64],
+) -> (Vec<(u64, u64)>, Vec<facts::LineRange>) {
+    let Some(path) = &facts.base.debug_info else {
+        return (Vec::new(), Vec::new());
+    };
+    let Some(sections) = opened.sections(path) else {
+        return (Vec::new(), Vec::new());
+    };
+    let windows = facts::windows(facts, vaddrs.iter().copied());
+    let bytes: u64 = windows.iter().map(|w| w.1 - w.0).sum();
+    let runs = rayon::current_num_threads()
+        .min(usize::try_from(bytes / (64 << 10)).unwrap_or(usize::MAX))
+        .min(windows.len())
+        .max(1);
+    let chunk = windows.len().div_ceil(runs);
+    let learn = |w: &[(u64, u64)]| -> Vec<facts::LineRange> {
+        let Some(ctx) = sections.context() else {
+            return Vec::new();
+        };
+        facts::learn_windows(&ctx, w, &mut NameCache::default())
+    };
+    let lines: Vec<facts::LineRange> = if runs > 1 {
+        windows.par_chunks(chunk).flat_map_iter(learn).collect()
+    } else {
+        learn(&windows)
+    };
+    (windows, lines)
 }

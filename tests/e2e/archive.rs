@@ -443,11 +443,14 @@ fn filters_on_capture_open_only_its_files() {
 }
 
 #[test]
-fn symbolization_results_are_shared_by_build_id() {
-    // Clones of one symbolization config with `share_results` (what an
-    // archive ingest gives its captures) share results by build-id: once an address of a binary is
-    // resolved, it resolves again without the file, and so do the other
-    // addresses resolved with it; an address never asked for needs it.
+fn what_is_learnt_of_a_binary_is_shared_by_build_id() {
+    // Clones of one symbolization config (what an archive ingest gives
+    // its captures) share what they learn of a binary, by build-id: once
+    // one address of a function was resolved, every address of that
+    // function resolves again without the file (symbol and source line),
+    // and any other address gets its symbol (the symbol table is known
+    // whole) but no source line: that would need the file. Expected names
+    // and lines: `addr2line -f -e hot` on the same addresses.
     use trawl_symbolize::{symbolize, Config, ModuleRequest, Status};
     let t = tempfile::tempdir().unwrap();
     let bin = t.path().join("hot");
@@ -467,12 +470,25 @@ fn symbolization_results_are_shared_by_build_id() {
         symbol_address(&bin, "spin_b"),
     );
     let c = symbol_address(&bin, "main");
+    let addr2line = |addr: u64| -> (String, String) {
+        let out = std::process::Command::new("addr2line")
+            .args(["-f", "-e", bin.to_str().unwrap(), &format!("{addr:x}")])
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let mut l = text.lines();
+        let name = l.next().unwrap().to_string();
+        // "hot.c:11 (discriminator 1)": the position only.
+        let pos = l.next().unwrap().split(" (").next().unwrap().to_string();
+        (name, pos)
+    };
+    let (a4, b4) = (addr2line(a + 4), addr2line(b + 4));
+    let main_line = addr2line(c).1;
     // Only the temporary directory is searched (not perf's build-id
     // cache, which may hold the fixture too).
     let fresh = || {
         let mut c = Config::default();
         c.debug_dirs = vec![t.path().to_path_buf()];
-        c.share_results = true;
         c
     };
     let cfg = fresh();
@@ -494,27 +510,43 @@ fn symbolization_results_are_shared_by_build_id() {
             .map(|s| s.symbol.as_ref().map(|h| h.name.clone()))
             .collect()
     };
+    let line = |r: &trawl_symbolize::ModuleResult, i: usize| -> String {
+        let f = r.symbols[i].inline.first().expect("a source line");
+        format!(
+            "{}:{}",
+            f.file.as_deref().unwrap(),
+            f.line.unwrap()
+        )
+    };
     let first = ask(&cfg.clone(), vec![a, b]);
     assert_eq!(first.status, Status::Ok);
     assert_eq!(
         names(&first),
         vec![Some("spin_a".into()), Some("spin_b".into())]
     );
+    let opened = cfg.memo().opened.load(std::sync::atomic::Ordering::Relaxed);
     std::fs::remove_file(&bin).unwrap();
-    let again = ask(&cfg.clone(), vec![b, a]);
+    // Other instructions of the same functions: from what was learnt.
+    let again = ask(&cfg.clone(), vec![b + 4, a + 4]);
     assert_eq!(again.status, Status::Ok);
     assert_eq!(
         names(&again),
-        vec![Some("spin_b".into()), Some("spin_a".into())]
+        vec![Some(b4.0.clone()), Some(a4.0.clone())]
     );
-    assert_eq!(again.symbols[1], first.symbols[0]);
-    assert_ne!(ask(&cfg.clone(), vec![c]).status, Status::Ok);
-    // A config of its own has no results to share.
+    assert_eq!(line(&again, 0), b4.1);
+    assert_eq!(line(&again, 1), a4.1);
+    assert_eq!(
+        cfg.memo().opened.load(std::sync::atomic::Ordering::Relaxed),
+        opened,
+        "no file opened for what was learnt"
+    );
+    // Another function: its symbol, but not its line (the file is gone).
+    let other = ask(&cfg.clone(), vec![c]);
+    assert_eq!(names(&other), vec![Some("main".into())]);
+    assert!(other.symbols[0].inline.is_empty(), "{main_line} needs the file");
+    assert!(other.message.is_some());
+    // A config of its own (another process, no store) has learnt nothing.
     assert_ne!(ask(&fresh(), vec![a]).status, Status::Ok);
-    // Without share_results (one capture) the cache is not read either.
-    let mut lone = cfg.clone();
-    lone.share_results = false;
-    assert_ne!(ask(&lone, vec![a]).status, Status::Ok);
 }
 
 /// `--group-by REGEX`: a flat directory of two runs' files, named by run,

@@ -14,17 +14,25 @@ pub fn fixture_bin() -> PathBuf {
     root().join("fixtures/perf/bin")
 }
 
+/// Runs trawl with a symbol store of its own, empty: each command learns
+/// the binaries it reads from their files, as on a machine that never ran
+/// trawl (what a store shares between runs is tested on its own, in
+/// symbol_store.rs).
 pub fn trawl(args: &[&str]) -> Output {
+    let cache = tempfile::tempdir().unwrap();
     Command::new(env!("CARGO_BIN_EXE_trawl"))
+        .env("XDG_CACHE_HOME", cache.path())
         .args(args)
         .output()
         .expect("run trawl")
 }
 
-/// Runs trawl with `HOME` set (perf's build-id cache is `$HOME/.debug`).
+/// Runs trawl with `HOME` set (perf's build-id cache is `$HOME/.debug`;
+/// the symbol store is the one under `$HOME/.cache`).
 pub fn trawl_with_home(home: &Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_trawl"))
         .env("HOME", home)
+        .env_remove("XDG_CACHE_HOME")
         .args(args)
         .output()
         .expect("run trawl")

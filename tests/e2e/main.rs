@@ -29,5 +29,6 @@ mod pow;
 mod slt;
 mod sql;
 mod strace;
+mod symbol_store;
 mod symbols;
 mod writer;

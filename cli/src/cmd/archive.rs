@@ -64,11 +64,10 @@ fn archive_ingest(a: &ArchiveIngestArgs) -> Result<()> {
         retry_failed: a.retry_failed,
         ingest: a.conv.options(),
     };
-    // One symbolization config for every capture: its results cache is
-    // shared (the same binaries are not symbolized again). Symbolization's
+    // One symbolization config for every capture: what it learns of a
+    // binary is shared (in memory and in the symbol store). Symbolization's
     // problems go to the manifest's message.
-    let mut cfg = a.conv.sym.config();
-    cfg.share_results = true;
+    let cfg = a.conv.sym.config_with_store(Some(&a.output));
     let enrich = |staging: &Path| -> Option<String> {
         let problems = a.conv.enrich(&cfg, staging).problems;
         (!problems.is_empty()).then(|| problems.join("; "))

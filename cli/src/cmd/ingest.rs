@@ -183,7 +183,7 @@ pub(crate) fn ingest(a: &IngestArgs) -> Result<()> {
                 if !a.conv.no_symbolize {
                     bar.set_message("symbolizing");
                 }
-                sym = a.conv.enrich(&a.conv.sym.config(), staging);
+                sym = a.conv.enrich(&a.conv.sym.config_with_store(None), staging);
                 Ok(())
             },
         );
@@ -229,7 +229,7 @@ pub(crate) fn ingest(a: &IngestArgs) -> Result<()> {
             );
         }
     }
-    for l in sym.report.iter().chain(&sym.problems) {
+    for l in sym.report.iter().chain(&sym.problems).chain(&sym.warnings) {
         eprintln!("{l}");
     }
     eprintln!("wrote {}", summary.out.display());

@@ -34,6 +34,16 @@ pub(crate) struct SymArgs {
     /// Never ask a debuginfod server, even with $DEBUGINFOD_URLS set.
     #[arg(long, conflicts_with = "debuginfod")]
     pub(crate) no_debuginfod: bool,
+    /// The symbol store: what was learnt about each binary (symbols, the
+    /// source lines of the functions sampled, kernel symbols), kept by
+    /// build-id and shared by every capture, so a binary is read once.
+    /// Default: $XDG_CACHE_HOME/trawl/symbols (~/.cache/trawl/symbols); an
+    /// archive's own ARCHIVE/.symbols when it has one.
+    #[arg(long = "symbol-store", value_name = "DIR")]
+    pub(crate) symbol_store: Option<PathBuf>,
+    /// Use no symbol store: read every binary's files again, keep nothing.
+    #[arg(long, conflicts_with = "symbol_store")]
+    pub(crate) no_symbol_store: bool,
 }
 
 #[derive(Args)]
@@ -63,6 +73,25 @@ pub(crate) fn parse_remap(s: &str) -> std::result::Result<(String, PathBuf), Str
 }
 
 impl SymArgs {
+    pub(crate) fn store_choice(&self) -> trawl_enrich::store::Choice {
+        use trawl_enrich::store::Choice;
+        match (&self.symbol_store, self.no_symbol_store) {
+            (_, true) => Choice::Off,
+            (Some(d), _) => Choice::Dir(d.clone()),
+            (None, false) => Choice::Default,
+        }
+    }
+
+    /// [`SymArgs::config`] with the symbol store chosen (`archive`: the
+    /// archive being ingested, whose own store is the default).
+    pub(crate) fn config_with_store(&self, archive: Option<&Path>) -> trawl_symbolize::Config {
+        let mut c = self.config();
+        if let Err(e) = trawl_enrich::store::attach(&mut c, &self.store_choice(), archive) {
+            eprintln!("warning: {e}; symbolizing without it");
+        }
+        c
+    }
+
     pub(crate) fn config(&self) -> trawl_symbolize::Config {
         let mut c = trawl_symbolize::Config::standard();
         c.debug_dirs = self.debug_dirs.clone();

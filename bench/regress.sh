@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# The performance guard: every headline comparison of
+# docs/guide/performance.md against its peer, in one invocation, on the
+# same files, printing one table of seconds, peak memory and ratios to
+# paste into the guide (and into the note of any change to ingest,
+# symbolize, enrich or query). Ratios are peer / trawl: above 1, trawl is
+# faster (or smaller).
+#
+#  multi.data  bench/query_workload.sh: gcc compiles, ~200 short processes,
+#              qsort programs; perf record -e cpu-clock -c 20000 -g
+#  sysruns     bench/sysruns_workload.sh: 100 short runs of ls -lR, gzip,
+#              sha256sum and a C program (perf record -g), and a second
+#              batch of 100 new runs of the same programs
+#  strace      a make -j2 of 60 C files under strace -f -ttt -T -k -y
+#  lackey      valgrind --tool=lackey of ls -lR /usr/share/zoneinfo
+#
+# Symbol store: each "cold" row starts from an empty store
+# ($XDG_CACHE_HOME pointed at a fresh directory), "warm" rows reuse it.
+# Short commands are the median of 3 runs. The machine is noisy: compare
+# ratios, not seconds, between runs.
+#
+# Usage: bench/regress.sh   (env BENCH_DIR, default /tmp/trawl-bench;
+#        RUNS1000=1 also ingests 1,000 runs; TRAWL=path to skip the build)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+W=${BENCH_DIR:-/tmp/trawl-bench}/regress
+mkdir -p "$W"
+if [ -z "${TRAWL:-}" ]; then
+  cargo build --release -q --bin trawl
+  TRAWL=$PWD/target/release/trawl
+fi
+export TRAWL
+source bench/lib.sh
+T_STDOUT=/dev/null
+python3 -c 'import duckdb' 2>/dev/null || pip install -q duckdb
+
+# A fresh, empty symbol store for the next trawl command(s).
+cold() { rm -rf "$W/xdg"; mkdir -p "$W/xdg"; }
+export XDG_CACHE_HOME=$W/xdg
+median3() { # label, command...: median "seconds maxrss_kb" of 3 runs
+  local label=$1; shift
+  for _ in 1 2 3; do t "$label" "$@"; done | sort -n | sed -n 2p
+}
+ROWS=$W/rows
+: > "$ROWS"
+# row WORK PEER PEER_S PEER_KB TRAWL_S TRAWL_KB GOAL
+row() {
+  printf '| %s | %s | %.2f s, %.0f MB | %.2f s, %.0f MB | %s | %s |\n' "$1" "$2" "$3" "$(mb "$4")" \
+    "$5" "$(mb "$6")" "$(ratio "$3" "$5")" "$7" >> "$ROWS"
+  tail -1 "$ROWS"
+}
+
+# 1. The multi-process capture.
+IN=$W/multi.data
+[ -s "$IN" ] || bench/query_workload.sh "$IN"
+cat "$IN" "$TRAWL" > /dev/null
+read -r PS_S PS_KB < <(t perf_script perf script -i "$IN")
+read -r PR_S PR_KB < <(t perf_report perf report -i "$IN" --stdio --no-children --sort dso,sym)
+rm -rf "$W/cap"; cold
+read -r IC_S IC_KB < <(t ingest_cold "$TRAWL" ingest "$IN" -o "$W/cap")
+read -r IW_S IW_KB < <(median3 ingest_warm bash -c 'rm -rf "$0" && "$TRAWL" ingest "$1" -o "$0"' "$W/cap" "$IN")
+read -r IN_S IN_KB < <(median3 ingest_nosym bash -c 'rm -rf "$0" && "$TRAWL" ingest "$1" -o "$0" --no-symbolize' "$W/capn" "$IN")
+read -r HS_S HS_KB < <(median3 hotspots "$TRAWL" report hotspots "$W/cap")
+read -r DD_S DD_KB < <(median3 duckdb python3 bench/hotspots_duckdb.py "$W/cap")
+read -r HN_S HN_KB < <(median3 hotspots_noinline "$TRAWL" report hotspots "$W/cap" --no-inline)
+SAMPLES=$("$TRAWL" sql "$W/cap" "SELECT count(*) FROM perf_sample" --format csv | tail -1)
+STACKS=$("$TRAWL" sql "$W/cap" "SELECT count(DISTINCT stack_id) FROM perf_sample" --format csv | tail -1)
+echo "multi.data: $(( $(stat -c %s "$IN") / 1048576 )) MB, $SAMPLES samples, $STACKS distinct stacks"
+row "multi.data: ingest, empty store" "perf script" "$PS_S" "$PS_KB" "$IC_S" "$IC_KB" "≥ 4×"
+row "multi.data: ingest, warm store" "perf script" "$PS_S" "$PS_KB" "$IW_S" "$IW_KB" "≥ 4×"
+row "multi.data: ingest --no-symbolize" "perf script" "$PS_S" "$PS_KB" "$IN_S" "$IN_KB" ""
+row "multi.data: ingest (empty store) + report hotspots" "perf report --stdio" "$PR_S" "$PR_KB" \
+  "$(python3 -c "print($IC_S + $HS_S)")" "$(( IC_KB > HS_KB ? IC_KB : HS_KB ))" "≥ 2×, memory ≤ perf report's"
+row "multi.data: report hotspots --no-inline" "DuckDB, same Parquet" "$DD_S" "$DD_KB" "$HN_S" "$HN_KB" ""
+if command -v hotspot-perfparser >/dev/null; then
+  read -r HP_S HP_KB < <(t perfparser hotspot-perfparser --input "$IN" --output "$W/perfparser.out")
+  row "multi.data: ingest, warm store" "hotspot-perfparser" "$HP_S" "$HP_KB" "$IW_S" "$IW_KB" ""
+fi
+# annotate: the libc function with most self samples, first call with an
+# empty store (the capture does not hold its code yet).
+FN=$("$TRAWL" sql "$W/cap" "SELECT function FROM hotspots('function', 'inline', false) WHERE module LIKE '%libc.so%' ORDER BY self_samples DESC LIMIT 1" --format csv | tail -1)
+read -r PA_S PA_KB < <(t perf_annotate perf annotate -i "$IN" --stdio -s "$FN")
+cold
+read -r TA_S TA_KB < <(t annotate "$TRAWL" report annotate "$FN" "$W/cap")
+row "multi.data: annotate $FN, first call, empty store" "perf annotate --stdio" "$PA_S" "$PA_KB" "$TA_S" "$TA_KB" "≤ 1 s"
+
+# 2. Archives of short runs.
+bench/sysruns_workload.sh "$W/sysruns/a" 100 0
+bench/sysruns_workload.sh "$W/sysruns/b" 100 1
+each_script() { for f in "$1"/*/perf.data; do perf script -i "$f" > /dev/null 2>&1; done; }
+export -f each_script
+read -r SA_S SA_KB < <(t script_a bash -c 'each_script "$0"' "$W/sysruns/a")
+read -r SB_S SB_KB < <(t script_b bash -c 'each_script "$0"' "$W/sysruns/b")
+rm -rf "$W/arch_a" "$W/arch_b"; cold
+read -r AA_S AA_KB < <(t archive_a "$TRAWL" archive ingest "$W/sysruns/a" -o "$W/arch_a" -j 2)
+read -r AB_S AB_KB < <(t archive_b "$TRAWL" archive ingest "$W/sysruns/b" -o "$W/arch_b" -j 2)
+row "100 runs: archive ingest, empty store" "perf script on each" "$SA_S" "$SA_KB" "$AA_S" "$AA_KB" "≥ 5×"
+row "100 new runs: archive ingest, warm store" "perf script on each" "$SB_S" "$SB_KB" "$AB_S" "$AB_KB" "≥ 10×"
+if [ "${RUNS1000:-0}" = 1 ]; then
+  bench/sysruns_workload.sh "$W/sysruns/k" 1000 2
+  rm -rf "$W/arch_k"; cold
+  read -r AK_S AK_KB < <(t archive_k "$TRAWL" archive ingest "$W/sysruns/k" -o "$W/arch_k" -j 2)
+  printf '| 1,000 runs: archive ingest, empty store | (goal ≤ 30 s) | | %.2f s, %.0f MB | | ≤ 30 s |\n' \
+    "$AK_S" "$(mb "$AK_KB")" | tee -a "$ROWS"
+fi
+
+# 3. A strace dump (bench/strace_ingest.sh's recipe, 60 files).
+DUMP=$W/build.strace
+if [ ! -s "$DUMP" ]; then
+  mkdir -p "$W/proj"; rm -f "$W"/proj/*
+  for i in $(seq 1 60); do
+    sed "s/\bmain\b/main_$i/; s/\bspin_a\b/spin_a_$i/; s/\bspin_b\b/spin_b_$i/; s/\bfib\b/fib_$i/; s/\bwork\b/work_$i/; s/\blibc_work\b/libc_work_$i/; s/\bsink\b/sink_$i/" \
+      fixtures/perf/src/hot.c > "$W/proj/f$i.c"
+  done
+  printf 'SRCS := $(wildcard f*.c)\nall: $(SRCS:.c=.o)\n%%.o: %%.c\n\tgcc -O1 -g -c $< -o $@\n' > "$W/proj/Makefile"
+  strace -f -ttt -T -k -y -o "$DUMP" make -s -C "$W/proj" -j2 >/dev/null 2>&1
+fi
+cat "$DUMP" > /dev/null
+read -r PY_S PY_KB < <(t strace_python python3 bench/strace_parse.py "$DUMP")
+read -r ST_S ST_KB < <(median3 strace_trawl bash -c 'rm -rf "$0" && "$TRAWL" ingest "$1" -o "$0"' "$W/cap-strace" "$DUMP")
+row "strace dump ($(( $(stat -c %s "$DUMP") / 1048576 )) MB): ingest, warm store" "Python regex parser" "$PY_S" "$PY_KB" "$ST_S" "$ST_KB" ""
+
+# 4. A lackey log.
+LOG=$W/zoneinfo.lackey
+[ -s "$LOG" ] || valgrind --tool=lackey --trace-mem=yes --log-file="$LOG" ls -lR /usr/share/zoneinfo > /dev/null 2>&1
+cat "$LOG" > /dev/null
+rm -f "$W/duck.parquet"
+read -r LD_S LD_KB < <(t lackey_duckdb python3 bench/lackey_duckdb.py "$LOG" "$W/duck.parquet")
+read -r LT_S LT_KB < <(median3 lackey_trawl bash -c 'rm -rf "$0" && "$TRAWL" ingest "$1" -o "$0" --no-symbolize' "$W/cap-lackey" "$LOG")
+row "lackey log ($(( $(stat -c %s "$LOG") / 1048576 )) MB): ingest" "DuckDB CSV → Parquet" "$LD_S" "$LD_KB" "$LT_S" "$LT_KB" ""
+
+echo
+echo "| work | peer | peer | trawl | peer / trawl | goal |"
+echo "|---|---|---|---|---|---|"
+cat "$ROWS"

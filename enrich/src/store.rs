@@ -1,0 +1,627 @@
+//! The symbol store: what the symbolizer learnt about each module (its
+//! symbol table, load segments, and the DWARF answers of the functions
+//! asked about; kernel symbols), kept as Parquet in a directory shared by
+//! every capture, archive and process, so that a module is learnt once.
+//!
+//! Layout: `STORE/<key>/<part>.parquet`, one directory per module, keyed
+//! by build-id (`build-id-<hex>`), by path, size and modification time
+//! without one (`file-<hash>`), or by kernel build-id (`kernel-<hex>`).
+//! A part is written whole to `STORE/.tmp` and renamed into its entry, so
+//! a reader sees whole parts only and concurrent writers never collide
+//! (each writes parts of its own; a module two processes learn at once is
+//! learnt twice, and both parts say the same). An entry starts with a
+//! `base-*` part (symbols, segments, which files were read); `lines-*`
+//! parts add the windows learnt later. Every part carries a checksum of
+//! its rows: a part cut short or changed is reported, removed and learnt
+//! again, never used.
+//!
+//! One table layout for every part (a row per fact; `kind` says which):
+//! `meta` (name = key, file = value), `segment` (lo = file offset, hi =
+//! lo + size, vaddr), `symbol` (lo..hi, name as in the file), `covered`
+//! (lo..hi: windows whose DWARF answers are all given), `line` (lo..hi,
+//! depth = inline level, name = function, file, line, column), `kallsyms`
+//! (lo = address, name). DuckDB reads it as it is:
+//! `SELECT * FROM 'STORE/build-id-*/*.parquet' WHERE kind = 'symbol'`.
+
+use std::hash::Hasher;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use arrow::array::{
+    Array, ArrayRef, AsArray, RecordBatch, StringBuilder, UInt32Builder, UInt64Builder,
+};
+use arrow::datatypes::{DataType, Field, Schema, SchemaRef, UInt32Type, UInt64Type};
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::arrow::ArrowWriter;
+use parquet::file::metadata::KeyValue;
+use parquet::file::properties::WriterProperties;
+use trawl_symbolize::dwarf::LineFrame;
+use trawl_symbolize::elf::{LoadSegments, Sym, SymbolMap, TableKind};
+use trawl_symbolize::facts::{Base, LineRange, ModuleFacts, Part};
+use trawl_symbolize::{FactStore, Kallsyms};
+
+/// The layout's version: parts of another version are not read.
+const VERSION: &str = "1";
+const KEY_VERSION: &str = "trawl.symbol_store.version";
+const KEY_CHECK: &str = "trawl.symbol_store.check";
+
+/// The persistent symbol store (see the module documentation).
+#[derive(Debug)]
+pub struct SymbolStore {
+    dir: PathBuf,
+    problems: Mutex<Vec<String>>,
+}
+
+/// Where the store is by default: `$XDG_CACHE_HOME/trawl/symbols`, else
+/// `~/.cache/trawl/symbols`.
+pub fn default_dir() -> Option<PathBuf> {
+    let cache = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
+    Some(cache.join("trawl").join("symbols"))
+}
+
+/// The store an archive keeps beside its manifest when it has one
+/// (`ARCHIVE/.symbols`: created by the user, or by `--symbol-store` naming
+/// it), so that its symbols travel with it.
+pub fn archive_dir(archive: &Path) -> PathBuf {
+    archive.join(".symbols")
+}
+
+/// Which symbol store a run uses.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum Choice {
+    /// [`default_dir`] (an archive's own, `ARCHIVE/.symbols`, when it has
+    /// one).
+    #[default]
+    Default,
+    Dir(PathBuf),
+    /// None: modules are learnt for this run only.
+    Off,
+}
+
+/// Puts the chosen store in front of `cfg` (its directory created when
+/// missing). For an archive ingest, `archive` is the archive: its own
+/// store is the default when it has one. A store that cannot be opened is
+/// returned as a problem, and symbolization goes on without it.
+pub fn attach(
+    cfg: &mut trawl_symbolize::Config,
+    choice: &Choice,
+    archive: Option<&Path>,
+) -> Result<(), String> {
+    let dir = match choice {
+        Choice::Off => return Ok(()),
+        Choice::Dir(d) => d.clone(),
+        Choice::Default => match archive.map(archive_dir).filter(|d| d.is_dir()) {
+            Some(d) => d,
+            None => default_dir().ok_or("no symbol store: neither XDG_CACHE_HOME nor HOME is set")?,
+        },
+    };
+    let s = SymbolStore::open(&dir)?;
+    cfg.store = Some(Arc::new(s));
+    Ok(())
+}
+
+fn valid_key(key: &str) -> bool {
+    !key.is_empty()
+        && key.len() <= 200
+        && key
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+}
+
+impl SymbolStore {
+    pub fn open(dir: &Path) -> Result<SymbolStore, String> {
+        std::fs::create_dir_all(dir.join(".tmp"))
+            .map_err(|e| format!("symbol store {}: {e}", dir.display()))?;
+        Ok(SymbolStore {
+            dir: dir.to_path_buf(),
+            problems: Mutex::new(Vec::new()),
+        })
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    fn problem(&self, p: String) {
+        self.problems
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(p);
+    }
+
+    /// The parts of `key`'s entry, by name (bases first, oldest first).
+    fn parts(&self, key: &str) -> Vec<PathBuf> {
+        if !valid_key(key) {
+            return Vec::new();
+        }
+        let Ok(rd) = std::fs::read_dir(self.dir.join(key)) else {
+            return Vec::new();
+        };
+        let mut v: Vec<PathBuf> = rd
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|x| x == "parquet"))
+            .collect();
+        v.sort();
+        v
+    }
+
+    /// Reads a part; a part that does not read back whole is reported and
+    /// removed (it is learnt again).
+    fn read_part(&self, path: &Path, each: &mut dyn FnMut(Row<'_>)) -> bool {
+        // A damaged file must not take the run down, whatever the Parquet
+        // reader makes of it.
+        let read = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| read_rows(path, each)))
+            .unwrap_or_else(|_| Err("the Parquet reader failed on it".into()));
+        match read {
+            Ok(()) => true,
+            Err(e) => {
+                self.problem(format!(
+                    "symbol store: {}: {e}; removed, its facts are learnt again",
+                    path.display()
+                ));
+                let _ = std::fs::remove_file(path);
+                false
+            }
+        }
+    }
+
+    /// Writes `rows` as a new part of `key` (atomically: a temporary file
+    /// renamed into the entry).
+    fn write_part(&self, key: &str, prefix: &str, rows: &Rows) {
+        if !valid_key(key) {
+            return;
+        }
+        static SEQ: AtomicU64 = AtomicU64::new(0);
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0);
+        let name = format!(
+            "{prefix}-{nanos:024}-{}-{}.parquet",
+            std::process::id(),
+            SEQ.fetch_add(1, Ordering::Relaxed)
+        );
+        let tmp = self.dir.join(".tmp").join(&name);
+        let entry = self.dir.join(key);
+        let res = (|| -> Result<(), String> {
+            std::fs::create_dir_all(&entry).map_err(|e| e.to_string())?;
+            rows.write(&tmp)?;
+            std::fs::rename(&tmp, entry.join(&name)).map_err(|e| e.to_string())
+        })();
+        if let Err(e) = res {
+            let _ = std::fs::remove_file(&tmp);
+            self.problem(format!(
+                "symbol store: writing {}: {e}",
+                entry.join(&name).display()
+            ));
+        }
+    }
+}
+
+impl FactStore for SymbolStore {
+    fn load(&self, key: &str) -> Option<ModuleFacts> {
+        let parts = self.parts(key);
+        let is_base = |p: &PathBuf| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("base-"))
+        };
+        // The newest base: an entry learnt again (a debug file found since)
+        // replaces the old; two learnt at once say the same.
+        let base_path = parts.iter().rev().find(|p| is_base(p))?;
+        let mut b = Base::default();
+        let (mut segs, mut syms) = (Vec::new(), Vec::new());
+        let mut covered = Vec::new();
+        let mut lines: Vec<LineRange> = Vec::new();
+        let ok = self.read_part(base_path, &mut |r| {
+            collect(r, &mut b, &mut segs, &mut syms, &mut covered, &mut lines)
+        });
+        if !ok {
+            // The entry is learnt again whole.
+            for p in &parts {
+                let _ = std::fs::remove_file(p);
+            }
+            return None;
+        }
+        b.segments = LoadSegments::from_segs(segs);
+        b.symbols = SymbolMap::from_chosen(syms);
+        for p in parts.iter().filter(|p| !is_base(p)) {
+            let (mut cov, mut lin) = (Vec::new(), Vec::new());
+            let mut ignored = Base::default();
+            let (mut s1, mut s2) = (Vec::new(), Vec::new());
+            // A part that does not read back is dropped whole: its windows
+            // are learnt again.
+            if self.read_part(p, &mut |r| {
+                collect(r, &mut ignored, &mut s1, &mut s2, &mut cov, &mut lin)
+            }) {
+                covered.extend(cov);
+                lines.extend(lin);
+            }
+        }
+        Some(ModuleFacts::from_parts(b, covered, lines))
+    }
+
+    fn save(&self, key: &str, part: Part<'_>) {
+        let mut rows = Rows::default();
+        let prefix = if let Some(b) = part.base {
+            for (k, v) in [
+                ("binary", b.binary.as_ref()),
+                ("symbols_file", b.symbols_file.as_ref()),
+                ("debug_info", b.debug_info.as_ref()),
+            ] {
+                if let Some(v) = v {
+                    rows.push(Row::meta(k, &v.to_string_lossy()));
+                }
+            }
+            if let Some(t) = b.table {
+                rows.push(Row::meta("table", t.as_str()));
+            }
+            for &(off, vaddr, size) in b.segments.segs() {
+                rows.push(Row {
+                    kind: "segment",
+                    lo: off,
+                    hi: off.saturating_add(size),
+                    vaddr: Some(vaddr),
+                    ..Row::default()
+                });
+            }
+            for s in b.symbols.syms() {
+                rows.push(Row {
+                    kind: "symbol",
+                    lo: s.start,
+                    hi: s.end,
+                    name: Some(&s.name),
+                    ..Row::default()
+                });
+            }
+            "base"
+        } else {
+            "lines"
+        };
+        for &(lo, hi) in part.covered {
+            rows.push(Row {
+                kind: "covered",
+                lo,
+                hi,
+                ..Row::default()
+            });
+        }
+        for r in part.lines {
+            for (d, f) in r.frames.iter().enumerate() {
+                rows.push(Row {
+                    kind: "line",
+                    lo: r.lo,
+                    hi: r.hi,
+                    depth: Some(d as u32),
+                    name: f.function.as_deref(),
+                    file: f.file.as_deref(),
+                    line: f.line,
+                    column: f.column,
+                    ..Row::default()
+                });
+            }
+        }
+        self.write_part(key, prefix, &rows);
+    }
+
+    fn load_kernel(&self, key: &str) -> Option<Kallsyms> {
+        let p = self.parts(key).into_iter().next()?;
+        let mut syms = Vec::new();
+        let ok = self.read_part(&p, &mut |r| {
+            if r.kind == "kallsyms" {
+                syms.push((r.lo, r.name.unwrap_or("").to_string()));
+            }
+        });
+        (ok && !syms.is_empty()).then(|| Kallsyms::from_syms(syms))
+    }
+
+    fn save_kernel(&self, key: &str, k: &Kallsyms) {
+        let mut rows = Rows::default();
+        for (a, n) in k.syms() {
+            rows.push(Row {
+                kind: "kallsyms",
+                lo: *a,
+                hi: *a,
+                name: Some(n),
+                ..Row::default()
+            });
+        }
+        self.write_part(key, "base", &rows);
+    }
+
+    fn take_problems(&self) -> Vec<String> {
+        std::mem::take(&mut *self.problems.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+}
+
+/// Adds one row of a part to what is being read back.
+fn collect(
+    r: Row<'_>,
+    b: &mut Base,
+    segs: &mut Vec<(u64, u64, u64)>,
+    syms: &mut Vec<Sym>,
+    covered: &mut Vec<(u64, u64)>,
+    lines: &mut Vec<LineRange>,
+) {
+    match r.kind {
+        "meta" => {
+            let v = r.file.map(PathBuf::from);
+            match r.name {
+                Some("binary") => b.binary = v,
+                Some("symbols_file") => b.symbols_file = v,
+                Some("debug_info") => b.debug_info = v,
+                Some("table") => {
+                    b.table = match r.file {
+                        Some("symtab") => Some(TableKind::Symtab),
+                        Some("dynsym") => Some(TableKind::Dynsym),
+                        _ => None,
+                    }
+                }
+                _ => {}
+            }
+        }
+        "segment" => segs.push((r.lo, r.vaddr.unwrap_or(0), r.hi.saturating_sub(r.lo))),
+        "symbol" => syms.push(Sym::new(r.lo, r.hi, r.name.unwrap_or("").to_string())),
+        "covered" => covered.push((r.lo, r.hi)),
+        "line" => {
+            let f = LineFrame {
+                function: r.name.map(str::to_string),
+                file: r.file.map(str::to_string),
+                line: r.line,
+                column: r.column,
+            };
+            match lines.last_mut() {
+                Some(l) if l.lo == r.lo && l.hi == r.hi && r.depth.unwrap_or(0) > 0 => {
+                    l.frames.push(f)
+                }
+                _ => lines.push(LineRange {
+                    lo: r.lo,
+                    hi: r.hi,
+                    frames: vec![f],
+                }),
+            }
+        }
+        _ => {}
+    }
+}
+
+/// One fact (see the module documentation for what each kind uses).
+#[derive(Clone, Copy, Debug, Default)]
+struct Row<'a> {
+    kind: &'a str,
+    lo: u64,
+    hi: u64,
+    vaddr: Option<u64>,
+    depth: Option<u32>,
+    name: Option<&'a str>,
+    file: Option<&'a str>,
+    line: Option<u32>,
+    column: Option<u32>,
+}
+
+impl<'a> Row<'a> {
+    fn meta(k: &'a str, v: &'a str) -> Row<'a> {
+        Row {
+            kind: "meta",
+            name: Some(k),
+            file: Some(v),
+            ..Row::default()
+        }
+    }
+
+    /// Feeds the row to the part's checksum: every field, with its
+    /// presence, in a fixed order.
+    fn hash(&self, h: &mut twox_hash::XxHash64) {
+        fn s(h: &mut twox_hash::XxHash64, v: Option<&str>) {
+            match v {
+                Some(v) => {
+                    h.write_u8(1);
+                    h.write_u64(v.len() as u64);
+                    h.write(v.as_bytes());
+                }
+                None => h.write_u8(0),
+            }
+        }
+        fn n(h: &mut twox_hash::XxHash64, v: Option<u64>) {
+            match v {
+                Some(v) => {
+                    h.write_u8(1);
+                    h.write_u64(v);
+                }
+                None => h.write_u8(0),
+            }
+        }
+        s(h, Some(self.kind));
+        h.write_u64(self.lo);
+        h.write_u64(self.hi);
+        n(h, self.vaddr);
+        n(h, self.depth.map(u64::from));
+        s(h, self.name);
+        s(h, self.file);
+        n(h, self.line.map(u64::from));
+        n(h, self.column.map(u64::from));
+    }
+}
+
+fn schema() -> SchemaRef {
+    let u64f = |n: &str, null| Field::new(n, DataType::UInt64, null);
+    let u32f = |n: &str| Field::new(n, DataType::UInt32, true);
+    let s = |n: &str, null| Field::new(n, DataType::Utf8, null);
+    Arc::new(Schema::new(vec![
+        s("kind", false),
+        u64f("lo", false),
+        u64f("hi", false),
+        u64f("vaddr", true),
+        u32f("depth"),
+        s("name", true),
+        s("file", true),
+        u32f("line"),
+        u32f("column"),
+    ]))
+}
+
+/// A part being built: columns and the checksum of the rows.
+struct Rows {
+    kind: StringBuilder,
+    lo: UInt64Builder,
+    hi: UInt64Builder,
+    vaddr: UInt64Builder,
+    depth: UInt32Builder,
+    name: StringBuilder,
+    file: StringBuilder,
+    line: UInt32Builder,
+    column: UInt32Builder,
+    hash: twox_hash::XxHash64,
+    n: u64,
+}
+
+impl Default for Rows {
+    fn default() -> Self {
+        Rows {
+            kind: StringBuilder::new(),
+            lo: UInt64Builder::new(),
+            hi: UInt64Builder::new(),
+            vaddr: UInt64Builder::new(),
+            depth: UInt32Builder::new(),
+            name: StringBuilder::new(),
+            file: StringBuilder::new(),
+            line: UInt32Builder::new(),
+            column: UInt32Builder::new(),
+            hash: twox_hash::XxHash64::with_seed(0),
+            n: 0,
+        }
+    }
+}
+
+impl Rows {
+    fn push(&mut self, r: Row<'_>) {
+        r.hash(&mut self.hash);
+        self.n += 1;
+        self.kind.append_value(r.kind);
+        self.lo.append_value(r.lo);
+        self.hi.append_value(r.hi);
+        self.vaddr.append_option(r.vaddr);
+        self.depth.append_option(r.depth);
+        self.name.append_option(r.name);
+        self.file.append_option(r.file);
+        self.line.append_option(r.line);
+        self.column.append_option(r.column);
+    }
+
+    fn write(&self, path: &Path) -> Result<(), String> {
+        // Builders are finished on clones: `write` takes `&self`.
+        let cols: Vec<ArrayRef> = vec![
+            Arc::new(self.kind.finish_cloned()),
+            Arc::new(self.lo.finish_cloned()),
+            Arc::new(self.hi.finish_cloned()),
+            Arc::new(self.vaddr.finish_cloned()),
+            Arc::new(self.depth.finish_cloned()),
+            Arc::new(self.name.finish_cloned()),
+            Arc::new(self.file.finish_cloned()),
+            Arc::new(self.line.finish_cloned()),
+            Arc::new(self.column.finish_cloned()),
+        ];
+        let batch = RecordBatch::try_new(schema(), cols).map_err(|e| e.to_string())?;
+        let props = WriterProperties::builder()
+            .set_compression(parquet::basic::Compression::ZSTD(Default::default()))
+            .set_key_value_metadata(Some(vec![
+                KeyValue::new(KEY_VERSION.into(), VERSION.to_string()),
+                KeyValue::new(
+                    KEY_CHECK.into(),
+                    format!("{}:{:016x}", self.n, self.hash.clone().finish()),
+                ),
+            ]))
+            .build();
+        let f = std::fs::File::create(path).map_err(|e| e.to_string())?;
+        let mut w = ArrowWriter::try_new(f, schema(), Some(props)).map_err(|e| e.to_string())?;
+        w.write(&batch).map_err(|e| e.to_string())?;
+        let f = w.into_inner().map_err(|e| e.to_string())?;
+        f.sync_all().map_err(|e| e.to_string())
+    }
+}
+
+/// Calls `each` for every row of the part at `path`, after checking its
+/// version, layout and checksum (rows are handed over only once the whole
+/// part is read and checked).
+fn read_rows(path: &Path, each: &mut dyn FnMut(Row<'_>)) -> Result<(), String> {
+    let f = std::fs::File::open(path).map_err(|e| e.to_string())?;
+    let b = ParquetRecordBatchReaderBuilder::try_new(f).map_err(|e| e.to_string())?;
+    let kv = b
+        .metadata()
+        .file_metadata()
+        .key_value_metadata()
+        .cloned()
+        .unwrap_or_default();
+    let get = |k: &str| {
+        kv.iter()
+            .find(|x| x.key == k)
+            .and_then(|x| x.value.clone())
+    };
+    if get(KEY_VERSION).as_deref() != Some(VERSION) {
+        return Err(format!(
+            "layout version {:?}, not {VERSION}",
+            get(KEY_VERSION)
+        ));
+    }
+    let check = get(KEY_CHECK).ok_or("no checksum")?;
+    if b.schema().fields() != schema().fields() {
+        return Err("unexpected columns".into());
+    }
+    let batches = b
+        .build()
+        .map_err(|e| e.to_string())?
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| e.to_string())?;
+    let mut h = twox_hash::XxHash64::with_seed(0);
+    let mut n = 0u64;
+    let rows_of = |b: &RecordBatch, f: &mut dyn FnMut(Row<'_>)| {
+        let c = |i: usize| b.column(i);
+        let kind = c(0).as_string::<i32>();
+        let (lo, hi, vaddr) = (
+            c(1).as_primitive::<UInt64Type>(),
+            c(2).as_primitive::<UInt64Type>(),
+            c(3).as_primitive::<UInt64Type>(),
+        );
+        let depth = c(4).as_primitive::<UInt32Type>();
+        let (name, file) = (c(5).as_string::<i32>(), c(6).as_string::<i32>());
+        let (line, column) = (
+            c(7).as_primitive::<UInt32Type>(),
+            c(8).as_primitive::<UInt32Type>(),
+        );
+        let o64 = |a: &arrow::array::UInt64Array, i| (!a.is_null(i)).then(|| a.value(i));
+        let o32 = |a: &arrow::array::UInt32Array, i| (!a.is_null(i)).then(|| a.value(i));
+        fn os(a: &arrow::array::StringArray, i: usize) -> Option<&str> {
+            (!a.is_null(i)).then(|| a.value(i))
+        }
+        for i in 0..b.num_rows() {
+            f(Row {
+                kind: kind.value(i),
+                lo: lo.value(i),
+                hi: hi.value(i),
+                vaddr: o64(vaddr, i),
+                depth: o32(depth, i),
+                name: os(name, i),
+                file: os(file, i),
+                line: o32(line, i),
+                column: o32(column, i),
+            });
+        }
+    };
+    for b in &batches {
+        rows_of(b, &mut |r| {
+            r.hash(&mut h);
+            n += 1;
+        });
+    }
+    if check != format!("{n}:{:016x}", h.finish()) {
+        return Err("checksum mismatch: the part was changed or cut short".into());
+    }
+    for b in &batches {
+        rows_of(b, each);
+    }
+    Ok(())
+}

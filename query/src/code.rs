@@ -1,0 +1,52 @@
+//! Where `annotate` gets the machine code it shows. The `instruction`
+//! table holds only the functions someone asked to see: before a call of
+//! `annotate(function, ...)` is planned, the session's [`CodeSource`]
+//! (trawl-enrich's decoder, which the CLI and the Python package give the
+//! sessions they open) makes sure each capture holds that function's code,
+//! and the call then reads `instruction` as the files are now. Without a
+//! source (a session of a library user, a cluster) `annotate` reads what
+//! the captures hold.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use datafusion::catalog::TableProvider;
+
+use crate::functions::{text, texts, Bound};
+
+/// Decodes a function's code into a capture's `instruction` table.
+pub trait CodeSource: Send + Sync {
+    /// Makes sure the capture in `dir` holds the code of `function` in the
+    /// modules that name it (those whose path contains `module`).
+    fn ensure(&self, dir: &Path, function: &str, module: Option<&str>) -> Result<(), String>;
+}
+
+/// `annotate`'s input: `instruction` after the code source was asked for
+/// the call's function in the captures it reads.
+pub(crate) fn annotate_inputs(
+    b: &Bound,
+    shared: &Arc<crate::Shared>,
+) -> datafusion::error::Result<Vec<(&'static str, Arc<dyn TableProvider>)>> {
+    let Some(function) = text(b, "function") else {
+        return Ok(Vec::new());
+    };
+    let Some(src) = shared.code.get() else {
+        return Ok(Vec::new());
+    };
+    let module = text(b, "module");
+    let only = texts(b, "capture")?;
+    for c in &shared.captures {
+        if !only.is_empty() && !only.contains(&c.name) {
+            continue;
+        }
+        src.ensure(&c.dir, &function, module.as_deref())
+            .map_err(|e| datafusion::error::DataFusionError::Execution(format!("annotate: {e}")))?;
+    }
+    Ok(vec![(
+        "instruction",
+        Arc::new(crate::stored_table(
+            &shared.captures,
+            &trawl_capture::schema::INSTRUCTION,
+        )),
+    )])
+}

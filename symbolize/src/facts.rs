@@ -1,0 +1,522 @@
+//! What the symbolizer learns about one module, kept so that it is learnt
+//! once: the load segments, the function symbols perf would choose, and
+//! the DWARF answer (inline chain and source lines) of every address range
+//! it has been asked about. A module's facts are keyed by build-id (or by
+//! path, size and modification time without one) and shared by every
+//! capture of a process through [`Memo`], and across processes through a
+//! [`FactStore`] (the persistent symbol store is written by trawl-enrich,
+//! in Parquet; this crate knows nothing of the format).
+//!
+//! DWARF is learnt a *window* at a time: the whole function containing a
+//! requested address (or the 4 KiB page around it, for addresses outside
+//! any function symbol or in one larger than 64 KiB). A window is cut at
+//! every place where addr2line's answer can change: the rows of the line
+//! tables, and the ranges of the functions and inlined calls of the units
+//! that hold it. Between two cuts the answer is asked of addr2line once,
+//! so an address answered from the facts is answered exactly as
+//! addr2line answers it, and a later capture that samples other
+//! instructions of the same functions opens no file.
+
+use std::collections::{BTreeSet, HashMap};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use gimli::{EndianSlice, RunTimeEndian};
+
+use crate::dwarf::LineFrame;
+use crate::elf::{LoadSegments, Sym, SymbolMap, TableKind};
+use crate::{Kallsyms, NameCache, Resolved, SymbolHit};
+
+/// Functions larger than this are learnt a page at a time.
+const MAX_WINDOW: u64 = 64 << 10;
+const PAGE: u64 = 4096;
+
+/// An address range with one DWARF answer throughout: the inline chain,
+/// innermost first, as [`crate::dwarf::frames`] gives it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LineRange {
+    pub lo: u64,
+    pub hi: u64,
+    pub frames: Vec<LineFrame>,
+}
+
+/// What a module's files say regardless of the addresses asked: where they
+/// are, the symbol table chosen, the load segments.
+#[derive(Clone, Debug, Default)]
+pub struct Base {
+    /// File whose program headers translated offsets to addresses.
+    pub binary: Option<PathBuf>,
+    /// File whose symbol table named the functions, and which table.
+    pub symbols_file: Option<PathBuf>,
+    pub table: Option<TableKind>,
+    /// File whose DWARF gives source lines; None: the module has none.
+    pub debug_info: Option<PathBuf>,
+    pub segments: LoadSegments,
+    /// Function symbols with their names as stored in the file (demangled
+    /// when looked up).
+    pub symbols: SymbolMap,
+}
+
+/// Everything learnt about one module.
+#[derive(Clone, Debug, Default)]
+pub struct ModuleFacts {
+    pub base: Base,
+    /// Virtual address ranges whose DWARF answers are all in `lines`
+    /// (sorted, disjoint). Addresses in them without a `lines` range have
+    /// no DWARF answer.
+    pub covered: Vec<(u64, u64)>,
+    /// Sorted, disjoint.
+    pub lines: Vec<LineRange>,
+}
+
+/// Learnt facts to add to a module's entry: its base when the entry is
+/// new, and the windows learnt.
+#[derive(Clone, Copy, Debug)]
+pub struct Part<'a> {
+    pub base: Option<&'a Base>,
+    pub covered: &'a [(u64, u64)],
+    pub lines: &'a [LineRange],
+}
+
+/// Where module facts are kept between processes. Implementations make
+/// each save atomic, share the store safely between processes, and turn
+/// an entry they cannot read back intact into `None` (and a problem for
+/// [`FactStore::take_problems`]), so that it is learnt again.
+pub trait FactStore: Send + Sync + std::fmt::Debug {
+    /// A module's facts (all its saved parts), or None when the store has
+    /// no whole entry for `key`.
+    fn load(&self, key: &str) -> Option<ModuleFacts>;
+    /// Adds a part to `key`'s entry (a part with a base starts a new one).
+    fn save(&self, key: &str, part: Part<'_>);
+    /// Kernel symbols saved under `key`.
+    fn load_kernel(&self, key: &str) -> Option<Kallsyms>;
+    fn save_kernel(&self, key: &str, k: &Kallsyms);
+    /// What went wrong reading or writing the store since the last call.
+    fn take_problems(&self) -> Vec<String>;
+}
+
+/// Facts in memory, shared by a [`crate::Config`] and its clones (an
+/// archive ingest symbolizes its captures with clones of one config), in
+/// front of the persistent store when there is one.
+#[derive(Debug, Default)]
+pub struct Memo {
+    modules: Mutex<HashMap<String, Arc<Mutex<Option<ModuleFacts>>>>>,
+    kernels: Mutex<HashMap<String, Option<Arc<Kallsyms>>>>,
+    /// Keys whose facts lacked DWARF and were learnt again this process
+    /// (once is enough: see `may_learn_more`).
+    rechecked: Mutex<std::collections::HashSet<String>>,
+    /// The last modules opened, kept open (their DWARF decompressed once
+    /// per run; see [`Opened`]).
+    open: Mutex<Vec<(String, Arc<Opened>)>>,
+    /// Times a module's files were opened to learn something (for tests
+    /// and the benchmark: a warm store opens none).
+    pub opened: std::sync::atomic::AtomicUsize,
+}
+
+/// Modules kept open per process: a debug file's compressed sections are
+/// inflated once per run, not once per capture that samples a function
+/// not learnt yet (an archive of runs of the same programs).
+const KEEP_OPEN: usize = 4;
+
+/// A module's files, opened, with their DWARF sections once loaded.
+pub struct Opened {
+    /// Borrows from `found`'s mapped (or owned) bytes, which never move
+    /// while `found` lives: declared first, so dropped first.
+    sections: std::sync::OnceLock<Option<crate::dwarf::Sections<'static>>>,
+    pub(crate) found: crate::find::Found,
+}
+
+impl std::fmt::Debug for Opened {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Opened({})", self.found.binary.path.display())
+    }
+}
+
+impl Opened {
+    pub(crate) fn new(found: crate::find::Found) -> Opened {
+        Opened {
+            sections: Default::default(),
+            found,
+        }
+    }
+
+    /// The DWARF sections of the file at `path` (the binary or one of its
+    /// debug files), decompressed on first use.
+    pub(crate) fn sections(&self, path: &std::path::Path) -> Option<&crate::dwarf::Sections<'static>> {
+        self.sections
+            .get_or_init(|| {
+                let bytes: &[u8] = if path == self.found.binary.path {
+                    &self.found.binary.data
+                } else {
+                    &self.found.debug.iter().find(|d| d.path == path)?.data
+                };
+                // SAFETY: the bytes are a memory map or a heap buffer owned
+                // by `self.found`, which is never changed and outlives
+                // `self.sections` (dropped first); moving `Opened` moves
+                // neither.
+                let bytes: &'static [u8] = unsafe { std::mem::transmute::<&[u8], &'static [u8]>(bytes) };
+                object::File::parse(bytes)
+                    .ok()
+                    .and_then(|o| crate::dwarf::Sections::load(&o))
+            })
+            .as_ref()
+    }
+}
+
+impl Memo {
+    /// The module kept open under `key`, if it still is.
+    pub(crate) fn open_get(&self, key: &str) -> Option<Arc<Opened>> {
+        let mut o = self.open.lock().unwrap_or_else(|e| e.into_inner());
+        let i = o.iter().position(|(k, _)| k == key)?;
+        let e = o.remove(i);
+        let m = e.1.clone();
+        o.push(e);
+        Some(m)
+    }
+
+    /// Closes the module kept open under `key` (its files may differ now).
+    pub(crate) fn open_forget(&self, key: &str) {
+        let mut o = self.open.lock().unwrap_or_else(|e| e.into_inner());
+        o.retain(|(k, _)| k != key);
+    }
+
+    /// Keeps `m` open under `key` (the least recently used goes).
+    pub(crate) fn open_put(&self, key: &str, m: Arc<Opened>) {
+        let mut o = self.open.lock().unwrap_or_else(|e| e.into_inner());
+        o.retain(|(k, _)| k != key);
+        if o.len() >= KEEP_OPEN {
+            o.remove(0);
+        }
+        o.push((key.to_string(), m));
+    }
+
+    /// True the first time `key` is asked (for facts learnt again once
+    /// per process).
+    pub(crate) fn first_recheck(&self, key: &str) -> bool {
+        self.rechecked
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(key.to_string())
+    }
+
+    /// The slot of `key`, filled from `store` the first time it is asked.
+    pub(crate) fn slot(
+        &self,
+        key: &str,
+        store: Option<&Arc<dyn FactStore>>,
+    ) -> Arc<Mutex<Option<ModuleFacts>>> {
+        let mut m = self.modules.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(s) = m.get(key) {
+            return s.clone();
+        }
+        let s = Arc::new(Mutex::new(store.and_then(|st| st.load(key))));
+        m.insert(key.to_string(), s.clone());
+        s
+    }
+
+    /// Kernel symbols under `key`: this process's, else the store's, else
+    /// `read()` (saved to the store).
+    pub(crate) fn kernel(
+        &self,
+        key: &str,
+        store: Option<&Arc<dyn FactStore>>,
+        read: impl FnOnce() -> Option<Arc<Kallsyms>>,
+    ) -> Option<Arc<Kallsyms>> {
+        let mut m = self.kernels.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(k) = m.get(key) {
+            return k.clone();
+        }
+        let k = match store.and_then(|s| s.load_kernel(key)) {
+            Some(k) => Some(Arc::new(k)),
+            None => {
+                let k = read().filter(|k| !k.is_empty());
+                if let (Some(k), Some(s)) = (&k, store) {
+                    s.save_kernel(key, k);
+                }
+                k
+            }
+        };
+        m.insert(key.to_string(), k.clone());
+        k
+    }
+}
+
+impl ModuleFacts {
+    /// Facts from a saved base and parts.
+    pub fn from_parts(base: Base, covered: Vec<(u64, u64)>, lines: Vec<LineRange>) -> Self {
+        let mut f = ModuleFacts {
+            base,
+            covered: Vec::new(),
+            lines: Vec::new(),
+        };
+        f.add(covered, lines);
+        f
+    }
+
+    /// Adds learnt windows (overlaps with what is known are dropped: the
+    /// same module gives the same answers).
+    pub fn add(&mut self, covered: Vec<(u64, u64)>, lines: Vec<LineRange>) {
+        self.covered.extend(covered);
+        self.covered.sort_unstable();
+        let mut merged: Vec<(u64, u64)> = Vec::with_capacity(self.covered.len());
+        for (lo, hi) in self.covered.drain(..) {
+            match merged.last_mut() {
+                Some(l) if lo <= l.1 => l.1 = l.1.max(hi),
+                _ => merged.push((lo, hi)),
+            }
+        }
+        self.covered = merged;
+        self.lines.extend(lines);
+        self.lines.sort_by_key(|r| (r.lo, r.hi));
+        let mut out: Vec<LineRange> = Vec::with_capacity(self.lines.len());
+        for mut r in self.lines.drain(..) {
+            if let Some(l) = out.last() {
+                if r.lo < l.hi {
+                    if r.hi <= l.hi {
+                        continue;
+                    }
+                    r.lo = l.hi;
+                }
+            }
+            out.push(r);
+        }
+        self.lines = out;
+    }
+
+    /// The virtual address of file offset `off` (the vdso's offsets are
+    /// its addresses when no segment holds them).
+    pub fn vaddr_of(&self, off: u64, is_vdso: bool) -> Option<u64> {
+        let segs = &self.base.segments;
+        if segs.is_empty() || is_vdso && segs.offset_to_vaddr(off).is_none() {
+            Some(off)
+        } else {
+            segs.offset_to_vaddr(off)
+        }
+    }
+
+    /// Is the DWARF answer of `vaddr` known (or is there no DWARF)?
+    pub fn knows(&self, vaddr: u64) -> bool {
+        if self.base.debug_info.is_none() {
+            return true;
+        }
+        let i = self.covered.partition_point(|c| c.0 <= vaddr);
+        i > 0 && vaddr < self.covered[i - 1].1
+    }
+
+    /// The window to learn for `vaddr`: its function, or its page.
+    pub fn window(&self, vaddr: u64) -> (u64, u64) {
+        match self.base.symbols.find(vaddr) {
+            Some(s) if s.end > s.start && s.end - s.start <= MAX_WINDOW && vaddr < s.end => {
+                (s.start, s.end)
+            }
+            _ => {
+                let lo = vaddr & !(PAGE - 1);
+                (lo, lo.saturating_add(PAGE))
+            }
+        }
+    }
+
+    /// What is known of `vaddr` (which must be [`Self::knows`]).
+    pub fn resolve(&self, vaddr: u64, names: &mut NameCache) -> Resolved {
+        let symbol = self.base.symbols.find(vaddr).map(|s| SymbolHit {
+            name: names.demangle(&s.name),
+            offset: vaddr - s.start,
+        });
+        let i = self.lines.partition_point(|r| r.lo <= vaddr);
+        let inline = match i.checked_sub(1).map(|i| &self.lines[i]) {
+            Some(r) if vaddr < r.hi => r.frames.clone(),
+            _ => Vec::new(),
+        };
+        Resolved { symbol, inline }
+    }
+
+    /// The symbols as stored (for the persistent store).
+    pub fn symbols(&self) -> &[Sym] {
+        self.base.symbols.syms()
+    }
+}
+
+/// Distinct windows of `vaddrs`, merged where they overlap.
+pub fn windows(facts: &ModuleFacts, vaddrs: impl IntoIterator<Item = u64>) -> Vec<(u64, u64)> {
+    let mut w: Vec<(u64, u64)> = vaddrs.into_iter().map(|a| facts.window(a)).collect();
+    w.sort_unstable();
+    let mut out: Vec<(u64, u64)> = Vec::with_capacity(w.len());
+    for (lo, hi) in w {
+        match out.last_mut() {
+            Some(l) if lo <= l.1 => l.1 = l.1.max(hi),
+            _ => out.push((lo, hi)),
+        }
+    }
+    out
+}
+
+type Ctx<'a> = addr2line::Context<EndianSlice<'a, RunTimeEndian>>;
+
+/// The DWARF answers over each window, cut where they can change (see the
+/// module documentation); ranges without an answer are left out.
+pub fn learn_windows(ctx: &Ctx<'_>, windows: &[(u64, u64)], names: &mut NameCache) -> Vec<LineRange> {
+    // Per unit (by its offset in .debug_info), the sorted ends of the
+    // ranges of its functions and inlined calls and of the unit itself.
+    let mut unit_cuts: HashMap<usize, Vec<u64>> = HashMap::new();
+    let mut out: Vec<LineRange> = Vec::new();
+    for &(lo, hi) in windows {
+        if hi <= lo {
+            continue;
+        }
+        let mut cuts: BTreeSet<u64> = BTreeSet::new();
+        cuts.insert(lo);
+        cuts.insert(hi);
+        let mut probes = vec![lo];
+        if let Ok(rows) = ctx.find_location_range(lo, hi) {
+            for (addr, len, _) in rows {
+                let end = addr.saturating_add(len);
+                if addr > lo && addr < hi {
+                    cuts.insert(addr);
+                    probes.push(addr);
+                }
+                if end > lo && end < hi {
+                    cuts.insert(end);
+                }
+            }
+        }
+        for p in probes {
+            let Some(unit) = ctx.find_dwarf_and_unit(p).skip_all_loads() else {
+                continue;
+            };
+            let key = unit.header.offset().0;
+            let ends = unit_cuts.entry(key).or_insert_with(|| unit_range_ends(unit));
+            let from = ends.partition_point(|&e| e <= lo);
+            for &e in ends[from..].iter().take_while(|&&e| e < hi) {
+                cuts.insert(e);
+            }
+        }
+        let cuts: Vec<u64> = cuts.into_iter().collect();
+        for w in cuts.windows(2) {
+            let frames = crate::dwarf::frames(ctx, w[0], names);
+            if frames.is_empty() {
+                continue;
+            }
+            match out.last_mut() {
+                Some(l) if l.hi == w[0] && l.frames == frames => l.hi = w[1],
+                _ => out.push(LineRange {
+                    lo: w[0],
+                    hi: w[1],
+                    frames,
+                }),
+            }
+        }
+    }
+    out
+}
+
+/// The sorted, distinct start and end addresses of the ranges of a unit,
+/// its subprograms and its inlined calls.
+fn unit_range_ends(unit: gimli::UnitRef<'_, EndianSlice<'_, RunTimeEndian>>) -> Vec<u64> {
+    let mut ends = Vec::new();
+    let mut push = |it: gimli::Result<gimli::RangeIter<EndianSlice<'_, RunTimeEndian>>>| {
+        if let Ok(mut it) = it {
+            while let Ok(Some(r)) = it.next() {
+                if r.begin < r.end {
+                    ends.push(r.begin);
+                    ends.push(r.end);
+                }
+            }
+        }
+    };
+    push(unit.unit_ranges());
+    let mut entries = unit.entries();
+    // A corrupt unit cannot loop: the cursor only moves forward.
+    while let Ok(Some(e)) = entries.next_dfs() {
+        if matches!(
+            e.tag(),
+            gimli::DW_TAG_subprogram | gimli::DW_TAG_inlined_subroutine | gimli::DW_TAG_entry_point
+        ) {
+            push(unit.die_ranges(e));
+        }
+    }
+    ends.sort_unstable();
+    ends.dedup();
+    ends
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::elf::TableKind;
+    use object::Object;
+
+    /// Learns every function (or `limit` of them, spread over the file)
+    /// of the ELF file `path` a window at a time, then checks that every
+    /// byte address of them is answered as addr2line answers it directly.
+    fn check(path: &std::path::Path, limit: usize) {
+        let data = std::fs::read(path).unwrap();
+        let obj = object::File::parse(&*data).unwrap();
+        let sections = crate::dwarf::Sections::load(&obj).expect("DWARF");
+        let ctx = sections.context().unwrap();
+        let map = SymbolMap::from_object(&obj, TableKind::Symtab);
+        let syms: Vec<Sym> = map.syms().to_vec();
+        let step = (syms.len() / limit).max(1);
+        let picked: Vec<&Sym> = syms
+            .iter()
+            .step_by(step)
+            .filter(|s| s.end > s.start && s.end - s.start <= MAX_WINDOW)
+            .collect();
+        let mut facts = ModuleFacts {
+            base: Base {
+                symbols: map,
+                debug_info: Some(path.to_path_buf()),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let mut names = NameCache::default();
+        let w = windows(&facts, picked.iter().map(|s| s.start));
+        let lines = learn_windows(&ctx, &w, &mut names);
+        facts.add(w, lines);
+        let mut checked = 0;
+        for s in picked {
+            for a in s.start..s.end {
+                assert!(facts.knows(a));
+                let want = crate::dwarf::frames(&ctx, a, &mut names);
+                assert_eq!(
+                    facts.resolve(a, &mut names).inline,
+                    want,
+                    "{} at {a:#x} ({})",
+                    path.display(),
+                    s.name
+                );
+                checked += 1;
+            }
+        }
+        assert!(checked > 100, "{checked}");
+    }
+
+    fn fixture(name: &str) -> std::path::PathBuf {
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../fixtures/perf/bin")
+            .join(name)
+    }
+
+    #[test]
+    fn windows_answer_every_address_as_addr2line() {
+        // Fixture programs with inlining (inl), recursion and calls.
+        for b in ["hot", "inl", "calls"] {
+            check(&fixture(b), usize::MAX);
+        }
+    }
+
+    #[test]
+    fn windows_answer_libc_as_addr2line() {
+        // libc from Debian's libc6-dbg (its debug file, by build-id): deep
+        // inlining, functions in assembly, several units per function.
+        let libc = std::path::Path::new("/usr/lib/x86_64-linux-gnu/libc.so.6");
+        let bid = crate::build_id_of(libc).expect("libc has a build-id");
+        let dbg = std::path::PathBuf::from(format!(
+            "/usr/lib/debug/.build-id/{}/{}.debug",
+            &bid[..2],
+            &bid[2..]
+        ));
+        assert!(dbg.is_file(), "libc6-dbg is installed (tests/run.sh)");
+        check(&dbg, 300);
+    }
+}

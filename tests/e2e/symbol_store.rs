@@ -1,0 +1,300 @@
+//! The symbol store: what is learnt of a binary is kept by build-id and
+//! reused by later runs, which then open no binary or debug file; a part
+//! of the store cut short or changed is reported and learnt again; two
+//! runs share one store; a capture holds its own symbols without it. The
+//! expected tables are those of a run with an empty store (whose names
+//! the rest of the suite checks against perf report, perf script and
+//! addr2line); `strace` tells which files a run opened.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use crate::common::*;
+
+/// trawl with the symbol store under `cache` ($XDG_CACHE_HOME).
+fn trawl_in(cache: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_trawl"))
+        .env("XDG_CACHE_HOME", cache)
+        .args(args)
+        .output()
+        .expect("run trawl")
+}
+
+fn ok(o: Output) -> String {
+    assert!(
+        o.status.success(),
+        "trawl failed:\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn ingest_args<'a>(data: &'a str, cap: &'a str, bin: &'a str) -> Vec<&'a str> {
+    vec!["ingest", data, "-o", cap, "--debug-dir", bin]
+}
+
+/// The symbol tables and the flat table of a capture, as text, in a fixed
+/// order (what a later run must reproduce exactly).
+fn tables(cap: &Path) -> Vec<Vec<Vec<String>>> {
+    [
+        "SELECT module_id, rel_pc, inline_depth, inlined, function, file, line, \"column\", \
+         symbol_offset, symbol_source FROM symbol ORDER BY module_id, rel_pc, inline_depth",
+        "SELECT module_id, path, status FROM symbol_file ORDER BY module_id",
+        "SELECT sample_id, function, module, srcline, file, line FROM perf_sample_symbolized \
+         ORDER BY sample_id",
+    ]
+    .iter()
+    .map(|q| sql_rows(cap, q))
+    .collect()
+}
+
+/// The files a command opened (strace -f -e trace=open,openat).
+fn opened(cache: &Path, args: &[&str]) -> Vec<String> {
+    let log = tempfile::NamedTempFile::new().unwrap();
+    let o = Command::new("strace")
+        .args(["-f", "-qq", "-e", "trace=open,openat", "-o"])
+        .arg(log.path())
+        .arg(env!("CARGO_BIN_EXE_trawl"))
+        .args(args)
+        .env("XDG_CACHE_HOME", cache)
+        .output()
+        .expect("strace");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    std::fs::read_to_string(log.path())
+        .unwrap()
+        .lines()
+        .filter(|l| !l.contains("ENOENT"))
+        .filter_map(|l| l.split('"').nth(1).map(str::to_string))
+        .collect()
+}
+
+/// Files a symbolizer reads: the fixture binaries, debug files, kernel
+/// symbols.
+fn symbol_files(opened: &[String]) -> Vec<&String> {
+    let bin = fixture_bin();
+    let bin = bin.canonicalize().unwrap();
+    opened
+        .iter()
+        .filter(|p| {
+            let p = Path::new(p.as_str());
+            p.starts_with(&bin)
+                || p.starts_with(fixture_bin())
+                || p.starts_with("/usr/lib/debug")
+                || p == Path::new("/proc/kallsyms")
+        })
+        .collect()
+}
+
+#[test]
+fn a_warm_store_gives_the_same_tables_and_opens_no_symbol_file() {
+    // hot-fp.data: the fixture binary (DWARF) and libc (its lines from
+    // libc6-dbg's debug file); inline.data: inline chains; pow.data: libm.
+    let t = tempfile::tempdir().unwrap();
+    let cache = t.path().join("cache");
+    let bin = fixture_bin();
+    for data in ["hot-fp.data", "inline.data", "pow.data"] {
+        let f = fixture(data);
+        let cold = t.path().join(format!("cold-{data}"));
+        let warm = t.path().join(format!("warm-{data}"));
+        let alone = t.path().join(format!("alone-{data}"));
+        let (f, bin) = (f.to_str().unwrap(), bin.to_str().unwrap());
+        let first = opened(&cache, &ingest_args(f, cold.to_str().unwrap(), bin));
+        assert!(
+            !symbol_files(&first).is_empty(),
+            "{data}: the first run reads the binaries"
+        );
+        let second = opened(&cache, &ingest_args(f, warm.to_str().unwrap(), bin));
+        assert_eq!(
+            symbol_files(&second),
+            Vec::<&String>::new(),
+            "{data}: the second run reads the store only"
+        );
+        assert_eq!(tables(&cold), tables(&warm), "{data}");
+        // And both equal a run without any store.
+        ok(trawl_in(
+            &cache,
+            &[
+                "ingest",
+                f,
+                "-o",
+                alone.to_str().unwrap(),
+                "--debug-dir",
+                bin,
+                "--no-symbol-store",
+            ],
+        ));
+        assert_eq!(tables(&alone), tables(&warm), "{data}");
+    }
+}
+
+#[test]
+fn a_store_part_cut_short_or_changed_is_reported_and_learnt_again() {
+    let t = tempfile::tempdir().unwrap();
+    let cache = t.path().join("cache");
+    let (f, bin) = (fixture("hot-fp.data"), fixture_bin());
+    let (f, bin) = (f.to_str().unwrap(), bin.to_str().unwrap());
+    let cold = t.path().join("cold");
+    ok(trawl_in(&cache, &ingest_args(f, cold.to_str().unwrap(), bin)));
+    let want = tables(&cold);
+    let parts: Vec<PathBuf> = walk(&cache.join("trawl/symbols"))
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|x| x == "parquet"))
+        .collect();
+    assert!(parts.len() >= 2, "{parts:?}");
+    for (i, damage) in ["cut", "flip"].iter().enumerate() {
+        // Every part damaged: cut to half, or one byte changed in its data.
+        for p in walk(&cache.join("trawl/symbols")) {
+            if p.extension().is_none_or(|x| x != "parquet") {
+                continue;
+            }
+            let mut b = std::fs::read(&p).unwrap();
+            match *damage {
+                "cut" => b.truncate(b.len() / 2),
+                _ => b[8] ^= 0x55,
+            }
+            std::fs::write(&p, b).unwrap();
+        }
+        let cap = t.path().join(format!("again{i}"));
+        let err = ok(trawl_in(&cache, &ingest_args(f, cap.to_str().unwrap(), bin)));
+        assert!(err.contains("symbol store:"), "{damage}: {err}");
+        assert!(err.contains("learnt again"), "{damage}: {err}");
+        assert_eq!(tables(&cap), want, "{damage}: never a wrong name");
+        // Rebuilt: the next run reads it and says nothing.
+        let cap = t.path().join(format!("after{i}"));
+        let err = ok(trawl_in(&cache, &ingest_args(f, cap.to_str().unwrap(), bin)));
+        assert!(!err.contains("symbol store:"), "{damage}: {err}");
+        assert_eq!(tables(&cap), want, "{damage}");
+    }
+}
+
+fn walk(d: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    if let Ok(rd) = std::fs::read_dir(d) {
+        for e in rd.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                out.extend(walk(&p));
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn two_runs_at_once_share_one_store() {
+    let t = tempfile::tempdir().unwrap();
+    let cache = t.path().join("cache");
+    let (bin, data) = (fixture_bin(), ["hot-fp.data", "hot-dwarf.data"]);
+    // Alone, each with a store of its own: what both must give.
+    let want: Vec<_> = data
+        .iter()
+        .map(|d| {
+            let cap = t.path().join(format!("alone-{d}"));
+            ok(trawl(&[
+                "ingest",
+                fixture(d).to_str().unwrap(),
+                "-o",
+                cap.to_str().unwrap(),
+                "--debug-dir",
+                bin.to_str().unwrap(),
+            ]));
+            tables(&cap)
+        })
+        .collect();
+    for round in 0..3 {
+        let kids: Vec<_> = data
+            .iter()
+            .map(|d| {
+                let cap = t.path().join(format!("r{round}-{d}"));
+                let child = Command::new(env!("CARGO_BIN_EXE_trawl"))
+                    .env("XDG_CACHE_HOME", &cache)
+                    .args([
+                        "ingest",
+                        fixture(d).to_str().unwrap(),
+                        "-o",
+                        cap.to_str().unwrap(),
+                        "--debug-dir",
+                        bin.to_str().unwrap(),
+                    ])
+                    .stderr(std::process::Stdio::piped())
+                    .spawn()
+                    .unwrap();
+                (cap, child)
+            })
+            .collect();
+        for ((cap, child), want) in kids.into_iter().zip(&want) {
+            let o = child.wait_with_output().unwrap();
+            let err = ok(o);
+            assert!(!err.contains("symbol store:"), "round {round}: {err}");
+            assert_eq!(&tables(&cap), want, "round {round}");
+        }
+    }
+    // Nothing half-written is left in the store.
+    let tmp: Vec<_> = walk(&cache.join("trawl/symbols/.tmp"));
+    assert!(tmp.is_empty(), "{tmp:?}");
+}
+
+#[test]
+fn a_capture_is_read_without_the_store() {
+    // The capture holds the symbols it uses: with the store gone and the
+    // capture moved, its reports are the same.
+    let t = tempfile::tempdir().unwrap();
+    let cache = t.path().join("cache");
+    let (f, bin) = (fixture("hot-fp.data"), fixture_bin());
+    let cap = t.path().join("cap");
+    ok(trawl_in(
+        &cache,
+        &ingest_args(f.to_str().unwrap(), cap.to_str().unwrap(), bin.to_str().unwrap()),
+    ));
+    let report = |cap: &Path| report_csv("hotspots", cap, &[]);
+    let before = report(&cap);
+    std::fs::remove_dir_all(&cache).unwrap();
+    let moved = t.path().join("elsewhere");
+    std::fs::rename(&cap, &moved).unwrap();
+    assert_eq!(report(&moved), before);
+    assert!(before.contains("spin_a"));
+}
+
+#[test]
+fn annotate_decodes_the_function_it_shows_once() {
+    // Ingest decodes no code; `report annotate` decodes the function asked
+    // for and keeps it in the capture; `trawl sql`'s annotate(...) does the
+    // same; `trawl symbolize --code` keeps every sampled function's.
+    let (_d, cap) = ingest("hot-fp.data");
+    let instr = cap.join("instruction.parquet");
+    assert!(!instr.exists(), "ingest decodes nothing");
+    trawl_ok(&["report", "annotate", "spin_a", cap.to_str().unwrap()]);
+    let held = || {
+        sql_rows(
+            &cap,
+            "SELECT DISTINCT function FROM instruction ORDER BY function",
+        )
+        .into_iter()
+        .map(|r| r[0].clone())
+        .collect::<Vec<_>>()
+    };
+    assert_eq!(held(), vec!["spin_a"]);
+    let m = std::fs::metadata(&instr).unwrap().modified().unwrap();
+    trawl_ok(&["report", "annotate", "spin_a", cap.to_str().unwrap()]);
+    assert_eq!(
+        std::fs::metadata(&instr).unwrap().modified().unwrap(),
+        m,
+        "asked again: not decoded again"
+    );
+    let n = sql_scalar(&cap, "SELECT count(*) FROM annotate('spin_b') WHERE samples > 0");
+    assert!(n.parse::<u64>().unwrap() > 0, "{n}");
+    assert_eq!(held(), vec!["spin_a", "spin_b"]);
+    trawl_ok(&[
+        "symbolize",
+        cap.to_str().unwrap(),
+        "--code",
+        "--debug-dir",
+        fixture_bin().to_str().unwrap(),
+    ]);
+    let all = held();
+    for f in ["spin_a", "spin_b", "fib", "libc_work"] {
+        assert!(all.iter().any(|x| x == f), "{f} in {all:?}");
+    }
+}
