@@ -87,6 +87,7 @@ phases = trawl.ingest(
     [os.path.join(run, f) for f in ("perf.data", "app.strace", "vmstat.log", "sar.csv")],
     os.path.join(work.name, "phases"),
     debug_dirs=[os.path.join(FIXTURES, "phases", "bin")],
+    flat=True,
     quiet=True,
 )
 phases.unfreed(at="end").to_pandas()
@@ -114,9 +115,11 @@ duckdb.sql(f"SELECT cpu, count(*) AS samples FROM '{samples}' GROUP BY cpu ORDER
 
 # %% [markdown]
 # Without the join: `perf_sample_symbolized` has each sample's leaf
-# function, module and source line, and `time_utc` places it on the wall
-# clock (the phases run was recorded with `perf record -k
-# CLOCK_MONOTONIC`): CPU time per function and per 250 ms with pandas.
+# function, module and source line (a file because the run was ingested
+# with `flat=True`; `phases.sql("SELECT * FROM perf_sample_symbolized")` is
+# the same rows without it), and `time_utc` places it on the wall clock
+# (the phases run was recorded with `perf record -k CLOCK_MONOTONIC`): CPU
+# time per function and per 250 ms with pandas.
 
 # %%
 import pandas as pd

@@ -39,7 +39,7 @@ def main():
 def check(tmp):
     cap = os.path.join(tmp, "cap")
     run("ingest", os.path.join(ROOT, "fixtures/perf/procs.data"), "-o", cap,
-        "--debug-dir", os.path.join(ROOT, "fixtures/perf/bin"))
+        "--debug-dir", os.path.join(ROOT, "fixtures/perf/bin"), "--flat")
 
     tables = sorted(f[:-8] for f in os.listdir(cap) if f.endswith(".parquet"))
     assert "perf_sample" in tables and "symbol" in tables, tables

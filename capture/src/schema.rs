@@ -773,7 +773,7 @@ pub static MEM_SYMBOL: TableDef = TableDef {
 
 pub static PERF_SAMPLE_SYMBOLIZED: TableDef = TableDef {
     name: "perf_sample_symbolized",
-    doc: "Each perf sample with the function, module and source line of its leaf frame, for reading without trawl (pandas, Polars, DuckDB): `perf_sample` joined with `stack` (depth 0) and the `frame_name` view (perf's `sym`, `dso` and `srcline` of the sample's ip; return addresses looked up in their call). Written when the capture is symbolized (`trawl ingest` unless `--no-symbolize`; `trawl symbolize` rewrites it), each leaf frame named as the `frame_name` view names it.",
+    doc: "Each perf sample with the function, module and source line of its leaf frame, for reading without trawl (pandas, Polars, DuckDB): `perf_sample` joined with `stack` (depth 0) and the `frame_name` view (perf's `sym`, `dso` and `srcline` of the sample's ip; return addresses looked up in their call). In `trawl sql` and Python it is a view over `perf_sample`, `stack` and `frame_name` (nothing computed until read); `trawl ingest --flat` (and `trawl symbolize --flat`) also writes it as a file, each leaf frame named as `frame_name` names it.",
     columns: &[
         col!("sample_id", Int64, "The sample (`perf_sample.sample_id`), in time order."),
         col!("source_id", Int32, "Input the sample came from."),

@@ -81,6 +81,10 @@ enum Cmd {
         /// shows, from the binary, when first asked).
         #[arg(long)]
         code: bool,
+        /// Also write `perf_sample_symbolized.parquet` (every sample with
+        /// its leaf's names), for readers without trawl.
+        #[arg(long)]
+        flat: bool,
         #[command(flatten)]
         sym: SymArgs,
     },
@@ -425,7 +429,12 @@ fn run(cli: Cli) -> Result<()> {
         Cmd::Cluster(c) => cluster(c),
         Cmd::Ingest(a) => ingest(&a),
         Cmd::Archive(a) => archive(a),
-        Cmd::Symbolize { capture, code, sym } => {
+        Cmd::Symbolize {
+            capture,
+            code,
+            flat,
+            sym,
+        } => {
             if !trawl_ingest::writer::is_capture(&capture) {
                 bail!("{}: not a trawl capture", capture.display());
             }
@@ -433,7 +442,7 @@ fn run(cli: Cli) -> Result<()> {
             let w = trawl_ingest::CaptureWriter::restage(&capture)?;
             let staging = w.staging_dir();
             let cfg = sym.config_with_store(None);
-            let e = trawl_enrich::enrich(staging, &cfg);
+            let e = trawl_enrich::enrich(staging, &cfg, flat);
             for l in e.report.iter().chain(&e.warnings) {
                 eprintln!("{l}");
             }

@@ -49,12 +49,17 @@ impl Summary {
 }
 
 /// Symbolizes the frames of the capture in `dir`: writes `symbol` and
-/// `symbol_file`, and the flat table `perf_sample_symbolized` (each sample
-/// with its leaf's names) when the capture has perf samples.
-pub fn symbolize_capture(dir: &Path, cfg: &trawl_symbolize::Config) -> Result<Summary> {
+/// `symbol_file`, and with `flat` the flat table `perf_sample_symbolized`
+/// (each sample with its leaf's names, for readers without trawl; trawl's
+/// sessions have it as a view) when the capture has perf samples.
+pub fn symbolize_capture(
+    dir: &Path,
+    cfg: &trawl_symbolize::Config,
+    flat: bool,
+) -> Result<Summary> {
     let modules = capture::read_modules(dir)?;
     let addrs = capture::read_frame_addresses(dir)?;
-    let flat = trawl_ingest::writer::table_file(dir, "perf_sample").is_file();
+    let flat = flat && trawl_ingest::writer::table_file(dir, "perf_sample").is_file();
     let mut leaves = if flat {
         capture::LeafNames::read(dir)?
     } else {
@@ -67,7 +72,12 @@ pub fn symbolize_capture(dir: &Path, cfg: &trawl_symbolize::Config) -> Result<Su
     // The leaf frames, by the address their names are looked up at (a
     // return address inside its call), with their own address.
     let mut leaf_at: FxHashMap<(i64, u64), Vec<(i64, u64)>> = FxHashMap::default();
-    for f in capture::read_frames(dir, |id| leaves.wants(id))? {
+    let leaf_frames = if flat {
+        capture::read_frames(dir, |id| leaves.wants(id))?
+    } else {
+        Vec::new()
+    };
+    for f in leaf_frames {
         match f.module_id {
             Some(m) => leaf_at
                 .entry((m, lookup_pc(f.rel_pc, f.is_return)))
@@ -486,12 +496,13 @@ pub struct Enriched {
 }
 
 /// Every enrichment stage on a staged capture, with `cfg` (one config for
-/// many captures shares its results cache): symbols of frames, then of
-/// the memory log's mappings. A stage that fails is a problem, not an
-/// error: the capture is still worth committing.
-pub fn enrich(staging: &Path, cfg: &trawl_symbolize::Config) -> Enriched {
+/// many captures shares what it learns): symbols of frames (with `flat`,
+/// the flat table too), then of the memory log's mappings. A stage that
+/// fails is a problem, not an error: the capture is still worth
+/// committing.
+pub fn enrich(staging: &Path, cfg: &trawl_symbolize::Config, flat: bool) -> Enriched {
     let mut e = Enriched::default();
-    match symbolize_capture(staging, cfg) {
+    match symbolize_capture(staging, cfg, flat) {
         Ok(s) => e.report.push(s.line()),
         Err(err) => e.problems.push(format!("symbolization failed: {err:#}")),
     }

@@ -26,7 +26,7 @@ pub enum Size {
 /// Ctrl-C stops the capture from being committed (the ingest in progress
 /// runs to its end first; the old capture, if any, is left as it was).
 #[pyfunction]
-#[pyo3(signature = (inputs, output, *, strict = false, tz = None, symbolize = true, unwind = true, mem_kinds = "ILSM".to_string(), mem_ranges = Vec::new(), fetch_rows = false, page_size = None, debug_dirs = Vec::new(), symfs = None, remap = Vec::new(), kallsyms = None, debuginfod = None, symbol_store = None, no_symbol_store = false, max_expansion = trawl_ingest::compressed::ExpansionLimit::DEFAULT_RATIO, progress = None))]
+#[pyo3(signature = (inputs, output, *, strict = false, tz = None, symbolize = true, flat = false, unwind = true, mem_kinds = "ILSM".to_string(), mem_ranges = Vec::new(), fetch_rows = false, page_size = None, debug_dirs = Vec::new(), symfs = None, remap = Vec::new(), kallsyms = None, debuginfod = None, symbol_store = None, no_symbol_store = false, max_expansion = trawl_ingest::compressed::ExpansionLimit::DEFAULT_RATIO, progress = None))]
 #[allow(clippy::too_many_arguments)]
 pub fn ingest<'py>(
     py: Python<'py>,
@@ -35,6 +35,7 @@ pub fn ingest<'py>(
     strict: bool,
     tz: Option<String>,
     symbolize: bool,
+    flat: bool,
     unwind: bool,
     mem_kinds: String,
     mem_ranges: Vec<String>,
@@ -141,7 +142,7 @@ pub fn ingest<'py>(
                             return Err(e);
                         }
                         if symbolize {
-                            enriched = trawl_enrich::enrich(staging, &cfg);
+                            enriched = trawl_enrich::enrich(staging, &cfg, flat);
                         }
                         match interrupted() {
                             Some(e) => Err(e),

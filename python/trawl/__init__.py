@@ -537,7 +537,9 @@ def ingest(
 
     Options, as the CLI's: ``strict`` (fail at the first problem: an
     :class:`InputError` with its position), ``tz`` (zone of local metric
-    times), ``symbolize`` / ``unwind`` (default True), ``mem_kinds``
+    times), ``symbolize`` / ``unwind`` (default True), ``flat`` (also write
+    ``perf_sample_symbolized.parquet`` for readers without trawl; sessions
+    have it as a view either way), ``mem_kinds``
     ('ILSM'), ``mem_ranges`` ('LO-HI' or 'LO+LEN'), ``fetch_rows``,
     ``page_size`` (bytes or '64k'), ``debug_dirs``, ``symfs``, ``remap``
     ({recorded prefix: local directory}), ``kallsyms``, ``debuginfod`` (a

@@ -15,6 +15,10 @@ use crate::{Error, Result, Session};
 /// Views `frame_line`, `frame_name`, `stack_entry` and
 /// `stack_entry_inline`: what frames are called, stacks as positions.
 pub const FRAME_NAME: &str = include_str!("../analyses/perf/frame_name.sql");
+/// View `perf_sample_symbolized`: every sample with its leaf's names (the
+/// flat table `trawl ingest --flat` also writes for readers without trawl).
+pub const SAMPLE_SYMBOLIZED: &str = include_str!("../analyses/perf/sample_symbolized.sql");
+
 /// Views `_switch_out`, `_switch_in` and `thread_state` (on- and off-CPU
 /// intervals of each thread from sched_switch samples and switch records).
 pub const THREAD_STATE: &str = include_str!("../analyses/perf/thread_state.sql");

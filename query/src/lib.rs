@@ -230,6 +230,11 @@ impl Session {
         let captures = find_captures(args)?;
         let ctx = make(session_config()?)?;
         for def in trawl_capture::schema::TABLES {
+            // The flat table is a view over the others (its files, written
+            // by `ingest --flat`, are for readers without trawl).
+            if def.name == trawl_capture::schema::PERF_SAMPLE_SYMBOLIZED.name {
+                continue;
+            }
             ctx.register_table(def.name, Arc::new(stored_table(&captures, def)))?;
         }
         let s = Session {
@@ -292,6 +297,7 @@ impl Session {
         }
         time::register(&s).await?;
         s.run_script(analyses::FRAME_NAME).await?;
+        s.run_script(analyses::SAMPLE_SYMBOLIZED).await?;
         s.run_script(analyses::STACK_WEIGHT).await?;
         s.run_script(analyses::THREAD_STATE).await?;
         functions::register(&s, analyses::SPECS).await?;

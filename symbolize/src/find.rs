@@ -442,6 +442,16 @@ impl Loaded {
         o.build_id().ok().flatten().map(hex)
     }
 
+    /// The file holds code: its `.text` (when it has one) has contents in
+    /// the file, which a separate debug file's does not (NOBITS).
+    pub fn has_code(&self) -> bool {
+        object::File::parse(&*self.data).is_ok_and(|o| {
+            use object::ObjectSection;
+            o.section_by_name(".text")
+                .is_none_or(|t| t.kind() != object::SectionKind::UninitializedData)
+        })
+    }
+
     /// The file has DWARF line or debug information.
     pub fn has_dwarf(&self) -> bool {
         object::File::parse(&*self.data).is_ok_and(|o| {
@@ -588,6 +598,12 @@ pub fn locate(cfg: &Config, path: &str, build_id: Option<&str>) -> Result<Found,
                 continue;
             }
             _ => {}
+        }
+        // A separate debug file (its code sections NOBITS) has the
+        // build-id too, e.g. beside the binary in a perf build-id cache
+        // directory given as --debug-dir: its bytes are no code.
+        if !l.has_code() {
+            continue;
         }
         binary = Some(l);
         break;

@@ -879,9 +879,9 @@ fn flat_sample_table_names_leaves_as_perf_script() {
 
 #[test]
 fn flat_sample_table_follows_trawl_symbolize() {
-    // Without symbols there is no flat table; `trawl symbolize` writes it
-    // (the same leaves as an ingest that symbolized: spin_a's sample
-    // count from perf report --no-children --sort sym).
+    // Without symbols there is no flat table file; `trawl symbolize
+    // --flat` writes it (the same leaves as an ingest that symbolized:
+    // spin_a's sample count from perf report --no-children --sort sym).
     let dir = tempfile::tempdir().unwrap();
     let cap = dir.path().join("cap");
     ingest_file(&fixture("hot-fp.data"), &cap, &["--no-symbolize"]);
@@ -890,9 +890,11 @@ fn flat_sample_table_follows_trawl_symbolize() {
     trawl_ok(&[
         "symbolize",
         cap.to_str().unwrap(),
+        "--flat",
         "--debug-dir",
         bin.to_str().unwrap(),
     ]);
+    assert!(cap.join("perf_sample_symbolized.parquet").is_file());
     let report = perf(&[
         "report",
         "-i",
@@ -925,4 +927,57 @@ fn flat_sample_table_follows_trawl_symbolize() {
         .filter(|e| e.file_name().to_string_lossy().starts_with('.'))
         .collect();
     assert!(stray.is_empty(), "{stray:?}");
+}
+
+#[test]
+fn flat_file_is_the_view_for_readers_without_trawl() {
+    // `ingest --flat` writes perf_sample_symbolized.parquet (named in Rust
+    // as the rows are made); trawl's sessions read the view
+    // (sample_symbolized.sql over frame_name). DuckDB reads the file: the
+    // same rows, in the same order. Without --flat no file is written,
+    // and the view is still there.
+    for name in ["hot-fp.data", "inline.data", "procs.data", "jit.data", "vdso.data"] {
+        let (_t, cap) = ingest(name);
+        assert!(!cap.join("perf_sample_symbolized.parquet").exists(), "{name}");
+        let flat = cap.with_file_name("flat");
+        ingest_file(
+            &fixture(name),
+            &flat,
+            &[
+                "--flat",
+                "--debug-dir",
+                fixture_bin().to_str().unwrap(),
+                "--debug-dir",
+                fixture("jit").to_str().unwrap(),
+            ],
+        );
+        let cols = "sample_id, pid, tid, event, period, stack_id, function, module, srcline, file, line";
+        let view = sql_rows(
+            &cap,
+            &format!("SELECT {cols} FROM perf_sample_symbolized ORDER BY sample_id"),
+        );
+        let out = std::process::Command::new("python3")
+            .args([
+                "-c",
+                "import duckdb, json, sys; print(json.dumps(duckdb.sql(f\"SELECT {sys.argv[2]} FROM '{sys.argv[1]}' ORDER BY sample_id\").fetchall()))",
+                flat.join("perf_sample_symbolized.parquet").to_str().unwrap(),
+                cols,
+            ])
+            .output()
+            .expect("python3 with duckdb (tests/run.sh installs it)");
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let file: Vec<Vec<serde_json::Value>> = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(file.len(), view.len(), "{name}");
+        for (f, v) in file.iter().zip(&view) {
+            let f: Vec<String> = f
+                .iter()
+                .map(|x| match x {
+                    serde_json::Value::Null => String::new(),
+                    serde_json::Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                })
+                .collect();
+            assert_eq!(&f, v, "{name}");
+        }
+    }
 }

@@ -31,6 +31,12 @@ pub(crate) struct ConvertArgs {
     /// Do not symbolize (run `trawl symbolize` later).
     #[arg(long)]
     pub(crate) no_symbolize: bool,
+    /// Also write `perf_sample_symbolized.parquet`: every sample with its
+    /// leaf's function, module and source line, for readers without trawl
+    /// (pandas, Polars, DuckDB on the files). trawl sql and Python have it
+    /// as a view whether or not it is written.
+    #[arg(long, conflicts_with = "no_symbolize")]
+    pub(crate) flat: bool,
     /// Do not unwind `--call-graph dwarf` user stacks (keep only the
     /// kernel callchain and the sampled ip; the registers and stack bytes
     /// stay in `perf_user_stack`).
@@ -78,7 +84,7 @@ impl ConvertArgs {
         if self.no_symbolize {
             return Default::default();
         }
-        trawl_enrich::enrich(staging, cfg)
+        trawl_enrich::enrich(staging, cfg, self.flat)
     }
 }
 
