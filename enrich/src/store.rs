@@ -257,6 +257,9 @@ impl FactStore for SymbolStore {
                     rows.push(Row::meta(k, &v.to_string_lossy()));
                 }
             }
+            if let Some(s) = &b.searched {
+                rows.push(Row::meta("searched", s));
+            }
             if let Some(t) = b.table {
                 rows.push(Row::meta("table", t.as_str()));
             }
@@ -354,6 +357,7 @@ fn collect(
                 Some("binary") => b.binary = v,
                 Some("symbols_file") => b.symbols_file = v,
                 Some("debug_info") => b.debug_info = v,
+                Some("searched") => b.searched = r.file.map(str::to_string),
                 Some("table") => {
                     b.table = match r.file {
                         Some("symtab") => Some(TableKind::Symtab),
@@ -624,4 +628,122 @@ fn read_rows(path: &Path, each: &mut dyn FnMut(Row<'_>)) -> Result<(), String> {
         rows_of(b, each);
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn facts() -> (Base, Vec<(u64, u64)>, Vec<LineRange>) {
+        let base = Base {
+            binary: Some("/bin/x".into()),
+            symbols_file: Some("/usr/lib/debug/x.debug".into()),
+            table: Some(TableKind::Symtab),
+            debug_info: Some("/usr/lib/debug/x.debug".into()),
+            segments: LoadSegments::from_segs(vec![(0, 0, 0x1000), (0x1000, 0x401000, 0x2000)]),
+            symbols: SymbolMap::from_chosen(vec![
+                Sym::new(0x401000, 0x401040, "main".into()),
+                Sym::new(0x401040, 0x401100, "_ZN3foo3barEv".into()),
+            ]),
+            searched: Some("0123".into()),
+        };
+        let frame = |f: &str, l: u32| LineFrame {
+            function: Some(f.into()),
+            file: Some("/src/x.c".into()),
+            line: Some(l),
+            column: None,
+        };
+        let lines = vec![
+            LineRange { lo: 0x401000, hi: 0x401010, frames: vec![frame("main", 3)] },
+            LineRange {
+                lo: 0x401010,
+                hi: 0x401020,
+                frames: vec![frame("inlined", 9), frame("main", 4)],
+            },
+        ];
+        (base, vec![(0x401000, 0x401040)], lines)
+    }
+
+    #[test]
+    fn parts_read_back_as_written() {
+        let t = tempfile::tempdir().unwrap();
+        let s = SymbolStore::open(t.path()).unwrap();
+        let (base, covered, lines) = facts();
+        s.save(
+            "build-id-abcd",
+            Part { base: Some(&base), covered: &covered, lines: &lines },
+        );
+        let more = vec![LineRange {
+            lo: 0x401040,
+            hi: 0x401050,
+            frames: vec![LineFrame { function: Some("foo::bar".into()), ..Default::default() }],
+        }];
+        s.save(
+            "build-id-abcd",
+            Part { base: None, covered: &[(0x401040, 0x401100)], lines: &more },
+        );
+        let f = s.load("build-id-abcd").expect("the entry");
+        assert_eq!(f.base.binary, base.binary);
+        assert_eq!(f.base.searched, base.searched);
+        assert_eq!(f.base.table, Some(TableKind::Symtab));
+        assert_eq!(f.base.segments.segs(), base.segments.segs());
+        assert_eq!(f.base.symbols.syms().len(), 2);
+        assert_eq!(f.covered, vec![(0x401000, 0x401100)]);
+        let mut want = lines.clone();
+        want.extend(more);
+        assert_eq!(f.lines, want);
+        assert!(s.take_problems().is_empty());
+        // Unknown keys and keys that are no directory name: nothing.
+        assert!(s.load("build-id-ffff").is_none());
+        assert!(s.load("../etc").is_none());
+        s.save("../etc", Part { base: Some(&base), covered: &[], lines: &[] });
+        assert!(!t.path().join("../etc").join("base").exists());
+    }
+
+    #[test]
+    fn a_changed_part_is_a_problem_and_not_read() {
+        let t = tempfile::tempdir().unwrap();
+        let s = SymbolStore::open(t.path()).unwrap();
+        let (base, covered, lines) = facts();
+        s.save(
+            "build-id-abcd",
+            Part { base: Some(&base), covered: &covered, lines: &lines },
+        );
+        let part = std::fs::read_dir(t.path().join("build-id-abcd"))
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap()
+            .path();
+        // Cut short: no footer.
+        let mut b = std::fs::read(&part).unwrap();
+        let n = b.len();
+        b.truncate(n - 3);
+        std::fs::write(&part, b).unwrap();
+        assert!(s.load("build-id-abcd").is_none());
+        let p = s.take_problems();
+        assert_eq!(p.len(), 1, "{p:?}");
+        assert!(p[0].contains("learnt again"), "{p:?}");
+        assert!(!part.exists(), "removed");
+        // A part whose rows do not match its checksum.
+        let mut rows = Rows::default();
+        rows.push(Row::meta("binary", "/bin/y"));
+        rows.write(&part).unwrap();
+        let mut kv_swapped = std::fs::read(&part).unwrap();
+        // Rewrite the footer's checksum digits: same length, other value.
+        let at = kv_swapped
+            .windows(KEY_CHECK.len())
+            .position(|w| w == KEY_CHECK.as_bytes())
+            .unwrap();
+        let digits = kv_swapped[at..]
+            .iter()
+            .position(|&c| c == b':')
+            .map(|p| at + p + 1)
+            .unwrap();
+        kv_swapped[digits] = if kv_swapped[digits] == b'0' { b'1' } else { b'0' };
+        std::fs::write(&part, kv_swapped).unwrap();
+        assert!(s.load("build-id-abcd").is_none());
+        let p = s.take_problems();
+        assert!(p.iter().any(|m| m.contains("checksum")), "{p:?}");
+    }
 }

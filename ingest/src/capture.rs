@@ -910,7 +910,6 @@ impl Names {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use arrow::array::StringArray;
 
     /// Names frames (frame_id, function) as the leaf naming would.
     fn add(l: &mut LeafNames, rows: &[(i64, &str)]) {

@@ -55,6 +55,10 @@ pub struct Base {
     /// Function symbols with their names as stored in the file (demangled
     /// when looked up).
     pub symbols: SymbolMap,
+    /// Where debug files were looked for when this was learnt (a digest of
+    /// the debug directories, debuginfod servers and roots given): facts
+    /// without DWARF are learnt again where one looks elsewhere.
+    pub searched: Option<String>,
 }
 
 /// Everything learnt about one module.
@@ -443,7 +447,6 @@ fn unit_range_ends(unit: gimli::UnitRef<'_, EndianSlice<'_, RunTimeEndian>>) -> 
 mod tests {
     use super::*;
     use crate::elf::TableKind;
-    use object::Object;
 
     /// Learns every function (or `limit` of them, spread over the file)
     /// of the ELF file `path` a window at a time, then checks that every

@@ -148,7 +148,7 @@ impl Config {
             for d in &self.debug_dirs {
                 let mut found = HashMap::new();
                 scan(d, 0, &mut budget, &mut found);
-                for (b, p) in found {
+                for (b, (p, _)) in found {
                     let rel = p.strip_prefix(d).unwrap_or(&p).to_path_buf();
                     map.entry(b).or_insert_with(|| self.in_debug_dir(d, rel));
                 }
@@ -158,7 +158,13 @@ impl Config {
     }
 }
 
-fn scan(dir: &Path, depth: usize, budget: &mut usize, map: &mut HashMap<String, PathBuf>) {
+/// Files by build-id under `dir`, each with whether it holds code.
+fn scan(
+    dir: &Path,
+    depth: usize,
+    budget: &mut usize,
+    map: &mut HashMap<String, (PathBuf, bool)>,
+) {
     if depth > 6 || *budget == 0 {
         return;
     }
@@ -175,8 +181,20 @@ fn scan(dir: &Path, depth: usize, budget: &mut usize, map: &mut HashMap<String, 
         if ft.is_dir() {
             scan(&p, depth + 1, budget, map);
         } else if ft.is_file() {
-            if let Some(b) = Loaded::open(&p).and_then(|l| l.build_id()) {
-                map.entry(b).or_insert(p);
+            let Some(l) = Loaded::open(&p) else { continue };
+            if let Some(b) = l.build_id() {
+                // A binary wins over a separate debug file of the same
+                // build-id (perf's cache keeps both side by side).
+                match map.entry(b) {
+                    std::collections::hash_map::Entry::Vacant(v) => {
+                        v.insert((p, l.has_code()));
+                    }
+                    std::collections::hash_map::Entry::Occupied(mut o) => {
+                        if !o.get().1 && l.has_code() {
+                            o.insert((p, true));
+                        }
+                    }
+                }
             }
         }
     }

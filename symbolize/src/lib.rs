@@ -334,14 +334,29 @@ fn facts_key(cfg: &Config, r: &ModuleRequest) -> Option<String> {
     Some(format!("file-{:016x}", h.finish()))
 }
 
+/// Where a config looks for debug files beyond the standard places (see
+/// [`facts::Base::searched`]).
+fn searched(cfg: &Config) -> String {
+    use std::hash::Hasher;
+    let mut h = twox_hash::XxHash64::with_seed(0);
+    h.write(
+        format!(
+            "{:?}|{:?}|{:?}|{:?}",
+            cfg.debug_dirs, cfg.symfs, cfg.remap, cfg.debuginfod
+        )
+        .as_bytes(),
+    );
+    format!("{:016x}", h.finish())
+}
+
 /// Facts without DWARF may be incomplete where a debug file could be
-/// found now: debug directories or debuginfod given, or a file for the
-/// build-id in the system debug directory. Such facts are learnt again,
-/// once per process.
+/// found now: other debug directories or debuginfod servers than when
+/// they were learnt, or a file for the build-id in the system debug
+/// directory. Such facts are learnt again, once per process.
 fn may_learn_more(cfg: &Config, r: &ModuleRequest, f: &ModuleFacts) -> bool {
+    let elsewhere = !cfg.debug_dirs.is_empty() || cfg.debuginfod.is_some();
     f.base.debug_info.is_none()
-        && (!cfg.debug_dirs.is_empty()
-            || cfg.debuginfod.is_some()
+        && ((elsewhere && f.base.searched.as_deref() != Some(searched(cfg).as_str()))
             || r.build_id.as_deref().is_some_and(|b| {
                 b.len() > 2
                     && cfg.system_debug.iter().any(|d| {
@@ -379,7 +394,10 @@ fn symbolize_file(cfg: &Config, r: &ModuleRequest) -> ModuleResult {
             Err(e) => return e,
         };
         match learn_base(&found.found, r.addresses.len()) {
-            Ok(base) => *held = Some(ModuleFacts { base, ..Default::default() }),
+            Ok(mut base) => {
+                base.searched = Some(searched(cfg));
+                *held = Some(ModuleFacts { base, ..Default::default() })
+            }
             Err(e) => return e,
         }
         opened = Some(found);
@@ -519,6 +537,7 @@ fn learn_base(found: &find::Found, n: usize) -> Result<facts::Base, ModuleResult
         debug_info,
         segments: LoadSegments::from_data(&found.binary.data).unwrap_or_default(),
         symbols,
+        searched: None,
     })
 }
 

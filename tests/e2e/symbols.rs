@@ -240,7 +240,15 @@ fn sysroot_and_path_remapping_find_the_binary() {
         "--no-symbolize",
     ]);
     let remap = format!("/nonexistent={}", moved.display());
-    run(&["symbolize", cap2.to_str().unwrap(), "--remap-path", &remap]);
+    // Without the store, where the first run's lookups were kept (it
+    // would name the functions from what it learnt in the sysroot).
+    run(&[
+        "symbolize",
+        cap2.to_str().unwrap(),
+        "--remap-path",
+        &remap,
+        "--no-symbol-store",
+    ]);
     assert_eq!(functions(&cap2), vec!["spin_a", "spin_b"]);
     assert_eq!(
         sql_scalar(
@@ -258,4 +266,62 @@ fn sysroot_and_path_remapping_find_the_binary() {
         "nonexistent",
     ]);
     assert!(!o.status.success());
+}
+
+#[test]
+fn a_separate_debug_file_is_never_taken_for_the_binary() {
+    // A directory as perf's build-id cache keeps a binary: `elf` (the
+    // binary) beside `debug` (objcopy --only-keep-debug: same build-id,
+    // code sections NOBITS). Given as --debug-dir, the functions are named
+    // and annotate decodes the binary's bytes: the same instructions as
+    // objdump -d shows at spin_a.
+    let hot = fixture_bin().join("hot");
+    let bid = trawl_symbolize::build_id_of(&hot).unwrap();
+    let offsets: Vec<u64> = hot_function_offsets().iter().map(|f| f.1).collect();
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+    std::fs::create_dir_all(&cache).unwrap();
+    let st = std::process::Command::new("objcopy")
+        .arg("--only-keep-debug")
+        .arg(&hot)
+        .arg(cache.join("debug"))
+        .status()
+        .unwrap();
+    assert!(st.success());
+    std::fs::copy(&hot, cache.join("elf")).unwrap();
+    let f = dir.path().join("p.data");
+    std::fs::write(&f, synthetic(&bid, &offsets)).unwrap();
+    let cap = dir.path().join("cap");
+    ingest_file(&f, &cap, &["--debug-dir", cache.to_str().unwrap()]);
+    assert_eq!(functions(&cap), vec!["spin_a", "spin_b"]);
+    let rows = csv_maps(&trawl_ok(&[
+        "report",
+        "annotate",
+        "spin_a",
+        cap.to_str().unwrap(),
+        "--format",
+        "csv",
+    ]));
+    let objdump = std::process::Command::new("objdump")
+        .args(["-d", "--no-show-raw-insn"])
+        .arg(&hot)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&objdump.stdout).into_owned();
+    let body = text
+        .split("<spin_a>:\n")
+        .nth(1)
+        .unwrap()
+        .split("\n\n")
+        .next()
+        .unwrap();
+    let want: Vec<u64> = body
+        .lines()
+        .filter_map(|l| u64::from_str_radix(l.trim().split(':').next()?, 16).ok())
+        .collect();
+    let got: Vec<u64> = rows
+        .iter()
+        .map(|r| u64::from_str_radix(&r["address"], 16).unwrap())
+        .collect();
+    assert_eq!(got, want);
 }

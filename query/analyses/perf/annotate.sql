@@ -20,13 +20,26 @@ WITH ins AS (
     AND ($module IS NULL OR strpos(m.path, $module) > 0)
     AND ($capture IS NULL OR array_has($capture, i.capture))
 ),
-hit AS (
-  SELECT x.capture, f.module_id, f.rel_pc, count(*) AS samples, sum(x.cost) AS weight
-  FROM _selected_sample x
-  JOIN stack s ON s.capture = x.capture AND s.stack_id = x.stack_id AND s.depth = 0
-  JOIN frame f ON f.capture = s.capture AND f.frame_id = s.frame_id
+-- The samples whose leaf is one of these instructions: the function's
+-- frames first (a few), the stacks they are the leaf of, then those
+-- stacks' samples (not every sample's leaf looked up).
+fn_frame AS (
+  SELECT DISTINCT f.capture, f.frame_id, f.module_id, f.rel_pc
+  FROM frame f
+  JOIN ins ON ins.capture = f.capture AND ins.module_id = f.module_id AND ins.rel_pc = f.rel_pc
   WHERE NOT f.is_return
-  GROUP BY x.capture, f.module_id, f.rel_pc
+),
+leaf AS (
+  SELECT s.capture, s.stack_id, ff.module_id, ff.rel_pc
+  FROM stack s
+  JOIN fn_frame ff ON ff.capture = s.capture AND ff.frame_id = s.frame_id
+  WHERE s.depth = 0
+),
+hit AS (
+  SELECT leaf.capture, leaf.module_id, leaf.rel_pc, count(*) AS samples, sum(x.cost) AS weight
+  FROM leaf
+  JOIN _selected_sample x ON x.capture = leaf.capture AND x.stack_id = leaf.stack_id
+  GROUP BY leaf.capture, leaf.module_id, leaf.rel_pc
 ),
 j AS (
   SELECT ins.*, COALESCE(hit.samples, 0) AS samples, COALESCE(hit.weight, 0) AS weight,
