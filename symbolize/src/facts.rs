@@ -260,6 +260,11 @@ impl ModuleFacts {
     /// Adds learnt windows (overlaps with what is known are dropped: the
     /// same module gives the same answers).
     pub fn add(&mut self, covered: Vec<(u64, u64)>, lines: Vec<LineRange>) {
+        // Both are kept sorted and disjoint: nothing new, nothing to do
+        // (every capture of an archive asks, most learn nothing).
+        if covered.is_empty() && lines.is_empty() {
+            return;
+        }
         self.covered.extend(covered);
         self.covered.sort_unstable();
         let mut merged: Vec<(u64, u64)> = Vec::with_capacity(self.covered.len());
