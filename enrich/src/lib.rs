@@ -52,11 +52,7 @@ impl Summary {
 /// `symbol_file`, and with `flat` the flat table `perf_sample_symbolized`
 /// (each sample with its leaf's names, for readers without trawl; trawl's
 /// sessions have it as a view) when the capture has perf samples.
-pub fn symbolize_capture(
-    dir: &Path,
-    cfg: &trawl_symbolize::Config,
-    flat: bool,
-) -> Result<Summary> {
+pub fn symbolize_capture(dir: &Path, cfg: &trawl_symbolize::Config, flat: bool) -> Result<Summary> {
     let modules = capture::read_modules(dir)?;
     let addrs = capture::read_frame_addresses(dir)?;
     let flat = flat && trawl_ingest::writer::table_file(dir, "perf_sample").is_file();

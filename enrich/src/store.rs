@@ -96,7 +96,9 @@ pub fn attach(
         Choice::Dir(d) => d.clone(),
         Choice::Default => match archive.map(archive_dir).filter(|d| d.is_dir()) {
             Some(d) => d,
-            None => default_dir().ok_or("no symbol store: neither XDG_CACHE_HOME nor HOME is set")?,
+            None => {
+                default_dir().ok_or("no symbol store: neither XDG_CACHE_HOME nor HOME is set")?
+            }
         },
     };
     let s = SymbolStore::open(&dir)?;
@@ -560,11 +562,7 @@ fn read_rows(path: &Path, each: &mut dyn FnMut(Row<'_>)) -> Result<(), String> {
         .key_value_metadata()
         .cloned()
         .unwrap_or_default();
-    let get = |k: &str| {
-        kv.iter()
-            .find(|x| x.key == k)
-            .and_then(|x| x.value.clone())
-    };
+    let get = |k: &str| kv.iter().find(|x| x.key == k).and_then(|x| x.value.clone());
     if get(KEY_VERSION).as_deref() != Some(VERSION) {
         return Err(format!(
             "layout version {:?}, not {VERSION}",
@@ -654,7 +652,11 @@ mod tests {
             column: None,
         };
         let lines = vec![
-            LineRange { lo: 0x401000, hi: 0x401010, frames: vec![frame("main", 3)] },
+            LineRange {
+                lo: 0x401000,
+                hi: 0x401010,
+                frames: vec![frame("main", 3)],
+            },
             LineRange {
                 lo: 0x401010,
                 hi: 0x401020,
@@ -671,16 +673,27 @@ mod tests {
         let (base, covered, lines) = facts();
         s.save(
             "build-id-abcd",
-            Part { base: Some(&base), covered: &covered, lines: &lines },
+            Part {
+                base: Some(&base),
+                covered: &covered,
+                lines: &lines,
+            },
         );
         let more = vec![LineRange {
             lo: 0x401040,
             hi: 0x401050,
-            frames: vec![LineFrame { function: Some("foo::bar".into()), ..Default::default() }],
+            frames: vec![LineFrame {
+                function: Some("foo::bar".into()),
+                ..Default::default()
+            }],
         }];
         s.save(
             "build-id-abcd",
-            Part { base: None, covered: &[(0x401040, 0x401100)], lines: &more },
+            Part {
+                base: None,
+                covered: &[(0x401040, 0x401100)],
+                lines: &more,
+            },
         );
         let f = s.load("build-id-abcd").expect("the entry");
         assert_eq!(f.base.binary, base.binary);
@@ -696,7 +709,14 @@ mod tests {
         // Unknown keys and keys that are no directory name: nothing.
         assert!(s.load("build-id-ffff").is_none());
         assert!(s.load("../etc").is_none());
-        s.save("../etc", Part { base: Some(&base), covered: &[], lines: &[] });
+        s.save(
+            "../etc",
+            Part {
+                base: Some(&base),
+                covered: &[],
+                lines: &[],
+            },
+        );
         assert!(!t.path().join("../etc").join("base").exists());
     }
 
@@ -707,7 +727,11 @@ mod tests {
         let (base, covered, lines) = facts();
         s.save(
             "build-id-abcd",
-            Part { base: Some(&base), covered: &covered, lines: &lines },
+            Part {
+                base: Some(&base),
+                covered: &covered,
+                lines: &lines,
+            },
         );
         let part = std::fs::read_dir(t.path().join("build-id-abcd"))
             .unwrap()
@@ -740,7 +764,11 @@ mod tests {
             .position(|&c| c == b':')
             .map(|p| at + p + 1)
             .unwrap();
-        kv_swapped[digits] = if kv_swapped[digits] == b'0' { b'1' } else { b'0' };
+        kv_swapped[digits] = if kv_swapped[digits] == b'0' {
+            b'1'
+        } else {
+            b'0'
+        };
         std::fs::write(&part, kv_swapped).unwrap();
         assert!(s.load("build-id-abcd").is_none());
         let p = s.take_problems();

@@ -146,7 +146,10 @@ impl Opened {
 
     /// The DWARF sections of the file at `path` (the binary or one of its
     /// debug files), decompressed on first use.
-    pub(crate) fn sections(&self, path: &std::path::Path) -> Option<&crate::dwarf::Sections<'static>> {
+    pub(crate) fn sections(
+        &self,
+        path: &std::path::Path,
+    ) -> Option<&crate::dwarf::Sections<'static>> {
         self.sections
             .get_or_init(|| {
                 let bytes: &[u8] = if path == self.found.binary.path {
@@ -158,7 +161,8 @@ impl Opened {
                 // by `self.found`, which is never changed and outlives
                 // `self.sections` (dropped first); moving `Opened` moves
                 // neither.
-                let bytes: &'static [u8] = unsafe { std::mem::transmute::<&[u8], &'static [u8]>(bytes) };
+                let bytes: &'static [u8] =
+                    unsafe { std::mem::transmute::<&[u8], &'static [u8]>(bytes) };
                 object::File::parse(bytes)
                     .ok()
                     .and_then(|o| crate::dwarf::Sections::load(&o))
@@ -363,7 +367,11 @@ type Ctx<'a> = addr2line::Context<EndianSlice<'a, RunTimeEndian>>;
 
 /// The DWARF answers over each window, cut where they can change (see the
 /// module documentation); ranges without an answer are left out.
-pub fn learn_windows(ctx: &Ctx<'_>, windows: &[(u64, u64)], names: &mut NameCache) -> Vec<LineRange> {
+pub fn learn_windows(
+    ctx: &Ctx<'_>,
+    windows: &[(u64, u64)],
+    names: &mut NameCache,
+) -> Vec<LineRange> {
     // Per unit (by its offset in .debug_info), the sorted ends of the
     // ranges of its functions and inlined calls and of the unit itself.
     let mut unit_cuts: HashMap<usize, Vec<u64>> = HashMap::new();
@@ -393,7 +401,9 @@ pub fn learn_windows(ctx: &Ctx<'_>, windows: &[(u64, u64)], names: &mut NameCach
                 continue;
             };
             let key = unit.header.offset().0;
-            let ends = unit_cuts.entry(key).or_insert_with(|| unit_range_ends(unit));
+            let ends = unit_cuts
+                .entry(key)
+                .or_insert_with(|| unit_range_ends(unit));
             let from = ends.partition_point(|&e| e <= lo);
             for &e in ends[from..].iter().take_while(|&&e| e < hi) {
                 cuts.insert(e);

@@ -106,7 +106,12 @@ impl Config {
         static RUNNING: OnceLock<Option<Arc<Kallsyms>>> = OnceLock::new();
         let read = || {
             RUNNING
-                .get_or_init(|| Kallsyms::load(&p).ok().filter(|k| !k.is_empty()).map(Arc::new))
+                .get_or_init(|| {
+                    Kallsyms::load(&p)
+                        .ok()
+                        .filter(|k| !k.is_empty())
+                        .map(Arc::new)
+                })
                 .clone()
         };
         let running = || {
@@ -128,9 +133,11 @@ impl Config {
             .map(str::to_ascii_lowercase)
             .filter(|b| (4..=128).contains(&b.len()) && b.bytes().all(|c| c.is_ascii_hexdigit()));
         let k = match valid_bid {
-            Some(b) => self.memo.kernel(&format!("kernel-{b}"), self.store.as_ref(), || {
-                running().then(read).flatten()
-            })?,
+            Some(b) => self
+                .memo
+                .kernel(&format!("kernel-{b}"), self.store.as_ref(), || {
+                    running().then(read).flatten()
+                })?,
             None => {
                 if !running() {
                     return None;
@@ -159,12 +166,7 @@ impl Config {
 }
 
 /// Files by build-id under `dir`, each with whether it holds code.
-fn scan(
-    dir: &Path,
-    depth: usize,
-    budget: &mut usize,
-    map: &mut HashMap<String, (PathBuf, bool)>,
-) {
+fn scan(dir: &Path, depth: usize, budget: &mut usize, map: &mut HashMap<String, (PathBuf, bool)>) {
     if depth > 6 || *budget == 0 {
         return;
     }

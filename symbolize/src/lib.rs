@@ -396,7 +396,10 @@ fn symbolize_file(cfg: &Config, r: &ModuleRequest) -> ModuleResult {
         match learn_base(&found.found, r.addresses.len()) {
             Ok(mut base) => {
                 base.searched = Some(searched(cfg));
-                *held = Some(ModuleFacts { base, ..Default::default() })
+                *held = Some(ModuleFacts {
+                    base,
+                    ..Default::default()
+                })
             }
             Err(e) => return e,
         }

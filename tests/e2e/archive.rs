@@ -530,11 +530,7 @@ fn what_is_learnt_of_a_binary_is_shared_by_build_id() {
     };
     let line = |r: &trawl_symbolize::ModuleResult, i: usize| -> String {
         let f = r.symbols[i].inline.first().expect("a source line");
-        format!(
-            "{}:{}",
-            f.file.as_deref().unwrap(),
-            f.line.unwrap()
-        )
+        format!("{}:{}", f.file.as_deref().unwrap(), f.line.unwrap())
     };
     let first = ask(&cfg.clone(), vec![a, b]);
     assert_eq!(first.status, Status::Ok);
@@ -547,10 +543,7 @@ fn what_is_learnt_of_a_binary_is_shared_by_build_id() {
     // Other instructions of the same functions: from what was learnt.
     let again = ask(&cfg.clone(), vec![b + 4, a + 4]);
     assert_eq!(again.status, Status::Ok);
-    assert_eq!(
-        names(&again),
-        vec![Some(b4.0.clone()), Some(a4.0.clone())]
-    );
+    assert_eq!(names(&again), vec![Some(b4.0.clone()), Some(a4.0.clone())]);
     assert_eq!(line(&again, 0), b4.1);
     assert_eq!(line(&again, 1), a4.1);
     assert_eq!(

@@ -218,3 +218,19 @@ pub fn utc_text(s: &str) -> String {
     let (whole, frac) = s.split_once('.').unwrap_or((&s, ""));
     format!("{whole}.{frac:0<9}")
 }
+
+/// Every file below `d` (recursively).
+pub fn walk(d: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    if let Ok(rd) = std::fs::read_dir(d) {
+        for e in rd.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                out.extend(walk(&p));
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    out
+}

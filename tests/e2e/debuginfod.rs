@@ -324,18 +324,3 @@ fn a_wrong_or_silent_server_is_refused_and_bounded() {
     assert!(msg.contains("debuginfod"), "{msg}");
     drop(silent);
 }
-
-fn walk(d: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    if let Ok(rd) = std::fs::read_dir(d) {
-        for e in rd.flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                out.extend(walk(&p));
-            } else {
-                out.push(p);
-            }
-        }
-    }
-    out
-}

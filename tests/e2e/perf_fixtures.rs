@@ -936,9 +936,18 @@ fn flat_file_is_the_view_for_readers_without_trawl() {
     // (sample_symbolized.sql over frame_name). DuckDB reads the file: the
     // same rows, in the same order. Without --flat no file is written,
     // and the view is still there.
-    for name in ["hot-fp.data", "inline.data", "procs.data", "jit.data", "vdso.data"] {
+    for name in [
+        "hot-fp.data",
+        "inline.data",
+        "procs.data",
+        "jit.data",
+        "vdso.data",
+    ] {
         let (_t, cap) = ingest(name);
-        assert!(!cap.join("perf_sample_symbolized.parquet").exists(), "{name}");
+        assert!(
+            !cap.join("perf_sample_symbolized.parquet").exists(),
+            "{name}"
+        );
         let flat = cap.with_file_name("flat");
         ingest_file(
             &fixture(name),
@@ -951,7 +960,8 @@ fn flat_file_is_the_view_for_readers_without_trawl() {
                 fixture("jit").to_str().unwrap(),
             ],
         );
-        let cols = "sample_id, pid, tid, event, period, stack_id, function, module, srcline, file, line";
+        let cols =
+            "sample_id, pid, tid, event, period, stack_id, function, module, srcline, file, line";
         let view = sql_rows(
             &cap,
             &format!("SELECT {cols} FROM perf_sample_symbolized ORDER BY sample_id"),
@@ -965,7 +975,11 @@ fn flat_file_is_the_view_for_readers_without_trawl() {
             ])
             .output()
             .expect("python3 with duckdb (tests/run.sh installs it)");
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         let file: Vec<Vec<serde_json::Value>> = serde_json::from_slice(&out.stdout).unwrap();
         assert_eq!(file.len(), view.len(), "{name}");
         for (f, v) in file.iter().zip(&view) {

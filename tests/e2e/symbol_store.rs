@@ -138,7 +138,10 @@ fn a_store_part_cut_short_or_changed_is_reported_and_learnt_again() {
     let (f, bin) = (fixture("hot-fp.data"), fixture_bin());
     let (f, bin) = (f.to_str().unwrap(), bin.to_str().unwrap());
     let cold = t.path().join("cold");
-    ok(trawl_in(&cache, &ingest_args(f, cold.to_str().unwrap(), bin)));
+    ok(trawl_in(
+        &cache,
+        &ingest_args(f, cold.to_str().unwrap(), bin),
+    ));
     let want = tables(&cold);
     let parts: Vec<PathBuf> = walk(&cache.join("trawl/symbols"))
         .into_iter()
@@ -159,31 +162,22 @@ fn a_store_part_cut_short_or_changed_is_reported_and_learnt_again() {
             std::fs::write(&p, b).unwrap();
         }
         let cap = t.path().join(format!("again{i}"));
-        let err = ok(trawl_in(&cache, &ingest_args(f, cap.to_str().unwrap(), bin)));
+        let err = ok(trawl_in(
+            &cache,
+            &ingest_args(f, cap.to_str().unwrap(), bin),
+        ));
         assert!(err.contains("symbol store:"), "{damage}: {err}");
         assert!(err.contains("learnt again"), "{damage}: {err}");
         assert_eq!(tables(&cap), want, "{damage}: never a wrong name");
         // Rebuilt: the next run reads it and says nothing.
         let cap = t.path().join(format!("after{i}"));
-        let err = ok(trawl_in(&cache, &ingest_args(f, cap.to_str().unwrap(), bin)));
+        let err = ok(trawl_in(
+            &cache,
+            &ingest_args(f, cap.to_str().unwrap(), bin),
+        ));
         assert!(!err.contains("symbol store:"), "{damage}: {err}");
         assert_eq!(tables(&cap), want, "{damage}");
     }
-}
-
-fn walk(d: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    if let Ok(rd) = std::fs::read_dir(d) {
-        for e in rd.flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                out.extend(walk(&p));
-            } else {
-                out.push(p);
-            }
-        }
-    }
-    out
 }
 
 #[test]
@@ -250,7 +244,11 @@ fn a_capture_is_read_without_the_store() {
     let cap = t.path().join("cap");
     ok(trawl_in(
         &cache,
-        &ingest_args(f.to_str().unwrap(), cap.to_str().unwrap(), bin.to_str().unwrap()),
+        &ingest_args(
+            f.to_str().unwrap(),
+            cap.to_str().unwrap(),
+            bin.to_str().unwrap(),
+        ),
     ));
     let report = |cap: &Path| report_csv("hotspots", cap, &[]);
     let before = report(&cap);
@@ -287,7 +285,10 @@ fn annotate_decodes_the_function_it_shows_once() {
         m,
         "asked again: not decoded again"
     );
-    let n = sql_scalar(&cap, "SELECT count(*) FROM annotate('spin_b') WHERE samples > 0");
+    let n = sql_scalar(
+        &cap,
+        "SELECT count(*) FROM annotate('spin_b') WHERE samples > 0",
+    );
     assert!(n.parse::<u64>().unwrap() > 0, "{n}");
     assert_eq!(held(), vec!["spin_a", "spin_b"]);
     trawl_ok(&[
