@@ -85,9 +85,14 @@ fn hotspot_names(cap: &Path) -> Vec<String> {
     v
 }
 
+/// trawl with `env`, its own empty symbol store (a store shared with other
+/// tests would answer for the build-ids the server is meant to provide).
 fn trawl_env(env: &[(&str, &Path)], args: &[&str]) -> std::process::Output {
+    let store = tempfile::tempdir().unwrap();
     let mut c = Command::new(env!("CARGO_BIN_EXE_trawl"));
-    c.args(args).env_remove("DEBUGINFOD_URLS");
+    c.args(args)
+        .env_remove("DEBUGINFOD_URLS")
+        .env("XDG_CACHE_HOME", store.path());
     for (k, v) in env {
         c.env(k, v);
     }

@@ -78,6 +78,8 @@ fn pages() -> Vec<PathBuf> {
     v
 }
 
+/// Runs `cmd` as a new user would: in `dir`, with `dir/.cache` as the
+/// symbol store (one per page, not the one of the tests around it).
 fn run(dir: &Path, bin: &Path, cmd: &str) -> Vec<String> {
     let path = format!(
         "{}:{}",
@@ -90,6 +92,7 @@ fn run(dir: &Path, bin: &Path, cmd: &str) -> Vec<String> {
         .current_dir(dir)
         .env("PATH", path)
         .env("COLUMNS", "200")
+        .env("XDG_CACHE_HOME", dir.join(".cache"))
         .env_remove("DEBUGINFOD_URLS")
         .output()
         .unwrap();
