@@ -532,8 +532,25 @@ impl Rows {
             Arc::new(self.column.finish_cloned()),
         ];
         let batch = RecordBatch::try_new(schema(), cols).map_err(|e| e.to_string())?;
+        // A part of a few functions' facts is written uncompressed:
+        // parquet sets up a zstd context per column chunk (for writing and
+        // again for reading), which cost more than such a part's bytes.
+        let bytes: usize = batch
+            .columns()
+            .iter()
+            .map(|c| {
+                c.to_data()
+                    .get_slice_memory_size()
+                    .unwrap_or(usize::MAX / 16)
+            })
+            .sum();
+        let compression = if bytes < SMALL_PART_BYTES {
+            parquet::basic::Compression::UNCOMPRESSED
+        } else {
+            parquet::basic::Compression::ZSTD(Default::default())
+        };
         let props = WriterProperties::builder()
-            .set_compression(parquet::basic::Compression::ZSTD(Default::default()))
+            .set_compression(compression)
             .set_key_value_metadata(Some(vec![
                 KeyValue::new(KEY_VERSION.into(), VERSION.to_string()),
                 KeyValue::new(
@@ -549,6 +566,9 @@ impl Rows {
         f.sync_all().map_err(|e| e.to_string())
     }
 }
+
+/// Parts holding less Arrow memory than this are not compressed.
+const SMALL_PART_BYTES: usize = 1 << 20;
 
 /// Calls `each` for every row of the part at `path`, after checking its
 /// version, layout and checksum (rows are handed over only once the whole

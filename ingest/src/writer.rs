@@ -33,13 +33,19 @@ use crate::{Error, Result};
 
 pub use trawl_capture::layout::{is_capture, table_file};
 
-/// Writer settings: zstd level 1; dictionary encoding for strings and
-/// flags; delta encoding for 64-bit integers (sorted ids, times, periods);
-/// 32-bit ids plain (mostly constant runs, which zstd takes for free); no
-/// min/max statistics for addresses, payloads and dictionary strings.
-fn writer_properties(def: &TableDef) -> WriterProperties {
+/// Writer settings: zstd level 1 (none for a small table, see
+/// [`SMALL_TABLE_BYTES`]); dictionary encoding for strings and flags; delta
+/// encoding for 64-bit integers (sorted ids, times, periods); 32-bit ids
+/// plain (mostly constant runs, which zstd takes for free); no min/max
+/// statistics for addresses, payloads and dictionary strings.
+fn writer_properties(def: &TableDef, small: bool) -> WriterProperties {
+    let compression = if small {
+        Compression::UNCOMPRESSED
+    } else {
+        Compression::ZSTD(ZstdLevel::try_new(1).unwrap())
+    };
     let mut b = WriterProperties::builder()
-        .set_compression(Compression::ZSTD(ZstdLevel::try_new(1).unwrap()))
+        .set_compression(compression)
         .set_max_row_group_row_count(Some(ROW_GROUP_ROWS))
         .set_created_by(format!("trawl {}", env!("CARGO_PKG_VERSION")));
     for c in def.columns {
@@ -88,16 +94,34 @@ const ROW_GROUP_ROWS: usize = 512 * 1024;
 /// symbols of the 8 GB recording of bench/large.sh: 170 MB).
 const ROW_GROUP_BYTES: usize = 48 << 20;
 
-/// Streams batches of one table into a Parquet file. Encoding and
+/// A table whose rows hold less Arrow memory than this when it is closed
+/// is written then, on the closing thread, uncompressed, its columns one
+/// after another. Parquet's writer sets up a zstd compressor and
+/// decompressor for every column chunk (about 50 µs), whatever its size:
+/// a perf capture of a short run has some 25 tables of a few rows, and
+/// with a thread, a rayon fan-out and zstd per table, writing them was
+/// most of an archive ingest of such runs. Page encodings (dictionaries,
+/// deltas) are the same, so the file stays small.
+const SMALL_TABLE_BYTES: usize = 1 << 20;
+
+/// Streams batches of one table into a Parquet file. The first batches
+/// are held; once they pass [`SMALL_TABLE_BYTES`], encoding and
 /// compression run on a thread of their own, so conversion and Parquet
 /// encoding overlap; at most two batches wait in between. Each row group's
 /// columns are encoded in parallel on the rayon pool (the pattern of
 /// parquet's `ArrowColumnWriter` example), so a table of tens of millions
-/// of rows is not held to one core.
+/// of rows is not held to one core. A table still small when it is closed
+/// is written then, on the caller's thread.
 pub struct TableWriter {
     def: &'static TableDef,
+    path: PathBuf,
+    /// Batches not yet given to a worker (no worker yet).
+    held: Vec<RecordBatch>,
+    held_bytes: usize,
     tx: Option<SyncSender<RecordBatch>>,
     worker: Option<JoinHandle<Result<()>>>,
+    /// The file is written (or failed): nothing more to do at drop.
+    finished: bool,
     rows: u64,
 }
 
@@ -242,6 +266,8 @@ struct RowGroupEncoder {
     /// Arrow memory of `pending` (each batch's share of its buffers).
     pending_bytes: usize,
     row_groups: usize,
+    /// Columns encoded in parallel on the rayon pool.
+    parallel: bool,
 }
 
 impl RowGroupEncoder {
@@ -291,29 +317,30 @@ impl RowGroupEncoder {
         let descr = self.file.schema_descr();
         let props = self.file.properties();
         let code_col = code_column(self.def);
-        let chunks: Vec<std::result::Result<Chunk, ParquetError>> = writers
-            .into_par_iter()
-            .enumerate()
-            .map(|(i, mut w)| {
-                let field = schema.field(i);
-                if let Some(c) = encode_column(
-                    code_col == Some(i),
-                    field,
-                    descr.column(i),
-                    props,
-                    &batches,
-                    i,
-                )? {
-                    return Ok(c);
+        let encode = |(i, mut w): (usize, parquet::arrow::arrow_writer::ArrowColumnWriter)| {
+            let field = schema.field(i);
+            if let Some(c) = encode_column(
+                code_col == Some(i),
+                field,
+                descr.column(i),
+                props,
+                &batches,
+                i,
+            )? {
+                return Ok(c);
+            }
+            for b in &batches {
+                for leaf in compute_leaves(field, b.column(i))? {
+                    w.write(&leaf)?;
                 }
-                for b in &batches {
-                    for leaf in compute_leaves(field, b.column(i))? {
-                        w.write(&leaf)?;
-                    }
-                }
-                w.close().map(Chunk::Arrow)
-            })
-            .collect();
+            }
+            w.close().map(Chunk::Arrow)
+        };
+        let chunks: Vec<std::result::Result<Chunk, ParquetError>> = if self.parallel {
+            writers.into_par_iter().enumerate().map(encode).collect()
+        } else {
+            writers.into_iter().enumerate().map(encode).collect()
+        };
         let mut rg = self.file.next_row_group().map_err(&err)?;
         for c in chunks {
             match c.map_err(&err)? {
@@ -333,19 +360,16 @@ impl RowGroupEncoder {
     }
 }
 
-impl TableWriter {
-    fn create(def: &'static TableDef, path: &Path) -> Result<Self> {
+impl RowGroupEncoder {
+    /// Creates the table's file; `small`: see [`SMALL_TABLE_BYTES`].
+    fn create(def: &'static TableDef, path: &Path, small: bool) -> Result<Self> {
         let file = File::create(path).map_err(|e| Error::io(path, e))?;
-        let parquet_err = |source| Error::Parquet {
-            path: path.to_path_buf(),
-            source,
-        };
         let schema = def.schema();
         let (file, factory) =
-            ArrowWriter::try_new(file, schema.clone(), Some(writer_properties(def)))
+            ArrowWriter::try_new(file, schema.clone(), Some(writer_properties(def, small)))
                 .and_then(|w| w.into_serialized_writer())
-                .map_err(parquet_err)?;
-        let mut enc = RowGroupEncoder {
+                .map_err(Self::err(path))?;
+        Ok(RowGroupEncoder {
             def,
             path: path.to_path_buf(),
             schema,
@@ -355,23 +379,71 @@ impl TableWriter {
             pending_rows: 0,
             pending_bytes: 0,
             row_groups: 0,
-        };
+            parallel: !small,
+        })
+    }
+}
+
+/// The Arrow memory of a batch's rows (not of its builders' spare
+/// capacity, which a batch of a few rows can hold megabytes of).
+fn slice_bytes(batch: &RecordBatch) -> usize {
+    batch
+        .columns()
+        .iter()
+        .map(|c| {
+            c.to_data()
+                .get_slice_memory_size()
+                .unwrap_or(usize::MAX / 64)
+        })
+        .sum()
+}
+
+impl TableWriter {
+    fn create(def: &'static TableDef, path: &Path) -> Result<Self> {
+        Ok(TableWriter {
+            def,
+            path: path.to_path_buf(),
+            held: Vec::new(),
+            held_bytes: 0,
+            tx: None,
+            worker: None,
+            finished: false,
+            rows: 0,
+        })
+    }
+
+    /// Starts the worker thread and gives it the held batches.
+    fn start(&mut self) -> Result<()> {
+        let mut enc = RowGroupEncoder::create(self.def, &self.path, false)?;
         let (tx, rx) = sync_channel::<RecordBatch>(2);
         let worker = std::thread::Builder::new()
-            .name(format!("parquet-{}", def.name))
+            .name(format!("parquet-{}", self.def.name))
             .spawn(move || -> Result<()> {
                 for batch in rx {
                     enc.write(batch)?;
                 }
                 enc.close()
             })
-            .map_err(|e| Error::io(path, e))?;
-        Ok(TableWriter {
-            def,
-            tx: Some(tx),
-            worker: Some(worker),
-            rows: 0,
-        })
+            .map_err(|e| Error::io(&self.path, e))?;
+        self.tx = Some(tx);
+        self.worker = Some(worker);
+        for b in std::mem::take(&mut self.held) {
+            self.send(b)?;
+        }
+        self.held_bytes = 0;
+        Ok(())
+    }
+
+    fn send(&mut self, batch: RecordBatch) -> Result<()> {
+        let sent = self.tx.as_ref().is_some_and(|tx| tx.send(batch).is_ok());
+        if !sent {
+            // The worker stopped: its error says why.
+            return self.join().and(Err(Error::Io {
+                path: self.def.name.into(),
+                source: std::io::Error::other("parquet writer thread stopped"),
+            }));
+        }
+        Ok(())
     }
 
     /// Writes the rows appended to a table's column builders (declared
@@ -392,16 +464,19 @@ impl TableWriter {
             return Ok(());
         }
         self.rows += batch.num_rows() as u64;
-        let sent = self
-            .tx
-            .as_ref()
-            .is_some_and(|tx| tx.send(batch.clone()).is_ok());
-        if !sent {
-            // The worker stopped: its error says why.
-            return self.join().and(Err(Error::Io {
+        if self.worker.is_some() {
+            return self.send(batch.clone());
+        }
+        if self.finished {
+            return Err(Error::Io {
                 path: self.def.name.into(),
-                source: std::io::Error::other("parquet writer thread stopped"),
-            }));
+                source: std::io::Error::other("parquet writer already closed"),
+            });
+        }
+        self.held_bytes += slice_bytes(batch);
+        self.held.push(batch.clone());
+        if self.held_bytes >= SMALL_TABLE_BYTES {
+            self.start()?;
         }
         Ok(())
     }
@@ -410,8 +485,18 @@ impl TableWriter {
         self.rows
     }
 
+    /// Finishes the file: the worker's, or the held batches written here.
     fn join(&mut self) -> Result<()> {
         self.tx = None;
+        if self.worker.is_none() && !self.finished {
+            self.finished = true;
+            let mut enc = RowGroupEncoder::create(self.def, &self.path, true)?;
+            for b in std::mem::take(&mut self.held) {
+                enc.write(b)?;
+            }
+            return enc.close();
+        }
+        self.finished = true;
         match self.worker.take() {
             Some(h) => h.join().unwrap_or_else(|_| {
                 Err(Error::Io {
@@ -648,4 +733,77 @@ pub fn replace_table_with(
         let _ = fs::remove_file(&tmp);
     }
     result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow::array::{Int32Array, StringArray};
+    use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+    use std::sync::Arc;
+
+    fn meta_batch(rows: usize, len: usize) -> RecordBatch {
+        let def = &crate::schema::CAPTURE_META;
+        let value = "v".repeat(len);
+        RecordBatch::try_new(
+            def.schema(),
+            vec![
+                Arc::new(Int32Array::from_iter_values((0..rows).map(|i| i as i32))),
+                Arc::new(StringArray::from_iter_values(
+                    (0..rows).map(|i| format!("k{i}")),
+                )),
+                Arc::new(StringArray::from_iter_values(
+                    (0..rows).map(|_| value.as_str()),
+                )),
+            ],
+        )
+        .unwrap()
+    }
+
+    /// (rows, compression of the first column chunk) of a written table.
+    fn written(path: &Path) -> (usize, Option<Compression>) {
+        let b = ParquetRecordBatchReaderBuilder::try_new(File::open(path).unwrap()).unwrap();
+        let md = b.metadata().clone();
+        let rows = b.build().unwrap().map(|b| b.unwrap().num_rows()).sum();
+        let c = (md.num_row_groups() > 0).then(|| md.row_group(0).column(0).compression());
+        (rows, c)
+    }
+
+    #[test]
+    fn small_tables_are_written_at_close_uncompressed_large_ones_streamed_with_zstd() {
+        let d = tempfile::tempdir().unwrap();
+        let def = &crate::schema::CAPTURE_META;
+        // A few rows, from builders with spare capacity: held, then written
+        // at close without compression.
+        let small = d.path().join("small.parquet");
+        let mut w = TableWriter::create(def, &small).unwrap();
+        w.write(&meta_batch(5, 10)).unwrap();
+        assert!(
+            w.worker.is_none() && !small.exists(),
+            "a small table waits for close"
+        );
+        assert_eq!(w.close().unwrap(), 5);
+        assert_eq!(written(&small), (5, Some(Compression::UNCOMPRESSED)));
+        // No rows at all: a file with the schema and no row group.
+        let empty = d.path().join("empty.parquet");
+        TableWriter::create(def, &empty).unwrap().close().unwrap();
+        assert_eq!(written(&empty), (0, None));
+        // Past SMALL_TABLE_BYTES: a worker, zstd.
+        let large = d.path().join("large.parquet");
+        let mut w = TableWriter::create(def, &large).unwrap();
+        for _ in 0..3 {
+            w.write(&meta_batch(1000, 500)).unwrap();
+        }
+        assert!(w.worker.is_some(), "1.5 MB of rows start the worker");
+        assert_eq!(w.close().unwrap(), 3000);
+        let (rows, c) = written(&large);
+        assert_eq!(rows, 3000);
+        assert!(matches!(c, Some(Compression::ZSTD(_))), "{c:?}");
+        // Dropped without close: the file is finished all the same.
+        let dropped = d.path().join("dropped.parquet");
+        let mut w = TableWriter::create(def, &dropped).unwrap();
+        w.write(&meta_batch(3, 1)).unwrap();
+        drop(w);
+        assert_eq!(written(&dropped).0, 3);
+    }
 }
