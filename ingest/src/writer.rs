@@ -738,26 +738,28 @@ pub fn replace_table_with(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use arrow::array::{Int32Array, StringArray};
+    use crate::columns::batch;
+    use arrow::array::{Int32Builder, StringBuilder};
     use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-    use std::sync::Arc;
+
+    crate::table_columns! {
+        #[derive(Default)]
+        struct MetaCols for crate::schema::CAPTURE_META {
+            source_id: Int32Builder,
+            key: StringBuilder,
+            value: StringBuilder,
+        }
+    }
 
     fn meta_batch(rows: usize, len: usize) -> RecordBatch {
-        let def = &crate::schema::CAPTURE_META;
+        let mut c = MetaCols::default();
         let value = "v".repeat(len);
-        RecordBatch::try_new(
-            def.schema(),
-            vec![
-                Arc::new(Int32Array::from_iter_values((0..rows).map(|i| i as i32))),
-                Arc::new(StringArray::from_iter_values(
-                    (0..rows).map(|i| format!("k{i}")),
-                )),
-                Arc::new(StringArray::from_iter_values(
-                    (0..rows).map(|_| value.as_str()),
-                )),
-            ],
-        )
-        .unwrap()
+        for i in 0..rows {
+            c.source_id.append_value(i as i32);
+            c.key.append_value(format!("k{i}"));
+            c.value.append_value(&value);
+        }
+        batch(&mut c).unwrap()
     }
 
     /// (rows, compression of the first column chunk) of a written table.
