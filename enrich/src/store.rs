@@ -535,16 +535,7 @@ impl Rows {
         // A part of a few functions' facts is written uncompressed:
         // parquet sets up a zstd context per column chunk (for writing and
         // again for reading), which cost more than such a part's bytes.
-        let bytes: usize = batch
-            .columns()
-            .iter()
-            .map(|c| {
-                c.to_data()
-                    .get_slice_memory_size()
-                    .unwrap_or(usize::MAX / 16)
-            })
-            .sum();
-        let compression = if bytes < SMALL_PART_BYTES {
+        let compression = if trawl_ingest::writer::slice_bytes(&batch) < SMALL_PART_BYTES {
             parquet::basic::Compression::UNCOMPRESSED
         } else {
             parquet::basic::Compression::ZSTD(Default::default())

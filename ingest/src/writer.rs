@@ -386,7 +386,7 @@ impl RowGroupEncoder {
 
 /// The Arrow memory of a batch's rows (not of its builders' spare
 /// capacity, which a batch of a few rows can hold megabytes of).
-fn slice_bytes(batch: &RecordBatch) -> usize {
+pub fn slice_bytes(batch: &RecordBatch) -> usize {
     batch
         .columns()
         .iter()
