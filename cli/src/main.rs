@@ -2,6 +2,7 @@
 //! with SQL. This crate is glue: argument parsing, terminal output and exit
 //! codes; the work is in trawl-ingest, trawl-symbolize and trawl-query.
 
+mod alloc;
 mod cmd;
 mod output;
 mod symbols;
@@ -352,36 +353,14 @@ fn choice<T: Choice + Clone>() -> impl clap::builder::TypedValueParser<Value = T
     .map(|s| T::parse(&s).expect("a listed value"))
 }
 
-/// The allocator: mimalloc (Leijen, Zorn, de Moura, "Mimalloc: Free List
-/// Sharding in Action", 2019), whose heaps are per thread. glibc's gave
-/// threads that allocate at once arenas of their own and kept what was
-/// freed in them: symbolizing the 8 GB recording of bench/large.sh peaked
-/// at 949 MB resident for 450 MB of heap; held to one arena it made the
-/// threads of an archive ingest wait on its lock (100 short runs: 2.5 s,
-/// with mimalloc 0.9 s).
 #[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
-/// Memory freed is given back to the system at once, not after mimalloc's
-/// default delay (a second): the peak of a query or an ingest is then what
-/// it holds, not what it held (report hotspots of a 6.5 M-sample capture:
-/// 900 -> 725 MB resident; ingest 313 -> 240 MB; same speed). Not for an
-/// archive ingest, whose captures one after another reuse what the last
-/// freed (100 short runs: 2.2 s purging at once, 1.4 s with the delay).
-/// `MIMALLOC_PURGE_DELAY` in the environment wins.
-fn tune_allocator(cmd: &Cmd) {
-    if matches!(cmd, Cmd::Archive(cmd::archive::Archive::Ingest(_))) {
-        return;
-    }
-    // mi_option_purge_delay in mimalloc.h's mi_option_e (v3).
-    const PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
-    // SAFETY: sets an option of the allocator, read when it next purges.
-    unsafe { libmimalloc_sys::mi_option_set_default(PURGE_DELAY, 0) };
-}
+static GLOBAL: alloc::Chosen = alloc::Chosen;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    tune_allocator(&cli.cmd);
+    if matches!(cli.cmd, Cmd::Archive(cmd::archive::Archive::Ingest(_))) {
+        alloc::use_mimalloc();
+    }
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
