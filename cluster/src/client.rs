@@ -16,14 +16,15 @@ use std::sync::Arc;
 use ballista_core::extension::{SessionConfigExt, SessionStateExt};
 use datafusion::catalog::{Session as DfSession, TableProvider};
 use datafusion::common::plan_err;
-use datafusion::common::tree_node::TreeNodeRecursion;
+use datafusion::common::tree_node::{Transformed, TreeNodeRecursion};
 use datafusion::datasource::source_as_provider;
 use datafusion::error::Result;
 use datafusion::execution::context::QueryPlanner;
 use datafusion::execution::SessionStateBuilder;
-use datafusion::logical_expr::{LogicalPlan, WriteOp};
+use datafusion::logical_expr::{LogicalPlan, LogicalPlanBuilder, WriteOp};
 use datafusion::physical_plan::ExecutionPlan;
-use datafusion::prelude::{SessionConfig, SessionContext};
+use datafusion::prelude::{ident, SessionConfig, SessionContext};
+use trawl_query::stack_cost::StackKeyCost;
 use trawl_query::tables::LazyTable;
 
 use crate::codec::{LogicalCodec, PhysicalCodec};
@@ -98,6 +99,7 @@ impl QueryPlanner for Prepare {
         plan: &LogicalPlan,
         session: &dyn DfSession,
     ) -> Result<Arc<dyn ExecutionPlan>> {
+        let plan = &in_sql(plan, session).await?;
         if let Some(why) = refusal(plan)? {
             return plan_err!("not run on a cluster: {why}; run it without --cluster");
         }
@@ -108,6 +110,49 @@ impl QueryPlanner for Prepare {
         }
         self.inner.create_physical_plan(plan, session).await
     }
+}
+
+/// `plan` with every table computed by a trawl operator the executors do
+/// not have ([`StackKeyCost`]) replaced by the same rows in DataFusion's
+/// own operators.
+async fn in_sql(plan: &LogicalPlan, session: &dyn DfSession) -> Result<LogicalPlan> {
+    let mut found = Vec::new();
+    plan.apply_with_subqueries(|p| {
+        if let LogicalPlan::TableScan(s) = p {
+            let t = source_as_provider(&s.source)?;
+            if t.as_ref().is::<StackKeyCost>() {
+                found.push(t);
+            }
+        }
+        Ok(TreeNodeRecursion::Continue)
+    })?;
+    if found.is_empty() {
+        return Ok(plan.clone());
+    }
+    let mut plans = Vec::new();
+    for t in found {
+        if let Some(k) = t.as_ref().downcast_ref::<StackKeyCost>() {
+            let sql = k.sql_plan(session).await?;
+            plans.push((t.clone(), sql));
+        }
+    }
+    plan.clone()
+        .transform_up_with_subqueries(|p| {
+            let LogicalPlan::TableScan(scan) = &p else {
+                return Ok(Transformed::no(p));
+            };
+            let t = source_as_provider(&scan.source)?;
+            let Some((_, sql)) = plans.iter().find(|(k, _)| Arc::ptr_eq(k, &t)) else {
+                return Ok(Transformed::no(p));
+            };
+            let mut b = LogicalPlanBuilder::from(sql.clone());
+            if let Some(proj) = &scan.projection {
+                let fields = t.schema();
+                b = b.project(proj.iter().map(|&i| ident(fields.field(i).name())))?;
+            }
+            Ok(Transformed::yes(b.alias(scan.table_name.clone())?.build()?))
+        })
+        .map(|t| t.data)
 }
 
 /// Every table `plan` scans, subqueries included.

@@ -28,6 +28,11 @@ pub const THREAD_STATE: &str = include_str!("../analyses/perf/thread_state.sql")
 /// `_stack_position` (stack positions ordered for callers/callees).
 pub const STACK_WEIGHT: &str = include_str!("../analyses/perf/stack_weight.sql");
 
+/// View `_hotspot_key`: every frame and inline level with the key
+/// `hotspots` groups it under (its placeholders: `by`, `inline`,
+/// `capture`).
+pub const HOTSPOT_KEY_VIEW: &str = include_str!("../analyses/perf/hotspot_key.sql");
+
 /// The sample selection every stack analysis takes (stack_weight.sql).
 macro_rules! sample_params {
     ($($p:expr),* $(,)?) => {
@@ -89,6 +94,29 @@ pub static HOTSPOTS: Spec = Spec {
         INLINE,
     ),
     columns: Some(hotspot_columns),
+    inputs: Some(crate::stack_cost::inputs),
+};
+
+/// `hotspot_key(by, ...)`: what hotspots groups each frame's cost under.
+pub static HOTSPOT_KEY: Spec = Spec {
+    name: "hotspot_key",
+    doc: "The key (function, module, srcline, line or address) hotspots gives every frame and inline level.",
+    sql: "SELECT * FROM _hotspot_key",
+    positional: 1,
+    params: &[
+        Param {
+            name: "by",
+            kind: Kind::Text,
+            doc: "function (default), module, srcline, line or address",
+        },
+        INLINE,
+        Param {
+            name: "capture",
+            kind: Kind::TextList,
+            doc: "only these captures",
+        },
+    ],
+    columns: None,
     inputs: None,
 };
 
@@ -245,6 +273,7 @@ pub static ANNOTATE: Spec = Spec {
 pub static SPECS: &[&Spec] = &[
     &STACK_WEIGHT_FN,
     &SELECTED_SAMPLE_FN,
+    &HOTSPOT_KEY,
     &HOTSPOTS,
     &CALLERS,
     &CALLEES,

@@ -274,18 +274,7 @@ impl SqlFunction {
 
     /// The plan of a call with these arguments.
     pub fn call_plan(&self, bound: &Bound) -> DfResult<LogicalPlan> {
-        let values: HashMap<String, ScalarValue> = bound
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.clone()))
-            .collect();
-        // Bound parameters change types and what may be null: every
-        // node's schema is derived again.
-        let plan = self
-            .plan
-            .clone()
-            .with_param_values(ParamValues::from(values))?
-            .transform_up(|p| Ok(Transformed::yes(p.recompute_schema()?)))?
-            .data;
+        let plan = bind_plan(self.plan.clone(), bound)?;
         let plan = match self.spec.inputs {
             Some(inputs) => replace_tables(plan, inputs(bound, &self.shared)?)?,
             None => plan,
@@ -334,6 +323,29 @@ impl TableFunctionImpl for SqlFunction {
     }
 }
 
+/// `plan` with its placeholders bound to `bound`.
+pub(crate) fn bind_plan(plan: LogicalPlan, bound: &Bound) -> DfResult<LogicalPlan> {
+    let values: HashMap<String, ScalarValue> = bound
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.clone()))
+        .collect();
+    // Bound parameters change types and what may be null: every node's
+    // schema is derived again.
+    Ok(plan
+        .with_param_values(ParamValues::from(values))?
+        .transform_up(|p| Ok(Transformed::yes(p.recompute_schema()?)))?
+        .data)
+}
+
+/// The arguments of a call that gives none: every parameter of `spec`
+/// NULL (the defaults).
+pub(crate) fn unbound(spec: &Spec) -> DfResult<Bound> {
+    spec.params
+        .iter()
+        .map(|p| Ok((p.name, p.kind.null()?)))
+        .collect()
+}
+
 /// Replaces the scans of the tables named in `tables` by scans of the
 /// providers given.
 pub(crate) fn replace_tables(
@@ -360,7 +372,7 @@ pub(crate) fn replace_tables(
 
 /// Replaces every scan of a view by the view's plan, so the placeholders
 /// of views an analysis reads are bound with the analysis's own.
-fn inline_views(plan: LogicalPlan) -> DfResult<LogicalPlan> {
+pub(crate) fn inline_views(plan: LogicalPlan) -> DfResult<LogicalPlan> {
     plan.transform_up_with_subqueries(|p| {
         let LogicalPlan::TableScan(scan) = &p else {
             return Ok(Transformed::no(p));

@@ -34,6 +34,7 @@ pub mod power;
 pub mod power_calls;
 pub mod profile;
 pub mod ranges;
+pub mod stack_cost;
 pub mod tables;
 pub mod time;
 pub mod timeline;
@@ -299,7 +300,15 @@ impl Session {
         s.run_script(analyses::FRAME_NAME).await?;
         s.run_script(analyses::SAMPLE_SYMBOLIZED).await?;
         s.run_script(analyses::STACK_WEIGHT).await?;
+        s.run_script(analyses::HOTSPOT_KEY_VIEW).await?;
         s.run_script(analyses::THREAD_STATE).await?;
+        s.ctx.register_table(
+            stack_cost::NAME,
+            Arc::new(stack_cost::table(
+                &functions::unbound(&analyses::HOTSPOTS)?,
+                &s.shared,
+            )),
+        )?;
         functions::register(&s, analyses::SPECS).await?;
         lbr::register(&s).await?;
         memory::register(&s).await?;

@@ -330,6 +330,7 @@ fn functions_lists_every_analysis_and_each_runs() {
         [
             "stack_weight",
             "selected_sample",
+            "hotspot_key",
             "hotspots",
             "callers",
             "callees",
@@ -369,6 +370,7 @@ fn functions_lists_every_analysis_and_each_runs() {
     for call in [
         "stack_weight()",
         "selected_sample()",
+        "hotspot_key('function')",
         "diff('function', 'base', 'cap', 'new', 'cap')",
         "hotspots('function')",
         "callers('main')",

@@ -1,0 +1,43 @@
+-- _hotspot_key: what hotspots groups a frame's cost under. Every frame of
+-- the captures (and, with $inline, every inline level of it) with its key;
+-- level 0 is where the instruction is (the leaf of a sample's stack). The
+-- table function `hotspot_key(by, ...)` reads it.
+--
+-- Parameters: $by (`function` (default), `module`, `srcline`, `line`,
+-- `address`), $inline (default true: inline levels count as functions of
+-- their own, perf report --inline), $capture (only these captures). The
+-- key is (key1, key2, key3): function and module; module; srcline and
+-- module; function, file and line; `function @ 0xREL_PC` and module.
+CREATE OR REPLACE VIEW _hotspot_key AS
+WITH frame_key AS (
+  SELECT capture, frame_id, inline_depth AS level, function, module, file, line, srcline, rel_pc
+  FROM frame_line WHERE COALESCE($inline, true)
+    AND ($capture IS NULL OR array_has($capture, capture))
+  UNION ALL                         -- without inline levels: the real function
+  SELECT capture, frame_id, 0, function, module, NULL, NULL, NULL, rel_pc
+  FROM frame_line WHERE NOT COALESCE($inline, true) AND NOT inlined
+    AND ($capture IS NULL OR array_has($capture, capture))
+    AND COALESCE($by, 'function') NOT IN ('srcline', 'line')
+  UNION ALL                         -- ... and the source line of the address
+  SELECT capture, frame_id, 0, function, module, file, line, srcline, rel_pc
+  FROM frame_name WHERE NOT COALESCE($inline, true)
+    AND ($capture IS NULL OR array_has($capture, capture))
+    AND COALESCE($by, 'function') IN ('srcline', 'line')
+)
+SELECT
+  capture,                                      -- capture
+  frame_id,                                     -- frame.frame_id
+  level,                                        -- inline level: 0 is the innermost
+  CASE COALESCE($by, 'function')
+    WHEN 'module' THEN module
+    WHEN 'srcline' THEN srcline
+    WHEN 'address' THEN concat(function, ' @ 0x', to_hex(rel_pc))
+    ELSE function
+  END AS key1,                                  -- function, module, srcline or address
+  CASE COALESCE($by, 'function')
+    WHEN 'module' THEN NULL
+    WHEN 'line' THEN file
+    ELSE module
+  END AS key2,                                  -- module (by line: the source file)
+  CASE WHEN $by = 'line' THEN line END AS key3  -- source line (by line)
+FROM frame_key;
