@@ -556,7 +556,8 @@ pub(crate) async fn call_with_tables(
     else {
         return Err(Error::Usage(format!("{name} is not a SQL analysis")));
     };
-    let plan = crate::functions::replace_tables(f.call_plan(&f.bind(args)?)?, tables)?;
+    let plan =
+        crate::functions::replace_tables(f.call_plan(&s.ctx.state(), &f.bind(args)?)?, tables)?;
     Ok(DataFrame::new(s.ctx.state(), plan))
 }
 

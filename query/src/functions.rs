@@ -151,10 +151,11 @@ pub struct Spec {
     pub inputs: Option<Inputs>,
 }
 
-/// A registered analysis: its spec and the plan of its SQL.
+/// A registered analysis: its spec and, once it was first called, the plan
+/// of its SQL.
 pub struct SqlFunction {
     spec: &'static Spec,
-    plan: LogicalPlan,
+    plan: std::sync::OnceLock<LogicalPlan>,
     shared: Arc<crate::Shared>,
 }
 
@@ -165,15 +166,34 @@ impl std::fmt::Debug for SqlFunction {
 }
 
 impl SqlFunction {
-    /// Plans `spec`'s SQL in `s` (the tables and views it reads must be
-    /// registered; no data is read).
-    pub async fn plan(s: &Session, spec: &'static Spec) -> Result<SqlFunction> {
-        let plan = s.ctx.state().create_logical_plan(spec.sql).await?;
-        Ok(SqlFunction {
+    /// The analysis `spec` of the session `s`; its SQL is planned when it
+    /// is first called (a session opened for one report plans only what
+    /// that report calls).
+    pub fn new(s: &Session, spec: &'static Spec) -> SqlFunction {
+        SqlFunction {
             spec,
-            plan: inline_views(plan)?,
+            plan: std::sync::OnceLock::new(),
             shared: s.shared.clone(),
-        })
+        }
+    }
+
+    /// The plan of the spec's SQL in the session of `state` (the tables and
+    /// views it reads are registered there; no data is read).
+    fn plan(&self, state: &dyn datafusion::catalog::Session) -> DfResult<&LogicalPlan> {
+        if let Some(p) = self.plan.get() {
+            return Ok(p);
+        }
+        let Some(state) = state
+            .as_any()
+            .downcast_ref::<datafusion::execution::SessionState>()
+        else {
+            return datafusion::common::internal_err!("{}: needs a SessionState", self.spec.name);
+        };
+        // Planning reads only the session's catalog (in memory): the future
+        // completes without waiting on anything.
+        let plan = futures::executor::block_on(state.create_logical_plan(self.spec.sql))?;
+        let plan = inline_views(plan)?;
+        Ok(self.plan.get_or_init(|| plan))
     }
 
     /// Reads a call's arguments.
@@ -272,9 +292,13 @@ impl SqlFunction {
         Ok(out)
     }
 
-    /// The plan of a call with these arguments.
-    pub fn call_plan(&self, bound: &Bound) -> DfResult<LogicalPlan> {
-        let plan = bind_plan(self.plan.clone(), bound)?;
+    /// The plan of a call with these arguments, in the session of `state`.
+    pub fn call_plan(
+        &self,
+        state: &dyn datafusion::catalog::Session,
+        bound: &Bound,
+    ) -> DfResult<LogicalPlan> {
+        let plan = bind_plan(self.plan(state)?.clone(), bound)?;
         let plan = match self.spec.inputs {
             Some(inputs) => replace_tables(plan, inputs(bound, &self.shared)?)?,
             None => plan,
@@ -319,7 +343,10 @@ fn cast(spec: &Spec, p: &Param, v: ScalarValue) -> DfResult<ScalarValue> {
 impl TableFunctionImpl for SqlFunction {
     fn call_with_args(&self, args: TableFunctionArgs) -> DfResult<Arc<dyn TableProvider>> {
         let bound = self.bind(args.exprs())?;
-        Ok(Arc::new(ViewTable::new(self.call_plan(&bound)?, None)))
+        Ok(Arc::new(ViewTable::new(
+            self.call_plan(args.session(), &bound)?,
+            None,
+        )))
     }
 }
 
@@ -394,8 +421,48 @@ pub(crate) fn inline_views(plan: LogicalPlan) -> DfResult<LogicalPlan> {
 /// Registers `specs` as table functions of `s`.
 pub async fn register(s: &Session, specs: &[&'static Spec]) -> Result<()> {
     for spec in specs {
-        let f = SqlFunction::plan(s, spec).await?;
-        s.ctx.register_udtf(spec.name, Arc::new(f));
+        s.ctx
+            .register_udtf(spec.name, Arc::new(SqlFunction::new(s, spec)));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every registered analysis's SQL plans. Analyses are planned when
+    /// first called, so a file that no longer plans (a renamed column, a
+    /// view gone) would otherwise show only when someone calls it.
+    #[test]
+    fn every_analysis_plans() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let s = rt.block_on(Session::open(&[])).unwrap();
+        let state = s.ctx.state();
+        let mut planned = Vec::new();
+        for (name, f) in state.table_functions() {
+            let f = f.function().as_ref() as &dyn std::any::Any;
+            if let Some(f) = f.downcast_ref::<SqlFunction>() {
+                if let Err(e) = f.plan(&state) {
+                    panic!("{name}: {e}");
+                }
+                planned.push(name.clone());
+            }
+        }
+        for name in [
+            "hotspots",
+            "hotspot_key",
+            "callers",
+            "cause_cpu",
+            "pages",
+            "energy_by",
+        ] {
+            assert!(
+                planned.iter().any(|p| p == name),
+                "{name} not among {planned:?}"
+            );
+        }
+    }
 }

@@ -3,16 +3,17 @@
 //!
 //! A key's inclusive cost is the weight of the selected stacks that hold
 //! it anywhere, each stack counted once however often the key recurs in it
-//! (an event adds to a function's inclusive metric once per stack: "Oracle
-//! Solaris Studio Performance Analyzer", Oracle, 2013 — perf report
-//! --children does the same); its exclusive cost is the weight of the
+//! (an event adds to a function's inclusive metric once per stack, as in
+//! Oracle Solaris Studio 12.2's Performance Analyzer, "Mapping metrics to
+//! program structure", and perf report --children); its exclusive cost is the weight of the
 //! stacks whose leaf (depth 0, innermost inline level 0) has it. In SQL that
 //! is a join of every frame of every selected stack with its keys and a
 //! grouping by (stack, key): two hash joins and an aggregation over tens of
 //! millions of rows (2.9 s of a 3.6 M-sample capture's 485 K stacks). Here
-//! the stacks and the keys come from SQL as before — `stack_weight(...)`
+//! the samples and the keys come from SQL as before — `selected_sample(...)`
 //! chooses and weighs the samples, `hotspot_key(...)` names every frame —
-//! and one pass over `stack` gathers each stack's keys, dropping repeats.
+//! and one pass over the samples sums them per stack, one pass over `stack`
+//! gathers each selected stack's keys, dropping repeats.
 
 use std::fmt;
 use std::sync::Arc;
@@ -46,7 +47,7 @@ use crate::functions::Bound;
 /// The table's name in the session and in hotspots.sql.
 pub const NAME: &str = "_stack_key_cost";
 
-/// The selection parameters passed on to `stack_weight` and those passed
+/// The selection parameters passed on to `selected_sample` and those passed
 /// on to `hotspot_key`.
 const SELECTION: &[&str] = &[
     "event", "weight", "pid", "tid", "comm", "from_ns", "to_ns", "capture",
@@ -153,8 +154,10 @@ impl TableProvider for StackKeyCost {
                 Err(e) => Err(DataFusionError::Plan(format!("{NAME}: {e}"))),
             }
         };
-        let weights =
-            plan(crate::analyses::call(&s, "stack_weight", &self.selection).await).await?;
+        let samples = crate::analyses::call(&s, "selected_sample", &self.selection)
+            .await
+            .and_then(|df| Ok(df.select_columns(&["capture", "stack_id", "cost"])?));
+        let samples = plan(samples).await?;
         let keys = plan(crate::analyses::call(&s, "hotspot_key", &self.keying).await).await?;
         let mut st = s.ctx.table("stack").await?.select(vec![
             col("capture"),
@@ -171,14 +174,14 @@ impl TableProvider for StackKeyCost {
         }
         let stacks = st.create_physical_plan().await?;
         Ok(Arc::new(StackKeyCostExec::new(
-            [weights, keys, stacks],
+            [samples, keys, stacks],
             projection.cloned(),
         )))
     }
 }
 
 /// Computes `_stack_key_cost` from its three inputs: the selected stacks'
-/// weights (`stack_weight`), every frame's keys (`hotspot_key`) and the
+/// samples (`selected_sample`), every frame's keys (`hotspot_key`) and the
 /// frames of the stacks (`stack`). One partition.
 #[derive(Debug)]
 pub struct StackKeyCostExec {
@@ -271,16 +274,15 @@ impl ExecutionPlan for StackKeyCostExec {
                 "{NAME}: no partition {partition}"
             )));
         }
-        let [weights, keys, stacks] = self
+        let [samples, keys, stacks] = self
             .inputs
             .clone()
             .map(|p| execute_stream(p, context.clone()));
-        let (weights, keys, stacks) = (weights?, keys?, stacks?);
+        let (samples, keys, stacks) = (samples?, keys?, stacks?);
         let projection = self.projection.clone();
         let rows = async move {
-            let weights: Vec<RecordBatch> = weights.try_collect().await?;
             let keys: Vec<RecordBatch> = keys.try_collect().await?;
-            let b = compute(&weights, &keys, stacks).await?;
+            let b = compute(samples, &keys, stacks).await?;
             match &projection {
                 Some(p) => Ok(b.project(p)?),
                 None => Ok(b),
@@ -293,9 +295,51 @@ impl ExecutionPlan for StackKeyCostExec {
     }
 }
 
-/// Ids (capture index, id) to dense indexes.
-#[derive(Default)]
-struct Ids(FxHashMap<(u32, i64), u32>);
+/// Ids of each capture (stack ids, frame ids) to values: in a vector
+/// indexed by id where ids are small (trawl numbers stacks and frames from
+/// 0), else in a hash map.
+struct Ids<T: Copy> {
+    dense: Vec<Vec<Option<T>>>,
+    sparse: FxHashMap<(u32, i64), T>,
+}
+
+/// Ids below this go in the vectors (4 M entries a capture at most).
+const DENSE_IDS: i64 = 1 << 22;
+
+impl<T: Copy> Default for Ids<T> {
+    fn default() -> Self {
+        Ids {
+            dense: Vec::new(),
+            sparse: FxHashMap::default(),
+        }
+    }
+}
+
+impl<T: Copy> Ids<T> {
+    fn get(&self, capture: u32, id: i64) -> Option<T> {
+        if (0..DENSE_IDS).contains(&id) {
+            *self.dense.get(capture as usize)?.get(id as usize)?
+        } else {
+            self.sparse.get(&(capture, id)).copied()
+        }
+    }
+
+    fn insert(&mut self, capture: u32, id: i64, v: T) {
+        if (0..DENSE_IDS).contains(&id) {
+            let c = capture as usize;
+            if self.dense.len() <= c {
+                self.dense.resize_with(c + 1, Vec::new);
+            }
+            let d = &mut self.dense[c];
+            if d.len() <= id as usize {
+                d.resize(id as usize + 1, None);
+            }
+            d[id as usize] = Some(v);
+        } else {
+            self.sparse.insert((capture, id), v);
+        }
+    }
+}
 
 /// The captures met, by name, in order.
 #[derive(Default)]
@@ -342,29 +386,126 @@ fn int64(b: &RecordBatch, name: &str) -> DfResult<Int64Array> {
         .clone())
 }
 
+/// The cost per key, summed run by run of each stack's rows.
+struct Accumulator {
+    /// Per key: self samples, self weight, total samples, total weight.
+    cost: Vec<[i64; 4]>,
+    /// Per stack: its samples and weight.
+    n: Vec<i64>,
+    w: Vec<i64>,
+    /// Per stack: where its counted keys are in `kept` (start, length).
+    counted: Vec<Option<(u32, u32)>>,
+    /// Counted keys of the stacks (`key << 1 | exclusive`), stack by stack.
+    kept: Vec<u32>,
+    merged: Vec<u32>,
+}
+
+impl Accumulator {
+    /// Counts the keys of one run of stack `k`'s rows (`entries`, emptied).
+    fn count(&mut self, k: usize, entries: &mut Vec<u32>) {
+        // Each key once, exclusive when any of its entries is: sorted,
+        // an exclusive entry (bit 0 set) comes right after the others.
+        entries.sort_unstable();
+        let mut keys = std::mem::take(&mut self.merged);
+        keys.clear();
+        for &e in entries.iter() {
+            match keys.last_mut() {
+                Some(l) if *l >> 1 == e >> 1 => *l |= e & 1,
+                _ => keys.push(e),
+            }
+        }
+        entries.clear();
+        let (n, w) = (self.n[k], self.w[k]);
+        let old = match self.counted[k] {
+            Some((from, len)) => &self.kept[from as usize..(from + len) as usize],
+            None => &[],
+        };
+        // What this run adds to what was counted: new keys, and keys now
+        // found exclusive.
+        let mut union = Vec::with_capacity(if old.is_empty() {
+            0
+        } else {
+            old.len() + keys.len()
+        });
+        let (mut i, mut j) = (0, 0);
+        while i < keys.len() || j < old.len() {
+            let (a, b) = (keys.get(i).copied(), old.get(j).copied());
+            let (e, was) = match (a, b) {
+                (Some(a), Some(b)) if a >> 1 == b >> 1 => {
+                    i += 1;
+                    j += 1;
+                    (a | b, Some(b))
+                }
+                (Some(a), Some(b)) if a >> 1 < b >> 1 => {
+                    i += 1;
+                    (a, None)
+                }
+                (Some(a), None) => {
+                    i += 1;
+                    (a, None)
+                }
+                (_, Some(b)) => {
+                    j += 1;
+                    (b, Some(b))
+                }
+                (None, None) => unreachable!(),
+            };
+            let c = &mut self.cost[(e >> 1) as usize];
+            if was.is_none() {
+                c[2] += n;
+                c[3] += w;
+            }
+            if e & 1 == 1 && was.is_none_or(|b| b & 1 == 0) {
+                c[0] += n;
+                c[1] += w;
+            }
+            if !old.is_empty() {
+                union.push(e);
+            }
+        }
+        let start = self.kept.len() as u32;
+        if old.is_empty() {
+            self.kept.extend_from_slice(&keys);
+        } else {
+            self.kept.extend_from_slice(&union);
+        }
+        self.counted[k] = Some((start, self.kept.len() as u32 - start));
+        self.merged = keys;
+    }
+}
+
 /// The cost of every key the selected stacks hold.
 async fn compute(
-    weights: &[RecordBatch],
+    mut samples: SendableRecordBatchStream,
     keyed: &[RecordBatch],
     mut stack: SendableRecordBatchStream,
 ) -> DfResult<RecordBatch> {
     let mut caps = Captures::default();
 
-    // The selected stacks: their samples and weight.
-    let mut stacks = Ids::default();
+    // The selected samples per stack: how many, what they weigh.
+    let mut stacks: Ids<u32> = Ids::default();
     let (mut n, mut w): (Vec<i64>, Vec<i64>) = (Vec::new(), Vec::new());
-    for b in weights {
-        let c = caps.of(column(b, "capture")?)?;
-        let (id, bn, bw) = (int64(b, "stack_id")?, int64(b, "n")?, int64(b, "w")?);
+    while let Some(b) = samples.next().await {
+        let b = b?;
+        let c = caps.of(column(&b, "capture")?)?;
+        let (id, cost) = (int64(&b, "stack_id")?, int64(&b, "cost")?);
         for i in 0..b.num_rows() {
-            let next = stacks.0.len() as u32;
-            let k = *stacks.0.entry((c[i], id.value(i))).or_insert(next);
-            if k == next {
-                n.push(0);
-                w.push(0);
+            if id.is_null(i) {
+                continue;
             }
-            n[k as usize] += bn.value(i);
-            w[k as usize] += bw.value(i);
+            let k = match stacks.get(c[i], id.value(i)) {
+                Some(k) => k as usize,
+                None => {
+                    stacks.insert(c[i], id.value(i), n.len() as u32);
+                    n.push(0);
+                    w.push(0);
+                    n.len() - 1
+                }
+            };
+            n[k] += 1;
+            if cost.is_valid(i) {
+                w[k] += cost.value(i);
+            }
         }
     }
 
@@ -410,7 +551,7 @@ async fn compute(
     }
     drop(key_ids);
     frame_entries.sort_unstable();
-    let mut frames: FxHashMap<(u32, i64), (u32, u32)> = FxHashMap::default();
+    let mut frames: Ids<(u32, u32)> = Ids::default();
     let entries: Vec<u32> = frame_entries.iter().map(|e| e.2).collect();
     let mut start = 0;
     while start < frame_entries.len() {
@@ -419,13 +560,28 @@ async fn compute(
         while end < frame_entries.len() && frame_entries[end].0 == c && frame_entries[end].1 == f {
             end += 1;
         }
-        frames.insert((c, f), (start as u32, (end - start) as u32));
+        frames.insert(c, f, (start as u32, (end - start) as u32));
         start = end;
     }
     drop(frame_entries);
 
-    // One pass over the stacks' frames: each selected stack's entries.
-    let mut per_stack: Vec<Vec<u32>> = vec![Vec::new(); n.len()];
+    // One pass over the stacks' frames. A stack's rows come one after
+    // another (a run); each run's entries are reduced to its keys, once
+    // each, and counted. A stack whose rows are split in several runs (a
+    // scan's partitions may interleave) has its keys counted once all the
+    // same: its counted keys are kept, and a later run adds only the new.
+    let stacks_len = n.len();
+    let nkeys = keys.num_rows();
+    let mut acc = Accumulator {
+        cost: vec![[0i64; 4]; nkeys],
+        n,
+        w,
+        counted: vec![None; stacks_len],
+        kept: Vec::new(),
+        merged: Vec::new(),
+    };
+    let mut run: Option<u32> = None;
+    let mut scratch: Vec<u32> = Vec::new();
     while let Some(b) = stack.next().await {
         let b = b?;
         let c = caps.of(column(&b, "capture")?)?;
@@ -442,47 +598,33 @@ async fn compute(
             let k = match last {
                 Some((l, k)) if l == sid => k,
                 _ => {
-                    let k = stacks.0.get(&sid).copied();
+                    let k = stacks.get(sid.0, sid.1);
                     last = Some((sid, k));
                     k
                 }
             };
             let Some(k) = k else { continue };
-            let Some(&(from, len)) = frames.get(&(c[i], frame.value(i))) else {
+            if run != Some(k) {
+                if let Some(r) = run {
+                    acc.count(r as usize, &mut scratch);
+                }
+                run = Some(k);
+            }
+            let Some((from, len)) = frames.get(c[i], frame.value(i)) else {
                 continue;
             };
             let at_leaf = depth.is_valid(i) && depth.value(i) == 0;
-            let out = &mut per_stack[k as usize];
             for &e in &entries[from as usize..(from + len) as usize] {
                 // Only the leaf frame's innermost level is exclusive.
-                out.push(if at_leaf { e } else { e & !1 });
+                scratch.push(if at_leaf { e } else { e & !1 });
             }
         }
+    }
+    if let Some(r) = run {
+        acc.count(r as usize, &mut scratch);
     }
     drop(frames);
-
-    // Each key once per stack; exclusive when any of its entries is.
-    let nkeys = keys.num_rows();
-    let mut cost = vec![[0i64; 4]; nkeys];
-    for (k, mut e) in per_stack.into_iter().enumerate() {
-        e.sort_unstable();
-        let mut i = 0;
-        while i < e.len() {
-            let key = e[i] >> 1;
-            let mut leaf = false;
-            while i < e.len() && e[i] >> 1 == key {
-                leaf |= e[i] & 1 == 1;
-                i += 1;
-            }
-            let c = &mut cost[key as usize];
-            if leaf {
-                c[0] += n[k];
-                c[1] += w[k];
-            }
-            c[2] += n[k];
-            c[3] += w[k];
-        }
-    }
+    let cost = acc.cost;
 
     // The keys some selected stack holds, with their cost.
     let used: Vec<usize> = (0..nkeys)
@@ -496,4 +638,39 @@ async fn compute(
         )));
     }
     Ok(RecordBatch::try_new(fields, cols)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Keys counted once per stack, also when a stack's rows come in
+    /// several runs; exclusive when the leaf's innermost level has the key
+    /// in any run. Expected values worked by hand from the entries.
+    #[test]
+    fn each_key_once_per_stack_across_runs() {
+        let e = |key: u32, leaf: bool| key << 1 | u32::from(leaf);
+        let mut acc = Accumulator {
+            cost: vec![[0; 4]; 5],
+            n: vec![2, 1, 1],
+            w: vec![20, 5, 1],
+            counted: vec![None; 3],
+            kept: Vec::new(),
+            merged: Vec::new(),
+        };
+        // Stack 0: key 1 at the leaf and again up the stack (recursion),
+        // key 2; a later run of its rows adds key 2 again and key 3.
+        acc.count(0, &mut vec![e(1, true), e(2, false), e(1, false)]);
+        // Stack 1: key 2 at the leaf, key 3.
+        acc.count(1, &mut vec![e(2, true), e(3, false)]);
+        acc.count(0, &mut vec![e(2, false), e(3, false)]);
+        // Stack 2: key 4 found exclusive only in its second run.
+        acc.count(2, &mut vec![e(4, false)]);
+        acc.count(2, &mut vec![e(4, true)]);
+        assert_eq!(acc.cost[1], [2, 20, 2, 20]);
+        assert_eq!(acc.cost[2], [1, 5, 3, 25]);
+        assert_eq!(acc.cost[3], [0, 0, 3, 25]);
+        assert_eq!(acc.cost[4], [1, 1, 1, 1]);
+        assert_eq!(acc.cost[0], [0, 0, 0, 0]);
+    }
 }

@@ -1,7 +1,7 @@
 -- hotspots: which functions (modules, source lines, addresses) took the cost?
 -- Per key, the exclusive ("self": the key of the sample's leaf) and inclusive
 -- ("total": the key anywhere in the stack, counted once per sample even under
--- recursion) cost of the samples `_stack_weight` selects, as `perf report
+-- recursion) cost of the samples `_selected_sample` selects, as `perf report
 -- --no-children` / `--children` do. Percentages are shares of the selected
 -- samples' total weight (perf's Overhead column: the sum of the self
 -- weights, every sample having one leaf); sample counts are perf report
@@ -15,7 +15,8 @@
 -- module; module; srcline and module; function, file and line; address and
 -- module.
 -- The cost per key comes from `_stack_key_cost` (query/src/stack_cost.rs):
--- it joins the selected stacks (`_stack_weight`) with their frames (`stack`)
+-- it sums the selected samples (`_selected_sample`) per stack, joins the
+-- stacks with their frames (`stack`)
 -- and the frames with their keys (`hotspot_key`), and counts each key once
 -- per stack, in one pass over the stacks.
 WITH cost AS (
