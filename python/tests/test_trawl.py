@@ -109,6 +109,8 @@ CPU_RULE = "cpu_user+cpu_sys > 90 and runq > 2"
 CASES = [
     ("perf", "stack_weight", {}, "stack_weight()"),
     ("perf", "stack_weight", {"weight": "samples", "comm": ["hot"]}, "stack_weight('weight', 'samples', 'comm', 'hot')"),
+    ("perf", "hotspot_key", {"by": "function"}, "hotspot_key('function')"),
+    ("perf", "hotspot_key", {"by": "line", "inline": False}, "hotspot_key('line', 'inline', false)"),
     ("perf", "hotspots", {"by": "function"}, "hotspots('function')"),
     ("perf", "hotspots", {"by": "srcline", "inline": False}, "hotspots('srcline', 'inline', false)"),
     ("perf", "callers", {"function": "spin_a"}, "callers('spin_a')"),
