@@ -4,7 +4,7 @@
 //! An analysis is a query in `analyses/<area>/<name>.sql` that reads its
 //! inputs as `$name` placeholders (`WHERE ($pid IS NULL OR array_has($pid,
 //! pid))`); the file runs as written once the placeholders have values. It
-//! is planned once when the session opens (plans read no data), and each
+//! is planned once, when it is first called (plans read no data), and each
 //! call binds the arguments to the placeholders of that plan: no SQL text
 //! is ever built from arguments. A parameter not given is NULL, which the
 //! file reads as "no restriction" or "the default".
