@@ -4,6 +4,9 @@
 //! opens the captures in: Ballista's client planner (every query becomes a
 //! job of the scheduler) behind [`Prepare`], which, before a plan leaves:
 //!
+//! - replaces the tables trawl computes with an operator of its own
+//!   ([`StackKeyCost`], the input of `hotspots`) by the same rows in
+//!   DataFusion's operators, which the executors have;
 //! - refuses what cannot run there, naming it ([`refusal`]): statements that
 //!   write files (`COPY`, `INSERT`) and tables no codec carries;
 //! - computes the derived tables the plan reads ([`LazyTable`]: `time_base`,

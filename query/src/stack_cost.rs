@@ -148,11 +148,7 @@ impl TableProvider for StackKeyCost {
     ) -> DfResult<Arc<dyn ExecutionPlan>> {
         let s = crate::Session::over(state, self.shared.clone())?;
         let plan = |r: crate::Result<datafusion::prelude::DataFrame>| async move {
-            match r {
-                Ok(df) => df.create_physical_plan().await,
-                Err(crate::Error::DataFusion(e)) => Err(e),
-                Err(e) => Err(DataFusionError::Plan(format!("{NAME}: {e}"))),
-            }
+            r.map_err(to_df)?.create_physical_plan().await
         };
         let samples = crate::analyses::call(&s, "selected_sample", &self.selection)
             .await
@@ -296,15 +292,13 @@ impl ExecutionPlan for StackKeyCostExec {
 }
 
 /// Ids of each capture (stack ids, frame ids) to values: in a vector
-/// indexed by id where ids are small (trawl numbers stacks and frames from
-/// 0), else in a hash map.
+/// indexed by id while ids come about in order (trawl numbers stacks and
+/// frames from 0), else in a hash map, so that a few large ids (a capture
+/// written by another tool) cost no more than they hold.
 struct Ids<T: Copy> {
     dense: Vec<Vec<Option<T>>>,
     sparse: FxHashMap<(u32, i64), T>,
 }
-
-/// Ids below this go in the vectors (4 M entries a capture at most).
-const DENSE_IDS: i64 = 1 << 22;
 
 impl<T: Copy> Default for Ids<T> {
     fn default() -> Self {
@@ -317,61 +311,49 @@ impl<T: Copy> Default for Ids<T> {
 
 impl<T: Copy> Ids<T> {
     fn get(&self, capture: u32, id: i64) -> Option<T> {
-        if (0..DENSE_IDS).contains(&id) {
-            *self.dense.get(capture as usize)?.get(id as usize)?
-        } else {
-            self.sparse.get(&(capture, id)).copied()
-        }
+        let dense = usize::try_from(id)
+            .ok()
+            .and_then(|i| self.dense.get(capture as usize)?.get(i).copied().flatten());
+        dense.or_else(|| self.sparse.get(&(capture, id)).copied())
     }
 
     fn insert(&mut self, capture: u32, id: i64, v: T) {
-        if (0..DENSE_IDS).contains(&id) {
-            let c = capture as usize;
-            if self.dense.len() <= c {
-                self.dense.resize_with(c + 1, Vec::new);
+        let c = capture as usize;
+        if self.dense.len() <= c {
+            self.dense.resize_with(c + 1, Vec::new);
+        }
+        let d = &mut self.dense[c];
+        match usize::try_from(id) {
+            // The vector grows at most to twice what it holds (and 4 K).
+            Ok(i) if i < d.len() || i <= 2 * d.len() + 4096 => {
+                if d.len() <= i {
+                    d.resize(i + 1, None);
+                }
+                d[i] = Some(v);
             }
-            let d = &mut self.dense[c];
-            if d.len() <= id as usize {
-                d.resize(id as usize + 1, None);
+            _ => {
+                self.sparse.insert((capture, id), v);
             }
-            d[id as usize] = Some(v);
-        } else {
-            self.sparse.insert((capture, id), v);
         }
     }
 }
 
-/// The captures met, by name, in order.
+/// The captures met, by name, numbered in order of arrival.
 #[derive(Default)]
-struct Captures(Vec<String>);
+struct Captures(std::collections::HashMap<String, u32>);
 
 impl Captures {
-    /// The index of each row's capture (rows of one file share one name,
-    /// so consecutive rows are compared before anything is looked up).
+    /// The number of each row's capture.
     fn of(&mut self, a: &ArrayRef) -> DfResult<Vec<u32>> {
-        let a = cast(a, &DataType::Utf8)?;
-        let a = a.as_string::<i32>();
-        let mut out = Vec::with_capacity(a.len());
-        let mut last: Option<(&str, u32)> = None;
-        for i in 0..a.len() {
-            let name = if a.is_null(i) { "" } else { a.value(i) };
-            let idx = match last {
-                Some((l, idx)) if l == name => idx,
-                _ => {
-                    let idx = match self.0.iter().position(|c| c == name) {
-                        Some(p) => p as u32,
-                        None => {
-                            self.0.push(name.to_string());
-                            (self.0.len() - 1) as u32
-                        }
-                    };
-                    last = Some((name, idx));
-                    idx
-                }
-            };
-            out.push(idx);
-        }
-        Ok(out)
+        crate::string_ids(a, &mut self.0).map_err(to_df)
+    }
+}
+
+/// A trawl error as DataFusion's (the errors of a scan and a stream).
+fn to_df(e: crate::Error) -> DataFusionError {
+    match e {
+        crate::Error::DataFusion(e) => e,
+        e => DataFusionError::Plan(format!("{NAME}: {e}")),
     }
 }
 
@@ -643,6 +625,29 @@ async fn compute(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Ids in order go in the vectors; a large id goes in the map, and
+    /// stays found when the vector later grows past it.
+    #[test]
+    fn ids_small_and_large() {
+        let mut ids: Ids<u32> = Ids::default();
+        ids.insert(1, 3_000_000_000, 7);
+        for i in 0..10_000 {
+            ids.insert(0, i, i as u32);
+        }
+        ids.insert(0, 20_000, 1);
+        ids.insert(0, -5, 2);
+        for i in 10_000..30_000 {
+            ids.insert(0, i, 9);
+        }
+        assert!(ids.dense[1].is_empty());
+        assert_eq!(ids.get(1, 3_000_000_000), Some(7));
+        assert_eq!(ids.get(0, 9_999), Some(9_999));
+        assert_eq!(ids.get(0, -5), Some(2));
+        assert_eq!(ids.get(0, 20_000), Some(9));
+        assert_eq!(ids.get(0, 30_000), None);
+        assert_eq!(ids.get(2, 0), None);
+    }
 
     /// Keys counted once per stack, also when a stack's rows come in
     /// several runs; exclusive when the leaf's innermost level has the key

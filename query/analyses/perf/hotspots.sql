@@ -15,10 +15,9 @@
 -- module; module; srcline and module; function, file and line; address and
 -- module.
 -- The cost per key comes from `_stack_key_cost` (query/src/stack_cost.rs):
--- it sums the selected samples (`_selected_sample`) per stack, joins the
--- stacks with their frames (`stack`)
--- and the frames with their keys (`hotspot_key`), and counts each key once
--- per stack, in one pass over the stacks.
+-- it sums the selected samples (`_selected_sample`) per stack, then reads
+-- each stack's frames (`stack`) with their keys (`hotspot_key`) in one pass,
+-- counting each key once per stack.
 WITH cost AS (
   SELECT key1, key2, key3, self_n, self_w, total_n, total_w FROM _stack_key_cost
 )
