@@ -82,114 +82,254 @@ pub fn write(batches: &[RecordBatch], o: &OutputOpts) -> Result<()> {
             Ok(())
         }
         _ => {
-            let mut buf: Vec<u8> = Vec::new();
-            match o.format {
-                Format::Table if batches.iter().any(|b| b.num_rows() > 0) => {
-                    write_table(&batches, &mut buf)?;
-                }
-                Format::Table => {
-                    let t = trawl_ingest::arrow::util::pretty::pretty_format_batches(&batches)?;
-                    writeln!(buf, "{t}")?;
-                }
-                Format::Csv => {
-                    let mut w = trawl_ingest::arrow::csv::WriterBuilder::new()
-                        .with_header(true)
-                        .build(&mut buf);
-                    for b in &batches {
-                        w.write(b)?;
+            // Streamed to standard output, or to a temporary file renamed
+            // over FILE at the end (an interrupted run leaves no half file).
+            let tmp = o.output.as_deref().map(tmp_path);
+            let written = (|| -> Result<()> {
+                let mut sink: Box<dyn Write> = match &tmp {
+                    Some(t) => Box::new(std::io::BufWriter::new(
+                        std::fs::File::create(t)
+                            .with_context(|| format!("creating {}", t.display()))?,
+                    )),
+                    None => Box::new(std::io::BufWriter::new(std::io::stdout().lock())),
+                };
+                match o.format {
+                    Format::Table if batches.iter().any(|b| b.num_rows() > 0) => {
+                        write_table(&batches, &mut sink)?;
                     }
-                }
-                Format::Json => {
-                    let mut w = trawl_ingest::arrow::json::ArrayWriter::new(&mut buf);
-                    for b in &batches {
-                        w.write(b)?;
+                    Format::Table => {
+                        let t = trawl_ingest::arrow::util::pretty::pretty_format_batches(&batches)?;
+                        writeln!(sink, "{t}")?;
                     }
-                    w.finish()?;
-                    if buf.is_empty() {
-                        buf.extend_from_slice(b"[]");
+                    Format::Csv => {
+                        let mut w = trawl_ingest::arrow::csv::WriterBuilder::new()
+                            .with_header(true)
+                            .build(&mut sink);
+                        for b in &batches {
+                            w.write(b)?;
+                        }
                     }
-                    buf.push(b'\n');
+                    Format::Json if batches.iter().all(|b| b.num_rows() == 0) => {
+                        sink.write_all(b"[]\n")?;
+                    }
+                    Format::Json => {
+                        let mut w = trawl_ingest::arrow::json::ArrayWriter::new(&mut sink);
+                        for b in &batches {
+                            w.write(b)?;
+                        }
+                        w.finish()?;
+                        sink.write_all(b"\n")?;
+                    }
+                    Format::Parquet => unreachable!(),
                 }
-                Format::Parquet => unreachable!(),
+                sink.flush()?;
+                Ok(())
+            })();
+            if let Some(t) = &tmp {
+                if written.is_err() {
+                    let _ = std::fs::remove_file(t);
+                }
             }
-            match &o.output {
-                Some(p) => write_atomic(p, &buf)?,
-                None => {
-                    let mut out = std::io::stdout().lock();
-                    out.write_all(&buf)?;
-                    out.flush()?;
-                }
+            written?;
+            if let (Some(t), Some(p)) = (&tmp, &o.output) {
+                std::fs::rename(t, p).with_context(|| format!("renaming to {}", p.display()))?;
             }
             Ok(())
         }
     }
 }
 
+/// Cells wider than this many columns do not widen their column: they
+/// overflow it, shifting the rest of their row. A report of 200 K
+/// functions with a few 400-character C++ names was otherwise padded to
+/// 125 MB, most of it spaces (perf report pads its columns to the widest
+/// cell too, but prints the symbol, its only long column, last).
+const MAX_PADDED_WIDTH: usize = 100;
+
 /// The aligned table arrow's `pretty_format_batches` prints (`+---+`
 /// borders, cells left-aligned, nulls empty), written cell by cell: the
-/// cells are formatted once to measure the columns and again to write
-/// them, instead of holding every row as a table of strings (a report of
-/// 170 K rows took 1.4 s and 400 MB that way).
-fn write_table(batches: &[RecordBatch], out: &mut Vec<u8>) -> Result<()> {
+/// cells are measured once and written once, instead of holding every row
+/// as a table of strings (a report of 170 K rows took 1.4 s and 400 MB
+/// that way); string cells are measured and written as they are, others
+/// formatted by arrow. A column is as wide as its widest cell up to
+/// [`MAX_PADDED_WIDTH`]; wider cells overflow it.
+fn write_table(batches: &[RecordBatch], sink: &mut dyn Write) -> Result<()> {
+    use trawl_ingest::arrow::array::{Array, AsArray};
+    use trawl_ingest::arrow::datatypes::DataType;
     use trawl_ingest::arrow::util::display::{ArrayFormatter, FormatOptions};
     use unicode_width::UnicodeWidthStr;
-    let schema = batches[0].schema();
-    let opts = FormatOptions::default().with_display_error(true);
-    let mut width: Vec<usize> = schema.fields().iter().map(|f| f.name().width()).collect();
-    let mut cell = String::new();
-    for b in batches {
-        for (c, col) in b.columns().iter().enumerate() {
-            let f = ArrayFormatter::try_new(col.as_ref(), &opts)?;
-            for r in 0..b.num_rows() {
-                cell.clear();
-                std::fmt::Write::write_fmt(&mut cell, format_args!("{}", f.value(r)))?;
-                width[c] = width[c].max(cell.width());
+
+    /// A column's cells: strings as they are, the rest through arrow.
+    enum Cells<'a> {
+        Utf8(&'a dyn Array, fn(&dyn Array, usize) -> &str),
+        Other(ArrayFormatter<'a>),
+    }
+    fn utf8(a: &dyn Array, i: usize) -> &str {
+        a.as_string::<i32>().value(i)
+    }
+    fn large_utf8(a: &dyn Array, i: usize) -> &str {
+        a.as_string::<i64>().value(i)
+    }
+    fn utf8_view(a: &dyn Array, i: usize) -> &str {
+        a.as_string_view().value(i)
+    }
+    impl Cells<'_> {
+        /// Writes cell `r` into `buf` (cleared first) unless it is a
+        /// string, which is returned as it is.
+        fn text<'b>(&'b self, r: usize, buf: &'b mut String) -> Result<&'b str> {
+            match self {
+                Cells::Utf8(a, _) if a.is_null(r) => Ok(""),
+                Cells::Utf8(a, value) => Ok(value(*a, r)),
+                Cells::Other(f) => {
+                    buf.clear();
+                    std::fmt::Write::write_fmt(buf, format_args!("{}", f.value(r)))?;
+                    Ok(buf.as_str())
+                }
             }
         }
     }
-    let rule: String = {
-        let mut l = String::from("+");
-        for w in &width {
-            l.push_str(&"-".repeat(w + 2));
-            l.push('+');
+    let opts = FormatOptions::default().with_display_error(true);
+    fn cells<'a>(b: &'a RecordBatch, opts: &'a FormatOptions) -> Result<Vec<Cells<'a>>> {
+        b.columns()
+            .iter()
+            .map(|col| {
+                let a = col.as_ref();
+                Ok(match a.data_type() {
+                    DataType::Utf8 => Cells::Utf8(a, utf8),
+                    DataType::LargeUtf8 => Cells::Utf8(a, large_utf8),
+                    DataType::Utf8View => Cells::Utf8(a, utf8_view),
+                    _ => Cells::Other(ArrayFormatter::try_new(a, opts)?),
+                })
+            })
+            .collect()
+    }
+
+    let schema = batches[0].schema();
+    let mut width: Vec<usize> = schema.fields().iter().map(|f| f.name().width()).collect();
+    let mut buf = String::new();
+    for b in batches {
+        for (c, col) in cells(b, &opts)?.iter().enumerate() {
+            for r in 0..b.num_rows() {
+                let w = col.text(r, &mut buf)?.width();
+                if w <= MAX_PADDED_WIDTH && w > width[c] {
+                    width[c] = w;
+                }
+            }
         }
-        l.push('\n');
-        l
-    };
-    let row = |out: &mut Vec<u8>, cells: &mut dyn Iterator<Item = String>| {
+    }
+    let mut rule = String::from("+");
+    for w in &width {
+        rule.push_str(&"-".repeat(w + 2));
+        rule.push('+');
+    }
+    rule.push('\n');
+    let cell = |out: &mut Vec<u8>, w: usize, text: &str| {
+        out.push(b' ');
+        out.extend_from_slice(text.as_bytes());
+        out.extend(std::iter::repeat_n(
+            b' ',
+            w.saturating_sub(text.width()) + 1,
+        ));
         out.push(b'|');
-        for (w, text) in width.iter().zip(cells) {
-            out.push(b' ');
-            out.extend_from_slice(text.as_bytes());
-            out.extend(std::iter::repeat_n(b' ', w - text.width() + 1));
-            out.push(b'|');
-        }
-        out.push(b'\n');
     };
+    let mut out: Vec<u8> = Vec::with_capacity(1 << 20);
+    let out = &mut out;
     out.extend_from_slice(rule.as_bytes());
-    row(out, &mut schema.fields().iter().map(|f| f.name().clone()));
+    out.push(b'|');
+    for (f, w) in schema.fields().iter().zip(&width) {
+        cell(out, *w, f.name());
+    }
+    out.push(b'\n');
     out.extend_from_slice(rule.as_bytes());
     for b in batches {
-        let fmts = b
-            .columns()
-            .iter()
-            .map(|col| ArrayFormatter::try_new(col.as_ref(), &opts))
-            .collect::<Result<Vec<_>, _>>()?;
+        let cols = cells(b, &opts)?;
         for r in 0..b.num_rows() {
-            row(out, &mut fmts.iter().map(|f| f.value(r).to_string()));
+            out.push(b'|');
+            for (col, w) in cols.iter().zip(&width) {
+                cell(out, *w, col.text(r, &mut buf)?);
+            }
+            out.push(b'\n');
+            if out.len() >= 1 << 20 {
+                sink.write_all(out)?;
+                out.clear();
+            }
         }
     }
     out.extend_from_slice(rule.as_bytes());
+    sink.write_all(out)?;
     Ok(())
+}
+
+/// The temporary file `path` is written to before it is renamed.
+fn tmp_path(path: &std::path::Path) -> PathBuf {
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(".trawl-tmp");
+    path.with_file_name(name)
 }
 
 /// Writes `data` to `path` through a temporary file in the same directory
 /// and a rename, so an interrupted run leaves the old file or none.
 pub fn write_atomic(path: &std::path::Path, data: &[u8]) -> Result<()> {
-    let mut name = path.file_name().unwrap_or_default().to_os_string();
-    name.push(".trawl-tmp");
-    let tmp = path.with_file_name(name);
+    let tmp = tmp_path(path);
     std::fs::write(&tmp, data).with_context(|| format!("writing {}", tmp.display()))?;
     std::fs::rename(&tmp, path).with_context(|| format!("renaming to {}", path.display()))?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+    use trawl_ingest::arrow::array::{ArrayRef, Float64Array, Int64Array, StringArray};
+
+    fn batch(names: Vec<Option<String>>) -> RecordBatch {
+        let n = names.len();
+        RecordBatch::try_from_iter([
+            ("function", Arc::new(StringArray::from(names)) as ArrayRef),
+            (
+                "samples",
+                Arc::new(Int64Array::from_iter(
+                    (0..n as i64).map(|i| (i != 1).then_some(i * 1000)),
+                )),
+            ),
+            (
+                "pct",
+                Arc::new(Float64Array::from_iter_values(
+                    (0..n).map(|i| i as f64 / 2.0),
+                )),
+            ),
+        ])
+        .unwrap()
+    }
+
+    /// Tables of short cells are arrow's own pretty format, byte for byte.
+    #[test]
+    fn short_cells_print_as_arrows_pretty_format() {
+        let names = ["main", "", "qsort_r", "µs_λ_名前"].map(|s| Some(s.to_string()));
+        let mut names = names.to_vec();
+        names.push(None);
+        let batches = [batch(names.clone()), batch(names[..2].to_vec())];
+        let mut out = Vec::new();
+        write_table(&batches, &mut out).unwrap();
+        let expected = trawl_ingest::arrow::util::pretty::pretty_format_batches(&batches)
+            .unwrap()
+            .to_string();
+        assert_eq!(String::from_utf8(out).unwrap(), expected + "\n");
+    }
+
+    /// A cell wider than the cap overflows its column instead of widening
+    /// it: the other rows keep the width of the widest short cell.
+    #[test]
+    fn long_cells_overflow_their_column() {
+        let long = "x".repeat(MAX_PADDED_WIDTH + 50);
+        let batches = [batch(vec![Some("main".into()), Some(long.clone())])];
+        let mut out = Vec::new();
+        write_table(&batches, &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[0], "+----------+---------+-----+");
+        assert_eq!(lines[1], "| function | samples | pct |");
+        assert_eq!(lines[3], "| main     | 0       | 0.0 |");
+        assert_eq!(lines[4], format!("| {long} |         | 0.5 |"));
+    }
 }
