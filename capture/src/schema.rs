@@ -231,8 +231,8 @@ pub static DIAGNOSTIC: TableDef = TableDef {
     name: "diagnostic",
     doc: "Bad or unexpected input that a reader skipped or repaired: one row per problem (at most 100 per kind and input, then a summary row).",
     columns: &[
-        col!("source_id", Int32, "Input the problem was found in (`source.source_id`)."),
-        col!("source", Utf8, "Input path as named by the user."),
+        col!("source_id", Int32, "Input the problem was found in (`source.source_id`); -1 for a problem found after the inputs were read (a part of the symbol store that did not read back or could not be written: `kind` `symbol_store_damaged` or `symbol_store_unwritable`)."),
+        col!("source", Utf8, "Input path as named by the user (source_id -1: the file the problem is in)."),
         col!("byte_offset", Int64, null, "Byte offset in the input (binary formats); for data inside a compressed record, the record's offset."),
         col!("line", Int64, null, "1-based line number (text formats)."),
         col!("severity", Utf8, "`error` when data was lost or could not be interpreted, `warning` when something unusual was handled without loss."),

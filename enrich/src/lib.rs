@@ -483,7 +483,8 @@ impl Unwinder {
 /// What the enrichment stages did to a staged capture (`report`: one line
 /// each), the stages that failed (`problems`), and what went wrong with
 /// the symbol store (`warnings`: parts that did not read back and were
-/// learnt again, parts that could not be written).
+/// learnt again, parts that could not be written; also rows of the
+/// capture's `diagnostic` table).
 #[derive(Debug, Default)]
 pub struct Enriched {
     pub report: Vec<String>,
@@ -510,7 +511,21 @@ pub fn enrich(staging: &Path, cfg: &trawl_symbolize::Config, flat: bool) -> Enri
             .push(format!("placing mem_map symbols failed: {err:#}")),
     }
     if let Some(store) = &cfg.store {
-        e.warnings.extend(store.take_problems());
+        let problems = store.take_problems();
+        e.warnings.extend(problems.iter().map(|p| p.to_string()));
+        let rows: Vec<capture::LaterProblem<'_>> = problems
+            .iter()
+            .map(|p| capture::LaterProblem {
+                source: &p.path,
+                kind: p.kind,
+                message: &p.message,
+            })
+            .collect();
+        if let Err(err) = capture::append_diagnostics(staging, &rows) {
+            e.problems.push(format!(
+                "recording the symbol store's problems failed: {err:#}"
+            ));
+        }
     }
     e
 }

@@ -39,7 +39,7 @@ use parquet::file::properties::WriterProperties;
 use trawl_symbolize::dwarf::LineFrame;
 use trawl_symbolize::elf::{LoadSegments, Sym, SymbolMap, TableKind};
 use trawl_symbolize::facts::{Base, LineRange, ModuleFacts, Part};
-use trawl_symbolize::{FactStore, Kallsyms};
+use trawl_symbolize::{FactStore, Kallsyms, StoreProblem};
 
 /// The layout's version: parts of another version are not read.
 const VERSION: &str = "1";
@@ -50,7 +50,7 @@ const KEY_CHECK: &str = "trawl.symbol_store.check";
 #[derive(Debug)]
 pub struct SymbolStore {
     dir: PathBuf,
-    problems: Mutex<Vec<String>>,
+    problems: Mutex<Vec<StoreProblem>>,
 }
 
 /// Where the store is by default: `$XDG_CACHE_HOME/trawl/symbols`, else
@@ -128,7 +128,7 @@ impl SymbolStore {
         &self.dir
     }
 
-    fn problem(&self, p: String) {
+    fn problem(&self, p: StoreProblem) {
         self.problems
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -162,10 +162,11 @@ impl SymbolStore {
         match read {
             Ok(()) => true,
             Err(e) => {
-                self.problem(format!(
-                    "symbol store: {}: {e}; removed, its facts are learnt again",
-                    path.display()
-                ));
+                self.problem(StoreProblem {
+                    kind: "symbol_store_damaged",
+                    path: path.display().to_string(),
+                    message: format!("{e}; removed, its facts are learnt again"),
+                });
                 let _ = std::fs::remove_file(path);
                 false
             }
@@ -197,10 +198,11 @@ impl SymbolStore {
         })();
         if let Err(e) = res {
             let _ = std::fs::remove_file(&tmp);
-            self.problem(format!(
-                "symbol store: writing {}: {e}",
-                entry.join(&name).display()
-            ));
+            self.problem(StoreProblem {
+                kind: "symbol_store_unwritable",
+                path: entry.join(&name).display().to_string(),
+                message: format!("not written ({e}); learnt again next time"),
+            });
         }
     }
 }
@@ -338,7 +340,7 @@ impl FactStore for SymbolStore {
         self.write_part(key, "base", &rows);
     }
 
-    fn take_problems(&self) -> Vec<String> {
+    fn take_problems(&self) -> Vec<StoreProblem> {
         std::mem::take(&mut *self.problems.lock().unwrap_or_else(|e| e.into_inner()))
     }
 }
@@ -758,7 +760,8 @@ mod tests {
         assert!(s.load("build-id-abcd").is_none());
         let p = s.take_problems();
         assert_eq!(p.len(), 1, "{p:?}");
-        assert!(p[0].contains("learnt again"), "{p:?}");
+        assert_eq!(p[0].kind, "symbol_store_damaged");
+        assert!(p[0].message.contains("learnt again"), "{p:?}");
         assert!(!part.exists(), "removed");
         // A part whose rows do not match its checksum.
         let mut rows = Rows::default();
@@ -783,6 +786,6 @@ mod tests {
         std::fs::write(&part, kv_swapped).unwrap();
         assert!(s.load("build-id-abcd").is_none());
         let p = s.take_problems();
-        assert!(p.iter().any(|m| m.contains("checksum")), "{p:?}");
+        assert!(p.iter().any(|m| m.message.contains("checksum")), "{p:?}");
     }
 }

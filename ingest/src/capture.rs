@@ -437,6 +437,55 @@ pub fn write_symbol_files(dir: &Path, files: &[SymbolFileRow]) -> Result<()> {
     Ok(())
 }
 
+table_columns! {
+    #[derive(Default)]
+    struct DiagnosticCols for schema::DIAGNOSTIC {
+        source_id: Int32Builder,
+        source: StringBuilder,
+        byte_offset: Int64Builder,
+        line: Int64Builder,
+        severity: StringBuilder,
+        kind: StringBuilder,
+        message: StringBuilder,
+    }
+}
+
+/// A problem found after the inputs were read (the symbol store's), for
+/// the `diagnostic` table: `source_id` -1, no position, a warning.
+pub struct LaterProblem<'a> {
+    /// What the problem is in (a file's path).
+    pub source: &'a str,
+    pub kind: &'a str,
+    pub message: &'a str,
+}
+
+/// Adds `rows` to the capture's `diagnostic` table (kept as it is when
+/// `rows` is empty).
+pub fn append_diagnostics(dir: &Path, rows: &[LaterProblem<'_>]) -> Result<()> {
+    if rows.is_empty() {
+        return Ok(());
+    }
+    let def = &schema::DIAGNOSTIC;
+    let mut batches = if table_file(dir, def.name).is_file() {
+        read_table(dir, def)?
+    } else {
+        Vec::new()
+    };
+    let mut c = DiagnosticCols::default();
+    for r in rows {
+        c.source_id.append_value(-1);
+        c.source.append_value(r.source);
+        c.byte_offset.append_null();
+        c.line.append_null();
+        c.severity.append_value("warning");
+        c.kind.append_value(r.kind);
+        c.message.append_value(r.message);
+    }
+    batches.push(columns::batch(&mut c)?);
+    replace_table(dir, def, &batches)?;
+    Ok(())
+}
+
 /// A row of `mem_map`: (source_id, start, end, file offset, path).
 pub type MemMapRow = (i32, u64, u64, u64, String);
 

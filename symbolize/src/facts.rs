@@ -96,7 +96,26 @@ pub trait FactStore: Send + Sync + std::fmt::Debug {
     fn load_kernel(&self, key: &str) -> Option<Kallsyms>;
     fn save_kernel(&self, key: &str, k: &Kallsyms);
     /// What went wrong reading or writing the store since the last call.
-    fn take_problems(&self) -> Vec<String>;
+    fn take_problems(&self) -> Vec<StoreProblem>;
+}
+
+/// Something that went wrong with a part of a [`FactStore`]: none of it
+/// changes an answer (a part that does not read back is learnt again, a
+/// part that cannot be written is learnt again next time).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StoreProblem {
+    /// `symbol_store_damaged` (a part did not read back whole: removed,
+    /// learnt again) or `symbol_store_unwritable`.
+    pub kind: &'static str,
+    /// The part's file.
+    pub path: String,
+    pub message: String,
+}
+
+impl std::fmt::Display for StoreProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "symbol store: {}: {}", self.path, self.message)
+    }
 }
 
 /// Facts in memory, shared by a [`crate::Config`] and its clones (an

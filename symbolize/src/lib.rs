@@ -39,7 +39,7 @@ pub mod unwind;
 
 pub use demangle::demangle;
 pub use dwarf::LineFrame;
-pub use facts::{FactStore, ModuleFacts};
+pub use facts::{FactStore, ModuleFacts, StoreProblem};
 pub use find::Config;
 pub use kallsyms::Kallsyms;
 

@@ -169,6 +169,24 @@ fn a_store_part_cut_short_or_changed_is_reported_and_learnt_again() {
         assert!(err.contains("symbol store:"), "{damage}: {err}");
         assert!(err.contains("learnt again"), "{damage}: {err}");
         assert_eq!(tables(&cap), want, "{damage}: never a wrong name");
+        // ... and each damaged part is a row of the capture's diagnostics,
+        // naming the part.
+        let rows = sql_rows(
+            &cap,
+            "SELECT source_id, source, severity, kind FROM diagnostic WHERE source_id = -1",
+        );
+        assert!(!rows.is_empty(), "{damage}");
+        for r in &rows {
+            assert!(
+                r[1].ends_with(".parquet") && r[1].contains("trawl/symbols/"),
+                "{r:?}"
+            );
+            assert_eq!(
+                r[2..],
+                ["warning", "symbol_store_damaged"],
+                "{damage}: {r:?}"
+            );
+        }
         // Rebuilt: the next run reads it and says nothing.
         let cap = t.path().join(format!("after{i}"));
         let err = ok(trawl_in(
@@ -177,6 +195,10 @@ fn a_store_part_cut_short_or_changed_is_reported_and_learnt_again() {
         ));
         assert!(!err.contains("symbol store:"), "{damage}: {err}");
         assert_eq!(tables(&cap), want, "{damage}");
+        assert_eq!(
+            sql_scalar(&cap, "SELECT count(*) FROM diagnostic WHERE source_id = -1"),
+            "0"
+        );
     }
 }
 
