@@ -439,7 +439,7 @@ pub fn write_symbol_files(dir: &Path, files: &[SymbolFileRow]) -> Result<()> {
 
 table_columns! {
     #[derive(Default)]
-    struct DiagnosticCols for schema::DIAGNOSTIC {
+    pub(crate) struct DiagnosticCols for schema::DIAGNOSTIC {
         source_id: Int32Builder,
         source: StringBuilder,
         byte_offset: Int64Builder,

@@ -714,18 +714,6 @@ fn write_source_tables(
             value: StringBuilder,
         }
     }
-    table_columns! {
-        #[derive(Default)]
-        struct DiagnosticCols for schema::DIAGNOSTIC {
-            source_id: Int32Builder,
-            source: StringBuilder,
-            byte_offset: Int64Builder,
-            line: Int64Builder,
-            severity: StringBuilder,
-            kind: StringBuilder,
-            message: StringBuilder,
-        }
-    }
 
     let mut c = SourceCols::default();
     for (i, s) in inputs.iter().enumerate() {
@@ -748,7 +736,7 @@ fn write_source_tables(
     }
     cap.write_table(&mut c)?;
 
-    let mut c = DiagnosticCols::default();
+    let mut c = capture::DiagnosticCols::default();
     for (i, s) in inputs.iter().enumerate() {
         for d in &s.diagnostics {
             c.source_id.append_value(i as i32);
