@@ -23,10 +23,28 @@ use crate::{Error, Result};
 
 /// Every batch of a table of a capture (or archive) directory.
 pub fn read_table(dir: &Path, def: &TableDef) -> Result<Vec<RecordBatch>> {
+    read_columns(dir, def, None)
+}
+
+/// Every batch of a table, with only the columns named in `only` (all
+/// without it).
+fn read_columns(dir: &Path, def: &TableDef, only: Option<&[&str]>) -> Result<Vec<RecordBatch>> {
     let path = table_file(dir, def.name);
     let f = File::open(&path).map_err(|e| Error::io(&path, e))?;
     let reader = ParquetRecordBatchReaderBuilder::try_new(f)
-        .and_then(|b| b.with_batch_size(64 * 1024).build())
+        .and_then(|b| {
+            let b = match only {
+                Some(names) => {
+                    let mask = parquet::arrow::ProjectionMask::columns(
+                        b.parquet_schema(),
+                        names.iter().copied(),
+                    );
+                    b.with_projection(mask)
+                }
+                None => b,
+            };
+            b.with_batch_size(64 * 1024).build()
+        })
         .map_err(|source| Error::Parquet {
             path: path.clone(),
             source,
@@ -108,7 +126,7 @@ pub fn read_meta(dir: &Path) -> Result<Vec<(i32, String, String)>> {
 /// Calls `f(module_id, rel_pc, is_return)` for every frame with a module.
 fn each_frame(dir: &Path, mut f: impl FnMut(i64, u64, bool)) -> Result<()> {
     let def = &schema::FRAME;
-    for b in read_table(dir, def)? {
+    for b in read_columns(dir, def, Some(&["module_id", "rel_pc", "is_return"]))? {
         let m = col(&b, def, "module_id")?.as_primitive::<Int64Type>();
         let pc = col(&b, def, "rel_pc")?.as_primitive::<UInt64Type>();
         let ret = col(&b, def, "is_return")?.as_boolean();
@@ -123,24 +141,30 @@ fn each_frame(dir: &Path, mut f: impl FnMut(i64, u64, bool)) -> Result<()> {
 
 /// Distinct (module_id, address to look up) of all frames with a module:
 /// `rel_pc`, minus 1 for return addresses (as `symbol.rel_pc` documents).
-pub fn read_frame_addresses(dir: &Path) -> Result<BTreeSet<(i64, u64)>> {
-    let mut out = BTreeSet::new();
+/// In order.
+pub fn read_frame_addresses(dir: &Path) -> Result<Vec<(i64, u64)>> {
+    let mut out = Vec::new();
     each_frame(dir, |m, pc, ret| {
-        out.insert((m, pc.saturating_sub(u64::from(ret))));
+        out.push((m, pc.saturating_sub(u64::from(ret))));
     })?;
+    out.sort_unstable();
+    out.dedup();
     Ok(out)
 }
 
 /// Distinct (module_id, rel_pc) of the frames that are not return
 /// addresses (where an instruction was sampled: sample leaves, branch
 /// ends): the functions `instruction` decodes.
-pub fn read_ip_addresses(dir: &Path) -> Result<BTreeSet<(i64, u64)>> {
-    let mut out = BTreeSet::new();
+/// In order.
+pub fn read_ip_addresses(dir: &Path) -> Result<Vec<(i64, u64)>> {
+    let mut out = Vec::new();
     each_frame(dir, |m, pc, ret| {
         if !ret {
-            out.insert((m, pc));
+            out.push((m, pc));
         }
     })?;
+    out.sort_unstable();
+    out.dedup();
     Ok(out)
 }
 
