@@ -513,12 +513,14 @@ pub fn enrich(staging: &Path, cfg: &trawl_symbolize::Config, flat: bool) -> Enri
     if let Some(store) = &cfg.store {
         let problems = store.take_problems();
         e.warnings.extend(problems.iter().map(|p| p.to_string()));
-        let rows: Vec<capture::LaterProblem<'_>> = problems
-            .iter()
-            .map(|p| capture::LaterProblem {
-                source: &p.path,
+        let rows: Vec<trawl_ingest::Diagnostic> = problems
+            .into_iter()
+            .map(|p| trawl_ingest::Diagnostic {
+                source: p.path,
+                position: trawl_ingest::Position::None,
+                severity: trawl_ingest::Severity::Warning,
                 kind: p.kind,
-                message: &p.message,
+                message: p.message,
             })
             .collect();
         if let Err(err) = capture::append_diagnostics(staging, &rows) {

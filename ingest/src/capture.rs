@@ -139,9 +139,9 @@ fn each_frame(dir: &Path, mut f: impl FnMut(i64, u64, bool)) -> Result<()> {
     Ok(())
 }
 
-/// Distinct (module_id, address to look up) of all frames with a module:
-/// `rel_pc`, minus 1 for return addresses (as `symbol.rel_pc` documents).
-/// In order.
+/// Distinct (module_id, address to look up) of all frames with a module,
+/// sorted: `rel_pc`, minus 1 for return addresses (as `symbol.rel_pc`
+/// documents).
 pub fn read_frame_addresses(dir: &Path) -> Result<Vec<(i64, u64)>> {
     let mut out = Vec::new();
     each_frame(dir, |m, pc, ret| {
@@ -154,8 +154,7 @@ pub fn read_frame_addresses(dir: &Path) -> Result<Vec<(i64, u64)>> {
 
 /// Distinct (module_id, rel_pc) of the frames that are not return
 /// addresses (where an instruction was sampled: sample leaves, branch
-/// ends): the functions `instruction` decodes.
-/// In order.
+/// ends), sorted: the functions `instruction` decodes.
 pub fn read_ip_addresses(dir: &Path) -> Result<Vec<(i64, u64)>> {
     let mut out = Vec::new();
     each_frame(dir, |m, pc, ret| {
@@ -474,19 +473,26 @@ table_columns! {
     }
 }
 
-/// A problem found after the inputs were read (the symbol store's), for
-/// the `diagnostic` table: `source_id` -1, no position, a warning.
-pub struct LaterProblem<'a> {
-    /// What the problem is in (a file's path).
-    pub source: &'a str,
-    pub kind: &'a str,
-    pub message: &'a str,
+impl DiagnosticCols {
+    /// A row: diagnostic `d` of input `source_id`.
+    pub(crate) fn push(&mut self, source_id: i32, d: &crate::Diagnostic) {
+        self.source_id.append_value(source_id);
+        self.source.append_value(&d.source);
+        self.byte_offset
+            .append_option(d.position.byte_offset().map(|b| b as i64));
+        self.line.append_option(d.position.line().map(|l| l as i64));
+        self.severity.append_value(d.severity.as_str());
+        self.kind.append_value(d.kind);
+        self.message.append_value(&d.message);
+    }
 }
 
-/// Adds `rows` to the capture's `diagnostic` table (kept as it is when
-/// `rows` is empty).
-pub fn append_diagnostics(dir: &Path, rows: &[LaterProblem<'_>]) -> Result<()> {
-    if rows.is_empty() {
+/// Adds diagnostics found after the inputs were read (the symbol store's
+/// problems: `source` names the file they are in) to the capture's
+/// `diagnostic` table, with `source_id` -1 (kept as it is when `diags` is
+/// empty).
+pub fn append_diagnostics(dir: &Path, diags: &[crate::Diagnostic]) -> Result<()> {
+    if diags.is_empty() {
         return Ok(());
     }
     let def = &schema::DIAGNOSTIC;
@@ -496,14 +502,8 @@ pub fn append_diagnostics(dir: &Path, rows: &[LaterProblem<'_>]) -> Result<()> {
         Vec::new()
     };
     let mut c = DiagnosticCols::default();
-    for r in rows {
-        c.source_id.append_value(-1);
-        c.source.append_value(r.source);
-        c.byte_offset.append_null();
-        c.line.append_null();
-        c.severity.append_value("warning");
-        c.kind.append_value(r.kind);
-        c.message.append_value(r.message);
+    for d in diags {
+        c.push(-1, d);
     }
     batches.push(columns::batch(&mut c)?);
     replace_table(dir, def, &batches)?;

@@ -739,14 +739,7 @@ fn write_source_tables(
     let mut c = capture::DiagnosticCols::default();
     for (i, s) in inputs.iter().enumerate() {
         for d in &s.diagnostics {
-            c.source_id.append_value(i as i32);
-            c.source.append_value(&d.source);
-            c.byte_offset
-                .append_option(d.position.byte_offset().map(|b| b as i64));
-            c.line.append_option(d.position.line().map(|l| l as i64));
-            c.severity.append_value(d.severity.as_str());
-            c.kind.append_value(d.kind);
-            c.message.append_value(&d.message);
+            c.push(i as i32, d);
         }
     }
     cap.write_table(&mut c)?;
