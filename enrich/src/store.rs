@@ -22,6 +22,10 @@
 //! depth = inline level, name = function, file, line, column), `kallsyms`
 //! (lo = address, name). DuckDB reads it as it is:
 //! `SELECT * FROM 'STORE/build-id-*/*.parquet' WHERE kind = 'symbol'`.
+//!
+//! Decoded machine code (what `report annotate` shows) is kept per
+//! function in the entry's `code/` subdirectory, in a layout of its own
+//! (see `store/code.rs`), so that a function is decoded once per module.
 
 use std::hash::Hasher;
 use std::path::{Path, PathBuf};
@@ -36,10 +40,13 @@ use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::arrow::ArrowWriter;
 use parquet::file::metadata::KeyValue;
 use parquet::file::properties::WriterProperties;
+use trawl_symbolize::disasm::FunctionCode;
 use trawl_symbolize::dwarf::LineFrame;
 use trawl_symbolize::elf::{LoadSegments, Sym, SymbolMap, TableKind};
 use trawl_symbolize::facts::{Base, LineRange, ModuleFacts, Part};
 use trawl_symbolize::{FactStore, Kallsyms, StoreProblem};
+
+mod code;
 
 /// The layout's version: parts of another version are not read.
 const VERSION: &str = "1";
@@ -155,11 +162,17 @@ impl SymbolStore {
     /// Reads a part; a part that does not read back whole is reported and
     /// removed (it is learnt again).
     fn read_part(&self, path: &Path, each: &mut dyn FnMut(Row<'_>)) -> bool {
+        self.read_checked(path, &mut |p| read_rows(p, each))
+    }
+
+    /// Runs `read` on the part at `path`: a part it finds damaged (or on
+    /// which the Parquet reader fails) is reported and removed.
+    fn read_checked(&self, path: &Path, read: &mut dyn FnMut(&Path) -> Result<(), String>) -> bool {
         // A damaged file must not take the run down, whatever the Parquet
         // reader makes of it.
-        let read = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| read_rows(path, each)))
+        let res = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| read(path)))
             .unwrap_or_else(|_| Err("the Parquet reader failed on it".into()));
-        match read {
+        match res {
             Ok(()) => true,
             Err(e) => {
                 self.problem(StoreProblem {
@@ -176,6 +189,19 @@ impl SymbolStore {
     /// Writes `rows` as a new part of `key` (atomically: a temporary file
     /// renamed into the entry).
     fn write_part(&self, key: &str, prefix: &str, rows: &Rows) {
+        self.write_file(key, None, prefix, &|p| rows.write(p));
+    }
+
+    /// Writes a new file of `key`'s entry (in its subdirectory `sub` when
+    /// given) with `write`, atomically: written to `STORE/.tmp`, renamed
+    /// into the entry.
+    fn write_file(
+        &self,
+        key: &str,
+        sub: Option<&str>,
+        prefix: &str,
+        write: &dyn Fn(&Path) -> Result<(), String>,
+    ) {
         if !valid_key(key) {
             return;
         }
@@ -190,10 +216,13 @@ impl SymbolStore {
             SEQ.fetch_add(1, Ordering::Relaxed)
         );
         let tmp = self.dir.join(".tmp").join(&name);
-        let entry = self.dir.join(key);
+        let mut entry = self.dir.join(key);
+        if let Some(sub) = sub {
+            entry.push(sub);
+        }
         let res = (|| -> Result<(), String> {
             std::fs::create_dir_all(&entry).map_err(|e| e.to_string())?;
-            rows.write(&tmp)?;
+            write(&tmp)?;
             std::fs::rename(&tmp, entry.join(&name)).map_err(|e| e.to_string())
         })();
         if let Err(e) = res {
@@ -338,6 +367,37 @@ impl FactStore for SymbolStore {
             });
         }
         self.write_part(key, "base", &rows);
+    }
+
+    fn load_code(&self, key: &str, starts: &[u64]) -> Vec<FunctionCode> {
+        if !valid_key(key) || starts.is_empty() {
+            return Vec::new();
+        }
+        let Ok(rd) = std::fs::read_dir(self.dir.join(key).join(code::DIR)) else {
+            return Vec::new();
+        };
+        let mut parts: Vec<PathBuf> = rd
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|x| x == "parquet"))
+            .collect();
+        parts.sort();
+        let mut found = std::collections::BTreeMap::new();
+        for p in parts {
+            self.read_checked(&p, &mut |p| {
+                code::read(p, starts, &mut |f| {
+                    found.insert(f.address, f);
+                })
+            });
+        }
+        found.into_values().collect()
+    }
+
+    fn save_code(&self, key: &str, functions: &[FunctionCode]) {
+        if functions.is_empty() {
+            return;
+        }
+        self.write_file(key, Some(code::DIR), "code", &|p| code::write(p, functions));
     }
 
     fn take_problems(&self) -> Vec<StoreProblem> {
@@ -541,30 +601,86 @@ impl Rows {
             Arc::new(self.column.finish_cloned()),
         ];
         let batch = RecordBatch::try_new(schema(), cols).map_err(|e| e.to_string())?;
-        // A part of a few functions' facts is written uncompressed:
-        // parquet sets up a zstd context per column chunk (for writing and
-        // again for reading), which cost more than such a part's bytes.
-        let compression = if trawl_ingest::writer::slice_bytes(&batch) < SMALL_PART_BYTES {
-            parquet::basic::Compression::UNCOMPRESSED
-        } else {
-            parquet::basic::Compression::ZSTD(Default::default())
-        };
-        let props = WriterProperties::builder()
-            .set_compression(compression)
-            .set_key_value_metadata(Some(vec![
-                KeyValue::new(KEY_VERSION.into(), VERSION.to_string()),
-                KeyValue::new(
-                    KEY_CHECK.into(),
-                    format!("{}:{:016x}", self.n, self.hash.clone().finish()),
-                ),
-            ]))
-            .build();
-        let f = std::fs::File::create(path).map_err(|e| e.to_string())?;
-        let mut w = ArrowWriter::try_new(f, schema(), Some(props)).map_err(|e| e.to_string())?;
-        w.write(&batch).map_err(|e| e.to_string())?;
-        let f = w.into_inner().map_err(|e| e.to_string())?;
-        f.sync_all().map_err(|e| e.to_string())
+        write_checked(
+            path,
+            &batch,
+            VERSION,
+            format!("{}:{:016x}", self.n, self.hash.clone().finish()),
+            Vec::new(),
+        )
     }
+}
+
+/// Writes `batch` as a part at `path`, with its layout `version`, its rows'
+/// checksum `check` and `more` key-value metadata, synced.
+fn write_checked(
+    path: &Path,
+    batch: &RecordBatch,
+    version: &str,
+    check: String,
+    more: Vec<KeyValue>,
+) -> Result<(), String> {
+    // A part of a few functions' facts is written uncompressed: parquet
+    // sets up a zstd context per column chunk (for writing and again for
+    // reading), which cost more than such a part's bytes.
+    let compression = if trawl_ingest::writer::slice_bytes(batch) < SMALL_PART_BYTES {
+        parquet::basic::Compression::UNCOMPRESSED
+    } else {
+        parquet::basic::Compression::ZSTD(Default::default())
+    };
+    let mut kv = vec![
+        KeyValue::new(KEY_VERSION.into(), version.to_string()),
+        KeyValue::new(KEY_CHECK.into(), check),
+    ];
+    kv.extend(more);
+    let props = WriterProperties::builder()
+        .set_compression(compression)
+        .set_key_value_metadata(Some(kv))
+        .build();
+    let f = std::fs::File::create(path).map_err(|e| e.to_string())?;
+    let mut w = ArrowWriter::try_new(f, batch.schema(), Some(props)).map_err(|e| e.to_string())?;
+    w.write(batch).map_err(|e| e.to_string())?;
+    let f = w.into_inner().map_err(|e| e.to_string())?;
+    f.sync_all().map_err(|e| e.to_string())
+}
+
+/// A part opened for reading, its layout `version` and columns (`schema`)
+/// checked: the reader, and a lookup of its key-value metadata (the
+/// checksum is `KEY_CHECK`).
+fn open_checked(
+    path: &Path,
+    version: &str,
+    schema: &SchemaRef,
+) -> Result<
+    (
+        ParquetRecordBatchReaderBuilder<std::fs::File>,
+        Vec<KeyValue>,
+    ),
+    String,
+> {
+    let f = std::fs::File::open(path).map_err(|e| e.to_string())?;
+    let b = ParquetRecordBatchReaderBuilder::try_new(f).map_err(|e| e.to_string())?;
+    let kv = b
+        .metadata()
+        .file_metadata()
+        .key_value_metadata()
+        .cloned()
+        .unwrap_or_default();
+    let found = kv_get(&kv, KEY_VERSION);
+    if found.as_deref() != Some(version) {
+        return Err(format!("layout version {found:?}, not {version}"));
+    }
+    if kv_get(&kv, KEY_CHECK).is_none() {
+        return Err("no checksum".into());
+    }
+    if b.schema().fields() != schema.fields() {
+        return Err("unexpected columns".into());
+    }
+    Ok((b, kv))
+}
+
+fn kv_get(kv: &[KeyValue], k: &str) -> Option<String> {
+    kv.iter().find(|x| x.key == k).and_then(|x| x.value.clone())
 }
 
 /// Parts holding less Arrow memory than this are not compressed.
@@ -574,25 +690,8 @@ const SMALL_PART_BYTES: usize = 1 << 20;
 /// version, layout and checksum (rows are handed over only once the whole
 /// part is read and checked).
 fn read_rows(path: &Path, each: &mut dyn FnMut(Row<'_>)) -> Result<(), String> {
-    let f = std::fs::File::open(path).map_err(|e| e.to_string())?;
-    let b = ParquetRecordBatchReaderBuilder::try_new(f).map_err(|e| e.to_string())?;
-    let kv = b
-        .metadata()
-        .file_metadata()
-        .key_value_metadata()
-        .cloned()
-        .unwrap_or_default();
-    let get = |k: &str| kv.iter().find(|x| x.key == k).and_then(|x| x.value.clone());
-    if get(KEY_VERSION).as_deref() != Some(VERSION) {
-        return Err(format!(
-            "layout version {:?}, not {VERSION}",
-            get(KEY_VERSION)
-        ));
-    }
-    let check = get(KEY_CHECK).ok_or("no checksum")?;
-    if b.schema().fields() != schema().fields() {
-        return Err("unexpected columns".into());
-    }
+    let (b, kv) = open_checked(path, VERSION, &schema())?;
+    let check = kv_get(&kv, KEY_CHECK).unwrap_or_default();
     let batches = b
         .build()
         .map_err(|e| e.to_string())?

@@ -80,11 +80,57 @@ pub fn function_code(cfg: &Config, r: &ModuleRequest) -> CodeResult {
 /// address order (the result's `functions` is empty): a module such as
 /// libLLVM has millions of sampled instructions, which need not be held
 /// together.
+///
+/// With a symbol store (`cfg.store`), a function is decoded once per
+/// module (build-id, or path, size and modification time): the code is
+/// kept in the store and later calls take it from there. A module whose
+/// symbols are known to the store and whose functions asked for are all
+/// kept there is not opened at all.
 pub fn function_code_each(
     cfg: &Config,
     r: &ModuleRequest,
     mut each: impl FnMut(FunctionCode),
 ) -> CodeResult {
+    let key = crate::facts_key(cfg, r);
+    let store = key.as_deref().zip(cfg.store.as_ref());
+    let mut cached: BTreeMap<u64, FunctionCode> = BTreeMap::new();
+    if let Some((k, st)) = store {
+        // The functions' starts from what is known of the module (the
+        // memo's lock is not held while the code is handed on: `each` may
+        // symbolize the same module).
+        let known = {
+            let slot = cfg.memo().slot(k, cfg.store.as_ref());
+            let held = slot.lock().unwrap_or_else(|e| e.into_inner());
+            held.as_ref().map(|f| {
+                let starts: Vec<u64> =
+                    function_starts(&f.base.symbols, &f.base.segments, &r.addresses)
+                        .into_keys()
+                        .collect();
+                (starts, f.base.binary.clone())
+            })
+        };
+        if let Some((starts, binary)) = known {
+            cached = st
+                .load_code(k, &starts)
+                .into_iter()
+                .map(|f| (f.address, f))
+                .collect();
+            if starts.iter().all(|s| cached.contains_key(s)) {
+                for (_, f) in cached {
+                    each(f);
+                }
+                return CodeResult {
+                    status: Status::Ok,
+                    binary,
+                    message: None,
+                    functions: Vec::new(),
+                };
+            }
+        }
+    }
+    cfg.memo()
+        .opened
+        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let found = match find::locate(cfg, &r.path, r.build_id.as_deref()) {
         Ok(f) => f,
         Err((status, msg)) => return CodeResult::failed(status, msg),
@@ -118,13 +164,6 @@ pub fn function_code_each(
         };
     };
     let segs = LoadSegments::from_data(data).unwrap_or_default();
-    let to_vaddr = |off: u64| {
-        if segs.is_empty() {
-            Some(off)
-        } else {
-            segs.offset_to_vaddr(off)
-        }
-    };
     let to_offset = |va: u64| {
         if segs.is_empty() {
             Some(va)
@@ -132,19 +171,26 @@ pub fn function_code_each(
             segs.vaddr_to_offset(va)
         }
     };
-    // Each function once, by start address.
-    let mut starts: BTreeMap<u64, (u64, String)> = BTreeMap::new();
-    for &off in &r.addresses {
-        if let Some(s) = to_vaddr(off).and_then(|va| map.find(va)) {
-            if s.end > s.start && s.end - s.start <= MAX_FUNCTION {
-                starts.entry(s.start).or_insert((s.end, s.name.clone()));
-            }
-        }
+    let starts = function_starts(&map, &segs, &r.addresses);
+    if let (Some((k, st)), true) = (store, cached.is_empty()) {
+        let s: Vec<u64> = starts.keys().copied().collect();
+        cached = st
+            .load_code(k, &s)
+            .into_iter()
+            .map(|f| (f.address, f))
+            .collect();
     }
+    // Functions decoded now, saved to the store a chunk at a time.
+    let mut fresh: Vec<FunctionCode> = Vec::new();
+    let mut fresh_insns = 0usize;
     let mut names = NameCache::default();
     let mut fmt = formatter("0x");
     let mut fmt_branch = formatter("");
     for (start, (end, raw)) in starts {
+        if let Some(f) = cached.remove(&start) {
+            each(f);
+            continue;
+        }
         let Some(off) = to_offset(start) else {
             continue;
         };
@@ -191,12 +237,25 @@ pub fn function_code_each(
                 text,
             });
         }
-        each(FunctionCode {
+        let f = FunctionCode {
             name,
             offset: off,
             address: start,
             insns,
-        });
+        };
+        if let Some((k, st)) = store {
+            fresh_insns += f.insns.len();
+            fresh.push(f.clone());
+            if fresh_insns >= SAVE_CHUNK {
+                st.save_code(k, &fresh);
+                fresh.clear();
+                fresh_insns = 0;
+            }
+        }
+        each(f);
+    }
+    if let (Some((k, st)), false) = (store, fresh.is_empty()) {
+        st.save_code(k, &fresh);
     }
     CodeResult {
         status: Status::Ok,
@@ -204,6 +263,35 @@ pub fn function_code_each(
         message: None,
         functions: Vec::new(),
     }
+}
+
+/// Decoded instructions saved to the store per part, at most (about).
+const SAVE_CHUNK: usize = 1 << 17;
+
+/// The functions containing the file offsets `addresses`, each once: start
+/// address -> (end address, name as in the file). Functions of no size or
+/// larger than [`MAX_FUNCTION`] are left out.
+fn function_starts(
+    map: &crate::elf::SymbolMap,
+    segs: &LoadSegments,
+    addresses: &[u64],
+) -> BTreeMap<u64, (u64, String)> {
+    let to_vaddr = |off: u64| {
+        if segs.is_empty() {
+            Some(off)
+        } else {
+            segs.offset_to_vaddr(off)
+        }
+    };
+    let mut starts = BTreeMap::new();
+    for &off in addresses {
+        if let Some(s) = to_vaddr(off).and_then(|va| map.find(va)) {
+            if s.end > s.start && s.end - s.start <= MAX_FUNCTION {
+                starts.entry(s.start).or_insert((s.end, s.name.clone()));
+            }
+        }
+    }
+    starts
 }
 
 /// objdump's AT&T style: mnemonic padded to 7 columns, hexadecimal

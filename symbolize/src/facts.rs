@@ -23,6 +23,7 @@ use std::sync::{Arc, Mutex};
 
 use gimli::{EndianSlice, RunTimeEndian};
 
+use crate::disasm::FunctionCode;
 use crate::dwarf::LineFrame;
 use crate::elf::{LoadSegments, Sym, SymbolMap, TableKind};
 use crate::{Kallsyms, NameCache, Resolved, SymbolHit};
@@ -95,6 +96,11 @@ pub trait FactStore: Send + Sync + std::fmt::Debug {
     /// Kernel symbols saved under `key`.
     fn load_kernel(&self, key: &str) -> Option<Kallsyms>;
     fn save_kernel(&self, key: &str, k: &Kallsyms);
+    /// The decoded functions of `key` the store holds among those starting
+    /// at `starts` (virtual addresses, sorted), in address order.
+    fn load_code(&self, key: &str, starts: &[u64]) -> Vec<FunctionCode>;
+    /// Adds decoded functions to `key`'s entry.
+    fn save_code(&self, key: &str, code: &[FunctionCode]);
     /// What went wrong reading or writing the store since the last call.
     fn take_problems(&self) -> Vec<StoreProblem>;
 }

@@ -313,7 +313,7 @@ pub(crate) fn choose_symbols(
 /// The key of a module's facts: its build-id, else (at its recorded
 /// path, unless lookups are confined to other roots) the file's path, size
 /// and modification time. None: not kept.
-fn facts_key(cfg: &Config, r: &ModuleRequest) -> Option<String> {
+pub(crate) fn facts_key(cfg: &Config, r: &ModuleRequest) -> Option<String> {
     if let Some(b) = r.build_id.as_deref() {
         let b = b.to_ascii_lowercase();
         return ((4..=128).contains(&b.len()) && b.bytes().all(|c| c.is_ascii_hexdigit()))

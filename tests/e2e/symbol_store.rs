@@ -325,3 +325,63 @@ fn annotate_decodes_the_function_it_shows_once() {
         assert!(all.iter().any(|x| x == f), "{f} in {all:?}");
     }
 }
+
+#[test]
+fn a_function_is_decoded_once_per_binary_whatever_the_capture() {
+    // Two captures of one binary, one store: annotating the second takes
+    // the code (and its lines) from the store, opening neither the binary
+    // nor a debug file, and shows what the first showed (which the
+    // annotate tests check against perf annotate). With an empty store
+    // the same rows again.
+    let t = tempfile::tempdir().unwrap();
+    let cache = t.path().join("cache");
+    let (f, bin) = (fixture("hot-fp.data"), fixture_bin());
+    let (f, bin) = (f.to_str().unwrap(), bin.to_str().unwrap());
+    let caps: Vec<PathBuf> = ["one", "two", "alone"]
+        .iter()
+        .map(|n| t.path().join(n))
+        .collect();
+    for c in &caps {
+        ok(trawl_in(&cache, &ingest_args(f, c.to_str().unwrap(), bin)));
+    }
+    let annotate = |c: &Path| -> Vec<String> {
+        ["report", "annotate", "spin_a", c.to_str().unwrap()]
+            .map(String::from)
+            .to_vec()
+    };
+    let a = annotate(&caps[0]);
+    let first = opened(&cache, &a.iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(
+        !symbol_files(&first).is_empty(),
+        "the first annotate decodes from the binary"
+    );
+    let code = walk(&cache.join("trawl/symbols"));
+    assert!(
+        code.iter()
+            .any(|p| p.to_string_lossy().contains("/code/code-")),
+        "the code is kept in the store: {code:?}"
+    );
+    let a = annotate(&caps[1]);
+    let second = opened(&cache, &a.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(
+        symbol_files(&second),
+        Vec::<&String>::new(),
+        "the second annotate reads the store only"
+    );
+    ok(trawl_in(
+        &t.path().join("no-cache"),
+        &["report", "annotate", "spin_a", caps[2].to_str().unwrap()],
+    ));
+    let rows = |c: &Path| {
+        sql_rows(
+            c,
+            "SELECT module_id, function, function_rel_pc, rel_pc, address, \
+             encode(bytes, 'hex'), text, file, line, inline_function \
+             FROM instruction ORDER BY rel_pc",
+        )
+    };
+    let want = rows(&caps[0]);
+    assert!(want.len() > 10, "{want:?}");
+    assert_eq!(rows(&caps[1]), want);
+    assert_eq!(rows(&caps[2]), want);
+}
