@@ -13,6 +13,7 @@
 #              batch of 100 new runs of the same programs
 #  strace      a make -j2 of 60 C files under strace -f -ttt -T -k -y
 #  lackey      valgrind --tool=lackey of ls -lR /usr/share/zoneinfo
+#  dwarf.data  gcc compiles and qsort runs, perf record --call-graph dwarf
 #
 # Symbol store: each "cold" row starts from an empty store
 # ($XDG_CACHE_HOME pointed at a fresh directory), "warm" rows reuse it.
@@ -83,6 +84,43 @@ read -r PA_S PA_KB < <(t perf_annotate perf annotate -i "$IN" --stdio -s "$FN")
 cold
 read -r TA_S TA_KB < <(t annotate "$TRAWL" report annotate "$FN" "$W/cap")
 row "multi.data: annotate $FN, first call, empty store" "perf annotate --stdio" "$PA_S" "$PA_KB" "$TA_S" "$TA_KB" "≤ 1 s"
+# The same function in another capture of the same binaries: its code and
+# lines come from the store.
+rm -rf "$W/cap2"; "$TRAWL" ingest "$IN" -o "$W/cap2" 2>/dev/null
+read -r TB_S TB_KB < <(t annotate_warm "$TRAWL" report annotate "$FN" "$W/cap2")
+row "multi.data: annotate $FN, another capture, warm store" "perf annotate --stdio" "$PA_S" "$PA_KB" "$TB_S" "$TB_KB" ""
+rm -rf "$W/cap2"
+
+# DWARF stacks: gcc compiles and qsort programs with --call-graph dwarf
+# (perf script unwinds them with libdw, trawl with framehop and the CFI
+# the store keeps).
+DW=$W/dwarf.data
+if [ ! -s "$DW" ]; then
+  mkdir -p "$W/dw"
+  cat > "$W/dw/t.c" <<'C'
+#include <stdlib.h>
+static int cmp(const void *a, const void *b) { return (*(int *)a > *(int *)b) - (*(int *)a < *(int *)b); }
+int main(void) {
+  for (int r = 0; r < 30; r++) {
+    int n = 200000, *v = malloc(n * sizeof(int));
+    for (int i = 0; i < n; i++) v[i] = rand();
+    qsort(v, n, sizeof(int), cmp);
+    free(v);
+  }
+  return 0;
+}
+C
+  gcc -O2 -o "$W/dw/t" "$W/dw/t.c"
+  (cd "$W/dw" && perf record -q -e cpu-clock -F 2000 --call-graph dwarf,8192 -o "$DW" -- \
+    sh -c 'gcc -O2 -c t.c -o /dev/null; gcc -O2 -c t.c -o /dev/null; ./t; ./t') > /dev/null 2>&1
+fi
+read -r DS_S DS_KB < <(t perf_script_dwarf perf script -i "$DW")
+rm -rf "$W/capd"; cold
+read -r DC_S DC_KB < <(t ingest_dwarf_cold "$TRAWL" ingest "$DW" -o "$W/capd")
+read -r DWW_S DWW_KB < <(median3 ingest_dwarf_warm bash -c 'rm -rf "$0" && "$TRAWL" ingest "$1" -o "$0"' "$W/capd" "$DW")
+row "dwarf.data ($(( $(stat -c %s "$DW") / 1048576 )) MB, DWARF stacks): ingest, empty store" "perf script" "$DS_S" "$DS_KB" "$DC_S" "$DC_KB" ""
+row "dwarf.data: ingest, warm store" "perf script" "$DS_S" "$DS_KB" "$DWW_S" "$DWW_KB" ""
+rm -rf "$W/capd"
 
 # 2. Archives of short runs.
 bench/sysruns_workload.sh "$W/sysruns/a" 100 0

@@ -25,7 +25,9 @@
 //!
 //! Decoded machine code (what `report annotate` shows) is kept per
 //! function in the entry's `code/` subdirectory, in a layout of its own
-//! (see `store/code.rs`), so that a function is decoded once per module.
+//! (see `store/code.rs`), so that a function is decoded once per module;
+//! what DWARF stack unwinding reads of a module (its CFI sections and load
+//! segments) in `cfi/` (see `store/cfi.rs`).
 
 use std::hash::Hasher;
 use std::path::{Path, PathBuf};
@@ -44,8 +46,10 @@ use trawl_symbolize::disasm::FunctionCode;
 use trawl_symbolize::dwarf::LineFrame;
 use trawl_symbolize::elf::{LoadSegments, Sym, SymbolMap, TableKind};
 use trawl_symbolize::facts::{Base, LineRange, ModuleFacts, Part};
+use trawl_symbolize::unwind::Cfi;
 use trawl_symbolize::{FactStore, Kallsyms, StoreProblem};
 
+mod cfi;
 mod code;
 
 /// The layout's version: parts of another version are not read.
@@ -144,10 +148,16 @@ impl SymbolStore {
 
     /// The parts of `key`'s entry, by name (bases first, oldest first).
     fn parts(&self, key: &str) -> Vec<PathBuf> {
+        self.sub_parts(key, "")
+    }
+
+    /// The parts in the subdirectory `sub` of `key`'s entry (`""`: the
+    /// entry's own), by name.
+    fn sub_parts(&self, key: &str, sub: &str) -> Vec<PathBuf> {
         if !valid_key(key) {
             return Vec::new();
         }
-        let Ok(rd) = std::fs::read_dir(self.dir.join(key)) else {
+        let Ok(rd) = std::fs::read_dir(self.dir.join(key).join(sub)) else {
             return Vec::new();
         };
         let mut v: Vec<PathBuf> = rd
@@ -370,20 +380,11 @@ impl FactStore for SymbolStore {
     }
 
     fn load_code(&self, key: &str, starts: &[u64]) -> Vec<FunctionCode> {
-        if !valid_key(key) || starts.is_empty() {
+        if starts.is_empty() {
             return Vec::new();
         }
-        let Ok(rd) = std::fs::read_dir(self.dir.join(key).join(code::DIR)) else {
-            return Vec::new();
-        };
-        let mut parts: Vec<PathBuf> = rd
-            .flatten()
-            .map(|e| e.path())
-            .filter(|p| p.extension().is_some_and(|x| x == "parquet"))
-            .collect();
-        parts.sort();
         let mut found = std::collections::BTreeMap::new();
-        for p in parts {
+        for p in self.sub_parts(key, code::DIR) {
             self.read_checked(&p, &mut |p| {
                 code::read(p, starts, &mut |f| {
                     found.insert(f.address, f);
@@ -398,6 +399,22 @@ impl FactStore for SymbolStore {
             return;
         }
         self.write_file(key, Some(code::DIR), "code", &|p| code::write(p, functions));
+    }
+
+    fn load_cfi(&self, key: &str) -> Option<Cfi> {
+        // The newest part (two runs learning a module at once write the
+        // same facts).
+        let p = self.sub_parts(key, cfi::DIR).pop()?;
+        let mut got = None;
+        self.read_checked(&p, &mut |p| {
+            got = Some(cfi::read(p)?);
+            Ok(())
+        });
+        got
+    }
+
+    fn save_cfi(&self, key: &str, c: &Cfi) {
+        self.write_file(key, Some(cfi::DIR), "cfi", &|p| cfi::write(p, c));
     }
 
     fn take_problems(&self) -> Vec<StoreProblem> {
@@ -605,14 +622,14 @@ impl Rows {
             path,
             &batch,
             VERSION,
-            format!("{}:{:016x}", self.n, self.hash.clone().finish()),
+            check_value(self.n, &self.hash),
             Vec::new(),
         )
     }
 }
 
 /// Writes `batch` as a part at `path`, with its layout `version`, its rows'
-/// checksum `check` and `more` key-value metadata, synced.
+/// checksum `check` and `more` key-value metadata.
 fn write_checked(
     path: &Path,
     batch: &RecordBatch,
@@ -640,8 +657,10 @@ fn write_checked(
     let f = std::fs::File::create(path).map_err(|e| e.to_string())?;
     let mut w = ArrowWriter::try_new(f, batch.schema(), Some(props)).map_err(|e| e.to_string())?;
     w.write(batch).map_err(|e| e.to_string())?;
-    let f = w.into_inner().map_err(|e| e.to_string())?;
-    f.sync_all().map_err(|e| e.to_string())
+    // Not synced: the store is a cache, and a part a crash leaves cut
+    // short or empty fails its checksum and is learnt again (a sync per
+    // part was a tenth of a first ingest's time).
+    w.close().map(|_| ()).map_err(|e| e.to_string())
 }
 
 /// A part opened for reading, its layout `version` and columns (`schema`)
@@ -679,6 +698,24 @@ fn open_checked(
     Ok((b, kv))
 }
 
+/// Every batch of a part opened with [`open_checked`], and its checksum.
+fn read_batches(
+    b: ParquetRecordBatchReaderBuilder<std::fs::File>,
+    kv: &[KeyValue],
+) -> Result<(Vec<RecordBatch>, String), String> {
+    let batches = b
+        .build()
+        .map_err(|e| e.to_string())?
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| e.to_string())?;
+    Ok((batches, kv_get(kv, KEY_CHECK).unwrap_or_default()))
+}
+
+/// The checksum metadata of `n` rows hashed into `h`.
+fn check_value(n: u64, h: &twox_hash::XxHash64) -> String {
+    format!("{n}:{:016x}", h.finish())
+}
+
 fn kv_get(kv: &[KeyValue], k: &str) -> Option<String> {
     kv.iter().find(|x| x.key == k).and_then(|x| x.value.clone())
 }
@@ -691,12 +728,7 @@ const SMALL_PART_BYTES: usize = 1 << 20;
 /// part is read and checked).
 fn read_rows(path: &Path, each: &mut dyn FnMut(Row<'_>)) -> Result<(), String> {
     let (b, kv) = open_checked(path, VERSION, &schema())?;
-    let check = kv_get(&kv, KEY_CHECK).unwrap_or_default();
-    let batches = b
-        .build()
-        .map_err(|e| e.to_string())?
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| e.to_string())?;
+    let (batches, check) = read_batches(b, &kv)?;
     let mut h = twox_hash::XxHash64::with_seed(0);
     let mut buf = Vec::new();
     let mut n = 0u64;
@@ -739,7 +771,7 @@ fn read_rows(path: &Path, each: &mut dyn FnMut(Row<'_>)) -> Result<(), String> {
             n += 1;
         });
     }
-    if check != format!("{n}:{:016x}", h.finish()) {
+    if check != check_value(n, &h) {
         return Err("checksum mismatch: the part was changed or cut short".into());
     }
     for b in &batches {

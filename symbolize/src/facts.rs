@@ -101,6 +101,9 @@ pub trait FactStore: Send + Sync + std::fmt::Debug {
     fn load_code(&self, key: &str, starts: &[u64]) -> Vec<FunctionCode>;
     /// Adds decoded functions to `key`'s entry.
     fn save_code(&self, key: &str, code: &[FunctionCode]);
+    /// The unwind sections and load segments of `key`, when kept.
+    fn load_cfi(&self, key: &str) -> Option<crate::unwind::Cfi>;
+    fn save_cfi(&self, key: &str, cfi: &crate::unwind::Cfi);
     /// What went wrong reading or writing the store since the last call.
     fn take_problems(&self) -> Vec<StoreProblem>;
 }

@@ -314,19 +314,24 @@ pub(crate) fn choose_symbols(
 /// path, unless lookups are confined to other roots) the file's path, size
 /// and modification time. None: not kept.
 pub(crate) fn facts_key(cfg: &Config, r: &ModuleRequest) -> Option<String> {
-    if let Some(b) = r.build_id.as_deref() {
+    module_key(cfg, &r.path, r.build_id.as_deref())
+}
+
+/// [`facts_key`] of the module at `path` with `build_id`.
+pub(crate) fn module_key(cfg: &Config, path: &str, build_id: Option<&str>) -> Option<String> {
+    if let Some(b) = build_id {
         let b = b.to_ascii_lowercase();
         return ((4..=128).contains(&b.len()) && b.bytes().all(|c| c.is_ascii_hexdigit()))
             .then(|| format!("build-id-{b}"));
     }
-    if cfg.confined() || cfg.no_recorded_paths || !r.path.starts_with('/') {
+    if cfg.confined() || cfg.no_recorded_paths || !path.starts_with('/') {
         return None;
     }
-    let m = std::fs::metadata(&r.path).ok().filter(|m| m.is_file())?;
+    let m = std::fs::metadata(path).ok().filter(|m| m.is_file())?;
     use std::hash::Hasher;
     use std::os::unix::fs::MetadataExt;
     let mut h = twox_hash::XxHash64::with_seed(0);
-    h.write(r.path.as_bytes());
+    h.write(path.as_bytes());
     h.write_u64(m.len());
     h.write_i64(m.mtime());
     h.write_i64(m.mtime_nsec());

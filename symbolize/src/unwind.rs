@@ -34,82 +34,86 @@ impl Deref for Slice {
     }
 }
 
+/// What unwinding needs of a module, kept in the symbol store so that a
+/// later run opens none of its files: its load segments, and the sections
+/// framehop reads for an ELF file — `.eh_frame` with `.eh_frame_hdr`, or
+/// `.debug_frame` (of the binary or its debug file) when the binary has
+/// no `.eh_frame` (framehop ignores `.debug_frame` otherwise) — and the
+/// addresses of `.text` and `.got` (bases of CFI pointer encodings).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Cfi {
+    /// (file offset, virtual address, size) of each load segment.
+    pub segments: Vec<(u64, u64, u64)>,
+    pub sections: Vec<CfiSection>,
+}
+
+/// One section of a [`Cfi`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CfiSection {
+    /// `.eh_frame`, `.eh_frame_hdr`, `.debug_frame`, or `.text` / `.got`
+    /// (addresses only: `data` empty).
+    pub name: String,
+    /// Its virtual addresses in the file.
+    pub svma: Range<u64>,
+    pub data: Vec<u8>,
+}
+
 /// The unwind sections of one file.
 struct UnwindFile {
     segs: LoadSegments,
-    text: Option<(Range<u64>, Slice)>,
+    text: Option<Range<u64>>,
     eh_frame: Option<(Range<u64>, Slice)>,
     eh_frame_hdr: Option<(Range<u64>, Slice)>,
-    /// `.debug_frame` of the binary or its debug file: CFI for code that
-    /// `.eh_frame` does not describe (some hand-written assembly, binaries
-    /// built with -fno-asynchronous-unwind-tables).
+    /// `.debug_frame` of the binary or its debug file: CFI for binaries
+    /// without `.eh_frame` (built with -fno-asynchronous-unwind-tables).
     debug_frame: Option<Slice>,
     got: Option<Range<u64>>,
 }
 
 impl UnwindFile {
+    /// The module's unwind facts: the store's, else read from its files
+    /// (and kept in the store).
     fn load(cfg: &Config, path: &str, build_id: Option<&str>) -> Option<UnwindFile> {
-        let found = find::locate(cfg, path, build_id).ok()?;
-        let map = Arc::new(found.binary.data);
-        let obj = object::File::parse(&map[..]).ok()?;
-        let section = |name: &str| -> Option<(Range<u64>, Slice)> {
-            let s = obj.section_by_name(name)?;
-            let (off, size) = s.file_range()?;
-            let (off, size) = (usize::try_from(off).ok()?, usize::try_from(size).ok()?);
-            if off.checked_add(size)? > map.len() {
-                return None;
-            }
-            Some((
-                s.address()..s.address() + s.size(),
-                Slice {
-                    map: map.clone(),
-                    range: off..off + size,
-                },
-            ))
+        let key = crate::module_key(cfg, path, build_id);
+        let store = key.as_deref().zip(cfg.store.as_ref());
+        if let Some(c) = store.and_then(|(k, st)| st.load_cfi(k)) {
+            return UnwindFile::from_cfi(c);
+        }
+        cfg.memo()
+            .opened
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let cfi = read_cfi(cfg, path, build_id)?;
+        if let Some((k, st)) = store {
+            st.save_cfi(k, &cfi);
+        }
+        UnwindFile::from_cfi(cfi)
+    }
+
+    fn from_cfi(c: Cfi) -> Option<UnwindFile> {
+        let mut f = UnwindFile {
+            segs: LoadSegments::from_segs(c.segments),
+            text: None,
+            eh_frame: None,
+            eh_frame_hdr: None,
+            debug_frame: None,
+            got: None,
         };
-        let text = section(".text");
-        let eh_frame = section(".eh_frame");
-        let eh_frame_hdr = section(".eh_frame_hdr");
-        let debug_frame = std::iter::once(map.clone())
-            .chain(found.debug.into_iter().map(|d| Arc::new(d.data)))
-            .find_map(|m| {
-                let o = object::File::parse(&m[..]).ok()?;
-                let s = o.section_by_name(".debug_frame")?;
-                if s.size() == 0 {
-                    return None;
-                }
-                // Compressed in Debian's -dbg files: keep a copy then.
-                match s.compressed_file_range().ok()?.format {
-                    object::CompressionFormat::None => {
-                        let (off, size) = s.file_range()?;
-                        let (off, size) = (usize::try_from(off).ok()?, usize::try_from(size).ok()?);
-                        (off.checked_add(size)? <= m.len()).then(|| Slice {
-                            map: m.clone(),
-                            range: off..off + size,
-                        })
-                    }
-                    _ => {
-                        let v = s.uncompressed_data().ok()?.into_owned();
-                        let n = v.len();
-                        Some(Slice {
-                            map: Arc::new(find::Bytes::Owned(v)),
-                            range: 0..n,
-                        })
-                    }
-                }
-            });
-        let got = obj
-            .section_by_name(".got")
-            .map(|s| s.address()..s.address() + s.size());
-        let segs = LoadSegments::from_data(&map[..])?;
-        Some(UnwindFile {
-            segs,
-            text,
-            eh_frame,
-            eh_frame_hdr,
-            debug_frame,
-            got,
-        })
+        for s in c.sections {
+            let n = s.data.len();
+            let slice = Slice {
+                map: Arc::new(find::Bytes::Owned(s.data)),
+                range: 0..n,
+            };
+            match s.name.as_str() {
+                ".text" => f.text = Some(s.svma),
+                ".got" => f.got = Some(s.svma),
+                ".eh_frame" => f.eh_frame = Some((s.svma, slice)),
+                ".eh_frame_hdr" => f.eh_frame_hdr = Some((s.svma, slice)),
+                ".debug_frame" => f.debug_frame = Some(slice),
+                _ => {}
+            }
+        }
+        (f.eh_frame.is_some() || f.debug_frame.is_some()).then_some(f)
     }
 
     fn module(&self, name: &str, start: u64, end: u64, pgoff: u64) -> Option<Module<Slice>> {
@@ -117,8 +121,9 @@ impl UnwindFile {
         let base_avma = start.checked_sub(vaddr)?;
         let info = ExplicitModuleSectionInfo {
             base_svma: 0,
-            text_svma: self.text.as_ref().map(|t| t.0.clone()),
-            text: self.text.as_ref().map(|t| t.1.clone()),
+            text_svma: self.text.clone(),
+            // framehop reads code bytes for Mach-O only.
+            text: None,
             got_svma: self.got.clone(),
             eh_frame_svma: self.eh_frame.as_ref().map(|t| t.0.clone()),
             eh_frame: self.eh_frame.as_ref().map(|t| t.1.clone()),
@@ -133,6 +138,53 @@ impl UnwindFile {
         };
         Some(Module::new(name.to_string(), start..end, base_avma, info))
     }
+}
+
+/// Reads a module's [`Cfi`] from its files (found like symbols, build-id
+/// checked). None: not found, or no CFI.
+fn read_cfi(cfg: &Config, path: &str, build_id: Option<&str>) -> Option<Cfi> {
+    let found = find::locate(cfg, path, build_id).ok()?;
+    let data: &[u8] = &found.binary.data;
+    let obj = object::File::parse(data).ok()?;
+    let mut sections = Vec::new();
+    let mut add = |o: &object::File<'_>, name: &str, with_data: bool| -> Option<()> {
+        let s = o.section_by_name(name)?;
+        let bytes = if with_data {
+            let b = s.uncompressed_data().ok()?.into_owned();
+            if b.is_empty() {
+                return None;
+            }
+            b
+        } else {
+            Vec::new()
+        };
+        sections.push(CfiSection {
+            name: name.to_string(),
+            svma: s.address()..s.address() + s.size(),
+            data: bytes,
+        });
+        Some(())
+    };
+    add(&obj, ".text", false);
+    add(&obj, ".got", false);
+    let eh = add(&obj, ".eh_frame", true).is_some();
+    if eh {
+        add(&obj, ".eh_frame_hdr", true);
+    } else if add(&obj, ".debug_frame", true).is_none() {
+        // Debian's -dbg files keep it compressed: inflated once, kept.
+        for d in &found.debug {
+            if let Ok(o) = object::File::parse(&*d.data) {
+                if add(&o, ".debug_frame", true).is_some() {
+                    break;
+                }
+            }
+        }
+    }
+    let segments = LoadSegments::from_data(data)?.segs().to_vec();
+    sections
+        .iter()
+        .any(|s| !s.data.is_empty())
+        .then_some(Cfi { segments, sections })
 }
 
 /// The registers unwinding starts from.

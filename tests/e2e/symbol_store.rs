@@ -1,10 +1,11 @@
-//! The symbol store: what is learnt of a binary is kept by build-id and
-//! reused by later runs, which then open no binary or debug file; a part
-//! of the store cut short or changed is reported and learnt again; two
-//! runs share one store; a capture holds its own symbols without it. The
-//! expected tables are those of a run with an empty store (whose names
-//! the rest of the suite checks against perf report, perf script and
-//! addr2line); `strace` tells which files a run opened.
+//! The symbol store: what is learnt of a binary (symbols, lines, machine
+//! code, unwind tables) is kept by build-id and reused by later runs, which
+//! then open no binary or debug file; a part of the store cut short or
+//! changed is reported and learnt again; two runs share one store; a
+//! capture holds its own symbols without it. The expected tables are those
+//! of a run with an empty store (whose names the rest of the suite checks
+//! against perf report, perf script and addr2line); `strace` tells which
+//! files a run opened.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -29,11 +30,10 @@ fn ok(o: Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
-/// `--no-unwind`: DWARF stacks (pow.data) are unwound from the binaries'
-/// CFI at ingest, which the store does not hold yet; the symbolizer's
-/// files are what these tests watch.
+/// pow.data has DWARF stacks: they are unwound at ingest from the CFI the
+/// store keeps, the binaries' files not opened either.
 fn ingest_args<'a>(data: &'a str, cap: &'a str, bin: &'a str) -> Vec<&'a str> {
-    vec!["ingest", data, "-o", cap, "--debug-dir", bin, "--no-unwind"]
+    vec!["ingest", data, "-o", cap, "--debug-dir", bin]
 }
 
 /// The symbol tables and the flat table of a capture, as text, in a fixed
@@ -45,6 +45,8 @@ fn tables(cap: &Path) -> Vec<Vec<Vec<String>>> {
         "SELECT module_id, path, status FROM symbol_file ORDER BY module_id",
         "SELECT sample_id, function, module, srcline, file, line FROM perf_sample_symbolized \
          ORDER BY sample_id",
+        "SELECT s.stack_id, s.depth, f.module_id, f.rel_pc, f.is_return \
+         FROM stack s JOIN frame f ON s.frame_id = f.frame_id ORDER BY s.stack_id, s.depth",
     ]
     .iter()
     .map(|q| sql_rows(cap, q))
@@ -123,7 +125,6 @@ fn a_warm_store_gives_the_same_tables_and_opens_no_symbol_file() {
                 alone.to_str().unwrap(),
                 "--debug-dir",
                 bin,
-                "--no-unwind",
                 "--no-symbol-store",
             ],
         ));

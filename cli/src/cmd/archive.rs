@@ -72,7 +72,7 @@ fn archive_ingest(a: &ArchiveIngestArgs) -> Result<()> {
         let problems = a.conv.enrich(&cfg, staging).problems;
         (!problems.is_empty()).then(|| problems.join("; "))
     };
-    let unwinder = || a.conv.unwinder();
+    let unwinder = || a.conv.unwinder(&cfg);
     // A progress bar on a terminal (bytes of input done, rate, time left);
     // nothing otherwise.
     let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());

@@ -70,9 +70,13 @@ impl ConvertArgs {
         }
     }
 
-    /// The unwinder of `--call-graph dwarf` stacks (none with --no-unwind).
-    pub(crate) fn unwinder(&self) -> Option<Box<dyn trawl_ingest::unwind::StackUnwinder>> {
-        (!self.no_unwind).then(|| trawl_enrich::Unwinder::boxed(self.sym.config()))
+    /// The unwinder of `--call-graph dwarf` stacks (none with --no-unwind),
+    /// finding binaries (and the symbol store) with `cfg`.
+    pub(crate) fn unwinder(
+        &self,
+        cfg: &trawl_symbolize::Config,
+    ) -> Option<Box<dyn trawl_ingest::unwind::StackUnwinder>> {
+        (!self.no_unwind).then(|| trawl_enrich::Unwinder::boxed(cfg.clone()))
     }
 
     /// Symbolizes a staged capture (unless --no-symbolize) with `cfg`.
@@ -170,6 +174,9 @@ pub(crate) fn ingest(a: &IngestArgs) -> Result<()> {
     let mut opts = a.conv.options();
     opts.progress = Some(done.clone());
     let mut sym = trawl_enrich::Enriched::default();
+    // One config for unwinding and symbolizing: what one learns of a
+    // binary the other finds in memory.
+    let cfg = a.conv.sym.config_with_store(None);
     let summary = std::thread::scope(|scope| {
         if !bar.is_hidden() {
             let (bar, done, stop) = (bar.clone(), done.clone(), stop.clone());
@@ -184,12 +191,12 @@ pub(crate) fn ingest(a: &IngestArgs) -> Result<()> {
             &a.inputs,
             &a.output,
             &opts,
-            a.conv.unwinder(),
+            a.conv.unwinder(&cfg),
             |staging| {
                 if !a.conv.no_symbolize {
                     bar.set_message("symbolizing");
                 }
-                sym = a.conv.enrich(&a.conv.sym.config_with_store(None), staging);
+                sym = a.conv.enrich(&cfg, staging);
                 Ok(())
             },
         );

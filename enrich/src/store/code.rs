@@ -23,7 +23,7 @@ use arrow::datatypes::{DataType, Field, Schema, SchemaRef, UInt64Type};
 use parquet::file::metadata::KeyValue;
 use trawl_symbolize::disasm::{FunctionCode, Insn};
 
-use super::{kv_get, open_checked, write_checked, KEY_CHECK};
+use super::{check_value, kv_get, open_checked, read_batches, write_checked};
 
 /// The entry's subdirectory of code parts.
 pub(super) const DIR: &str = "code";
@@ -118,7 +118,7 @@ pub(super) fn write(path: &Path, functions: &[FunctionCode]) -> Result<(), Strin
         path,
         &batch,
         VERSION,
-        format!("{n}:{:016x}", h.finish()),
+        check_value(n, &h),
         vec![KeyValue::new(KEY_FUNCTIONS.into(), starts.join(","))],
     )
 }
@@ -132,7 +132,6 @@ pub(super) fn read(
     each: &mut dyn FnMut(FunctionCode),
 ) -> Result<(), String> {
     let (b, kv) = open_checked(path, VERSION, &schema())?;
-    let check = kv_get(&kv, KEY_CHECK).unwrap_or_default();
     let held = kv_get(&kv, KEY_FUNCTIONS).ok_or("no list of functions")?;
     let wanted = held
         .split(',')
@@ -144,11 +143,7 @@ pub(super) fn read(
     if !wanted {
         return Ok(());
     }
-    let batches = b
-        .build()
-        .map_err(|e| e.to_string())?
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| e.to_string())?;
+    let (batches, check) = read_batches(b, &kv)?;
     let mut h = twox_hash::XxHash64::with_seed(0);
     let mut buf = Vec::new();
     let mut n = 0u64;
@@ -180,7 +175,7 @@ pub(super) fn read(
             n += 1;
         });
     }
-    if check != format!("{n}:{:016x}", h.finish()) {
+    if check != check_value(n, &h) {
         return Err("checksum mismatch: the part was changed or cut short".into());
     }
     let mut cur: Option<FunctionCode> = None;
