@@ -73,10 +73,33 @@ row "multi.data: ingest --no-symbolize" "perf script" "$PS_S" "$PS_KB" "$IN_S" "
 row "multi.data: ingest (empty store) + report hotspots" "perf report --stdio" "$PR_S" "$PR_KB" \
   "$(python3 -c "print($IC_S + $HS_S)")" "$(( IC_KB > HS_KB ? IC_KB : HS_KB ))" "≥ 2×, memory ≤ perf report's"
 row "multi.data: report hotspots --no-inline" "DuckDB, same Parquet" "$DD_S" "$DD_KB" "$HN_S" "$HN_KB" ""
-if command -v hotspot-perfparser >/dev/null; then
-  read -r HP_S HP_KB < <(t perfparser hotspot-perfparser --input "$IN" --output "$W/perfparser.out")
-  row "multi.data: ingest, warm store" "hotspot-perfparser" "$HP_S" "$HP_KB" "$IW_S" "$IW_KB" ""
+# Hotspot's parser (Debian's hotspot package keeps it out of PATH).
+PERFPARSER=$(command -v hotspot-perfparser || ls /usr/lib/*/libexec/hotspot-perfparser 2>/dev/null | head -1 || true)
+if [ -z "$PERFPARSER" ]; then
+  sudo -n apt-get install -y -q hotspot > /dev/null 2>&1 || apt-get install -y -q hotspot > /dev/null 2>&1 || true
+  PERFPARSER=$(ls /usr/lib/*/libexec/hotspot-perfparser 2>/dev/null | head -1 || true)
 fi
+if [ -n "$PERFPARSER" ]; then
+  read -r HP_S HP_KB < <(t perfparser "$PERFPARSER" --input "$IN" --output "$W/perfparser.out")
+  row "multi.data: ingest, warm store" "hotspot-perfparser" "$HP_S" "$HP_KB" "$IW_S" "$IW_KB" ""
+  rm -f "$W/perfparser.out"
+else
+  echo "hotspot-perfparser not found (Debian package hotspot): its row is left out" >&2
+fi
+# Exports from the capture against the tools that write the same file from
+# the perf.data (installed from crates.io into $PEERS when missing, as
+# bench/export.sh does).
+PEERS=${PEERS:-${BENCH_DIR:-/tmp/trawl-bench}/peers}
+for tool in inferno-collapse-perf samply; do
+  [ -x "$PEERS/bin/$tool" ] || cargo install -q --locked inferno samply --root "$PEERS"
+done
+read -r PF_S PF_KB < <(t folded_peer bash -c 'perf script -i "$0" 2>/dev/null | "$1" > "$2"' "$IN" "$PEERS/bin/inferno-collapse-perf" "$W/peer.folded")
+read -r TF_S TF_KB < <(t folded "$TRAWL" export "$W/cap" --to folded -o "$W/trawl.folded")
+row "multi.data: export --to folded" "perf script \| inferno-collapse-perf" "$PF_S" "$PF_KB" "$TF_S" "$TF_KB" ""
+read -r PX_S PX_KB < <(t firefox_peer "$PEERS/bin/samply" import "$IN" --save-only --unstable-presymbolicate -o "$W/peer.json")
+read -r TX_S TX_KB < <(t firefox "$TRAWL" export "$W/cap" --to firefox -o "$W/trawl.json")
+row "multi.data: export --to firefox" "samply import --save-only" "$PX_S" "$PX_KB" "$TX_S" "$TX_KB" ""
+rm -f "$W/peer.folded" "$W/trawl.folded" "$W"/peer.json* "$W/trawl.json"
 # annotate: the libc function with most self samples, first call with an
 # empty store (the capture does not hold its code yet).
 FN=$("$TRAWL" sql "$W/cap" "SELECT function FROM hotspots('function', 'inline', false) WHERE module LIKE '%libc.so%' ORDER BY self_samples DESC LIMIT 1" --format csv | tail -1)
