@@ -243,7 +243,7 @@ fn failed_captures_are_recorded_and_strict_stops() {
         &arch,
         &["--no-symbolize", "--strict", "--retry-failed"],
     );
-    assert!(!o.status.success());
+    assert_refused(&o, "strict: capture broken");
     assert!(String::from_utf8_lossy(&o.stderr).contains("strict: capture broken"));
 }
 
@@ -377,7 +377,7 @@ fn a_capture_of_a_newer_schema_is_refused() {
         cap.to_str().unwrap(),
         "SELECT count(*) FROM perf_sample",
     ]);
-    assert!(!o.status.success());
+    assert_refused(&o, "written by a newer trawl");
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
         err.contains("schema version 99") && err.contains("reads up to 1"),
@@ -401,7 +401,7 @@ fn a_capture_of_a_newer_schema_is_refused() {
         arch.to_str().unwrap(),
         "SELECT count(*) FROM perf_sample",
     ]);
-    assert!(!o.status.success());
+    assert_refused(&o, "written by a newer trawl");
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("schema version 99"), "{err}");
 }
@@ -608,7 +608,7 @@ fn inputs_grouped_by_a_users_pattern() {
     assert_eq!(calls, vec![vec!["r1".to_string(), "true".to_string()]]);
     // --per-file and --group-by are two different rules: not both.
     let o = archive_ingest(&src, &arch, &["--per-file", "--group-by", "x"]);
-    assert!(!o.status.success());
+    assert_refused(&o, "cannot be used with");
 }
 
 /// `kill -9` of an archive ingest at a range of moments (0 to 1.1 of a

@@ -354,18 +354,18 @@ fn cluster_refusals_and_errors() {
     // No process listens on port 1.
     let url = "df://127.0.0.1:1";
     let o = trawl(&["--cluster", url, "sql", cap, &copy]);
-    assert!(!o.status.success());
+    assert_refused(&o, "COPY would write");
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("not run on a cluster: COPY"), "{err}");
     assert!(!out.path().join("n.csv").exists());
 
     let o = trawl(&["--cluster", url, "ingest", cap, "-o", "x"]);
-    assert!(!o.status.success());
+    assert_refused(&o, "--cluster applies to");
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("--cluster applies to"), "{err}");
 
     let o = trawl(&["--cluster", "df://h:x", "sql", cap, "SELECT 1"]);
-    assert!(!o.status.success());
+    assert_refused(&o, "expected df://HOST:PORT");
     assert!(String::from_utf8_lossy(&o.stderr).contains("expected df://HOST:PORT"));
 
     let t0 = Instant::now();
@@ -376,7 +376,7 @@ fn cluster_refusals_and_errors() {
         cap,
         "SELECT count(*) FROM perf_sample",
     ]);
-    assert!(!o.status.success());
+    assert_refused(&o, "cannot reach the scheduler");
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
         err.contains("cannot reach the scheduler at df://127.0.0.1:1"),

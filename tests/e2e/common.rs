@@ -234,3 +234,28 @@ pub fn walk(d: &Path) -> Vec<PathBuf> {
     }
     out
 }
+
+/// Asserts that trawl refused the command as it refuses a user's mistake:
+/// exit status 1 (its error exit, `trawl: MESSAGE`) or 2 (a usage error of
+/// the argument parser) — not a panic (101) or a signal, which a bare
+/// `!status.success()` also accepts — with standard error saying `says`.
+#[track_caller]
+pub fn assert_refused(o: &Output, says: &str) {
+    let err = String::from_utf8_lossy(&o.stderr);
+    if std::env::var_os("TRAWL_SHOW_REFUSALS").is_some() {
+        let at = std::panic::Location::caller();
+        eprintln!(
+            "REFUSAL {}:{} {:?} {:?}",
+            at.file(),
+            at.line(),
+            o.status.code(),
+            err.trim()
+        );
+    }
+    assert!(
+        matches!(o.status.code(), Some(1) | Some(2)) && !err.contains("panicked"),
+        "not a refusal ({}):\n{err}",
+        o.status
+    );
+    assert!(err.contains(says), "stderr does not say {says:?}:\n{err}");
+}

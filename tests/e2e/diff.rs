@@ -86,7 +86,7 @@ fn diff_gives_each_sides_shares_and_the_change() {
         base.to_str().unwrap(),
         "SELECT * FROM diff('function')",
     ]);
-    assert!(!o.status.success());
+    assert_refused(&o, "name the base captures");
     assert!(String::from_utf8_lossy(&o.stderr).contains("name the base captures"));
 }
 

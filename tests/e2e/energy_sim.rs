@@ -290,7 +290,7 @@ fn simulated_power_model_coefficients_within_1pct() {
         "--domain",
         "dram",
     ]);
-    assert!(!o.status.success());
+    assert_refused(&o, "no dram energy readings");
     assert!(String::from_utf8_lossy(&o.stderr).contains("no dram energy readings"));
 }
 
@@ -603,7 +603,7 @@ fn readings_on_another_clock_are_refused() {
         "--zone",
         "intel-rapl:0:0",
     ]);
-    assert!(!o.status.success());
+    assert_refused(&o, "do not overlap the samples");
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("do not overlap the samples"), "{err}");
 }
@@ -757,7 +757,7 @@ fn two_packages_model_per_package() {
     let s = sim2();
     let cap = s.cap.to_str().unwrap();
     let o = trawl(&["report", "power-model", cap]);
-    assert!(!o.status.success());
+    assert_refused(&o, "pick one with --package");
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("--package"), "{err}");
     for p in ["0", "1"] {
@@ -791,7 +791,7 @@ fn two_packages_model_per_package() {
     }
     // A package without CPUs in the topology is refused.
     let o = trawl(&["report", "power-model", cap, "--package", "7"]);
-    assert!(!o.status.success());
+    assert_refused(&o, "has no CPU of that package");
 }
 
 #[test]
@@ -810,7 +810,7 @@ fn several_packages_without_topology_are_refused() {
     ]);
     assert_eq!(sql_scalar(&cap, "SELECT count(*) FROM perf_cpu"), "0");
     let o = trawl(&["report", "energy", cap.to_str().unwrap()]);
-    assert!(!o.status.success());
+    assert_refused(&o, "the samples cannot be placed on packages");
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("HEADER_CPU_TOPOLOGY"), "{err}");
     // One package's counter picked with --zone works.

@@ -385,7 +385,7 @@ fn firefox_profile_reads_back_the_samples() {
         "--weight",
         "weight",
     ]);
-    assert!(!o.status.success());
+    assert_refused(&o, "--weight weight cannot be written");
     assert!(String::from_utf8_lossy(&o.stderr).contains("pprof/speedscope"));
 }
 

@@ -655,7 +655,7 @@ fn bad_lackey_lines_are_reported_with_line_numbers() {
         dir.path().join("s").to_str().unwrap(),
         "--strict",
     ]);
-    assert!(!o.status.success());
+    assert_refused(&o, "unknown_record");
     assert!(
         String::from_utf8_lossy(&o.stderr).contains("bad.lackey:101"),
         "{}",

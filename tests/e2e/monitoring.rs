@@ -180,7 +180,7 @@ fn vmstat_local_time_going_back_is_reported() {
         dir.path().join("c").to_str().unwrap(),
         "--strict",
     ]);
-    assert!(!o.status.success());
+    assert_refused(&o, "time_went_back");
     assert!(!dir.path().join("c").exists());
 }
 
@@ -550,7 +550,7 @@ fn dst_with_tz_missing_columns_and_headers() {
         dir.path().join("nv").to_str().unwrap(),
     ]);
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(!o.status.success());
+    assert_refused(&o, "unrecognised input format");
     assert!(
         err.contains("first line \"time,metric,entity\"")
             && err.contains("naming time, metric and value"),

@@ -274,7 +274,7 @@ fn context_switch_samples_give_switch_records_their_stacks() {
 fn no_switches_says_what_to_record() {
     let (_t, cap) = ingest("hot-fp.data");
     let o = trawl(&["report", "offcpu", cap.to_str().unwrap()]);
-    assert!(!o.status.success());
+    assert_refused(&o, "no off-CPU intervals");
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
         err.contains("no off-CPU intervals") && err.contains("-e context-switches"),

@@ -782,7 +782,7 @@ fn bad_rules_and_runs_of_different_lengths() {
             "--rule",
             rule,
         ]);
-        assert!(!o.status.success());
+        assert_refused(&o, "rule");
         let e = String::from_utf8_lossy(&o.stderr);
         assert!(e.contains(want), "{rule}: {e}");
     }

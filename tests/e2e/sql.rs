@@ -280,9 +280,9 @@ fn opening_a_capture_reads_no_derived_data() {
         cap.to_str().unwrap(),
         "SELECT count(*) FROM memory_region",
     ]);
-    assert!(!o.status.success());
+    assert_refused(&o, "Corrupt footer");
     let o = trawl(&["sql", cap.to_str().unwrap(), "SELECT * FROM time_base"]);
-    assert!(!o.status.success());
+    assert_refused(&o, "Corrupt footer");
 }
 
 #[test]
@@ -312,7 +312,7 @@ fn datafusion_settings_come_from_the_environment() {
         Some(cores.as_str())
     );
     let o = run(&[("DATAFUSION_EXECUTION_BATCH_SIZE", "abc")]);
-    assert!(!o.status.success());
+    assert_refused(&o, "batch_size");
     assert!(String::from_utf8_lossy(&o.stderr).contains("batch_size"));
 }
 

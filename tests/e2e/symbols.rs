@@ -265,7 +265,7 @@ fn sysroot_and_path_remapping_find_the_binary() {
         "--remap-path",
         "nonexistent",
     ]);
-    assert!(!o.status.success());
+    assert_refused(&o, "expected FROM=TO");
 }
 
 #[test]
