@@ -239,8 +239,8 @@ fn metric_csv_rows_and_damage() {
 
 /// iostat -x -t text (locale and ISO times) and JSON: every value of a
 /// line is a metric row of that line (text), `%util` is
-/// `disk_util_pct`, the JSON names the same metrics, and the first report
-/// is the since-boot one.
+/// `disk_util_pct`, the JSON gives the same metrics and every value of
+/// its reports, and the first report is the since-boot one.
 #[test]
 fn iostat_text_and_json() {
     for name in ["iostat.log", "iostat-iso.log"] {
@@ -296,6 +296,41 @@ fn iostat_text_and_json() {
         )
     };
     assert_eq!(names("iostat.json"), names("iostat.log"));
+    // The JSON's values: every number of report i (avg-cpu and each disk,
+    // read here with serde_json) is a metric row of sample i, and no
+    // other row is.
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(metrics_fixture("iostat.json")).unwrap())
+            .unwrap();
+    let reports = json["sysstat"]["hosts"][0]["statistics"]
+        .as_array()
+        .unwrap();
+    assert_eq!(reports.len(), 3);
+    let (_t, cap) = ingest_metrics(&["iostat.json"], &[]);
+    for (i, r) in reports.iter().enumerate() {
+        let mut want: Vec<String> = Vec::new();
+        let mut numbers = |o: &serde_json::Value| {
+            for v in o.as_object().unwrap().values() {
+                if let Some(x) = v.as_f64() {
+                    want.push(format!("{x:?}"));
+                }
+            }
+        };
+        numbers(&r["avg-cpu"]);
+        for d in r["disk"].as_array().unwrap() {
+            numbers(d);
+        }
+        want.sort();
+        let mut got: Vec<String> = sql_rows(
+            &cap,
+            &format!("SELECT value FROM metric WHERE sample = {i}"),
+        )
+        .into_iter()
+        .map(|r| r[0].clone())
+        .collect();
+        got.sort();
+        assert_eq!(got, want, "iostat.json report {i}");
+    }
 }
 
 /// Values of mpstat/pidstat rows: each row's numbers (after the time, and
