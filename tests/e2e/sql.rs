@@ -385,3 +385,32 @@ fn functions_lists_every_analysis_and_each_runs() {
         assert!(n > 0, "{call}: no rows");
     }
 }
+
+#[test]
+fn callers_and_callees_reports_are_their_table_functions() {
+    // `report callers|callees F` is `callers('F')` / `callees('F')` with
+    // the weight column named after the weight (`period` by default); the
+    // same rows. (Their numbers are checked, worked by hand and against
+    // perf report --children, in metrics.rs.)
+    let (_t, cap) = ingest("hot-fp.data");
+    let c = cap.to_str().unwrap();
+    for r in ["callers", "callees"] {
+        for f in ["spin_a", "main"] {
+            let report = trawl_ok(&["report", r, f, c, "--format", "csv"]);
+            let sql = trawl_ok(&[
+                "sql",
+                c,
+                &format!("SELECT * FROM {r}('{f}')"),
+                "--format",
+                "csv",
+            ]);
+            assert_eq!(
+                report.lines().next().unwrap(),
+                sql.lines().next().unwrap().replace(",weight,", ",period,"),
+                "{r} {f}"
+            );
+            assert!(report.lines().count() > 2, "{r} {f}: {report}");
+            assert_eq!(sorted_lines(&report), sorted_lines(&sql), "{r} {f}");
+        }
+    }
+}
