@@ -94,6 +94,8 @@ pub fn function_code_each(
     let key = crate::facts_key(cfg, r);
     let store = key.as_deref().zip(cfg.store.as_ref());
     let mut cached: BTreeMap<u64, FunctionCode> = BTreeMap::new();
+    // Whether the store was asked already (from the facts' starts).
+    let mut asked = false;
     if let Some((k, st)) = store {
         // The functions' starts from what is known of the module (the
         // memo's lock is not held while the code is handed on: `each` may
@@ -110,6 +112,7 @@ pub fn function_code_each(
             })
         };
         if let Some((starts, binary)) = known {
+            asked = true;
             cached = st
                 .load_code(k, &starts)
                 .into_iter()
@@ -172,7 +175,7 @@ pub fn function_code_each(
         }
     };
     let starts = function_starts(&map, &segs, &r.addresses);
-    if let (Some((k, st)), true) = (store, cached.is_empty()) {
+    if let (Some((k, st)), false) = (store, asked) {
         let s: Vec<u64> = starts.keys().copied().collect();
         cached = st
             .load_code(k, &s)

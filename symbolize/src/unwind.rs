@@ -1,6 +1,7 @@
 //! DWARF stack unwinding of sampled user stacks (perf `--call-graph
-//! dwarf`), with framehop over the `.eh_frame` / `.eh_frame_hdr` / `.text`
-//! of the mapped files, found like symbols (build-id checked).
+//! dwarf`), with framehop over each mapped file's CFI (`.eh_frame` /
+//! `.eh_frame_hdr`, or `.debug_frame`), taken from the symbol store or
+//! read from the file, found like symbols (build-id checked), once.
 //!
 //! The caller gives, per sample, the process's executable mappings, the
 //! registers (ip, sp, bp) and the stack bytes perf copied from sp upwards;
@@ -19,18 +20,14 @@ use object::{Object, ObjectSection};
 use crate::elf::LoadSegments;
 use crate::find::{self, Config};
 
-/// A byte range of a memory-mapped file, shared by every process that maps
-/// it.
+/// A section's bytes, shared by every process that maps the file.
 #[derive(Clone)]
-pub struct Slice {
-    map: Arc<find::Bytes>,
-    range: Range<usize>,
-}
+pub struct Slice(Arc<Vec<u8>>);
 
 impl Deref for Slice {
     type Target = [u8];
     fn deref(&self) -> &[u8] {
-        &self.map[self.range.clone()]
+        &self.0
     }
 }
 
@@ -99,11 +96,7 @@ impl UnwindFile {
             got: None,
         };
         for s in c.sections {
-            let n = s.data.len();
-            let slice = Slice {
-                map: Arc::new(find::Bytes::Owned(s.data)),
-                range: 0..n,
-            };
+            let slice = Slice(Arc::new(s.data));
             match s.name.as_str() {
                 ".text" => f.text = Some(s.svma),
                 ".got" => f.got = Some(s.svma),
@@ -160,7 +153,7 @@ fn read_cfi(cfg: &Config, path: &str, build_id: Option<&str>) -> Option<Cfi> {
         };
         sections.push(CfiSection {
             name: name.to_string(),
-            svma: s.address()..s.address() + s.size(),
+            svma: s.address()..s.address().saturating_add(s.size()),
             data: bytes,
         });
         Some(())
