@@ -16,9 +16,11 @@ use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use output::{Format, OutputOpts};
-use trawl_query::analyses::{self, HotspotKey, SampleFilter};
+use trawl_query::analyses::{self, HotspotKey};
 use trawl_query::choice::Choice;
+use trawl_query::functions;
 use trawl_query::lbr::Method;
+use trawl_query::sample::{self, SampleFilter};
 use trawl_query::Session;
 
 use cmd::{
@@ -272,10 +274,10 @@ struct MetricArgs {
 }
 
 impl MetricArgs {
-    fn parse(&self) -> Result<(analyses::Weight, analyses::StackOpts)> {
+    fn parse(&self) -> Result<(sample::Weight, sample::StackOpts)> {
         Ok((
-            analyses::Weight::parse(&self.weight)?,
-            analyses::StackOpts {
+            sample::Weight::parse(&self.weight)?,
+            sample::StackOpts {
                 inline: !self.no_inline,
             },
         ))
@@ -496,11 +498,11 @@ async fn selection(
     s: &Session,
     filter: &FilterArgs,
     metric: &MetricArgs,
-) -> Result<(SampleFilter, String, analyses::Weight, analyses::StackOpts)> {
+) -> Result<(SampleFilter, String, sample::Weight, sample::StackOpts)> {
     let (weight, opts) = metric.parse()?;
     let f = filter.to_filter()?;
-    let event = analyses::choose_event(s, f.event.as_deref()).await?;
-    analyses::check_weight(s, &weight).await?;
+    let event = sample::choose_event(s, f.event.as_deref()).await?;
+    sample::check_weight(s, &weight).await?;
     Ok((f, event, weight, opts))
 }
 

@@ -164,7 +164,7 @@ pub(crate) fn write(
 /// with its config when a call first asks for a function.
 pub struct Decoder(pub trawl_symbolize::Config);
 
-impl trawl_query::code::CodeSource for Decoder {
+impl trawl_query::session::CodeSource for Decoder {
     fn ensure(
         &self,
         dir: &Path,
@@ -185,7 +185,7 @@ impl trawl_query::code::CodeSource for Decoder {
 /// The code source the CLI and the Python package give their sessions:
 /// binaries where perf finds them, debuginfod servers of
 /// `$DEBUGINFOD_URLS`, the default symbol store.
-pub fn standard_source() -> std::sync::Arc<dyn trawl_query::code::CodeSource> {
+pub fn standard_source() -> std::sync::Arc<dyn trawl_query::session::CodeSource> {
     let mut cfg = trawl_symbolize::Config::standard();
     cfg.debuginfod = trawl_symbolize::debuginfod::Debuginfod::from_env();
     // Without a store the code is still decoded: the store only saves

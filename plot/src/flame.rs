@@ -36,7 +36,7 @@ pub fn flame_title(s: &trawl_query::Session, event: &str) -> String {
 }
 
 /// What a flame graph's widths count under `weight`.
-pub fn count_name(weight: &trawl_query::analyses::Weight) -> String {
+pub fn count_name(weight: &trawl_query::sample::Weight) -> String {
     weight.name().unwrap_or_else(|| "samples".into())
 }
 

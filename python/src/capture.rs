@@ -6,10 +6,10 @@ use std::sync::Arc;
 
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyFloat, PyInt, PyList, PyString, PyTuple};
-use trawl_query::analyses::{self, SampleFilter, Selection, StackOpts, Weight};
 use trawl_query::choice::Choice;
 use trawl_query::datafusion::prelude::lit;
 use trawl_query::datafusion::scalar::ScalarValue;
+use trawl_query::sample::{self, SampleFilter, Selection, StackOpts, Weight};
 use trawl_query::Session;
 
 use crate::relation::Relation;
@@ -138,8 +138,8 @@ impl Samples {
     /// the weight, checked against the session's captures.
     async fn resolve(self, s: &Session) -> anyhow::Result<Picked> {
         let weight = Weight::parse(&self.weight)?;
-        let event = analyses::choose_event(s, self.event.as_deref()).await?;
-        analyses::check_weight(s, &weight).await?;
+        let event = sample::choose_event(s, self.event.as_deref()).await?;
+        sample::check_weight(s, &weight).await?;
         let filter = SampleFilter {
             event: Some(event.clone()),
             pids: self.pid,

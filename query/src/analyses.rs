@@ -9,8 +9,11 @@ use datafusion::logical_expr::Expr;
 use datafusion::prelude::{lit, DataFrame};
 use datafusion::scalar::ScalarValue;
 
+use crate::error::{Error, Result};
+use crate::functions::call;
 use crate::functions::{Kind, Param, Spec};
-use crate::{Error, Result, Session};
+use crate::sample::Selection;
+use crate::session::Session;
 
 /// Views `frame_line`, `frame_name`, `stack_entry` and
 /// `stack_entry_inline`: what frames are called, stacks as positions.
@@ -410,245 +413,6 @@ impl HotspotKey {
     }
 }
 
-/// The perf_sample columns a sample can be weighed by (stack_weight.sql).
-pub const WEIGHT_COLUMNS: &[&str] = &["weight", "weight_ins_lat", "weight_var3", "n_branch"];
-
-/// What a sample weighs in the metrics.
-#[derive(Clone, Debug, PartialEq, Eq, Default)]
-pub enum Weight {
-    /// The sample period (perf's default: time for cpu-clock, events for
-    /// counters).
-    #[default]
-    Period,
-    /// Every sample weighs 1.
-    Samples,
-    /// A numeric column of `perf_sample` (e.g. `weight`).
-    Column(String),
-    /// The increase of a group-read counter (`perf_sample_read`) since the
-    /// previous sample of the same counter, e.g. `read:instructions`.
-    Read(String),
-}
-
-impl Weight {
-    /// Parses `period`, `samples`, `read:EVENT` or a `perf_sample` column.
-    pub fn parse(s: &str) -> Result<Weight> {
-        Ok(match s {
-            "period" => Weight::Period,
-            "samples" | "count" => Weight::Samples,
-            _ => match s.strip_prefix("read:") {
-                Some(e) if !e.is_empty() => Weight::Read(e.to_string()),
-                _ => {
-                    if !WEIGHT_COLUMNS.contains(&s) {
-                        return Err(Error::Usage(format!(
-                            "weight {s:?}: not `period`, `samples`, `read:EVENT` or one of the perf_sample columns {}",
-                            WEIGHT_COLUMNS.join(", ")
-                        )));
-                    }
-                    Weight::Column(s.to_string())
-                }
-            },
-        })
-    }
-
-    /// The value `stack_weight`'s `weight` parameter takes.
-    pub fn arg(&self) -> String {
-        match self {
-            Weight::Period => "period".into(),
-            Weight::Samples => "samples".into(),
-            Weight::Column(c) => c.clone(),
-            Weight::Read(e) => format!("read:{e}"),
-        }
-    }
-
-    /// Column-name suffix for the weighted metrics (`self_period`, ...);
-    /// None for plain sample counts.
-    pub fn name(&self) -> Option<String> {
-        match self {
-            Weight::Period => Some("period".into()),
-            Weight::Samples => None,
-            Weight::Column(c) => Some(c.clone()),
-            Weight::Read(e) => Some(
-                e.chars()
-                    .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
-                    .collect(),
-            ),
-        }
-    }
-}
-
-/// Options shared by the stack analyses.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct StackOpts {
-    /// Inline levels count as functions of their own (perf report --inline).
-    pub inline: bool,
-}
-
-impl Default for StackOpts {
-    fn default() -> Self {
-        StackOpts { inline: true }
-    }
-}
-
-/// Which samples an analysis looks at.
-#[derive(Clone, Debug, Default)]
-pub struct SampleFilter {
-    pub event: Option<String>,
-    pub pids: Vec<i32>,
-    pub tids: Vec<i32>,
-    pub comms: Vec<String>,
-    /// Inclusive start and exclusive end, ns on the capture clock.
-    pub time_from_ns: Option<i64>,
-    pub time_to_ns: Option<i64>,
-    /// Only these captures (by the names a session gives them).
-    pub captures: Vec<String>,
-}
-
-impl SampleFilter {
-    /// The selection as name/value arguments of a stack analysis.
-    fn args(&self, event: &str, weight: &Weight, out: &mut Vec<Expr>) {
-        let mut pair = |k: &str, v: ScalarValue| {
-            out.push(lit(k));
-            out.push(lit(v));
-        };
-        pair("event", ScalarValue::from(event));
-        pair("weight", ScalarValue::from(weight.arg()));
-        for &p in &self.pids {
-            pair("pid", ScalarValue::Int32(Some(p)));
-        }
-        for &t in &self.tids {
-            pair("tid", ScalarValue::Int32(Some(t)));
-        }
-        for c in &self.comms {
-            pair("comm", ScalarValue::from(c.as_str()));
-        }
-        if let Some(t) = self.time_from_ns {
-            pair("from_ns", ScalarValue::Int64(Some(t)));
-        }
-        if let Some(t) = self.time_to_ns {
-            pair("to_ns", ScalarValue::Int64(Some(t)));
-        }
-        for c in &self.captures {
-            pair("capture", ScalarValue::from(c.as_str()));
-        }
-    }
-}
-
-/// A call of the registered analysis `name` with these arguments, as a
-/// data frame (the same plan `SELECT * FROM name(...)` gives).
-pub async fn call(s: &Session, name: &str, args: &[Expr]) -> Result<DataFrame> {
-    call_with_tables(s, name, args, Vec::new()).await
-}
-
-/// [`call`], with the tables named in `tables` read from the providers
-/// given (a front door that has computed an analysis's input itself).
-pub(crate) async fn call_with_tables(
-    s: &Session,
-    name: &str,
-    args: &[Expr],
-    tables: Vec<(
-        &'static str,
-        std::sync::Arc<dyn datafusion::catalog::TableProvider>,
-    )>,
-) -> Result<DataFrame> {
-    let f = s.ctx.table_function(name)?;
-    let Some(f) = (f.function().as_ref() as &dyn std::any::Any)
-        .downcast_ref::<crate::functions::SqlFunction>()
-    else {
-        return Err(Error::Usage(format!("{name} is not a SQL analysis")));
-    };
-    let plan =
-        crate::functions::replace_tables(f.call_plan(&s.ctx.state(), &f.bind(args)?)?, tables)?;
-    Ok(DataFrame::new(s.ctx.state(), plan))
-}
-
-/// A stack selection: which samples, what they weigh, inline levels.
-pub struct Selection<'a> {
-    pub filter: &'a SampleFilter,
-    pub event: &'a str,
-    pub weight: &'a Weight,
-    pub opts: StackOpts,
-}
-
-impl Selection<'_> {
-    /// The arguments of `stack_weight(...)`.
-    pub(crate) fn sample_args(&self) -> Vec<Expr> {
-        let mut a = Vec::new();
-        self.filter.args(self.event, self.weight, &mut a);
-        a
-    }
-
-    fn args(&self, first: Option<Expr>) -> Vec<Expr> {
-        let mut a: Vec<Expr> = first.into_iter().collect();
-        self.filter.args(self.event, self.weight, &mut a);
-        a.push(lit("inline"));
-        a.push(lit(self.opts.inline));
-        a
-    }
-}
-
-/// Events that have samples, most samples first.
-pub async fn sampled_events(s: &Session) -> Result<Vec<(String, i64)>> {
-    use datafusion::arrow::array::AsArray;
-    let df = s
-        .sql("SELECT CAST(event AS VARCHAR) AS event, count(*) AS n FROM perf_sample GROUP BY 1 ORDER BY n DESC, event")
-        .await?;
-    let mut out = Vec::new();
-    for b in df.collect().await? {
-        let e = crate::string_values(b.column(0));
-        let n = b
-            .column(1)
-            .as_primitive::<datafusion::arrow::datatypes::Int64Type>();
-        for (i, name) in e.into_iter().enumerate() {
-            out.push((name.unwrap_or_default(), n.value(i)));
-        }
-    }
-    Ok(out)
-}
-
-/// The event named (which must have samples), or the one with most
-/// samples.
-pub async fn choose_event(s: &Session, given: Option<&str>) -> Result<String> {
-    let events = sampled_events(s).await?;
-    Ok(match given {
-        Some(e) => {
-            if !events.iter().any(|(n, _)| n == e) {
-                return Err(Error::Usage(format!(
-                    "no samples of event {e:?}; events with samples: {}",
-                    events
-                        .iter()
-                        .map(|(n, c)| format!("{n} ({c})"))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                )));
-            }
-            e.to_string()
-        }
-        None => match events.first() {
-            Some((e, _)) => e.clone(),
-            None => return Err(Error::Usage("the capture has no samples".into())),
-        },
-    })
-}
-
-/// Refuses a `read:EVENT` weight when no counter of that event was read.
-pub async fn check_weight(s: &Session, weight: &Weight) -> Result<()> {
-    if let Weight::Read(e) = weight {
-        let n = s
-            .ctx
-            .table("perf_sample_read")
-            .await?
-            .filter(datafusion::prelude::col("event").eq(lit(e.as_str())))?
-            .count()
-            .await?;
-        if n == 0 {
-            return Err(Error::Usage(format!(
-                "weight read:{e}: no counter of that event in perf_sample_read"
-            )));
-        }
-    }
-    Ok(())
-}
-
 /// Exclusive and inclusive cost per key of the selected samples
 /// (`hotspots(by, ...)`), with the weight columns named by the weight
 /// (`self_period`, ...; none for sample counts), as the CLI shows them.
@@ -797,6 +561,16 @@ async fn edges(
 fn first_samples(rows: &[datafusion::arrow::record_batch::RecordBatch]) -> i64 {
     rows.iter()
         .find(|b| b.num_rows() > 0)
-        .and_then(|b| crate::time::i64_at(b, 3, 0))
+        .and_then(|b| crate::rows::i64_at(b, 3, 0))
         .unwrap_or(0)
+}
+
+impl crate::choice::Choice for HotspotKey {
+    const ALL: &'static [Self] = &HotspotKey::ALL;
+    fn name(self) -> &'static str {
+        HotspotKey::name(self)
+    }
+    fn doc(self) -> &'static str {
+        HotspotKey::doc(self)
+    }
 }

@@ -27,9 +27,10 @@ use datafusion::logical_expr::Expr;
 use datafusion::prelude::{lit, DataFrame};
 use datafusion::scalar::ScalarValue;
 
+use crate::error::{Error, Result};
 use crate::functions::{Bound, Kind, Param, Spec};
 use crate::ranges::{Range, RangeOpts, Rule};
-use crate::{Error, Result, Session};
+use crate::session::Session;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Resource {
@@ -170,14 +171,14 @@ pub static SPECS: &[&Spec] = &[&CAUSE_CPU, &CAUSE_MEMORY, &CAUSE_IO];
 /// `_cause_range` of a call of `cause_cpu` or `cause_io`.
 fn cpu_inputs(
     b: &Bound,
-    shared: &Arc<crate::Shared>,
+    shared: &Arc<crate::session::Shared>,
 ) -> datafusion::error::Result<Vec<(&'static str, Arc<dyn TableProvider>)>> {
     range_input(b, shared, None)
 }
 
 fn memory_inputs(
     b: &Bound,
-    shared: &Arc<crate::Shared>,
+    shared: &Arc<crate::session::Shared>,
 ) -> datafusion::error::Result<Vec<(&'static str, Arc<dyn TableProvider>)>> {
     let at = match b.get("at") {
         Some(ScalarValue::Utf8(Some(v))) if v == "max" => MemoryAt::Max,
@@ -192,7 +193,7 @@ fn memory_inputs(
 /// `_cause_range` from a call's rule (or explicit range).
 fn range_input(
     b: &Bound,
-    shared: &Arc<crate::Shared>,
+    shared: &Arc<crate::session::Shared>,
     memory_at: Option<MemoryAt>,
 ) -> datafusion::error::Result<Vec<(&'static str, Arc<dyn TableProvider>)>> {
     let rule = match b.get("rule") {
@@ -332,7 +333,7 @@ async fn syscall_offsets(s: &Session) -> Result<HashMap<String, (i64, Option<i64
              GROUP BY c.capture";
     let mut out = HashMap::new();
     for b in s.sql(q).await?.collect().await? {
-        let cap = crate::string_values(b.column(0));
+        let cap = crate::rows::string_values(b.column(0));
         let n = b.column(1).as_primitive::<Int64Type>();
         let off = b.column(2).as_primitive::<Int64Type>();
         for i in 0..b.num_rows() {
@@ -367,7 +368,7 @@ async fn live_bytes(s: &Session) -> Result<HashMap<String, Vec<(i64, i64)>>> {
     let q = "SELECT capture, from_ns, to_ns, CAST(bytes AS BIGINT) AS bytes FROM memory_region";
     let mut ev: HashMap<String, BTreeMap<i64, i64>> = HashMap::new();
     for b in s.sql(q).await?.collect().await? {
-        let cap = crate::string_values(b.column(0));
+        let cap = crate::rows::string_values(b.column(0));
         let from = b.column(1).as_primitive::<Int64Type>();
         let to = b.column(2).as_primitive::<Int64Type>();
         let bytes = b.column(3).as_primitive::<Int64Type>();
@@ -425,7 +426,7 @@ pub async fn cause(
     let mut args: Vec<Expr> = vec![lit(ScalarValue::Utf8(None)), lit("app"), lit(app)];
     let (name, at) = match resource {
         Resource::Cpu => {
-            let event = crate::analyses::choose_event(s, event).await?;
+            let event = crate::sample::choose_event(s, event).await?;
             crate::time::require_aligned_samples(s, &event).await?;
             args.extend([lit("event"), lit(event)]);
             if let Some(m) = lbr {
@@ -450,5 +451,5 @@ pub async fn cause(
     let batch = range_batch(s, ranges, at).await?;
     let table: Arc<dyn TableProvider> =
         Arc::new(MemTable::try_new(range_schema(), vec![vec![batch]])?);
-    crate::analyses::call_with_tables(s, name, &args, vec![("_cause_range", table)]).await
+    crate::functions::call_with_tables(s, name, &args, vec![("_cause_range", table)]).await
 }

@@ -7,25 +7,17 @@
 //! source (a session of a library user, a cluster) `annotate` reads what
 //! the captures hold.
 
-use std::path::Path;
 use std::sync::Arc;
 
 use datafusion::catalog::TableProvider;
 
 use crate::functions::{text, texts, Bound};
 
-/// Decodes a function's code into a capture's `instruction` table.
-pub trait CodeSource: Send + Sync {
-    /// Makes sure the capture in `dir` holds the code of `function` in the
-    /// modules that name it (those whose path contains `module`).
-    fn ensure(&self, dir: &Path, function: &str, module: Option<&str>) -> Result<(), String>;
-}
-
 /// `annotate`'s input: `instruction` after the code source was asked for
 /// the call's function in the captures it reads.
 pub(crate) fn annotate_inputs(
     b: &Bound,
-    shared: &Arc<crate::Shared>,
+    shared: &Arc<crate::session::Shared>,
 ) -> datafusion::error::Result<Vec<(&'static str, Arc<dyn TableProvider>)>> {
     let Some(function) = text(b, "function") else {
         return Ok(Vec::new());
@@ -44,7 +36,7 @@ pub(crate) fn annotate_inputs(
     }
     Ok(vec![(
         "instruction",
-        Arc::new(crate::stored_table(
+        Arc::new(crate::tables::stored_table(
             &shared.captures,
             &trawl_capture::schema::INSTRUCTION,
         )),

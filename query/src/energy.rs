@@ -30,7 +30,8 @@ use datafusion::scalar::ScalarValue;
 
 use crate::functions::{text, texts, Bound, Kind, Param, Spec};
 
-use crate::{Error, Result, Session};
+use crate::error::{Error, Result};
+use crate::session::Session;
 
 /// What a sample weighs when an interval's energy is shared.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -107,7 +108,7 @@ pub async fn sample_energy(
     dram: &Indicator,
     zones: &[String],
 ) -> Result<RecordBatch> {
-    let n = crate::memory::scalar(
+    let n = crate::session::scalar(
         s,
         "SELECT CAST(count(*) AS VARCHAR) FROM energy WHERE delta_uj IS NOT NULL",
     )
@@ -117,7 +118,7 @@ pub async fn sample_energy(
             "no energy intervals in the capture: ingest RAPL readings with the samples (a powercap CSV from scripts/rapl-sample.py, or perf stat -I -x, -e power/energy-pkg/,...)".into(),
         ));
     }
-    let unplaced = crate::memory::scalar(
+    let unplaced = crate::session::scalar(
         s,
         "SELECT CAST(count(*) AS VARCHAR) FROM energy_t WHERE delta_uj IS NOT NULL AND t_ns IS NULL",
     )
@@ -128,11 +129,11 @@ pub async fn sample_energy(
             unplaced.unwrap_or_default()
         )));
     }
-    let event = crate::analyses::choose_event(s, event).await?;
+    let event = crate::sample::choose_event(s, event).await?;
     crate::time::require_aligned_samples(s, &event).await?;
     for (ind, name) in [(core, "core"), (dram, "DRAM")] {
         if let Indicator::Read(e) = ind {
-            let n = crate::memory::scalar_with(
+            let n = crate::session::scalar_with(
                 s,
                 "SELECT CAST(count(*) AS VARCHAR) FROM perf_sample_read WHERE event = $e",
                 &[("e", ScalarValue::from(e.as_str()))],
@@ -325,10 +326,10 @@ fn chosen_intervals(intervals: Vec<RecordBatch>, chains: &[Chain]) -> Result<Vec
     use datafusion::arrow::array::{Int32Array, UInt32Array};
     let mut out = Vec::with_capacity(intervals.len());
     for b in intervals {
-        let cap = crate::string_values(b.column(0));
+        let cap = crate::rows::string_values(b.column(0));
         let pkg = b.column(5).as_primitive::<Int32Type>();
         let src = b.column(6).as_primitive::<Int32Type>();
-        let zone = crate::string_values(b.column(7));
+        let zone = crate::rows::string_values(b.column(7));
         let mut keep: Vec<u32> = Vec::new();
         let mut chain_pkg: Vec<Option<i32>> = Vec::new();
         for i in 0..b.num_rows() {
@@ -351,7 +352,7 @@ fn chosen_intervals(intervals: Vec<RecordBatch>, chains: &[Chain]) -> Result<Vec
             .collect::<std::result::Result<_, _>>()
             .map_err(datafusion::error::DataFusionError::from)?;
         cols.push(Arc::new(Int32Array::from(chain_pkg)));
-        out.push(crate::batch_of(
+        out.push(crate::rows::batch_of(
             ["capture", "domain", "t0", "t1", "uj", "pkg"]
                 .into_iter()
                 .zip(cols)
@@ -478,11 +479,11 @@ pub async fn chain_rows(
     let mut out: Vec<Chain> = Vec::new();
     let mut others: Vec<(String, String, Option<i32>, String)> = Vec::new();
     for b in &batches {
-        let cap = crate::string_values(b.column(0));
-        let dom = crate::string_values(b.column(1));
+        let cap = crate::rows::string_values(b.column(0));
+        let dom = crate::rows::string_values(b.column(1));
         let pkg = b.column(2).as_primitive::<Int32Type>();
         let src = b.column(3).as_primitive::<Int32Type>();
-        let zone = crate::string_values(b.column(4));
+        let zone = crate::rows::string_values(b.column(4));
         let n = b.column(5).as_primitive::<Int64Type>();
         let chosen = b.column(6).as_boolean();
         for i in 0..b.num_rows() {
@@ -553,7 +554,7 @@ pub async fn package_scope(
     package: Option<i32>,
     cpu_col: &str,
 ) -> Result<(Option<i32>, String)> {
-    let pk = crate::memory::scalar_with(
+    let pk = crate::session::scalar_with(
         s,
         "SELECT string_agg(DISTINCT CAST(package AS VARCHAR), ', ') FROM energy WHERE CAST(domain AS VARCHAR) = $domain AND package IS NOT NULL",
         &[("domain", ScalarValue::from(domain))],
@@ -569,7 +570,7 @@ pub async fn package_scope(
         }
         return Ok((None, String::new()));
     };
-    let cpus = crate::memory::scalar(
+    let cpus = crate::session::scalar(
         s,
         &format!("SELECT CAST(count(*) AS VARCHAR) FROM perf_cpu WHERE socket_id = {p}"),
     )
@@ -763,7 +764,7 @@ fn energy_columns(b: &Bound) -> datafusion::error::Result<Vec<Expr>> {
 /// `sample_energy` for the call's event, indicators and counters.
 fn energy_inputs(
     b: &Bound,
-    shared: &Arc<crate::Shared>,
+    shared: &Arc<crate::session::Shared>,
 ) -> datafusion::error::Result<Vec<(&'static str, Arc<dyn TableProvider>)>> {
     let plan_err = |e: Error| datafusion::error::DataFusionError::Plan(format!("energy_by: {e}"));
     let event = text(b, "event");
@@ -798,7 +799,7 @@ pub async fn register(s: &Session) -> Result<()> {
         ])
     })?;
     s.register_lazy("energy_chain", energy_chain_schema(), |s| async move {
-        let event = crate::analyses::choose_event(&s, None).await?;
+        let event = crate::sample::choose_event(&s, None).await?;
         Ok(chain_rows(&s, &event, &[]).await?.1)
     })?;
     crate::functions::register(s, SPECS).await
@@ -829,7 +830,7 @@ pub async fn report(
     for z in zones {
         args.extend([lit("zone"), lit(z.as_str())]);
     }
-    crate::analyses::call(s, "energy_by", &args).await
+    crate::functions::call(s, "energy_by", &args).await
 }
 
 /// `LEFT JOIN (...) ALIAS` giving `ALIAS.delta`: the increase of the
@@ -841,4 +842,14 @@ fn read_delta_join(alias: &str) -> String {
         "LEFT JOIN (SELECT capture, sample_id, delta FROM read_delta WHERE event = ${alias}) {alias} \
          ON {alias}.capture = p.capture AND {alias}.sample_id = p.sample_id"
     )
+}
+
+impl crate::choice::Choice for EnergyKey {
+    const ALL: &'static [Self] = &EnergyKey::ALL;
+    fn name(self) -> &'static str {
+        EnergyKey::name(self)
+    }
+    fn doc(self) -> &'static str {
+        EnergyKey::doc(self)
+    }
 }

@@ -15,8 +15,9 @@ use datafusion::arrow::array::{Array, AsArray};
 use datafusion::arrow::datatypes::{Int32Type, Int64Type};
 use rustc_hash::FxHashMap;
 
-use crate::analyses::Selection;
-use crate::{Result, Session};
+use crate::error::Result;
+use crate::sample::Selection;
+use crate::session::Session;
 
 /// The selected stacks as a tree of frames.
 pub struct FrameTree {
@@ -37,13 +38,13 @@ pub async fn frame_tree(s: &Session, sel: &Selection<'_>) -> Result<FrameTree> {
     let mut caps: HashMap<String, u32> = HashMap::new();
     // The selection: weight per (capture, stack).
     let mut weight: FxHashMap<(u32, i64), i64> = FxHashMap::default();
-    for b in crate::analyses::call(s, "stack_weight", &sel.sample_args())
+    for b in crate::functions::call(s, "stack_weight", &sel.sample_args())
         .await?
         .select_columns(&["capture", "stack_id", "w"])?
         .collect()
         .await?
     {
-        let cap = crate::string_ids(b.column(0), &mut caps)?;
+        let cap = crate::rows::string_ids(b.column(0), &mut caps)?;
         let id = b.column(1).as_primitive::<Int64Type>();
         let w = b.column(2).as_primitive::<Int64Type>();
         for (i, c) in cap.into_iter().enumerate() {
@@ -63,7 +64,7 @@ pub async fn frame_tree(s: &Session, sel: &Selection<'_>) -> Result<FrameTree> {
         "SELECT capture, frame_id, 0 AS inline_depth, function FROM frame_name"
     };
     for b in s.sql(names_sql).await?.collect().await? {
-        let cap = crate::string_ids(b.column(0), &mut caps)?;
+        let cap = crate::rows::string_ids(b.column(0), &mut caps)?;
         let fid = b.column(1).as_primitive::<Int64Type>();
         let lvl = datafusion::arrow::compute::cast(
             b.column(2),
@@ -71,7 +72,7 @@ pub async fn frame_tree(s: &Session, sel: &Selection<'_>) -> Result<FrameTree> {
         )
         .map_err(datafusion::error::DataFusionError::from)?;
         let lvl = lvl.as_primitive::<Int32Type>();
-        let func = crate::string_values(b.column(3));
+        let func = crate::rows::string_values(b.column(3));
         for (i, (c, f)) in cap.into_iter().zip(func).enumerate() {
             // The folded format separates the weight by a space: spaces in
             // names become U+00A0, as flamegraph.pl users do.
@@ -102,7 +103,7 @@ pub async fn frame_tree(s: &Session, sel: &Selection<'_>) -> Result<FrameTree> {
         .collect()
         .await?
     {
-        let cap = crate::string_ids(b.column(0), &mut caps)?;
+        let cap = crate::rows::string_ids(b.column(0), &mut caps)?;
         let id = b.column(1).as_primitive::<Int64Type>();
         let depth = b.column(2).as_primitive::<Int32Type>();
         let fid = b.column(3).as_primitive::<Int64Type>();

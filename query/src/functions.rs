@@ -31,10 +31,11 @@ use datafusion::error::Result as DfResult;
 use datafusion::logical_expr::simplify::SimplifyContext;
 use datafusion::logical_expr::{Expr, LogicalPlan, LogicalPlanBuilder};
 use datafusion::optimizer::simplify_expressions::ExprSimplifier;
-use datafusion::prelude::ident;
+use datafusion::prelude::{ident, DataFrame};
 use datafusion::scalar::ScalarValue;
 
-use crate::{Result, Session};
+use crate::error::{Error, Result};
+use crate::session::{Session, Shared};
 
 /// A parameter's type. List parameters take a value, an array, or the
 /// same name given several times (any of the values matches).
@@ -132,8 +133,7 @@ pub(crate) fn float(b: &Bound, name: &str) -> Option<f64> {
 /// Tables an analysis reads that a call computes from its arguments (in
 /// Rust): each replaces the scans of the registered table of that name
 /// (which holds the rows for the default arguments) in the call's plan.
-pub type Inputs =
-    fn(&Bound, &Arc<crate::Shared>) -> DfResult<Vec<(&'static str, Arc<dyn TableProvider>)>>;
+pub type Inputs = fn(&Bound, &Arc<Shared>) -> DfResult<Vec<(&'static str, Arc<dyn TableProvider>)>>;
 
 /// An analysis: its SQL, its parameters and, optionally, which of its
 /// columns a call returns (for analyses whose columns depend on an
@@ -156,7 +156,7 @@ pub struct Spec {
 pub struct SqlFunction {
     spec: &'static Spec,
     plan: std::sync::OnceLock<LogicalPlan>,
-    shared: Arc<crate::Shared>,
+    shared: Arc<Shared>,
 }
 
 impl std::fmt::Debug for SqlFunction {
@@ -425,6 +425,32 @@ pub async fn register(s: &Session, specs: &[&'static Spec]) -> Result<()> {
             .register_udtf(spec.name, Arc::new(SqlFunction::new(s, spec)));
     }
     Ok(())
+}
+
+/// A call of the registered analysis `name` with these arguments, as a
+/// data frame (the same plan `SELECT * FROM name(...)` gives).
+pub async fn call(s: &Session, name: &str, args: &[Expr]) -> Result<DataFrame> {
+    call_with_tables(s, name, args, Vec::new()).await
+}
+
+/// [`call`], with the tables named in `tables` read from the providers
+/// given (a front door that has computed an analysis's input itself).
+pub(crate) async fn call_with_tables(
+    s: &Session,
+    name: &str,
+    args: &[Expr],
+    tables: Vec<(
+        &'static str,
+        std::sync::Arc<dyn datafusion::catalog::TableProvider>,
+    )>,
+) -> Result<DataFrame> {
+    let f = s.ctx.table_function(name)?;
+    let Some(f) = (f.function().as_ref() as &dyn std::any::Any).downcast_ref::<SqlFunction>()
+    else {
+        return Err(Error::Usage(format!("{name} is not a SQL analysis")));
+    };
+    let plan = replace_tables(f.call_plan(&s.ctx.state(), &f.bind(args)?)?, tables)?;
+    Ok(DataFrame::new(s.ctx.state(), plan))
 }
 
 #[cfg(test)]

@@ -6,11 +6,21 @@
 
 use datafusion::prelude::{lit, DataFrame};
 
+use crate::error::Result;
 use crate::functions::{Kind, Param, Spec};
 use crate::memory::{resolve_at, At, APP};
-use crate::{Result, Session};
+use crate::session::Session;
 
 /// `io_bytes(...)`.
+/// The I/O table functions.
+pub static SPECS: &[&Spec] = &[&IO_BYTES];
+
+/// Registers `io_bytes` (after [`crate::memory::register`]: it reads the
+/// attribution views).
+pub async fn register(s: &Session) -> Result<()> {
+    crate::functions::register(s, SPECS).await
+}
+
 pub static IO_BYTES: Spec = Spec {
     name: "io_bytes",
     doc: "I/O bytes transferred (document 000) per process, application function, actual function, line, file and direction.",
@@ -58,5 +68,5 @@ pub async fn io(
     if let Some(a) = app {
         args.extend([lit("app"), lit(a)]);
     }
-    crate::analyses::call(s, "io_bytes", &args).await
+    crate::functions::call(s, "io_bytes", &args).await
 }

@@ -16,8 +16,9 @@ use datafusion::logical_expr::Expr;
 use datafusion::prelude::{lit, DataFrame};
 use datafusion::scalar::ScalarValue;
 
+use crate::error::{Error, Result};
 use crate::functions::{Kind, Param, Spec};
-use crate::{Error, Result, Session};
+use crate::session::Session;
 
 const BRANCH: &str = include_str!("../analyses/perf/branch.sql");
 /// The view `_lbr_sample` (the body of `lbr_samples` and the lbr reports).
@@ -211,7 +212,7 @@ pub enum View {
 
 /// Whether any capture of the session has branch stack entries.
 pub async fn has_branches(s: &Session) -> Result<bool> {
-    let n = crate::memory::scalar(s, "SELECT CAST(count(*) AS VARCHAR) FROM perf_branch").await?;
+    let n = crate::session::scalar(s, "SELECT CAST(count(*) AS VARCHAR) FROM perf_branch").await?;
     Ok(!matches!(n.as_deref(), Some("0") | None))
 }
 
@@ -265,5 +266,33 @@ pub async fn report(
             ])?);
         }
     };
-    crate::analyses::call(s, name, &args).await
+    crate::functions::call(s, name, &args).await
+}
+
+impl crate::choice::Choice for View {
+    const ALL: &'static [Self] = &[
+        Self::Functions,
+        Self::Summary,
+        Self::Points,
+        Self::Transitions,
+        Self::Sequence,
+    ];
+    fn name(self) -> &'static str {
+        match self {
+            Self::Functions => "functions",
+            Self::Summary => "summary",
+            Self::Points => "points",
+            Self::Transitions => "transitions",
+            Self::Sequence => "sequence",
+        }
+    }
+    fn doc(self) -> &'static str {
+        match self {
+            Self::Functions => "per function: samples, points, time and share under the method (lbr_functions)",
+            Self::Summary => "samples, branch entries, points per sample: the resolution gained (lbr_summary)",
+            Self::Points => "every sample and pseudo-sample with its time and weight (lbr_points)",
+            Self::Transitions => "branches per (from function, to function, call/return/other) (lbr_transition)",
+            Self::Sequence => "per sample: the branch sources FROM15 … FROM0, oldest first, then the sampled function (lbr_sequence)",
+        }
+    }
 }

@@ -16,8 +16,9 @@ use datafusion::logical_expr::Expr;
 use datafusion::prelude::{col, lit, DataFrame};
 use futures::StreamExt;
 
+use crate::error::{Error, Result};
 use crate::functions::{Kind, Param, Spec};
-use crate::{Error, Result, Session};
+use crate::session::Session;
 use datafusion::scalar::ScalarValue;
 
 pub const SYMBOL_USE: &str = include_str!("../analyses/memlog/symbol_use.sql");
@@ -121,7 +122,7 @@ pub async fn symbols(
         args.extend([lit("object"), lit(o)]);
     }
     args.extend([lit("never"), lit(never)]);
-    crate::analyses::call(s, "mem_symbols", &args).await
+    crate::functions::call(s, "mem_symbols", &args).await
 }
 
 /// `trawl report mem-objects`: `mem_object_use`, largest mappings first.
@@ -158,7 +159,7 @@ pub static PAGE_REUSE_PLAN: Spec = Spec {
 /// `_page_reuse` and `_page_reuse_plan` for the call's page size.
 fn reuse_inputs(
     b: &crate::functions::Bound,
-    shared: &std::sync::Arc<crate::Shared>,
+    shared: &std::sync::Arc<crate::session::Shared>,
 ) -> datafusion::error::Result<
     Vec<(
         &'static str,
@@ -346,7 +347,7 @@ pub enum PageSort {
 /// address and page size columns.
 pub async fn pages(s: &Session, page_size: Option<u64>, sort: PageSort) -> Result<DataFrame> {
     ingest_page_size(s).await?;
-    let df = crate::analyses::call(s, "pages", &page_args(page_size)).await?;
+    let df = crate::functions::call(s, "pages", &page_args(page_size)).await?;
     let addr = col("page_address").sort(true, true);
     let order = match sort {
         PageSort::Address => vec![
@@ -371,13 +372,13 @@ pub async fn reuse(s: &Session, page_size: Option<u64>, plan: bool) -> Result<Da
     } else {
         "page_reuse"
     };
-    crate::analyses::call(s, name, &page_args(page_size)).await
+    crate::functions::call(s, name, &page_args(page_size)).await
 }
 
 /// `page_reuse_pairs(page_size)`, in order of pages.
 pub async fn reuse_pairs(s: &Session, page_size: Option<u64>) -> Result<DataFrame> {
     ingest_page_size(s).await?;
-    crate::analyses::call(s, "page_reuse_pairs", &page_args(page_size)).await
+    crate::functions::call(s, "page_reuse_pairs", &page_args(page_size)).await
 }
 
 /// A page and its lifetime.
@@ -473,7 +474,7 @@ pub fn reuse_of(mut lives: Vec<Life>) -> (usize, u64, usize, Vec<Vec<Life>>) {
 /// pages needed, the pairs and the plan.
 pub async fn page_reuse(s: &Session, page_size: Option<u64>) -> Result<Vec<Reuse>> {
     ingest_page_size(s).await?;
-    let batches = crate::analyses::call(s, "pages", &page_args(page_size))
+    let batches = crate::functions::call(s, "pages", &page_args(page_size))
         .await?
         .select_columns(&[
             "capture",
@@ -491,7 +492,7 @@ pub async fn page_reuse(s: &Session, page_size: Option<u64>) -> Result<Vec<Reuse
         .await?;
     let mut groups: Vec<(String, i32, u64, Vec<Life>)> = Vec::new();
     for b in &batches {
-        let cap = crate::string_values(b.column(0));
+        let cap = crate::rows::string_values(b.column(0));
         let sid = b.column(1).as_primitive::<Int32Type>();
         let page = b.column(2).as_primitive::<UInt64Type>();
         let ps = b.column(3).as_primitive::<Int64Type>();
@@ -598,7 +599,7 @@ pub struct Heatmap {
 fn first_i64(b: &[RecordBatch], c: usize) -> Option<i64> {
     b.iter()
         .find(|b| b.num_rows() > 0)
-        .and_then(|b| crate::time::i64_at(b, c, 0))
+        .and_then(|b| crate::rows::i64_at(b, c, 0))
 }
 
 /// Builds the heatmap of the first capture of the session.
@@ -755,7 +756,7 @@ pub async fn heatmap(s: &Session, o: &HeatOpts) -> Result<Heatmap> {
     while let Some(b) = stream.next().await {
         let b = b?;
         let ord = b.column(0).as_primitive::<Int64Type>();
-        let kind = crate::string_values(b.column(1));
+        let kind = crate::rows::string_values(b.column(1));
         let addr = b.column(2).as_primitive::<UInt64Type>();
         let size = b.column(3).as_primitive::<Int32Type>();
         for i in 0..b.num_rows() {
@@ -816,7 +817,7 @@ pub async fn x_axis(s: &Session, source_id: i32) -> Result<String> {
         .await?;
     Ok(b.iter()
         .find(|b| b.num_rows() > 0)
-        .and_then(|b| crate::string_values(b.column(0))[0].clone())
+        .and_then(|b| crate::rows::string_values(b.column(0))[0].clone())
         .unwrap_or_else(|| "instruction".into()))
 }
 
@@ -840,7 +841,7 @@ pub async fn row_labels(s: &Session, rows: &[(u64, u64)]) -> Result<Vec<(String,
             for b in &b {
                 let st = b.column(0).as_primitive::<UInt64Type>();
                 let en = b.column(1).as_primitive::<UInt64Type>();
-                let n = crate::string_values(b.column(2));
+                let n = crate::rows::string_values(b.column(2));
                 for i in 0..b.num_rows() {
                     v.push((st.value(i), en.value(i), n[i].clone().unwrap_or_default()));
                 }
@@ -870,6 +871,42 @@ pub async fn row_labels(s: &Session, rows: &[(u64, u64)]) -> Result<Vec<(String,
         .iter()
         .map(|&(lo, hi)| (find(&maps, lo, hi), find(&syms, lo, hi)))
         .collect())
+}
+
+impl crate::choice::Choice for PageSort {
+    const ALL: &'static [Self] = &[Self::Address, Self::Accesses, Self::First, Self::Touched];
+    fn name(self) -> &'static str {
+        match self {
+            Self::Address => "address",
+            Self::Accesses => "accesses",
+            Self::First => "first",
+            Self::Touched => "touched",
+        }
+    }
+    fn doc(self) -> &'static str {
+        match self {
+            Self::Address => "by capture, input and page address",
+            Self::Accesses => "most accessed first",
+            Self::First => "in order of first access",
+            Self::Touched => "most bytes touched first",
+        }
+    }
+}
+
+impl crate::choice::Choice for View {
+    const ALL: &'static [Self] = &[Self::Used, Self::Full];
+    fn name(self) -> &'static str {
+        match self {
+            Self::Used => "used",
+            Self::Full => "full",
+        }
+    }
+    fn doc(self) -> &'static str {
+        match self {
+            Self::Used => "only pages touched at least once (rows not contiguous)",
+            Self::Full => "the whole address range (or --addr-range), contiguous",
+        }
+    }
 }
 
 #[cfg(test)]

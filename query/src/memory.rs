@@ -37,8 +37,11 @@ use datafusion::arrow::array::{
 use datafusion::arrow::datatypes::{Int32Type, Int64Type, SchemaRef, UInt64Type};
 use datafusion::prelude::{lit, DataFrame};
 
+use crate::error::Result;
 use crate::functions::{Kind, Param, Spec};
-use crate::{string_values, Result, Session};
+use crate::rows::string_values;
+use crate::session::scalar;
+use crate::session::Session;
 
 const PAGE: u64 = 4096;
 
@@ -657,7 +660,7 @@ pub async fn register(s: &Session) -> Result<()> {
 }
 
 /// The syscall table functions.
-pub static SPECS: &[&Spec] = &[&LIVE_REGIONS, &UNFREED, &crate::io::IO_BYTES];
+pub static SPECS: &[&Spec] = &[&LIVE_REGIONS, &UNFREED];
 
 /// When to look at the regions: the end (unfreed memory), or a time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -687,26 +690,10 @@ impl At {
         } else if let Ok(n) = t.parse::<i64>() {
             return Ok(At::Ns(n));
         }
-        Err(crate::Error::Usage(format!(
+        Err(crate::error::Error::Usage(format!(
             "--at {s:?}: expected `end`, `+SECONDS` (after the first traced call) or a time in ns"
         )))
     }
-}
-
-pub(crate) async fn scalar(s: &Session, q: &str) -> Result<Option<String>> {
-    scalar_with(s, q, &[]).await
-}
-
-/// [`scalar`] of a query with `$name` placeholders bound to `params`.
-pub(crate) async fn scalar_with(
-    s: &Session,
-    q: &str,
-    params: &[(&str, datafusion::scalar::ScalarValue)],
-) -> Result<Option<String>> {
-    let b = s.sql_with(q, params).await?.collect().await?;
-    Ok(b.iter()
-        .find(|b| b.num_rows() > 0)
-        .and_then(|b| string_values(b.column(0)).into_iter().next().flatten()))
 }
 
 /// A time in ns on `syscall.time_ns`'s clock; None for the end (or no
@@ -718,7 +705,7 @@ pub async fn resolve_at(s: &Session, at: Option<At>) -> Result<Option<i64>> {
         Some(At::AfterStart(d)) => {
             let t0 = scalar(s, "SELECT CAST(min(time_ns) AS VARCHAR) FROM syscall").await?;
             let t0: i64 = t0.and_then(|v| v.parse().ok()).ok_or_else(|| {
-                crate::Error::Usage(
+                crate::error::Error::Usage(
                     "a +SECONDS time needs a trace with times (strace -t/-tt/-ttt/-r)".into(),
                 )
             })?;
@@ -742,7 +729,7 @@ pub async fn unfreed(s: &Session, at: At, app: Option<&str>) -> Result<DataFrame
     if let Some(a) = app {
         args.extend([lit("app"), lit(a)]);
     }
-    crate::analyses::call(s, "unfreed", &args).await
+    crate::functions::call(s, "unfreed", &args).await
 }
 
 #[cfg(test)]

@@ -32,7 +32,8 @@ use datafusion::logical_expr::{
     Accumulator, AggregateUDF, AggregateUDFImpl, Signature, Volatility,
 };
 
-use crate::{Error, Result, Session};
+use crate::error::{Error, Result};
+use crate::session::Session;
 
 /// `power_fit(y, x1, …, xk)`: least squares `y = a + Σ c_i x_i`.
 #[derive(Debug, PartialEq, Eq, Hash)]
@@ -275,7 +276,7 @@ type Series = BTreeMap<String, Vec<(i64, f64)>>;
 async fn series(s: &Session, q: &str, params: &[(&str, ScalarValue)]) -> Result<Series> {
     let mut out: Series = BTreeMap::new();
     for b in s.sql_with(q, params).await?.collect().await? {
-        let ev = crate::string_values(b.column(0));
+        let ev = crate::rows::string_values(b.column(0));
         let t = b.column(1).as_primitive::<Int64Type>();
         let v = b.column(2).as_primitive::<Float64Type>();
         for i in 0..b.num_rows() {
@@ -340,7 +341,7 @@ pub async fn model_intervals(
         Some(e) => e.clone(),
         None => {
             // The leader of the group that read the domain's counter.
-            let lead = crate::memory::scalar_with(
+            let lead = crate::session::scalar_with(
                 s,
                 "SELECT split_part(zone, '@', 2) FROM energy WHERE CAST(domain AS VARCHAR) = $domain AND zone LIKE '%@%' \
                  GROUP BY zone ORDER BY count(*) DESC, zone LIMIT 1",
@@ -349,7 +350,7 @@ pub async fn model_intervals(
             .await?;
             match lead {
                 Some(l) if !l.is_empty() => l,
-                _ => crate::analyses::choose_event(s, None).await?,
+                _ => crate::sample::choose_event(s, None).await?,
             }
         }
     };
@@ -473,7 +474,7 @@ pub async fn model_intervals(
     for (name, mut r) in names.iter().zip(rates) {
         cols.push((name, Arc::new(r.finish())));
     }
-    let batch = crate::batch_of(cols)?;
+    let batch = crate::rows::batch_of(cols)?;
     Ok((ModelSource { event, chain, how }, batch))
 }
 
@@ -482,7 +483,7 @@ fn interval_column(b: &RecordBatch, name: &str) -> Result<Vec<f64>> {
     let c = b
         .column_by_name(name)
         .ok_or_else(|| Error::Usage(format!("no column {name} in the model intervals")))?;
-    Ok(crate::float_values(c)
+    Ok(crate::rows::float_values(c)
         .into_iter()
         .map(|v| v.unwrap_or(f64::NAN))
         .collect())
@@ -569,7 +570,7 @@ pub fn fit_table(
         r2.append_value(f.r2);
         n.append_value(f.n as i64);
     }
-    crate::batch_of(vec![
+    crate::rows::batch_of(vec![
         ("term", Arc::new(term.finish())),
         ("coefficient", Arc::new(coef.finish())),
         ("mean_rate_per_s", Arc::new(rate.finish())),
@@ -933,7 +934,7 @@ pub async fn power_samples(
             runs.iter().map(|d| (d.end - d.start) as f64).sum::<f64>() / runs.len() as f64 * 1e-6;
         sspan.append_value(span);
     }
-    let batch = crate::batch_of(vec![
+    let batch = crate::rows::batch_of(vec![
         ("method", Arc::new(m.finish())),
         ("events", Arc::new(ev.finish())),
         ("n_events", Arc::new(ne.finish())),
@@ -944,7 +945,7 @@ pub async fn power_samples(
         ("predicted_j", Arc::new(pr.finish())),
         ("measured_j", Arc::new(me.finish())),
     ])?;
-    let summary = crate::batch_of(vec![
+    let summary = crate::rows::batch_of(vec![
         ("method", Arc::new(sm.finish())),
         ("events", Arc::new(sev.finish())),
         ("n_events", Arc::new(sne.finish())),
@@ -980,7 +981,11 @@ fn chain_params(chain: &crate::energy::Chain) -> [(&'static str, ScalarValue); 3
 async fn strings(s: &Session, q: &str, params: &[(&str, ScalarValue)]) -> Result<Vec<String>> {
     let mut out = Vec::new();
     for b in s.sql_with(q, params).await?.collect().await? {
-        out.extend(crate::string_values(b.column(0)).into_iter().flatten());
+        out.extend(
+            crate::rows::string_values(b.column(0))
+                .into_iter()
+                .flatten(),
+        );
     }
     Ok(out)
 }
@@ -1010,8 +1015,8 @@ pub async fn sampled_events(s: &Session, time_event: &str) -> Result<Vec<String>
 /// Measured energy of the power data of one subset (`events` as in the
 /// data rows of [`power_samples`]), in order of data.
 pub fn datum_values(data: &RecordBatch, events: &str) -> Vec<f64> {
-    let ev = crate::string_values(data.column(1));
-    let measured = crate::float_values(data.column(8));
+    let ev = crate::rows::string_values(data.column(1));
+    let measured = crate::rows::float_values(data.column(8));
     ev.iter()
         .zip(measured)
         .filter(|(e, _)| e.as_deref() == Some(events))

@@ -17,9 +17,10 @@ use datafusion::error::Result as DfResult;
 use datafusion::logical_expr::Expr;
 use datafusion::prelude::{lit, DataFrame};
 
+use crate::error::{Error, Result};
 use crate::functions::{float, int, text, texts, Bound, Kind, Param, Spec};
 use crate::power::{self, ModelInput, PowerSamplesInput};
-use crate::{Error, Result, Session};
+use crate::session::Session;
 
 fn schema(cols: &[(&str, DataType)]) -> SchemaRef {
     Arc::new(Schema::new(
@@ -468,7 +469,7 @@ type Inputs = DfResult<Vec<(&'static str, Arc<dyn TableProvider>)>>;
 fn lazy<F, Fut>(
     name: &'static str,
     schema: SchemaRef,
-    shared: &Arc<crate::Shared>,
+    shared: &Arc<crate::session::Shared>,
     rows: F,
 ) -> (&'static str, Arc<dyn TableProvider>)
 where
@@ -483,7 +484,7 @@ where
 }
 
 /// `_power_term` of a `power_model` call.
-fn model_inputs(b: &Bound, shared: &Arc<crate::Shared>) -> Inputs {
+fn model_inputs(b: &Bound, shared: &Arc<crate::session::Shared>) -> Inputs {
     let (input, target_j) = model_args(b)?;
     Ok(vec![lazy("_power_term", term_schema(), shared, move |s| {
         let input = input.clone();
@@ -492,7 +493,7 @@ fn model_inputs(b: &Bound, shared: &Arc<crate::Shared>) -> Inputs {
 }
 
 /// `_power_interval` of a `power_intervals` call.
-fn interval_inputs(b: &Bound, shared: &Arc<crate::Shared>) -> Inputs {
+fn interval_inputs(b: &Bound, shared: &Arc<crate::session::Shared>) -> Inputs {
     let (input, _) = model_args(b)?;
     Ok(vec![lazy(
         "_power_interval",
@@ -507,7 +508,7 @@ fn interval_inputs(b: &Bound, shared: &Arc<crate::Shared>) -> Inputs {
 
 /// `_power_summary` and `_power_datum` of a `power_samples` or
 /// `power_data` call (each function reads one of them).
-fn samples_inputs(b: &Bound, shared: &Arc<crate::Shared>) -> Inputs {
+fn samples_inputs(b: &Bound, shared: &Arc<crate::session::Shared>) -> Inputs {
     let a = samples_args(b)?;
     let a2 = a.clone();
     Ok(vec![
@@ -558,7 +559,7 @@ pub async fn model(s: &Session, input: &ModelInput, target_j: f64) -> Result<Dat
         args.extend([lit("event"), lit(e.as_str())]);
     }
     args.extend([lit("target_j"), lit(target_j)]);
-    crate::analyses::call(s, "power_model", &args).await
+    crate::functions::call(s, "power_model", &args).await
 }
 
 /// `power_intervals(...)` for `input`.
@@ -567,7 +568,7 @@ pub async fn intervals(s: &Session, input: &ModelInput) -> Result<DataFrame> {
     if let Some(e) = &input.event {
         args.extend([lit("event"), lit(e.as_str())]);
     }
-    crate::analyses::call(s, "power_intervals", &args).await
+    crate::functions::call(s, "power_intervals", &args).await
 }
 
 fn samples_call_args(a: &SamplesArgs) -> Vec<Expr> {
@@ -586,10 +587,10 @@ fn samples_call_args(a: &SamplesArgs) -> Vec<Expr> {
 
 /// `power_samples(...)` for `a`.
 pub async fn samples(s: &Session, a: &SamplesArgs) -> Result<DataFrame> {
-    crate::analyses::call(s, "power_samples", &samples_call_args(a)).await
+    crate::functions::call(s, "power_samples", &samples_call_args(a)).await
 }
 
 /// `power_data(...)` for `a`.
 pub async fn data(s: &Session, a: &SamplesArgs) -> Result<DataFrame> {
-    crate::analyses::call(s, "power_data", &samples_call_args(a)).await
+    crate::functions::call(s, "power_data", &samples_call_args(a)).await
 }

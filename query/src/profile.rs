@@ -15,8 +15,9 @@ use datafusion::arrow::datatypes::{Int32Type, Int64Type, UInt64Type};
 use futures::StreamExt;
 use rustc_hash::FxHashMap;
 
-use crate::analyses::Selection;
-use crate::{Result, Session};
+use crate::error::Result;
+use crate::sample::Selection;
+use crate::session::Session;
 
 /// The selected samples and everything their stacks name. Strings
 /// (functions, files, commands) are indexes into `strings`.
@@ -136,7 +137,7 @@ pub async fn stack_profile(
     let mut raw: Vec<Sample> = Vec::new();
     let mut first: Vec<i64> = Vec::new();
     let mut arrived_stacks: FxHashMap<(u32, i64), u32> = FxHashMap::default();
-    let df = crate::analyses::call(s, "selected_sample", &sel.sample_args())
+    let df = crate::functions::call(s, "selected_sample", &sel.sample_args())
         .await?
         .select_columns(&[
             "capture",
@@ -153,8 +154,8 @@ pub async fn stack_profile(
     let mut batches = df.execute_stream().await?;
     while let Some(b) = batches.next().await {
         let b = b?;
-        let cap = crate::string_ids(b.column(0), &mut cap_ids)?;
-        let comm = crate::string_ids(b.column(5), &mut comm_ids)?;
+        let cap = crate::rows::string_ids(b.column(0), &mut cap_ids)?;
+        let comm = crate::rows::string_ids(b.column(5), &mut comm_ids)?;
         let sample_id = b.column(1).as_primitive::<Int64Type>();
         let time = b.column(2).as_primitive::<Int64Type>();
         let pid = b.column(3).as_primitive::<Int32Type>();
@@ -267,7 +268,7 @@ pub async fn stack_profile(
         .collect()
         .await?
     {
-        let cap = crate::string_values(b.column(0));
+        let cap = crate::rows::string_values(b.column(0));
         let id = b.column(1).as_primitive::<Int64Type>();
         let depth = b.column(2).as_primitive::<Int32Type>();
         let fid = b.column(3).as_primitive::<Int64Type>();
@@ -291,10 +292,10 @@ pub async fn stack_profile(
         .collect()
         .await?
     {
-        let cap = crate::string_values(b.column(0));
+        let cap = crate::rows::string_values(b.column(0));
         let id = b.column(1).as_primitive::<Int64Type>();
-        let path = crate::string_values(b.column(2));
-        let build = crate::string_values(b.column(3));
+        let path = crate::rows::string_values(b.column(2));
+        let build = crate::rows::string_values(b.column(3));
         let kernel = b.column(4).as_boolean();
         for i in 0..b.num_rows() {
             let Some(c) = cap[i].as_deref().and_then(|n| caps.ids.get(n)).copied() else {
@@ -323,12 +324,12 @@ pub async fn stack_profile(
         .collect()
         .await?
     {
-        let cap = crate::string_values(b.column(0));
+        let cap = crate::rows::string_values(b.column(0));
         let fid = b.column(1).as_primitive::<Int64Type>();
         let mid = b.column(2).as_primitive::<Int64Type>();
         let pc = b.column(3).as_primitive::<UInt64Type>();
         let ret = b.column(4).as_boolean();
-        let ctx = crate::string_values(b.column(5));
+        let ctx = crate::rows::string_values(b.column(5));
         let lvl = datafusion::arrow::compute::cast(
             b.column(6),
             &datafusion::arrow::datatypes::DataType::Int32,
@@ -336,8 +337,8 @@ pub async fn stack_profile(
         .map_err(datafusion::error::DataFusionError::from)?;
         let lvl = lvl.as_primitive::<Int32Type>();
         let inlined = b.column(7).as_boolean();
-        let func = crate::string_values(b.column(8));
-        let file = crate::string_values(b.column(9));
+        let func = crate::rows::string_values(b.column(8));
+        let file = crate::rows::string_values(b.column(9));
         let line = datafusion::arrow::compute::cast(
             b.column(10),
             &datafusion::arrow::datatypes::DataType::Int64,

@@ -24,7 +24,9 @@ use datafusion::catalog::{TableFunctionArgs, TableFunctionImpl, TableProvider};
 use datafusion::common::ScalarValue;
 use datafusion::prelude::Expr;
 
-use crate::{string_values, Error, Result, Session};
+use crate::error::{Error, Result};
+use crate::rows::string_values;
+use crate::session::Session;
 
 // ---------------------------------------------------------------- rules
 
@@ -696,8 +698,8 @@ pub fn batch(per_capture: &[(String, Vec<Range>, Option<i64>)]) -> Result<Record
             ss.push(r.start as f64 / 1e9);
             es.push(r.end as f64 / 1e9);
             ds.push((r.end - r.start) as f64 / 1e9);
-            su.append_option(origin.map(|o| crate::time::utc_text(o + r.start)));
-            eu.append_option(origin.map(|o| crate::time::utc_text(o + r.end)));
+            su.append_option(origin.map(|o| crate::clock::utc_text(o + r.start)));
+            eu.append_option(origin.map(|o| crate::clock::utc_text(o + r.end)));
         }
     }
     let cols: Vec<ArrayRef> = vec![
@@ -728,7 +730,7 @@ pub async fn origin_of(s: &Session, capture: &str) -> Result<Option<i64>> {
 /// timed metric rows are read once per session, by the first call
 /// scanned.
 pub struct ExhaustionFn {
-    shared: Arc<crate::Shared>,
+    shared: Arc<crate::session::Shared>,
     /// (capture, metric, entity, source, t_ns, value) of every timed
     /// metric row.
     rows: Arc<tokio::sync::OnceCell<Vec<RecordBatch>>>,

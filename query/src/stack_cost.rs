@@ -70,7 +70,7 @@ pub fn schema() -> SchemaRef {
 
 /// The table for a call's arguments (a hotspots call's; missing ones are
 /// NULL, the defaults).
-pub fn table(b: &Bound, shared: &Arc<crate::Shared>) -> StackKeyCost {
+pub fn table(b: &Bound, shared: &Arc<crate::session::Shared>) -> StackKeyCost {
     let args = |names: &[&str]| -> Vec<Expr> {
         let mut out = Vec::new();
         for &n in names {
@@ -93,7 +93,7 @@ pub fn table(b: &Bound, shared: &Arc<crate::Shared>) -> StackKeyCost {
 /// `hotspots`' input: `_stack_key_cost` for the call's arguments.
 pub(crate) fn inputs(
     b: &Bound,
-    shared: &Arc<crate::Shared>,
+    shared: &Arc<crate::session::Shared>,
 ) -> DfResult<Vec<(&'static str, Arc<dyn TableProvider>)>> {
     Ok(vec![(NAME, Arc::new(table(b, shared)))])
 }
@@ -105,7 +105,7 @@ pub struct StackKeyCost {
     keying: Vec<Expr>,
     captures: Vec<String>,
     bound: Bound,
-    shared: Arc<crate::Shared>,
+    shared: Arc<crate::session::Shared>,
 }
 
 /// The same rows in SQL (analyses/perf/stack_key_cost.sql), for engines
@@ -117,7 +117,7 @@ impl StackKeyCost {
     /// groupings of [`SQL`]), its parameters bound to the call's
     /// arguments, in the session `state` belongs to.
     pub async fn sql_plan(&self, state: &dyn DfSession) -> DfResult<LogicalPlan> {
-        let s = crate::Session::over(state, self.shared.clone())?;
+        let s = crate::session::Session::over(state, self.shared.clone())?;
         let plan = s.ctx.state().create_logical_plan(SQL).await?;
         crate::functions::bind_plan(crate::functions::inline_views(plan)?, &self.bound)
     }
@@ -146,15 +146,15 @@ impl TableProvider for StackKeyCost {
         _filters: &[Expr],
         _limit: Option<usize>,
     ) -> DfResult<Arc<dyn ExecutionPlan>> {
-        let s = crate::Session::over(state, self.shared.clone())?;
-        let plan = |r: crate::Result<datafusion::prelude::DataFrame>| async move {
+        let s = crate::session::Session::over(state, self.shared.clone())?;
+        let plan = |r: crate::error::Result<datafusion::prelude::DataFrame>| async move {
             r.map_err(to_df)?.create_physical_plan().await
         };
-        let samples = crate::analyses::call(&s, "selected_sample", &self.selection)
+        let samples = crate::functions::call(&s, "selected_sample", &self.selection)
             .await
             .and_then(|df| Ok(df.select_columns(&["capture", "stack_id", "cost"])?));
         let samples = plan(samples).await?;
-        let keys = plan(crate::analyses::call(&s, "hotspot_key", &self.keying).await).await?;
+        let keys = plan(crate::functions::call(&s, "hotspot_key", &self.keying).await).await?;
         let mut st = s.ctx.table("stack").await?.select(vec![
             col("capture"),
             col("stack_id"),
@@ -345,14 +345,14 @@ struct Captures(std::collections::HashMap<String, u32>);
 impl Captures {
     /// The number of each row's capture.
     fn of(&mut self, a: &ArrayRef) -> DfResult<Vec<u32>> {
-        crate::string_ids(a, &mut self.0).map_err(to_df)
+        crate::rows::string_ids(a, &mut self.0).map_err(to_df)
     }
 }
 
 /// A trawl error as DataFusion's (the errors of a scan and a stream).
-fn to_df(e: crate::Error) -> DataFusionError {
+fn to_df(e: crate::error::Error) -> DataFusionError {
     match e {
-        crate::Error::DataFusion(e) => e,
+        crate::error::Error::DataFusion(e) => e,
         e => DataFusionError::Plan(format!("{NAME}: {e}")),
     }
 }

@@ -31,6 +31,10 @@ use datafusion::scalar::ScalarValue;
 use futures::future::BoxFuture;
 use tokio::sync::OnceCell;
 
+use crate::captures::CaptureRef;
+use crate::error::Result;
+use crate::session::{Session, Shared};
+
 /// One file of a [`CaptureTable`]: the capture's name and the Parquet file.
 #[derive(Clone, Debug)]
 pub struct CaptureFile {
@@ -336,16 +340,14 @@ impl CaptureTable {
 }
 
 /// Computes a derived table's rows from the session it is scanned in.
-type Compute = Arc<
-    dyn Fn(crate::Session) -> BoxFuture<'static, crate::Result<Vec<RecordBatch>>> + Send + Sync,
->;
+type Compute = Arc<dyn Fn(Session) -> BoxFuture<'static, Result<Vec<RecordBatch>>> + Send + Sync>;
 
 /// A derived table computed on first scan and kept for the session.
 pub struct LazyTable {
     name: &'static str,
     schema: SchemaRef,
     compute: Compute,
-    shared: Arc<crate::Shared>,
+    shared: Arc<Shared>,
     rows: OnceCell<Vec<RecordBatch>>,
 }
 
@@ -361,12 +363,12 @@ impl LazyTable {
     pub(crate) fn new<F, Fut>(
         name: &'static str,
         schema: SchemaRef,
-        shared: Arc<crate::Shared>,
+        shared: Arc<Shared>,
         compute: F,
     ) -> Self
     where
-        F: Fn(crate::Session) -> Fut + Send + Sync + 'static,
-        Fut: std::future::Future<Output = crate::Result<Vec<RecordBatch>>> + Send + 'static,
+        F: Fn(Session) -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = Result<Vec<RecordBatch>>> + Send + 'static,
     {
         let compute: Compute = Arc::new(move |s| Box::pin(compute(s)));
         LazyTable {
@@ -392,9 +394,9 @@ impl LazyTable {
     pub async fn rows(&self, state: &dyn DfSession) -> DfResult<&[RecordBatch]> {
         self.rows
             .get_or_try_init(|| async {
-                let s = crate::Session::over(state, self.shared.clone())?;
+                let s = Session::over(state, self.shared.clone())?;
                 let rows = (self.compute)(s).await.map_err(|e| match e {
-                    crate::Error::DataFusion(d) => d,
+                    crate::error::Error::DataFusion(d) => d,
                     other => {
                         datafusion::error::DataFusionError::Plan(format!("{}: {other}", self.name))
                     }
@@ -442,6 +444,57 @@ impl TableProvider for LazyTable {
         MemTable::try_new(self.schema.clone(), vec![rows])?
             .scan(state, projection, filters, limit)
             .await
+    }
+}
+
+/// A stored table of `captures`: their files of `def` as they are now.
+pub(crate) fn stored_table(
+    captures: &[CaptureRef],
+    def: &trawl_capture::schema::TableDef,
+) -> CaptureTable {
+    let files = captures
+        .iter()
+        .filter_map(|c| {
+            let path = trawl_capture::layout::table_file(&c.dir, def.name);
+            let meta = std::fs::metadata(&path).ok().filter(|m| m.is_file())?;
+            Some(CaptureFile {
+                capture: c.name.clone(),
+                // Canonical: object store paths do not resolve `..`.
+                path: std::fs::canonicalize(&path)
+                    .or_else(|_| std::path::absolute(&path))
+                    .unwrap_or(path),
+                size: meta.len(),
+                version: c.version,
+            })
+        })
+        .collect();
+    let renames = trawl_capture::schema::RENAMED
+        .iter()
+        .filter(|r| r.table == def.name)
+        .map(|r| Rename {
+            old: r.old.to_string(),
+            new: r.new.to_string(),
+            since: r.since,
+        })
+        .collect();
+    CaptureTable::new(def.schema(), files).with_renames(renames)
+}
+
+impl Session {
+    /// Registers a derived table computed by `compute` the first time a
+    /// query scans it.
+    pub(crate) fn register_lazy<F, Fut>(
+        &self,
+        name: &'static str,
+        schema: SchemaRef,
+        compute: F,
+    ) -> Result<()>
+    where
+        F: Fn(Session) -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = Result<Vec<RecordBatch>>> + Send + 'static,
+    {
+        let table = LazyTable::new(name, schema, self.shared.clone(), compute);
+        self.register_provider(name, Arc::new(table))
     }
 }
 

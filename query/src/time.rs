@@ -19,129 +19,31 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use datafusion::arrow::array::{
-    Array, ArrayRef, AsArray, BooleanBuilder, Int32Builder, Int64Array, Int64Builder, StringBuilder,
+    ArrayRef, BooleanBuilder, Int32Builder, Int64Builder, StringBuilder,
 };
-use datafusion::arrow::datatypes::{DataType, Int64Type, SchemaRef};
+use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::arrow::record_batch::RecordBatch;
-use datafusion::logical_expr::{create_udf, ColumnarValue, Volatility};
 
-use crate::{Error, Result, Session};
+pub use crate::clock::{parse_duration_ns, utc_text, CaptureTime, Origin, OriginKind, SourceTime};
+use crate::error::{Error, Result};
+use crate::rows::i64_at;
+use crate::session::Session;
 use datafusion::scalar::ScalarValue;
-
-/// The instant `t_ns` counts from, per capture.
-#[derive(Clone, Debug, PartialEq, Default)]
-pub struct Origin {
-    pub kind: OriginKind,
-    /// Added to the instant (`exec:app+1.5`).
-    pub offset_ns: i64,
-}
-
-#[derive(Clone, Debug, PartialEq, Default)]
-pub enum OriginKind {
-    /// The earliest time of any input of the capture (sample, call, metric
-    /// row).
-    #[default]
-    First,
-    /// The first successful exec of a program of this name (perf COMM exec
-    /// records, strace `execve` calls).
-    Exec(String),
-    /// A UTC instant, ns since the epoch.
-    Utc(i64),
-}
-
-impl Origin {
-    /// `first`, `exec:NAME`, `@EPOCH_SECONDS` or an RFC 3339 time
-    /// (`2026-11-22T10:27:12Z`), each optionally followed by `+SECONDS` or
-    /// `-SECONDS`.
-    pub fn parse(spec: &str) -> Result<Origin> {
-        let s = spec.trim();
-        let bad = || {
-            Error::Usage(format!(
-                "--t0 {spec:?}: expected `first`, `exec:NAME`, `@EPOCH_SECONDS` or an RFC 3339 time, optionally followed by +SECONDS or -SECONDS"
-            ))
-        };
-        // A trailing +S / -S offset, if the rest is an origin.
-        if let Some(cut) = s.rfind(['+', '-']).filter(|&c| c > 0) {
-            let (base, off) = s.split_at(cut);
-            if let (Ok(secs), Some(kind)) = (off.parse::<f64>(), parse_base(base.trim())) {
-                if !secs.is_finite() {
-                    return Err(bad());
-                }
-                return Ok(Origin {
-                    kind,
-                    offset_ns: (secs * 1e9).round() as i64,
-                });
-            }
-        }
-        let kind = parse_base(s).ok_or_else(bad)?;
-        Ok(Origin { kind, offset_ns: 0 })
-    }
-}
-
-fn parse_base(s: &str) -> Option<OriginKind> {
-    if s == "first" {
-        return Some(OriginKind::First);
-    }
-    if let Some(n) = s.strip_prefix("exec:") {
-        return (!n.is_empty()).then(|| OriginKind::Exec(n.to_string()));
-    }
-    if let Some(e) = s.strip_prefix('@') {
-        let v: f64 = e.parse().ok()?;
-        return v
-            .is_finite()
-            .then(|| OriginKind::Utc((v * 1e9).round() as i64));
-    }
-    let d = chrono::DateTime::parse_from_rfc3339(s).ok()?;
-    d.timestamp_nanos_opt().map(OriginKind::Utc)
-}
-
-/// One input of a capture and where its times are.
-#[derive(Clone, Debug)]
-pub struct SourceTime {
-    pub source_id: i32,
-    pub clock: String,
-    pub utc_offset_ns: Option<i64>,
-    /// Earliest native time, and earliest UTC time (metric rows carry their
-    /// own).
-    pub first_native: Option<i64>,
-    pub first_utc: Option<i64>,
-}
-
-/// The origin of one capture and the inputs' offsets.
-#[derive(Clone, Debug)]
-pub struct CaptureTime {
-    pub capture: String,
-    /// The origin in UTC, when it could be placed there.
-    pub origin_utc_ns: Option<i64>,
-    /// The origin is on this input's native clock (no UTC reference).
-    pub native_source: Option<(i32, i64)>,
-    pub how: String,
-    pub sources: Vec<SourceTime>,
-}
-
-impl CaptureTime {
-    /// native + offset = ns since the origin, for input `source_id`.
-    pub fn offset(&self, source_id: i32) -> Option<i64> {
-        let s = self.sources.iter().find(|s| s.source_id == source_id)?;
-        if let (Some(o), Some(u)) = (s.utc_offset_ns, self.origin_utc_ns) {
-            return Some(o - u);
-        }
-        match self.native_source {
-            Some((id, t0)) if id == source_id => Some(-t0),
-            _ => None,
-        }
-    }
-}
 
 async fn rows(s: &Session, q: &str) -> Result<Vec<RecordBatch>> {
     Ok(s.sql(q).await?.collect().await?)
 }
 
-/// Row `i` of column `col` as i64 (cast), `None` when null.
-pub(crate) fn i64_at(b: &RecordBatch, col: usize, i: usize) -> Option<i64> {
-    let c = datafusion::arrow::compute::cast(b.column(col), &DataType::Int64).ok()?;
-    let c = c.as_primitive::<Int64Type>();
-    (!c.is_null(i)).then(|| c.value(i))
+impl Session {
+    /// Each capture's time origin and its inputs' offsets (computed on
+    /// first use: it reads the earliest time of every input).
+    pub async fn times(&self) -> Result<&[CaptureTime]> {
+        self.shared
+            .times
+            .get_or_try_init(|| compute(self, &self.shared.origin))
+            .await
+            .map(Vec::as_slice)
+    }
 }
 
 /// Registers `time_base` (computed when a query first reads it), the
@@ -191,8 +93,8 @@ pub(crate) async fn compute(s: &Session, origin: &Origin) -> Result<Vec<CaptureT
     )
     .await?
     {
-        let cap = crate::string_values(b.column(0));
-        let clock = crate::string_values(b.column(2));
+        let cap = crate::rows::string_values(b.column(0));
+        let clock = crate::rows::string_values(b.column(2));
         for i in 0..b.num_rows() {
             let Some(c) = cap[i].as_ref().and_then(|n| caps.get_mut(n)) else {
                 continue;
@@ -212,7 +114,7 @@ pub(crate) async fn compute(s: &Session, origin: &Origin) -> Result<Vec<CaptureT
          UNION ALL SELECT capture, source_id, min(time_ns), min(utc_ns) FROM metric GROUP BY 1, 2 \
          UNION ALL SELECT capture, source_id, min(time_ns), CAST(NULL AS BIGINT) FROM energy GROUP BY 1, 2";
     for b in rows(s, firsts).await? {
-        let cap = crate::string_values(b.column(0));
+        let cap = crate::rows::string_values(b.column(0));
         for i in 0..b.num_rows() {
             let Some(c) = cap[i].as_ref().and_then(|n| caps.get_mut(n)) else {
                 continue;
@@ -250,7 +152,7 @@ pub(crate) async fn compute(s: &Session, origin: &Origin) -> Result<Vec<CaptureT
             ("p2", ScalarValue::from(format!("/{name}\""))),
         ];
         for b in s.sql_with(q, &params).await?.collect().await? {
-            let cap = crate::string_values(b.column(0));
+            let cap = crate::rows::string_values(b.column(0));
             for i in 0..b.num_rows() {
                 if let (Some(c), Some(t)) = (cap[i].clone(), i64_at(&b, 2, i)) {
                     execs.push((c, i64_at(&b, 1, i).unwrap_or(0) as i32, t));
@@ -315,11 +217,6 @@ pub(crate) async fn compute(s: &Session, origin: &Origin) -> Result<Vec<CaptureT
     Ok(caps.into_values().collect())
 }
 
-/// `2026-11-22T10:27:12.345678901Z`.
-pub fn utc_text(ns: i64) -> String {
-    chrono::DateTime::from_timestamp_nanos(ns).to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true)
-}
-
 fn time_base_schema() -> SchemaRef {
     trawl_capture::schema::TIME_BASE.session_schema()
 }
@@ -359,37 +256,12 @@ fn time_base_batch(caps: &[CaptureTime]) -> Result<RecordBatch> {
         .map_err(datafusion::error::DataFusionError::from)?)
 }
 
-/// `window_start(t_ns, window_ns)`: the start of the window of width
-/// `window_ns` that `t_ns` falls in (windows start at 0: the origin).
-pub(crate) fn window_start_udf() -> datafusion::logical_expr::ScalarUDF {
-    create_udf(
-        "window_start",
-        vec![DataType::Int64, DataType::Int64],
-        DataType::Int64,
-        Volatility::Immutable,
-        Arc::new(|args: &[ColumnarValue]| {
-            let arrays = ColumnarValue::values_to_arrays(args)?;
-            let t = arrays[0].as_primitive::<Int64Type>();
-            let w = arrays[1].as_primitive::<Int64Type>();
-            let out: Int64Array = t
-                .iter()
-                .zip(w.iter())
-                .map(|(t, w)| match (t, w) {
-                    (Some(t), Some(w)) if w > 0 => Some(t - t.rem_euclid(w)),
-                    _ => None,
-                })
-                .collect();
-            Ok(ColumnarValue::Array(Arc::new(out)))
-        }),
-    )
-}
-
 /// Fails unless some perf samples of `event` are on the captures' time
 /// axis (perf recorded without `-k CLOCK` has no UTC reference; next to
 /// other inputs its samples get no `t_ns`).
 pub async fn require_aligned_samples(s: &Session, event: &str) -> Result<()> {
     let q = "SELECT CAST(count(*) AS VARCHAR) AS n FROM perf_sample_t WHERE t_ns IS NOT NULL AND CAST(event AS VARCHAR) = $event";
-    match crate::memory::scalar_with(s, q, &[("event", ScalarValue::from(event))])
+    match crate::session::scalar_with(s, q, &[("event", ScalarValue::from(event))])
         .await?
         .as_deref()
     {
@@ -397,31 +269,6 @@ pub async fn require_aligned_samples(s: &Session, event: &str) -> Result<()> {
             "no {event} samples on the capture's time axis: record with `perf record -k CLOCK_MONOTONIC` so perf's times can be placed next to the other inputs' (see `source.clock`)"
         ))),
         _ => Ok(()),
-    }
-}
-
-/// Parses a duration: `10ms`, `1s`, `500us`, `250ns`, `2m`, or plain
-/// seconds.
-pub fn parse_duration_ns(s: &str) -> Result<i64> {
-    let t = s.trim();
-    let (num, mul) = if let Some(v) = t.strip_suffix("ns") {
-        (v, 1.0)
-    } else if let Some(v) = t.strip_suffix("us") {
-        (v, 1e3)
-    } else if let Some(v) = t.strip_suffix("ms") {
-        (v, 1e6)
-    } else if let Some(v) = t.strip_suffix('s') {
-        (v, 1e9)
-    } else if let Some(v) = t.strip_suffix('m') {
-        (v, 60e9)
-    } else {
-        (t, 1e9)
-    };
-    match num.trim().parse::<f64>() {
-        Ok(v) if v.is_finite() && v >= 0.0 => Ok((v * mul).round() as i64),
-        _ => Err(Error::Usage(format!(
-            "{s:?}: expected a duration such as 10ms, 1s, 500us or 2.5 (seconds)"
-        ))),
     }
 }
 

@@ -4,7 +4,8 @@
 
 use datafusion::prelude::{ident, lit, DataFrame};
 
-use crate::{Error, Result, Session};
+use crate::error::{Error, Result};
+use crate::session::Session;
 use datafusion::arrow::record_batch::RecordBatch;
 
 /// What the timeline is broken down by.
@@ -35,7 +36,7 @@ pub async fn timeline(
     if window_ns <= 0 {
         return Err(Error::Usage("--window must be > 0".into()));
     }
-    let event = crate::analyses::choose_event(s, event).await?;
+    let event = crate::sample::choose_event(s, event).await?;
     crate::time::require_aligned_samples(s, &event).await?;
     let name = crate::choice::Choice::name(key);
     let mut cols = vec![
@@ -64,7 +65,7 @@ pub async fn timeline(
         lit("event"),
         lit(event.as_str()),
     ]);
-    let df = crate::analyses::call(s, f, &args).await?;
+    let df = crate::functions::call(s, f, &args).await?;
     Ok((df.select(cols)?, event))
 }
 
@@ -85,10 +86,10 @@ pub struct Grid {
 pub fn grid(batches: &[RecordBatch], capture: &str, window_ns: i64) -> Option<Grid> {
     let mut cells: Vec<(f64, String, f64)> = Vec::new();
     for b in batches {
-        let cap = crate::string_values(b.column(0));
-        let w = crate::float_values(b.column(1));
-        let k = crate::string_values(b.column(2));
-        let pct = crate::float_values(b.column(5));
+        let cap = crate::rows::string_values(b.column(0));
+        let w = crate::rows::float_values(b.column(1));
+        let k = crate::rows::string_values(b.column(2));
+        let pct = crate::rows::float_values(b.column(5));
         for i in 0..b.num_rows() {
             if cap[i].as_deref() == Some(capture) {
                 cells.push((
@@ -131,4 +132,22 @@ pub fn grid(batches: &[RecordBatch], capture: &str, window_ns: i64) -> Option<Gr
         keys: keys.into_iter().map(|k| k.0).collect(),
         pct,
     })
+}
+
+impl crate::choice::Choice for TimelineKey {
+    const ALL: &'static [Self] = &[Self::Function, Self::Module, Self::Process];
+    fn name(self) -> &'static str {
+        match self {
+            Self::Function => "function",
+            Self::Module => "module",
+            Self::Process => "process",
+        }
+    }
+    fn doc(self) -> &'static str {
+        match self {
+            Self::Function => "the leaf function (exclusive time)",
+            Self::Module => "the leaf's module",
+            Self::Process => "comm[pid]",
+        }
+    }
 }

@@ -40,7 +40,7 @@ pub(crate) async fn open_sides(
 pub(crate) async fn diff(a: DiffArgs) -> Result<()> {
     let (s, base, new) = open_sides(&a.base, &a.new).await?;
     let (filter, event, weight, opts) = selection(&s, &a.filter, &a.metric).await?;
-    let sel = analyses::Selection {
+    let sel = sample::Selection {
         filter: &filter,
         event: &event,
         weight: &weight,

@@ -35,7 +35,7 @@ pub(crate) async fn edges(a: EdgeArgs, view: FunctionView) -> Result<()> {
         function: a.function.clone(),
         module: a.module.clone(),
     };
-    let sel = analyses::Selection {
+    let sel = sample::Selection {
         filter: &filter,
         event: &event,
         weight: &weight,

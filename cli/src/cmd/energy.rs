@@ -41,7 +41,7 @@ pub(crate) async fn report_energy(a: EnergyArgs) -> Result<()> {
     let s = a.t0.open(&a.captures).await?;
     let core = Indicator::parse(&a.core_indicator)?;
     let dram = Indicator::parse(&a.dram_indicator)?;
-    let event = trawl_query::analyses::choose_event(&s, a.event.as_deref()).await?;
+    let event = trawl_query::sample::choose_event(&s, a.event.as_deref()).await?;
     let chains = energy::chosen_chains(&s, &event, &a.zone).await?;
     for c in &chains {
         eprintln!(

@@ -42,7 +42,7 @@ pub(crate) struct ExportArgs {
 pub(crate) async fn export(a: ExportArgs) -> Result<()> {
     let s = crate::open(&a.captures).await?;
     let (filter, event, weight, opts) = selection(&s, &a.filter, &a.metric).await?;
-    let sel = analyses::Selection {
+    let sel = sample::Selection {
         filter: &filter,
         event: &event,
         weight: &weight,

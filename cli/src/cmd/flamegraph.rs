@@ -33,7 +33,7 @@ pub(crate) async fn flamegraph(a: FlameArgs) -> Result<()> {
     }
     let s = crate::open(&a.captures).await?;
     let (filter, event, weight, opts) = selection(&s, &a.filter, &a.metric).await?;
-    let sel = analyses::Selection {
+    let sel = sample::Selection {
         filter: &filter,
         event: &event,
         weight: &weight,
@@ -67,7 +67,7 @@ async fn diff_flamegraph(a: &FlameArgs, base: &Path, new: &Path) -> Result<()> {
         f.captures = caps.to_vec();
         let (s, event, weight) = (&s, &event, &weight);
         async move {
-            let sel = analyses::Selection {
+            let sel = sample::Selection {
                 filter: &f,
                 event,
                 weight,

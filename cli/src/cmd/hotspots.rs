@@ -24,7 +24,7 @@ pub(crate) async fn hotspots(a: HotspotArgs) -> Result<()> {
     let s = crate::open(&a.captures).await?;
     let (filter, event, weight, opts) = selection(&s, &a.filter, &a.metric).await?;
     let key = a.by;
-    let sel = analyses::Selection {
+    let sel = sample::Selection {
         filter: &filter,
         event: &event,
         weight: &weight,

@@ -71,7 +71,7 @@ pub(crate) async fn offcpu(a: OffcpuArgs) -> Result<()> {
              instead of -e sched:sched_switch)"
         );
     }
-    let df = analyses::call(&s, "offcpu", &args).await?;
+    let df = functions::call(&s, "offcpu", &args).await?;
     let batches = limited(df, a.limit).await?;
     output::write(&batches, &a.out)
 }

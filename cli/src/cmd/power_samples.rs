@@ -181,7 +181,7 @@ async fn plot_energy_over_time(
         .first()
         .map(|c| c.name.clone())
         .unwrap_or_default();
-    let rows = trawl_query::analyses::call(s, "sample_rapl", &[])
+    let rows = trawl_query::functions::call(s, "sample_rapl", &[])
         .await?
         .filter(
             trawl_query::datafusion::prelude::col("capture")

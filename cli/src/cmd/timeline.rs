@@ -46,7 +46,7 @@ pub(crate) async fn timeline(a: TimelineArgs) -> Result<()> {
     let window = trawl_query::time::parse_duration_ns(&a.window)?;
     if a.threads {
         use trawl_query::datafusion::prelude::lit;
-        let df = analyses::call(&s, "thread_timeline", &[lit(window)]).await?;
+        let df = functions::call(&s, "thread_timeline", &[lit(window)]).await?;
         let batches = df.collect().await?;
         if batches.iter().all(|b| b.num_rows() == 0) {
             bail!(

@@ -1,0 +1,167 @@
+//! What a session holds when it opens: the stored tables of its
+//! captures, an archive's manifest, the derived tables and views, and every
+//! analysis (SQL table functions, UDFs). Adding an analysis means listing
+//! its module here: [`specs`] for its table functions, [`Session::open_in`]
+//! for the derived tables it registers.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use datafusion::prelude::*;
+
+use crate::captures::find_captures;
+use crate::clock::Origin;
+use crate::error::Result;
+use crate::session::{session_config, Session, Shared};
+use crate::tables::stored_table;
+use crate::{
+    analyses, assert_true, cause, clock, energy, functions, io, lbr, memlog, memory, power,
+    power_calls, ranges, stack_cost, time,
+};
+
+impl Session {
+    /// Opens the captures named by `args` (see [`find_captures`]). Every
+    /// table has a leading `capture` column; tables a capture lacks are
+    /// empty.
+    pub async fn open(args: &[PathBuf]) -> Result<Session> {
+        Self::open_at(args, &Origin::default()).await
+    }
+
+    /// [`Session::open`], with relative times (`t_ns`) counted from
+    /// `origin` in each capture.
+    pub async fn open_at(args: &[PathBuf], origin: &Origin) -> Result<Session> {
+        Self::open_in(args, origin, |config| {
+            Ok(SessionContext::new_with_config(config))
+        })
+        .await
+    }
+
+    /// [`Session::open_at`] in the context `make` builds from trawl's
+    /// settings ([`session_config`]): a Ballista client's context, for one
+    /// (trawl-cluster), whose queries then run on a cluster.
+    pub async fn open_in(
+        args: &[PathBuf],
+        origin: &Origin,
+        make: impl FnOnce(SessionConfig) -> Result<SessionContext>,
+    ) -> Result<Session> {
+        let captures = find_captures(args)?;
+        let ctx = make(session_config()?)?;
+        for def in trawl_capture::schema::TABLES {
+            // The flat table is a view over the others (its files, written
+            // by `ingest --flat`, are for readers without trawl).
+            if def.name == trawl_capture::schema::PERF_SAMPLE_SYMBOLIZED.name {
+                continue;
+            }
+            ctx.register_table(def.name, Arc::new(stored_table(&captures, def)))?;
+        }
+        let s = Session {
+            ctx,
+            shared: Arc::new(Shared {
+                captures,
+                origin: origin.clone(),
+                times: tokio::sync::OnceCell::new(),
+                code: Default::default(),
+            }),
+        };
+        for f in scalar_udfs() {
+            s.ctx.register_udf(f);
+        }
+        for f in aggregate_udfs() {
+            s.ctx.register_udaf(f);
+        }
+        // An archive's manifest (`capture`, `capture_input` at its root),
+        // with its declared schema: nothing is read until a query does;
+        // empty for plain capture directories.
+        for def in trawl_capture::schema::ARCHIVE {
+            use datafusion::datasource::file_format::parquet::ParquetFormat;
+            use datafusion::datasource::listing::{
+                ListingOptions, ListingTable, ListingTableConfig, ListingTableUrl,
+            };
+            let urls = args
+                .iter()
+                .map(|a| trawl_capture::layout::table_file(a, def.name))
+                .filter(|p| p.is_file())
+                .map(|p| {
+                    let p = std::fs::canonicalize(&p).unwrap_or(p);
+                    ListingTableUrl::parse(p.to_string_lossy())
+                })
+                .collect::<datafusion::error::Result<Vec<_>>>()?;
+            let schema = datafusion::arrow::datatypes::Schema::new(
+                def.columns
+                    .iter()
+                    .map(|c| {
+                        datafusion::arrow::datatypes::Field::new(
+                            c.name,
+                            c.ty.data_type(),
+                            c.nullable,
+                        )
+                    })
+                    .collect::<Vec<_>>(),
+            );
+            let schema = Arc::new(schema);
+            let table: Arc<dyn datafusion::catalog::TableProvider> = if urls.is_empty() {
+                Arc::new(datafusion::datasource::MemTable::try_new(
+                    schema,
+                    vec![vec![]],
+                )?)
+            } else {
+                let config = ListingTableConfig::new_with_multi_paths(urls)
+                    .with_listing_options(ListingOptions::new(Arc::new(ParquetFormat::default())))
+                    .with_schema(schema);
+                Arc::new(ListingTable::try_new(config)?)
+            };
+            s.ctx.register_table(def.name, table)?;
+        }
+        time::register(&s).await?;
+        s.run_script(analyses::FRAME_NAME).await?;
+        s.run_script(analyses::SAMPLE_SYMBOLIZED).await?;
+        s.run_script(analyses::STACK_WEIGHT).await?;
+        s.run_script(analyses::HOTSPOT_KEY_VIEW).await?;
+        s.run_script(analyses::THREAD_STATE).await?;
+        s.ctx.register_table(
+            stack_cost::NAME,
+            Arc::new(stack_cost::table(
+                &functions::unbound(&analyses::HOTSPOTS)?,
+                &s.shared,
+            )),
+        )?;
+        functions::register(&s, analyses::SPECS).await?;
+        lbr::register(&s).await?;
+        memory::register(&s).await?;
+        io::register(&s).await?;
+        memlog::register(&s).await?;
+        ranges::register(&s).await?;
+        power_calls::register(&s).await?;
+        energy::register(&s).await?;
+        cause::register(&s).await?;
+        Ok(s)
+    }
+}
+
+/// trawl's scalar functions (`assert_true`, `window_start`): registered in
+/// every session, and what a cluster's processes decode by name.
+pub fn scalar_udfs() -> Vec<datafusion::logical_expr::ScalarUDF> {
+    vec![assert_true::udf(), clock::window_start_udf()]
+}
+
+/// trawl's aggregate functions (`power_fit`).
+pub fn aggregate_udfs() -> Vec<datafusion::logical_expr::AggregateUDF> {
+    vec![power::udaf()]
+}
+
+/// Every analysis served as a SQL table function, by area: the stack
+/// analyses, LBR, memory and I/O from traced calls, memory logs, energy,
+/// exhaustion causes.
+pub fn specs() -> Vec<&'static functions::Spec> {
+    [
+        analyses::SPECS,
+        lbr::SPECS,
+        memory::SPECS,
+        io::SPECS,
+        memlog::SPECS,
+        energy::SPECS,
+        cause::SPECS,
+        power_calls::SPECS,
+    ]
+    .concat()
+}

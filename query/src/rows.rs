@@ -1,0 +1,123 @@
+//! Reading values out of result batches and building small ones: the
+//! helpers every analysis that post-processes rows in Rust uses.
+
+use datafusion::arrow::array::{Array, AsArray};
+use datafusion::arrow::record_batch::RecordBatch;
+
+use crate::error::Result;
+
+/// A batch of named columns (a column is nullable when it holds nulls).
+pub fn batch_of(cols: Vec<(&str, datafusion::arrow::array::ArrayRef)>) -> Result<RecordBatch> {
+    Ok(RecordBatch::try_from_iter(cols).map_err(datafusion::error::DataFusionError::from)?)
+}
+
+/// A string-like column as small ids (null: the empty string), new
+/// strings numbered in order of arrival into `ids`, without a string per
+/// row (runs of the same string are looked up once).
+pub fn string_ids<H: std::hash::BuildHasher>(
+    a: &datafusion::arrow::array::ArrayRef,
+    ids: &mut std::collections::HashMap<String, u32, H>,
+) -> Result<Vec<u32>> {
+    let a = datafusion::arrow::compute::cast(a, &datafusion::arrow::datatypes::DataType::Utf8)
+        .map_err(datafusion::error::DataFusionError::from)?;
+    let a = a.as_string::<i32>();
+    let mut out = Vec::with_capacity(a.len());
+    let mut last: Option<(&str, u32)> = None;
+    for i in 0..a.len() {
+        let v = if a.is_null(i) { "" } else { a.value(i) };
+        let id = match last {
+            Some((l, id)) if l == v => id,
+            _ => {
+                let n = ids.len() as u32;
+                let id = *ids.entry(v.to_string()).or_insert(n);
+                last = Some((v, id));
+                id
+            }
+        };
+        out.push(id);
+    }
+    Ok(out)
+}
+
+/// The values of a string-like column (Utf8, Utf8View, LargeUtf8,
+/// dictionary), as owned strings.
+pub fn string_values(a: &datafusion::arrow::array::ArrayRef) -> Vec<Option<String>> {
+    use datafusion::arrow::datatypes::DataType;
+    let Ok(c) = datafusion::arrow::compute::cast(a, &DataType::Utf8) else {
+        return vec![None; a.len()];
+    };
+    let c = c.as_string::<i32>();
+    (0..c.len())
+        .map(|i| (!c.is_null(i)).then(|| c.value(i).to_string()))
+        .collect()
+}
+
+/// The values of a numeric column as f64.
+pub fn float_values(a: &datafusion::arrow::array::ArrayRef) -> Vec<Option<f64>> {
+    use datafusion::arrow::datatypes::{DataType, Float64Type};
+    let Ok(c) = datafusion::arrow::compute::cast(a, &DataType::Float64) else {
+        return vec![None; a.len()];
+    };
+    let c = c.as_primitive::<Float64Type>();
+    (0..c.len())
+        .map(|i| (!c.is_null(i)).then(|| c.value(i)))
+        .collect()
+}
+
+/// Row `i` of column `col` as i64 (cast), `None` when null.
+pub fn i64_at(b: &RecordBatch, col: usize, i: usize) -> Option<i64> {
+    let c = datafusion::arrow::compute::cast(
+        b.column(col),
+        &datafusion::arrow::datatypes::DataType::Int64,
+    )
+    .ok()?;
+    let c = c.as_primitive::<datafusion::arrow::datatypes::Int64Type>();
+    (!c.is_null(i)).then(|| c.value(i))
+}
+
+/// Splits a script into statements at `;` outside quotes and comments.
+pub fn split_statements(script: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut chars = script.chars().peekable();
+    let (mut sq, mut dq) = (false, false);
+    while let Some(c) = chars.next() {
+        match c {
+            '\'' if !dq => sq = !sq,
+            '"' if !sq => dq = !dq,
+            '-' if !sq && !dq && chars.peek() == Some(&'-') => {
+                // Line comment: skip to end of line.
+                for c2 in chars.by_ref() {
+                    if c2 == '\n' {
+                        break;
+                    }
+                }
+                cur.push('\n');
+                continue;
+            }
+            ';' if !sq && !dq => {
+                if !cur.trim().is_empty() {
+                    out.push(std::mem::take(&mut cur));
+                }
+                cur.clear();
+                continue;
+            }
+            _ => {}
+        }
+        cur.push(c);
+    }
+    if !cur.trim().is_empty() {
+        out.push(cur);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn splits_statements_outside_quotes_and_comments() {
+        let v = super::split_statements("SELECT ';' AS a; -- x; y\nSELECT 2;\n");
+        assert_eq!(v.len(), 2);
+        assert!(v[0].contains("';'"));
+    }
+}
