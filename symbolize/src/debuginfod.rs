@@ -167,7 +167,7 @@ impl Debuginfod {
 
 /// `path` is a regular ELF file whose build-id is `bid`.
 fn verify(path: &Path, bid: &str) -> Result<(), String> {
-    let l = crate::find::Loaded::open(path).ok_or("not an ELF file")?;
+    let l = crate::file::Loaded::open(path).ok_or("not an ELF file")?;
     match l.build_id() {
         Some(b) if b == bid => Ok(()),
         Some(b) => Err(format!("the file has build-id {b}")),

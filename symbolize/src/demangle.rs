@@ -31,3 +31,20 @@ mod tests {
         assert_eq!(demangle("main"), "main");
     }
 }
+
+/// Demangled names, computed once per distinct mangled name.
+#[derive(Default)]
+pub struct NameCache {
+    map: std::collections::HashMap<String, String>,
+}
+
+impl NameCache {
+    pub fn demangle(&mut self, raw: &str) -> String {
+        if let Some(d) = self.map.get(raw) {
+            return d.clone();
+        }
+        let d = demangle(raw);
+        self.map.insert(raw.to_string(), d.clone());
+        d
+    }
+}

@@ -15,36 +15,16 @@ use std::path::PathBuf;
 use iced_x86::{Decoder, DecoderOptions, Formatter, GasFormatter, Instruction, OpKind};
 use object::{Architecture, Object};
 
+use crate::demangle::NameCache;
 use crate::elf::LoadSegments;
-use crate::{find, Config, ModuleRequest, NameCache, Status};
+use crate::find::{self, Config};
+use crate::request::{ModuleRequest, Status};
 
 /// Functions larger than this are not decoded (a symbol whose size is
 /// wrong, or data in a text section).
 const MAX_FUNCTION: u64 = 1 << 20;
 
-/// One decoded instruction.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Insn {
-    /// File offset (how frames address the module: `frame.rel_pc`).
-    pub offset: u64,
-    /// Virtual address in the file, as objdump prints it.
-    pub address: u64,
-    /// Its bytes.
-    pub bytes: Vec<u8>,
-    /// AT&T syntax.
-    pub text: String,
-}
-
-/// One function's code.
-#[derive(Clone, Debug)]
-pub struct FunctionCode {
-    /// Demangled symbol name.
-    pub name: String,
-    /// File offset and virtual address of its first byte.
-    pub offset: u64,
-    pub address: u64,
-    pub insns: Vec<Insn>,
-}
+pub use crate::facts::{FunctionCode, Insn};
 
 /// What [`function_code`] found for one module.
 #[derive(Clone, Debug)]
@@ -91,7 +71,7 @@ pub fn function_code_each(
     r: &ModuleRequest,
     mut each: impl FnMut(FunctionCode),
 ) -> CodeResult {
-    let key = crate::facts_key(cfg, r);
+    let key = crate::find::facts_key(cfg, r);
     let store = key.as_deref().zip(cfg.store.as_ref());
     let mut cached: BTreeMap<u64, FunctionCode> = BTreeMap::new();
     // Whether the store was asked already (from the facts' starts).
@@ -158,7 +138,7 @@ pub fn function_code_each(
             )
         }
     };
-    let Some((map, _, _)) = crate::choose_symbols(&found, &obj) else {
+    let Some((map, _, _)) = crate::elf::choose_symbols(&found, &obj) else {
         return CodeResult {
             status: Status::NoSymbols,
             binary: Some(found.binary.path.clone()),

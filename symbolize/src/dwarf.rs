@@ -87,7 +87,7 @@ impl<'d> Sections<'d> {
 pub fn frames(
     ctx: &addr2line::Context<EndianSlice<'_, RunTimeEndian>>,
     vaddr: u64,
-    names: &mut crate::NameCache,
+    names: &mut crate::demangle::NameCache,
 ) -> Vec<LineFrame> {
     let mut out = Vec::new();
     let Ok(mut it) = ctx.find_frames(vaddr).skip_all_loads() else {

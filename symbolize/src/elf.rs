@@ -323,7 +323,7 @@ impl LoadSegments {
     /// The load segments of the ELF file at `path` (memory-mapped: only
     /// the headers are read).
     pub fn from_path(path: &std::path::Path) -> Option<LoadSegments> {
-        let l = crate::find::Loaded::open(path)?;
+        let l = crate::file::Loaded::open(path)?;
         Self::from_data(&l.data)
     }
 
@@ -390,6 +390,37 @@ impl LoadSegments {
     pub fn from_segs(segs: Vec<(u64, u64, u64)>) -> LoadSegments {
         LoadSegments { segs }
     }
+}
+
+/// The symbol table of a located file: the binary's .symtab, else a debug
+/// file's, else .dynsym; with perf's synthesized PLT symbols.
+pub(crate) fn choose_symbols(
+    found: &crate::file::Found,
+    bin_obj: &object::File<'_>,
+) -> Option<(SymbolMap, std::path::PathBuf, TableKind)> {
+    let mut chosen: Option<(SymbolMap, std::path::PathBuf, TableKind)> = None;
+    let m = SymbolMap::from_object(bin_obj, TableKind::Symtab);
+    if !m.is_empty() {
+        chosen = Some((m, found.binary.path.clone(), TableKind::Symtab));
+    }
+    if chosen.is_none() {
+        for d in &found.debug {
+            if let Ok(o) = object::File::parse(&*d.data) {
+                let m = SymbolMap::from_object(&o, TableKind::Symtab);
+                if !m.is_empty() {
+                    chosen = Some((m, d.path.clone(), TableKind::Symtab));
+                    break;
+                }
+            }
+        }
+    }
+    if chosen.is_none() {
+        let m = SymbolMap::from_object(bin_obj, TableKind::Dynsym);
+        if !m.is_empty() {
+            chosen = Some((m, found.binary.path.clone(), TableKind::Dynsym));
+        }
+    }
+    chosen.map(|(m, p, k)| (m.with_plt(bin_obj), p, k))
 }
 
 #[cfg(test)]

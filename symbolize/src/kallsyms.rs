@@ -32,7 +32,7 @@ impl Kallsyms {
     }
 
     pub fn load(path: &Path) -> std::io::Result<Kallsyms> {
-        let bytes = crate::find::read_regular(path, 1 << 30)?;
+        let bytes = crate::file::read_regular(path, 1 << 30)?;
         Ok(Self::parse(&String::from_utf8_lossy(&bytes)))
     }
 

@@ -31,125 +31,31 @@ pub mod disasm;
 pub mod dwarf;
 pub mod elf;
 pub mod facts;
+mod file;
 mod find;
 pub mod kallsyms;
+pub mod memo;
 pub mod objsyms;
 pub mod perfmap;
+pub mod request;
 pub mod unwind;
 
 pub use demangle::demangle;
+pub use demangle::NameCache;
 pub use dwarf::LineFrame;
 pub use facts::{FactStore, ModuleFacts, StoreProblem};
 pub use find::Config;
 pub use kallsyms::Kallsyms;
+pub use request::{ModuleRequest, ModuleResult, Resolved, Status, SymbolHit};
 
-use elf::{LoadSegments, SymbolMap, TableKind};
+use elf::{choose_symbols, LoadSegments, SymbolMap, TableKind};
+use find::facts_key;
 use rayon::prelude::*;
 use std::path::PathBuf;
 
-/// A module and the addresses (relative to it: file offsets for files,
-/// absolute addresses for the kernel) to resolve.
-#[derive(Clone, Debug)]
-pub struct ModuleRequest {
-    pub path: String,
-    /// Build-id in hex, when the capture recorded one.
-    pub build_id: Option<String>,
-    pub kernel: bool,
-    pub addresses: Vec<u64>,
-}
-
-/// One resolved address.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SymbolHit {
-    /// Demangled function name.
-    pub name: String,
-    /// Offset of the address from the start of the symbol.
-    pub offset: u64,
-}
-
-/// Everything known about one address.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Resolved {
-    /// The ELF symbol containing the address (perf's `sym`).
-    pub symbol: Option<SymbolHit>,
-    /// The DWARF inline chain, innermost first: the last entry is the
-    /// function the ELF symbol names, the others were inlined into it.
-    /// Empty without DWARF for the address.
-    pub inline: Vec<LineFrame>,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Status {
-    Ok,
-    NotFound,
-    BuildIdMismatch,
-    NoSymbols,
-    NotAFile,
-    Error,
-}
-
-impl Status {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Status::Ok => "ok",
-            Status::NotFound => "not_found",
-            Status::BuildIdMismatch => "build_id_mismatch",
-            Status::NoSymbols => "no_symbols",
-            Status::NotAFile => "not_a_file",
-            Status::Error => "error",
-        }
-    }
-}
-
-/// The result for one module: one entry per requested address, in order.
-#[derive(Clone, Debug)]
-pub struct ModuleResult {
-    pub status: Status,
-    /// File whose program headers translated offsets to addresses.
-    pub binary: Option<PathBuf>,
-    /// File whose symbol table named the functions.
-    pub symbols_file: Option<PathBuf>,
-    pub table: Option<&'static str>,
-    /// File whose DWARF gave source lines, when one had any.
-    pub debug_info: Option<PathBuf>,
-    pub message: Option<String>,
-    pub symbols: Vec<Resolved>,
-}
-
-impl ModuleResult {
-    fn failed(status: Status, message: String, n: usize) -> Self {
-        ModuleResult {
-            status,
-            binary: None,
-            symbols_file: None,
-            table: None,
-            debug_info: None,
-            message: Some(message),
-            symbols: vec![Resolved::default(); n],
-        }
-    }
-}
-
 /// The GNU build-id of an ELF file, in hex.
 pub fn build_id_of(path: &std::path::Path) -> Option<String> {
-    find::Loaded::open(path)?.build_id()
-}
-
-/// Demangled names, computed once per distinct mangled name.
-#[derive(Default)]
-pub struct NameCache {
-    map: std::collections::HashMap<String, String>,
-}
-
-impl NameCache {
-    pub fn demangle(&mut self, raw: &str) -> String {
-        if let Some(d) = self.map.get(raw) {
-            return d.clone();
-        }
-        let d = demangle(raw);
-        self.map.insert(raw.to_string(), d.clone());
-        d
-    }
+    file::Loaded::open(path)?.build_id()
 }
 
 /// Resolves every request, modules in parallel. Files are answered from
@@ -277,66 +183,6 @@ fn symbolize_kernel(
         message: None,
         symbols,
     }
-}
-
-/// The symbol table of a located file: the binary's .symtab, else a debug
-/// file's, else .dynsym; with perf's synthesized PLT symbols.
-pub(crate) fn choose_symbols(
-    found: &find::Found,
-    bin_obj: &object::File<'_>,
-) -> Option<(SymbolMap, PathBuf, TableKind)> {
-    let mut chosen: Option<(SymbolMap, PathBuf, TableKind)> = None;
-    let m = SymbolMap::from_object(bin_obj, TableKind::Symtab);
-    if !m.is_empty() {
-        chosen = Some((m, found.binary.path.clone(), TableKind::Symtab));
-    }
-    if chosen.is_none() {
-        for d in &found.debug {
-            if let Ok(o) = object::File::parse(&*d.data) {
-                let m = SymbolMap::from_object(&o, TableKind::Symtab);
-                if !m.is_empty() {
-                    chosen = Some((m, d.path.clone(), TableKind::Symtab));
-                    break;
-                }
-            }
-        }
-    }
-    if chosen.is_none() {
-        let m = SymbolMap::from_object(bin_obj, TableKind::Dynsym);
-        if !m.is_empty() {
-            chosen = Some((m, found.binary.path.clone(), TableKind::Dynsym));
-        }
-    }
-    chosen.map(|(m, p, k)| (m.with_plt(bin_obj), p, k))
-}
-
-/// The key of a module's facts: its build-id, else (at its recorded
-/// path, unless lookups are confined to other roots) the file's path, size
-/// and modification time. None: not kept.
-pub(crate) fn facts_key(cfg: &Config, r: &ModuleRequest) -> Option<String> {
-    module_key(cfg, &r.path, r.build_id.as_deref())
-}
-
-/// [`facts_key`] of the module at `path` with `build_id`.
-pub(crate) fn module_key(cfg: &Config, path: &str, build_id: Option<&str>) -> Option<String> {
-    if let Some(b) = build_id {
-        let b = b.to_ascii_lowercase();
-        return ((4..=128).contains(&b.len()) && b.bytes().all(|c| c.is_ascii_hexdigit()))
-            .then(|| format!("build-id-{b}"));
-    }
-    if cfg.confined() || cfg.no_recorded_paths || !path.starts_with('/') {
-        return None;
-    }
-    let m = std::fs::metadata(path).ok().filter(|m| m.is_file())?;
-    use std::hash::Hasher;
-    use std::os::unix::fs::MetadataExt;
-    let mut h = twox_hash::XxHash64::with_seed(0);
-    h.write(path.as_bytes());
-    h.write_u64(m.len());
-    h.write_i64(m.mtime());
-    h.write_i64(m.mtime_nsec());
-    h.write_u64(m.ino());
-    Some(format!("file-{:016x}", h.finish()))
 }
 
 /// Where a config looks for debug files beyond the standard places (see
@@ -480,7 +326,7 @@ fn open_module(
     cfg: &Config,
     r: &ModuleRequest,
     key: Option<&str>,
-) -> Result<std::sync::Arc<facts::Opened>, ModuleResult> {
+) -> Result<std::sync::Arc<memo::Opened>, ModuleResult> {
     if let Some(m) = key.and_then(|k| cfg.memo().open_get(k)) {
         return Ok(m);
     }
@@ -489,7 +335,7 @@ fn open_module(
         .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let found = find::locate(cfg, &r.path, r.build_id.as_deref())
         .map_err(|(status, msg)| ModuleResult::failed(status, msg, r.addresses.len()))?;
-    let m = std::sync::Arc::new(facts::Opened::new(found));
+    let m = std::sync::Arc::new(memo::Opened::new(found));
     if let Some(k) = key {
         cfg.memo().open_put(k, m.clone());
     }
@@ -499,7 +345,7 @@ fn open_module(
 /// What a module's files say whatever the addresses: the symbol table
 /// (the binary's .symtab, else a debug file's, else .dynsym), the load
 /// segments, which file has DWARF.
-fn learn_base(found: &find::Found, n: usize) -> Result<facts::Base, ModuleResult> {
+fn learn_base(found: &file::Found, n: usize) -> Result<facts::Base, ModuleResult> {
     let bin_obj = object::File::parse(&*found.binary.data).map_err(|e| {
         ModuleResult::failed(
             Status::Error,
@@ -553,7 +399,7 @@ fn learn_base(found: &find::Found, n: usize) -> Result<facts::Base, ModuleResult
 /// `vaddrs`: the windows and their line ranges. Many windows are learnt
 /// on several threads, each with its own addr2line context.
 fn learn_lines(
-    opened: &facts::Opened,
+    opened: &memo::Opened,
     facts: &ModuleFacts,
     vaddrs: &[u64],
 ) -> (Vec<(u64, u64)>, Vec<facts::LineRange>) {

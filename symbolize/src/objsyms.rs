@@ -65,7 +65,7 @@ fn read_syms(file: &object::File<'_>, dynamic: bool) -> Vec<ObjSym> {
             .ok()
             .and_then(|sec| sec.name().ok().map(str::to_string));
         out.push(ObjSym {
-            name: crate::demangle(name),
+            name: crate::demangle::demangle(name),
             kind,
             vaddr: s.address(),
             size: s.size(),

@@ -20,7 +20,7 @@ pub struct PerfMap {
 impl PerfMap {
     /// Reads the map found for a capture's module: a regular file only (the
     /// path comes from the capture), up to 1 GiB.
-    pub(crate) fn load(file: &crate::find::Cand) -> std::io::Result<PerfMap> {
+    pub(crate) fn load(file: &crate::file::Cand) -> std::io::Result<PerfMap> {
         let bytes = file.read(1 << 30)?;
         Ok(Self::parse(&String::from_utf8_lossy(&bytes)))
     }

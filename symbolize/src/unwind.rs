@@ -31,29 +31,7 @@ impl Deref for Slice {
     }
 }
 
-/// What unwinding needs of a module, kept in the symbol store so that a
-/// later run opens none of its files: its load segments, and the sections
-/// framehop reads for an ELF file — `.eh_frame` with `.eh_frame_hdr`, or
-/// `.debug_frame` (of the binary or its debug file) when the binary has
-/// no `.eh_frame` (framehop ignores `.debug_frame` otherwise) — and the
-/// addresses of `.text` and `.got` (bases of CFI pointer encodings).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Cfi {
-    /// (file offset, virtual address, size) of each load segment.
-    pub segments: Vec<(u64, u64, u64)>,
-    pub sections: Vec<CfiSection>,
-}
-
-/// One section of a [`Cfi`].
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CfiSection {
-    /// `.eh_frame`, `.eh_frame_hdr`, `.debug_frame`, or `.text` / `.got`
-    /// (addresses only: `data` empty).
-    pub name: String,
-    /// Its virtual addresses in the file.
-    pub svma: Range<u64>,
-    pub data: Vec<u8>,
-}
+pub use crate::facts::{Cfi, CfiSection};
 
 /// The unwind sections of one file.
 struct UnwindFile {
@@ -71,7 +49,7 @@ impl UnwindFile {
     /// The module's unwind facts: the store's, else read from its files
     /// (and kept in the store).
     fn load(cfg: &Config, path: &str, build_id: Option<&str>) -> Option<UnwindFile> {
-        let key = crate::module_key(cfg, path, build_id);
+        let key = crate::find::module_key(cfg, path, build_id);
         let store = key.as_deref().zip(cfg.store.as_ref());
         if let Some(c) = store.and_then(|(k, st)| st.load_cfi(k)) {
             return UnwindFile::from_cfi(c);

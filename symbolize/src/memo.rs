@@ -1,0 +1,159 @@
+//! What this process knows of modules, in front of the persistent store:
+//! facts per module, kernel symbols, the last modules kept open. Shared by
+//! a `Config` and its clones.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use crate::facts::{FactStore, ModuleFacts};
+use crate::kallsyms::Kallsyms;
+
+/// Facts in memory, shared by a `Config` and its clones (an
+/// archive ingest symbolizes its captures with clones of one config), in
+/// front of the persistent store when there is one.
+#[derive(Debug, Default)]
+pub struct Memo {
+    modules: Mutex<HashMap<String, Arc<Mutex<Option<ModuleFacts>>>>>,
+    kernels: Mutex<HashMap<String, Option<Arc<Kallsyms>>>>,
+    /// Keys whose facts lacked DWARF and were learnt again this process
+    /// (once is enough: see `may_learn_more`).
+    rechecked: Mutex<std::collections::HashSet<String>>,
+    /// The last modules opened, kept open (their DWARF decompressed once
+    /// per run; see [`Opened`]).
+    open: Mutex<Vec<(String, Arc<Opened>)>>,
+    /// Times a module's files were opened to learn something (for tests
+    /// and the benchmark: a warm store opens none).
+    pub opened: std::sync::atomic::AtomicUsize,
+}
+
+/// Modules kept open per process: a debug file's compressed sections are
+/// inflated once per run, not once per capture that samples a function
+/// not learnt yet (an archive of runs of the same programs).
+const KEEP_OPEN: usize = 4;
+
+/// A module's files, opened, with their DWARF sections once loaded.
+pub struct Opened {
+    /// Borrows from `found`'s mapped (or owned) bytes, which never move
+    /// while `found` lives: declared first, so dropped first.
+    sections: std::sync::OnceLock<Option<crate::dwarf::Sections<'static>>>,
+    pub(crate) found: crate::file::Found,
+}
+
+impl std::fmt::Debug for Opened {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Opened({})", self.found.binary.path.display())
+    }
+}
+
+impl Opened {
+    pub(crate) fn new(found: crate::file::Found) -> Opened {
+        Opened {
+            sections: Default::default(),
+            found,
+        }
+    }
+
+    /// The DWARF sections of the file at `path` (the binary or one of its
+    /// debug files), decompressed on first use.
+    pub(crate) fn sections(
+        &self,
+        path: &std::path::Path,
+    ) -> Option<&crate::dwarf::Sections<'static>> {
+        self.sections
+            .get_or_init(|| {
+                let bytes: &[u8] = if path == self.found.binary.path {
+                    &self.found.binary.data
+                } else {
+                    &self.found.debug.iter().find(|d| d.path == path)?.data
+                };
+                // SAFETY: the bytes are a memory map or a heap buffer owned
+                // by `self.found`, which is never changed and outlives
+                // `self.sections` (dropped first); moving `Opened` moves
+                // neither.
+                let bytes: &'static [u8] =
+                    unsafe { std::mem::transmute::<&[u8], &'static [u8]>(bytes) };
+                object::File::parse(bytes)
+                    .ok()
+                    .and_then(|o| crate::dwarf::Sections::load(&o))
+            })
+            .as_ref()
+    }
+}
+
+impl Memo {
+    /// The module kept open under `key`, if it still is.
+    pub(crate) fn open_get(&self, key: &str) -> Option<Arc<Opened>> {
+        let mut o = self.open.lock().unwrap_or_else(|e| e.into_inner());
+        let i = o.iter().position(|(k, _)| k == key)?;
+        let e = o.remove(i);
+        let m = e.1.clone();
+        o.push(e);
+        Some(m)
+    }
+
+    /// Closes the module kept open under `key` (its files may differ now).
+    pub(crate) fn open_forget(&self, key: &str) {
+        let mut o = self.open.lock().unwrap_or_else(|e| e.into_inner());
+        o.retain(|(k, _)| k != key);
+    }
+
+    /// Keeps `m` open under `key` (the least recently used goes).
+    pub(crate) fn open_put(&self, key: &str, m: Arc<Opened>) {
+        let mut o = self.open.lock().unwrap_or_else(|e| e.into_inner());
+        o.retain(|(k, _)| k != key);
+        if o.len() >= KEEP_OPEN {
+            o.remove(0);
+        }
+        o.push((key.to_string(), m));
+    }
+
+    /// True the first time `key` is asked (for facts learnt again once
+    /// per process).
+    pub(crate) fn first_recheck(&self, key: &str) -> bool {
+        self.rechecked
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(key.to_string())
+    }
+
+    /// The slot of `key`, filled from `store` the first time it is asked.
+    pub(crate) fn slot(
+        &self,
+        key: &str,
+        store: Option<&Arc<dyn FactStore>>,
+    ) -> Arc<Mutex<Option<ModuleFacts>>> {
+        let mut m = self.modules.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(s) = m.get(key) {
+            return s.clone();
+        }
+        let s = Arc::new(Mutex::new(store.and_then(|st| st.load(key))));
+        m.insert(key.to_string(), s.clone());
+        s
+    }
+
+    /// Kernel symbols under `key`: this process's, else the store's, else
+    /// `read()` (saved to the store).
+    pub(crate) fn kernel(
+        &self,
+        key: &str,
+        store: Option<&Arc<dyn FactStore>>,
+        read: impl FnOnce() -> Option<Arc<Kallsyms>>,
+    ) -> Option<Arc<Kallsyms>> {
+        let mut m = self.kernels.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(k) = m.get(key) {
+            return k.clone();
+        }
+        let k = match store.and_then(|s| s.load_kernel(key)) {
+            Some(k) => Some(Arc::new(k)),
+            None => {
+                let k = read().filter(|k| !k.is_empty());
+                if let (Some(k), Some(s)) = (&k, store) {
+                    s.save_kernel(key, k);
+                }
+                k
+            }
+        };
+        m.insert(key.to_string(), k.clone());
+        k
+    }
+}
