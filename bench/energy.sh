@@ -4,7 +4,8 @@
 # cpu-clock group reads four counters and power/energy-cores/ every 1 ms,
 # plus each counter sampled with its own power counter), in the same run:
 # `perf report --group` (perf's per-symbol share of each group member,
-# the power column included: document 004's Fig. 1 profile) against
+# the power column included: the Fig. 1 profile of Ono et al. 2015,
+# sampling-based power measurement) against
 # `trawl ingest` + `trawl report energy` (the same split, in joules), and
 # trawl's power model fit and power samples, which perf does not have.
 # Prints seconds, peak RSS and ratios.

@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
-# Seed document 001's Table 2 here: the cost of logging memory accesses
-# while tracing, in one run on the same program and input (`wc` on a
-# text file, the document's wc case, which counted a 3 MB file): natively, under valgrind's
+# Table 2 of Mibu, Takahashi and Sugawara, "Proposal and Implementation of
+# Memory Access Analysis Method for Memory Saving" (IPSJ SIG Technical
+# Report), here: the cost of logging memory accesses while tracing, in
+# one run on the same program and input (`wc` on a text file, the paper's
+# wc case, which counted a 3 MB file): natively, under valgrind's
 # --tool=none (nullgrind: emulation only), lackey --trace-mem=yes (text,
 # every instruction and access), and trawl's trawlmem tool (binary
-# records as they happen, data accesses only: the document's
+# records as they happen, data accesses only: the paper's
 # data-binary writer; then with --range limiting the log to the stack).
 # Each figure is the median of 3 runs (lackey: one run, it writes
 # about 1.2 GB of text per MB of input); slowdowns are against nullgrind,
-# as the document gives them. Then trawl ingests both logs.
+# as the paper gives them. Then trawl ingests both logs.
 #
 # Usage: bench/memtrace.sh [MB]   (default 1; env BENCH_DIR)
 set -euo pipefail
@@ -49,8 +51,8 @@ printf '%-34s %9.2f %12s %10s\n' "native wc ($MB MB)" "$NAT_S" - -
 printf '%-34s %9.2f %12s %10s\n' "nullgrind (--tool=none)" "$NONE_S" 1.0x -
 printf '%-34s %9.2f %12s %10.1f\n' "lackey --trace-mem=yes (text)" "$LK_S" "$(ratio "$LK_S" "$NONE_S")" "$(mb $((LK_B / 1024)))"
 printf '%-34s %9.2f %12s %10.1f\n' "trawlmem (binary, L S M)" "$TM_S" "$(ratio "$TM_S" "$NONE_S")" "$(mb $((TM_B / 1024)))"
-printf '%-34s %9.2f %12s %10s\n' "trawlmem --kinds=LS (document's)" "$TMLS_S" "$(ratio "$TMLS_S" "$NONE_S")" -
-echo "document 001 Table 2 (wc, 3 MB): lackey 423x, data-binary-shm 2.20x nullgrind"
+printf '%-34s %9.2f %12s %10s\n' "trawlmem --kinds=LS (paper's)" "$TMLS_S" "$(ratio "$TMLS_S" "$NONE_S")" -
+echo "Mibu et al., Table 2 (wc, 3 MB): lackey 423x, data-binary-shm 2.20x nullgrind"
 rm -rf "$W/cap-lk" "$W/cap-tm"
 read -r IL_S IL_KB < <(t ingest_lackey "$TRAWL" ingest "$W/wc.lackey" -o "$W/cap-lk" --no-symbolize)
 read -r IT_S IT_KB < <(t ingest_tmem "$TRAWL" ingest "$W/wc.tmem" -o "$W/cap-tm" --no-symbolize)

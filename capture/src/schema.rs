@@ -341,7 +341,7 @@ pub static PERF_BRANCH: TableDef = TableDef {
         col!("from_frame_id", Int64, "The branch source as a frame (`frame.frame_id`), symbolized like sample frames."),
         col!("to_frame_id", Int64, "The branch target as a frame (`frame.frame_id`)."),
         col!("stack_id", Int64, "Call stack at the branch source (`stack.stack_id`), leaf first, rebuilt by walking back from the sample's stack through the newer entries: a call pops the callee, a return pushes the function returned from, other branches move the leaf. Pseudo-samples of `lbr_samples()` carry it."),
-        col!("repeated", Bool, null, "The entry was already in the thread's previous branch stack (a branch stack is a snapshot of the last N branches: when fewer than N retire between two samples, the older entries repeat the previous sample's newest, in order; seed document 003 counts only the branches since the previous sample). Found by comparing whole entries, per thread, forward in time; never set in call-stack mode (`--call-graph lbr`). Null in captures written before trawl marked them."),
+        col!("repeated", Bool, null, "The entry was already in the thread's previous branch stack (a branch stack is a snapshot of the last N branches: when fewer than N retire between two samples, the older entries repeat the previous sample's newest, in order; Ono et al. 2014, time-series performance analysis, counts only the branches since the previous sample). Found by comparing whole entries, per thread, forward in time; never set in call-stack mode (`--call-graph lbr`). Null in captures written before trawl marked them."),
     ],
 };
 
@@ -681,7 +681,7 @@ pub static METRIC: TableDef = TableDef {
 
 pub static ENERGY: TableDef = TableDef {
     name: "energy",
-    doc: "RAPL energy readings (seed document 004): one row per reading of a domain's counter, from a powercap CSV (`scripts/rapl-sample.py`: cumulative µJ counters of `/sys/class/powercap/intel-rapl:*`), `perf stat -I MS -x, -e power/energy-*/` output (joules per interval) or power events read at perf.data samples (`perf record -e '{cpu-clock,power/energy-cores/}:S'`: the group's power counter values, 2^-32 J units). `delta_uj` is the energy of the interval `(time_ns - interval_ns, time_ns]`.",
+    doc: "RAPL energy readings (Ono et al. 2015, sampling-based power measurement): one row per reading of a domain's counter, from a powercap CSV (`scripts/rapl-sample.py`: cumulative µJ counters of `/sys/class/powercap/intel-rapl:*`), `perf stat -I MS -x, -e power/energy-*/` output (joules per interval) or power events read at perf.data samples (`perf record -e '{cpu-clock,power/energy-cores/}:S'`: the group's power counter values, 2^-32 J units). `delta_uj` is the energy of the interval `(time_ns - interval_ns, time_ns]`.",
     columns: &[
         col!("source_id", Int32, "Input (`source.source_id`)."),
         col!("line", Int64, "Line of the input; for perf.data, the read's rank in time order."),
@@ -870,7 +870,7 @@ pub static TIME_BASE: TableDef = TableDef {
 
 pub static SAMPLE_ENERGY: TableDef = TableDef {
     name: "sample_energy",
-    doc: "Each RAPL interval's energy shared among the perf samples taken in it (seed document 004), for the event with most samples and period indicators; `energy_by(...)` computes it for other events, indicators and counters.",
+    doc: "Each RAPL interval's energy shared among the perf samples taken in it (Ono et al. 2015, sampling-based power measurement), for the event with most samples and period indicators; `energy_by(...)` computes it for other events, indicators and counters.",
     columns: &[
         col!("sample_id", Int64, null, "The sample (`perf_sample.sample_id`); null: energy of intervals without samples (unattributed)."),
         col!("domain", Utf8, "RAPL domain (package, cores, dram, ...)."),

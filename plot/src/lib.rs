@@ -1,12 +1,14 @@
 //! # trawl-plot
 //!
 //! trawl's figures, drawn into bytes (the caller writes or displays them):
-//! stacked shares per window (`report timeline --plot`, document 000
-//! Fig. 10) and metric panels with thresholds and shaded exhaustion ranges
-//! (`report exhaustion --plot`, Fig. 2) through plotters as PNG or SVG;
-//! energy histograms (document 004 Fig. 6, 8); memory heatmaps as PNG
-//! (document 001); flame graphs as SVG through inferno ([`flame_svg`]);
-//! the timeline figure from `timeline(...)`'s rows ([`timeline`]).
+//! stacked shares per window (`report timeline --plot`, Morita et al., H/W
+//! resource exhaustion analysis, Fig. 10) and metric panels with
+//! thresholds and shaded exhaustion ranges (`report exhaustion --plot`,
+//! Fig. 2) through plotters as PNG or SVG; energy histograms (Ono et al.
+//! 2015, sampling-based power measurement, Fig. 6, 8); memory heatmaps as
+//! PNG (Mibu et al., memory access analysis for memory saving); flame
+//! graphs as SVG through inferno ([`flame_svg`]); the timeline figure from
+//! `timeline(...)`'s rows ([`timeline`]).
 
 use std::path::Path;
 use std::sync::Once;
@@ -183,7 +185,8 @@ fn png(img: &image::RgbImage) -> Result<Vec<u8>> {
     Ok(buf.into_inner())
 }
 
-/// Stacked shares per window (document 000 Fig. 10).
+/// Stacked shares per window (Morita et al., H/W resource exhaustion
+/// analysis, Fig. 10).
 pub fn shares(image: Image, title: &str, s: &Shares, bands: &[Band]) -> Result<Vec<u8>> {
     render(
         image,
@@ -260,7 +263,8 @@ fn draw_shares<DB: DrawingBackend>(
     Ok(())
 }
 
-/// Metric panels with thresholds and shaded ranges (document 000 Fig. 2).
+/// Metric panels with thresholds and shaded ranges (Morita et al., H/W
+/// resource exhaustion analysis, Fig. 2).
 pub fn metrics(image: Image, title: &str, panels: &[Panel], bands: &[Band]) -> Result<Vec<u8>> {
     let h = 120 + 260 * panels.len() as u32;
     render(
@@ -367,12 +371,12 @@ fn draw_metrics<DB: DrawingBackend>(
     Ok(())
 }
 
-/// Document 001 Table 1: store only cyan, load only yellow, both white,
-/// none black.
+/// Mibu et al., memory access analysis for memory saving, Table 1: store
+/// only cyan, load only yellow, both white, none black.
 pub const HEAT_COLOURS: [[u8; 3]; 4] = [[0, 0, 0], [255, 255, 0], [0, 255, 255], [255, 255, 255]];
 
 /// A heatmap as PNG: one cell per `scale`×`scale` pixels, the lowest
-/// address at the top (as the document draws address 0 at the top).
+/// address at the top (as Mibu et al. draw address 0 at the top).
 pub fn heatmap_png(hm: &trawl_query::memlog::Heatmap, scale: u32) -> Result<Vec<u8>> {
     let (w, h) = (hm.width as u32 * scale, hm.height as u32 * scale);
     if w == 0 || h == 0 {
@@ -397,7 +401,8 @@ pub fn heatmap_png(hm: &trawl_query::memlog::Heatmap, scale: u32) -> Result<Vec<
 
 /// Histograms of values (one panel each, same bins: 50 from 0 to 2 ×
 /// target), the target marked, with the share within ±5 % and ±10 % in
-/// each title: document 004's Fig. 6 and 8.
+/// each title: Fig. 6 and 8 of Ono et al. 2015, sampling-based power
+/// measurement.
 pub fn histograms(
     image: Image,
     title: &str,
@@ -476,8 +481,8 @@ fn draw_histograms<DB: DrawingBackend>(
     Ok(())
 }
 
-/// Energy per sample over time, one panel per sampled event (document 004
-/// Fig. 5: time-based samples, Fig. 7: each event-based sampling): x the
+/// Energy per sample over time, one panel per sampled event (Ono et al.
+/// 2015, Fig. 5: time-based samples, Fig. 7: each event-based sampling): x the
 /// time since the first sample (ms), y the RAPL increase the sample read
 /// (J). `panels`: (event, [(t_ms, joules)]).
 pub fn energy_over_time(

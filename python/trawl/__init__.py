@@ -383,8 +383,9 @@ class Capture:
         format: str = "png",
         bare: bool = False,
     ) -> Heatmap:
-        """A memory log's accesses as a heatmap figure (document 001 Fig.
-        3-4; as ``trawl render heatmap``): x instruction order, y address
+        """A memory log's accesses as a heatmap figure (Mibu et al., memory
+        access analysis for memory saving, Fig. 3-4; as ``trawl render
+        heatmap``): x instruction order, y address
         with the rows' mappings and symbols; cyan store only, yellow load
         only, white both, black none (Table 1); a title and a legend.
         ``format``: ``png`` or ``svg``; ``bare``: only the cells, one pixel
@@ -476,7 +477,7 @@ setattr(
     "exhaustion",
     _analysis(
         "exhaustion",
-        "Ranges where an exhaustion rule over the metrics holds (document 000, stage A), per capture.",
+        "Ranges where an exhaustion rule over the metrics holds (Morita et al., H/W resource exhaustion analysis, stage A), per capture.",
         3,
         [
             ("rule", "text", "the rule, e.g. 'cpu_user + cpu_sys > 90 and runq > 2'"),

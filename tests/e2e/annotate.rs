@@ -1,4 +1,5 @@
-//! Seed document 002 below the function: metrics per instruction (the
+//! Oracle Solaris Studio Performance Analyzer, metrics mapped to program
+//! structure, below the function: metrics per instruction (the
 //! disassembly view) and per load object. Expected values: `perf annotate
 //! --stdio -n` (samples per instruction and objdump's disassembly),
 //! `addr2line` (each instruction's line) and `perf report --sort dso`
@@ -167,7 +168,8 @@ fn instruction_lines_are_addr2lines() {
     }
 }
 
-/// Load objects (document 002): exclusive and inclusive samples per module
+/// Load objects (as the Performance Analyzer defines them): exclusive and
+/// inclusive samples per module
 /// as `perf report --sort dso` counts them, on captures with several
 /// modules.
 #[test]

@@ -1,7 +1,8 @@
-//! RAPL energy (issue 8, seed document 004): readings from a powercap CSV
+//! RAPL energy (Ono et al. 2015, sampling-based power measurement):
+//! readings from a powercap CSV
 //! and `perf stat -I -x,` output, wrap-around, bad input, the sampler
 //! script, and the split of each interval's energy across cores and then
-//! functions, checked against the document's worked example (Fig. 2:
+//! functions, checked against the paper's worked example (Fig. 2:
 //! cores 20 J at 70 : 30 → 14 J and 6 J; DRAM 10 J at 20 : 80 → 2 J and
 //! 8 J). This machine has no RAPL: the perf.data is written with
 //! `trawl_ingest::perf::writer` (checked with `perf script`), the readings
@@ -211,7 +212,7 @@ fn fig2_split_across_cores_then_functions() {
             .parse()
             .unwrap()
     };
-    // Document 004 Fig. 2, by hand: cores 20 J × 70/100 = 14 J on core 0,
+    // Ono et al. 2015, Fig. 2, by hand: cores 20 J × 70/100 = 14 J on core 0,
     // × 30/100 = 6 J on core 1; DRAM 10 J × 20/100 = 2 J, × 80/100 = 8 J;
     // the package's 30 J by the core indicator: 21 J and 9 J.
     let cpu = report("cpu");

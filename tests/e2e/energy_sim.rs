@@ -1,4 +1,5 @@
-//! RAPL simulator (issue 8, seed document 004 §3): a perf.data with
+//! RAPL simulator (Ono et al. 2015, sampling-based power measurement, §3):
+//! a perf.data with
 //! time- and event-based samples reading `power/energy-cores/` and a
 //! powercap CSV (wrapping), written by `trawl_ingest::energy::sim` from a
 //! known per-function power model. Checked: the file reads back in `perf
@@ -176,7 +177,7 @@ fn simulated_energy_per_function_matches_perf_report_and_the_truth() {
     let s = sim();
     // perf report --group attributes each group member's increase to the
     // sample's symbol: the power column (last of the cpu-clock group) is
-    // document 004's Fig. 1 split, share per function.
+    // Ono et al. 2015's Fig. 1 split, share per function.
     let members = 2 + s.cfg.events.len();
     let perf_share: std::collections::HashMap<String, f64> =
         perf_power_share(&s.data, "overhead,sym", 1, members, 0)
@@ -422,7 +423,7 @@ fn simulated_power_samples_reach_the_target() {
     assert!(num(all, "mean_error_pct").abs() < 1.0, "{out}");
     assert!(num(all, "within_10_pct") > 85.0, "{out}");
     // Fewer events leave terms out of the model: their data hold more
-    // energy than the target (document 004 Table 5).
+    // energy than the target (Ono et al. 2015, Table 5).
     for r in rows
         .iter()
         .filter(|r| r["method"] == "events" && r["n_events"] != "4")
@@ -439,7 +440,7 @@ fn simulated_power_samples_reach_the_target() {
         num(time[0], "within_10_pct") < num(all, "within_10_pct") - 20.0,
         "{out}"
     );
-    // The figure (document 004 Fig. 6/8) read back: the best subset and
+    // The figure (Ono et al. 2015, Fig. 6/8) read back: the best subset and
     // the two time-based groupings, each a histogram of its data's
     // measured energy in 50 bins over [0, 2 P] (P = 1 J), bars as tall as
     // the data in them.
@@ -859,7 +860,7 @@ fn readings_are_placed_on_utc() {
     assert_eq!(utc_text(&mine), utc_text(&expected));
 }
 
-/// Document 004 Fig. 5/7: the energy each sample read (the RAPL counter's
+/// Ono et al. 2015, Fig. 5/7: the energy each sample read (the RAPL counter's
 /// increase since the previous sample of its event on its CPU), over
 /// time, one panel per sampled event. Expected: the group read values
 /// `perf script -D` dumps for every sample (the power counter is the last
@@ -950,15 +951,15 @@ fn energy_per_sample_over_time_is_the_rapl_increase_perf_dumps() {
     assert_eq!(crate::figure::tags(&t, "circle").len(), rows.len());
 }
 
-/// Document 004 §3.2-3.3 worked through: its Core model, W = 12.41 +
+/// Ono et al. 2015, §3.2-3.3 worked through: its Core model, W = 12.41 +
 /// 6.288 × C0 + 2.06e-11 × INST + 3.161e-10 × RESOURCE + 6.058e-10 × L2
-/// (events per second), with C0 read, as the document does, from
+/// (events per second), with C0 read, as the paper does, from
 /// unhalted cycles (CPU_CLK_UNHALTED.THREAD_P): the C0 coefficient divided
 /// by the core count (8) per cycle at the fixed 2.9 GHz. Simulated with
 /// the eight cores' events summed (one core's rates × 8) and fitted back
 /// by `report power-model`; then Table 3, R_i = P / C_i at P = 1 J.
 ///
-/// The document is not consistent with itself there: Table 3's CLK row,
+/// The paper is not consistent with itself there: Table 3's CLK row,
 /// 3,689,567,430, is 1 J / (6.288 / 8 / 2.9e9), but its INST, RESOURCE
 /// and L2 rows (4,854,368,932; 316,355,584; 165,070,981) are 1 J over ten
 /// times the coefficients its model prints (2.06e-10, 3.161e-9, 6.058e-9).
@@ -967,7 +968,7 @@ fn energy_per_sample_over_time_is_the_rapl_increase_perf_dumps() {
 /// C0 conversion is also at odds with its definition of C0 as the sum of
 /// the cores' values, which would not divide by the core count; trawl's
 /// model has no C0 term, only the counters, and this test uses the
-/// document's conversion to reproduce its table.)
+/// paper's conversion to reproduce its table.)
 #[test]
 fn document_004_core_model_and_table_3() {
     const CORES: f64 = 8.0;
@@ -1015,11 +1016,11 @@ fn document_004_core_model_and_table_3() {
         let got = get(n, "coefficient");
         assert!((got - c).abs() <= 0.01 * c, "{n}: {got} vs {c}");
     }
-    // The model in the document's form: C0's coefficient is the cycle
+    // The model in the paper's form: C0's coefficient is the cycle
     // coefficient times the cores and the clock rate.
     let c0 = get(&names[0], "coefficient") * CORES * HZ;
     assert!((c0 - 6.288).abs() < 0.01 * 6.288, "C0 coefficient {c0}");
-    // Table 3 at P = 1 J: CLK as the document gives it; the others ten
+    // Table 3 at P = 1 J: CLK as the paper gives it; the others ten
     // times its figures (see above).
     let r = |n: &str| get(n, "interval_events");
     assert!(

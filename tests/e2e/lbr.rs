@@ -1,7 +1,7 @@
-//! Branch stacks as extra samples (issue 7, seed document 003). This
-//! machine cannot record LBR: the captures are written with
-//! `trawl_ingest::perf::writer` around the real binary
-//! `fixtures/perf/bin/lbr` (`src/lbr.c`: the document's F1, F2, F3 and the
+//! Branch stacks as extra samples (Ono et al. 2014, time-series
+//! performance analysis). This machine cannot record LBR: the captures are
+//! written with `trawl_ingest::perf::writer` around the real binary
+//! `fixtures/perf/bin/lbr` (`src/lbr.c`: the paper's F1, F2, F3 and the
 //! p3 call pattern of its Fig. 10), at the addresses `objdump -d` gives
 //! for its calls and returns, and read back with the real
 //! `perf script -F ip,sym,brstack,brstacksym`. Expected times per method
@@ -21,7 +21,7 @@ use crate::common::*;
 /// text offsets equal its virtual addresses).
 const BASE: u64 = 0x5555_0000_0000;
 const KBASE: u64 = 0xffff_ffff_8100_0000;
-/// 100 µs cpu-clock period, the document's sampling interval.
+/// 100 µs cpu-clock period, the paper's sampling interval.
 const T: u64 = 100_000;
 const PID: i32 = 4242;
 
@@ -855,7 +855,7 @@ fn committed_fixtures_are_the_written_ones() {
     }
 }
 
-/// Branch stacks that repeat the thread's previous one (seed document 003
+/// Branch stacks that repeat the thread's previous one (Ono et al. 2014,
 /// §4.2: only "the branch information accumulated since the previous
 /// interrupt" counts). Two threads of one process take turns on CPU 0,
 /// 100 µs apart, with 4-entry stacks; each dynamic branch has its own

@@ -1,4 +1,5 @@
-//! Memory access logs (issue 6, document 001): valgrind lackey logs of
+//! Memory access logs (Mibu et al., memory access analysis for memory
+//! saving): valgrind lackey logs of
 //! fixtures/memlog/src/pages.c, a program with a known page story, through
 //! `trawl ingest`, `convert lackey`, the page and symbol reports and the
 //! heatmap. Expected per-page values come from an independent Python
@@ -501,13 +502,13 @@ fn heatmap_shows_the_page_story() {
     assert!(last(&a) < first(&b), "a is done before b starts");
     assert!(last(&b) < first(&d), "b is done before d starts");
     assert!(first(&c) < first(&b) && last(&c) > last(&b), "c spans b");
-    // Colours (document 001 Table 1): a is stored (cyan) first, then
+    // Colours (Mibu et al., Table 1): a is stored (cyan) first, then
     // loaded (yellow); d is only stored.
     assert_eq!(a.first().unwrap().1, [0, 255, 255]);
     assert_eq!(a.last().unwrap().1, [255, 255, 0]);
     assert!(d.iter().all(|(_, p)| *p == [0, 255, 255]));
 
-    // The same zoom as a figure (document 001 Fig. 3-4, Table 1), SVG and
+    // The same zoom as a figure (Mibu et al., Fig. 3-4, Table 1), SVG and
     // PNG: its cells are the bitmap's, cell for cell; it names the
     // capture, view and granularity, the ordinals, the rows' addresses and
     // symbols, and the four colours.
@@ -690,7 +691,7 @@ fn bad_lackey_lines_are_reported_with_line_numbers() {
     assert_eq!(n, 49882);
 }
 
-/// A data-only log (document 001's writer keeps loads and stores only;
+/// A data-only log (the writer of Mibu et al. keeps loads and stores only;
 /// here lackey's log with its `I` lines removed) keeps the order of its
 /// accesses: ordinals number the data accesses in log order, the capture
 /// says so, and the page lifetimes follow that axis.
@@ -784,8 +785,8 @@ fn data_only_logs_are_ordered_by_access() {
     );
 }
 
-/// The trawlmem valgrind tool (tools/trawlmem, document 001's binary
-/// writer) built into `dir`: its library directory for VALGRIND_LIB.
+/// The trawlmem valgrind tool (tools/trawlmem, the binary writer of Mibu
+/// et al.) built into `dir`: its library directory for VALGRIND_LIB.
 fn trawlmem(dir: &Path) -> PathBuf {
     let lib = dir.join("vglib");
     let o = Command::new(root().join("tools/trawlmem/build.sh"))
@@ -830,7 +831,7 @@ fn access_rows(cap: &Path) -> Vec<Vec<String>> {
 /// The binary log trawlmem writes while the program runs holds what
 /// lackey's text log of the same run holds: the same data accesses at the
 /// same instruction ordinals, so the same `mem_page` rows; `--kinds=LS`
-/// (the document's writer: no modify detection) splits each modify into
+/// (the paper's writer: no modify detection) splits each modify into
 /// a load and a store; `--range` keeps the accesses in the range.
 #[test]
 fn trawlmem_logs_what_lackey_logs() {

@@ -1,5 +1,6 @@
-//! Exclusive, inclusive and attributed metrics (seed document 002): the
-//! document's worked example and hand-worked recursion on synthetic
+//! Exclusive, inclusive and attributed metrics (Oracle Solaris Studio
+//! Performance Analyzer, metrics mapped to program structure): the
+//! manual's worked example and hand-worked recursion on synthetic
 //! captures of the fixture binary `calls`, and the identities on a real
 //! recording with direct and indirect recursion, checked against
 //! `perf report --children`.
@@ -151,7 +152,7 @@ fn m(pairs: &[(&str, &str, u64)]) -> HashMap<(String, String), u64> {
 
 #[test]
 fn worked_example_of_document_002() {
-    // The document's figures: main 32 = 2 + A 10 + B 20;
+    // The manual's figures: main 32 = 2 + A 10 + B 20;
     // C 25 = 10 from A + 15 from B = 5 + E 10 + F 10.
     // Stacks chosen by hand to produce them (period = the metric):
     let (_t, cap) = capture_of(&[

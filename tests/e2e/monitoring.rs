@@ -526,10 +526,11 @@ fn sadf_csv_blocks() {
     );
 }
 
-/// Issue 5, bad input: local times across the end of daylight saving
-/// become UTC with --tz (one second apart, never going back; expected
-/// values from `TZ=Europe/Berlin date -d '2026-10-25 02:59:57 CEST' +%s`,
-/// worked out: CEST = UTC+2, CET = UTC+1); rows with missing columns are
+/// Bad input to the metric readers: local times across the end of
+/// daylight saving become UTC with --tz (one second apart, never going
+/// back; expected values from
+/// `TZ=Europe/Berlin date -d '2026-10-25 02:59:57 CEST' +%s`, worked
+/// out: CEST = UTC+2, CET = UTC+1); rows with missing columns are
 /// reported by line and the rest kept; a metric CSV whose header lacks
 /// the value column is an error diagnostic, not a guess.
 #[test]

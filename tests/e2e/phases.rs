@@ -1,9 +1,9 @@
-//! Issue 5 end to end on fixtures/phases: three recorded runs of a program
-//! with a CPU, a memory and an I/O phase, each with perf.data (`-k
-//! CLOCK_MONOTONIC`), an strace dump (`-ttt -k`), vmstat and sar logs.
-//! Expected values come from the raw files (perf's header and `perf
-//! script`, the strace text, the vmstat and sadf text) and from the
-//! program (phases.c).
+//! Exhaustion ranges and their causes end to end on fixtures/phases: three
+//! recorded runs of a program with a CPU, a memory and an I/O phase, each
+//! with perf.data (`-k CLOCK_MONOTONIC`), an strace dump (`-ttt -k`),
+//! vmstat and sar logs. Expected values come from the raw files (perf's
+//! header and `perf script`, the strace text, the vmstat and sadf text) and
+//! from the program (phases.c).
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -718,7 +718,7 @@ fn timeline_windows_and_plots() {
         "--plot",
         svg.to_str().unwrap(),
     ]);
-    // The metric panels of document 000's Fig. 2: one per comparison of
+    // The metric panels of Morita et al.'s Fig. 2: one per comparison of
     // the rule, captioned with it, with its threshold (a dashed red line
     // in the legend and across the panel), the run's step line, and the
     // rule's range shaded in each panel.

@@ -1,8 +1,9 @@
-//! Seed document 000's CPU case (§4, Fig. 11, Table 4): `calculate_pow`
-//! is the application function, and most of its time is in libm's pow,
-//! called at a line of the application (`cpu_stress_pow.c:14` in the
-//! document and in `fixtures/perf/src/cpu_stress_pow.c`). The fixture
-//! `pow.data` is a real recording with DWARF call graphs (libm has no
+//! The CPU case of Morita et al., H/W resource exhaustion analysis (§4,
+//! Fig. 11, Table 4): `calculate_pow` is the application function, and
+//! most of its time is in libm's pow, called at a line of the application
+//! (`cpu_stress_pow.c:14` in the paper and in
+//! `fixtures/perf/src/cpu_stress_pow.c`). The fixture `pow.data` is a real
+//! recording with DWARF call graphs (libm has no
 //! frame pointers: with `-g` the frame of `calculate_pow` above pow would
 //! be lost). Expected values come from perf on the same file: its own
 //! unwinding (`perf script`), `perf report --children` / `--no-children`,
@@ -155,7 +156,7 @@ fn cpu_cause_names_the_application_line_that_called_libm() {
         .collect();
     assert_eq!(got, want);
 
-    // The document's shape: calculate_pow, most of it in libm's pow
+    // The paper's shape: calculate_pow, most of it in libm's pow
     // implementation, called at line 14; the process named.
     let pow_row = rows
         .iter()

@@ -1,9 +1,11 @@
 /* trawlmem: a valgrind tool that writes trawl's binary memory log (.tmem)
- * while the program runs, as seed document 001's data-binary writer does:
+ * while the program runs, as the data-binary writer of Mibu, Takahashi and
+ * Sugawara ("Proposal and Implementation of Memory Access Analysis Method
+ * for Memory Saving", IPSJ SIG Technical Report) does:
  * data accesses only (loads, stores, and modifies unless asked not to),
  * optionally limited to some kinds and one address range, as fixed-size
  * binary records instead of lackey's text (lackey formats every access
- * with printf, the main cost the document measured).
+ * with printf, the main cost the paper measured).
  *
  * The file is trawl's format version 1 (ingest/src/memlog/binary.rs):
  * a 64-byte header (+16 for the range), ACC1 blocks of at most 65536
@@ -17,7 +19,7 @@
  * --trace-mem=yes finds them (loads, stores, guarded loads/stores,
  * dirty helpers' memory effects, CAS, LL/SC); a store of the same size
  * to the same address expression right after a load in one instruction
- * is a modify. With --kinds=LS (the document's writer) there is no
+ * is a modify. With --kinds=LS (the paper's writer) there is no
  * modify detection: such an instruction gives a load and a store.
  *
  * Options:

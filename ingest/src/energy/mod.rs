@@ -1,5 +1,6 @@
-//! RAPL energy readings (seed document 004) → typed [`Reading`]s (no
-//! Arrow here; [`convert`] makes the `energy` table).
+//! RAPL energy readings (Ono et al. 2015, sampling-based power
+//! measurement) → typed [`Reading`]s (no Arrow here; [`convert`] makes
+//! the `energy` table).
 //!
 //! - [`read_powercap`]: a CSV of powercap counter readings, header naming
 //!   `time`, `zone`, `energy_uj` and optionally `name` (the zone's

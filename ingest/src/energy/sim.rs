@@ -1,7 +1,8 @@
-//! A RAPL simulator (issue 8): this machine has no RAPL and no hardware
-//! counters, so the files of document 004's experiments are written from
-//! a known power model, and the truth (energy per function, the model's
-//! coefficients) is kept to check what trawl recovers.
+//! A RAPL simulator: this machine has no RAPL and no hardware counters, so
+//! the files of the experiments of Ono et al. 2015 (sampling-based power
+//! measurement) are written from a known power model, and the truth
+//! (energy per function, the model's coefficients) is kept to check what
+//! trawl recovers.
 //!
 //! One thread on CPU 0 (per package: tid 100 + k on CPU 2k) runs phases
 //! of functions of a real binary; each
@@ -13,7 +14,7 @@
 //! Written:
 //! - `perf`: a perf.data (`-k CLOCK_MONOTONIC`, clock data) with
 //!   - `{cpu-clock, EVENT…, power/energy-cores/}:S`: time-based samples
-//!     every `sample_ns` reading every counter (document 004 Fig. 1), and
+//!     every `sample_ns` reading every counter (Ono et al. 2015, Fig. 1), and
 //!   - for each event, `{EVENT, power/energy-cores/}:S` sampled every
 //!     `period` events (§3.4: event-based samples with the RAPL value),
 //! - `csv`: powercap readings (`scripts/rapl-sample.py` format) of the
@@ -36,7 +37,7 @@ pub struct SimEvent {
     pub config: u64,
     /// Joules per event (the model's coefficient).
     pub coef: f64,
-    /// Events per sample of the event-based group (document 004's R_i).
+    /// Events per sample of the event-based group (Ono et al. 2015's R_i).
     pub period: u64,
 }
 
@@ -89,7 +90,7 @@ pub const SIM_MONO: u64 = 1_000_000_000;
 const UNIT_J: f64 = 1.0 / 16384.0;
 
 impl SimConfig {
-    /// The default model: four events with document 004's names (§3.2)
+    /// The default model: four events with Ono et al. 2015's names (§3.2)
     /// and coefficients that make each term worth watts, six functions of
     /// `fixtures/perf/bin/lbr` (addresses given by the caller, in the
     /// order F1, F2, F3, p3_A, p3_B, p3_C) with different event mixes.

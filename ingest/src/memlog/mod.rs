@@ -1,6 +1,7 @@
 //! Memory access logs: valgrind lackey text (`--trace-mem=yes`) and trawl's
 //! binary memory log → `mem_access`, `mem_fetch`, `mem_page`; saved
-//! `/proc/PID/maps` → `mem_map` (document 001).
+//! `/proc/PID/maps` → `mem_map` (Mibu et al., memory access analysis for
+//! memory saving).
 //!
 //! - [`lackey`]: text lines → [`lackey::Chunk`]s of typed records, in
 //!   parallel over line-aligned blocks (no Arrow).
@@ -686,8 +687,8 @@ pub enum Axis {
     /// Instructions: the log has `I` records (lackey `--trace-mem=yes`, a
     /// binary log with an instruction count).
     Instruction,
-    /// Data accesses: a log without instruction records (seed document
-    /// 001's data-only writer; lackey's log with the `I` lines removed):
+    /// Data accesses: a log without instruction records (the data-only
+    /// writer of Mibu et al.; lackey's log with the `I` lines removed):
     /// a row's ordinal is its 1-based index among the log's kept data
     /// accesses, so their order survives.
     Access,

@@ -1478,10 +1478,10 @@ impl PerfConverter {
     /// counting from when it was enabled): its zone is
     /// `power/energy-cores/@LEADER`, LEADER the group's sampling event, so
     /// each delta is the energy since the previous sample of that event
-    /// (document 004 §3.4). The RAPL MSRs are package-wide: reads from
-    /// any CPU of a package continue its counter; with several packages
-    /// in the topology each read is placed on the package of the CPU
-    /// that read it (one counter per package).
+    /// (Ono et al. 2015, sampling-based power measurement, §3.4). The RAPL
+    /// MSRs are package-wide: reads from any CPU of a package continue its
+    /// counter; with several packages in the topology each read is placed
+    /// on the package of the CPU that read it (one counter per package).
     pub fn take_power_readings(&mut self) -> Vec<(crate::energy::Reading, crate::diag::Position)> {
         let mut reads = std::mem::take(&mut self.power_reads);
         reads.sort_by_key(|r| r.0);

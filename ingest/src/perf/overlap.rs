@@ -1,5 +1,5 @@
 //! Branch-stack entries a sample shares with its thread's previous sample
-//! (seed document 003, §4.2 and Fig. 6).
+//! (Ono et al. 2014, time-series performance analysis, §4.2 and Fig. 6).
 //!
 //! The method reads "the branch information accumulated since the previous
 //! interrupt". A perf branch stack is not that: it is a snapshot of the

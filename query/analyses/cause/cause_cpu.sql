@@ -1,11 +1,11 @@
--- cause_cpu: what used the CPU inside the exhaustion ranges? (seed document
--- 000, stage B.) Per range (`_cause_range`: the ranges where $rule holds,
--- or [$from_ns, $to_ns)), process, application function, actual function
--- and application source line (attribution.sql): the CPU time of the perf
--- samples taken in the range (the period: ns for cpu-clock) and its share
--- of all samples in the range. With $method, the samples and their branch
--- entries' pseudo-samples (`_lbr_sample`, document 003), weighing their
--- time in ns.
+-- cause_cpu: what used the CPU inside the exhaustion ranges? (Morita et
+-- al., H/W resource exhaustion analysis, stage B.) Per range
+-- (`_cause_range`: the ranges where $rule holds, or [$from_ns, $to_ns)),
+-- process, application function, actual function and application source
+-- line (attribution.sql): the CPU time of the perf samples taken in the
+-- range (the period: ns for cpu-clock) and its share of all samples in the
+-- range. With $method, the samples and their branch entries' pseudo-samples
+-- (`_lbr_sample`, Ono et al. 2014), weighing their time in ns.
 --
 -- Parameters: $rule, $min_s, $gap_s or $from_ns, $to_ns (the ranges, on the
 -- capture's t_ns axis); $event (default: the one with most samples);

@@ -1,8 +1,9 @@
--- cause_io: what moved the I/O bytes inside the exhaustion ranges? (seed
--- document 000, stage B.) Per range (`_cause_range`), the bytes transferred
--- by read/write-like calls (`io_call`) from $lead_ns before the range to its
--- end, per process, application function, actual function, application
--- source line (attribution.sql), file and direction.
+-- cause_io: what moved the I/O bytes inside the exhaustion ranges? (Morita
+-- et al., H/W resource exhaustion analysis, stage B.) Per range
+-- (`_cause_range`), the bytes transferred by read/write-like calls
+-- (`io_call`) from $lead_ns before the range to its end, per process,
+-- application function, actual function, application source line
+-- (attribution.sql), file and direction.
 --
 -- Parameters: $rule, $min_s, $gap_s or $from_ns, $to_ns (the ranges);
 -- $lead_ns (default 0); $app.

@@ -1,9 +1,10 @@
--- cause_memory: what held the memory inside the exhaustion ranges? (seed
--- document 000, stage B.) Per range (`_cause_range`), the bytes allocated
--- (mmap/brk/mremap regions of `memory_region`, not freed) at the range's
--- start, or with $at = 'max' at the moment in the range when the traced
--- processes held the most; per process, application function, actual
--- function and application source line (attribution.sql).
+-- cause_memory: what held the memory inside the exhaustion ranges? (Morita
+-- et al., H/W resource exhaustion analysis, stage B.) Per range
+-- (`_cause_range`), the bytes allocated (mmap/brk/mremap regions of
+-- `memory_region`, not freed) at the range's start, or with $at = 'max' at
+-- the moment in the range when the traced processes held the most; per
+-- process, application function, actual function and application source
+-- line (attribution.sql).
 --
 -- Parameters: $rule, $min_s, $gap_s or $from_ns, $to_ns (the ranges); $at
 -- (`start` (default) or `max`); $app.

@@ -1,9 +1,10 @@
--- energy_by: where did the energy go? (seed document 004, section 2.2,
--- Fig. 2.) The joules of every RAPL interval shared among the samples taken
--- in it (`sample_energy`, computed for this call's event, indicators and
--- counters), per domain and the keys in $by (one output column per key,
--- named after it), with the share of the domain's energy. Energy of
--- intervals without samples is `[unattributed]` (its package is kept).
+-- energy_by: where did the energy go? (Ono et al. 2015, sampling-based
+-- power measurement, section 2.2, Fig. 2.) The joules of every RAPL
+-- interval shared among the samples taken in it (`sample_energy`, computed
+-- for this call's event, indicators and counters), per domain and the keys
+-- in $by (one output column per key, named after it), with the share of the
+-- domain's energy. Energy of intervals without samples is `[unattributed]`
+-- (its package is kept).
 --
 -- Parameters (NULL: the default):
 --   $by      list   keys, in order: function (default), line, process, cpu,

@@ -1,7 +1,7 @@
--- power_data: the power data behind power_samples (seed document 004,
--- section 3.5, Fig. 6/8): every run of each subset of $events and of each
--- time-based grouping, with its modelled and measured energy (computed in
--- Rust per call: `_power_datum`).
+-- power_data: the power data behind power_samples (Ono et al. 2015,
+-- sampling-based power measurement, section 3.5, Fig. 6/8): every run of
+-- each subset of $events and of each time-based grouping, with its modelled
+-- and measured energy (computed in Rust per call: `_power_datum`).
 --
 -- Parameters: as power_samples'.
 SELECT

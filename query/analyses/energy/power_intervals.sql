@@ -1,8 +1,9 @@
--- power_intervals: what is power_model fitted on? (seed document 004,
--- section 3.3.) Each interval of the domain's energy counter (consecutive
--- intervals merged until they span $window_ns, a shorter last run dropped)
--- with its energy and watts and, one row per event, the event's rate in it
--- (computed in Rust per call: `_power_interval`).
+-- power_intervals: what is power_model fitted on? (Ono et al. 2015,
+-- sampling-based power measurement, section 3.3.) Each interval of the
+-- domain's energy counter (consecutive intervals merged until they span
+-- $window_ns, a shorter last run dropped) with its energy and watts and,
+-- one row per event, the event's rate in it (computed in Rust per call:
+-- `_power_interval`).
 --
 -- Parameters: as power_model's, without $target_j.
 SELECT

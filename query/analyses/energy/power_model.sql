@@ -1,12 +1,12 @@
--- power_model: how much power does each event cost? (seed document 004,
--- section 3.3, Table 3.) Watts of the energy domain = intercept + Σ c_i ·
--- rate_i, fitted by least squares over the counter's intervals (merged
--- until they span $window_ns), each event's rate read at the samples (the
--- counter's increase) or, for a sampled event, its sampled periods. The fit
--- and R_i = P / c_i, the interval in events between samples so that each
--- sample stands for P joules, are computed in Rust per call
--- (`_power_term`); the intercept, each event and the measured watts are
--- one row each.
+-- power_model: how much power does each event cost? (Ono et al. 2015,
+-- sampling-based power measurement, section 3.3, Table 3.) Watts of the
+-- energy domain = intercept + Σ c_i · rate_i, fitted by least squares over
+-- the counter's intervals (merged until they span $window_ns), each event's
+-- rate read at the samples (the counter's increase) or, for a sampled
+-- event, its sampled periods. The fit and R_i = P / c_i, the interval in
+-- events between samples so that each sample stands for P joules, are
+-- computed in Rust per call (`_power_term`); the intercept, each event and
+-- the measured watts are one row each.
 --
 -- Parameters (NULL: the default): $events (list; default every counter read
 -- at the samples), $domain (cores), $zone (list), $package, $window_ns

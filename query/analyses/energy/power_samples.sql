@@ -1,5 +1,6 @@
--- power_samples: how close do power samples come to equal energy? (seed
--- document 004, section 3.5, Table 6, Fig. 6/8.) The samples of every
+-- power_samples: how close do power samples come to equal energy? (Ono et
+-- al. 2015, sampling-based power measurement, section 3.5, Table 6, Fig.
+-- 6/8.) The samples of every
 -- subset of $events, weighed by the model (c_i J per event, the intercept
 -- W over time), merged in time order and cut into runs whose modelled
 -- energy reaches P = $target_j: each run is a power datum, and its measured

@@ -1,11 +1,12 @@
--- sample_rapl: how much energy does each sample carry? (seed document 004,
--- section 3.4, Fig. 5 and 7.) For every sample whose group read a RAPL
--- counter (perf's power/energy-* events read with the sample,
--- PERF_SAMPLE_READ), the counter's increase since the previous sample of
--- the same event on the same CPU, in joules (perf's scale for these
--- events: 2^-32 J per count): the document's "power value at a sample",
--- plotted over time per sampled event (`report power-samples --plot-time`).
--- A CPU's first sample has no previous one and is left out.
+-- sample_rapl: how much energy does each sample carry? (Ono et al. 2015,
+-- sampling-based power measurement, section 3.4, Fig. 5 and 7.) For every
+-- sample whose group read a RAPL counter (perf's power/energy-* events read
+-- with the sample, PERF_SAMPLE_READ), the counter's increase since the
+-- previous sample of the same event on the same CPU, in joules (perf's
+-- scale for these events: 2^-32 J per count): the paper's "power value at a
+-- sample", plotted over time per sampled event
+-- (`report power-samples --plot-time`). A CPU's first sample has no
+-- previous one and is left out.
 --
 -- Parameters: $event (only this sampled event; default all).
 WITH r AS (

@@ -1,5 +1,6 @@
 -- mem_symbols: which functions ran and which data objects were touched,
--- and which never were? (document 001.) The symbols of the mapped files
+-- and which never were? (Mibu et al., memory access analysis for memory
+-- saving.) The symbols of the mapped files
 -- (`mem_symbol_use`), narrowed by kind, object path and use.
 --
 -- Parameters (NULL: no restriction):

@@ -1,7 +1,8 @@
 -- mem_object_use: per mapped object (executable, library, [heap], [stack],
 -- anonymous memory) of a saved /proc/PID/maps: pages mapped, pages the
 -- memory log touched and never touched, functions executed and never
--- executed, data objects touched and never touched (document 001).
+-- executed, data objects touched and never touched (Mibu et al., memory
+-- access analysis for memory saving).
 CREATE VIEW mem_object_use AS
 WITH ps AS (SELECT capture, max(page_size) AS page_size FROM mem_page GROUP BY capture),
 mapped AS (

@@ -1,5 +1,6 @@
 -- The used pages of a memory log at a page size of the caller's choice
--- (document 001): `mem_page` regrouped by $page_size, a power of two and a
+-- (Mibu et al., memory access analysis for memory saving): `mem_page`
+-- regrouped by $page_size, a power of two and a
 -- multiple of the page size the capture was ingested with (counts and
 -- distinct bytes add up exactly).
 --

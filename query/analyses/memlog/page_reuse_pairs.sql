@@ -1,7 +1,8 @@
--- page_reuse_pairs: which pages could share one physical page? (document
--- 001, section 3.3.) Pairs of pages (a, b) at $page_size where a is never
--- touched after b is first touched (a.last_ordinal < b.first_ordinal). A
--- page touched both before and after b's lifetime (the document's page c)
+-- page_reuse_pairs: which pages could share one physical page? (Mibu et
+-- al., memory access analysis for memory saving, section 3.3.) Pairs of
+-- pages (a, b) at $page_size where a is never touched after b is first
+-- touched (a.last_ordinal < b.first_ordinal). A page touched both before
+-- and after b's lifetime (the paper's page c)
 -- overlaps it and never pairs with it. Pairs grow with the square of the
 -- pages: filter or limit.
 --

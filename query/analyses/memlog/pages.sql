@@ -1,5 +1,6 @@
 -- pages: which pages did the program use, how, and for how long?
--- (document 001.) Every page the memory log touched at $page_size (see
+-- (Mibu et al., memory access analysis for memory saving.) Every page the
+-- memory log touched at $page_size (see
 -- page.sql), with the object mapped there, its accesses per kind, how much
 -- of it was used and its lifetime in access ordinals.
 --

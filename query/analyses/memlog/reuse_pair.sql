@@ -1,7 +1,8 @@
 -- mem_reuse_pair: pairs of pages (a, b) where a is never touched after b
 -- is first touched (a.last_ordinal < b.first_ordinal): a's physical page
--- could be reused as b's (document 001, section 3.3). A page touched both
--- before and after b's lifetime (the document's page c) overlaps it and
+-- could be reused as b's (Mibu et al., memory access analysis for memory
+-- saving, section 3.3). A page touched both before and after b's lifetime
+-- (the paper's page c) overlaps it and
 -- never pairs with it. Pairs grow with the square of the pages: filter.
 CREATE VIEW mem_reuse_pair AS
 SELECT a.capture, a.source_id,

@@ -2,7 +2,7 @@
 -- (mem_symbol) was used in the memory log: instruction fetches inside a
 -- function, loads/stores/modifies inside a data object. Symbols never
 -- executed or touched have zero counts: "functions of each library never
--- executed" (document 001).
+-- executed" (Mibu et al., memory access analysis for memory saving).
 -- Matching is by address range, done as an equi-join on 4 KiB buckets
 -- (shifts, not division: UInt64 / Int64 would be decimal division)
 -- (a symbol is listed under every bucket it spans) and then filtered.

@@ -1,5 +1,6 @@
--- annotate: where inside a function did the samples fall? (seed document
--- 002: metrics per instruction, the disassembly view; `perf annotate`.)
+-- annotate: where inside a function did the samples fall? (Oracle Solaris
+-- Studio Performance Analyzer, metrics mapped to program structure:
+-- metrics per instruction, the disassembly view; `perf annotate`.)
 -- One row per instruction of $function (the `instruction` table: the
 -- decoded code of every function an instruction was sampled in), in
 -- address order, with the selected samples whose leaf frame is on that

@@ -1,4 +1,5 @@
--- Branch stacks (Last Branch Records), symbolized (seed document 003).
+-- Branch stacks (Last Branch Records), symbolized (Ono et al. 2014,
+-- time-series performance analysis).
 --
 -- branch: one row per entry of every sample's branch stack, newest first
 --   (idx 0), with the sample's time and thread and both ends named like

@@ -1,4 +1,5 @@
--- callees: attributed metrics of the edges out of one function (seed 002).
+-- callees: attributed metrics of the edges out of one function (Oracle
+-- Solaris Studio Performance Analyzer, metrics mapped to program structure).
 -- Every selected sample whose stack contains the function ($function; with
 -- $module, in a module whose path contains it) counts once: for the
 -- function's inclusive metric (the `function` row) and either for its

@@ -1,4 +1,5 @@
--- callers: attributed metrics of the edges into one function (seed 002).
+-- callers: attributed metrics of the edges into one function (Oracle
+-- Solaris Studio Performance Analyzer, metrics mapped to program structure).
 -- Every selected sample whose stack contains the function ($function; with
 -- $module, in a module whose path contains it) counts once: for the function's inclusive metric (the `function` row) and for
 -- exactly one caller: the caller of the function's outermost occurrence

@@ -1,7 +1,8 @@
 -- lbr_functions: where did the time go, with branch entries counted as
--- samples? (seed document 003.) Per capture, event and function: the real
--- samples, the points (samples and branch-entry pseudo-samples of
--- `_lbr_sample`) and the time they carry under $method.
+-- samples? (Ono et al. 2014, time-series performance analysis.) Per
+-- capture, event and function: the real samples, the points (samples and
+-- branch-entry pseudo-samples of `_lbr_sample`) and the time they carry
+-- under $method.
 --
 -- Parameters: $method, $ghz (see lbr_samples.sql), $event (default: all).
 SELECT

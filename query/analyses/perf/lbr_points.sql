@@ -1,5 +1,6 @@
 -- lbr_points: when did each point (sample or branch-entry pseudo-sample)
--- happen, and what does it weigh? (seed document 003.)
+-- happen, and what does it weigh? (Ono et al. 2014, time-series
+-- performance analysis.)
 --
 -- Parameters: $method, $ghz (see lbr_samples.sql), $event (default: all),
 -- $sample_id (default: all samples).

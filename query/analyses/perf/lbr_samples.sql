@@ -1,5 +1,6 @@
 -- _lbr_sample: every sample plus, with methods 1-4, one pseudo-sample per
--- branch stack entry, timed as seed document 003 does (the body of
+-- branch stack entry, timed as Ono et al. 2014, time-series performance
+-- analysis, does (the body of
 -- `lbr_samples(method, ghz)` and of the lbr_* reports).
 --
 -- Parameters (NULL: the default):
@@ -10,8 +11,8 @@
 -- Each sample k covers the interval T before it: its period for clock
 -- events (cpu-clock, task-clock: CPU time in ns), else the time since the
 -- thread's previous sample of the event (the thread's mean for its first).
--- Only the entries new since the thread's previous sample count (seed
--- document 003: "the branch information accumulated since the previous
+-- Only the entries new since the thread's previous sample count (Ono et
+-- al. 2014, §4.2: "the branch information accumulated since the previous
 -- interrupt"); those perf_branch.repeated from the previous snapshot are
 -- left out, so n below is the number of new entries.
 -- The entry's function is the source function of the branch (the leaf of

@@ -1,7 +1,7 @@
--- lbr_sequence: what ran just before each sample? (seed document 003,
--- Fig. 10.) Per sample with a branch stack, the branch sources oldest to
--- newest, then the sampled function; entries repeated from the thread's
--- previous stack are shown and marked.
+-- lbr_sequence: what ran just before each sample? (Ono et al. 2014,
+-- time-series performance analysis, Fig. 10.) Per sample with a branch
+-- stack, the branch sources oldest to newest, then the sampled function;
+-- entries repeated from the thread's previous stack are shown and marked.
 --
 -- Parameters: $event (default: all), $sample_id (default: all samples).
 WITH b AS (

@@ -1,8 +1,9 @@
--- lbr_summary: how much resolution do the branch stacks add? (seed
--- document 003.) Per capture and event: samples, samples with a branch
--- stack, entries and how many of them were new (not repeated from the
--- thread's previous stack), points per sample, the deepest stack, entries with
--- cycle counts, the clock rate of the cycles method and the time covered.
+-- lbr_summary: how much resolution do the branch stacks add? (Ono et al.
+-- 2014, time-series performance analysis.) Per capture and event: samples,
+-- samples with a branch stack, entries and how many of them were new (not
+-- repeated from the thread's previous stack), points per sample, the
+-- deepest stack, entries with cycle counts, the clock rate of the cycles
+-- method and the time covered.
 --
 -- Parameters: $method, $ghz (see lbr_samples.sql), $event (default: all).
 WITH b AS (

@@ -1,5 +1,6 @@
 -- lbr_timeline: where did the time go, window by window, with branch
--- entries counted as samples? (seed document 003.) `timeline` over the
+-- entries counted as samples? (Ono et al. 2014, time-series performance
+-- analysis.) `timeline` over the
 -- points of `_lbr_sample` (the samples and their branch entries'
 -- pseudo-samples, each at the end of its slice, weighing its time in ns).
 --

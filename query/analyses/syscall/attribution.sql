@@ -1,5 +1,6 @@
--- Attribution of traced system calls (seed document 000, Fig. 8 / Table
--- 4): which application function and source line is a call charged to?
+-- Attribution of traced system calls (Morita et al., H/W resource
+-- exhaustion analysis, Fig. 8 / Table 4): which application function and
+-- source line is a call charged to?
 -- The application function is the first frame from the leaf whose module
 -- is under the application's path prefix; the actual function is the leaf
 -- (the library function or system call wrapper that made the call).
@@ -87,7 +88,7 @@ WHERE CASE WHEN $at_ns IS NULL
         ELSE (r.from_ns IS NULL OR r.from_ns <= $at_ns) AND (r.to_ns IS NULL OR r.to_ns > $at_ns)
       END;
 
--- process_name: a name for each process, as seed document 000's Fig. 8
+-- process_name: a name for each process, as Fig. 8 of Morita et al.
 -- shows them beside the pid: perf's command of the main thread
 -- (`perf_thread`), else the program the process exec'd (the last path
 -- component of a successful execve's first argument, strace), else the

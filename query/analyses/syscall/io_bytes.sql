@@ -1,12 +1,13 @@
--- io_bytes: where did the I/O bytes go? (seed document 000.) The bytes
--- actually transferred (the return values) by read- and write-like calls
--- (`io_call`) in [$from_ns - $lead_ns, $to_ns), per process, application
--- function, actual function, application source line (see
--- attribution.sql), file and direction; sorted by usage like `unfreed`.
+-- io_bytes: where did the I/O bytes go? (Morita et al., H/W resource
+-- exhaustion analysis.) The bytes actually transferred (the return values)
+-- by read- and write-like calls (`io_call`) in [$from_ns - $lead_ns,
+-- $to_ns), per process, application function, actual function, application
+-- source line (see attribution.sql), file and direction; sorted by usage
+-- like `unfreed`.
 --
 -- Parameters: $from_ns, $to_ns (times on syscall.time_ns's clock; default:
 -- the whole trace), $lead_ns (also count this long before $from_ns:
--- document 000's lead time; default 0), $app (the application's path
+-- the lead time of Morita et al.; default 0), $app (the application's path
 -- prefix; default: the directory of the traced executable).
 WITH g AS (
   SELECT c.capture, c.pid,

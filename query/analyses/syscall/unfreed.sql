@@ -1,8 +1,8 @@
--- unfreed: where is the memory that was never given back? (seed document
--- 000, Fig. 8 / Table 4.) The bytes still mapped at the end of each
--- process (or alive at $at_ns), per process, application function,
--- actual function and application source line (see attribution.sql);
--- sorted by process, application function and line usage.
+-- unfreed: where is the memory that was never given back? (Morita et al.,
+-- H/W resource exhaustion analysis, Fig. 8 / Table 4.) The bytes still
+-- mapped at the end of each process (or alive at $at_ns), per process,
+-- application function, actual function and application source line (see
+-- attribution.sql); sorted by process, application function and line usage.
 --
 -- Parameters: $at_ns (a time on syscall.time_ns's clock; default: the
 -- end), $app (the application's path prefix; default: the directory of

@@ -1,11 +1,12 @@
 """Independent reference for "functions of a library never executed"
-(document 001): from a lackey log (text), the saved /proc/PID/maps and the
-object's ELF files read with binutils' readelf, counts the object's
-functions (STT_FUNC and STT_GNU_IFUNC symbols defined in a section,
-distinct by address and name, from the symbol table file) and those that
-contain at least one instruction fetch (an `I` record inside the object's
-mappings, placed at its link-time address through the program headers).
-A function covers [value, value + max(size, 1)).
+(Mibu et al., memory access analysis for memory saving): from a lackey
+log (text), the saved /proc/PID/maps and the object's ELF files read with
+binutils' readelf, counts the object's functions (STT_FUNC and
+STT_GNU_IFUNC symbols defined in a section, distinct by address and name,
+from the symbol table file) and those that contain at least one
+instruction fetch (an `I` record inside the object's mappings, placed at
+its link-time address through the program headers). A function covers
+[value, value + max(size, 1)).
 
 Usage: symbols.py LOG MAPS OBJECT_SUBSTRING BINARY SYMFILE
   → `functions,executed,never` on stdout."""
