@@ -1,7 +1,7 @@
 //! Writes a perf.data with 16-entry branch stacks for `bench/lbr.sh`: N
 //! `cpu-clock` samples (100 µs apart, 2 threads) in `p3_C` of
-//! `fixtures/perf/bin/lbr`, each with the call/return stack of seed
-//! document 003's Fig. 10 (addresses from `objdump -d` of that binary).
+//! `fixtures/perf/bin/lbr`, each with the call/return stack of
+//! Ono et al. 2014, Fig. 10 (addresses from `objdump -d` of that binary).
 //!
 //! Usage: `cargo run --release --example lbr_synth -- OUT.data N BINARY`
 

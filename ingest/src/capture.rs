@@ -16,10 +16,9 @@ use arrow::datatypes::{Int32Type, Int64Type, TimestampNanosecondType, UInt32Type
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
 use crate::columns::{self, Whole};
-use crate::schema::{self, TableDef};
-use crate::table_columns;
+use crate::error::{Error, Result};
 use crate::writer::{replace_table, replace_table_with, table_file};
-use crate::{Error, Result};
+use trawl_capture::schema::{self, TableDef};
 
 /// Every batch of a table of a capture (or archive) directory.
 pub fn read_table(dir: &Path, def: &TableDef) -> Result<Vec<RecordBatch>> {
@@ -475,7 +474,7 @@ table_columns! {
 
 impl DiagnosticCols {
     /// A row: diagnostic `d` of input `source_id`.
-    pub(crate) fn push(&mut self, source_id: i32, d: &crate::Diagnostic) {
+    pub(crate) fn push(&mut self, source_id: i32, d: &crate::diag::Diagnostic) {
         self.source_id.append_value(source_id);
         self.source.append_value(&d.source);
         self.byte_offset
@@ -491,7 +490,7 @@ impl DiagnosticCols {
 /// problems: `source` names the file they are in) to the capture's
 /// `diagnostic` table, with `source_id` -1 (kept as it is when `diags` is
 /// empty).
-pub fn append_diagnostics(dir: &Path, diags: &[crate::Diagnostic]) -> Result<()> {
+pub fn append_diagnostics(dir: &Path, diags: &[crate::diag::Diagnostic]) -> Result<()> {
     if diags.is_empty() {
         return Ok(());
     }

@@ -14,10 +14,10 @@
 
 use std::sync::Arc;
 
+pub use arrow::array::ArrayRef;
 use arrow::array::BooleanBufferBuilder;
 use arrow::array::{
-    new_null_array, Array, ArrayRef, BinaryBuilder, DictionaryArray, Int32Array, PrimitiveArray,
-    StringArray,
+    new_null_array, Array, BinaryBuilder, DictionaryArray, Int32Array, PrimitiveArray, StringArray,
 };
 use arrow::array::{
     ArrayBuilder, BooleanBuilder, ListBuilder, PrimitiveBuilder, StringBuilder,
@@ -27,7 +27,8 @@ use arrow::buffer::{NullBuffer, ScalarBuffer};
 use arrow::datatypes::{
     ArrowPrimitiveType, DataType, Float64Type, Int32Type, Int64Type, UInt32Type, UInt64Type,
 };
-use trawl_capture::schema::{ColType, TableDef};
+use trawl_capture::schema::ColType;
+pub use trawl_capture::schema::TableDef;
 
 /// A builder of one column: [`Self::TYPE`] is the column type it builds.
 pub trait Column {
@@ -195,9 +196,11 @@ pub trait TableColumns {
 
 /// The rows appended to `cols` as a batch of their table (types and
 /// nullability checked against its definition); empties the builders.
-pub fn batch<C: TableColumns>(cols: &mut C) -> crate::Result<arrow::record_batch::RecordBatch> {
+pub fn batch<C: TableColumns>(
+    cols: &mut C,
+) -> crate::error::Result<arrow::record_batch::RecordBatch> {
     arrow::record_batch::RecordBatch::try_new(C::DEF.schema(), cols.finish()).map_err(|source| {
-        crate::Error::Arrow {
+        crate::error::Error::Arrow {
             table: C::DEF.name.into(),
             source,
         }
@@ -304,9 +307,9 @@ macro_rules! table_columns {
         }
 
         impl $crate::columns::TableColumns for $name {
-            const DEF: &'static $crate::schema::TableDef = &$def;
+            const DEF: &'static $crate::columns::TableDef = &$def;
 
-            fn finish(&mut self) -> Vec<$crate::arrow::array::ArrayRef> {
+            fn finish(&mut self) -> Vec<$crate::columns::ArrayRef> {
                 vec![$($crate::columns::Column::finish_column(&mut self.$field),)*]
             }
 

@@ -1,7 +1,7 @@
 //! Errors of the ingest crate.
 //!
 //! Bad input is mostly *not* an error: readers keep what they can and record a
-//! [`Diagnostic`](crate::Diagnostic). An [`Error`] ends the run: unreadable
+//! [`Diagnostic`](crate::diag::record::Diagnostic). An [`Error`] ends the run: unreadable
 //! files, an unrecognised format, an output that cannot be written, or the
 //! first diagnostic under `--strict`.
 
@@ -30,12 +30,12 @@ pub enum Error {
     BadZone(String),
     #[error("strict mode: {0}")]
     Strict(String),
-    /// The ingest was cancelled ([`crate::IngestOptions::cancel`]).
+    /// The ingest was cancelled ([`crate::pipeline::IngestOptions::cancel`]).
     #[error("interrupted: the capture was not written")]
     Interrupted,
     /// The first diagnostic under `--strict`, with its position.
     #[error("strict mode: {0}")]
-    Diagnostic(Box<crate::Diagnostic>),
+    Diagnostic(Box<crate::diag::record::Diagnostic>),
     #[error("{path}: output already exists and is not a trawl capture; choose another directory")]
     NotACapture { path: PathBuf },
     /// Reading or writing a table's Parquet file (`path`): a full disk is

@@ -14,11 +14,10 @@ use arrow::array::{
 use arrow::datatypes::Int32Type;
 
 use crate::columns::TableColumns;
+use crate::error::Result;
 use crate::intern::IdTable;
-use crate::schema;
-use crate::table_columns;
 use crate::writer::{CaptureWriter, TableWriter};
-use crate::Result;
+use trawl_capture::schema;
 
 /// A module as the converters know it.
 pub struct ModuleInfo {

@@ -11,11 +11,10 @@ use arrow::array::{
 use arrow::datatypes::Int32Type;
 
 use crate::columns::{TableColumns, UtcTime};
-use crate::schema;
+use crate::error::Result;
 use crate::strace::args::parse_call_args;
-use crate::table_columns;
 use crate::writer::{CaptureWriter, TableWriter};
-use crate::Result;
+use trawl_capture::schema;
 
 const BATCH_ROWS: usize = 64 * 1024;
 

@@ -27,9 +27,9 @@ use std::thread::JoinHandle;
 use parquet::schema::types::{ColumnDescPtr, ColumnPath};
 
 use crate::columns::{self, TableColumns};
-use crate::schema::{ColType, TableDef};
+use crate::error::{Error, Result};
 use crate::{dict_codes, int_pages};
-use crate::{Error, Result};
+use trawl_capture::schema::{ColType, TableDef};
 
 pub use trawl_capture::layout::{is_capture, table_file};
 
@@ -447,7 +447,7 @@ impl TableWriter {
     }
 
     /// Writes the rows appended to a table's column builders (declared
-    /// with [`table_columns!`](crate::table_columns) for this table) and
+    /// with [`table_columns!`](crate::columns) for this table) and
     /// empties them.
     pub fn write_rows<C: TableColumns>(&mut self, cols: &mut C) -> Result<()> {
         assert!(
@@ -742,9 +742,9 @@ mod tests {
     use arrow::array::{Int32Builder, StringBuilder};
     use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
-    crate::table_columns! {
+    table_columns! {
         #[derive(Default)]
-        struct MetaCols for crate::schema::CAPTURE_META {
+        struct MetaCols for trawl_capture::schema::CAPTURE_META {
             source_id: Int32Builder,
             key: StringBuilder,
             value: StringBuilder,
@@ -774,7 +774,7 @@ mod tests {
     #[test]
     fn small_tables_are_written_at_close_uncompressed_large_ones_streamed_with_zstd() {
         let d = tempfile::tempdir().unwrap();
-        let def = &crate::schema::CAPTURE_META;
+        let def = &trawl_capture::schema::CAPTURE_META;
         // A few rows, from builders with spare capacity: held, then written
         // at close without compression.
         let small = d.path().join("small.parquet");

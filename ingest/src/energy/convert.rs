@@ -12,10 +12,9 @@ use arrow::datatypes::Int32Type;
 
 use super::{Reading, ReadingSink, Value};
 use crate::columns::{TableColumns, UtcTime};
-use crate::schema;
-use crate::table_columns;
+use crate::error::Result;
 use crate::writer::{CaptureWriter, TableWriter};
-use crate::Result;
+use trawl_capture::schema;
 
 table_columns! {
     #[derive(Default)]

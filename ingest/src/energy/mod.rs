@@ -176,7 +176,7 @@ pub fn read_powercap(
     text: &str,
     diags: &mut Diagnostics,
     sink: &mut dyn ReadingSink,
-) -> crate::Result<u64> {
+) -> crate::error::Result<u64> {
     let mut lines = text.lines().enumerate();
     let Some((_, first)) = lines.next() else {
         return Ok(0);
@@ -249,7 +249,7 @@ pub fn read_perf_stat(
     text: &str,
     diags: &mut Diagnostics,
     sink: &mut dyn ReadingSink,
-) -> crate::Result<u64> {
+) -> crate::error::Result<u64> {
     let mut rows = 0;
     // The interval: the time since the previous line of the same event.
     let mut last: std::collections::HashMap<(Option<i32>, String), i64> = Default::default();
@@ -338,7 +338,7 @@ pub fn read_turbostat(
     text: &str,
     diags: &mut Diagnostics,
     sink: &mut dyn ReadingSink,
-) -> crate::Result<u64> {
+) -> crate::error::Result<u64> {
     struct Row {
         line: u64,
         time: i64,

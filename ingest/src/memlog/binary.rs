@@ -35,7 +35,7 @@
 use std::io::{Read, Write};
 
 use super::{FetchMap, Filter, RowSink, Rows};
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 pub const MAGIC: &[u8; 8] = b"TRAWLMEM";
 pub const VERSION: u16 = 1;

@@ -15,10 +15,9 @@ use arrow::datatypes::{ArrowNativeType, Int32Type};
 use super::pool::{self, VecPool};
 use super::{maps::Mapping, Collector, RowSink, Rows, KIND_LETTERS};
 use crate::columns::Whole;
-use crate::schema;
-use crate::table_columns;
+use crate::error::Result;
 use crate::writer::{CaptureWriter, TableWriter};
-use crate::Result;
+use trawl_capture::schema;
 
 table_columns! {
     struct AccessCols for schema::MEM_ACCESS {
@@ -263,7 +262,7 @@ impl RowSink for MemConverter {
         // instead of try_new's check of each key).
         let top = rows.kind.iter().copied().max().unwrap_or(0) as usize;
         if top >= self.kinds.len() {
-            return Err(crate::Error::Arrow {
+            return Err(crate::error::Error::Arrow {
                 table: "mem_access".into(),
                 source: arrow::error::ArrowError::InvalidArgumentError(format!(
                     "access kind code {top} has no letter"

@@ -837,14 +837,14 @@ mod tests {
         use super::super::{Collector, RowSink};
         struct Discard;
         impl RowSink for Discard {
-            fn rows(&mut self, _: Rows) -> crate::Result<()> {
+            fn rows(&mut self, _: Rows) -> crate::error::Result<()> {
                 Ok(())
             }
         }
         let text = random_log(7, 80_000);
         let whole = parse_chunk(&text, &Filter::default(), 4096);
         let mut c = Collector::new(4096);
-        let mut diags = crate::Diagnostics::new("t", false);
+        let mut diags = crate::diag::Diagnostics::new("t", false);
         let mut aggs = [FetchAgg::default(), FetchAgg::default()];
         let (mut at, mut seq) = (0usize, 0u32);
         while at < text.len() {

@@ -31,7 +31,7 @@ use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
 use crate::diag::{Diagnostics, Position, Severity};
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 pub const KIND_I: u8 = 0;
 pub const KIND_L: u8 = 1;
@@ -898,7 +898,7 @@ trait Blocks {
     type B: AsRef<[u8]> + Send;
     fn next(&mut self, wait: bool) -> NextBlock<Self::B>;
     /// Hands a parsed block back; `Err` when the ingest was cancelled.
-    fn done(&mut self, b: Self::B) -> crate::Result<()>;
+    fn done(&mut self, b: Self::B) -> crate::error::Result<()>;
 }
 
 /// Blocks cut by a reader thread, buffers recycled.
@@ -920,7 +920,7 @@ impl Blocks for StreamBlocks {
             Err(TryRecvError::Disconnected) => NextBlock::End,
         }
     }
-    fn done(&mut self, b: Vec<u8>) -> crate::Result<()> {
+    fn done(&mut self, b: Vec<u8>) -> crate::error::Result<()> {
         let _ = self.back.send(b);
         Ok(())
     }
@@ -932,7 +932,7 @@ struct MappedBlocks<'a> {
     map: &'a memmap2::Mmap,
     at: usize,
     /// Advanced to the end of every block parsed.
-    progress: Option<&'a crate::Progress>,
+    progress: Option<&'a crate::progress::Progress>,
 }
 
 impl<'a> Blocks for MappedBlocks<'a> {
@@ -954,7 +954,7 @@ impl<'a> Blocks for MappedBlocks<'a> {
         self.at = end;
         NextBlock::Block(b)
     }
-    fn done(&mut self, b: &'a [u8]) -> crate::Result<()> {
+    fn done(&mut self, b: &'a [u8]) -> crate::error::Result<()> {
         let off = b.as_ptr() as usize - self.map.as_ptr() as usize;
         // SAFETY: the map is read-only and file-backed: pages dropped here
         // read the same bytes from the page cache if touched again (the
@@ -980,7 +980,7 @@ pub fn read_lackey(
     collector: &mut Collector,
     diags: &mut Diagnostics,
     sink: &mut dyn RowSink,
-    progress: Option<&crate::Progress>,
+    progress: Option<&crate::progress::Progress>,
 ) -> Result<u64> {
     use std::sync::mpsc::{channel, sync_channel};
     let batch = rayon::current_num_threads().max(1) * 2;
@@ -1187,7 +1187,7 @@ pub fn read_text(
     opts: &MemOptions,
     diags: &mut Diagnostics,
     sink: &mut dyn RowSink,
-    progress: Option<&crate::Progress>,
+    progress: Option<&crate::progress::Progress>,
 ) -> Result<(Collector, u64)> {
     let mut c = Collector::new(opts.page_size.unwrap_or(4096));
     let bytes = read_lackey(input, name, &opts.filter, &mut c, diags, sink, progress)?;
@@ -1209,7 +1209,7 @@ pub fn ingest_text(
     opts: &MemOptions,
     conv: &mut convert::MemConverter,
     diags: &mut Diagnostics,
-    progress: Option<&crate::Progress>,
+    progress: Option<&crate::progress::Progress>,
 ) -> Result<MemStats> {
     let (c, bytes) = read_text(input, name, opts, diags, conv, progress)?;
     conv.end_source(&c)?;
@@ -1429,7 +1429,7 @@ pub struct ConvertSummary {
     pub rows: u64,
     pub instructions: u64,
     pub fetch_addresses: usize,
-    pub diagnostics: Vec<crate::Diagnostic>,
+    pub diagnostics: Vec<crate::diag::Diagnostic>,
 }
 
 /// Converts lackey text (`input`, decompressed already) into a binary
@@ -1500,7 +1500,7 @@ mod tests {
     fn mapped_text_reports_progress() {
         struct Discard;
         impl RowSink for Discard {
-            fn rows(&mut self, _: Rows) -> crate::Result<()> {
+            fn rows(&mut self, _: Rows) -> crate::error::Result<()> {
                 Ok(())
             }
         }
@@ -1517,12 +1517,12 @@ mod tests {
         let mut src = TextSource::file(file.path()).unwrap();
         assert!(matches!(src, TextSource::Mapped(_)));
         let done = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
-        let progress = crate::Progress {
+        let progress = crate::progress::Progress {
             done: done.clone(),
             base: 100,
             cancel: None,
         };
-        let mut diags = crate::Diagnostics::new("t", false);
+        let mut diags = crate::diag::Diagnostics::new("t", false);
         let (c, bytes) = read_text(
             &mut src,
             "t",

@@ -7,10 +7,9 @@ use arrow::datatypes::Int32Type;
 
 use super::{MetricSink, Point};
 use crate::columns::{TableColumns, UtcTime};
-use crate::schema;
-use crate::table_columns;
+use crate::error::Result;
 use crate::writer::{CaptureWriter, TableWriter};
-use crate::Result;
+use trawl_capture::schema;
 
 const BATCH_ROWS: usize = 64 * 1024;
 
@@ -39,7 +38,7 @@ pub struct MetricConverter {
     source_id: i32,
     pub points: u64,
     /// The first error of a flush inside `point` (reported by `flush`).
-    failed: Option<crate::Error>,
+    failed: Option<crate::error::Error>,
     /// Zone of local times (`--tz`).
     tz: Option<chrono_tz::Tz>,
     /// What the current source's times are; see [`SourceClock`].

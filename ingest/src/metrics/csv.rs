@@ -52,7 +52,11 @@ pub(crate) fn parse_time(s: &str) -> Option<(i64, &'static str)> {
     None
 }
 
-pub fn read(text: &str, diags: &mut Diagnostics, sink: &mut dyn MetricSink) -> crate::Result<u64> {
+pub fn read(
+    text: &str,
+    diags: &mut Diagnostics,
+    sink: &mut dyn MetricSink,
+) -> crate::error::Result<u64> {
     let mut lines = text.lines().enumerate();
     let Some((_, first)) = lines.next() else {
         return Ok(0);

@@ -91,7 +91,7 @@ pub fn read_text(
     text: &str,
     diags: &mut Diagnostics,
     sink: &mut dyn MetricSink,
-) -> crate::Result<u64> {
+) -> crate::error::Result<u64> {
     let mut report = Report {
         time: None,
         index: -1,
@@ -207,7 +207,7 @@ pub fn read_json(
     text: &str,
     diags: &mut Diagnostics,
     sink: &mut dyn MetricSink,
-) -> crate::Result<u64> {
+) -> crate::error::Result<u64> {
     let v: serde_json::Value = match serde_json::from_str(text) {
         Ok(v) => v,
         Err(e) => {

@@ -45,7 +45,7 @@ pub(crate) fn bad_width(
     n: u64,
     got: usize,
     want: usize,
-) -> crate::Result<()> {
+) -> crate::error::Result<()> {
     diags.report(
         Position::Line(n),
         Severity::Warning,
@@ -62,7 +62,7 @@ pub(crate) fn csv_fields<'a>(
     n: u64,
     line: &'a str,
     width: usize,
-) -> crate::Result<Option<Vec<&'a str>>> {
+) -> crate::error::Result<Option<Vec<&'a str>>> {
     if line.trim().is_empty() {
         return Ok(None);
     }
@@ -78,7 +78,12 @@ pub(crate) fn csv_fields<'a>(
 }
 
 /// Reports a value `v` of column `col` on line `n` that is not a number.
-pub(crate) fn bad_value(diags: &mut Diagnostics, n: u64, col: &str, v: &str) -> crate::Result<()> {
+pub(crate) fn bad_value(
+    diags: &mut Diagnostics,
+    n: u64,
+    col: &str,
+    v: &str,
+) -> crate::error::Result<()> {
     diags.report(
         Position::Line(n),
         Severity::Warning,
@@ -131,7 +136,7 @@ pub fn read(
     bytes: &[u8],
     diags: &mut Diagnostics,
     sink: &mut dyn MetricSink,
-) -> crate::Result<u64> {
+) -> crate::error::Result<u64> {
     let text = match std::str::from_utf8(bytes) {
         Ok(t) => std::borrow::Cow::Borrowed(t),
         Err(e) => {

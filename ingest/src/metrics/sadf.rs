@@ -66,7 +66,11 @@ fn parse_time(s: &str) -> Option<(i64, &'static str)> {
     Some((t.and_utc().timestamp_nanos_opt()?, clock))
 }
 
-pub fn read(text: &str, diags: &mut Diagnostics, sink: &mut dyn MetricSink) -> crate::Result<u64> {
+pub fn read(
+    text: &str,
+    diags: &mut Diagnostics,
+    sink: &mut dyn MetricSink,
+) -> crate::error::Result<u64> {
     let mut cols: Vec<&str> = Vec::new();
     let mut times: Vec<i64> = Vec::new();
     for (i, line) in text.lines().enumerate() {

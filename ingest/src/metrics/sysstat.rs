@@ -122,7 +122,11 @@ pub fn sniff(head: &[u8]) -> bool {
         })
 }
 
-pub fn read(text: &str, diags: &mut Diagnostics, sink: &mut dyn MetricSink) -> crate::Result<u64> {
+pub fn read(
+    text: &str,
+    diags: &mut Diagnostics,
+    sink: &mut dyn MetricSink,
+) -> crate::error::Result<u64> {
     let mut date: Option<i64> = None;
     let mut cols: Vec<&str> = Vec::new();
     let mut tool = None;

@@ -57,7 +57,11 @@ fn parse_datetime(date: &str, time: &str) -> Option<i64> {
     t.and_utc().timestamp_nanos_opt()
 }
 
-pub fn read(text: &str, diags: &mut Diagnostics, sink: &mut dyn MetricSink) -> crate::Result<u64> {
+pub fn read(
+    text: &str,
+    diags: &mut Diagnostics,
+    sink: &mut dyn MetricSink,
+) -> crate::error::Result<u64> {
     let mut cols: Vec<Option<&'static str>> = Vec::new();
     let mut timed = false;
     let mut clock = String::from("none");

@@ -21,15 +21,14 @@ use arrow::datatypes::{DataType, Field, Int32Type, Int64Type, UInt32Type, UInt64
 use crate::columns::{DictKeys, OptBinary, OptPrim, Prim, UtcTime};
 use crate::intern::SliceMap;
 use crate::stacks::StackTables;
-use crate::table_columns;
 
 use super::header::{flag, hex, EventDesc, Metadata};
 use super::records::{CpuMode, Mmap, Payload, Record, Sample, SampleId, SyscallPayload};
 use super::syscalls::{Half, SyscallPairs};
-use crate::schema::{self, TableDef};
+use crate::error::Result;
 use crate::syscalls::SyscallTable;
 use crate::writer::{CaptureWriter, TableWriter};
-use crate::Result;
+use trawl_capture::schema::{self, TableDef};
 
 pub const BATCH_ROWS: usize = 64 * 1024;
 

@@ -20,7 +20,7 @@ use std::io::Read;
 use std::path::Path;
 
 use crate::diag::Diagnostics;
-use crate::Result;
+use crate::error::Result;
 use convert::PerfConverter;
 use reader::PerfReader;
 
@@ -50,7 +50,7 @@ pub fn ingest_perf(
     pipe: bool,
     conv: &mut PerfConverter,
     diags: &mut Diagnostics,
-    progress: Option<&crate::Progress>,
+    progress: Option<&crate::progress::Progress>,
 ) -> Result<PerfStats> {
     let mut reader = match (pipe, stream) {
         (true, Some(s)) => PerfReader::open_pipe(s, diags.source())?,
@@ -102,7 +102,7 @@ pub fn ingest_perf(
                             Err(msg) => {
                                 diags.report(
                                     item.position,
-                                    crate::Severity::Warning,
+                                    crate::diag::Severity::Warning,
                                     "bad_tracepoint_payload",
                                     format!("{msg}; sample kept without its payload"),
                                 )?;
@@ -122,7 +122,7 @@ pub fn ingest_perf(
             Ok(done) => done?,
             Err(msg) => diags.report(
                 item.position,
-                crate::Severity::Error,
+                crate::diag::Severity::Error,
                 "bad_record",
                 format!("record type {}: {msg}; record skipped", item.record_type),
             )?,
@@ -130,8 +130,8 @@ pub fn ingest_perf(
     }
     if reader.events.is_empty() {
         diags.report(
-            crate::Position::Byte(reader.position()),
-            crate::Severity::Error,
+            crate::diag::Position::Byte(reader.position()),
+            crate::diag::Severity::Error,
             "truncated",
             format!(
                 "stream ended at byte {} before any event attribute: nothing can be read",
@@ -143,7 +143,7 @@ pub fn ingest_perf(
         // Reported at the first record left without a time on UTC.
         diags.report(
             conv.utc_missed_at,
-            crate::Severity::Warning,
+            crate::diag::Severity::Warning,
             "late_clock_data",
             format!(
                 "the clock data header came after {} timed records (from this one on): their time_utc is null (time_ns is kept)",

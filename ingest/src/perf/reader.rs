@@ -21,7 +21,7 @@ use super::header::{
 };
 use super::records::{decode, rtype, Record, SampleId};
 use crate::diag::{Diagnostics, Position, Severity};
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// Records buffered for ordering beyond this many bytes are flushed early
 /// (perf does the same when its ordered-events queue is full).

@@ -10,12 +10,11 @@ use super::args::parse_ret;
 use super::batch::{Batch, Packed};
 use super::reader::StackFrame;
 use crate::columns::{TableColumns, UtcTime};
-use crate::schema;
+use crate::error::Result;
 use crate::stacks::StackTables;
 use crate::syscalls::{SyscallRow, SyscallTable};
-use crate::table_columns;
 use crate::writer::{CaptureWriter, TableWriter};
-use crate::Result;
+use trawl_capture::schema;
 
 const BATCH_ROWS: usize = 64 * 1024;
 

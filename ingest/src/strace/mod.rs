@@ -12,9 +12,9 @@ use std::io::{BufReader, Read};
 use std::path::Path;
 
 use crate::diag::Diagnostics;
+use crate::error::{Error, Result};
 use crate::stacks::StackTables;
 use crate::syscalls::SyscallTable;
-use crate::{Error, Result};
 
 /// Does this look like strace output? True when the first non-empty line
 /// is a system call, signal or exit line (with or without pid and time).
@@ -67,7 +67,7 @@ pub fn ingest_strace(
     stacks: &mut StackTables,
     calls: &mut SyscallTable,
     diags: &mut Diagnostics,
-    progress: Option<&crate::Progress>,
+    progress: Option<&crate::progress::Progress>,
 ) -> Result<StraceStats> {
     let file_pid = pid_from_file_name(path);
     let before = conv.calls_written;

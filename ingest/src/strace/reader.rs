@@ -269,7 +269,7 @@ impl<'a> Lines<'a> {
 }
 
 /// Reports bytes of line `n` that are not UTF-8.
-fn non_utf8(diags: &mut Diagnostics, n: u64) -> crate::Result<()> {
+fn non_utf8(diags: &mut Diagnostics, n: u64) -> crate::error::Result<()> {
     diags.report(
         Position::Line(n),
         Severity::Warning,
@@ -294,7 +294,7 @@ struct Joiner {
     modules: Modules,
 }
 
-type Emit<'e> = dyn FnMut(Event) -> crate::Result<()> + 'e;
+type Emit<'e> = dyn FnMut(Event) -> crate::error::Result<()> + 'e;
 
 /// Module path → id; frames carry ids (no string per frame).
 #[derive(Default)]
@@ -309,7 +309,7 @@ struct Modules {
 impl Modules {
     /// The id of a module path; a new one is announced with
     /// [`Event::Module`] first.
-    fn intern(&mut self, module: &[u8], emit: &mut Emit<'_>) -> crate::Result<u32> {
+    fn intern(&mut self, module: &[u8], emit: &mut Emit<'_>) -> crate::error::Result<u32> {
         // Consecutive frames are often in one module.
         if !self.last.is_empty() && module == &self.last[..] {
             return Ok(self.last_id);
@@ -358,7 +358,7 @@ impl Joiner {
         module: u32,
         offset: u64,
         diags: &mut Diagnostics,
-    ) -> crate::Result<()> {
+    ) -> crate::error::Result<()> {
         let stack = match self.last.as_mut() {
             Some(Event::Syscall(c)) => &mut c.stack,
             Some(Event::Signal { stack, .. }) => stack,
@@ -386,7 +386,7 @@ impl Joiner {
         buf: &[u8],
         diags: &mut Diagnostics,
         emit: &mut Emit<'_>,
-    ) -> crate::Result<()> {
+    ) -> crate::error::Result<()> {
         let complete_line = buf.ends_with(b"\n");
         let text = match std::str::from_utf8(buf) {
             Ok(t) => std::borrow::Cow::Borrowed(t),
@@ -580,7 +580,11 @@ impl Joiner {
     }
 
     /// The end of the input: the last event and the calls never resumed.
-    fn finish(mut self, diags: &mut Diagnostics, emit: &mut Emit<'_>) -> crate::Result<TimeKind> {
+    fn finish(
+        mut self,
+        diags: &mut Diagnostics,
+        emit: &mut Emit<'_>,
+    ) -> crate::error::Result<TimeKind> {
         if let Some(e) = self.last.take() {
             emit(e)?;
         }
@@ -608,8 +612,8 @@ pub fn read(
     file_pid: Option<i32>,
     diags: &mut Diagnostics,
     emit: &mut Emit<'_>,
-    progress: Option<&crate::Progress>,
-) -> crate::Result<ReadStats> {
+    progress: Option<&crate::progress::Progress>,
+) -> crate::error::Result<ReadStats> {
     if let Input::Map(m) = input {
         if m.len() >= PIPELINE_BYTES {
             return read_pipelined(m, file_pid, diags, emit, progress);
@@ -628,7 +632,7 @@ pub fn read(
         let buf = match lines.next() {
             Ok(Some(l)) => l,
             Ok(None) => break,
-            Err(e) => return Err(crate::Error::io(diags.source().to_string(), e)),
+            Err(e) => return Err(crate::error::Error::io(diags.source().to_string(), e)),
         };
         n += 1;
         bytes += buf.len() as u64;
@@ -711,7 +715,7 @@ const PRE_CHUNK: usize = 16 * 1024;
 /// [`read`] of a large mapped dump on two threads: one splits lines and
 /// parses the `-k` frames (most lines), this one joins calls, parses the
 /// other lines and emits events. Same events, same diagnostics.
-/// Lines between two progress reports (`crate::Progress`) of a read.
+/// Lines between two progress reports (`crate::progress::Progress`) of a read.
 const PROGRESS_LINES: u64 = 64 * 1024;
 
 fn read_pipelined(
@@ -719,8 +723,8 @@ fn read_pipelined(
     file_pid: Option<i32>,
     diags: &mut Diagnostics,
     emit: &mut Emit<'_>,
-    progress: Option<&crate::Progress>,
-) -> crate::Result<ReadStats> {
+    progress: Option<&crate::progress::Progress>,
+) -> crate::error::Result<ReadStats> {
     let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<Pre>>(8);
     std::thread::scope(|scope| {
         scope.spawn(move || {
@@ -814,7 +818,7 @@ fn read_pipelined(
 mod tests {
     use super::*;
 
-    fn events(text: &str) -> (Vec<Event>, Vec<crate::Diagnostic>) {
+    fn events(text: &str) -> (Vec<Event>, Vec<crate::diag::Diagnostic>) {
         let mut d = Diagnostics::new("t", false);
         let mut out = Vec::new();
         read(
@@ -1070,7 +1074,7 @@ mod tests {
         let f = std::fs::File::open(file.path()).unwrap();
         let map = unsafe { memmap2::Mmap::map(&f) }.unwrap();
         let done = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
-        let progress = crate::Progress {
+        let progress = crate::progress::Progress {
             done: done.clone(),
             base: 0,
             cancel: None,
