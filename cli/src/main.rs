@@ -137,7 +137,7 @@ enum Report {
     Pages(PagesArgs),
     /// Pages of a memory log whose lifetimes do not overlap could share
     /// one physical page: the fewest pages needed (most pages live at
-    /// once), the saving, the sharing plan or the pairs (document 001).
+    /// once), the saving, the sharing plan or the pairs (Mibu et al.).
     PageReuse(PageReuseArgs),
     /// Functions and data objects of the mapped files (a saved
     /// /proc/PID/maps ingested with the memory log): executed / touched or
@@ -156,8 +156,8 @@ enum Report {
     /// callee (they sum to its inclusive cost).
     Callees(EdgeArgs),
     /// FUNCTION's instructions with the samples taken on each, their share
-    /// of the function and their source lines (perf annotate; seed
-    /// document 002).
+    /// of the function and their source lines (metrics per instruction;
+    /// perf annotate).
     Annotate(EdgeArgs),
     /// A flame graph (SVG) of the selected samples' stacks; with --diff
     /// BASE, a differential one (red: grew, blue: shrank).
@@ -172,7 +172,7 @@ enum Report {
     Offcpu(OffcpuArgs),
     /// Memory still allocated (mmap/brk/mremap regions not freed) at a
     /// time, from strace dumps: per process, application function, actual
-    /// function and application source line (seed document 000).
+    /// function and application source line (Morita et al.).
     Unfreed(UnfreedArgs),
     /// Bytes read and written (return values of read/write-like calls) in
     /// a time window, from strace dumps: per process, application
@@ -180,32 +180,32 @@ enum Report {
     Io(IoArgs),
     /// Time ranges where monitoring metrics satisfy a rule (resource
     /// exhaustion), relative to --t0; with --runs, the ranges every run
-    /// has (seed document 000, stage A).
+    /// has (Morita et al., stage A).
     Exhaustion(ExhaustionArgs),
     /// What used CPU, memory or I/O inside exhaustion ranges: per range,
     /// process, application function, actual function and application
-    /// source line (seed document 000, stage B).
+    /// source line (Morita et al., stage B).
     Cause(CauseArgs),
     /// Samples per time window and function (or module, process): the
     /// top N and the rest as [other], with shares; --plot draws them
     /// stacked.
     Timeline(TimelineArgs),
     /// Branch stacks (LBR, `perf record -b` / `-j any_call,any_ret`) as
-    /// extra samples (seed document 003): time per function under a
+    /// extra samples (Ono et al. 2014): time per function under a
     /// method, the resolution gained, the points, the transitions caller →
     /// callee, or each sample's call/return sequence.
     Lbr(LbrArgs),
     /// RAPL energy per function (or process, source line, CPU): each
     /// interval's package, cores and DRAM energy split across the samples
-    /// taken in it by a per-core indicator (seed document 004, Fig. 2).
+    /// taken in it by a per-core indicator (Ono et al. 2015, Fig. 2).
     Energy(EnergyArgs),
-    /// Power model (document 004 §3.2–3.3): watts = a + Σ c_i · rate_i
+    /// Power model (Ono et al. 2015, §3.2–3.3): watts = a + Σ c_i · rate_i
     /// fitted by least squares over the intervals of a domain's energy
     /// counter (rates from counters read at the samples, or sampled
     /// periods); coefficients, R², and the sampling interval R_i = P / c_i
     /// that makes each sample of event i worth P joules.
     PowerModel(PowerModelArgs),
-    /// Energy-based samples (document 004 §3.5): the samples of several
+    /// Energy-based samples (Ono et al. 2015, §3.5): the samples of several
     /// events merged in time order and cut into runs whose modelled
     /// energy reaches a target P; each run is a power datum, its measured
     /// energy the RAPL counter over it. Mean, spread and share within

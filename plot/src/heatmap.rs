@@ -1,7 +1,8 @@
-//! Document 001's main figure (Fig. 3-4, 8-9, Table 1) as a figure a
-//! person reads: the heatmap's cells (x: instruction order, y: address,
-//! lowest at the top as in the document), a title naming the capture, the
-//! view and the granularity, ordinals under the x axis, addresses with
+//! The main figure of Mibu et al., memory access analysis for memory
+//! saving (Fig. 3-4, 8-9, Table 1) as a figure a person reads: the
+//! heatmap's cells (x: instruction order, y: address, lowest at the top as
+//! in the paper), a title naming the capture, the view and the
+//! granularity, ordinals under the x axis, addresses with
 //! their mapping and symbol beside the rows where those change, and a
 //! legend of the four colours of Table 1. PNG or SVG; a small log is
 //! enlarged (several pixels per cell) rather than drawn as a thumbnail.

@@ -1,5 +1,6 @@
-//! `timeline(...)`'s rows as document 000's Fig. 10: the shares of the top
-//! keys per window, stacked, with the ranges where a rule holds shaded.
+//! `timeline(...)`'s rows as Fig. 10 of Morita et al., H/W resource
+//! exhaustion analysis: the shares of the top keys per window, stacked,
+//! with the ranges where a rule holds shaded.
 
 use anyhow::{anyhow, Result};
 use trawl_query::choice::Choice;

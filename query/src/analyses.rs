@@ -141,7 +141,7 @@ const EDGE_PARAMS: &[Param] = sample_params!(
 /// `callers(function, ...)`.
 pub static CALLERS: Spec = Spec {
     name: "callers",
-    doc: "Attributed cost of the edges into a function (document 002): its inclusive cost split among its callers.",
+    doc: "Attributed cost of the edges into a function (Oracle Solaris Studio Performance Analyzer manual): its inclusive cost split among its callers.",
     sql: include_str!("../analyses/perf/callers.sql"),
     positional: 1,
     params: EDGE_PARAMS,
@@ -152,7 +152,7 @@ pub static CALLERS: Spec = Spec {
 /// `callees(function, ...)`.
 pub static CALLEES: Spec = Spec {
     name: "callees",
-    doc: "Attributed cost of the edges out of a function (document 002): its inclusive cost split into self and callees.",
+    doc: "Attributed cost of the edges out of a function (Oracle Solaris Studio Performance Analyzer manual): its inclusive cost split into self and callees.",
     sql: include_str!("../analyses/perf/callees.sql"),
     positional: 1,
     params: EDGE_PARAMS,
@@ -253,7 +253,7 @@ pub static TIMELINE: Spec = Spec {
 /// `annotate(function, ...)`.
 pub static ANNOTATE: Spec = Spec {
     name: "annotate",
-    doc: "A function's instructions with the samples taken on each and their source lines (document 002; perf annotate).",
+    doc: "A function's instructions with the samples taken on each and their source lines (metrics per instruction; perf annotate).",
     sql: include_str!("../analyses/perf/annotate.sql"),
     positional: 1,
     params: sample_params!(
@@ -465,7 +465,8 @@ pub struct FunctionMatch {
 }
 
 /// `annotate(...)`: `f`'s instructions in address order with the samples
-/// whose leaf is each (seed 002's disassembly view, `perf annotate`).
+/// whose leaf is each (metrics per instruction, as in the Oracle Solaris
+/// Studio Performance Analyzer manual's disassembly view; `perf annotate`).
 pub async fn annotate(s: &Session, f: &FunctionMatch, sel: &Selection<'_>) -> Result<DataFrame> {
     // Instructions belong to the real (ELF) function: no inline option.
     let mut args = vec![lit(f.function.as_str())];
@@ -504,8 +505,9 @@ pub async fn annotate(s: &Session, f: &FunctionMatch, sel: &Selection<'_>) -> Re
     Ok(df.select(cols)?)
 }
 
-/// Attributed metrics of the edges into `f` (seed 002): every sample whose
-/// stack contains `f` is attributed once, to the caller of the outermost
+/// Attributed metrics of the edges into `f` (as in the Oracle Solaris Studio
+/// Performance Analyzer manual): every sample whose stack contains `f` is
+/// attributed once, to the caller of the outermost
 /// occurrence of `f` (the caller that started a recursion), or to `<root>`
 /// when `f` is where the stack begins. The `caller` rows sum to the
 /// `function` row (inclusive).

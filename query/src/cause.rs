@@ -1,6 +1,7 @@
-//! What used a resource inside exhaustion ranges (seed document 000, stage
-//! B): per range, process, application function, actual function and
-//! application source line, the same shape as the unfreed and I/O reports.
+//! What used a resource inside exhaustion ranges (Morita et al., H/W
+//! resource exhaustion analysis, stage B): per range, process, application
+//! function, actual function and application source line, the same shape
+//! as the unfreed and I/O reports.
 //!
 //! - `cpu`: the CPU time of the perf samples taken in the range (period:
 //!   ns for `cpu-clock`), with its share of all samples in the range;
@@ -57,7 +58,7 @@ impl Resource {
 /// When, inside a range, memory is looked at.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum MemoryAt {
-    /// The range's start (document 000).
+    /// The range's start (as in Morita et al.).
     #[default]
     Start,
     /// The moment in the range when the traced processes held the most
@@ -86,7 +87,7 @@ macro_rules! range_params {
 /// `cause_cpu(rule, ...)`.
 pub static CAUSE_CPU: Spec = Spec {
     name: "cause_cpu",
-    doc: "CPU time inside exhaustion ranges (document 000, stage B) per process, application function, actual function and line.",
+    doc: "CPU time inside exhaustion ranges (Morita et al., stage B) per process, application function, actual function and line.",
     sql: include_str!("../analyses/cause/cause_cpu.sql"),
     positional: 1,
     params: range_params!(
@@ -113,7 +114,7 @@ pub static CAUSE_CPU: Spec = Spec {
 /// `cause_memory(rule, ...)`.
 pub static CAUSE_MEMORY: Spec = Spec {
     name: "cause_memory",
-    doc: "Memory held inside exhaustion ranges (document 000, stage B) per process, application function, actual function and line.",
+    doc: "Memory held inside exhaustion ranges (Morita et al., stage B) per process, application function, actual function and line.",
     sql: include_str!("../analyses/cause/cause_memory.sql"),
     positional: 1,
     params: range_params!(
@@ -130,7 +131,7 @@ pub static CAUSE_MEMORY: Spec = Spec {
 /// `cause_io(rule, ...)`.
 pub static CAUSE_IO: Spec = Spec {
     name: "cause_io",
-    doc: "I/O bytes inside exhaustion ranges (document 000, stage B) per process, application function, actual function, line, file and direction.",
+    doc: "I/O bytes inside exhaustion ranges (Morita et al., stage B) per process, application function, actual function, line, file and direction.",
     sql: include_str!("../analyses/cause/cause_io.sql"),
     positional: 1,
     params: range_params!(

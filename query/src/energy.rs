@@ -1,9 +1,10 @@
-//! Energy per function (issue 8, seed document 004 §2.2, Fig. 2).
+//! Energy per function (Ono et al. 2015, sampling-based power measurement,
+//! §2.2, Fig. 2).
 //!
 //! Each interval of a RAPL domain's counter (`energy_t`: `delta_uj` over
 //! `(t_ns - interval_ns, t_ns]`) is shared among the samples taken in it
 //! in proportion to a per-sample indicator, summed per core that is the
-//! document's split of package energy across cores (cores 20 J at 70 : 30
+//! paper's split of package energy across cores (cores 20 J at 70 : 30
 //! → 14 J and 6 J) followed by the split of each core's share among the
 //! functions sampled on it. The core indicator (package, cores, gpu, psys)
 //! and the DRAM indicator are chosen separately: the sample's period
@@ -704,7 +705,7 @@ impl EnergyKey {
 /// `energy_by(by, ...)`.
 pub static ENERGY_BY: Spec = Spec {
     name: "energy_by",
-    doc: "Energy per RAPL domain and function, line, process, CPU or package (document 004): every interval shared among its samples.",
+    doc: "Energy per RAPL domain and function, line, process, CPU or package (Ono et al. 2015): every interval shared among its samples.",
     sql: include_str!("../analyses/energy/energy_by.sql"),
     positional: 1,
     params: &[

@@ -1,8 +1,8 @@
-//! Storage I/O attribution from traced system calls (seed document 000):
-//! bytes actually transferred (the return values) by read- and write-like
-//! calls (the view `io_call`) in a time window, per process, application
-//! function, actual function, application source line, file and
-//! direction: `io_bytes(...)` (`analyses/syscall/io_bytes.sql`).
+//! Storage I/O attribution from traced system calls (Morita et al., H/W
+//! resource exhaustion analysis): bytes actually transferred (the return
+//! values) by read- and write-like calls (the view `io_call`) in a time
+//! window, per process, application function, actual function, application
+//! source line, file and direction: `io_bytes(...)` (`analyses/syscall/io_bytes.sql`).
 
 use datafusion::prelude::{lit, DataFrame};
 
@@ -23,7 +23,7 @@ pub async fn register(s: &Session) -> Result<()> {
 
 pub static IO_BYTES: Spec = Spec {
     name: "io_bytes",
-    doc: "I/O bytes transferred (document 000) per process, application function, actual function, line, file and direction.",
+    doc: "I/O bytes transferred (Morita et al.) per process, application function, actual function, line, file and direction.",
     sql: include_str!("../analyses/syscall/io_bytes.sql"),
     positional: 0,
     params: &[
@@ -40,7 +40,7 @@ pub static IO_BYTES: Spec = Spec {
         Param {
             name: "lead_ns",
             kind: Kind::Int,
-            doc: "also this long before from_ns (document 000's lead time; default 0)",
+            doc: "also this long before from_ns (lead time of Morita et al.; default 0)",
         },
         APP,
     ],

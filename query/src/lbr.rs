@@ -1,4 +1,5 @@
-//! Branch stacks as extra samples (issue 7, seed document 003).
+//! Branch stacks as extra samples (Ono et al. 2014, time-series
+//! performance analysis).
 //!
 //! Registers the views `branch` (every branch stack entry with both ends
 //! symbolized) and `lbr_transition` (counts per from → to function), and
@@ -6,7 +7,7 @@
 //! `lbr_sequence` (the views of `trawl report lbr`) and
 //! `lbr_samples(METHOD [, GHZ])`: every sample plus a
 //! time-stamped pseudo-sample per branch entry, weighted by one of the
-//! document's methods (0–3) or by the entries' cycle counts (`'cycles'`).
+//! paper's methods (0–3) or by the entries' cycle counts (`'cycles'`).
 //! Its rows have the columns the time-window reports read from
 //! `perf_sample_t` (`capture`, `event`, `t_ns`, `period`, `pid`, `comm`,
 //! `stack_id`), so the timeline and the exhaustion causes run on them
@@ -92,7 +93,7 @@ const SAMPLE_ID: Param = Param {
 /// `lbr_samples(method, ghz)`.
 pub static LBR_SAMPLES: Spec = Spec {
     name: "lbr_samples",
-    doc: "Every sample plus a timed pseudo-sample per branch stack entry, weighted by a method of document 003.",
+    doc: "Every sample plus a timed pseudo-sample per branch stack entry, weighted by a method of Ono et al. 2014.",
     sql: "SELECT * FROM _lbr_sample",
     positional: 2,
     params: &[METHOD, GHZ],
@@ -103,7 +104,7 @@ pub static LBR_SAMPLES: Spec = Spec {
 /// `lbr_functions(method, ghz, ...)`.
 pub static LBR_FUNCTIONS: Spec = Spec {
     name: "lbr_functions",
-    doc: "Per function: real samples, points (with branch entries) and the time they carry (document 003).",
+    doc: "Per function: real samples, points (with branch entries) and the time they carry (Ono et al. 2014).",
     sql: include_str!("../analyses/perf/lbr_functions.sql"),
     positional: 2,
     params: &[METHOD, GHZ, EVENT],
@@ -126,7 +127,7 @@ pub static LBR_SUMMARY: Spec = Spec {
 /// `lbr_points(method, ghz, ...)`.
 pub static LBR_POINTS: Spec = Spec {
     name: "lbr_points",
-    doc: "Every sample and branch-entry pseudo-sample with its time and weight (document 003).",
+    doc: "Every sample and branch-entry pseudo-sample with its time and weight (Ono et al. 2014).",
     sql: include_str!("../analyses/perf/lbr_points.sql"),
     positional: 2,
     params: &[METHOD, GHZ, EVENT, SAMPLE_ID],
@@ -137,7 +138,7 @@ pub static LBR_POINTS: Spec = Spec {
 /// `lbr_timeline(window_ns, method, ...)`.
 pub static LBR_TIMELINE: Spec = Spec {
     name: "lbr_timeline",
-    doc: "The timeline (time per window and key) with branch entries counted as samples (document 003).",
+    doc: "The timeline (time per window and key) with branch entries counted as samples (Ono et al. 2014).",
     sql: include_str!("../analyses/perf/lbr_timeline.sql"),
     positional: 2,
     params: &[
@@ -167,7 +168,7 @@ pub static LBR_TIMELINE: Spec = Spec {
 /// `lbr_sequence(...)`.
 pub static LBR_SEQUENCE: Spec = Spec {
     name: "lbr_sequence",
-    doc: "Per sample, the branch sources oldest to newest, then the sampled function (document 003, Fig. 10).",
+    doc: "Per sample, the branch sources oldest to newest, then the sampled function (Ono et al. 2014, Fig. 10).",
     sql: include_str!("../analyses/perf/lbr_sequence.sql"),
     positional: 0,
     params: &[EVENT, SAMPLE_ID],
@@ -206,7 +207,7 @@ pub enum View {
     /// Caller → callee (and callee → caller) counts.
     Transitions,
     /// Per sample, the branch sources oldest to newest, then the sampled
-    /// function (document 003, Fig. 10).
+    /// function (Ono et al. 2014, Fig. 10).
     Sequence,
 }
 

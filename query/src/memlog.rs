@@ -1,6 +1,7 @@
-//! Memory access log analyses (document 001): used pages, page reuse
-//! (pages whose lifetimes do not overlap can share one physical page),
-//! symbol and object use, and the instruction-order × address heatmap.
+//! Memory access log analyses (Mibu et al., memory access analysis for
+//! memory saving): used pages, page reuse (pages whose lifetimes do not
+//! overlap can share one physical page), symbol and object use, and the
+//! instruction-order × address heatmap.
 //!
 //! SQL: views `mem_symbol_use`, `mem_object_use`, `mem_reuse_pair`,
 //! `_page` and the table functions `pages(page_size)`,
@@ -37,7 +38,7 @@ const PAGE_SIZE: Param = Param {
 /// `pages(page_size)`.
 pub static PAGES: Spec = Spec {
     name: "pages",
-    doc: "The used pages of a memory log (document 001): object, accesses per kind, bytes touched, lifetime.",
+    doc: "The used pages of a memory log (Mibu et al.): object, accesses per kind, bytes touched, lifetime.",
     sql: include_str!("../analyses/memlog/pages.sql"),
     positional: 1,
     params: &[PAGE_SIZE],
@@ -48,7 +49,7 @@ pub static PAGES: Spec = Spec {
 /// `page_reuse_pairs(page_size)`.
 pub static PAGE_REUSE_PAIRS: Spec = Spec {
     name: "page_reuse_pairs",
-    doc: "Pairs of pages whose lifetimes do not overlap, so one physical page could hold both (document 001).",
+    doc: "Pairs of pages whose lifetimes do not overlap, so one physical page could hold both (Mibu et al.).",
     sql: include_str!("../analyses/memlog/page_reuse_pairs.sql"),
     positional: 1,
     params: &[PAGE_SIZE],
@@ -59,7 +60,7 @@ pub static PAGE_REUSE_PAIRS: Spec = Spec {
 /// `mem_symbols(...)`.
 pub static MEM_SYMBOLS: Spec = Spec {
     name: "mem_symbols",
-    doc: "Functions executed and data objects touched, and those never used (document 001).",
+    doc: "Functions executed and data objects touched, and those never used (Mibu et al.).",
     sql: include_str!("../analyses/memlog/mem_symbols.sql"),
     positional: 0,
     params: &[
@@ -137,7 +138,7 @@ pub async fn objects(s: &Session) -> Result<DataFrame> {
 /// `page_reuse(page_size)`.
 pub static PAGE_REUSE: Spec = Spec {
     name: "page_reuse",
-    doc: "What page reuse could save per input (document 001): pages, the fewest pages the accesses need, pairs, spanning pages.",
+    doc: "What page reuse could save per input (Mibu et al.): pages, the fewest pages the accesses need, pairs, spanning pages.",
     sql: "SELECT * FROM _page_reuse",
     positional: 1,
     params: &[PAGE_SIZE],
@@ -148,7 +149,7 @@ pub static PAGE_REUSE: Spec = Spec {
 /// `page_reuse_plan(page_size)`.
 pub static PAGE_REUSE_PLAN: Spec = Spec {
     name: "page_reuse_plan",
-    doc: "Which pages can share one physical page, in order of use (greedy interval partitioning; document 001).",
+    doc: "Which pages can share one physical page, in order of use (greedy interval partitioning; Mibu et al.).",
     sql: "SELECT * FROM _page_reuse_plan",
     positional: 1,
     params: &[PAGE_SIZE],
@@ -401,8 +402,8 @@ pub struct Reuse {
     pub min_pages: usize,
     /// Pairs (a, b) with a.last < b.first.
     pub pairs: u64,
-    /// Pages live across the whole lifetime of another page (the
-    /// document's page c): touched before and after it.
+    /// Pages live across the whole lifetime of another page (page c of
+    /// Mibu et al.'s example): touched before and after it.
     pub spanning: usize,
     /// The sharing plan: each inner list is the pages one physical page
     /// holds, in order of use.

@@ -1,6 +1,7 @@
-//! Memory regions rebuilt from traced system calls (seed document 000):
-//! which bytes of each process's address space were allocated, by which
-//! call (and so which call stack), and when they stopped being.
+//! Memory regions rebuilt from traced system calls (Morita et al., H/W
+//! resource exhaustion analysis): which bytes of each process's address
+//! space were allocated, by which call (and so which call stack), and when
+//! they stopped being.
 //!
 //! The `syscall` table is replayed in time order, per address space:
 //! - `mmap` adds `[ret, ret + len)` (page-rounded), replacing whatever it
@@ -609,7 +610,7 @@ fn to_batch(rows: &[Row]) -> Result<RecordBatch> {
 }
 
 /// The attribution views (`_default_app`, `_stack_attribution`, `io_call`,
-/// `_live_region`; seed document 000).
+/// `_live_region`; Morita et al., H/W resource exhaustion analysis).
 pub const ATTRIBUTION: &str = include_str!("../analyses/syscall/attribution.sql");
 
 const AT_NS: Param = Param {
@@ -639,7 +640,7 @@ pub static LIVE_REGIONS: Spec = Spec {
 /// `unfreed(at_ns, ...)`.
 pub static UNFREED: Spec = Spec {
     name: "unfreed",
-    doc: "Memory never given back (document 000): bytes still mapped per process, application function, actual function and line.",
+    doc: "Memory never given back (Morita et al.): bytes still mapped per process, application function, actual function and line.",
     sql: include_str!("../analyses/syscall/unfreed.sql"),
     positional: 1,
     params: &[AT_NS, APP],
@@ -721,8 +722,8 @@ pub async fn default_app(s: &Session) -> Result<Option<String>> {
 }
 
 /// `unfreed(...)` at `at`: bytes still allocated per process, application
-/// function, actual function and application source line (document 000's
-/// memory table, Fig. 8 / Table 4), sorted by usage.
+/// function, actual function and application source line (the memory
+/// table of Morita et al., Fig. 8 / Table 4), sorted by usage.
 pub async fn unfreed(s: &Session, at: At, app: Option<&str>) -> Result<DataFrame> {
     let at_ns = resolve_at(s, Some(at)).await?;
     let mut args = vec![lit(datafusion::scalar::ScalarValue::Int64(at_ns))];

@@ -1,5 +1,5 @@
-//! The power model and energy-based samples (issue 8, seed document 004
-//! §3.2–3.5).
+//! The power model and energy-based samples (Ono et al. 2015,
+//! sampling-based power measurement, §3.2–3.5).
 //!
 //! - [`PowerFit`]: the SQL aggregate `power_fit(watts, rate1, …, rateK)`:
 //!   multiple linear regression `watts = a + Σ c_i · rate_i` (least

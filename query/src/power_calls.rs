@@ -1,6 +1,7 @@
-//! The power table functions (seed document 004 §3.3–3.5): `power_model`,
-//! `power_intervals`, `power_samples`, `power_data` and `sample_rapl`. Each is the SQL
-//! file of its name under `analyses/energy/` over a table a call computes
+//! The power table functions (Ono et al. 2015, sampling-based power
+//! measurement, §3.3–3.5): `power_model`, `power_intervals`,
+//! `power_samples`, `power_data` and `sample_rapl`. Each is the SQL file
+//! of its name under `analyses/energy/` over a table a call computes
 //! in Rust from its arguments ([`crate::power`]: the interval rates, the
 //! least-squares fit, the merged power samples); the registered tables
 //! hold the rows for the default arguments and are computed only when read.
@@ -128,7 +129,7 @@ const EVENT: Param = Param {
 /// `power_model(events, ...)`.
 pub static POWER_MODEL: Spec = Spec {
     name: "power_model",
-    doc: "Document 004's power model: watts = intercept + Σ c_i · rate_i by least squares over the energy counter's intervals; per term the coefficient, mean rate and watts, and the sampling interval R_i = P / c_i.",
+    doc: "The power model of Ono et al. 2015: watts = intercept + Σ c_i · rate_i by least squares over the energy counter's intervals; per term the coefficient, mean rate and watts, and the sampling interval R_i = P / c_i.",
     sql: include_str!("../analyses/energy/power_model.sql"),
     positional: 1,
     params: counter_params!(
@@ -186,7 +187,7 @@ macro_rules! samples_params {
 /// `power_samples(events, ...)`.
 pub static POWER_SAMPLES: Spec = Spec {
     name: "power_samples",
-    doc: "Document 004's power samples: each subset of the events merged and cut into runs of modelled energy P, against runs of N time-based samples; how close each comes to P.",
+    doc: "The power samples of Ono et al. 2015: each subset of the events merged and cut into runs of modelled energy P, against runs of N time-based samples; how close each comes to P.",
     sql: include_str!("../analyses/energy/power_samples.sql"),
     positional: 1,
     params: samples_params!(),
@@ -208,7 +209,7 @@ pub static POWER_DATA: Spec = Spec {
 /// `sample_rapl(...)`.
 pub static SAMPLE_RAPL: Spec = Spec {
     name: "sample_rapl",
-    doc: "Document 004 Fig. 5/7: each sample's RAPL increase since the previous sample of its event on its CPU (J), over time.",
+    doc: "Ono et al. 2015, Fig. 5/7: each sample's RAPL increase since the previous sample of its event on its CPU (J), over time.",
     sql: include_str!("../analyses/energy/sample_rapl.sql"),
     positional: 0,
     params: &[Param {

@@ -1,7 +1,7 @@
-//! Exhaustion ranges (seed document 000, stage A): the time ranges where
-//! monitoring metrics satisfy a rule such as
-//! `cpu_user + cpu_sys > 90 and runq > 2`, per capture on its relative time
-//! axis (`t_ns`, see [`crate::time`]), and the ranges common to several
+//! Exhaustion ranges (Morita et al., H/W resource exhaustion analysis,
+//! stage A): the time ranges where monitoring metrics satisfy a rule such
+//! as `cpu_user + cpu_sys > 90 and runq > 2`, per capture on its relative
+//! time axis (`t_ns`, see [`crate::time`]), and the ranges common to several
 //! runs.
 //!
 //! A metric row describes the interval since the previous row of its series

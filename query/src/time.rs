@@ -1,5 +1,4 @@
-//! Time alignment (issue 5): the inputs of one capture on one relative
-//! time axis.
+//! Time alignment: the inputs of one capture on one relative time axis.
 //!
 //! Every table keeps its native times (`perf_sample.time_ns` on perf's
 //! clock, `syscall.time_ns` on strace's, `metric.time_ns` on the monitoring

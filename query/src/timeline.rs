@@ -1,6 +1,7 @@
-//! Time series profiles (issue 5): samples per time window and function
-//! (or module, process), the top N keys of the capture and the rest as
-//! `[other]`, with each key's share of the window.
+//! Time series profiles (Ono et al. 2014, time-series performance
+//! analysis): samples per time window and function (or module, process),
+//! the top N keys of the capture and the rest as `[other]`, with each key's
+//! share of the window.
 
 use datafusion::prelude::{ident, lit, DataFrame};
 

@@ -1,5 +1,6 @@
-//! The machine code of functions, decoded for annotated views (seed
-//! document 002: metrics per instruction; `perf annotate`).
+//! The machine code of functions, decoded for annotated views (metrics
+//! per instruction, as in the Oracle Solaris Studio Performance Analyzer
+//! manual; `perf annotate`).
 //!
 //! [`function_code`] takes file offsets where instructions ran (sample
 //! leaves, branch ends), finds the function symbol around each (the same

@@ -1,6 +1,7 @@
 //! Every function and data object of an ELF file with its section, for
-//! attributing memory accesses (document 001's "functions of each library
-//! never executed", "data never touched").
+//! attributing memory accesses (the "functions of each library never
+//! executed" and "data never touched" of Mibu et al., memory access
+//! analysis for memory saving).
 
 use object::{Object, ObjectSection, ObjectSymbol, SymbolKind, SymbolSection};
 

@@ -27,7 +27,7 @@ pub(crate) struct CauseArgs {
     /// For cpu: the perf event (default: the one with most samples).
     #[arg(long)]
     pub(crate) event: Option<String>,
-    /// For memory: look at the range's `start` (document 000), or at the
+    /// For memory: look at the range's `start` (Morita et al.), or at the
     /// moment in the range when the traced processes held the most (`max`).
     #[arg(long, default_value = "start", value_parser = ["start", "max"])]
     pub(crate) at: String,

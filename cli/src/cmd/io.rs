@@ -14,8 +14,8 @@ pub(crate) struct IoArgs {
     /// End of the window (exclusive), same forms (default: the end).
     #[arg(long)]
     pub(crate) to: Option<String>,
-    /// Also count this many seconds before --from (document 000's lead
-    /// time: I/O issued just before an exhaustion range feeds it).
+    /// Also count this many seconds before --from (the lead time of Morita
+    /// et al.: I/O issued just before an exhaustion range feeds it).
     #[arg(long, default_value_t = 0.0)]
     pub(crate) lead: f64,
     /// Path prefix of the application's files (default: the directory of

@@ -1,4 +1,5 @@
-//! `trawl report power-model`: document 004's power model fit.
+//! `trawl report power-model`: the power model fit of Ono et al. 2015,
+//! sampling-based power measurement.
 
 use crate::*;
 use trawl_query::datafusion::arrow::array::RecordBatch;

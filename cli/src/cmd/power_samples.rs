@@ -1,4 +1,5 @@
-//! `trawl report power-samples`: document 004's power samples.
+//! `trawl report power-samples`: the power samples of Ono et al. 2015,
+//! sampling-based power measurement.
 
 use crate::*;
 use trawl_query::datafusion::arrow::array::RecordBatch;
@@ -38,13 +39,13 @@ pub(crate) struct PowerSamplesArgs {
     #[arg(long, value_enum, default_value = "summary")]
     pub(crate) view: PowerView,
     /// Histograms of the data's energy (PNG or SVG): the best subset and
-    /// the time-based runs (document 004 Fig. 6/8).
+    /// the time-based runs (Ono et al. 2015, Fig. 6/8).
     #[arg(long, value_name = "FILE")]
     pub(crate) plot: Option<PathBuf>,
     /// Each sample's energy over time (PNG or SVG), one panel per sampled
     /// event, the time-based event first: the RAPL increase since the
     /// previous sample of the event on its CPU (`sample_rapl()`;
-    /// document 004 Fig. 5 and 7).
+    /// Ono et al. 2015, Fig. 5 and 7).
     #[arg(long, value_name = "FILE")]
     pub(crate) plot_time: Option<PathBuf>,
     #[command(flatten)]
@@ -166,7 +167,7 @@ pub(crate) fn plot_power_data(
     crate::output::write_atomic(path, &img)
 }
 
-/// `sample_rapl()` of the first capture as document 004's Fig. 5/7: one
+/// `sample_rapl()` of the first capture as Ono et al. 2015, Fig. 5/7: one
 /// panel per sampled event (`time_event` first), joules over time (ms
 /// since the first sample drawn).
 async fn plot_energy_over_time(

@@ -5,7 +5,7 @@ use crate::*;
 #[derive(Subcommand)]
 pub(crate) enum Render {
     /// Memory accesses as a figure: x = instruction ordinal, y = address
-    /// (document 001 Fig. 3-4, 8-9). Colours (Table 1): cyan store only,
+    /// (Mibu et al., Fig. 3-4, 8-9). Colours (Table 1): cyan store only,
     /// yellow load only, white both, black none. A title, ordinals, the
     /// rows' addresses, mappings and symbols, and a legend; PNG or SVG by
     /// the file's extension. Writes the row → address mapping as CSV next
