@@ -3,25 +3,19 @@
 //! codes; the work is in trawl-ingest, trawl-symbolize and trawl-query.
 
 mod alloc;
+mod args;
 mod cmd;
 mod output;
+mod session;
 mod symbols;
 
-use trawl_plot as plot;
-
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::{bail, Context, Result};
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use anyhow::{bail, Result};
+use clap::{Parser, Subcommand};
 
-use output::{Format, OutputOpts};
-use trawl_query::analyses::{self, HotspotKey};
-use trawl_query::choice::Choice;
-use trawl_query::functions;
-use trawl_query::lbr::Method;
-use trawl_query::sample::{self, SampleFilter};
-use trawl_query::Session;
+use session::{runtime, CLUSTER};
 
 use cmd::{
     archive::*, cause::*, cluster::*, convert::*, demo::*, diff::*, edges::*, energy::*,
@@ -40,32 +34,6 @@ struct Cli {
     /// paths given here (a shared file system).
     #[arg(long, global = true, value_name = "df://HOST:PORT")]
     cluster: Option<String>,
-}
-
-/// `--cluster`, when given.
-static CLUSTER: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-
-/// Opens the captures, on the cluster when `--cluster` was given.
-pub(crate) async fn open_session(
-    captures: &[PathBuf],
-    origin: &trawl_query::time::Origin,
-) -> Result<Session> {
-    Ok(match CLUSTER.get() {
-        Some(url) => {
-            Session::open_in(captures, origin, trawl_cluster::client::context(url)).await?
-        }
-        None => {
-            let s = Session::open_at(captures, origin).await?;
-            // `annotate` decodes the functions it is asked for.
-            s.set_code_source(trawl_enrich::code::standard_source());
-            s
-        }
-    })
-}
-
-/// [`open_session`] with times from each capture's first event.
-pub(crate) async fn open(captures: &[PathBuf]) -> Result<Session> {
-    open_session(captures, &trawl_query::time::Origin::default()).await
 }
 
 #[derive(Subcommand)]
@@ -214,147 +182,6 @@ enum Report {
     PowerSamples(PowerSamplesArgs),
 }
 
-#[derive(Args, Clone)]
-struct T0Args {
-    /// Origin of relative times in each capture: `first` (the earliest
-    /// event of any input), `exec:NAME` (the program's exec, from perf
-    /// COMM records or strace execve), `@EPOCH_SECONDS` or an RFC 3339
-    /// time, each optionally `+SECONDS`/`-SECONDS`.
-    #[arg(long, default_value = "first", value_name = "SPEC")]
-    t0: String,
-}
-
-impl T0Args {
-    async fn open(&self, captures: &[PathBuf]) -> Result<Session> {
-        let origin = trawl_query::time::Origin::parse(&self.t0)?;
-        open_session(captures, &origin).await
-    }
-}
-
-#[derive(Args, Clone)]
-struct RuleArgs {
-    /// The rule: comparisons of metrics (as named in the `metric` table,
-    /// `name[entity]` for one entity) and numbers with + - * /, combined
-    /// with and/or/not, e.g. 'cpu_user+cpu_sys > 90 and runq > 2'.
-    #[arg(long)]
-    rule: Option<String>,
-    /// Drop ranges shorter than this (after merging), e.g. 2s.
-    #[arg(long, default_value = "0", value_name = "DURATION")]
-    min_duration: String,
-    /// Merge ranges separated by at most this, e.g. 1s.
-    #[arg(long, default_value = "0", value_name = "DURATION")]
-    gap: String,
-}
-
-impl RuleArgs {
-    fn parse(&self) -> Result<Option<(trawl_query::ranges::Rule, trawl_query::ranges::RangeOpts)>> {
-        use trawl_query::time::parse_duration_ns;
-        let Some(r) = &self.rule else { return Ok(None) };
-        Ok(Some((
-            trawl_query::ranges::Rule::parse(r)?,
-            trawl_query::ranges::RangeOpts {
-                min_duration_ns: parse_duration_ns(&self.min_duration)?,
-                gap_ns: parse_duration_ns(&self.gap)?,
-            },
-        )))
-    }
-}
-
-#[derive(Args, Clone, Default)]
-struct MetricArgs {
-    /// What a sample weighs: `period` (default, perf's Overhead),
-    /// `samples`, a numeric perf_sample column (e.g. `weight`), or
-    /// `read:EVENT` (the increase of a group-read counter).
-    #[arg(long, default_value = "period")]
-    weight: String,
-    /// Attribute inlined code to its enclosing (ELF symbol) function only,
-    /// as `perf report` does without --inline.
-    #[arg(long)]
-    no_inline: bool,
-}
-
-impl MetricArgs {
-    fn parse(&self) -> Result<(sample::Weight, sample::StackOpts)> {
-        Ok((
-            sample::Weight::parse(&self.weight)?,
-            sample::StackOpts {
-                inline: !self.no_inline,
-            },
-        ))
-    }
-}
-
-#[derive(Args, Clone, Default)]
-struct FilterArgs {
-    /// Event to analyse (default: the one with most samples).
-    #[arg(long)]
-    event: Option<String>,
-    /// Only these processes (repeatable).
-    #[arg(long)]
-    pid: Vec<i32>,
-    /// Only these threads (repeatable).
-    #[arg(long)]
-    tid: Vec<i32>,
-    /// Only these command names (repeatable).
-    #[arg(long)]
-    comm: Vec<String>,
-    /// Time range START..END in seconds on the capture clock, as `perf
-    /// script` prints times (either side may be omitted).
-    #[arg(long, value_name = "START..END")]
-    time: Option<String>,
-    /// Only these captures, by name as `trawl tables` lists them (the
-    /// directory name; repeatable).
-    #[arg(long = "capture", value_name = "NAME")]
-    capture: Vec<String>,
-}
-
-fn parse_time_range(s: &str) -> Result<(Option<i64>, Option<i64>)> {
-    let (a, b) = s
-        .split_once("..")
-        .with_context(|| format!("--time {s:?}: expected START..END"))?;
-    let p = |x: &str| -> Result<Option<i64>> {
-        let x = x.trim();
-        if x.is_empty() {
-            return Ok(None);
-        }
-        let v: f64 = x
-            .parse()
-            .with_context(|| format!("--time: {x:?} is not a number of seconds"))?;
-        Ok(Some((v * 1e9).round() as i64))
-    };
-    Ok((p(a)?, p(b)?))
-}
-
-impl FilterArgs {
-    fn to_filter(&self) -> Result<SampleFilter> {
-        let (from, to) = match &self.time {
-            Some(t) => parse_time_range(t)?,
-            None => (None, None),
-        };
-        Ok(SampleFilter {
-            event: self.event.clone(),
-            pids: self.pid.clone(),
-            tids: self.tid.clone(),
-            comms: self.comm.clone(),
-            time_from_ns: from,
-            time_to_ns: to,
-            captures: self.capture.clone(),
-        })
-    }
-}
-
-/// A flag taking one of the library's named values ([`Choice`]), each
-/// listed with its meaning in `--help`.
-fn choice<T: Choice + Clone>() -> impl clap::builder::TypedValueParser<Value = T> {
-    use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
-    PossibleValuesParser::new(
-        T::ALL
-            .iter()
-            .map(|v| PossibleValue::new(v.name()).help(v.doc())),
-    )
-    .map(|s| T::parse(&s).expect("a listed value"))
-}
-
 #[global_allocator]
 static GLOBAL: alloc::Chosen = alloc::Chosen;
 
@@ -393,16 +220,6 @@ fn error_message(e: &anyhow::Error) -> String {
         }
     }
     msg
-}
-
-fn runtime() -> Result<tokio::runtime::Runtime> {
-    Ok(tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        // Deep plans (the analyses' joins) recurse deeply when a cluster
-        // encodes and decodes them: Ballista's own processes run with
-        // 32 MiB stacks. Reserved, not used, unless needed.
-        .thread_stack_size(32 << 20)
-        .build()?)
 }
 
 fn run(cli: Cli) -> Result<()> {
@@ -490,39 +307,4 @@ fn run(cli: Cli) -> Result<()> {
             symbols::addr2line(&a.exe, &a.addresses, a.addresses_out, &a.sym.config())
         }
     }
-}
-
-/// The samples a stack report reads: the event (checked, or the one with
-/// most samples), the weight (checked), the filter and inline option.
-async fn selection(
-    s: &Session,
-    filter: &FilterArgs,
-    metric: &MetricArgs,
-) -> Result<(SampleFilter, String, sample::Weight, sample::StackOpts)> {
-    let (weight, opts) = metric.parse()?;
-    let f = filter.to_filter()?;
-    let event = sample::choose_event(s, f.event.as_deref()).await?;
-    sample::check_weight(s, &weight).await?;
-    Ok((f, event, weight, opts))
-}
-
-/// `--app`, or the traced executable's directory.
-async fn app_prefix(s: &Session, app: &Option<String>) -> Result<String> {
-    Ok(match app {
-        Some(p) => p.clone(),
-        None => trawl_query::memory::default_app(s).await?.ok_or_else(|| {
-            anyhow::anyhow!("no call stacks (strace -k, perf -g) to find the application in; pass --app PATH_PREFIX")
-        })?,
-    })
-}
-
-async fn limited(
-    df: trawl_query::datafusion::prelude::DataFrame,
-    limit: Option<usize>,
-) -> Result<Vec<trawl_query::datafusion::arrow::array::RecordBatch>> {
-    let df = match limit {
-        Some(n) => df.limit(0, Some(n))?,
-        None => df,
-    };
-    Ok(df.collect().await?)
 }

@@ -1,7 +1,12 @@
 //! `trawl archive ingest`: raw inputs (files, directory trees of runs) into
 //! an archive of captures, in parallel and incrementally.
 
-use crate::*;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use clap::{Args, Subcommand};
+
+use crate::cmd::ingest::ConvertArgs;
 
 #[derive(Subcommand)]
 pub(crate) enum Archive {

@@ -1,6 +1,14 @@
 //! `trawl report cause`: what used a resource inside exhaustion ranges.
 
-use crate::*;
+use std::path::PathBuf;
+
+use anyhow::{bail, Result};
+use clap::Args;
+use trawl_query::lbr::Method;
+
+use crate::args::{app_prefix, parse_time_range, RuleArgs, T0Args};
+use crate::output;
+use crate::output::{Format, OutputOpts};
 
 #[derive(Args)]
 pub(crate) struct CauseArgs {

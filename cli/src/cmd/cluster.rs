@@ -3,7 +3,12 @@
 
 use std::net::SocketAddr;
 
-use crate::*;
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use clap::{Args, Subcommand};
+
+use crate::session::runtime;
 
 #[derive(Subcommand)]
 pub(crate) enum Cluster {

@@ -1,6 +1,11 @@
 //! `trawl convert lackey`: a lackey log to the binary memory-access log.
 
-use crate::*;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use clap::{Args, Subcommand};
+
+use crate::cmd::ingest::MemArgs;
 
 #[derive(Subcommand)]
 pub(crate) enum Convert {

@@ -2,7 +2,9 @@
 //! of each kind of input with its headline report, run as the commands
 //! shown (this binary, in a scratch directory that links the fixtures).
 
-use crate::*;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Result};
 
 pub(crate) fn fixtures_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures")

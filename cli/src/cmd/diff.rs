@@ -1,6 +1,17 @@
 //! `trawl report diff`: `diff(...)` between two sets of captures.
 
-use crate::*;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Result};
+use clap::Args;
+use trawl_query::analyses;
+use trawl_query::sample;
+use trawl_query::Session;
+
+use crate::args::{selection, FilterArgs, MetricArgs};
+use crate::output;
+use crate::output::{Format, OutputOpts};
+use crate::session::open;
 
 #[derive(Args)]
 pub(crate) struct DiffArgs {
@@ -28,7 +39,7 @@ pub(crate) async fn open_sides(
     new: &Path,
 ) -> Result<(Session, Vec<String>, Vec<String>)> {
     let n_base = trawl_query::find_captures(&[base.to_path_buf()])?.len();
-    let s = crate::open(&[base.to_path_buf(), new.to_path_buf()]).await?;
+    let s = open(&[base.to_path_buf(), new.to_path_buf()]).await?;
     let names: Vec<String> = s.captures().iter().map(|c| c.name.clone()).collect();
     let (b, n) = names.split_at(n_base.min(names.len()));
     if b.is_empty() || n.is_empty() {

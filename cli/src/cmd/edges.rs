@@ -1,7 +1,17 @@
 //! `trawl report callers` / `callees` / `annotate`: `callers(...)` /
 //! `callees(...)` / `annotate(...)`.
 
-use crate::*;
+use std::path::PathBuf;
+
+use anyhow::Result;
+use clap::Args;
+use trawl_query::analyses;
+use trawl_query::sample;
+
+use crate::args::{selection, FilterArgs, MetricArgs};
+use crate::output;
+use crate::output::{Format, OutputOpts};
+use crate::session::open;
 
 #[derive(Args)]
 pub(crate) struct EdgeArgs {
@@ -29,7 +39,7 @@ pub(crate) enum FunctionView {
 }
 
 pub(crate) async fn edges(a: EdgeArgs, view: FunctionView) -> Result<()> {
-    let s = crate::open(&a.captures).await?;
+    let s = open(&a.captures).await?;
     let (filter, event, weight, opts) = selection(&s, &a.filter, &a.metric).await?;
     let f = analyses::FunctionMatch {
         function: a.function.clone(),

@@ -1,6 +1,13 @@
 //! `trawl report energy`: `energy_by(...)`, and the counters read.
 
-use crate::*;
+use std::path::PathBuf;
+
+use anyhow::Result;
+use clap::Args;
+
+use crate::args::{choice, T0Args};
+use crate::output;
+use crate::output::OutputOpts;
 
 #[derive(Args)]
 pub(crate) struct EnergyArgs {

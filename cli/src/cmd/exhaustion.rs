@@ -1,6 +1,14 @@
 //! `trawl report exhaustion`: the ranges where metrics satisfy a rule.
 
-use crate::*;
+use std::path::PathBuf;
+
+use anyhow::{bail, Result};
+use clap::Args;
+use trawl_plot as plot;
+
+use crate::args::{RuleArgs, T0Args};
+use crate::output;
+use crate::output::{Format, OutputOpts};
 
 #[derive(Args)]
 pub(crate) struct ExhaustionArgs {

@@ -1,7 +1,15 @@
 //! `trawl export`: the selected samples as a file another viewer opens
 //! (pprof, Firefox Profiler, speedscope, folded stacks).
 
-use crate::*;
+use std::path::PathBuf;
+
+use anyhow::{bail, Result};
+use clap::{Args, ValueEnum};
+use trawl_query::sample;
+
+use crate::args::{selection, FilterArgs, MetricArgs};
+use crate::output;
+use crate::session::open;
 
 /// The formats `trawl export` writes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -40,7 +48,7 @@ pub(crate) struct ExportArgs {
 }
 
 pub(crate) async fn export(a: ExportArgs) -> Result<()> {
-    let s = crate::open(&a.captures).await?;
+    let s = open(&a.captures).await?;
     let (filter, event, weight, opts) = selection(&s, &a.filter, &a.metric).await?;
     let sel = sample::Selection {
         filter: &filter,

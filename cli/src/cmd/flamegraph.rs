@@ -1,6 +1,15 @@
 //! `trawl report flamegraph`: the selected stacks drawn by inferno.
 
-use crate::*;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Result};
+use clap::Args;
+use trawl_plot as plot;
+use trawl_query::sample;
+
+use crate::args::{selection, FilterArgs, MetricArgs};
+use crate::output;
+use crate::session::open;
 
 #[derive(Args)]
 pub(crate) struct FlameArgs {
@@ -31,7 +40,7 @@ pub(crate) async fn flamegraph(a: FlameArgs) -> Result<()> {
     if let Some(d) = &a.diff {
         return diff_flamegraph(&a, &d[0], &d[1]).await;
     }
-    let s = crate::open(&a.captures).await?;
+    let s = open(&a.captures).await?;
     let (filter, event, weight, opts) = selection(&s, &a.filter, &a.metric).await?;
     let sel = sample::Selection {
         filter: &filter,

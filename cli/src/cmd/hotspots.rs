@@ -1,6 +1,16 @@
 //! `trawl report hotspots`: `hotspots(...)`.
 
-use crate::*;
+use std::path::PathBuf;
+
+use anyhow::Result;
+use clap::Args;
+use trawl_query::analyses::{self, HotspotKey};
+use trawl_query::sample;
+
+use crate::args::{choice, selection, FilterArgs, MetricArgs};
+use crate::output;
+use crate::output::{Format, OutputOpts};
+use crate::session::open;
 
 #[derive(Args)]
 pub(crate) struct HotspotArgs {
@@ -21,7 +31,7 @@ pub(crate) struct HotspotArgs {
 }
 
 pub(crate) async fn hotspots(a: HotspotArgs) -> Result<()> {
-    let s = crate::open(&a.captures).await?;
+    let s = open(&a.captures).await?;
     let (filter, event, weight, opts) = selection(&s, &a.filter, &a.metric).await?;
     let key = a.by;
     let sel = sample::Selection {

@@ -1,6 +1,11 @@
 //! `trawl ingest`: capture files into a capture directory of Parquet tables.
 
-use crate::*;
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+use clap::Args;
+
+use crate::cmd::symbolize::SymArgs;
 
 #[derive(Args)]
 pub(crate) struct IngestArgs {

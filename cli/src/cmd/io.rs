@@ -1,6 +1,14 @@
 //! `trawl report io`: `io_bytes(...)`.
 
-use crate::*;
+use std::path::PathBuf;
+
+use anyhow::{bail, Result};
+use clap::Args;
+
+use crate::args::app_prefix;
+use crate::output;
+use crate::output::{Format, OutputOpts};
+use crate::session::open;
 
 #[derive(Args)]
 pub(crate) struct IoArgs {
@@ -28,7 +36,7 @@ pub(crate) struct IoArgs {
 
 pub(crate) async fn io_report(a: IoArgs) -> Result<()> {
     use trawl_query::memory::At;
-    let s = crate::open(&a.captures).await?;
+    let s = open(&a.captures).await?;
     let from = a.from.as_deref().map(At::parse).transpose()?;
     let to = a.to.as_deref().map(At::parse).transpose()?;
     if !(a.lead.is_finite() && a.lead >= 0.0) {

@@ -1,6 +1,15 @@
 //! `trawl report lbr`: the lbr_* table functions.
 
-use crate::*;
+use std::path::PathBuf;
+
+use anyhow::{bail, Result};
+use clap::Args;
+use trawl_query::lbr::Method;
+
+use crate::args::choice;
+use crate::output;
+use crate::output::OutputOpts;
+use crate::session::open;
 
 #[derive(Args)]
 pub(crate) struct LbrArgs {
@@ -31,7 +40,7 @@ pub(crate) struct LbrArgs {
 
 pub(crate) async fn report_lbr(a: LbrArgs) -> Result<()> {
     use trawl_query::lbr;
-    let s = crate::open(&a.captures).await?;
+    let s = open(&a.captures).await?;
     let mut method = Method::parse(&a.method)?;
     if let Some(g) = a.ghz {
         if !(g.is_finite() && g > 0.0) {

@@ -1,6 +1,13 @@
 //! `trawl report mem-objects`: per mapped object, pages and symbols used.
 
-use crate::*;
+use std::path::PathBuf;
+
+use anyhow::Result;
+use clap::Args;
+
+use crate::output;
+use crate::output::OutputOpts;
+use crate::session::open;
 
 #[derive(Args)]
 pub(crate) struct MemObjectsArgs {
@@ -11,7 +18,7 @@ pub(crate) struct MemObjectsArgs {
 }
 
 pub(crate) async fn report_mem_objects(a: MemObjectsArgs) -> Result<()> {
-    let s = crate::open(&a.captures).await?;
+    let s = open(&a.captures).await?;
     let df = trawl_query::memlog::objects(&s).await?;
     output::write(&df.collect().await?, &a.out)
 }

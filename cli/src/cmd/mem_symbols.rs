@@ -1,6 +1,14 @@
 //! `trawl report mem-symbols`: functions and data objects used and never used.
 
-use crate::*;
+use std::path::PathBuf;
+
+use anyhow::Result;
+use clap::Args;
+
+use crate::args::{choice, limited};
+use crate::output;
+use crate::output::OutputOpts;
+use crate::session::open;
 
 #[derive(Args)]
 pub(crate) struct MemSymbolsArgs {
@@ -23,7 +31,7 @@ pub(crate) struct MemSymbolsArgs {
 }
 
 pub(crate) async fn report_mem_symbols(a: MemSymbolsArgs) -> Result<()> {
-    let s = crate::open(&a.captures).await?;
+    let s = open(&a.captures).await?;
     let df = trawl_query::memlog::symbols(&s, a.kind, a.object.as_deref(), a.never).await?;
     output::write(&limited(df, a.limit).await?, &a.out)
 }

@@ -1,8 +1,8 @@
 //! One module per command: its clap arguments and the function that calls
 //! the library and formats the result. The option groups several commands
-//! share (`FilterArgs`, `MetricArgs`, `T0Args`, `RuleArgs`, `OutputOpts`)
-//! and the dispatch are in `main.rs`; each module reads them through
-//! `use crate::*`.
+//! share are in `args.rs` (`FilterArgs`, `MetricArgs`, `T0Args`,
+//! `RuleArgs`), output in `output.rs`, opening captures in `session.rs`;
+//! the dispatch is in `main.rs`. Each module imports what it uses by name.
 
 pub(crate) mod archive;
 pub(crate) mod cause;

@@ -1,6 +1,15 @@
 //! `trawl report offcpu`: `offcpu(...)`, where threads waited.
 
-use crate::*;
+use std::path::PathBuf;
+
+use anyhow::{bail, Result};
+use clap::Args;
+use trawl_query::functions;
+
+use crate::args::{limited, FilterArgs};
+use crate::output;
+use crate::output::OutputOpts;
+use crate::session::open;
 
 #[derive(Args)]
 pub(crate) struct OffcpuArgs {
@@ -26,7 +35,7 @@ pub(crate) struct OffcpuArgs {
 
 pub(crate) async fn offcpu(a: OffcpuArgs) -> Result<()> {
     use trawl_query::datafusion::prelude::lit;
-    let s = crate::open(&a.captures).await?;
+    let s = open(&a.captures).await?;
     let f = a.filter.to_filter()?;
     if f.event.is_some() {
         bail!("--event does not apply: off-CPU time comes from the switches");

@@ -1,6 +1,15 @@
 //! `trawl report page-reuse`: the pages one physical page could hold.
 
-use crate::*;
+use std::path::PathBuf;
+
+use anyhow::Result;
+use clap::{Args, ValueEnum};
+
+use crate::args::limited;
+use crate::cmd::ingest::parse_bytes;
+use crate::output;
+use crate::output::OutputOpts;
+use crate::session::open;
 
 #[derive(Args)]
 pub(crate) struct PageReuseArgs {
@@ -30,7 +39,7 @@ pub(crate) enum ReuseShow {
 
 pub(crate) async fn report_page_reuse(a: PageReuseArgs) -> Result<()> {
     use trawl_query::memlog;
-    let s = crate::open(&a.captures).await?;
+    let s = open(&a.captures).await?;
     let df = match a.show {
         ReuseShow::Pairs => memlog::reuse_pairs(&s, a.page_size).await?,
         ReuseShow::Summary => memlog::reuse(&s, a.page_size, false).await?,

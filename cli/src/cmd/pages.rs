@@ -1,6 +1,15 @@
 //! `trawl report pages`: `pages(page_size)`, sorted.
 
-use crate::*;
+use std::path::PathBuf;
+
+use anyhow::Result;
+use clap::Args;
+
+use crate::args::{choice, limited};
+use crate::cmd::ingest::parse_bytes;
+use crate::output;
+use crate::output::OutputOpts;
+use crate::session::open;
 
 #[derive(Args)]
 pub(crate) struct PagesArgs {
@@ -20,7 +29,7 @@ pub(crate) struct PagesArgs {
 
 pub(crate) async fn report_pages(a: PagesArgs) -> Result<()> {
     use trawl_query::memlog;
-    let s = crate::open(&a.captures).await?;
+    let s = open(&a.captures).await?;
     let df = memlog::pages(&s, a.page_size, a.sort).await?;
     output::write(&limited(df, a.limit).await?, &a.out)
 }

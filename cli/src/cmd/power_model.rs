@@ -1,7 +1,14 @@
 //! `trawl report power-model`: the power model fit of Ono et al. 2015,
 //! sampling-based power measurement.
 
-use crate::*;
+use std::path::PathBuf;
+
+use anyhow::Result;
+use clap::Args;
+
+use crate::output;
+use crate::output::OutputOpts;
+use crate::session::open;
 use trawl_query::datafusion::arrow::array::RecordBatch;
 
 /// The energy counter a power command models.
@@ -53,7 +60,7 @@ pub(crate) struct PowerModelArgs {
 
 pub(crate) async fn report_power_model(a: PowerModelArgs) -> Result<()> {
     use trawl_query::power_calls;
-    let s = crate::open(&a.captures).await?;
+    let s = open(&a.captures).await?;
     let input = trawl_query::power::ModelInput {
         events: a.events.clone(),
         domain: a.counter.domain.clone(),

@@ -1,7 +1,16 @@
 //! `trawl report power-samples`: the power samples of Ono et al. 2015,
 //! sampling-based power measurement.
 
-use crate::*;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use clap::{Args, ValueEnum};
+use trawl_plot as plot;
+
+use crate::cmd::power_model::CounterArgs;
+use crate::output;
+use crate::output::OutputOpts;
+use crate::session::open;
 use trawl_query::datafusion::arrow::array::RecordBatch;
 
 #[derive(Args)]
@@ -60,7 +69,7 @@ pub(crate) enum PowerView {
 
 pub(crate) async fn report_power_samples(a: PowerSamplesArgs) -> Result<()> {
     use trawl_query::power_calls::{self, SamplesArgs};
-    let s = crate::open(&a.captures).await?;
+    let s = open(&a.captures).await?;
     let mut args = SamplesArgs {
         counter: trawl_query::power::ModelInput {
             events: a.events.clone(),

@@ -1,6 +1,15 @@
 //! `trawl render heatmap`: instruction order × address heatmap of a memory log.
 
-use crate::*;
+use std::path::PathBuf;
+
+use anyhow::{bail, Result};
+use clap::{Args, Subcommand};
+use trawl_plot as plot;
+
+use crate::args::choice;
+use crate::cmd::ingest::{parse_bytes, parse_mem_range};
+use crate::output;
+use crate::session::open;
 
 #[derive(Subcommand)]
 pub(crate) enum Render {
@@ -68,7 +77,7 @@ pub(crate) fn parse_ordinals(s: &str) -> std::result::Result<(i64, i64), String>
 
 pub(crate) async fn render_heatmap(a: HeatmapArgs) -> Result<()> {
     use trawl_query::memlog::{self, HeatOpts};
-    let s = crate::open(std::slice::from_ref(&a.capture)).await?;
+    let s = open(std::slice::from_ref(&a.capture)).await?;
     let o = HeatOpts {
         view: a.view,
         bytes_per_row: a.bytes_per_row,

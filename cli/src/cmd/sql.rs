@@ -1,6 +1,13 @@
 //! `trawl sql`: run SQL over captures.
 
-use crate::*;
+use std::path::PathBuf;
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+
+use crate::args::T0Args;
+use crate::output;
+use crate::output::OutputOpts;
 
 #[derive(Args)]
 pub(crate) struct SqlArgs {

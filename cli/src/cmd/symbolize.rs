@@ -1,6 +1,8 @@
 //! `trawl symbolize` and `trawl addr2line`: the symbolization options.
 
-use crate::*;
+use std::path::{Path, PathBuf};
+
+use clap::Args;
 
 #[derive(Args, Clone, Default)]
 pub(crate) struct SymArgs {

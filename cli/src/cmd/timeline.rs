@@ -1,6 +1,16 @@
 //! `trawl report timeline`: `timeline(...)`, pivoted for plots.
 
-use crate::*;
+use std::path::PathBuf;
+
+use anyhow::{bail, Result};
+use clap::Args;
+use trawl_plot as plot;
+use trawl_query::functions;
+use trawl_query::lbr::Method;
+
+use crate::args::{choice, RuleArgs, T0Args};
+use crate::output;
+use crate::output::{Format, OutputOpts};
 
 #[derive(Args)]
 pub(crate) struct TimelineArgs {

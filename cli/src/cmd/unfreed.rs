@@ -1,6 +1,14 @@
 //! `trawl report unfreed`: `unfreed(...)`.
 
-use crate::*;
+use std::path::PathBuf;
+
+use anyhow::Result;
+use clap::Args;
+
+use crate::args::app_prefix;
+use crate::output;
+use crate::output::{Format, OutputOpts};
+use crate::session::open;
 
 #[derive(Args)]
 pub(crate) struct UnfreedArgs {
@@ -23,7 +31,7 @@ pub(crate) struct UnfreedArgs {
 
 pub(crate) async fn unfreed(a: UnfreedArgs) -> Result<()> {
     use trawl_query::memory;
-    let s = crate::open(&a.captures).await?;
+    let s = open(&a.captures).await?;
     let at = memory::At::parse(&a.at)?;
     let app = app_prefix(&s, &a.app).await?;
     let batches = memory::unfreed(&s, at, Some(&app)).await?.collect().await?;

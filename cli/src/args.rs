@@ -1,0 +1,191 @@
+//! The option groups several commands share (the samples a report reads,
+//! what they weigh, the time origin, exhaustion rules) and what a command
+//! makes of them.
+
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use clap::Args;
+use trawl_query::choice::Choice;
+use trawl_query::sample::{self, SampleFilter};
+use trawl_query::Session;
+
+use crate::session::open_session;
+
+#[derive(Args, Clone)]
+pub(crate) struct T0Args {
+    /// Origin of relative times in each capture: `first` (the earliest
+    /// event of any input), `exec:NAME` (the program's exec, from perf
+    /// COMM records or strace execve), `@EPOCH_SECONDS` or an RFC 3339
+    /// time, each optionally `+SECONDS`/`-SECONDS`.
+    #[arg(long, default_value = "first", value_name = "SPEC")]
+    pub(crate) t0: String,
+}
+
+impl T0Args {
+    pub(crate) async fn open(&self, captures: &[PathBuf]) -> Result<Session> {
+        let origin = trawl_query::time::Origin::parse(&self.t0)?;
+        open_session(captures, &origin).await
+    }
+}
+
+#[derive(Args, Clone)]
+pub(crate) struct RuleArgs {
+    /// The rule: comparisons of metrics (as named in the `metric` table,
+    /// `name[entity]` for one entity) and numbers with + - * /, combined
+    /// with and/or/not, e.g. 'cpu_user+cpu_sys > 90 and runq > 2'.
+    #[arg(long)]
+    pub(crate) rule: Option<String>,
+    /// Drop ranges shorter than this (after merging), e.g. 2s.
+    #[arg(long, default_value = "0", value_name = "DURATION")]
+    pub(crate) min_duration: String,
+    /// Merge ranges separated by at most this, e.g. 1s.
+    #[arg(long, default_value = "0", value_name = "DURATION")]
+    pub(crate) gap: String,
+}
+
+impl RuleArgs {
+    pub(crate) fn parse(
+        &self,
+    ) -> Result<Option<(trawl_query::ranges::Rule, trawl_query::ranges::RangeOpts)>> {
+        use trawl_query::time::parse_duration_ns;
+        let Some(r) = &self.rule else { return Ok(None) };
+        Ok(Some((
+            trawl_query::ranges::Rule::parse(r)?,
+            trawl_query::ranges::RangeOpts {
+                min_duration_ns: parse_duration_ns(&self.min_duration)?,
+                gap_ns: parse_duration_ns(&self.gap)?,
+            },
+        )))
+    }
+}
+
+#[derive(Args, Clone, Default)]
+pub(crate) struct MetricArgs {
+    /// What a sample weighs: `period` (default, perf's Overhead),
+    /// `samples`, a numeric perf_sample column (e.g. `weight`), or
+    /// `read:EVENT` (the increase of a group-read counter).
+    #[arg(long, default_value = "period")]
+    pub(crate) weight: String,
+    /// Attribute inlined code to its enclosing (ELF symbol) function only,
+    /// as `perf report` does without --inline.
+    #[arg(long)]
+    pub(crate) no_inline: bool,
+}
+
+impl MetricArgs {
+    pub(crate) fn parse(&self) -> Result<(sample::Weight, sample::StackOpts)> {
+        Ok((
+            sample::Weight::parse(&self.weight)?,
+            sample::StackOpts {
+                inline: !self.no_inline,
+            },
+        ))
+    }
+}
+
+#[derive(Args, Clone, Default)]
+pub(crate) struct FilterArgs {
+    /// Event to analyse (default: the one with most samples).
+    #[arg(long)]
+    pub(crate) event: Option<String>,
+    /// Only these processes (repeatable).
+    #[arg(long)]
+    pub(crate) pid: Vec<i32>,
+    /// Only these threads (repeatable).
+    #[arg(long)]
+    pub(crate) tid: Vec<i32>,
+    /// Only these command names (repeatable).
+    #[arg(long)]
+    pub(crate) comm: Vec<String>,
+    /// Time range START..END in seconds on the capture clock, as `perf
+    /// script` prints times (either side may be omitted).
+    #[arg(long, value_name = "START..END")]
+    pub(crate) time: Option<String>,
+    /// Only these captures, by name as `trawl tables` lists them (the
+    /// directory name; repeatable).
+    #[arg(long = "capture", value_name = "NAME")]
+    pub(crate) capture: Vec<String>,
+}
+
+pub(crate) fn parse_time_range(s: &str) -> Result<(Option<i64>, Option<i64>)> {
+    let (a, b) = s
+        .split_once("..")
+        .with_context(|| format!("--time {s:?}: expected START..END"))?;
+    let p = |x: &str| -> Result<Option<i64>> {
+        let x = x.trim();
+        if x.is_empty() {
+            return Ok(None);
+        }
+        let v: f64 = x
+            .parse()
+            .with_context(|| format!("--time: {x:?} is not a number of seconds"))?;
+        Ok(Some((v * 1e9).round() as i64))
+    };
+    Ok((p(a)?, p(b)?))
+}
+
+impl FilterArgs {
+    pub(crate) fn to_filter(&self) -> Result<SampleFilter> {
+        let (from, to) = match &self.time {
+            Some(t) => parse_time_range(t)?,
+            None => (None, None),
+        };
+        Ok(SampleFilter {
+            event: self.event.clone(),
+            pids: self.pid.clone(),
+            tids: self.tid.clone(),
+            comms: self.comm.clone(),
+            time_from_ns: from,
+            time_to_ns: to,
+            captures: self.capture.clone(),
+        })
+    }
+}
+
+/// A flag taking one of the library's named values ([`Choice`]), each
+/// listed with its meaning in `--help`.
+pub(crate) fn choice<T: Choice + Clone>() -> impl clap::builder::TypedValueParser<Value = T> {
+    use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
+    PossibleValuesParser::new(
+        T::ALL
+            .iter()
+            .map(|v| PossibleValue::new(v.name()).help(v.doc())),
+    )
+    .map(|s| T::parse(&s).expect("a listed value"))
+}
+
+/// The samples a stack report reads: the event (checked, or the one with
+/// most samples), the weight (checked), the filter and inline option.
+pub(crate) async fn selection(
+    s: &Session,
+    filter: &FilterArgs,
+    metric: &MetricArgs,
+) -> Result<(SampleFilter, String, sample::Weight, sample::StackOpts)> {
+    let (weight, opts) = metric.parse()?;
+    let f = filter.to_filter()?;
+    let event = sample::choose_event(s, f.event.as_deref()).await?;
+    sample::check_weight(s, &weight).await?;
+    Ok((f, event, weight, opts))
+}
+
+/// `--app`, or the traced executable's directory.
+pub(crate) async fn app_prefix(s: &Session, app: &Option<String>) -> Result<String> {
+    Ok(match app {
+        Some(p) => p.clone(),
+        None => trawl_query::memory::default_app(s).await?.ok_or_else(|| {
+            anyhow::anyhow!("no call stacks (strace -k, perf -g) to find the application in; pass --app PATH_PREFIX")
+        })?,
+    })
+}
+
+pub(crate) async fn limited(
+    df: trawl_query::datafusion::prelude::DataFrame,
+    limit: Option<usize>,
+) -> Result<Vec<trawl_query::datafusion::arrow::array::RecordBatch>> {
+    let df = match limit {
+        Some(n) => df.limit(0, Some(n))?,
+        None => df,
+    };
+    Ok(df.collect().await?)
+}
