@@ -12,7 +12,8 @@
 //! [`plan`] groups raw inputs into captures; [`ingest`] ingests the
 //! captures whose inputs are not yet in the manifest, several at a time,
 //! each committed atomically (its directory appears whole), the manifest
-//! rewritten (atomically) after each one. A killed run leaves no partial
+//! rewritten (atomically) as they are done, at most twice a second, and at
+//! the end. A killed run leaves no partial
 //! capture; running again finishes the work.
 
 mod manifest;

@@ -1,6 +1,18 @@
 //! Ingesting an archive: plan, hash, skip what the manifest already
 //! holds, ingest the rest several at a time, commit each capture
 //! atomically and keep the manifest current.
+//!
+//! A run holds the archive's lock (one writer at a time) and first removes
+//! what killed runs left (`ARCHIVE/.staging`, temporary manifest files).
+//! Inputs are hashed with BLAKE3, read rather than mapped (an input
+//! truncated meanwhile is an error, not a SIGBUS); a capture's content
+//! hash covers its inputs' file names and hashes, and an input that cannot
+//! be read fails its capture only (the run, with `strict`). Captures are
+//! ingested on `jobs` threads, each staged in `ARCHIVE/.staging` (outside
+//! the `ARCHIVE/*/` that readers glob) and renamed to `capture=NAME` at
+//! commit. The manifest is rewritten
+//! at most twice a second and at the end; a capture committed but not yet
+//! in the manifest is ingested again by the next run.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

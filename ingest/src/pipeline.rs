@@ -76,7 +76,6 @@ pub fn ingest(
     ingest_with_unwinder(inputs, out, opts, None, before_commit)
 }
 
-/// [`ingest`], unwinding `--call-graph dwarf` samples with `unwinder`.
 /// Power events read at the input's samples (`perf record -e
 /// '{cpu-clock,power/energy-cores/}:S'`) → `energy` rows (their `line` is
 /// the read's rank in time order); problems are reported at the sample's
@@ -107,6 +106,7 @@ fn power_readings(
     econv.flush()
 }
 
+/// [`ingest`], unwinding `--call-graph dwarf` samples with `unwinder`.
 pub fn ingest_with_unwinder(
     inputs: &[PathBuf],
     out: &Path,

@@ -35,7 +35,8 @@ pub use trawl_capture::layout::{is_capture, table_file};
 
 /// Writer settings: zstd level 1 (none for a small table, see
 /// [`SMALL_TABLE_BYTES`]); dictionary encoding for strings and flags; delta
-/// encoding for 64-bit integers (sorted ids, times, periods); 32-bit ids
+/// encoding for signed 64-bit integers and UTC times (sorted ids, times,
+/// periods; unsigned ones, addresses, stay plain); 32-bit ids
 /// plain (mostly constant runs, which zstd takes for free); no min/max
 /// statistics for addresses, payloads and dictionary strings.
 fn writer_properties(def: &TableDef, small: bool) -> WriterProperties {

@@ -17,6 +17,13 @@
 //!   starts an empty space; when the last thread of a space exits, its
 //!   regions end.
 //!
+//! Exits come from `strace_event` and perf's task events
+//! (`perf_task_event`). perf records no clone flags, so for its calls the
+//! thread → process ids it knows (each call's `tgid`, FORK records) decide
+//! whether a clone shares its parent's space. The replay is Rust because
+//! splitting and moving regions is not SQL; `memory_region` is a lazy
+//! table, replayed by the first query that reads it.
+//!
 //! The result is the table `memory_region`: one row per piece of a region
 //! over the interval it existed unchanged (`from_ns` .. `to_ns`, null to =
 //! still there when the trace ended; `end_reason` says why a piece ended:

@@ -120,7 +120,9 @@ impl Interner {
     }
 }
 
-/// The selected samples with their stacks (see [`StackProfile`]).
+/// The selected samples with their stacks (see [`StackProfile`]), read in
+/// one pass as the scan delivers them and then put in (capture, sample_id)
+/// order in place: no sort of every sample in DataFusion.
 pub async fn stack_profile(
     s: &Session,
     sel: &Selection<'_>,

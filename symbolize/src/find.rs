@@ -1,5 +1,20 @@
 //! Finding the files that describe a module: the binary (program headers,
 //! symbols) and separate debug files, checked against the build-id.
+//!
+//! The binary ([`locate`]) is looked for, in order: under each matching
+//! `--remap-path` prefix; below `--symfs`/`--sysroot` (and its
+//! `usr/lib/debug/.build-id`); in each `--debug-dir` by build-id, recorded
+//! path, file name, and a scan of the directory for the build-id; in
+//! perf's build-id cache (`~/.debug`); at the recorded path; for `[vdso]`
+//! finally the running kernel's, copied from this process's memory; and
+//! last from debuginfod. A file whose build-id differs from the capture's
+//! is refused, and a separate debug file is never taken for the binary.
+//! Debug files: by build-id in the debug directories, the sysroot,
+//! `/usr/lib/debug/.build-id` and `~/.debug`, then by `.gnu_debuglink`
+//! (beside the binary, in its `.debug/`, under `/usr/lib/debug`, in the
+//! debug directories), then from debuginfod when none has DWARF. With
+//! `--symfs` or `--remap-path` ([`Config::confined`]) every place is
+//! inside a root given, opened as that root's `/`.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

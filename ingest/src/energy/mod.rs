@@ -12,6 +12,15 @@
 //! - [`read_perf_stat`]: `perf stat -I MS -x, -e power/energy-pkg/,...`
 //!   output: joules per interval (deltas), times relative to perf stat's
 //!   start.
+//! - [`read_turbostat`]: turbostat blocks, watts or joules per block, per
+//!   package when it prints them.
+//! - Power events read at perf samples (`perf record -e
+//!   '{cpu-clock,power/energy-cores/}:S'`) become readings too, one counter
+//!   per group, placed on the package of the CPU that read when the CPU
+//!   topology (`perf_cpu`) has several
+//!   (`PerfConverter::take_power_readings`).
+//!
+//! [`sim`] writes simulated inputs with a known truth for the tests.
 
 pub mod convert;
 pub mod sim;

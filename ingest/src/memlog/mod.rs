@@ -1247,7 +1247,9 @@ pub fn ingest_binary(
 
 /// Reads a binary memory log into `sink`, narrowing its filters with
 /// `opts`, with the page and fetch summaries left in the returned
-/// collector.
+/// collector. Blocks are read one after another ([`binary::read_block`])
+/// and their accesses decoded in parallel, two blocks per thread at a
+/// time.
 pub fn read_binary(
     input: &mut dyn Read,
     opts: &MemOptions,

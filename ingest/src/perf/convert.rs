@@ -5,7 +5,15 @@
 //! and flush a batch every [`BATCH_ROWS`] rows, so memory stays bounded by
 //! the number of distinct stacks, frames and mappings, not by the file size.
 //! The converter keeps each process's address space to turn an instruction
-//! address into (module, file offset) at the time of the sample.
+//! address into (module, file offset) at the time of the sample: MMAP and
+//! MMAP2 records insert mappings, trimming or splitting the ones they
+//! overlap (perf's `maps__fixup_overlap_and_insert`), and a FORK of a new
+//! process copies its parent's space. Each space has a generation that
+//! changes with it, so a raw callchain seen before in the same generations
+//! resolves to its stack in one lookup (a bounded cache). Threads' names
+//! are tracked for the `comm` column. Branch-stack entries become frames
+//! too, each with the call stack at its source (`branch_frames`), so LBR
+//! pseudo-samples are stacks like any other.
 
 use std::collections::BTreeMap;
 

@@ -1,11 +1,20 @@
 //! perf.data (file and pipe mode, zstd-compressed or not).
 //!
+//! - [`bytes`]: endian-aware, bounds-checked reads from byte slices.
 //! - [`header`]: file header, `perf_event_attr`, feature sections.
 //! - [`records`]: typed records and their decoders (no Arrow).
 //! - [`reader`]: the record stream with byte offsets and time ordering.
 //! - [`overlap`]: branch-stack entries repeated from the thread's previous sample.
 //! - [`convert`]: typed records → Arrow batches of the `perf_*` tables.
+//! - [`syscalls`]: syscall tracepoint samples paired into `syscall` rows.
 //! - [`writer`]: a small perf.data writer for tests and simulators.
+//!
+//! Times stay on perf's clock (`time_ns`); the clock data header places
+//! that clock on UTC. The reader hands its offset out with every record
+//! ([`reader::Item::utc_offset_ns`]), so in pipe mode, where the header
+//! arrives as a HEADER_FEATURE record among the others, `time_utc` is
+//! filled from there on; the records before it keep a null `time_utc` and
+//! the input gets one `late_clock_data` warning.
 
 pub mod bytes;
 pub mod convert;

@@ -5,7 +5,8 @@
 //! offset it is at: a damaged file yields every record before the damage and
 //! a diagnostic naming the offset (linux-perf-data's iterator drops the
 //! records of the current round on an error, and its MMAP2 parser asserts on
-//! bad build-id lengths). Ordering follows perf's `ordered_events`: records
+//! bad build-id lengths; trawl takes only feature constants and names from
+//! linux-perf-data). Ordering follows perf's `ordered_events`: records
 //! are buffered per round and, at each FINISHED_ROUND, those not newer than
 //! the previous round's newest timestamp are delivered in time order.
 

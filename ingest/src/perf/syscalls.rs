@@ -7,7 +7,8 @@
 //! decimal, everything else in hex), so the typed columns and the analyses
 //! read perf and strace calls alike. Pointer arguments stay pointers: perf
 //! records no strings, structures or iovecs (no paths, no `clone3` flags,
-//! no `readv` totals).
+//! no `readv` totals). A call's stack is the user part of its enter
+//! sample's call stack (the exit's when the enter had none).
 
 use rustc_hash::FxHashMap as HashMap;
 use std::fmt::Write;
