@@ -161,12 +161,9 @@ pub(crate) async fn selection(
     s: &Session,
     filter: &FilterArgs,
     metric: &MetricArgs,
-) -> Result<(SampleFilter, String, sample::Weight, sample::StackOpts)> {
+) -> Result<sample::Picked> {
     let (weight, opts) = metric.parse()?;
-    let f = filter.to_filter()?;
-    let event = sample::choose_event(s, f.event.as_deref()).await?;
-    sample::check_weight(s, &weight).await?;
-    Ok((f, event, weight, opts))
+    Ok(sample::Picked::resolve(s, filter.to_filter()?, weight, opts).await?)
 }
 
 /// `--app`, or the traced executable's directory.

@@ -196,7 +196,7 @@ fn main() -> ExitCode {
             if output::is_broken_pipe(&e) {
                 return ExitCode::SUCCESS;
             }
-            let mut msg = error_message(&e);
+            let mut msg = trawl_query::error::message(e.as_ref());
             if let Some(url) = CLUSTER.get().filter(|_| msg.contains("ConnectError")) {
                 msg = format!("cannot reach the scheduler at {url}: {msg}");
             }
@@ -204,22 +204,6 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
-}
-
-/// The error and its causes, each cause once: DataFusion nests the same
-/// error in layers whose messages repeat the inner one.
-fn error_message(e: &anyhow::Error) -> String {
-    let mut msg = String::new();
-    for cause in e.chain() {
-        let m = cause.to_string();
-        if !msg.contains(&m) {
-            if !msg.is_empty() {
-                msg.push_str(": ");
-            }
-            msg.push_str(&m);
-        }
-    }
-    msg
 }
 
 fn run(cli: Cli) -> Result<()> {

@@ -11,9 +11,12 @@
 //! (`trawl_query::flame`). Nothing here reads a file or a table: each
 //! writer takes the profile and returns bytes.
 
+mod dispatch;
 pub mod firefox;
 pub mod pprof;
 pub mod speedscope;
+
+pub use dispatch::{export, Format, WRITER};
 
 /// Events whose period is a time in nanoseconds (perf's software clocks).
 pub fn is_time_event(event: &str) -> bool {

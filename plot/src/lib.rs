@@ -17,12 +17,14 @@ use anyhow::{anyhow, bail, Context, Result};
 
 mod flame;
 mod heatmap;
+mod power;
 mod timeline;
 pub use flame::{count_name, diff_flame_svg, flame_svg, flame_title};
 pub use heatmap::{heatmap_figure, heatmap_of, HeatFigure};
 use plotters::coord::Shift;
 use plotters::prelude::*;
-pub use timeline::{rule_bands, timeline, timeline_title};
+pub use power::{energy_per_sample, power_data};
+pub use timeline::{rule_bands, timeline, timeline_figure, timeline_title, TimelineFigure};
 
 /// A time range to shade, in seconds.
 pub type Band = (f64, f64);

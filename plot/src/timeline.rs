@@ -61,3 +61,37 @@ pub fn timeline(
     };
     shares(image, title, &s, bands)
 }
+
+/// What a timeline figure shows besides its rows: how they were asked for
+/// (the window as the user wrote it, for the title), the event they count,
+/// the origin of times and the rule whose ranges are shaded.
+pub struct TimelineFigure<'a> {
+    pub window: &'a str,
+    pub window_ns: i64,
+    pub key: TimelineKey,
+    pub event: &'a str,
+    pub t0: &'a str,
+    pub rule: Option<(Rule, RangeOpts)>,
+}
+
+/// The first capture's rows of `timeline(...)` (`batches`) as the figure
+/// `f` describes: the CLI's `report timeline --plot` and the Python
+/// package's `timeline_plot`.
+pub async fn timeline_figure(
+    s: &Session,
+    image: Image,
+    batches: &[RecordBatch],
+    f: &TimelineFigure<'_>,
+) -> Result<Vec<u8>> {
+    let first = s
+        .captures()
+        .first()
+        .map(|c| c.name.clone())
+        .ok_or_else(|| anyhow!("no capture"))?;
+    let bands = match &f.rule {
+        Some((rule, opts)) => rule_bands(s, rule, *opts, &first).await?,
+        None => Vec::new(),
+    };
+    let title = timeline_title(&first, f.event, f.key, f.window, f.t0);
+    timeline(image, batches, &first, f.window_ns, &title, &bands)
+}

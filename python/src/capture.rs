@@ -9,7 +9,7 @@ use pyo3::types::{PyBool, PyBytes, PyFloat, PyInt, PyList, PyString, PyTuple};
 use trawl_query::choice::Choice;
 use trawl_query::datafusion::prelude::lit;
 use trawl_query::datafusion::scalar::ScalarValue;
-use trawl_query::sample::{self, SampleFilter, Selection, StackOpts, Weight};
+use trawl_query::sample::{Picked, SampleFilter, StackOpts, Weight};
 use trawl_query::Session;
 
 use crate::relation::Relation;
@@ -112,36 +112,12 @@ struct Samples {
     inline: bool,
 }
 
-/// [`Samples`] checked against the session's captures.
-struct Picked {
-    filter: SampleFilter,
-    event: String,
-    weight: Weight,
-    inline: bool,
-}
-
-impl Picked {
-    fn selection(&self) -> Selection<'_> {
-        Selection {
-            filter: &self.filter,
-            event: &self.event,
-            weight: &self.weight,
-            opts: StackOpts {
-                inline: self.inline,
-            },
-        }
-    }
-}
-
 impl Samples {
     /// The filter, the event (by default the one with most samples) and
     /// the weight, checked against the session's captures.
     async fn resolve(self, s: &Session) -> anyhow::Result<Picked> {
-        let weight = Weight::parse(&self.weight)?;
-        let event = sample::choose_event(s, self.event.as_deref()).await?;
-        sample::check_weight(s, &weight).await?;
         let filter = SampleFilter {
-            event: Some(event.clone()),
+            event: self.event,
             pids: self.pid,
             tids: self.tid,
             comms: self.comm,
@@ -149,12 +125,11 @@ impl Samples {
             time_to_ns: self.to_ns,
             captures: self.capture,
         };
-        Ok(Picked {
-            filter,
-            event,
-            weight,
+        let weight = Weight::parse(&self.weight)?;
+        let opts = StackOpts {
             inline: self.inline,
-        })
+        };
+        Ok(Picked::resolve(s, filter, weight, opts).await?)
     }
 }
 
@@ -311,30 +286,10 @@ impl Capture {
         let out = wait(py, async move {
             let picked = samples.resolve(&s).await?;
             let sel = picked.selection();
-            let version = concat!("trawl ", env!("CARGO_PKG_VERSION"));
-            let profile = |per_sample| {
-                trawl_query::profile::stack_profile(
-                    &s,
-                    &sel,
-                    trawl_query::profile::ProfileOpts { per_sample },
-                )
+            let Some(format) = trawl_export::Format::parse(&to) else {
+                anyhow::bail!("to={to:?}: pprof, firefox, speedscope or folded");
             };
-            Ok(match to.as_str() {
-                "folded" => trawl_query::flame::frame_tree(&s, &sel)
-                    .await?
-                    .folded_text()
-                    .into_bytes(),
-                "pprof" => trawl_export::pprof::write(&profile(false).await?)?,
-                "speedscope" => trawl_export::speedscope::write(&profile(true).await?, version)?,
-                "firefox" => {
-                    let p = profile(true).await?;
-                    let interval = interval_ns
-                        .or_else(|| trawl_export::median_gap(&p))
-                        .unwrap_or(1_000_000);
-                    trawl_export::firefox::write(p, version, interval)?
-                }
-                f => anyhow::bail!("to={f:?}: pprof, firefox, speedscope or folded"),
-            })
+            trawl_export::export(&s, &sel, format, interval_ns).await
         })?;
         Ok(bytes(py, &out))
     }
@@ -377,20 +332,25 @@ impl Capture {
                 .transpose()?;
             let (df, event) = tl::timeline(&s, window_ns, key, top, event.as_deref(), lbr).await?;
             let batches = df.collect().await?;
-            let first = s.captures()[0].name.clone();
-            let bands = match rule {
-                Some(r) => {
-                    let rule = trawl_query::ranges::Rule::parse(&r)?;
-                    let opts = trawl_query::ranges::RangeOpts {
+            let rule = match rule {
+                Some(r) => Some((
+                    trawl_query::ranges::Rule::parse(&r)?,
+                    trawl_query::ranges::RangeOpts {
                         min_duration_ns: trawl_query::time::parse_duration_ns(&min_duration)?,
                         gap_ns: trawl_query::time::parse_duration_ns(&gap)?,
-                    };
-                    trawl_plot::rule_bands(&s, &rule, opts, &first).await?
-                }
-                None => Vec::new(),
+                    },
+                )),
+                None => None,
             };
-            let title = trawl_plot::timeline_title(&first, &event, key, &window, &t0);
-            trawl_plot::timeline(image, &batches, &first, window_ns, &title, &bands)
+            let figure = trawl_plot::TimelineFigure {
+                window: &window,
+                window_ns,
+                key,
+                event: &event,
+                t0: &t0,
+                rule,
+            };
+            trawl_plot::timeline_figure(&s, image, &batches, &figure).await
         })?;
         Ok(bytes(py, &img))
     }
@@ -418,9 +378,6 @@ impl Capture {
         let (png, rows) = wait(py, async move {
             let view =
                 View::parse(&view).ok_or_else(|| anyhow::anyhow!("view={view:?}: used or full"))?;
-            if let Some(b) = bytes_per_row.filter(|b| !b.is_power_of_two()) {
-                anyhow::bail!("bytes_per_row={b}: must be a power of two");
-            }
             let o = HeatOpts {
                 view,
                 bytes_per_row,

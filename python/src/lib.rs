@@ -129,16 +129,7 @@ fn panic_text(p: Box<dyn std::any::Any + Send>) -> String {
 /// An error as the CLI prints it (each cause once), as a Python exception:
 /// an [`InputError`] with the position when an input was at fault.
 pub(crate) fn error(py: Python<'_>, e: anyhow::Error) -> PyErr {
-    let mut msg = String::new();
-    for cause in e.chain() {
-        let m = cause.to_string();
-        if !msg.contains(&m) {
-            if !msg.is_empty() {
-                msg.push_str(": ");
-            }
-            msg.push_str(&m);
-        }
-    }
+    let msg = trawl_query::error::message(e.as_ref());
     let input = e
         .chain()
         .find_map(|c| c.downcast_ref::<trawl_ingest::Error>());

@@ -34,6 +34,12 @@ use crate::functions::{text, texts, Bound, Kind, Param, Spec};
 use crate::error::{Error, Result};
 use crate::session::Session;
 
+/// The energy counters and which is chosen per domain.
+const ENERGY_CHAINS: &str = include_str!("../analyses/energy/inputs/energy_chains.sql");
+
+/// Every sample with its CPU, package and indicator weights.
+const SAMPLE_WEIGHTS: &str = include_str!("../analyses/energy/inputs/sample_weights.sql");
+
 /// What a sample weighs when an interval's energy is shared.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Indicator {
@@ -70,27 +76,13 @@ impl Indicator {
         }
     }
 
-    /// SQL for the weight of sample `p` (and a join it needs).
-    fn sql(&self, alias: &str) -> (String, String) {
+    /// What `sample_weights.sql` binds for this indicator: its kind
+    /// (`period`, `samples`, `read`) and the counter read (null: none).
+    fn params(&self) -> (ScalarValue, ScalarValue) {
         match self {
-            Indicator::Period => (
-                "CAST(COALESCE(p.period, 1) AS DOUBLE)".into(),
-                String::new(),
-            ),
-            Indicator::Samples => ("CAST(1 AS DOUBLE)".into(), String::new()),
-            Indicator::Read(_) => (
-                format!("CAST(COALESCE({alias}.delta, 0) AS DOUBLE)"),
-                read_delta_join(alias),
-            ),
-        }
-    }
-
-    /// The value of the placeholder `$ALIAS` the join of [`Self::sql`]
-    /// reads (the counter's event).
-    fn param(&self, alias: &'static str) -> Option<(&'static str, ScalarValue)> {
-        match self {
-            Indicator::Read(e) => Some((alias, ScalarValue::from(e.as_str()))),
-            _ => None,
+            Indicator::Period => (ScalarValue::from("period"), ScalarValue::Utf8(None)),
+            Indicator::Samples => (ScalarValue::from("samples"), ScalarValue::Utf8(None)),
+            Indicator::Read(e) => (ScalarValue::from("read"), ScalarValue::from(e.as_str())),
         }
     }
 }
@@ -147,20 +139,16 @@ pub async fn sample_energy(
             }
         }
     }
-    let (wc, jc) = core.sql("rc");
-    let (wd, jd) = dram.sql("rd");
-    let q = format!(
-        "SELECT p.capture AS cap, CAST(p.sample_id AS BIGINT) AS sid, CAST(p.t_ns AS BIGINT) AS tns, \
-           CAST(p.cpu AS INT) AS cpu_id, {wc} AS wc, {wd} AS wd, CAST(tp.socket_id AS INT) AS pkg \
-         FROM perf_sample_t p {jc} {jd} \
-         LEFT JOIN perf_cpu tp ON tp.capture = p.capture AND tp.source_id = p.source_id AND tp.cpu = CAST(p.cpu AS INT) AND tp.socket_id >= 0 \
-         WHERE CAST(p.event AS VARCHAR) = $event AND p.t_ns IS NOT NULL \
-         ORDER BY cap, tns, sid"
-    );
-    let mut params = vec![("event", ScalarValue::from(event.as_str()))];
-    params.extend(core.param("rc"));
-    params.extend(dram.param("rd"));
-    let samples = s.sql_with(&q, &params).await?.collect().await?;
+    let (core_kind, core_event) = core.params();
+    let (dram_kind, dram_event) = dram.params();
+    let params = [
+        ("event", ScalarValue::from(event.as_str())),
+        ("core", core_kind),
+        ("core_event", core_event),
+        ("dram", dram_kind),
+        ("dram_event", dram_event),
+    ];
+    let samples = s.sql_with(SAMPLE_WEIGHTS, &params).await?.collect().await?;
     let chains = chosen_chains(s, &event, zones).await?;
     // The intervals of every counter; those of the chosen ones are used.
     let q = "SELECT e.capture, CAST(e.domain AS VARCHAR) AS domain, CAST(COALESCE(e.t_ns - e.interval_ns, -9223372036854775807) AS BIGINT) AS t0, \
@@ -443,34 +431,18 @@ pub async fn chain_rows(
     event: &str,
     zones: &[String],
 ) -> Result<(Vec<Chain>, Vec<RecordBatch>)> {
-    let filter = "($all_zones OR array_has($zones, zone))";
     let zone_list: Vec<ScalarValue> = zones
         .iter()
         .map(|z| ScalarValue::from(z.as_str()))
         .collect();
     let df = s
         .sql_with(
-            &format!(
-                "WITH c AS (SELECT capture, CAST(domain AS VARCHAR) AS domain, CAST(package AS INT) AS package, source_id, CAST(zone AS VARCHAR) AS zone, count(*) AS n \
-                   FROM energy WHERE delta_uj IS NOT NULL GROUP BY 1, 2, 3, 4, 5), \
-                 np AS (SELECT capture, domain, count(DISTINCT package) AS np FROM c WHERE {filter} GROUP BY 1, 2), \
-                 k AS (SELECT c.*, ({filter}) AS ok, \
-                   CASE WHEN COALESCE(np.np, 0) >= 2 THEN COALESCE(c.package, -1) ELSE -2 END AS pk \
-                   FROM c LEFT JOIN np ON np.capture = c.capture AND np.domain = c.domain), \
-                 r AS (SELECT *, row_number() OVER (PARTITION BY capture, domain, pk \
-                   ORDER BY CASE WHEN ok THEN 0 ELSE 1 END, \
-                     CASE WHEN ends_with(zone, $at) THEN 0 ELSE 1 END, n DESC, source_id, zone) AS rn FROM k) \
-                 SELECT capture, domain, CAST(CASE WHEN pk >= 0 THEN pk END AS INT) AS package, source_id, zone, \
-                   CAST(n AS BIGINT) AS intervals, ok AND rn = 1 AND pk <> -1 AS chosen FROM r"
-            ),
+            ENERGY_CHAINS,
             &[
                 ("all_zones", ScalarValue::from(zones.is_empty())),
                 (
                     "zones",
-                    ScalarValue::List(ScalarValue::new_list_nullable(
-                        &zone_list,
-                        &DataType::Utf8,
-                    )),
+                    ScalarValue::List(ScalarValue::new_list_nullable(&zone_list, &DataType::Utf8)),
                 ),
                 ("at", ScalarValue::from(format!("@{event}"))),
             ],
@@ -547,14 +519,9 @@ pub fn energy_chain_schema() -> SchemaRef {
 /// readings of several packages in `domain`, `package` must name one (the
 /// model relates one package's counter to the event rates of the samples
 /// on its CPUs); with one, `package` (if given) still restricts the
-/// samples to its CPUs. Returns the package and a condition on a sample's
-/// CPU column `cpu_col` (empty: all samples).
-pub async fn package_scope(
-    s: &Session,
-    domain: &str,
-    package: Option<i32>,
-    cpu_col: &str,
-) -> Result<(Option<i32>, String)> {
+/// samples to its CPUs. Returns the package the samples are restricted to
+/// (None: all samples), the `$package` of the queries that read them.
+pub async fn package_scope(s: &Session, domain: &str, package: Option<i32>) -> Result<Option<i32>> {
     let pk = crate::session::scalar_with(
         s,
         "SELECT string_agg(DISTINCT CAST(package AS VARCHAR), ', ') FROM energy WHERE CAST(domain AS VARCHAR) = $domain AND package IS NOT NULL",
@@ -569,11 +536,12 @@ pub async fn package_scope(
                 "{domain} energy of packages {pk}: the model relates one package's counter to the event rates of the samples on its CPUs; pick one with --package"
             )));
         }
-        return Ok((None, String::new()));
+        return Ok(None);
     };
-    let cpus = crate::session::scalar(
+    let cpus = crate::session::scalar_with(
         s,
-        &format!("SELECT CAST(count(*) AS VARCHAR) FROM perf_cpu WHERE socket_id = {p}"),
+        "SELECT CAST(count(*) AS VARCHAR) FROM perf_cpu WHERE socket_id = $package",
+        &[("package", ScalarValue::Int32(Some(p)))],
     )
     .await?;
     if matches!(cpus.as_deref(), Some("0") | None) {
@@ -581,21 +549,16 @@ pub async fn package_scope(
             "package {p}: the capture's CPU topology (perf_cpu, from perf.data's HEADER_CPU_TOPOLOGY) has no CPU of that package"
         )));
     }
-    Ok((
-        Some(p),
-        format!(" AND CAST({cpu_col} AS INT) IN (SELECT cpu FROM perf_cpu WHERE socket_id = {p})"),
-    ))
+    Ok(Some(p))
 }
 
 /// The one counter of `domain` a power model or power samples read, with
 /// the package it is for ([`package_scope`]).
 pub struct DomainCounter {
     pub chain: Chain,
+    /// The package whose CPUs' samples and counter rows are read (None:
+    /// all): the `$package` of `analyses/energy/inputs/*.sql`.
     pub package: Option<i32>,
-    /// Condition keeping the samples on the package's CPUs (alias `p`).
-    pub on_cpus: String,
-    /// Condition keeping the counter's rows of that package (`energy_t`).
-    pub on_package: String,
 }
 
 /// Chooses `domain`'s counter ([`chosen_chains`]) for `package`.
@@ -606,20 +569,13 @@ pub async fn domain_counter(
     zones: &[String],
     package: Option<i32>,
 ) -> Result<DomainCounter> {
-    let (package, on_cpus) = package_scope(s, domain, package, "p.cpu").await?;
+    let package = package_scope(s, domain, package).await?;
     let chain = chosen_chains(s, event, zones)
         .await?
         .into_iter()
         .find(|c| c.domain == domain && (c.package.is_none() || c.package == package))
         .ok_or_else(|| Error::Usage(format!("no {domain} energy readings in the capture")))?;
-    Ok(DomainCounter {
-        chain,
-        package,
-        on_cpus,
-        on_package: package
-            .map(|p| format!(" AND (package IS NULL OR package = {p})"))
-            .unwrap_or_default(),
-    })
+    Ok(DomainCounter { chain, package })
 }
 
 /// Refuses readings that do not overlap the samples in time (a clock
@@ -832,17 +788,6 @@ pub async fn report(
         args.extend([lit("zone"), lit(z.as_str())]);
     }
     crate::functions::call(s, "energy_by", &args).await
-}
-
-/// `LEFT JOIN (...) ALIAS` giving `ALIAS.delta`: the increase of the
-/// counter `$ALIAS` (a placeholder: the event's name) read at each sample
-/// of `perf_sample p` (the view `read_delta` of
-/// `analyses/perf/stack_weight.sql`).
-fn read_delta_join(alias: &str) -> String {
-    format!(
-        "LEFT JOIN (SELECT capture, sample_id, delta FROM read_delta WHERE event = ${alias}) {alias} \
-         ON {alias}.capture = p.capture AND {alias}.sample_id = p.sample_id"
-    )
 }
 
 impl crate::choice::Choice for EnergyKey {

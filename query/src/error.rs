@@ -20,3 +20,22 @@ pub enum Error {
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// An error and its causes as one line, each message once: DataFusion
+/// nests the same error in layers whose messages repeat the inner one. How
+/// the CLI prints an error and the Python package raises it.
+pub fn message(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut msg = String::new();
+    let mut cause = Some(e);
+    while let Some(c) = cause {
+        let m = c.to_string();
+        if !msg.contains(&m) {
+            if !msg.is_empty() {
+                msg.push_str(": ");
+            }
+            msg.push_str(&m);
+        }
+        cause = c.source();
+    }
+    msg
+}

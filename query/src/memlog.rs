@@ -12,14 +12,19 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 use datafusion::arrow::array::{AsArray, RecordBatch};
+use datafusion::arrow::datatypes::DataType;
 use datafusion::arrow::datatypes::{Int32Type, Int64Type, UInt64Type};
+use datafusion::functions_aggregate::expr_fn::{count, max, min};
 use datafusion::logical_expr::Expr;
-use datafusion::prelude::{col, lit, DataFrame};
+use datafusion::prelude::{cast, col, lit, DataFrame};
 use futures::StreamExt;
 
 use crate::error::{Error, Result};
 use crate::functions::{Kind, Param, Spec};
 use crate::session::Session;
+
+/// The accesses of one memory log in a heatmap's zoom.
+const HEAT_ACCESS: &str = include_str!("../analyses/memlog/inputs/heat_access.sql");
 use datafusion::scalar::ScalarValue;
 
 pub const SYMBOL_USE: &str = include_str!("../analyses/memlog/symbol_use.sql");
@@ -417,7 +422,9 @@ impl Reuse {
 }
 
 /// Lifetimes are closed intervals [first, last] of ordinals; a can be
-/// reused as b when a.last < b.first.
+/// reused as b when a.last < b.first. Pairs are counted by binary search
+/// over the sorted last ordinals; the plan is greedy interval
+/// partitioning, which uses exactly the most pages live at once.
 pub fn reuse_of(mut lives: Vec<Life>) -> (usize, u64, usize, Vec<Vec<Life>>) {
     lives.sort_by_key(|l| (l.first, l.last, l.page));
     // Pairs: for each b, the pages whose last < b.first.
@@ -596,6 +603,11 @@ pub struct Heatmap {
     pub accesses: u64,
 }
 
+/// The accesses a heatmap draws (`heat_access.sql` with `params`).
+async fn accesses(s: &Session, params: &[(&str, ScalarValue)]) -> Result<DataFrame> {
+    s.sql_with(HEAT_ACCESS, params).await
+}
+
 /// Column `c` of the first row of a query result, as i64.
 fn first_i64(b: &[RecordBatch], c: usize) -> Option<i64> {
     b.iter()
@@ -605,6 +617,11 @@ fn first_i64(b: &[RecordBatch], c: usize) -> Option<i64> {
 
 /// Builds the heatmap of the first capture of the session.
 pub async fn heatmap(s: &Session, o: &HeatOpts) -> Result<Heatmap> {
+    if let Some(b) = o.bytes_per_row.filter(|b| !b.is_power_of_two()) {
+        return Err(Error::Usage(format!(
+            "bytes per row {b}: must be a power of two"
+        )));
+    }
     let cap = s
         .captures()
         .first()
@@ -630,10 +647,8 @@ pub async fn heatmap(s: &Session, o: &HeatOpts) -> Result<Heatmap> {
         }
     };
     let page_size = ingest_page_size(s).await?;
-    // The accesses drawn: this capture's input, in the zoom asked for.
-    let filt = "capture = $cap AND source_id = $sid \
-        AND ($alo IS NULL OR address >= $alo) AND ($ahi IS NULL OR address < $ahi) \
-        AND ($olo IS NULL OR ordinal >= $olo) AND ($ohi IS NULL OR ordinal <= $ohi)";
+    // The accesses drawn: this capture's input, in the zoom asked for
+    // (`heat_access.sql`); their extent, pages and rows are read from it.
     let params = [
         ("cap", ScalarValue::from(cap.as_str())),
         ("sid", ScalarValue::Int32(Some(source_id))),
@@ -642,14 +657,18 @@ pub async fn heatmap(s: &Session, o: &HeatOpts) -> Result<Heatmap> {
         ("olo", ScalarValue::Int64(o.ordinals.map(|a| a.0))),
         ("ohi", ScalarValue::Int64(o.ordinals.map(|a| a.1))),
     ];
-    let b = s
-        .sql_with(
-            &format!(
-                "SELECT min(ordinal), max(ordinal), CAST(min(address) AS BIGINT UNSIGNED), CAST(max(address + CAST(size AS BIGINT UNSIGNED)) AS BIGINT UNSIGNED), count(*) FROM mem_access WHERE {filt}"
-            ),
-            &params,
-        )
+    let b = accesses(s, &params)
         .await?
+        .aggregate(
+            vec![],
+            vec![
+                min(col("ordinal")),
+                max(col("ordinal")),
+                min(col("address")),
+                max(col("address") + cast(col("size"), DataType::UInt64)),
+                count(lit(1)),
+            ],
+        )?
         .collect()
         .await?;
     let (Some(omin), Some(omax)) = (first_i64(&b, 0), first_i64(&b, 1)) else {
@@ -671,14 +690,12 @@ pub async fn heatmap(s: &Session, o: &HeatOpts) -> Result<Heatmap> {
         View::Used => {
             let bpr = o.bytes_per_row.unwrap_or(page_size);
             let shift = page_size.trailing_zeros();
-            let pb = s
-                .sql_with(
-                    &format!(
-                        "SELECT DISTINCT CAST(address >> {shift} AS BIGINT UNSIGNED) AS p FROM mem_access WHERE {filt} ORDER BY p"
-                    ),
-                    &params,
-                )
+            let page = col("address") / lit(1u64 << shift);
+            let pb = accesses(s, &params)
                 .await?
+                .select(vec![page.alias("p")])?
+                .distinct()?
+                .sort(vec![col("p").sort(true, false)])?
                 .collect()
                 .await?;
             let mut pages = Vec::new();
@@ -745,14 +762,7 @@ pub async fn heatmap(s: &Session, o: &HeatOpts) -> Result<Heatmap> {
         let i = starts.partition_point(|&s| s <= a);
         (i > 0 && a < rows[i - 1].1).then(|| i - 1)
     };
-    let mut stream = s
-        .sql_with(
-            &format!("SELECT ordinal, kind, address, size FROM mem_access WHERE {filt}"),
-            &params,
-        )
-        .await?
-        .execute_stream()
-        .await?;
+    let mut stream = accesses(s, &params).await?.execute_stream().await?;
     let mut accesses = 0u64;
     while let Some(b) = stream.next().await {
         let b = b?;

@@ -35,6 +35,15 @@ use datafusion::logical_expr::{
 use crate::error::{Error, Result};
 use crate::session::Session;
 
+/// Counter increases read at the samples.
+const COUNTER_READS: &str = include_str!("../analyses/energy/inputs/counter_reads.sql");
+/// Samples of events, weighing their periods.
+const SAMPLED_EVENTS: &str = include_str!("../analyses/energy/inputs/sampled_events.sql");
+/// One counter's intervals.
+const COUNTER_INTERVALS: &str = include_str!("../analyses/energy/inputs/counter_intervals.sql");
+/// One counter's readings in time order.
+const COUNTER_CURVE: &str = include_str!("../analyses/energy/inputs/counter_curve.sql");
+
 /// `power_fit(y, x1, …, xk)`: least squares `y = a + Σ c_i x_i`.
 #[derive(Debug, PartialEq, Eq, Hash)]
 pub struct PowerFit {
@@ -354,37 +363,21 @@ pub async fn model_intervals(
             }
         }
     };
-    let crate::energy::DomainCounter {
-        chain,
-        on_cpus,
-        on_package,
-        ..
-    } = crate::energy::domain_counter(s, &event, &input.domain, &input.zones, input.package)
-        .await?;
+    let crate::energy::DomainCounter { chain, package } =
+        crate::energy::domain_counter(s, &event, &input.domain, &input.zones, input.package)
+            .await?;
     // Counter increases read at the event's samples.
     let params = [
         ("events", text_list(&input.events)),
         ("event", ScalarValue::from(event.as_str())),
         ("cap", ScalarValue::from(chain.capture.as_str())),
+        ("package", ScalarValue::Int32(package)),
     ];
-    let reads = series(
-        s,
-        &format!(
-            "SELECT r.event AS ev, CAST(p.t_ns AS BIGINT) AS tn, CAST(r.value AS DOUBLE) - CAST(COALESCE(lag(r.value) OVER (\
-               PARTITION BY r.capture, p.tid, r.event_id, r.idx ORDER BY p.t_ns, p.sample_id), 0) AS DOUBLE) AS v \
-             FROM perf_sample_read r JOIN perf_sample_t p ON p.capture = r.capture AND p.sample_id = r.sample_id \
-             WHERE array_has($events, CAST(r.event AS VARCHAR)) AND CAST(p.event AS VARCHAR) = $event AND p.t_ns IS NOT NULL AND p.capture = $cap{on_cpus}"
-        ),
-        &params,
-    )
-    .await?;
+    let reads = series(s, COUNTER_READS, &params).await?;
     let sampled = series(
         s,
-        &format!(
-            "SELECT CAST(event AS VARCHAR) AS ev, CAST(t_ns AS BIGINT) AS tn, CAST(COALESCE(period, 1) AS DOUBLE) AS v \
-             FROM perf_sample_t p WHERE array_has($events, CAST(event AS VARCHAR)) AND t_ns IS NOT NULL AND capture = $cap{on_cpus}"
-        ),
-        &[params[0].clone(), params[2].clone()],
+        SAMPLED_EVENTS,
+        &[params[0].clone(), params[2].clone(), params[3].clone()],
     )
     .await?;
     let mut how = Vec::new();
@@ -403,13 +396,8 @@ pub async fn model_intervals(
             )));
         }
     }
-    let q = format!(
-        "SELECT CAST(t_ns - interval_ns AS BIGINT) AS a, CAST(t_ns AS BIGINT) AS z, CAST(delta_uj AS DOUBLE) AS uj FROM energy_t \
-         WHERE capture = $cap AND source_id = $src AND zone = $zone{on_package} AND delta_uj IS NOT NULL AND interval_ns > 0 \
-           AND t_ns IS NOT NULL ORDER BY t_ns"
-    );
     let iv = s
-        .sql_with(&q, &chain_params(&chain))
+        .sql_with(COUNTER_INTERVALS, &chain_params(&chain, package))
         .await?
         .collect()
         .await?;
@@ -619,6 +607,29 @@ pub struct Model {
     pub coef: BTreeMap<String, f64>,
 }
 
+impl Model {
+    /// The model given as `EVENT=JOULES` coefficients and a constant power;
+    /// None when no coefficient is given (the model is then fitted).
+    pub fn given(coef: &[String], intercept_w: f64) -> Result<Option<Model>> {
+        let mut model = Model {
+            intercept_w,
+            ..Default::default()
+        };
+        for c in coef {
+            let (e, v) = c
+                .rsplit_once('=')
+                .ok_or_else(|| Error::Usage(format!("coef {c:?}: expected EVENT=JOULES")))?;
+            let v: f64 = v
+                .parse()
+                .ok()
+                .filter(|v: &f64| v.is_finite())
+                .ok_or_else(|| Error::Usage(format!("coef {c:?}: {v:?} is not a number")))?;
+            model.coef.insert(e.to_string(), v);
+        }
+        Ok((!model.coef.is_empty()).then_some(model))
+    }
+}
+
 /// What [`power_samples`] merges.
 #[derive(Clone, Debug)]
 pub struct PowerSamplesInput {
@@ -744,12 +755,7 @@ pub async fn power_samples(
     s: &Session,
     input: &PowerSamplesInput,
 ) -> Result<(RecordBatch, RecordBatch)> {
-    let crate::energy::DomainCounter {
-        chain,
-        on_cpus,
-        on_package,
-        ..
-    } = crate::energy::domain_counter(
+    let crate::energy::DomainCounter { chain, package } = crate::energy::domain_counter(
         s,
         &input.time_event,
         &input.domain,
@@ -759,12 +765,8 @@ pub async fn power_samples(
     .await?;
     let mut curve = Vec::new();
     let mut cum = 0.0;
-    let q = format!(
-        "SELECT CAST(t_ns AS BIGINT) AS tn, CAST(COALESCE(delta_uj, 0) AS DOUBLE) AS uj FROM energy_t \
-         WHERE capture = $cap AND source_id = $src AND zone = $zone{on_package} AND t_ns IS NOT NULL ORDER BY t_ns"
-    );
     for b in s
-        .sql_with(&q, &chain_params(&chain))
+        .sql_with(COUNTER_CURVE, &chain_params(&chain, package))
         .await?
         .collect()
         .await?
@@ -781,13 +783,11 @@ pub async fn power_samples(
     names.push(input.time_event.clone());
     let samples = series(
         s,
-        &format!(
-            "SELECT CAST(event AS VARCHAR) AS ev, CAST(t_ns AS BIGINT) AS tn, CAST(COALESCE(period, 1) AS DOUBLE) AS v \
-             FROM perf_sample_t p WHERE array_has($events, CAST(event AS VARCHAR)) AND t_ns IS NOT NULL AND capture = $cap{on_cpus}"
-        ),
+        SAMPLED_EVENTS,
         &[
             ("events", text_list(&names)),
             ("cap", ScalarValue::from(chain.capture.as_str())),
+            ("package", ScalarValue::Int32(package)),
         ],
     )
     .await?;
@@ -970,11 +970,15 @@ fn text_list(v: &[String]) -> ScalarValue {
 }
 
 /// `$cap`, `$src`, `$zone`: the counter of `chain`.
-fn chain_params(chain: &crate::energy::Chain) -> [(&'static str, ScalarValue); 3] {
+fn chain_params(
+    chain: &crate::energy::Chain,
+    package: Option<i32>,
+) -> [(&'static str, ScalarValue); 4] {
     [
         ("cap", ScalarValue::from(chain.capture.as_str())),
         ("src", ScalarValue::Int32(Some(chain.source_id))),
         ("zone", ScalarValue::from(chain.zone.as_str())),
+        ("package", ScalarValue::Int32(package)),
     ]
 }
 

@@ -350,9 +350,8 @@ pub struct SamplesArgs {
     pub time_event: String,
     pub target_j: f64,
     pub group: Option<usize>,
-    /// `EVENT=JOULES`; empty: fitted.
-    pub coef: Vec<String>,
-    pub intercept_w: f64,
+    /// The model weighing the samples; None: fitted on the capture.
+    pub model: Option<power::Model>,
 }
 
 fn samples_args(b: &Bound) -> DfResult<SamplesArgs> {
@@ -374,8 +373,8 @@ fn samples_args(b: &Bound) -> DfResult<SamplesArgs> {
         time_event: text(b, "time_event").unwrap_or_else(|| "cpu-clock".into()),
         target_j,
         group,
-        coef: texts(b, "coef")?,
-        intercept_w,
+        model: power::Model::given(&texts(b, "coef")?, intercept_w)
+            .map_err(|e| datafusion::error::DataFusionError::Plan(format!("power_samples: {e}")))?,
     })
 }
 
@@ -386,23 +385,8 @@ pub async fn samples_model(
     a: &SamplesArgs,
     events: &[String],
 ) -> Result<(power::Model, Option<power::Fit>)> {
-    let mut model = power::Model {
-        intercept_w: a.intercept_w,
-        ..Default::default()
-    };
-    for c in &a.coef {
-        let (e, v) = c
-            .rsplit_once('=')
-            .ok_or_else(|| Error::Usage(format!("coef {c:?}: expected EVENT=JOULES")))?;
-        let v: f64 = v
-            .parse()
-            .ok()
-            .filter(|v: &f64| v.is_finite())
-            .ok_or_else(|| Error::Usage(format!("coef {c:?}: {v:?} is not a number")))?;
-        model.coef.insert(e.to_string(), v);
-    }
-    if !model.coef.is_empty() {
-        return Ok((model, None));
+    if let Some(m) = &a.model {
+        return Ok((m.clone(), None));
     }
     let mut input = a.counter.clone();
     input.events = events.to_vec();
@@ -412,10 +396,10 @@ pub async fn samples_model(
         ))
     })?;
     let f = power::fit(&intervals, events.len())?;
-    model.intercept_w = f.intercept;
-    for (e, c) in events.iter().zip(&f.coef) {
-        model.coef.insert(e.clone(), *c);
-    }
+    let model = power::Model {
+        intercept_w: f.intercept,
+        coef: events.iter().cloned().zip(f.coef.iter().copied()).collect(),
+    };
     Ok((model, Some(f)))
 }
 
@@ -579,10 +563,13 @@ fn samples_call_args(a: &SamplesArgs) -> Vec<Expr> {
     if let Some(g) = a.group {
         args.extend([lit("group"), lit(g as i64)]);
     }
-    for c in &a.coef {
-        args.extend([lit("coef"), lit(c.as_str())]);
+    if let Some(m) = &a.model {
+        // The SQL functions take the model as their text arguments.
+        for (e, c) in &m.coef {
+            args.extend([lit("coef"), lit(format!("{e}={c:?}"))]);
+        }
+        args.extend([lit("intercept_w"), lit(m.intercept_w)]);
     }
-    args.extend([lit("intercept_w"), lit(a.intercept_w)]);
     args
 }
 

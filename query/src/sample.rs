@@ -220,3 +220,46 @@ pub async fn check_weight(s: &Session, weight: &Weight) -> Result<()> {
     }
     Ok(())
 }
+
+/// A selection checked against a session's captures: what a [`Selection`]
+/// borrows, owned. Both fronts make their selections with
+/// [`Picked::resolve`].
+#[derive(Clone, Debug)]
+pub struct Picked {
+    pub filter: SampleFilter,
+    pub event: String,
+    pub weight: Weight,
+    pub opts: StackOpts,
+}
+
+impl Picked {
+    /// Checks `filter` and `weight` against the captures of `s`: the
+    /// filter's event must have samples (by default: the event with most
+    /// samples), a `read:EVENT` weight a counter read.
+    pub async fn resolve(
+        s: &Session,
+        mut filter: SampleFilter,
+        weight: Weight,
+        opts: StackOpts,
+    ) -> Result<Picked> {
+        let event = choose_event(s, filter.event.as_deref()).await?;
+        check_weight(s, &weight).await?;
+        filter.event = Some(event.clone());
+        Ok(Picked {
+            filter,
+            event,
+            weight,
+            opts,
+        })
+    }
+
+    /// The selection, borrowing from `self`.
+    pub fn selection(&self) -> Selection<'_> {
+        Selection {
+            filter: &self.filter,
+            event: &self.event,
+            weight: &self.weight,
+            opts: self.opts,
+        }
+    }
+}

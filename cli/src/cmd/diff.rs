@@ -5,7 +5,6 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Result};
 use clap::Args;
 use trawl_query::analyses;
-use trawl_query::sample;
 use trawl_query::Session;
 
 use crate::args::{selection, FilterArgs, MetricArgs};
@@ -50,13 +49,9 @@ pub(crate) async fn open_sides(
 
 pub(crate) async fn diff(a: DiffArgs) -> Result<()> {
     let (s, base, new) = open_sides(&a.base, &a.new).await?;
-    let (filter, event, weight, opts) = selection(&s, &a.filter, &a.metric).await?;
-    let sel = sample::Selection {
-        filter: &filter,
-        event: &event,
-        weight: &weight,
-        opts,
-    };
+    let picked = selection(&s, &a.filter, &a.metric).await?;
+    let sel = picked.selection();
+    let (event, weight) = (&picked.event, &picked.weight);
     let mut df = analyses::diff(&s, &a.by, &base, &new, &sel).await?;
     if let Some(n) = a.limit {
         df = df.limit(0, Some(n))?;

@@ -6,7 +6,6 @@ use std::path::PathBuf;
 use anyhow::Result;
 use clap::Args;
 use trawl_query::analyses;
-use trawl_query::sample;
 
 use crate::args::{selection, FilterArgs, MetricArgs};
 use crate::output;
@@ -40,17 +39,13 @@ pub(crate) enum FunctionView {
 
 pub(crate) async fn edges(a: EdgeArgs, view: FunctionView) -> Result<()> {
     let s = open(&a.captures).await?;
-    let (filter, event, weight, opts) = selection(&s, &a.filter, &a.metric).await?;
+    let picked = selection(&s, &a.filter, &a.metric).await?;
     let f = analyses::FunctionMatch {
         function: a.function.clone(),
         module: a.module.clone(),
     };
-    let sel = sample::Selection {
-        filter: &filter,
-        event: &event,
-        weight: &weight,
-        opts,
-    };
+    let sel = picked.selection();
+    let event = &picked.event;
     let df = match view {
         FunctionView::Callers => analyses::callers(&s, &f, &sel).await?,
         FunctionView::Callees => analyses::callees(&s, &f, &sel).await?,

@@ -3,28 +3,12 @@
 
 use std::path::PathBuf;
 
-use anyhow::{bail, Result};
-use clap::{Args, ValueEnum};
-use trawl_query::sample;
+use anyhow::Result;
+use clap::Args;
 
-use crate::args::{selection, FilterArgs, MetricArgs};
+use crate::args::{choice, selection, FilterArgs, MetricArgs};
 use crate::output;
 use crate::session::open;
-
-/// The formats `trawl export` writes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub(crate) enum ExportFormat {
-    /// pprof's profile.proto, gzip-compressed (`go tool pprof FILE`).
-    Pprof,
-    /// The Firefox Profiler's processed format (JSON; profiler.firefox.com,
-    /// "Load a profile from file").
-    Firefox,
-    /// speedscope's file format (JSON; speedscope.app or `speedscope FILE`).
-    Speedscope,
-    /// Folded stacks, `root;...;leaf weight` per line (flamegraph.pl,
-    /// inferno, speedscope).
-    Folded,
-}
 
 #[derive(Args)]
 pub(crate) struct ExportArgs {
@@ -32,8 +16,8 @@ pub(crate) struct ExportArgs {
     #[arg(required = true)]
     pub(crate) captures: Vec<PathBuf>,
     /// Format to write.
-    #[arg(long = "to", value_enum)]
-    pub(crate) format: ExportFormat,
+    #[arg(long = "to", value_parser = choice::<trawl_export::Format>())]
+    pub(crate) format: trawl_export::Format,
     /// File to write.
     #[arg(short, long)]
     pub(crate) output: PathBuf,
@@ -49,43 +33,13 @@ pub(crate) struct ExportArgs {
 
 pub(crate) async fn export(a: ExportArgs) -> Result<()> {
     let s = open(&a.captures).await?;
-    let (filter, event, weight, opts) = selection(&s, &a.filter, &a.metric).await?;
-    let sel = sample::Selection {
-        filter: &filter,
-        event: &event,
-        weight: &weight,
-        opts,
+    let picked = selection(&s, &a.filter, &a.metric).await?;
+    let sel = picked.selection();
+    let interval = match &a.interval {
+        Some(d) => Some(trawl_query::time::parse_duration_ns(d)?.max(1) as u64),
+        None => None,
     };
-    let version = concat!("trawl ", env!("CARGO_PKG_VERSION"));
-    let bytes = match a.format {
-        ExportFormat::Folded => {
-            let tree = trawl_query::flame::frame_tree(&s, &sel).await?;
-            tree.folded_text().into_bytes()
-        }
-        f => {
-            let per_sample = f != ExportFormat::Pprof;
-            let p = trawl_query::profile::stack_profile(
-                &s,
-                &sel,
-                trawl_query::profile::ProfileOpts { per_sample },
-            )
-            .await?;
-            if p.samples.is_empty() {
-                bail!("no samples selected");
-            }
-            match f {
-                ExportFormat::Pprof => trawl_export::pprof::write(&p)?,
-                ExportFormat::Speedscope => trawl_export::speedscope::write(&p, version)?,
-                _ => {
-                    let interval = match &a.interval {
-                        Some(d) => trawl_query::time::parse_duration_ns(d)?.max(1) as u64,
-                        None => trawl_export::median_gap(&p).unwrap_or(1_000_000),
-                    };
-                    trawl_export::firefox::write(p, version, interval)?
-                }
-            }
-        }
-    };
+    let bytes = trawl_export::export(&s, &sel, a.format, interval).await?;
     output::write_atomic(&a.output, &bytes)?;
     eprintln!("wrote {} ({} bytes)", a.output.display(), bytes.len());
     Ok(())

@@ -5,7 +5,6 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Result};
 use clap::Args;
 use trawl_plot as plot;
-use trawl_query::sample;
 
 use crate::args::{selection, FilterArgs, MetricArgs};
 use crate::output;
@@ -41,13 +40,9 @@ pub(crate) async fn flamegraph(a: FlameArgs) -> Result<()> {
         return diff_flamegraph(&a, &d[0], &d[1]).await;
     }
     let s = open(&a.captures).await?;
-    let (filter, event, weight, opts) = selection(&s, &a.filter, &a.metric).await?;
-    let sel = sample::Selection {
-        filter: &filter,
-        event: &event,
-        weight: &weight,
-        opts,
-    };
+    let picked = selection(&s, &a.filter, &a.metric).await?;
+    let sel = picked.selection();
+    let (event, weight) = (&picked.event, &picked.weight);
     let tree = trawl_query::flame::frame_tree(&s, &sel).await?;
     if tree.total() <= 0 {
         bail!("no samples with stacks to draw");
@@ -70,20 +65,13 @@ pub(crate) async fn flamegraph(a: FlameArgs) -> Result<()> {
 
 async fn diff_flamegraph(a: &FlameArgs, base: &Path, new: &Path) -> Result<()> {
     let (s, base_caps, new_caps) = crate::cmd::diff::open_sides(base, new).await?;
-    let (filter, event, weight, opts) = selection(&s, &a.filter, &a.metric).await?;
+    let picked = selection(&s, &a.filter, &a.metric).await?;
+    let (event, weight) = (&picked.event, &picked.weight);
     let tree = |caps: &[String]| {
-        let mut f = filter.clone();
-        f.captures = caps.to_vec();
-        let (s, event, weight) = (&s, &event, &weight);
-        async move {
-            let sel = sample::Selection {
-                filter: &f,
-                event,
-                weight,
-                opts,
-            };
-            trawl_query::flame::frame_tree(s, &sel).await
-        }
+        let mut side = picked.clone();
+        side.filter.captures = caps.to_vec();
+        let s = &s;
+        async move { trawl_query::flame::frame_tree(s, &side.selection()).await }
     };
     let (b, n) = (tree(&base_caps).await?, tree(&new_caps).await?);
     let title = a.title.clone().unwrap_or_else(|| {

@@ -5,7 +5,6 @@ use std::path::PathBuf;
 use anyhow::Result;
 use clap::Args;
 use trawl_query::analyses::{self, HotspotKey};
-use trawl_query::sample;
 
 use crate::args::{choice, selection, FilterArgs, MetricArgs};
 use crate::output;
@@ -32,14 +31,10 @@ pub(crate) struct HotspotArgs {
 
 pub(crate) async fn hotspots(a: HotspotArgs) -> Result<()> {
     let s = open(&a.captures).await?;
-    let (filter, event, weight, opts) = selection(&s, &a.filter, &a.metric).await?;
+    let picked = selection(&s, &a.filter, &a.metric).await?;
     let key = a.by;
-    let sel = sample::Selection {
-        filter: &filter,
-        event: &event,
-        weight: &weight,
-        opts,
-    };
+    let sel = picked.selection();
+    let event = &picked.event;
     let mut df = analyses::hotspots(&s, key, &sel).await?;
     if let Some(n) = a.limit {
         df = df.limit(0, Some(n))?;

@@ -1,9 +1,9 @@
 //! `trawl report power-samples`: the power samples of Ono et al. 2015,
 //! sampling-based power measurement.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use anyhow::{bail, Context, Result};
+use anyhow::Result;
 use clap::{Args, ValueEnum};
 use trawl_plot as plot;
 
@@ -11,7 +11,6 @@ use crate::cmd::power_model::CounterArgs;
 use crate::output;
 use crate::output::OutputOpts;
 use crate::session::open;
-use trawl_query::datafusion::arrow::array::RecordBatch;
 
 #[derive(Args)]
 pub(crate) struct PowerSamplesArgs {
@@ -82,8 +81,7 @@ pub(crate) async fn report_power_samples(a: PowerSamplesArgs) -> Result<()> {
         time_event: a.time_event.clone(),
         target_j: a.target,
         group: a.group,
-        coef: a.coef.clone(),
-        intercept_w: a.intercept,
+        model: trawl_query::power::Model::given(&a.coef, a.intercept)?,
     };
     // The model once (fitted unless given), then passed to both calls.
     let events = power_calls::samples_events(&s, &args).await?;
@@ -102,141 +100,24 @@ pub(crate) async fn report_power_samples(a: PowerSamplesArgs) -> Result<()> {
         );
     }
     args.counter.events = events;
-    args.coef = model
-        .coef
-        .iter()
-        .map(|(e, c)| format!("{e}={c:?}"))
-        .collect();
-    args.intercept_w = model.intercept_w;
+    args.model = Some(model);
     let summary = power_calls::samples(&s, &args).await?.collect().await?;
     let data = match (a.view, &a.plot) {
         (PowerView::Summary, None) => Vec::new(),
         _ => power_calls::data(&s, &args).await?.collect().await?,
     };
     if let Some(path) = &a.plot {
-        plot_power_data(&summary, &data, path, a.target)?;
+        let img = plot::power_data(plot::Image::of_path(path)?, &summary, &data, a.target)?;
+        output::write_atomic(path, &img)?;
         eprintln!("wrote {}", path.display());
     }
     if let Some(path) = &a.plot_time {
-        plot_energy_over_time(&s, &a.time_event, path).await?;
+        let img = plot::energy_per_sample(plot::Image::of_path(path)?, &s, &a.time_event).await?;
+        output::write_atomic(path, &img)?;
         eprintln!("wrote {}", path.display());
     }
     match a.view {
         PowerView::Summary => output::write(&summary, &a.out),
         PowerView::Data => output::write(&data, &a.out),
     }
-}
-
-/// Histograms of the best subset's data (most within ±10 %, then the
-/// smallest mean error) and of each time-based grouping.
-pub(crate) fn plot_power_data(
-    summary: &[RecordBatch],
-    data: &[RecordBatch],
-    path: &Path,
-    target: f64,
-) -> Result<()> {
-    use trawl_query::datafusion::arrow::array::{Array, AsArray};
-    use trawl_query::datafusion::arrow::compute::concat_batches;
-    use trawl_query::datafusion::arrow::datatypes::Float64Type;
-    let one = |b: &[RecordBatch]| -> Result<RecordBatch> {
-        let schema = b.first().context("no rows")?.schema();
-        Ok(concat_batches(&schema, b)?)
-    };
-    let (summary, data) = (&one(summary)?, &one(data)?);
-    let method = trawl_query::string_values(summary.column(0));
-    let events = trawl_query::string_values(summary.column(1));
-    let w10 = summary.column(7).as_primitive::<Float64Type>();
-    let err = summary.column(8).as_primitive::<Float64Type>();
-    let mut best: Option<(usize, f64, f64)> = None;
-    let mut panels: Vec<String> = Vec::new();
-    for i in 0..summary.num_rows() {
-        if w10.is_null(i) {
-            continue;
-        }
-        if method[i].as_deref() == Some("time") {
-            panels.push(events[i].clone().unwrap_or_default());
-        } else if best.is_none_or(|(_, w, e)| (w10.value(i), -err.value(i).abs()) > (w, -e.abs())) {
-            best = Some((i, w10.value(i), err.value(i)));
-        }
-    }
-    if let Some((i, _, _)) = best {
-        panels.insert(0, events[i].clone().unwrap_or_default());
-    }
-    let mut hist = Vec::new();
-    for p in panels {
-        let v = trawl_query::power::datum_values(data, &p);
-        hist.push((p, v));
-    }
-    let img = plot::histograms(
-        plot::Image::of_path(path)?,
-        "energy per power datum (J)",
-        &hist,
-        target,
-    )?;
-    crate::output::write_atomic(path, &img)
-}
-
-/// `sample_rapl()` of the first capture as Ono et al. 2015, Fig. 5/7: one
-/// panel per sampled event (`time_event` first), joules over time (ms
-/// since the first sample drawn).
-async fn plot_energy_over_time(
-    s: &trawl_query::Session,
-    time_event: &str,
-    path: &Path,
-) -> Result<()> {
-    use trawl_query::datafusion::arrow::array::{Array, AsArray};
-    use trawl_query::datafusion::arrow::datatypes::{Float64Type, Int64Type};
-    let cap = s
-        .captures()
-        .first()
-        .map(|c| c.name.clone())
-        .unwrap_or_default();
-    let rows = trawl_query::functions::call(s, "sample_rapl", &[])
-        .await?
-        .filter(
-            trawl_query::datafusion::prelude::col("capture")
-                .eq(trawl_query::datafusion::prelude::lit(cap.as_str())),
-        )?
-        .select_columns(&["event", "t_ns", "joules"])?
-        .collect()
-        .await?;
-    let mut by: std::collections::BTreeMap<String, Vec<(i64, f64)>> = Default::default();
-    for b in &rows {
-        let ev = trawl_query::string_values(b.column(0));
-        let t = b.column(1).as_primitive::<Int64Type>();
-        let j = b.column(2).as_primitive::<Float64Type>();
-        for i in 0..b.num_rows() {
-            if let (Some(e), false, false) = (&ev[i], t.is_null(i), j.is_null(i)) {
-                by.entry(e.clone())
-                    .or_default()
-                    .push((t.value(i), j.value(i)));
-            }
-        }
-    }
-    if by.is_empty() {
-        bail!("no sample read a RAPL counter (power/energy-*): nothing to plot");
-    }
-    let t0 = by
-        .values()
-        .flat_map(|v| v.iter().map(|p| p.0))
-        .min()
-        .unwrap_or(0);
-    let mut names: Vec<String> = by.keys().cloned().collect();
-    names.sort_by_key(|n| (n != time_event, n.clone()));
-    let panels: Vec<(String, Vec<(f64, f64)>)> = names
-        .into_iter()
-        .map(|n| {
-            let pts = by[&n]
-                .iter()
-                .map(|&(t, j)| ((t - t0) as f64 / 1e6, j))
-                .collect();
-            (n, pts)
-        })
-        .collect();
-    let img = plot::energy_over_time(
-        plot::Image::of_path(path)?,
-        &format!("{cap}: energy per sample over time"),
-        &panels,
-    )?;
-    crate::output::write_atomic(path, &img)
 }

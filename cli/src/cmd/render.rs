@@ -87,11 +87,6 @@ pub(crate) async fn render_heatmap(a: HeatmapArgs) -> Result<()> {
         source_id: a.source,
         ..Default::default()
     };
-    if let Some(b) = o.bytes_per_row {
-        if !b.is_power_of_two() {
-            bail!("--bytes-per-row {b}: must be a power of two");
-        }
-    }
     let hm = memlog::heatmap(&s, &o).await?;
     let labels = memlog::row_labels(&s, &hm.rows).await?;
     if a.bare {

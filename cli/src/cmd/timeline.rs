@@ -70,20 +70,15 @@ pub(crate) async fn timeline(a: TimelineArgs) -> Result<()> {
     let (df, event) = tl::timeline(&s, window, key, a.top, a.event.as_deref(), lbr).await?;
     let batches = df.collect().await?;
     if let Some(p) = &a.plot {
-        let first = &s.captures()[0].name;
-        let bands = match a.rule.parse()? {
-            Some((rule, opts)) => plot::rule_bands(&s, &rule, opts, first).await?,
-            None => Vec::new(),
+        let figure = plot::TimelineFigure {
+            window: &a.window,
+            window_ns: window,
+            key: a.by,
+            event: &event,
+            t0: &a.t0.t0,
+            rule: a.rule.parse()?,
         };
-        let title = plot::timeline_title(first, &event, a.by, &a.window, &a.t0.t0);
-        let img = plot::timeline(
-            plot::Image::of_path(p)?,
-            &batches,
-            first,
-            window,
-            &title,
-            &bands,
-        )?;
+        let img = plot::timeline_figure(&s, plot::Image::of_path(p)?, &batches, &figure).await?;
         output::write_atomic(p, &img)?;
         eprintln!("wrote {}", p.display());
     }

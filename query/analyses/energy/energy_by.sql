@@ -14,67 +14,44 @@
 --                   energy: period (default), samples or read:EVENT
 --   $dram    text   the same for DRAM energy
 --   $zone    list   the counters to read (default: one per domain, chosen)
-WITH k AS (
-  SELECT e.capture, e.domain,
-    CASE WHEN cardinality(COALESCE($by, make_array('function'))) < 1 THEN NULL
-         WHEN e.sample_id IS NULL AND COALESCE($by, make_array('function'))[1] <> 'package' THEN '[unattributed]'
-         ELSE CASE COALESCE($by, make_array('function'))[1]
-           WHEN 'function' THEN COALESCE(l.function, '[unknown]')
-           WHEN 'line' THEN COALESCE(l.srcline, '[unknown]')
-           WHEN 'process' THEN concat(COALESCE(CAST(x.comm AS VARCHAR), '?'), '[', CAST(x.pid AS VARCHAR), ']')
-           WHEN 'cpu' THEN COALESCE(CAST(e.cpu AS VARCHAR), '?')
-           WHEN 'package' THEN COALESCE(CAST(e.package AS VARCHAR), '?')
-         END
-    END AS k1,
-    CASE WHEN cardinality(COALESCE($by, make_array('function'))) < 2 THEN NULL
-         WHEN e.sample_id IS NULL AND COALESCE($by, make_array('function'))[2] <> 'package' THEN '[unattributed]'
-         ELSE CASE COALESCE($by, make_array('function'))[2]
-           WHEN 'function' THEN COALESCE(l.function, '[unknown]')
-           WHEN 'line' THEN COALESCE(l.srcline, '[unknown]')
-           WHEN 'process' THEN concat(COALESCE(CAST(x.comm AS VARCHAR), '?'), '[', CAST(x.pid AS VARCHAR), ']')
-           WHEN 'cpu' THEN COALESCE(CAST(e.cpu AS VARCHAR), '?')
-           WHEN 'package' THEN COALESCE(CAST(e.package AS VARCHAR), '?')
-         END
-    END AS k2,
-    CASE WHEN cardinality(COALESCE($by, make_array('function'))) < 3 THEN NULL
-         WHEN e.sample_id IS NULL AND COALESCE($by, make_array('function'))[3] <> 'package' THEN '[unattributed]'
-         ELSE CASE COALESCE($by, make_array('function'))[3]
-           WHEN 'function' THEN COALESCE(l.function, '[unknown]')
-           WHEN 'line' THEN COALESCE(l.srcline, '[unknown]')
-           WHEN 'process' THEN concat(COALESCE(CAST(x.comm AS VARCHAR), '?'), '[', CAST(x.pid AS VARCHAR), ']')
-           WHEN 'cpu' THEN COALESCE(CAST(e.cpu AS VARCHAR), '?')
-           WHEN 'package' THEN COALESCE(CAST(e.package AS VARCHAR), '?')
-         END
-    END AS k3,
-    CASE WHEN cardinality(COALESCE($by, make_array('function'))) < 4 THEN NULL
-         WHEN e.sample_id IS NULL AND COALESCE($by, make_array('function'))[4] <> 'package' THEN '[unattributed]'
-         ELSE CASE COALESCE($by, make_array('function'))[4]
-           WHEN 'function' THEN COALESCE(l.function, '[unknown]')
-           WHEN 'line' THEN COALESCE(l.srcline, '[unknown]')
-           WHEN 'process' THEN concat(COALESCE(CAST(x.comm AS VARCHAR), '?'), '[', CAST(x.pid AS VARCHAR), ']')
-           WHEN 'cpu' THEN COALESCE(CAST(e.cpu AS VARCHAR), '?')
-           WHEN 'package' THEN COALESCE(CAST(e.package AS VARCHAR), '?')
-         END
-    END AS k4,
-    CASE WHEN cardinality(COALESCE($by, make_array('function'))) < 5 THEN NULL
-         WHEN e.sample_id IS NULL AND COALESCE($by, make_array('function'))[5] <> 'package' THEN '[unattributed]'
-         ELSE CASE COALESCE($by, make_array('function'))[5]
-           WHEN 'function' THEN COALESCE(l.function, '[unknown]')
-           WHEN 'line' THEN COALESCE(l.srcline, '[unknown]')
-           WHEN 'process' THEN concat(COALESCE(CAST(x.comm AS VARCHAR), '?'), '[', CAST(x.pid AS VARCHAR), ']')
-           WHEN 'cpu' THEN COALESCE(CAST(e.cpu AS VARCHAR), '?')
-           WHEN 'package' THEN COALESCE(CAST(e.package AS VARCHAR), '?')
-         END
-    END AS k5,
-    e.joules,
-    CASE WHEN e.sample_id IS NULL THEN 0 ELSE 1 END AS n
+WITH opt AS (
+  SELECT COALESCE($by, make_array('function')) AS by,
+         make_array('function', 'line', 'process', 'cpu', 'package') AS names
+),
+v AS (
+  SELECT e.capture, e.domain, e.joules,
+    CASE WHEN e.sample_id IS NULL THEN 0 ELSE 1 END AS n,
+    e.sample_id IS NULL AS unattributed,
+    -- every key's value, in the order of `names`
+    make_array(COALESCE(l.function, '[unknown]'),
+               COALESCE(l.srcline, '[unknown]'),
+               concat(COALESCE(CAST(x.comm AS VARCHAR), '?'), '[', CAST(x.pid AS VARCHAR), ']'),
+               COALESCE(CAST(e.cpu AS VARCHAR), '?'),
+               COALESCE(CAST(e.package AS VARCHAR), '?')) AS vals,
+    o.by, o.names
   FROM sample_energy e
+  CROSS JOIN opt o
   LEFT JOIN perf_sample x ON x.capture = e.capture AND x.sample_id = e.sample_id
   LEFT JOIN stack_entry l ON l.capture = x.capture AND l.stack_id = x.stack_id AND l.pos = 0
-  WHERE assert_true(array_has_all(make_array('function', 'line', 'process', 'cpu', 'package'),
-                                  COALESCE($by, make_array('function'))),
+  WHERE assert_true(array_has_all(o.names, o.by),
           concat('energy_by: keys are function, line, process, cpu and package, got ',
-                 array_to_string(COALESCE($by, make_array('function')), ', ')))
+                 array_to_string(o.by, ', ')))
+),
+-- key i: the value $by[i] names; energy no sample took is `[unattributed]`
+-- under every key but its package
+k AS (
+  SELECT capture, domain, joules, n,
+    CASE WHEN cardinality(by) < 1 THEN NULL WHEN unattributed AND by[1] <> 'package' THEN '[unattributed]'
+         ELSE vals[CAST(array_position(names, by[1]) AS BIGINT)] END AS k1,
+    CASE WHEN cardinality(by) < 2 THEN NULL WHEN unattributed AND by[2] <> 'package' THEN '[unattributed]'
+         ELSE vals[CAST(array_position(names, by[2]) AS BIGINT)] END AS k2,
+    CASE WHEN cardinality(by) < 3 THEN NULL WHEN unattributed AND by[3] <> 'package' THEN '[unattributed]'
+         ELSE vals[CAST(array_position(names, by[3]) AS BIGINT)] END AS k3,
+    CASE WHEN cardinality(by) < 4 THEN NULL WHEN unattributed AND by[4] <> 'package' THEN '[unattributed]'
+         ELSE vals[CAST(array_position(names, by[4]) AS BIGINT)] END AS k4,
+    CASE WHEN cardinality(by) < 5 THEN NULL WHEN unattributed AND by[5] <> 'package' THEN '[unattributed]'
+         ELSE vals[CAST(array_position(names, by[5]) AS BIGINT)] END AS k5
+  FROM v
 )
 SELECT
   capture,                                      -- capture

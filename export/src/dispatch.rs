@@ -1,0 +1,89 @@
+//! The one way both fronts (the CLI's `trawl export`, the Python package's
+//! `Capture.export`) turn a sample selection into a file: the profile the
+//! format needs, read once, then its writer.
+
+use anyhow::{bail, Result};
+use trawl_query::sample::Selection;
+use trawl_query::session::Session;
+
+/// The formats trawl exports the selected samples to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    Pprof,
+    Firefox,
+    Speedscope,
+    Folded,
+}
+
+impl trawl_query::choice::Choice for Format {
+    const ALL: &'static [Format] = &[
+        Format::Pprof,
+        Format::Firefox,
+        Format::Speedscope,
+        Format::Folded,
+    ];
+
+    fn name(self) -> &'static str {
+        match self {
+            Format::Pprof => "pprof",
+            Format::Firefox => "firefox",
+            Format::Speedscope => "speedscope",
+            Format::Folded => "folded",
+        }
+    }
+
+    fn doc(self) -> &'static str {
+        match self {
+            Format::Pprof => "pprof's profile.proto, gzip-compressed (`go tool pprof FILE`)",
+            Format::Firefox => {
+                "the Firefox Profiler's processed format (JSON; profiler.firefox.com, \"Load a profile from file\")"
+            }
+            Format::Speedscope => {
+                "speedscope's file format (JSON; speedscope.app or `speedscope FILE`)"
+            }
+            Format::Folded => {
+                "folded stacks, `root;...;leaf weight` per line (flamegraph.pl, inferno, speedscope)"
+            }
+        }
+    }
+}
+
+/// What wrote the file, as the formats that record it show it.
+pub const WRITER: &str = concat!("trawl ", env!("CARGO_PKG_VERSION"));
+
+/// The samples `sel` selects in `s` as a file of `format`. `interval_ns`:
+/// the sampling interval the Firefox Profiler assumes (default: the median
+/// gap between a thread's samples, else 1 ms). A profile of no samples is
+/// refused (viewers show it as a broken file); folded stacks of none are
+/// an empty file.
+pub async fn export(
+    s: &Session,
+    sel: &Selection<'_>,
+    format: Format,
+    interval_ns: Option<u64>,
+) -> Result<Vec<u8>> {
+    use trawl_query::profile::{stack_profile, ProfileOpts};
+    let per_sample = match format {
+        Format::Folded => {
+            let tree = trawl_query::flame::frame_tree(s, sel).await?;
+            return Ok(tree.folded_text().into_bytes());
+        }
+        Format::Pprof => false,
+        Format::Firefox | Format::Speedscope => true,
+    };
+    let p = stack_profile(s, sel, ProfileOpts { per_sample }).await?;
+    if p.samples.is_empty() {
+        bail!("no samples selected");
+    }
+    Ok(match format {
+        Format::Speedscope => crate::speedscope::write(&p, WRITER)?,
+        Format::Firefox => {
+            let interval = interval_ns
+                .map(|i| i.max(1))
+                .or_else(|| crate::median_gap(&p))
+                .unwrap_or(1_000_000);
+            crate::firefox::write(p, WRITER, interval)?
+        }
+        _ => crate::pprof::write(&p)?,
+    })
+}
