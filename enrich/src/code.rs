@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use trawl_ingest::capture;
+use crate::tables;
 use trawl_symbolize::{ModuleRequest, Status};
 
 use crate::Result;
@@ -34,10 +34,10 @@ pub fn ensure(
     module: Option<&str>,
     cfg: &trawl_symbolize::Config,
 ) -> Result<Ensured> {
-    let modules = capture::read_modules(dir)?;
-    let (old, held) = capture::read_instructions(dir)?;
+    let modules = tables::read_modules(dir)?;
+    let (old, held) = tables::read_instructions(dir)?;
     let mut by_module: BTreeMap<i64, Vec<u64>> = BTreeMap::new();
-    for (m, pc) in capture::read_function_addresses(dir, function)? {
+    for (m, pc) in tables::read_function_addresses(dir, function)? {
         if held.contains(&(m, function.to_string())) {
             continue;
         }
@@ -56,7 +56,7 @@ pub fn ensure(
     // directory given then, not now) is looked in too; a file there is
     // still checked against the build-id.
     let mut cfg = cfg.clone();
-    for (m, bin) in capture::read_symbol_binaries(dir)? {
+    for (m, bin) in tables::read_symbol_binaries(dir)? {
         if reqs.iter().any(|(id, _)| *id == m) {
             if let Some(parent) = Path::new(&bin).parent().filter(|p| p.is_absolute()) {
                 cfg.add_debug_dir(parent.to_path_buf());
@@ -84,7 +84,7 @@ pub(crate) fn write(
     // as LLVM: 8.6 M instructions).
     const CHUNK: usize = 1 << 17;
     let mut n = 0usize;
-    capture::write_instructions_with(dir, |sink| {
+    tables::write_instructions_with(dir, |sink| {
         for b in &keep {
             sink.write_batch(b)?;
         }
@@ -113,7 +113,7 @@ pub(crate) fn write(
                     for i in f.insns {
                         let l = at.next().unwrap_or_default();
                         let inner = l.inline.first();
-                        rows.push(capture::InstructionRow {
+                        rows.push(tables::InstructionRow {
                             module_id: id,
                             function: name.clone(),
                             function_rel_pc: f.offset,

@@ -12,8 +12,8 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use crate::tables::{SymbolFileRow, SymbolRow};
 use rustc_hash::FxHashMap;
-use trawl_ingest::capture::{self, SymbolFileRow, SymbolRow};
 use trawl_symbolize::{ModuleRequest, Status};
 
 /// Errors of a stage: reading or writing the capture.
@@ -21,6 +21,7 @@ pub type Result<T> = std::result::Result<T, trawl_ingest::Error>;
 
 pub mod code;
 pub mod store;
+pub mod tables;
 
 pub struct Summary {
     pub modules: usize,
@@ -53,13 +54,13 @@ impl Summary {
 /// (each sample with its leaf's names, for readers without trawl; trawl's
 /// sessions have it as a view) when the capture has perf samples.
 pub fn symbolize_capture(dir: &Path, cfg: &trawl_symbolize::Config, flat: bool) -> Result<Summary> {
-    let modules = capture::read_modules(dir)?;
-    let addrs = capture::read_frame_addresses(dir)?;
+    let modules = tables::read_modules(dir)?;
+    let addrs = tables::read_frame_addresses(dir)?;
     let flat = flat && trawl_ingest::writer::table_file(dir, "perf_sample").is_file();
     let mut leaves = if flat {
-        capture::LeafNames::read(dir)?
+        tables::LeafNames::read(dir)?
     } else {
-        capture::LeafNames::default()
+        tables::LeafNames::default()
     };
     let module_path: FxHashMap<i64, &str> = modules
         .iter()
@@ -69,7 +70,7 @@ pub fn symbolize_capture(dir: &Path, cfg: &trawl_symbolize::Config, flat: bool) 
     // return address inside its call), with their own address.
     let mut leaf_at: FxHashMap<(i64, u64), Vec<(i64, u64)>> = FxHashMap::default();
     let leaf_frames = if flat {
-        capture::read_frames(dir, |id| leaves.wants(id))?
+        tables::read_frames(dir, |id| leaves.wants(id))?
     } else {
         Vec::new()
     };
@@ -93,7 +94,7 @@ pub fn symbolize_capture(dir: &Path, cfg: &trawl_symbolize::Config, flat: bool) 
     {
         cfg.kernel_build_id = k.build_id.clone();
     }
-    cfg.kernel_release = capture::read_meta(dir)?
+    cfg.kernel_release = tables::read_meta(dir)?
         .into_iter()
         .find(|(_, k, _)| k == "os_release")
         .map(|(_, _, v)| v);
@@ -137,7 +138,7 @@ pub fn symbolize_capture(dir: &Path, cfg: &trawl_symbolize::Config, flat: bool) 
         .collect::<Vec<_>>()
         .into_iter()
         .peekable();
-    capture::write_symbols_with(dir, |sink| {
+    tables::write_symbols_with(dir, |sink| {
         while work.peek().is_some() {
             let part: Vec<(i64, ModuleRequest)> = work.by_ref().take(batch).collect();
             let (part_ids, part_reqs): (Vec<i64>, Vec<ModuleRequest>) = part.into_iter().unzip();
@@ -194,7 +195,7 @@ pub fn symbolize_capture(dir: &Path, cfg: &trawl_symbolize::Config, flat: bool) 
         Ok(())
     })?;
     files.sort_by_key(|f| f.module_id);
-    capture::write_symbol_files(dir, &files)?;
+    tables::write_symbol_files(dir, &files)?;
     // Leaves in modules nothing was looked up in (not files).
     for ((m, _), frames) in leaf_at {
         let path = module_path.get(&m).copied().unwrap_or("[unknown]");
@@ -203,7 +204,7 @@ pub fn symbolize_capture(dir: &Path, cfg: &trawl_symbolize::Config, flat: bool) 
         }
     }
     if flat {
-        capture::write_sample_symbolized(dir, &mut leaves)?;
+        tables::write_sample_symbolized(dir, &mut leaves)?;
     }
     Ok(Summary {
         modules: ids.len(),
@@ -222,9 +223,9 @@ pub fn symbolize_capture(dir: &Path, cfg: &trawl_symbolize::Config, flat: bool) 
 /// has no decoder are left out (their `symbol_file` row already says why
 /// the file was not read).
 pub fn decode_functions(dir: &Path, cfg: &trawl_symbolize::Config) -> Result<usize> {
-    let modules = capture::read_modules(dir)?;
+    let modules = tables::read_modules(dir)?;
     let mut by_module: BTreeMap<i64, Vec<u64>> = BTreeMap::new();
-    for (m, pc) in capture::read_ip_addresses(dir)? {
+    for (m, pc) in tables::read_ip_addresses(dir)? {
         by_module.entry(m).or_default().push(pc);
     }
     let reqs = code_requests(&modules, by_module);
@@ -233,7 +234,7 @@ pub fn decode_functions(dir: &Path, cfg: &trawl_symbolize::Config) -> Result<usi
 
 /// The modules of `by_module`'s addresses that can be decoded.
 fn code_requests(
-    modules: &[capture::ModuleRow],
+    modules: &[tables::ModuleRow],
     mut by_module: BTreeMap<i64, Vec<u64>>,
 ) -> Vec<(i64, ModuleRequest)> {
     let mut reqs = Vec::new();
@@ -273,7 +274,7 @@ fn lookup_pc(rel_pc: u64, is_return: bool) -> u64 {
 /// innermost one's, else `sym+offset`; an address nothing named is
 /// `0x` and its 16 hex digits).
 fn name_leaf(
-    leaves: &mut capture::LeafNames,
+    leaves: &mut tables::LeafNames,
     id: i64,
     rel_pc: u64,
     module: &str,
@@ -294,7 +295,7 @@ fn name_leaf(
     ) else {
         leaves.set(
             id,
-            &capture::LeafName {
+            &tables::LeafName {
                 function: &placeholder,
                 module,
                 srcline: &placeholder,
@@ -311,7 +312,7 @@ fn name_leaf(
     };
     leaves.set(
         id,
-        &capture::LeafName {
+        &tables::LeafName {
             function: outer.function.as_deref().unwrap_or(&placeholder),
             module,
             srcline: &srcline,
@@ -378,7 +379,7 @@ fn push_rows(
 /// capture's `mem_map` at their run-time addresses (`mem_symbol`). Returns
 /// a summary line, or `None` without maps.
 pub fn symbolize_memory(dir: &Path, cfg: &trawl_symbolize::Config) -> Result<Option<String>> {
-    let maps = capture::read_mem_maps(dir)?;
+    let maps = tables::read_mem_maps(dir)?;
     if maps.is_empty() {
         return Ok(None);
     }
@@ -411,7 +412,7 @@ pub fn symbolize_memory(dir: &Path, cfg: &trawl_symbolize::Config) -> Result<Opt
         placed += 1;
         for s in &obj.syms {
             let start = s.vaddr.wrapping_add(bias);
-            rows.push(capture::MemSymbolRow {
+            rows.push(tables::MemSymbolRow {
                 source_id: sid,
                 path: path.clone(),
                 name: s.name.clone(),
@@ -423,7 +424,7 @@ pub fn symbolize_memory(dir: &Path, cfg: &trawl_symbolize::Config) -> Result<Opt
             });
         }
     }
-    capture::write_mem_symbols(dir, &rows)?;
+    tables::write_mem_symbols(dir, &rows)?;
     let mut line = format!(
         "placed {} symbols of {placed} mapped files (mem_symbol)",
         rows.len()
@@ -523,11 +524,46 @@ pub fn enrich(staging: &Path, cfg: &trawl_symbolize::Config, flat: bool) -> Enri
                 message: p.message,
             })
             .collect();
-        if let Err(err) = capture::append_diagnostics(staging, &rows) {
+        if let Err(err) = trawl_ingest::capture::append_diagnostics(staging, &rows) {
             e.problems.push(format!(
                 "recording the symbol store's problems failed: {err:#}"
             ));
         }
     }
     e
+}
+
+/// How a capture is enriched as it is ingested: the symbolizer's config
+/// (also the unwinder's: what one learns of a binary the other finds in
+/// memory), whether frames are named, the flat table written,
+/// `--call-graph dwarf` stacks unwound.
+pub struct Enrichment<'a> {
+    pub cfg: &'a trawl_symbolize::Config,
+    pub symbolize: bool,
+    pub flat: bool,
+    pub unwind: bool,
+}
+
+/// Converts `inputs` into the capture `out` and enriches it in its staging
+/// directory before it is committed, so that it appears complete or not
+/// at all: the ingest of the CLI and of the Python package. `checkpoint`
+/// runs before enrichment (`"symbolizing"`) and before the commit
+/// (`"committing"`); an error from it abandons the capture.
+pub fn ingest(
+    inputs: &[std::path::PathBuf],
+    out: &Path,
+    opts: &trawl_ingest::IngestOptions,
+    how: &Enrichment<'_>,
+    mut checkpoint: impl FnMut(&str) -> trawl_ingest::Result<()>,
+) -> trawl_ingest::Result<(trawl_ingest::IngestSummary, Enriched)> {
+    let unwinder = how.unwind.then(|| Unwinder::boxed(how.cfg.clone()));
+    let mut enriched = Enriched::default();
+    let summary = trawl_ingest::ingest_with_unwinder(inputs, out, opts, unwinder, |staging| {
+        if how.symbolize {
+            checkpoint("symbolizing")?;
+            enriched = enrich(staging, how.cfg, how.flat);
+        }
+        checkpoint("committing")
+    })?;
+    Ok((summary, enriched))
 }

@@ -70,7 +70,7 @@ fn head_text(head: &[u8]) -> String {
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
-    pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+    pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         Error::Io {
             path: path.into(),
             source,

@@ -123,34 +123,20 @@ pub fn ingest<'py>(
         .name("trawl-ingest".into())
         .spawn(move || {
             std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || {
-                let unwinder = unwind.then(|| trawl_enrich::Unwinder::boxed(cfg.clone()));
-                let mut enriched = trawl_enrich::Enriched::default();
-                let interrupted = || {
-                    stop.load(Ordering::Relaxed).then(|| {
-                        trawl_ingest::Error::Usage(
-                            "interrupted: the capture was not written".into(),
-                        )
-                    })
+                let how = trawl_enrich::Enrichment {
+                    cfg: &cfg,
+                    symbolize,
+                    flat,
+                    unwind,
                 };
-                let summary = trawl_ingest::ingest_with_unwinder(
-                    &inputs,
-                    &output,
-                    &opts,
-                    unwinder,
-                    |staging| {
-                        if let Some(e) = interrupted() {
-                            return Err(e);
-                        }
-                        if symbolize {
-                            enriched = trawl_enrich::enrich(staging, &cfg, flat);
-                        }
-                        match interrupted() {
-                            Some(e) => Err(e),
-                            None => Ok(()),
-                        }
-                    },
-                );
-                summary.map(|s| (s, enriched))
+                trawl_enrich::ingest(&inputs, &output, &opts, &how, |_| {
+                    if stop.load(Ordering::Relaxed) {
+                        return Err(trawl_ingest::Error::Usage(
+                            "interrupted: the capture was not written".into(),
+                        ));
+                    }
+                    Ok(())
+                })
             }))
         })
         .map_err(|e| TrawlError::new_err(format!("starting the ingest: {e}")))?;

@@ -929,7 +929,7 @@ mod tests {
     }
 
     #[test]
-    fn document_pages_a_b_c() {
+    fn mibu_et_al_pages_a_b_c() {
         // a: phase 1; b: phase 2; c: phase 1 and 3 (before and after b).
         let (min, pairs, spanning, plan) =
             reuse_of(vec![l(0xa, 1, 10), l(0xb, 20, 30), l(0xc, 5, 40)]);

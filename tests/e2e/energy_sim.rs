@@ -970,7 +970,7 @@ fn energy_per_sample_over_time_is_the_rapl_increase_perf_dumps() {
 /// model has no C0 term, only the counters, and this test uses the
 /// paper's conversion to reproduce its table.)
 #[test]
-fn document_004_core_model_and_table_3() {
+fn ono_2015_core_model_and_table_3() {
     const CORES: f64 = 8.0;
     const HZ: f64 = 2.9e9;
     let c_clk = 6.288 / (CORES * HZ);

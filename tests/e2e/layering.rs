@@ -92,6 +92,36 @@ fn converters_build_columns_from_the_schema() {
 }
 
 #[test]
+fn ingest_writes_only_what_it_read() {
+    // The tables that name frames (symbols, decoded code, memory symbols,
+    // the flat sample table) are enrichment's: ingest declares no writer
+    // for them; enrich/src/tables.rs does.
+    let enrichment = [
+        "schema::SYMBOL ",
+        "schema::SYMBOL_FILE",
+        "schema::INSTRUCTION",
+        "schema::MEM_SYMBOL",
+        "schema::PERF_SAMPLE_SYMBOLIZED",
+    ];
+    let mut bad = Vec::new();
+    for f in rust_files(&root().join("ingest/src")) {
+        bad.extend(mentions(&f, &enrichment));
+    }
+    assert!(
+        bad.is_empty(),
+        "ingest writes enrichment's tables:\n{}",
+        bad.join("\n")
+    );
+    let tables = std::fs::read_to_string(root().join("enrich/src/tables.rs")).unwrap();
+    for t in enrichment {
+        assert!(
+            tables.contains(t.trim_end()),
+            "enrich/src/tables.rs writes {t}"
+        );
+    }
+}
+
+#[test]
 fn query_reads_only_parquet_and_never_symbolizes() {
     // The cluster crate is transport for query's sessions, and the plot
     // crate draws what query computed: the same rule.
@@ -274,4 +304,88 @@ fn the_sql_check_sees_what_it_must() {
     assert!(!looks_like_sql(&first_string_literal(
         r#"format!("read:{e}")"#
     )));
+}
+
+/// Text files of the repository (not build output, not binary fixtures).
+fn text_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        let name = e.file_name().to_string_lossy().into_owned();
+        if p.is_dir() {
+            if !matches!(
+                name.as_str(),
+                "target" | ".git" | "node_modules" | "__pycache__"
+            ) {
+                text_files(&p, out);
+            }
+        } else if e.metadata().is_ok_and(|m| m.len() < 4 << 20) {
+            out.push(p);
+        }
+    }
+}
+
+/// Where `text` cites a source users do not have: the project's internal
+/// documents by number, or its own issue tracker ("issue 5"; an issue of
+/// another project, "samply issue 870", names that project).
+fn internal_citations(text: &str) -> Vec<String> {
+    let lower = text.to_lowercase();
+    let mut out = Vec::new();
+    for pat in [
+        "seed document",
+        "seed doc ",
+        "document 00",
+        "documents 00",
+        "seed 00",
+    ] {
+        for (i, _) in lower.match_indices(pat) {
+            out.push(lower[i..(i + 30).min(lower.len())].to_string());
+        }
+    }
+    for (i, _) in lower.match_indices("issue ") {
+        let after = &lower[i + 6..];
+        if !after.starts_with(|c: char| c.is_ascii_digit()) {
+            continue;
+        }
+        let before = &lower[i.saturating_sub(16)..i];
+        if ["samply", "github", "upstream", "datafusion", "arrow"]
+            .iter()
+            .any(|p| before.contains(p))
+        {
+            continue;
+        }
+        out.push(lower[i..(i + 20).min(lower.len())].to_string());
+    }
+    out
+}
+
+#[test]
+fn methods_are_cited_by_their_published_source() {
+    // Users have neither the documents the project was created from nor
+    // its issue tracker: help, docs, SQL and code cite the published method
+    // (docs/guide/references.md) or say what it does.
+    let mut files = Vec::new();
+    text_files(&root(), &mut files);
+    assert!(files.len() > 300, "{} files", files.len());
+    let me = root().join("tests/e2e/layering.rs");
+    let mut bad = Vec::new();
+    for f in files.iter().filter(|f| **f != me) {
+        let Ok(text) = std::fs::read_to_string(f) else {
+            continue;
+        };
+        for c in internal_citations(&text) {
+            bad.push(format!("{}: {c:?}", f.display()));
+        }
+    }
+    assert!(bad.is_empty(), "internal citations:\n{}", bad.join("\n"));
+}
+
+#[test]
+fn the_citation_check_sees_what_it_must() {
+    // Worked by hand: what the check must catch and what it must let by.
+    assert!(!internal_citations("the CPU case of seed document 000").is_empty());
+    assert!(!internal_citations("(document 001, section 3.3)").is_empty());
+    assert!(!internal_citations("trawl's cause tests (issue 5):").is_empty());
+    assert!(internal_citations("samply issue 870: a zero-length mapping").is_empty());
+    assert!(internal_citations("Mibu et al., memory access analysis").is_empty());
+    assert!(internal_citations("an issue of ordering").is_empty());
 }

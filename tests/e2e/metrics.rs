@@ -151,7 +151,7 @@ fn m(pairs: &[(&str, &str, u64)]) -> HashMap<(String, String), u64> {
 }
 
 #[test]
-fn worked_example_of_document_002() {
+fn worked_example_of_the_oracle_analyzer_manual() {
     // The manual's figures: main 32 = 2 + A 10 + B 20;
     // C 25 = 10 from A + 15 from B = 5 + E 10 + F 10.
     // Stacks chosen by hand to produce them (period = the metric):

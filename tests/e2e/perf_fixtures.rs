@@ -995,3 +995,109 @@ fn flat_file_is_the_view_for_readers_without_trawl() {
         }
     }
 }
+
+#[test]
+fn default_hotspots_split_inlined_code_as_addr2line_does() {
+    // Default `report hotspots` counts inlined code for the inlined
+    // function (as `perf report --inline` means to; this perf build prints
+    // no inline frames, so the expected values come from binutils):
+    // expected = each sample's leaf, from `perf script -F sym,symoff,dso`
+    // (address = the symbol's address from `nm` + offset), put through
+    // `addr2line -a -f -i`: its innermost function takes the sample's self
+    // count, every function of its inline chain the sample's total.
+    let name = "inline.data";
+    let bin = fixture_bin().join("inl");
+    let out = perf(&[
+        "script",
+        "-i",
+        fixture(name).to_str().unwrap(),
+        "-G",
+        "-F",
+        "ip,sym,symoff,dso",
+    ]);
+    let syms = std::process::Command::new("nm")
+        .arg(&bin)
+        .output()
+        .expect("nm (binutils)");
+    let base: HashMap<String, u64> = String::from_utf8_lossy(&syms.stdout)
+        .lines()
+        .filter_map(|l| {
+            let mut f = l.split_whitespace();
+            let (a, _kind, s) = (f.next()?, f.next()?, f.next()?);
+            Some((s.to_string(), u64::from_str_radix(a, 16).ok()?))
+        })
+        .collect();
+    let (mut all, mut addrs) = (0u64, Vec::new());
+    for l in out.lines().filter(|l| !l.trim().is_empty()) {
+        all += 1;
+        // "    55ddd28721d5 run+0x45 (/path/bin/inl)"
+        let mut f = l.split_whitespace();
+        let (_ip, symoff, dso) = (f.next().unwrap(), f.next().unwrap(), f.next().unwrap());
+        if !dso.ends_with("/bin/inl)") {
+            continue;
+        }
+        let (sym, off) = symoff.rsplit_once("+0x").unwrap();
+        addrs.push(base[sym] + u64::from_str_radix(off, 16).unwrap());
+    }
+    assert!(addrs.len() > 600, "{} samples in bin/inl", addrs.len());
+    let mut a2l = std::process::Command::new("addr2line");
+    a2l.args(["-a", "-f", "-i", "-e"]).arg(&bin);
+    for a in &addrs {
+        a2l.arg(format!("{a:#x}"));
+    }
+    let chains =
+        String::from_utf8_lossy(&a2l.output().expect("addr2line (binutils)").stdout).into_owned();
+    let (mut selfs, mut totals): (HashMap<String, u64>, HashMap<String, u64>) = Default::default();
+    let mut chain: Vec<String> = Vec::new();
+    let mut flush = |chain: &mut Vec<String>| {
+        if let Some(leaf) = chain.first() {
+            *selfs.entry(leaf.clone()).or_default() += 1;
+            let mut seen = std::collections::HashSet::new();
+            for f in chain.iter().filter(|f| seen.insert(f.to_string())) {
+                *totals.entry(f.clone()).or_default() += 1;
+            }
+        }
+        chain.clear();
+    };
+    let lines: Vec<&str> = chains.lines().collect();
+    let mut i = 0;
+    while i < lines.len() {
+        if lines[i].starts_with("0x") {
+            flush(&mut chain);
+            i += 1;
+        } else {
+            chain.push(lines[i].to_string());
+            i += 2; // function, then file:line
+        }
+    }
+    flush(&mut chain);
+    assert!(
+        selfs.len() >= 3 && selfs.keys().any(|f| f != "run"),
+        "inlined functions take samples: {selfs:?}"
+    );
+    let (_t, cap) = ingest(name);
+    let rows = csv_maps(&trawl_ok(&[
+        "report",
+        "hotspots",
+        cap.to_str().unwrap(),
+        "--format",
+        "csv",
+    ]));
+    for (f, n) in &selfs {
+        let r = rows
+            .iter()
+            .find(|r| r["module"].ends_with("/bin/inl") && &r["function"] == f)
+            .unwrap_or_else(|| panic!("no hotspot row for {f} (addr2line's innermost)"));
+        assert_eq!(
+            r["self_samples"].parse::<u64>().unwrap(),
+            *n,
+            "{f}: self samples"
+        );
+        let pct: f64 = r["total_pct"].parse().unwrap();
+        let want = 100.0 * totals[f] as f64 / all as f64;
+        assert!(
+            (pct - want).abs() < 0.01,
+            "{f}: total {pct}% vs {want:.3}% from addr2line"
+        );
+    }
+}

@@ -73,11 +73,18 @@ fn archive_ingest(a: &ArchiveIngestArgs) -> Result<()> {
     // binary is shared (in memory and in the symbol store). Symbolization's
     // problems go to the manifest's message.
     let cfg = a.conv.sym.config_with_store(Some(&a.output));
+    let how = a.conv.enrichment(&cfg);
     let enrich = |staging: &Path| -> Option<String> {
-        let problems = a.conv.enrich(&cfg, staging).problems;
+        if !how.symbolize {
+            return None;
+        }
+        let problems = trawl_enrich::enrich(staging, how.cfg, how.flat).problems;
         (!problems.is_empty()).then(|| problems.join("; "))
     };
-    let unwinder = || a.conv.unwinder(&cfg);
+    let unwinder = || {
+        how.unwind
+            .then(|| trawl_enrich::Unwinder::boxed(how.cfg.clone()))
+    };
     // A progress bar on a terminal (bytes of input done, rate, time left);
     // nothing otherwise.
     let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());

@@ -1,6 +1,6 @@
 //! `trawl ingest`: capture files into a capture directory of Parquet tables.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::Result;
 use clap::Args;
@@ -75,25 +75,18 @@ impl ConvertArgs {
         }
     }
 
-    /// The unwinder of `--call-graph dwarf` stacks (none with --no-unwind),
-    /// finding binaries (and the symbol store) with `cfg`.
-    pub(crate) fn unwinder(
+    /// How captures are enriched as they are ingested, with `cfg`
+    /// (--no-symbolize, --flat, --no-unwind).
+    pub(crate) fn enrichment<'a>(
         &self,
-        cfg: &trawl_symbolize::Config,
-    ) -> Option<Box<dyn trawl_ingest::unwind::StackUnwinder>> {
-        (!self.no_unwind).then(|| trawl_enrich::Unwinder::boxed(cfg.clone()))
-    }
-
-    /// Symbolizes a staged capture (unless --no-symbolize) with `cfg`.
-    pub(crate) fn enrich(
-        &self,
-        cfg: &trawl_symbolize::Config,
-        staging: &Path,
-    ) -> trawl_enrich::Enriched {
-        if self.no_symbolize {
-            return Default::default();
+        cfg: &'a trawl_symbolize::Config,
+    ) -> trawl_enrich::Enrichment<'a> {
+        trawl_enrich::Enrichment {
+            cfg,
+            symbolize: !self.no_symbolize,
+            flat: self.flat,
+            unwind: !self.no_unwind,
         }
-        trawl_enrich::enrich(staging, cfg, self.flat)
     }
 }
 
@@ -178,11 +171,11 @@ pub(crate) fn ingest(a: &IngestArgs) -> Result<()> {
     let stop = Arc::new(AtomicBool::new(false));
     let mut opts = a.conv.options();
     opts.progress = Some(done.clone());
-    let mut sym = trawl_enrich::Enriched::default();
     // One config for unwinding and symbolizing: what one learns of a
     // binary the other finds in memory.
     let cfg = a.conv.sym.config_with_store(None);
-    let summary = std::thread::scope(|scope| {
+    let how = a.conv.enrichment(&cfg);
+    let result = std::thread::scope(|scope| {
         if !bar.is_hidden() {
             let (bar, done, stop) = (bar.clone(), done.clone(), stop.clone());
             scope.spawn(move || {
@@ -192,24 +185,15 @@ pub(crate) fn ingest(a: &IngestArgs) -> Result<()> {
                 }
             });
         }
-        let r = trawl_ingest::ingest_with_unwinder(
-            &a.inputs,
-            &a.output,
-            &opts,
-            a.conv.unwinder(&cfg),
-            |staging| {
-                if !a.conv.no_symbolize {
-                    bar.set_message("symbolizing");
-                }
-                sym = a.conv.enrich(&cfg, staging);
-                Ok(())
-            },
-        );
+        let r = trawl_enrich::ingest(&a.inputs, &a.output, &opts, &how, |step| {
+            bar.set_message(step.to_string());
+            Ok(())
+        });
         stop.store(true, Ordering::Relaxed);
         r
     });
     bar.finish_and_clear();
-    let summary = summary?;
+    let (summary, sym) = result?;
     for s in &summary.inputs {
         let (records, items) = match s.format {
             trawl_ingest::Format::Strace => ("lines", "system calls"),
