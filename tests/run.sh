@@ -31,7 +31,7 @@ command -v gcc >/dev/null 2>&1 || missing+=(gcc)
 command -v strace >/dev/null 2>&1 || missing+=(strace)
 command -v unshare >/dev/null 2>&1 || missing+=(util-linux)
 # The consumers of `trawl export`: go tool pprof (golang-go), npm for
-# speedscope's file-format schema.
+# speedscope's file-format schema and the Firefox Profiler's CLI.
 command -v go >/dev/null 2>&1 || missing+=(golang-go)
 command -v npm >/dev/null 2>&1 || missing+=(npm)
 # A real debuginfod server (and curl to wait for it) for the symbolizer's
@@ -51,6 +51,10 @@ fi
 # speedscope's published file-format schema (the npm package ships it).
 [ -f target/npm/node_modules/speedscope/dist/release/file-format-schema.json ] ||
   npm install --silent --no-audit --no-fund --prefix target/npm speedscope@1.25.0 >/dev/null
+# The Firefox Profiler's own loader (its published CLI bundles the web app's
+# profile upgraders and processing) for tests/e2e/firefox_check.
+grep -qs '"version": "0.10.0"' target/npm/node_modules/@firefox-devtools/profiler-cli/package.json ||
+  npm install --silent --no-audit --no-fund --save-exact --prefix target/npm @firefox-devtools/profiler-cli@0.10.0 >/dev/null
 python3 -c 'import jsonschema' >/dev/null 2>&1 ||
   python3 -m pip install --quiet --disable-pip-version-check jsonschema
 

@@ -9,8 +9,8 @@ use std::path::Path;
 use arrow::array::{Array, AsArray, Int32Builder, Int64Builder, StringBuilder};
 use arrow::datatypes::{Int32Type, Int64Type};
 use trawl_capture::schema::{ARCHIVE_CAPTURE, ARCHIVE_INPUT};
-use trawl_ingest::capture::{col, read_table};
 use trawl_ingest::columns::batch;
+use trawl_ingest::readback::{col, read_table};
 use trawl_ingest::table_columns;
 use trawl_ingest::writer::replace_table;
 

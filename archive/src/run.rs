@@ -23,7 +23,7 @@ use std::time::{Duration, Instant, SystemTime};
 use arrow::array::{Array, AsArray};
 use arrow::datatypes::Int64Type;
 use trawl_capture::schema::{self, SCHEMA_VERSION};
-use trawl_ingest::capture::{col, read_table};
+use trawl_ingest::readback::{col, read_table};
 use trawl_ingest::unwind::StackUnwinder;
 
 use crate::manifest::{read_manifest, write_manifest, CaptureRow, InputRow, Status};

@@ -170,7 +170,7 @@ pub(crate) async fn selection(
 pub(crate) async fn app_prefix(s: &Session, app: &Option<String>) -> Result<String> {
     Ok(match app {
         Some(p) => p.clone(),
-        None => trawl_query::memory::default_app(s).await?.ok_or_else(|| {
+        None => trawl_query::regions::default_app(s).await?.ok_or_else(|| {
             anyhow::anyhow!("no call stacks (strace -k, perf -g) to find the application in; pass --app PATH_PREFIX")
         })?,
     })

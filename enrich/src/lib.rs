@@ -524,7 +524,7 @@ pub fn enrich(staging: &Path, cfg: &trawl_symbolize::Config, flat: bool) -> Enri
                 message: p.message,
             })
             .collect();
-        if let Err(err) = trawl_ingest::capture::append_diagnostics(staging, &rows) {
+        if let Err(err) = trawl_ingest::readback::append_diagnostics(staging, &rows) {
             e.problems.push(format!(
                 "recording the symbol store's problems failed: {err:#}"
             ));

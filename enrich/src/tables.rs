@@ -16,8 +16,8 @@ use arrow::array::{
 };
 use arrow::datatypes::{Int32Type, Int64Type, TimestampNanosecondType, UInt32Type, UInt64Type};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-use trawl_ingest::capture::{col, read_columns, read_table};
 use trawl_ingest::columns::{self, Whole};
+use trawl_ingest::readback::{col, read_columns, read_table};
 use trawl_ingest::schema;
 use trawl_ingest::table_columns;
 use trawl_ingest::writer::{replace_table, replace_table_with, table_file, TableWriter};

@@ -27,7 +27,6 @@
 #[macro_use]
 pub mod columns;
 
-pub mod capture;
 pub mod compressed;
 pub mod detect;
 pub mod diag;
@@ -41,6 +40,7 @@ pub mod metrics;
 pub mod perf;
 pub mod pipeline;
 pub mod progress;
+pub mod readback;
 pub use trawl_capture::schema;
 pub mod stacks;
 pub mod strace;

@@ -14,7 +14,7 @@ use crate::diag::{Diagnostic, Diagnostics, Position, Severity};
 use crate::error::{Error, Result};
 use crate::progress::Progress;
 use crate::writer::CaptureWriter;
-use crate::{capture, compressed, energy, memlog, metrics, perf, strace, unwind};
+use crate::{compressed, energy, memlog, metrics, perf, readback, strace, unwind};
 use trawl_capture::schema;
 
 #[derive(Clone, Debug, Default)]
@@ -502,7 +502,7 @@ fn write_source_tables(
     }
     cap.write_table(&mut c)?;
 
-    let mut c = capture::DiagnosticCols::default();
+    let mut c = readback::DiagnosticCols::default();
     for (i, s) in inputs.iter().enumerate() {
         for d in &s.diagnostics {
             c.push(i as i32, d);

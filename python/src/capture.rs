@@ -205,8 +205,8 @@ impl Capture {
     fn resolve_at(&self, py: Python<'_>, at: String) -> PyResult<Option<i64>> {
         let s = self.s.clone();
         wait(py, async move {
-            let at = trawl_query::memory::At::parse(&at)?;
-            Ok(trawl_query::memory::resolve_at(&s, Some(at)).await?)
+            let at = trawl_query::regions::At::parse(&at)?;
+            Ok(trawl_query::regions::resolve_at(&s, Some(at)).await?)
         })
     }
 

@@ -79,7 +79,7 @@ macro_rules! range_params {
             Param { name: "from_ns", kind: Kind::Int, doc: "instead of a rule: the range's start on the capture axis (t_ns)" },
             Param { name: "to_ns", kind: Kind::Int, doc: "instead of a rule: the range's end (t_ns)" },
             $($p,)*
-            crate::memory::APP,
+            crate::regions::APP,
         ]
     };
 }

@@ -8,14 +8,14 @@ use datafusion::prelude::{lit, DataFrame};
 
 use crate::error::Result;
 use crate::functions::{Kind, Param, Spec};
-use crate::memory::{resolve_at, At, APP};
+use crate::regions::{resolve_at, At, APP};
 use crate::session::Session;
 
 /// `io_bytes(...)`.
 /// The I/O table functions.
 pub static SPECS: &[&Spec] = &[&IO_BYTES];
 
-/// Registers `io_bytes` (after [`crate::memory::register`]: it reads the
+/// Registers `io_bytes` (after [`crate::regions::register`]: it reads the
 /// attribution views).
 pub async fn register(s: &Session) -> Result<()> {
     crate::functions::register(s, SPECS).await
@@ -49,7 +49,7 @@ pub static IO_BYTES: Spec = Spec {
 };
 
 /// `io_bytes(...)` in `[from - lead_ns, to)`, sorted by usage like
-/// [`crate::memory::unfreed`].
+/// [`crate::regions::unfreed`].
 pub async fn io(
     s: &Session,
     from: Option<At>,

@@ -25,7 +25,6 @@
 //! weights), one module per area of analyses, [`rows`] (values out of
 //! batches).
 
-pub mod analyses;
 pub mod assert_true;
 pub mod captures;
 pub mod cause;
@@ -39,16 +38,17 @@ pub mod functions;
 pub mod io;
 pub mod lbr;
 pub mod memlog;
-pub mod memory;
 pub mod power;
 pub mod power_calls;
 pub mod profile;
 pub mod ranges;
+pub mod regions;
 pub mod registry;
 pub mod rows;
 pub mod sample;
 pub mod session;
 pub mod stack_cost;
+pub mod stacks;
 pub mod tables;
 pub mod time;
 pub mod timeline;

@@ -15,8 +15,8 @@ use crate::error::Result;
 use crate::session::{session_config, Session, Shared};
 use crate::tables::stored_table;
 use crate::{
-    analyses, assert_true, cause, clock, energy, functions, io, lbr, memlog, memory, power,
-    power_calls, ranges, stack_cost, time,
+    assert_true, cause, clock, energy, functions, io, lbr, memlog, power, power_calls, ranges,
+    regions, stack_cost, stacks, time,
 };
 
 impl Session {
@@ -113,21 +113,21 @@ impl Session {
             s.ctx.register_table(def.name, table)?;
         }
         time::register(&s).await?;
-        s.run_script(analyses::FRAME_NAME).await?;
-        s.run_script(analyses::SAMPLE_SYMBOLIZED).await?;
-        s.run_script(analyses::STACK_WEIGHT).await?;
-        s.run_script(analyses::HOTSPOT_KEY_VIEW).await?;
-        s.run_script(analyses::THREAD_STATE).await?;
+        s.run_script(stacks::FRAME_NAME).await?;
+        s.run_script(stacks::SAMPLE_SYMBOLIZED).await?;
+        s.run_script(stacks::STACK_WEIGHT).await?;
+        s.run_script(stacks::HOTSPOT_KEY_VIEW).await?;
+        s.run_script(stacks::THREAD_STATE).await?;
         s.ctx.register_table(
             stack_cost::NAME,
             Arc::new(stack_cost::table(
-                &functions::unbound(&analyses::HOTSPOTS)?,
+                &functions::unbound(&stacks::HOTSPOTS)?,
                 &s.shared,
             )),
         )?;
-        functions::register(&s, analyses::SPECS).await?;
+        functions::register(&s, stacks::SPECS).await?;
         lbr::register(&s).await?;
-        memory::register(&s).await?;
+        regions::register(&s).await?;
         io::register(&s).await?;
         memlog::register(&s).await?;
         ranges::register(&s).await?;
@@ -154,9 +154,9 @@ pub fn aggregate_udfs() -> Vec<datafusion::logical_expr::AggregateUDF> {
 /// exhaustion causes.
 pub fn specs() -> Vec<&'static functions::Spec> {
     [
-        analyses::SPECS,
+        stacks::SPECS,
         lbr::SPECS,
-        memory::SPECS,
+        regions::SPECS,
         io::SPECS,
         memlog::SPECS,
         energy::SPECS,

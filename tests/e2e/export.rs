@@ -9,9 +9,13 @@
 //!   `$SPEEDSCOPE_SCHEMA` or `target/npm/node_modules/speedscope/...`; `.ci/run`
 //!   installs it) with Python's `jsonschema`; its samples per thread and
 //!   leaf function equal perf script's.
-//! - Firefox Profiler: the processed profile is read back (stringArray →
-//!   funcTable → frameTable → stackTable → samples, as the Profiler does)
-//!   and its samples per thread and leaf function equal perf script's;
+//! - Firefox Profiler: the Profiler's own code loads the file (its
+//!   published CLI, `@firefox-devtools/profiler-cli`, bundles the web app's
+//!   unserialize/upgrade and processing; `tests/e2e/firefox_check/`,
+//!   installed under `target/npm` by `.ci/run`) and its samples per thread
+//!   and leaf function equal perf script's; the file is also read back
+//!   directly (stringArray → funcTable → frameTable → stackTable →
+//!   samples) with the same expectation;
 //!   its leaf frames' lines (`frameTable.line`, the file from
 //!   `funcTable.fileName`) equal `perf report --sort srcline`.
 //! - folded: the lines sum to perf script's sample count, and the leaves
@@ -387,6 +391,76 @@ fn firefox_profile_reads_back_the_samples() {
     ]);
     assert_refused(&o, "--weight weight cannot be written");
     assert!(String::from_utf8_lossy(&o.stderr).contains("pprof/speedscope"));
+}
+
+/// The Firefox Profiler's own loader run on `profile`
+/// (`tests/e2e/firefox_check/check.mjs`): what the Profiler built from it,
+/// per thread (samples, self samples per function, heaviest stack).
+fn firefox_profiler_check(profile: &Path) -> serde_json::Value {
+    let npm = std::env::var_os("FIREFOX_CHECK_NPM")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root().join("target/npm"));
+    assert!(
+        npm.join("node_modules/@firefox-devtools/profiler-cli/dist/profiler-cli.js")
+            .exists(),
+        "the Firefox Profiler's CLI is missing: npm install --save-exact --prefix target/npm @firefox-devtools/profiler-cli@0.10.0 (or set FIREFOX_CHECK_NPM)"
+    );
+    let o = Command::new("node")
+        .arg(root().join("tests/e2e/firefox_check/check.mjs"))
+        .arg(profile)
+        .env("FIREFOX_CHECK_NPM", &npm)
+        .output()
+        .expect("node");
+    assert!(
+        o.status.success(),
+        "the Firefox Profiler refused the file:\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+#[test]
+fn firefox_profiler_loads_the_file_with_perf_script_leaves() {
+    // Expected: perf script's leaf per sample and thread (threads.data:
+    // four threads of a program whose workers burn in `burn`).
+    let (t, cap) = ingest("threads.data");
+    let out = t.path().join("f.json");
+    export(&cap, "firefox", &out, &["--no-inline"]);
+    let v = firefox_profiler_check(&out);
+    assert!(v["processedProfileVersion"].as_u64().is_some(), "{v}");
+    let threads = v["threads"].as_array().unwrap();
+    assert_eq!(threads.len(), 4, "{v}");
+    let mut got: HashMap<(i32, String), i64> = HashMap::new();
+    for th in threads {
+        let tid: i32 = th["tid"].as_str().unwrap().parse().unwrap();
+        for (f, n) in th["selfSamples"].as_object().unwrap() {
+            *got.entry((tid, f.clone())).or_default() += n.as_i64().unwrap();
+        }
+    }
+    let want = perf_leaves(&fixture("threads.data"));
+    assert_eq!(got.values().sum::<i64>(), want.values().sum::<i64>());
+    let mut checked = 0;
+    for ((tid, sym), n) in &want {
+        if sym.starts_with("[unknown]") || sym.starts_with("0x") {
+            continue;
+        }
+        assert_eq!(
+            got.get(&(*tid, sym.clone())),
+            Some(n),
+            "tid {tid} leaf {sym}"
+        );
+        checked += 1;
+    }
+    assert!(checked >= 4, "{checked} leaves compared");
+    // The heaviest stack of a worker thread, as the Profiler's call tree
+    // shows it, ends in the function the workers burn in.
+    assert!(threads.iter().any(|th| {
+        th["heaviestStack"]
+            .as_array()
+            .and_then(|s| s.last())
+            .and_then(|f| f.as_str())
+            == Some("burn")
+    }));
 }
 
 /// The Profiler's source view counts samples per `frameTable.line` of a

@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Result};
 use clap::Args;
-use trawl_query::analyses;
+use trawl_query::stacks;
 use trawl_query::Session;
 
 use crate::args::{selection, FilterArgs, MetricArgs};
@@ -52,7 +52,7 @@ pub(crate) async fn diff(a: DiffArgs) -> Result<()> {
     let picked = selection(&s, &a.filter, &a.metric).await?;
     let sel = picked.selection();
     let (event, weight) = (&picked.event, &picked.weight);
-    let mut df = analyses::diff(&s, &a.by, &base, &new, &sel).await?;
+    let mut df = stacks::diff(&s, &a.by, &base, &new, &sel).await?;
     if let Some(n) = a.limit {
         df = df.limit(0, Some(n))?;
     }

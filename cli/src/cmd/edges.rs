@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 use clap::Args;
-use trawl_query::analyses;
+use trawl_query::stacks;
 
 use crate::args::{selection, FilterArgs, MetricArgs};
 use crate::output;
@@ -40,16 +40,16 @@ pub(crate) enum FunctionView {
 pub(crate) async fn edges(a: EdgeArgs, view: FunctionView) -> Result<()> {
     let s = open(&a.captures).await?;
     let picked = selection(&s, &a.filter, &a.metric).await?;
-    let f = analyses::FunctionMatch {
+    let f = stacks::FunctionMatch {
         function: a.function.clone(),
         module: a.module.clone(),
     };
     let sel = picked.selection();
     let event = &picked.event;
     let df = match view {
-        FunctionView::Callers => analyses::callers(&s, &f, &sel).await?,
-        FunctionView::Callees => analyses::callees(&s, &f, &sel).await?,
-        FunctionView::Annotate => analyses::annotate(&s, &f, &sel).await?,
+        FunctionView::Callers => stacks::callers(&s, &f, &sel).await?,
+        FunctionView::Callees => stacks::callees(&s, &f, &sel).await?,
+        FunctionView::Annotate => stacks::annotate(&s, &f, &sel).await?,
     };
     let batches = df.collect().await?;
     if matches!(a.out.format, Format::Table) && a.out.output.is_none() {

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 use clap::Args;
-use trawl_query::analyses::{self, HotspotKey};
+use trawl_query::stacks::{self, HotspotKey};
 
 use crate::args::{choice, selection, FilterArgs, MetricArgs};
 use crate::output;
@@ -35,7 +35,7 @@ pub(crate) async fn hotspots(a: HotspotArgs) -> Result<()> {
     let key = a.by;
     let sel = picked.selection();
     let event = &picked.event;
-    let mut df = analyses::hotspots(&s, key, &sel).await?;
+    let mut df = stacks::hotspots(&s, key, &sel).await?;
     if let Some(n) = a.limit {
         df = df.limit(0, Some(n))?;
     }

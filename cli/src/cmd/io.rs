@@ -35,7 +35,7 @@ pub(crate) struct IoArgs {
 }
 
 pub(crate) async fn io_report(a: IoArgs) -> Result<()> {
-    use trawl_query::memory::At;
+    use trawl_query::regions::At;
     let s = open(&a.captures).await?;
     let from = a.from.as_deref().map(At::parse).transpose()?;
     let to = a.to.as_deref().map(At::parse).transpose()?;

@@ -30,11 +30,14 @@ pub(crate) struct UnfreedArgs {
 }
 
 pub(crate) async fn unfreed(a: UnfreedArgs) -> Result<()> {
-    use trawl_query::memory;
+    use trawl_query::regions;
     let s = open(&a.captures).await?;
-    let at = memory::At::parse(&a.at)?;
+    let at = regions::At::parse(&a.at)?;
     let app = app_prefix(&s, &a.app).await?;
-    let batches = memory::unfreed(&s, at, Some(&app)).await?.collect().await?;
+    let batches = regions::unfreed(&s, at, Some(&app))
+        .await?
+        .collect()
+        .await?;
     if matches!(a.out.format, Format::Table) && a.out.output.is_none() {
         eprintln!("application: {app}*");
     }
