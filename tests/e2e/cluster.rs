@@ -172,7 +172,7 @@ fn both(c: &Cluster, args: &[&str]) -> (String, String) {
 
 /// Captures of every kind the cluster is asked about: an archive of runs
 /// (perf, strace), a run with monitoring logs, a memory log, RAPL energy.
-fn captures(dir: &Path) -> Vec<PathBuf> {
+pub(crate) fn captures(dir: &Path) -> Vec<PathBuf> {
     let src = crate::archive::runs(dir);
     let arch = dir.join("arch");
     let o = crate::archive::archive_ingest(&src, &arch, &[]);

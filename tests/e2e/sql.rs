@@ -414,3 +414,126 @@ fn callers_and_callees_reports_are_their_table_functions() {
         }
     }
 }
+
+/// The report's CSV and the table function's, as sorted lines, the
+/// report's header with `rename` (report column → function column)
+/// applied and the function's columns cut to the report's.
+fn report_equals_function(report: &[&str], sql: &[&str], rename: &[(&str, &str)]) {
+    let r = trawl_ok(&[report, &["--format", "csv"]].concat());
+    let s = trawl_ok(&[sql, &["--format", "csv"]].concat());
+    let mut r_head = r.lines().next().unwrap().to_string();
+    for (a, b) in rename {
+        r_head = r_head.replace(a, b);
+    }
+    let s_head: Vec<&str> = s.lines().next().unwrap().split(',').collect();
+    let keep = r_head.split(',').count();
+    assert_eq!(r_head, s_head[..keep].join(","), "{report:?} vs {sql:?}");
+    let cut = |csv: &str| -> Vec<String> {
+        // csv_rows leaves the header out.
+        let mut v: Vec<String> = csv_rows(csv)
+            .into_iter()
+            .map(|row| row[..keep].join("\u{1f}"))
+            .collect();
+        v.sort();
+        v
+    };
+    let (rr, ss) = (cut(&r), cut(&s));
+    assert!(!rr.is_empty(), "{report:?}: no rows");
+    assert_eq!(rr, ss, "{report:?} vs {sql:?}");
+}
+
+#[test]
+fn every_report_is_its_table_function() {
+    // `trawl report X` is the query of its table function plus formatting
+    // (rows sorted, a few columns left out or named after what they hold):
+    // the same rows. The numbers themselves are checked against
+    // independent tools where each report is tested (strace.rs,
+    // memlog.rs, lbr.rs, energy.rs, phases.rs, ...).
+    let dir = tempfile::tempdir().unwrap();
+    let caps = crate::cluster::captures(dir.path());
+    let [arch, phases, memlog, energy] = [0, 1, 2, 3].map(|i| caps[i].to_str().unwrap());
+    let (_t, lbr) = ingest("lbr-fig8.data");
+    let lbr = lbr.to_str().unwrap();
+    let rule = "cpu_user+cpu_sys > 90 and runq > 2";
+    report_equals_function(
+        &["report", "timeline", arch, "--window", "10ms"],
+        &["sql", arch, "SELECT * FROM timeline(10000000)"],
+        &[(",function,", ",key,")],
+    );
+    report_equals_function(
+        &["report", "unfreed", arch],
+        &["sql", arch, "SELECT * FROM unfreed()"],
+        &[],
+    );
+    report_equals_function(
+        &["report", "io", arch],
+        &["sql", arch, "SELECT * FROM io_bytes()"],
+        &[],
+    );
+    report_equals_function(
+        &["report", "pages", memlog],
+        &["sql", memlog, "SELECT * FROM pages()"],
+        &[],
+    );
+    report_equals_function(
+        &["report", "page-reuse", memlog],
+        &["sql", memlog, "SELECT * FROM page_reuse()"],
+        &[],
+    );
+    report_equals_function(
+        &["report", "mem-symbols", memlog],
+        &["sql", memlog, "SELECT * FROM mem_symbols()"],
+        &[],
+    );
+    for (view, f) in [
+        ("functions", "lbr_functions('3')"),
+        ("summary", "lbr_summary('3')"),
+        ("points", "lbr_points('3')"),
+    ] {
+        report_equals_function(
+            &["report", "lbr", lbr, "--view", view],
+            &["sql", lbr, &format!("SELECT * FROM {f}")],
+            &[],
+        );
+    }
+    report_equals_function(
+        &[
+            "report",
+            "energy",
+            energy,
+            "--by",
+            "function",
+            "--core-indicator",
+            "read:cycles",
+            "--dram-indicator",
+            "read:LLC-load-misses",
+        ],
+        &[
+            "sql",
+            energy,
+            "SELECT * FROM energy_by('function', 'core', 'read:cycles', 'dram', 'read:LLC-load-misses')",
+        ],
+        &[],
+    );
+    report_equals_function(
+        &[
+            "report",
+            "cause",
+            phases,
+            "--resource",
+            "cpu",
+            "--rule",
+            rule,
+            "--t0",
+            "exec:phases",
+        ],
+        &[
+            "sql",
+            phases,
+            "--t0",
+            "exec:phases",
+            &format!("SELECT * FROM cause_cpu('{rule}')"),
+        ],
+        &[],
+    );
+}
