@@ -10,7 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 TRAWL=${TRAWL:-target/release/trawl}
 C=fuzz/corpus
-mkdir -p $C/{perf_file,perf_pipe,strace,metrics,energy,lackey,memlog_binary,proc_maps,jit_map,elf}
+mkdir -p $C/{perf_file,perf_pipe,strace,metrics,energy,lackey,memlog_binary,proc_maps,jit_map,kallsyms,elf}
 put() { # put TARGET NAME < bytes
   cat > "$C/$1/seed-$2"
 }
@@ -31,6 +31,10 @@ put memlog_binary pages.tmem < /tmp/trawl-seed.tmem
 rm -f /tmp/trawl-seed.lackey /tmp/trawl-seed.tmem
 put proc_maps pages.maps < fixtures/memlog/pages.maps
 for f in fixtures/perf/jit/*.map; do put jit_map "$(basename "$f")" < "$f"; done
+# kallsyms: the running kernel's first symbols and some of its modules'
+# (as root; otherwise the addresses read as zero, which the reader skips).
+head -n 300 /proc/kallsyms | put kallsyms head
+grep -m 100 '\[' /proc/kallsyms | put kallsyms modules || true
 for f in fixtures/perf/bin/* fixtures/memlog/bin/* fixtures/phases/bin/*; do put elf "$(basename "$f")" < "$f"; done
 put energy powercap.csv <<'X'
 time,zone,name,energy_uj,max_energy_range_uj

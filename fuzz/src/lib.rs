@@ -28,6 +28,7 @@ pub const TARGETS: &[(&str, fn(&[u8]))] = &[
     ("memlog_binary", memlog_binary),
     ("proc_maps", proc_maps),
     ("jit_map", jit_map),
+    ("kallsyms", kallsyms),
     ("elf", elf),
 ];
 
@@ -177,6 +178,24 @@ pub fn memlog_binary(data: &[u8]) {
 pub fn proc_maps(data: &[u8]) {
     let _ = memlog::maps::sniff(data);
     let _ = memlog::maps::parse(&String::from_utf8_lossy(data));
+}
+
+/// A `/proc/kallsyms`-format file (`--kallsyms FILE`, or the running
+/// kernel's), read as the symbolizer reads it, then asked for addresses:
+/// fixed ones and those the input names.
+pub fn kallsyms(data: &[u8]) {
+    let k = trawl_symbolize::kallsyms::Kallsyms::parse(&String::from_utf8_lossy(data));
+    for a in [0u64, 1, 0xffff_ffff_8100_0000, u64::MAX] {
+        let _ = k.find(a);
+    }
+    for w in data.split(|b| !b.is_ascii_hexdigit()).take(64) {
+        if let Ok(s) = std::str::from_utf8(w) {
+            if let Ok(a) = u64::from_str_radix(s, 16) {
+                let _ = k.find(a);
+                let _ = k.find(a.wrapping_add(1 << 20));
+            }
+        }
+    }
 }
 
 /// JIT map files (`/tmp/perf-PID.map`) and the lookups on them.
