@@ -114,29 +114,10 @@ pub fn ingest_with_unwinder(
     unwinder: Option<Box<dyn unwind::StackUnwinder>>,
     before_commit: impl FnOnce(&Path) -> Result<()>,
 ) -> Result<IngestSummary> {
-    let tz = match &opts.tz {
-        Some(z) => Some(
-            z.parse::<chrono_tz::Tz>()
-                .map_err(|_| Error::BadZone(z.clone()))?,
-        ),
-        None => None,
-    };
-    let mut cap = CaptureWriter::create_staged(out, opts.staging.as_deref())?;
-    let mut conv = perf::convert::PerfConverter::new(&mut cap)?;
-    let mut sconv = strace::convert::StraceConverter::new(&mut cap)?;
-    let mut mconv = metrics::convert::MetricConverter::new(&mut cap, tz)?;
-    let mut mem = memlog::convert::MemConverter::new();
-    let mut econv = energy::convert::EnergyConverter::new(&mut cap)?;
-    opts.mem.check().map_err(Error::Usage)?;
-    let mut extra_meta = Vec::new();
-    if let Some(u) = unwinder {
-        conv.set_unwinder(u);
-    }
+    let mut run = Run::new(out, opts, unwinder)?;
     let mut summaries = Vec::new();
     let mut base = 0u64;
     for (i, input) in inputs.iter().enumerate() {
-        let name = input.to_string_lossy().into_owned();
-        let mut diags = Diagnostics::new(name.clone(), opts.strict);
         let size = std::fs::metadata(input).map_or(0, |m| m.len());
         let progress = (opts.progress.is_some() || opts.cancel.is_some()).then(|| Progress {
             done: opts.progress.clone().unwrap_or_default(),
@@ -144,175 +125,75 @@ pub fn ingest_with_unwinder(
             cancel: opts.cancel.clone(),
         });
         base += size;
-        let Opened {
-            format,
-            stream,
-            compression,
-            expansion,
-        } = open_input(input, &name, opts.expansion, opts.strict)?;
-        conv.begin_source(i as i32);
-        sconv.begin_source(i as i32);
-        mconv.begin_source(i as i32);
-        econv.begin_source(i as i32);
-        // (clock, utc offset) of the input; perf's are filled in below from
-        // its header.
-        let mut clock = ("none".to_string(), None);
-        let stats = match format {
-            Format::PerfFile if compression.is_some() => {
-                return Err(Error::BadInput {
-                    path: input.clone(),
-                    offset: 0,
-                    message: format!(
-                        "a {}-compressed perf.data file: decompress it first (perf reads it at random offsets)",
-                        compression.unwrap_or("")
-                    ),
-                })
-            }
-            Format::PerfFile => {
-                let st = perf::ingest_perf(input, stream, false, &mut conv, &mut diags, progress.as_ref())?;
-                power_readings(&mut conv, &mut econv, &mut diags)?;
-                st
-            }
-            Format::Lackey | Format::MemBinary => {
-                mem.begin_source(&mut cap, i as i32)?;
-                let st = match (format, stream) {
-                    (Format::Lackey, stream) => {
-                        let mut text = text_source(input, stream)?;
-                        memlog::ingest_text(
-                            &mut text,
-                            &name,
-                            &opts.mem,
-                            &mut mem,
-                            &mut diags,
-                            progress.as_ref(),
-                        )?
-                    }
-                    (_, stream) => {
-                        let mut s: Box<dyn Read + Send> = match stream {
-                            Some(s) => s,
-                            None => Box::new(
-                                std::fs::File::open(input).map_err(|e| Error::io(input, e))?,
-                            ),
-                        };
-                        memlog::ingest_binary(&mut s, &opts.mem, &mut mem, &mut diags)?
-                    }
-                };
-                if let Some(c) = compression {
-                    extra_meta.push((i as i32, "compression".to_string(), c.to_string()));
-                }
-                extra_meta.extend(st.meta.into_iter().map(|(k, v)| (i as i32, k, v)));
-                perf::PerfStats {
-                    bytes: st.bytes,
-                    records: st.records,
-                    samples: st.rows,
-                    pipe: false,
-                }
-            }
-            Format::ProcMaps => {
-                let bytes = read_whole(input, stream, &mut diags)?;
-                let text = String::from_utf8_lossy(&bytes);
-                let (maps, bad) = memlog::maps::parse(&text);
-                for (line, t) in bad {
-                    diags.report(
-                        Position::Line(line),
-                        Severity::Warning,
-                        "bad_row",
-                        format!("not a /proc/PID/maps line: {t:?}: skipped"),
-                    )?;
-                }
-                mem.maps(&mut cap, i as i32, &maps)?;
-                perf::PerfStats {
-                    bytes: bytes.len() as u64,
-                    records: maps.len() as u64,
-                    samples: 0,
-                    pipe: false,
-                }
-            }
-            Format::PerfPipe => {
-                let st = perf::ingest_perf(input, stream, true, &mut conv, &mut diags, progress.as_ref())?;
-                power_readings(&mut conv, &mut econv, &mut diags)?;
-                st
-            }
-            Format::Vmstat
-            | Format::Iostat
-            | Format::IostatJson
-            | Format::Sysstat
-            | Format::Sadf
-            | Format::MetricCsv => {
-                let bytes = read_whole(input, stream, &mut diags)?;
-                let kind = match format {
-                    Format::Vmstat => metrics::Kind::Vmstat,
-                    Format::Iostat => metrics::Kind::Iostat,
-                    Format::IostatJson => metrics::Kind::IostatJson,
-                    Format::Sysstat => metrics::Kind::Sysstat,
-                    Format::Sadf => metrics::Kind::Sadf,
-                    _ => metrics::Kind::Csv,
-                };
-                let before = mconv.points;
-                let rows = metrics::read(kind, &bytes, &mut diags, &mut mconv)?;
-                mconv.flush()?;
-                clock = metric_clock(&mconv.clock, &opts.tz, &mut diags)?;
-                perf::PerfStats {
-                    bytes: bytes.len() as u64,
-                    records: rows,
-                    samples: mconv.points - before,
-                    pipe: false,
-                }
-            }
-            Format::Powercap | Format::PerfStat | Format::Turbostat => {
-                let bytes = read_whole(input, stream, &mut diags)?;
-                let text = String::from_utf8_lossy(&bytes);
-                let before = econv.readings;
-                let rows = if format == Format::Powercap {
-                    clock = ("utc".into(), Some(0));
-                    econv.set_utc_offset(Some(0));
-                    energy::read_powercap(&text, &mut diags, &mut econv)?
-                } else if format == Format::Turbostat {
-                    clock = ("utc".into(), Some(0));
-                    econv.set_utc_offset(Some(0));
-                    energy::read_turbostat(&text, &mut diags, &mut econv)?
-                } else {
-                    clock = ("perf-stat:relative".into(), None);
-                    energy::read_perf_stat(&text, &mut diags, &mut econv)?
-                };
-                for (line, kind, message) in std::mem::take(&mut econv.problems) {
-                    diags.report(Position::Line(line), Severity::Warning, kind, message)?;
-                }
-                econv.flush()?;
-                perf::PerfStats {
-                    bytes: bytes.len() as u64,
-                    records: rows,
-                    samples: econv.readings - before,
-                    pipe: false,
-                }
-            }
-            Format::Strace => {
-                let s = strace::ingest_strace(
-                    input,
-                    stream,
-                    &mut sconv,
-                    &mut conv.stacks,
-                    &mut conv.syscalls,
-                    &mut diags,
-                    progress.as_ref(),
-                )?;
-                extra_meta.push((
-                    i as i32,
-                    "strace_time".to_string(),
-                    s.time_kind.as_str().to_string(),
-                ));
-                clock = match s.time_kind {
-                    strace::reader::TimeKind::Epoch => ("utc".into(), Some(0)),
-                    k => (format!("strace:{}", k.as_str()), None),
-                };
-                perf::PerfStats {
-                    bytes: s.bytes,
-                    records: s.lines,
-                    samples: s.calls,
-                    pipe: false,
-                }
-            }
+        summaries.push(run.input(i as i32, input, progress.as_ref())?);
+        if let Some(p) = &progress {
+            p.at(size)?;
+        }
+    }
+    run.finish(summaries, before_commit)
+}
+
+/// One ingest under way: the staged capture and a converter per kind of
+/// input, each input's rows going to its converter.
+struct Run<'o> {
+    opts: &'o IngestOptions,
+    cap: CaptureWriter,
+    conv: perf::convert::PerfConverter,
+    sconv: strace::convert::StraceConverter,
+    mconv: metrics::convert::MetricConverter,
+    mem: memlog::convert::MemConverter,
+    econv: energy::convert::EnergyConverter,
+    /// `capture_meta` rows the inputs add (compression, strace's times).
+    extra_meta: Vec<(i32, String, String)>,
+}
+
+impl<'o> Run<'o> {
+    fn new(
+        out: &Path,
+        opts: &'o IngestOptions,
+        unwinder: Option<Box<dyn unwind::StackUnwinder>>,
+    ) -> Result<Run<'o>> {
+        let tz = match &opts.tz {
+            Some(z) => Some(
+                z.parse::<chrono_tz::Tz>()
+                    .map_err(|_| Error::BadZone(z.clone()))?,
+            ),
+            None => None,
         };
+        let mut cap = CaptureWriter::create_staged(out, opts.staging.as_deref())?;
+        let mut conv = perf::convert::PerfConverter::new(&mut cap)?;
+        let sconv = strace::convert::StraceConverter::new(&mut cap)?;
+        let mconv = metrics::convert::MetricConverter::new(&mut cap, tz)?;
+        let mem = memlog::convert::MemConverter::new();
+        let econv = energy::convert::EnergyConverter::new(&mut cap)?;
+        opts.mem.check().map_err(Error::Usage)?;
+        if let Some(u) = unwinder {
+            conv.set_unwinder(u);
+        }
+        Ok(Run {
+            opts,
+            cap,
+            conv,
+            sconv,
+            mconv,
+            mem,
+            econv,
+            extra_meta: Vec::new(),
+        })
+    }
+
+    /// Reads input `i` (a path, or `-`) into its converter.
+    fn input(&mut self, i: i32, input: &Path, progress: Option<&Progress>) -> Result<InputSummary> {
+        let name = input.to_string_lossy().into_owned();
+        let mut diags = Diagnostics::new(name.clone(), self.opts.strict);
+        let opened = open_input(input, &name, self.opts.expansion, self.opts.strict)?;
+        let (format, compression, expansion) =
+            (opened.format, opened.compression, opened.expansion.clone());
+        self.conv.begin_source(i);
+        self.sconv.begin_source(i);
+        self.mconv.begin_source(i);
+        self.econv.begin_source(i);
+        let (stats, clock) = self.read(i, input, &name, opened, &mut diags, progress)?;
         if let Some(e) = expansion.filter(|e| e.stopped()) {
             diags.report(
                 Position::Byte(e.consumed()),
@@ -321,14 +202,11 @@ pub fn ingest_with_unwinder(
                 format!(
                     "the {} stream {}: the rest is not read",
                     compression.unwrap_or("compressed"),
-                    opts.expansion.exceeded(e.produced(), e.consumed())
+                    self.opts.expansion.exceeded(e.produced(), e.consumed())
                 ),
             )?;
         }
-        if let Some(p) = &progress {
-            p.at(size)?;
-        }
-        summaries.push(InputSummary {
+        Ok(InputSummary {
             path: name,
             format,
             bytes: stats.bytes,
@@ -337,26 +215,215 @@ pub fn ingest_with_unwinder(
             diagnostics: diags.into_vec(),
             clock: clock.0,
             utc_offset_ns: clock.1,
-        });
+        })
     }
-    sconv.finish(&mut cap, &mut conv.stacks, &mut conv.syscalls)?;
-    mconv.finish(&mut cap)?;
-    econv.finish(&mut cap)?;
-    mem.finish(&mut cap)?;
-    let mut pairs = conv.finish(&mut cap)?;
-    for (i, s) in summaries.iter_mut().enumerate() {
-        if matches!(s.format, Format::PerfFile | Format::PerfPipe) {
-            (s.clock, s.utc_offset_ns) = perf_clock(&pairs, i as i32);
+
+    /// The input's records through its format's reader into its converter:
+    /// what was read, and the clock of its times (perf's is filled in at
+    /// the end, from its header).
+    fn read(
+        &mut self,
+        i: i32,
+        input: &Path,
+        name: &str,
+        opened: Opened,
+        diags: &mut Diagnostics,
+        progress: Option<&Progress>,
+    ) -> Result<(perf::PerfStats, (String, Option<i64>))> {
+        let Opened {
+            format,
+            stream,
+            compression,
+            ..
+        } = opened;
+        let mut clock = ("none".to_string(), None);
+        let stats = match format {
+        Format::PerfFile if compression.is_some() => {
+            return Err(Error::BadInput {
+                path: input.to_path_buf(),
+                offset: 0,
+                message: format!(
+                    "a {}-compressed perf.data file: decompress it first (perf reads it at random offsets)",
+                    compression.unwrap_or("")
+                ),
+            })
         }
+        Format::PerfFile => {
+            let st = perf::ingest_perf(input, stream, false, &mut self.conv, diags, progress)?;
+            power_readings(&mut self.conv, &mut self.econv, diags)?;
+            st
+        }
+        Format::Lackey | Format::MemBinary => {
+            self.mem.begin_source(&mut self.cap, i)?;
+            let st = match (format, stream) {
+                (Format::Lackey, stream) => {
+                    let mut text = text_source(input, stream)?;
+                    memlog::ingest_text(
+                        &mut text,
+                        &name,
+                        &self.opts.mem,
+                        &mut self.mem,
+                        diags,
+                        progress,
+                    )?
+                }
+                (_, stream) => {
+                    let mut s: Box<dyn Read + Send> = match stream {
+                        Some(s) => s,
+                        None => Box::new(
+                            std::fs::File::open(input).map_err(|e| Error::io(input, e))?,
+                        ),
+                    };
+                    memlog::ingest_binary(&mut s, &self.opts.mem, &mut self.mem, diags)?
+                }
+            };
+            if let Some(c) = compression {
+                self.extra_meta.push((i, "compression".to_string(), c.to_string()));
+            }
+            self.extra_meta.extend(st.meta.into_iter().map(|(k, v)| (i, k, v)));
+            perf::PerfStats {
+                bytes: st.bytes,
+                records: st.records,
+                samples: st.rows,
+                pipe: false,
+            }
+        }
+        Format::ProcMaps => {
+            let bytes = read_whole(input, stream, diags)?;
+            let text = String::from_utf8_lossy(&bytes);
+            let (maps, bad) = memlog::maps::parse(&text);
+            for (line, t) in bad {
+                diags.report(
+                    Position::Line(line),
+                    Severity::Warning,
+                    "bad_row",
+                    format!("not a /proc/PID/maps line: {t:?}: skipped"),
+                )?;
+            }
+            self.mem.maps(&mut self.cap, i, &maps)?;
+            perf::PerfStats {
+                bytes: bytes.len() as u64,
+                records: maps.len() as u64,
+                samples: 0,
+                pipe: false,
+            }
+        }
+        Format::PerfPipe => {
+            let st = perf::ingest_perf(input, stream, true, &mut self.conv, diags, progress)?;
+            power_readings(&mut self.conv, &mut self.econv, diags)?;
+            st
+        }
+        Format::Vmstat
+        | Format::Iostat
+        | Format::IostatJson
+        | Format::Sysstat
+        | Format::Sadf
+        | Format::MetricCsv => {
+            let bytes = read_whole(input, stream, diags)?;
+            let kind = match format {
+                Format::Vmstat => metrics::Kind::Vmstat,
+                Format::Iostat => metrics::Kind::Iostat,
+                Format::IostatJson => metrics::Kind::IostatJson,
+                Format::Sysstat => metrics::Kind::Sysstat,
+                Format::Sadf => metrics::Kind::Sadf,
+                _ => metrics::Kind::Csv,
+            };
+            let before = self.mconv.points;
+            let rows = metrics::read(kind, &bytes, diags, &mut self.mconv)?;
+            self.mconv.flush()?;
+            clock = metric_clock(&self.mconv.clock, &self.opts.tz, diags)?;
+            perf::PerfStats {
+                bytes: bytes.len() as u64,
+                records: rows,
+                samples: self.mconv.points - before,
+                pipe: false,
+            }
+        }
+        Format::Powercap | Format::PerfStat | Format::Turbostat => {
+            let bytes = read_whole(input, stream, diags)?;
+            let text = String::from_utf8_lossy(&bytes);
+            let before = self.econv.readings;
+            let rows = if format == Format::Powercap {
+                clock = ("utc".into(), Some(0));
+                self.econv.set_utc_offset(Some(0));
+                energy::read_powercap(&text, diags, &mut self.econv)?
+            } else if format == Format::Turbostat {
+                clock = ("utc".into(), Some(0));
+                self.econv.set_utc_offset(Some(0));
+                energy::read_turbostat(&text, diags, &mut self.econv)?
+            } else {
+                clock = ("perf-stat:relative".into(), None);
+                energy::read_perf_stat(&text, diags, &mut self.econv)?
+            };
+            for (line, kind, message) in std::mem::take(&mut self.econv.problems) {
+                diags.report(Position::Line(line), Severity::Warning, kind, message)?;
+            }
+            self.econv.flush()?;
+            perf::PerfStats {
+                bytes: bytes.len() as u64,
+                records: rows,
+                samples: self.econv.readings - before,
+                pipe: false,
+            }
+        }
+        Format::Strace => {
+            let s = strace::ingest_strace(
+                input,
+                stream,
+                &mut self.sconv,
+                &mut self.conv.stacks,
+                &mut self.conv.syscalls,
+                diags,
+                progress,
+            )?;
+            self.extra_meta.push((
+                i,
+                "strace_time".to_string(),
+                s.time_kind.as_str().to_string(),
+            ));
+            clock = match s.time_kind {
+                strace::reader::TimeKind::Epoch => ("utc".into(), Some(0)),
+                k => (format!("strace:{}", k.as_str()), None),
+            };
+            perf::PerfStats {
+                bytes: s.bytes,
+                records: s.lines,
+                samples: s.calls,
+                pipe: false,
+            }
+        }
+        };
+        Ok((stats, clock))
     }
-    pairs.extend(extra_meta);
-    write_source_tables(&mut cap, &summaries, pairs)?;
-    before_commit(cap.staging_dir())?;
-    let out = cap.commit()?;
-    Ok(IngestSummary {
-        out,
-        inputs: summaries,
-    })
+
+    /// Every converter's last rows, the source, metadata and diagnostic
+    /// tables, `before_commit` on the staging directory, the commit.
+    fn finish(
+        mut self,
+        mut summaries: Vec<InputSummary>,
+        before_commit: impl FnOnce(&Path) -> Result<()>,
+    ) -> Result<IngestSummary> {
+        let cap = &mut self.cap;
+        self.sconv
+            .finish(cap, &mut self.conv.stacks, &mut self.conv.syscalls)?;
+        self.mconv.finish(cap)?;
+        self.econv.finish(cap)?;
+        self.mem.finish(cap)?;
+        let mut pairs = self.conv.finish(cap)?;
+        for (i, s) in summaries.iter_mut().enumerate() {
+            if matches!(s.format, Format::PerfFile | Format::PerfPipe) {
+                (s.clock, s.utc_offset_ns) = perf_clock(&pairs, i as i32);
+            }
+        }
+        pairs.extend(self.extra_meta);
+        write_source_tables(&mut self.cap, &summaries, pairs)?;
+        before_commit(self.cap.staging_dir())?;
+        let out = self.cap.commit()?;
+        Ok(IngestSummary {
+            out,
+            inputs: summaries,
+        })
+    }
 }
 
 /// All of a text input: from its (decompressing) stream, else the file.

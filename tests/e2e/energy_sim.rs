@@ -234,6 +234,209 @@ fn simulated_energy_per_function_matches_perf_report_and_the_truth() {
     }
 }
 
+/// The README's energy example: `trawl report energy --by function` of
+/// the committed simulation (fixtures/energy/sim.data + sim-rapl.csv, as
+/// the README ingests them), every figure. Sources:
+/// - `perf report --header-only`: cpu-clock's id, its group (the power
+///   counter its last member) and the clock reference (TOD = monotonic);
+/// - `perf script -D`: each sample's time, period and group read values;
+///   the cores domain is the power counter read at the cpu-clock samples,
+///   each sample getting the increase since the previous read (from 0 at
+///   the first, as `perf script` prints it), in the RAPL unit 2^-32 J
+///   (the kernel's `power/events/energy-cores.scale`);
+/// - `perf script -G -F time,event,ip,sym`: each cpu-clock sample's
+///   function;
+/// - the CSV text: the package domain is `intel-rapl:0`'s increase (µJ)
+///   over each interval between readings, shared among the cpu-clock
+///   samples inside it (on UTC through perf's clock reference) by period.
+///
+/// Shares are of the domain's energy, samples the cpu-clock samples that
+/// got some.
+#[test]
+fn readme_energy_by_function_of_the_committed_simulation() {
+    use std::collections::{BTreeMap, HashMap};
+    let dir = root().join("fixtures/energy");
+    let data = dir.join("sim.data");
+    let csv = dir.join("sim-rapl.csv");
+    // ns from a decimal text of seconds, without floating point.
+    let ns = |s: &str| -> i128 {
+        let (w, f) = s.trim().split_once('.').unwrap_or((s.trim(), ""));
+        w.parse::<i128>().unwrap() * 1_000_000_000
+            + format!("{f:0<9}")[..9].parse::<i128>().unwrap()
+    };
+    let header = perf(&["report", "--header-only", "-i", data.to_str().unwrap()]);
+    let cc_id: u64 = header
+        .lines()
+        .find(|l| l.contains("name = cpu-clock,"))
+        .and_then(|l| l.split("id = { ").nth(1))
+        .and_then(|x| x.split(' ').next())
+        .unwrap()
+        .parse()
+        .unwrap();
+    let group = header
+        .lines()
+        .find(|l| l.starts_with("# group: {cpu-clock,"))
+        .unwrap();
+    assert!(group.contains(",power/energy-cores/}"), "{group}");
+    let rl = header
+        .lines()
+        .find(|l| l.starts_with("# reference time:"))
+        .unwrap();
+    let parts: Vec<&str> = rl.split(" = ").collect();
+    let tod = ns(parts[1].split_whitespace().next().unwrap());
+    let mono = ns(parts[2].split_whitespace().next().unwrap());
+
+    // (time ns, period, power counter value) of each cpu-clock sample.
+    let dump = perf(&["script", "-D", "-i", data.to_str().unwrap()]);
+    let mut cc: Vec<(i128, u64, u64)> = Vec::new();
+    // A sample being read: (time, period, (id, value) of each member).
+    type Read = (i128, u64, Vec<(u64, u64)>);
+    let mut cur: Option<Read> = None;
+    let hex = |x: &str| u64::from_str_radix(x.trim().trim_start_matches("0x"), 16).unwrap();
+    let mut flush = |c: &mut Option<Read>| {
+        if let Some((t, p, g)) = c.take() {
+            if g.first().map(|m| m.0) == Some(cc_id) {
+                cc.push((t, p, g.last().unwrap().1));
+            }
+        }
+    };
+    for l in dump.lines() {
+        if l.contains("PERF_RECORD_SAMPLE") {
+            flush(&mut cur);
+            let f: Vec<&str> = l.split_whitespace().collect();
+            let t: i128 = f[1].parse().unwrap();
+            let p = f.iter().position(|x| *x == "period:").unwrap();
+            cur = Some((t, f[p + 1].parse().unwrap(), Vec::new()));
+        } else if let Some(x) = l.trim().strip_prefix("..... id ") {
+            let (id, val) = x.split_once(", value ").unwrap();
+            if let Some((_, _, g)) = cur.as_mut() {
+                g.push((hex(id), hex(val)));
+            }
+        } else if l.contains("PERF_RECORD_") {
+            flush(&mut cur);
+        }
+    }
+    flush(&mut cur);
+    let syms: Vec<(i128, String)> = perf(&[
+        "script",
+        "--ns",
+        "-G",
+        "-i",
+        data.to_str().unwrap(),
+        "-F",
+        "time,event,ip,sym",
+    ])
+    .lines()
+    .filter_map(|l| {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        (f.get(1) == Some(&"cpu-clock:")).then(|| {
+            (
+                ns(f[0].trim_end_matches(':')),
+                f.last().unwrap().to_string(),
+            )
+        })
+    })
+    .collect();
+    assert_eq!(cc.len(), syms.len());
+    assert!(cc.len() > 1000, "{}", cc.len());
+
+    // (domain, function) → (joules, samples); domain → total joules.
+    let mut want: BTreeMap<(String, String), (f64, u64)> = BTreeMap::new();
+    let mut total: HashMap<String, f64> = HashMap::new();
+    let mut prev = 0u64;
+    for ((t, _, v), (ts, f)) in cc.iter().zip(&syms) {
+        assert_eq!(t, ts, "perf script and perf script -D in the same order");
+        let j = (v - prev) as f64 * 2f64.powi(-32);
+        prev = *v;
+        let w = want.entry(("cores".into(), f.clone())).or_default();
+        w.0 += j;
+        w.1 += 1;
+        *total.entry("cores".into()).or_default() += j;
+    }
+    let mut readings: Vec<(i128, u64, u64)> = Vec::new();
+    let text = std::fs::read_to_string(&csv).unwrap();
+    for l in text.lines().skip(1) {
+        let v: Vec<&str> = l.split(',').collect();
+        if v[1] == "intel-rapl:0" {
+            readings.push((ns(v[0]), v[3].parse().unwrap(), v[4].parse().unwrap()));
+        }
+    }
+    let utc = |t: i128| t - mono + tod;
+    let mut got_energy = vec![false; cc.len()];
+    for w in readings.windows(2) {
+        let (a, b) = (w[0].0, w[1].0);
+        let mut uj = w[1].1 as f64 - w[0].1 as f64;
+        if uj < 0.0 {
+            uj += w[1].2 as f64;
+        }
+        let j = uj * 1e-6;
+        *total.entry("package".into()).or_default() += j;
+        let inside: Vec<usize> = (0..cc.len())
+            .filter(|&i| utc(cc[i].0) > a && utc(cc[i].0) <= b)
+            .collect();
+        // No sample on a reading's time: which side it counts on is moot.
+        assert!(cc.iter().all(|s| utc(s.0) != a));
+        let weight: u64 = inside.iter().map(|&i| cc[i].1).sum();
+        if inside.is_empty() {
+            let w = want
+                .entry(("package".into(), "[unattributed]".into()))
+                .or_default();
+            w.0 += j;
+            continue;
+        }
+        for &i in &inside {
+            let w = want
+                .entry(("package".into(), syms[i].1.clone()))
+                .or_default();
+            w.0 += j * cc[i].1 as f64 / weight as f64;
+            if !got_energy[i] {
+                got_energy[i] = true;
+                w.1 += 1;
+            }
+        }
+    }
+
+    // Ingested as the README does: both files together.
+    let dircap = tempfile::tempdir().unwrap();
+    let cap = dircap.path().join("energy");
+    trawl_ok(&[
+        "ingest",
+        data.to_str().unwrap(),
+        csv.to_str().unwrap(),
+        "-o",
+        cap.to_str().unwrap(),
+        "--debug-dir",
+        fixture_bin().to_str().unwrap(),
+    ]);
+    let rows = csv_maps(&trawl_ok(&[
+        "report",
+        "energy",
+        cap.to_str().unwrap(),
+        "--by",
+        "function",
+        "--format",
+        "csv",
+    ]));
+    assert_eq!(rows.len(), want.len(), "{rows:?}\nvs {want:?}");
+    for r in &rows {
+        let k = (r["domain"].clone(), r["function"].clone());
+        let (j, n) = want[&k];
+        let share = 100.0 * j / total[&k.0];
+        let got_j: f64 = r["joules"].parse().unwrap();
+        let got_share: f64 = r["share_pct"].parse().unwrap();
+        // trawl prints joules to 9 decimals, shares to 3.
+        assert!(
+            (got_j - j).abs() <= 6e-10,
+            "{k:?}: {got_j} J, worked out {j} J"
+        );
+        assert!(
+            (got_share - share).abs() <= 0.0005 + 1e-9,
+            "{k:?}: {got_share} %, worked out {share} %"
+        );
+        assert_eq!(r["samples"], n.to_string(), "{k:?}: samples");
+    }
+}
+
 #[test]
 fn simulated_power_model_coefficients_within_1pct() {
     let s = sim();

@@ -163,6 +163,12 @@ fn page_reuse_matches_the_page_story() {
     let (_, reuse) = python_pages(&log, 4096);
     let m = &csv_maps(&report_csv("page-reuse", &cap, &[]))[0];
     let get = |k: &str| m[k].parse::<u64>().unwrap();
+    // Every figure of the README's page-reuse example (the same ingest):
+    // the page size the Python reference was run with, the log as the
+    // first input named (source ids are 0-based in command-line order),
+    // then its reuse figures.
+    assert_eq!(get("page_size"), 4096);
+    assert_eq!(get("source_id"), 0);
     assert_eq!(get("pages"), reuse[0]);
     assert_eq!(get("min_pages"), reuse[1]);
     assert_eq!(get("saving_pages"), reuse[0] - reuse[1]);

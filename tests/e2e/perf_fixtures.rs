@@ -321,6 +321,86 @@ fn hotspots_match_perf_report_frame_pointers() {
     check_against_perf_report("hot-fp.data");
 }
 
+/// The README's first example, `trawl report hotspots hot --no-inline -n
+/// 6` on hot-fp.data, every figure of it. Source: `perf script
+/// --no-inline -F period,ip,sym` on the same file (each sample's period,
+/// then its callchain, leaf first), summed here: self = the samples whose
+/// leaf is the function, total = the samples with the function anywhere
+/// in their chain (once per sample); the % are of the period of all
+/// samples, to trawl's 4 decimals. (perf report prints 2 decimals and no
+/// inclusive sample counts: `hotspots_match_perf_report_frame_pointers`.)
+#[test]
+fn readme_hotspots_equal_perf_script_callchains() {
+    let file = fixture("hot-fp.data");
+    let script = perf(&[
+        "script",
+        "-i",
+        file.to_str().unwrap(),
+        "--no-inline",
+        "-F",
+        "period,ip,sym",
+    ]);
+    // (period, chain of symbols, leaf first) per sample.
+    let mut samples: Vec<(u64, Vec<String>)> = Vec::new();
+    for line in script.lines() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        if let Some(frame) = line.strip_prefix('\t') {
+            let t = frame.trim();
+            let sym = t.split_once(' ').map(|(_, s)| s).unwrap_or("");
+            samples.last_mut().unwrap().1.push(sym.to_string());
+        } else {
+            samples.push((line.trim().parse().unwrap(), Vec::new()));
+        }
+    }
+    assert_eq!(samples.len(), perf_script_samples(&file));
+    // function → (self samples, self period, total samples, total period)
+    let mut acc: HashMap<String, (u64, u64, u64, u64)> = HashMap::new();
+    let mut all = 0u64;
+    for (p, chain) in &samples {
+        all += p;
+        let leaf = acc.entry(chain[0].clone()).or_default();
+        leaf.0 += 1;
+        leaf.1 += p;
+        let mut seen = std::collections::HashSet::new();
+        for s in chain {
+            if seen.insert(s) {
+                let e = acc.entry(s.clone()).or_default();
+                e.2 += 1;
+                e.3 += p;
+            }
+        }
+    }
+    let pct = |p: u64| (100.0 * p as f64 / all as f64 * 1e4).round() as i64;
+    let mut by_self: Vec<_> = acc.iter().collect();
+    by_self.sort_by(|a, b| b.1 .0.cmp(&a.1 .0).then(a.0.cmp(b.0)));
+    // No tie at the cut: the six are the same whatever breaks ties.
+    assert!(by_self[5].1 .0 > by_self[6].1 .0, "{:?}", &by_self[..7]);
+    let want: Vec<(String, u64, i64, u64, i64)> = by_self[..6]
+        .iter()
+        .map(|(f, a)| ((*f).clone(), a.0, pct(a.1), a.2, pct(a.3)))
+        .collect();
+
+    let (_t, cap) = ingest("hot-fp.data");
+    let out = report_csv("hotspots", &cap, &["--no-inline", "-n", "6"]);
+    let four =
+        |m: &HashMap<String, String>, k: &str| (m[k].parse::<f64>().unwrap() * 1e4).round() as i64;
+    let got: Vec<(String, u64, i64, u64, i64)> = csv_maps(&out)
+        .iter()
+        .map(|m| {
+            (
+                m["function"].clone(),
+                m["self_samples"].parse().unwrap(),
+                four(m, "self_pct"),
+                m["total_samples"].parse().unwrap(),
+                four(m, "total_pct"),
+            )
+        })
+        .collect();
+    assert_eq!(got, want, "trawl vs perf script (pct × 10^4)");
+}
+
 /// `--call-graph dwarf`: trawl unwinds the user stacks with framehop,
 /// perf with libunwind/libdw; the inclusive figures must agree.
 #[test]

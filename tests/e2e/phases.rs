@@ -342,6 +342,103 @@ fn exhaustion_ranges_follow_the_logs() {
     }
 }
 
+/// The README's metrics example: run1's vmstat and sar logs ingested
+/// alone, `--rule CPU_RULE --min-duration 2s`, no `--t0` (the origin is
+/// the first event of the logs). Source: the log text, with the rule
+/// applied here by hand: vmstat's `us + sy > 90 and r > 2` on each row
+/// after the since-boot one, a row standing for the second before its
+/// time; the origin is the earliest time printed in either log (vmstat's
+/// since-boot row); sar's %user + %system is checked to agree with vmstat's
+/// on every row, so either log gives the same range.
+#[test]
+fn readme_cpu_range_of_the_logs_alone_is_the_vmstat_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let cap = dir.path().join("metrics");
+    let d = run_dir(1);
+    trawl_ok(&[
+        "ingest",
+        d.join("vmstat.log").to_str().unwrap(),
+        d.join("sar.csv").to_str().unwrap(),
+        "-o",
+        cap.to_str().unwrap(),
+    ]);
+    // vmstat's since-boot row (the third line) and sadf's first row.
+    let vm = std::fs::read_to_string(d.join("vmstat.log")).unwrap();
+    let v: Vec<&str> = vm.lines().nth(2).unwrap().split_whitespace().collect();
+    let vm_first = chrono_free_epoch(&format!("{} {}", v[v.len() - 2], v[v.len() - 1]));
+    let sar = std::fs::read_to_string(d.join("sar.csv")).unwrap();
+    let mut sar_cpu: HashMap<i64, f64> = HashMap::new();
+    let mut sar_first = f64::MAX;
+    let mut header: Vec<&str> = Vec::new();
+    for l in sar.lines() {
+        if let Some(h) = l.strip_prefix("# ") {
+            header = h.split(';').collect();
+            continue;
+        }
+        let v: Vec<&str> = l.split(';').collect();
+        if v.len() < 3 {
+            continue;
+        }
+        let t = chrono_free_epoch(v[2].trim_end_matches(" UTC"));
+        sar_first = sar_first.min(t);
+        let col = |c: &str| header.iter().position(|h| *h == c);
+        if let (Some(u), Some(s)) = (col("%user"), col("%system")) {
+            sar_cpu.insert(
+                t as i64,
+                v[u].parse::<f64>().unwrap() + v[s].parse::<f64>().unwrap(),
+            );
+        }
+    }
+    let origin = vm_first.min(sar_first);
+    let rows = vmstat(1);
+    for (t, m) in &rows {
+        if let Some(s) = sar_cpu.get(&(*t as i64)) {
+            assert_eq!(*s > 90.0, m["us"] + m["sy"] > 90.0, "sar vs vmstat at {t}");
+        }
+    }
+    // The since-boot row first, never a hit: the next row then covers the
+    // second before it (the interval of the log).
+    let hits: Vec<(f64, bool)> = std::iter::once((vm_first, false))
+        .chain(
+            rows.iter()
+                .map(|(t, m)| (*t, m["us"] + m["sy"] > 90.0 && m["r"] > 2.0)),
+        )
+        .collect();
+    let want: Vec<(f64, f64)> = expected_ranges(&hits, origin)
+        .into_iter()
+        .filter(|(a, b)| b - a >= 2.0)
+        .collect();
+    assert_eq!(want.len(), 1, "{want:?}");
+    let got = csv_maps(&report_csv(
+        "exhaustion",
+        &cap,
+        &["--rule", CPU_RULE, "--min-duration", "2s"],
+    ));
+    assert_eq!(got.len(), want.len(), "{got:?} vs {want:?}");
+    let utc = |s: f64| {
+        let o = std::process::Command::new("date")
+            .args([
+                "-u",
+                "-d",
+                &format!("@{}", origin + s),
+                "+%Y-%m-%dT%H:%M:%SZ",
+            ])
+            .output()
+            .unwrap();
+        String::from_utf8(o.stdout).unwrap().trim().to_string()
+    };
+    for (i, (g, (a, b))) in got.iter().zip(&want).enumerate() {
+        assert_eq!(g["range"], (i + 1).to_string());
+        assert_eq!(g["start_ns"], ((a * 1e9).round() as i64).to_string());
+        assert_eq!(g["end_ns"], ((b * 1e9).round() as i64).to_string());
+        assert_eq!(f(g, "start_s"), *a);
+        assert_eq!(f(g, "end_s"), *b);
+        assert_eq!(f(g, "duration_s"), b - a);
+        assert_eq!(g["start_utc"], utc(*a));
+        assert_eq!(g["end_utc"], utc(*b));
+    }
+}
+
 #[test]
 fn ranges_common_to_all_runs() {
     let r = runs();
@@ -558,6 +655,219 @@ fn memory_and_io_causes_match_the_program_and_the_dump() {
     assert_eq!(w["bytes"], bytes.to_string());
     assert_eq!(w["app_line"], "phases.c:84");
     assert_eq!(w["direction"], "write");
+}
+
+/// The README's strace example: `trawl report unfreed` of run1's dump
+/// ingested alone. Source: the dump's text, replayed here: every mmap
+/// maps its return address for its length rounded up to pages (replacing
+/// what was there: MAP_FIXED), munmap removes its range, brk grows (or
+/// shrinks) the heap from the break `brk(NULL)` returned; what is mapped
+/// at the end belongs to the call that mapped it. A call's application
+/// function is the first of its `-k` frames in the program's directory
+/// (the one of `_start`), `[outside the application]` when none is
+/// (ld.so loading the libraries); its pieces are its regions.
+#[test]
+fn readme_unfreed_of_run1_is_what_the_dump_maps_and_never_unmaps() {
+    let text = std::fs::read_to_string(run_dir(1).join("app.strace")).unwrap();
+    // Completed calls in order: (pid, name, arguments, return value, frames).
+    let mut calls: Vec<(String, String, String, String, Vec<String>)> = Vec::new();
+    let mut pending: HashMap<String, String> = HashMap::new();
+    let mut frames_follow = false;
+    for l in text.lines() {
+        if let Some(fr) = l.strip_prefix(" > ") {
+            if frames_follow {
+                calls.last_mut().unwrap().4.push(fr.to_string());
+            }
+            continue;
+        }
+        frames_follow = false;
+        let mut it = l.splitn(3, ' ');
+        let (Some(pid), Some(_time), Some(rest)) = (it.next(), it.next(), it.next()) else {
+            continue;
+        };
+        let full = if let Some(head) = rest.strip_suffix(" <unfinished ...>") {
+            pending.insert(pid.to_string(), head.to_string());
+            continue;
+        } else if let Some(r) = rest.strip_prefix("<... ") {
+            let (_, tail) = r.split_once(" resumed>").unwrap();
+            format!("{}{tail}", pending.remove(pid).unwrap())
+        } else {
+            rest.to_string()
+        };
+        let Some((call, ret)) = full.rsplit_once(" = ") else {
+            continue; // +++ exited, --- signals
+        };
+        let Some((name, args)) = call.split_once('(') else {
+            continue;
+        };
+        let ret = ret.split_whitespace().next().unwrap_or("").to_string();
+        let args = args.trim_end().trim_end_matches(')').to_string();
+        calls.push((pid.to_string(), name.to_string(), args, ret, Vec::new()));
+        frames_follow = true;
+    }
+    // One exec, at the start; the other tasks are threads of its process.
+    let pid = calls[0].0.clone();
+    assert_eq!(calls[0].1, "execve");
+    assert_eq!(calls.iter().filter(|c| c.1 == "execve").count(), 1);
+    for c in calls.iter().filter(|c| c.0 != pid) {
+        assert!(
+            calls
+                .iter()
+                .any(|p| p.1.starts_with("clone") && p.3 == c.0 && p.2.contains("CLONE_THREAD")),
+            "{} is not a thread of {pid}",
+            c.0
+        );
+    }
+    // Every call that maps or unmaps memory is one replayed here.
+    for c in &calls {
+        assert!(
+            !["mremap", "shmat", "shmdt"].contains(&c.1.as_str()),
+            "{}: not replayed",
+            c.1
+        );
+    }
+    let hex = |s: &str| u64::from_str_radix(s.trim().trim_start_matches("0x"), 16).unwrap();
+    let page_up = |n: u64| n.div_ceil(4096) * 4096;
+    // Live ranges [start, end) and the call (index) that mapped each.
+    let mut live: Vec<(u64, u64, usize)> = Vec::new();
+    let unmap = |live: &mut Vec<(u64, u64, usize)>, a: u64, b: u64| {
+        let mut out = Vec::new();
+        for &(s, e, c) in live.iter() {
+            if e <= a || s >= b {
+                out.push((s, e, c));
+                continue;
+            }
+            if s < a {
+                out.push((s, a, c));
+            }
+            if e > b {
+                out.push((b, e, c));
+            }
+        }
+        *live = out;
+    };
+    let mut brk: Option<u64> = None;
+    for (i, (_, name, args, ret, _)) in calls.iter().enumerate() {
+        if ret.starts_with('-') || ret == "?" {
+            continue;
+        }
+        let a: Vec<&str> = args.split(", ").collect();
+        match name.as_str() {
+            "mmap" => {
+                let (s, len) = (hex(ret), a[1].parse::<u64>().unwrap());
+                unmap(&mut live, s, s + page_up(len));
+                live.push((s, s + page_up(len), i));
+            }
+            "munmap" => {
+                let (s, len) = (hex(a[0]), a[1].parse::<u64>().unwrap());
+                unmap(&mut live, s, s + page_up(len));
+            }
+            "brk" => {
+                let new = hex(ret);
+                if let Some(old) = brk {
+                    if new > old {
+                        live.push((old, new, i));
+                    } else {
+                        unmap(&mut live, new, old);
+                    }
+                }
+                brk = Some(new);
+            }
+            _ => {}
+        }
+    }
+    // The application: the directory of the executable whose stacks end
+    // in `_start` (as recorded: the dump names the paths of its machine).
+    let start = calls
+        .iter()
+        .flat_map(|c| &c.4)
+        .find(|f| f.contains("(_start+"))
+        .unwrap();
+    let exe = start.split_once('(').unwrap().0;
+    let app_dir = format!("{}/", exe.rsplit_once('/').unwrap().0);
+    let app_function = |frames: &[String]| {
+        frames
+            .iter()
+            .find(|f| f.starts_with(&app_dir))
+            .map(|f| {
+                f.split_once('(')
+                    .unwrap()
+                    .1
+                    .split('+')
+                    .next()
+                    .unwrap()
+                    .to_string()
+            })
+            .unwrap_or_else(|| "[outside the application]".to_string())
+    };
+    // (application function, system call) → (bytes, regions).
+    let mut want: std::collections::BTreeMap<(String, String), (u64, u64)> = Default::default();
+    for &(s, e, c) in &live {
+        let w = want
+            .entry((app_function(&calls[c].4), calls[c].1.clone()))
+            .or_default();
+        w.0 += e - s;
+        w.1 += 1;
+    }
+    let process: u64 = want.values().map(|w| w.0).sum();
+    let by_app = |f: &str| -> u64 {
+        want.iter()
+            .filter(|(k, _)| k.0 == f)
+            .map(|(_, w)| w.0)
+            .sum()
+    };
+    let comm = calls[0]
+        .2
+        .split('"')
+        .nth(1)
+        .unwrap()
+        .rsplit('/')
+        .next()
+        .unwrap();
+
+    let dir = tempfile::tempdir().unwrap();
+    let cap = dir.path().join("app");
+    let bin = root().join("fixtures/phases/bin");
+    ingest_file(
+        &run_dir(1).join("app.strace"),
+        &cap,
+        &["--debug-dir", bin.to_str().unwrap()],
+    );
+    let rows = csv_maps(&report_csv("unfreed", &cap, &[]));
+    // trawl names the libc function of the call (__mmap, mmap64, __brk):
+    // the system call it makes is in the name.
+    let syscall = |actual: &str| {
+        ["munmap", "mmap", "brk"]
+            .into_iter()
+            .find(|s| actual.contains(s))
+            .unwrap_or(actual)
+            .to_string()
+    };
+    let mut got: std::collections::BTreeMap<(String, String), (u64, u64)> = Default::default();
+    for r in &rows {
+        assert_eq!(r["pid"], pid);
+        assert_eq!(r["comm"], comm);
+        assert_eq!(r["process_bytes"], process.to_string());
+        assert_eq!(
+            r["app_function_bytes"],
+            by_app(&r["app_function"]).to_string(),
+            "{}",
+            r["app_function"]
+        );
+        let k = (r["app_function"].clone(), syscall(&r["actual_function"]));
+        let prev = got.insert(
+            k.clone(),
+            (r["bytes"].parse().unwrap(), r["regions"].parse().unwrap()),
+        );
+        assert!(prev.is_none(), "{k:?} twice");
+    }
+    assert_eq!(got, want, "trawl vs the dump replayed");
+    // As the README shows them: largest application function first.
+    let order: Vec<u64> = rows
+        .iter()
+        .map(|r| r["app_function_bytes"].parse().unwrap())
+        .collect();
+    assert!(order.windows(2).all(|w| w[0] >= w[1]), "{order:?}");
 }
 
 #[test]

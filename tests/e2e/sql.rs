@@ -53,6 +53,40 @@ fn a_directory_of_captures_is_an_archive() {
     );
 }
 
+/// The README's SQL example on hot-fp.data: samples and CPU time (ms) per
+/// command. Source: `perf script -F comm,period` on the same file (a line
+/// per sample: the command, then the period in ns), counted and summed
+/// here.
+#[test]
+fn readme_query_of_samples_and_cpu_ms_per_command_is_perf_scripts() {
+    let file = fixture("hot-fp.data");
+    let script = perf(&["script", "-i", file.to_str().unwrap(), "-F", "comm,period"]);
+    let mut per: std::collections::BTreeMap<String, (u64, u64)> = Default::default();
+    for l in script.lines().filter(|l| !l.trim().is_empty()) {
+        let (comm, period) = l.trim().rsplit_once(char::is_whitespace).unwrap();
+        let e = per.entry(comm.trim().to_string()).or_default();
+        e.0 += 1;
+        e.1 += period.parse::<u64>().unwrap();
+    }
+    assert_eq!(
+        per.values().map(|v| v.0 as usize).sum::<usize>(),
+        perf_script_samples(&file)
+    );
+    let (_t, cap) = ingest("hot-fp.data");
+    let got = sql_rows(
+        &cap,
+        "SELECT comm, count(*) AS samples, round(sum(period) / 1e6, 1) AS cpu_ms \
+         FROM perf_sample GROUP BY comm ORDER BY comm",
+    );
+    assert_eq!(got.len(), per.len(), "{got:?} vs {per:?}");
+    for (r, (comm, (n, p))) in got.iter().zip(&per) {
+        assert_eq!(&r[0], comm);
+        assert_eq!(r[1], n.to_string(), "{comm}: samples");
+        let ms = (*p as f64 / 1e6 * 10.0).round() / 10.0;
+        assert_eq!(r[2].parse::<f64>().unwrap(), ms, "{comm}: cpu_ms");
+    }
+}
+
 #[test]
 fn output_formats_and_query_files() {
     let (t, cap) = ingest("hot-fp.data");

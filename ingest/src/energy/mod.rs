@@ -387,7 +387,9 @@ pub fn read_turbostat(
                 .position(|h| h == name)
                 .and_then(|k| f.get(k).copied())
         };
-        let Some(t) = col("Time_Of_Day_Seconds").and_then(|t| t.parse::<f64>().ok()) else {
+        let Some(t) = col("Time_Of_Day_Seconds")
+            .and_then(|t| crate::metrics::csv::decimal_seconds_ns(t.trim()))
+        else {
             no_time = true;
             continue;
         };
@@ -418,7 +420,7 @@ pub fn read_turbostat(
         }
         rows.push(Row {
             line: n,
-            time: (t * 1e9).round() as i64,
+            time: t,
             package: pkg.and_then(|p| p.parse().ok()),
             summary,
             values,
