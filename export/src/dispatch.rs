@@ -80,7 +80,7 @@ pub async fn export(
         Format::Firefox => {
             let interval = interval_ns
                 .map(|i| i.max(1))
-                .or_else(|| crate::median_gap(&p))
+                .or_else(|| crate::units::median_gap(&p))
                 .unwrap_or(1_000_000);
             crate::firefox::write(p, WRITER, interval)?
         }

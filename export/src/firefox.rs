@@ -48,7 +48,7 @@ const TOKEN: char = '\u{1}';
 pub fn write(mut p: StackProfile, product: &str, interval_ns: u64) -> anyhow::Result<Vec<u8>> {
     let cpu_from_period = match p.weight.as_deref() {
         None => false,
-        Some("period") => crate::is_time_event(&p.event),
+        Some("period") => crate::units::is_time_event(&p.event),
         Some(w) => bail!(
             "the Firefox Profiler counts samples: --weight {w} cannot be written \
              (use --weight samples or period, or export --to pprof/speedscope)"

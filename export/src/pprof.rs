@@ -181,7 +181,7 @@ pub fn profile(p: &StackProfile) -> proto::Profile {
         let name = if w == "period" { p.event.as_str() } else { w };
         out.sample_type.push(proto::ValueType {
             r#type: st.id(name),
-            unit: st.id(crate::weight_unit(p)),
+            unit: st.id(crate::units::weight_unit(p)),
         });
     }
     let last = out.sample_type.last().cloned();

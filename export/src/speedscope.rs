@@ -76,7 +76,7 @@ impl Serialize for Samples<'_> {
 /// The profile in speedscope's JSON file format. `exporter` names the
 /// program (e.g. `trawl 0.1.0`).
 pub fn write(p: &StackProfile, exporter: &str) -> anyhow::Result<Vec<u8>> {
-    let unit = match crate::weight_unit(p) {
+    let unit = match crate::units::weight_unit(p) {
         "nanoseconds" => "nanoseconds",
         _ => "none",
     };
