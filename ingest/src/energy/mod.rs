@@ -387,9 +387,7 @@ pub fn read_turbostat(
                 .position(|h| h == name)
                 .and_then(|k| f.get(k).copied())
         };
-        let Some(t) = col("Time_Of_Day_Seconds")
-            .and_then(|t| crate::metrics::csv::decimal_seconds_ns(t.trim()))
-        else {
+        let Some(t) = col("Time_Of_Day_Seconds").and_then(utc_time) else {
             no_time = true;
             continue;
         };
