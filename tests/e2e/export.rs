@@ -217,6 +217,27 @@ fn pprof_weights_are_the_periods_in_nanoseconds() {
     );
 }
 
+/// Each leaf perf script names (not an address) has perf's sample count
+/// in `got`, per thread; returns how many were compared.
+fn assert_named_leaves(
+    got: &HashMap<(i32, String), i64>,
+    want: &HashMap<(i32, String), i64>,
+) -> usize {
+    let mut checked = 0;
+    for ((tid, sym), n) in want {
+        if sym.starts_with("[unknown]") || sym.starts_with("0x") {
+            continue;
+        }
+        assert_eq!(
+            got.get(&(*tid, sym.clone())),
+            Some(n),
+            "tid {tid} leaf {sym}"
+        );
+        checked += 1;
+    }
+    checked
+}
+
 /// perf script's samples per (tid, leaf symbol) of a fixture.
 pub(crate) fn perf_leaves(file: &Path) -> HashMap<(i32, String), i64> {
     let out = perf(&[
@@ -315,16 +336,7 @@ fn speedscope_file_validates_and_keeps_the_samples() {
     }
     let want = perf_leaves(&fixture("threads.data"));
     assert_eq!(got.values().sum::<i64>(), want.values().sum::<i64>());
-    for ((tid, sym), n) in &want {
-        if sym.starts_with("[unknown]") || sym.starts_with("0x") {
-            continue;
-        }
-        assert_eq!(
-            got.get(&(*tid, sym.clone())),
-            Some(n),
-            "tid {tid} leaf {sym}"
-        );
-    }
+    assert_named_leaves(&got, &want);
     // The source file of a function with DWARF.
     let worker = frames.iter().find(|f| f["name"] == "burn");
     assert!(
@@ -368,16 +380,7 @@ fn firefox_profile_reads_back_the_samples() {
     }
     let want = perf_leaves(&fixture("threads.data"));
     assert_eq!(got.values().sum::<i64>(), want.values().sum::<i64>());
-    for ((tid, sym), n) in &want {
-        if sym.starts_with("[unknown]") || sym.starts_with("0x") {
-            continue;
-        }
-        assert_eq!(
-            got.get(&(*tid, sym.clone())),
-            Some(n),
-            "tid {tid} leaf {sym}"
-        );
-    }
+    assert_named_leaves(&got, &want);
     // A weight the Profiler cannot show is refused, naming the way out.
     let o = trawl(&[
         "export",
@@ -439,18 +442,7 @@ fn firefox_profiler_loads_the_file_with_perf_script_leaves() {
     }
     let want = perf_leaves(&fixture("threads.data"));
     assert_eq!(got.values().sum::<i64>(), want.values().sum::<i64>());
-    let mut checked = 0;
-    for ((tid, sym), n) in &want {
-        if sym.starts_with("[unknown]") || sym.starts_with("0x") {
-            continue;
-        }
-        assert_eq!(
-            got.get(&(*tid, sym.clone())),
-            Some(n),
-            "tid {tid} leaf {sym}"
-        );
-        checked += 1;
-    }
+    let checked = assert_named_leaves(&got, &want);
     assert!(checked >= 4, "{checked} leaves compared");
     // The heaviest stack of a worker thread, as the Profiler's call tree
     // shows it, ends in the function the workers burn in.
