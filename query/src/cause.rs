@@ -325,15 +325,14 @@ pub async fn range_batch(
         .map_err(datafusion::error::DataFusionError::from)?)
 }
 
+/// Per capture: inputs of system calls and their least offset.
+const SYSCALL_OFFSETS: &str = include_str!("../analyses/cause/inputs/syscall_offsets.sql");
+
 /// Per capture: how many inputs its system calls come from and the least
 /// offset of them onto the capture axis.
 async fn syscall_offsets(s: &Session) -> Result<HashMap<String, (i64, Option<i64>)>> {
-    let q = "SELECT c.capture, count(DISTINCT c.source_id) AS n, min(b.offset_ns) AS off \
-             FROM (SELECT DISTINCT capture, source_id FROM syscall) c \
-             LEFT JOIN time_base b ON b.capture = c.capture AND b.source_id = c.source_id \
-             GROUP BY c.capture";
     let mut out = HashMap::new();
-    for b in s.sql(q).await?.collect().await? {
+    for b in s.sql(SYSCALL_OFFSETS).await?.collect().await? {
         let cap = crate::rows::string_values(b.column(0));
         let n = b.column(1).as_primitive::<Int64Type>();
         let off = b.column(2).as_primitive::<Int64Type>();

@@ -40,6 +40,9 @@ const ENERGY_CHAINS: &str = include_str!("../analyses/energy/inputs/energy_chain
 /// Every sample with its CPU, package and indicator weights.
 const SAMPLE_WEIGHTS: &str = include_str!("../analyses/energy/inputs/sample_weights.sql");
 
+/// Every counter's intervals with a value and a time.
+const ENERGY_INTERVALS: &str = include_str!("../analyses/energy/inputs/energy_intervals.sql");
+
 /// What a sample weighs when an interval's energy is shared.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Indicator {
@@ -151,13 +154,7 @@ pub async fn sample_energy(
     let samples = s.sql_with(SAMPLE_WEIGHTS, &params).await?.collect().await?;
     let chains = chosen_chains(s, &event, zones).await?;
     // The intervals of every counter; those of the chosen ones are used.
-    let q = "SELECT e.capture, CAST(e.domain AS VARCHAR) AS domain, CAST(COALESCE(e.t_ns - e.interval_ns, -9223372036854775807) AS BIGINT) AS t0, \
-           CAST(e.t_ns AS BIGINT) AS t1, CAST(e.delta_uj AS DOUBLE) AS uj, CAST(e.package AS INT) AS pkg, \
-           e.source_id, CAST(e.zone AS VARCHAR) AS zone \
-         FROM energy_t e \
-         WHERE e.delta_uj IS NOT NULL AND e.t_ns IS NOT NULL \
-         ORDER BY e.capture, domain, t1";
-    let intervals = chosen_intervals(s.sql(q).await?.collect().await?, &chains)?;
+    let intervals = chosen_intervals(s.sql(ENERGY_INTERVALS).await?.collect().await?, &chains)?;
     overlap_check(&samples, &intervals)?;
     // Samples (columns by sample index, in capture and time order), and
     // per capture, and per (capture, package) for the packages whose

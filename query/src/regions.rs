@@ -465,21 +465,12 @@ pub fn schema() -> SchemaRef {
     trawl_capture::schema::MEMORY_REGION.session_schema()
 }
 
-const CALLS: &str = "SELECT capture, syscall_id, pid, time_ns, CAST(name AS VARCHAR) AS name, args, retval, \
-    addr, length, new_length, flags, fd_path, stack_id, 0 AS is_exit, source_id, line \
-    FROM syscall WHERE retval IS NOT NULL AND name IN \
-    ('mmap', 'mmap2', 'munmap', 'mremap', 'brk', 'fork', 'vfork', 'clone', 'clone3', 'execve', 'execveat') \
-    UNION ALL SELECT capture, -1, pid, time_ns, CAST(kind AS VARCHAR), '', NULL, NULL, NULL, NULL, NULL, NULL, NULL, 1, source_id, line \
-    FROM strace_event WHERE kind <> 'signal' \
-    UNION ALL SELECT capture, -1, tid, time_ns, 'exited', '', NULL, NULL, NULL, NULL, NULL, NULL, NULL, 1, source_id, NULL \
-    FROM perf_task_event WHERE kind = 'exit' \
-    ORDER BY capture, time_ns NULLS FIRST, source_id, line, syscall_id";
+/// The calls and exits that change address spaces, in replay order.
+const CALLS: &str = include_str!("../analyses/syscall/inputs/region_calls.sql");
 
 /// Thread → process of perf's threads: the calls' own `tgid`, and the
 /// FORK records (threads that made no recorded call).
-const TGIDS: &str =
-    "SELECT capture, pid, tgid FROM syscall WHERE tgid IS NOT NULL AND pid IS NOT NULL \
-    UNION SELECT capture, tid, pid FROM perf_task_event WHERE kind = 'fork'";
+const TGIDS: &str = include_str!("../analyses/syscall/inputs/thread_process.sql");
 
 /// Replays the captures' memory system calls into `memory_region` batches.
 pub async fn regions(s: &Session) -> Result<Vec<RecordBatch>> {

@@ -1,7 +1,7 @@
 -- counter_curve: the readings of one energy counter (capture $cap, input
 -- $src, zone $zone) in time order with the energy since the previous one
 -- (µJ, 0 for the first): power samples measure a run's energy on the
--- cumulative curve they make (query/src/power.rs). $package as in
+-- cumulative curve they make (query/src/power/). $package as in
 -- counter_intervals.sql.
 SELECT CAST(t_ns AS BIGINT) AS tn,
        CAST(COALESCE(delta_uj, 0) AS DOUBLE) AS uj

@@ -1,7 +1,7 @@
 -- counter_intervals: the intervals of one energy counter (capture $cap,
 -- input $src, zone $zone) on the samples' time axis, [a, z] with the
 -- energy measured over it (µJ), in time order: what the power model is
--- fitted against (query/src/power.rs). $package (NULL: any) keeps that
+-- fitted against (query/src/power/). $package (NULL: any) keeps that
 -- package's rows (and rows without a package).
 SELECT CAST(t_ns - interval_ns AS BIGINT) AS a,
        CAST(t_ns AS BIGINT) AS z,

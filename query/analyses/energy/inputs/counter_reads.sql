@@ -1,6 +1,6 @@
 -- counter_reads: the increases of the counters $events read at the
 -- $event samples of capture $cap (perf group reads), per event and time:
--- an input of the power model and power samples (query/src/power.rs).
+-- an input of the power model and power samples (query/src/power/).
 -- $package (NULL: every CPU) keeps the samples taken on that package's
 -- CPUs (perf_cpu.socket_id).
 SELECT r.event AS ev,

@@ -1,6 +1,6 @@
 -- sampled_events: the samples of the events $events in capture $cap, each
 -- weighing its period, per event and time: an input of the power model
--- and power samples (query/src/power.rs). $package (NULL: every CPU)
+-- and power samples (query/src/power/). $package (NULL: every CPU)
 -- keeps the samples taken on that package's CPUs.
 SELECT CAST(event AS VARCHAR) AS ev,
        CAST(t_ns AS BIGINT) AS tn,
