@@ -34,7 +34,9 @@
 
 use std::io::{Read, Write};
 
-use super::{FetchMap, Filter, RowSink, Rows};
+use super::fetch::{FetchMap, FetchStat};
+use super::filter::{Filter, KIND_I};
+use super::rows::{RowSink, Rows};
 use crate::error::{Error, Result};
 
 pub const MAGIC: &[u8; 8] = b"TRAWLMEM";
@@ -242,7 +244,7 @@ pub enum Block {
         base: u64,
         offset: u64,
     },
-    Fetch(Vec<(u64, super::FetchStat)>),
+    Fetch(Vec<(u64, FetchStat)>),
     Meta(Vec<(u64, String)>),
     Diag(Vec<(u64, String, String)>),
     End {
@@ -407,7 +409,7 @@ pub fn read_block(
                 .map(|c| {
                     (
                         u64_at(c, 0),
-                        super::FetchStat {
+                        FetchStat {
                             first: u64_at(c, 8) as i64,
                             last: u64_at(c, 16) as i64,
                             count: u64_at(c, 24),
@@ -468,7 +470,7 @@ pub fn decode_accesses(
         }
         if filter.kinds & (1 << kind) != 0
             && filter.keep_addr(addr)
-            && (kind != super::KIND_I || filter.fetch_rows)
+            && (kind != KIND_I || filter.fetch_rows)
         {
             rows.push(ord, kind, addr, size);
         }

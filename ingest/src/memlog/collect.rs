@@ -9,54 +9,7 @@ use super::fetch::FetchMap;
 use super::filter::KIND_I;
 use super::lackey;
 use super::pages::{PageStat, PageStats};
-
-/// Kept records as columns (rows of `mem_access`).
-#[derive(Clone, Debug, Default)]
-pub struct Rows {
-    pub ordinal: Vec<i64>,
-    pub kind: Vec<u8>,
-    pub address: Vec<u64>,
-    pub size: Vec<u32>,
-}
-
-impl Rows {
-    #[inline(always)]
-    pub fn push(&mut self, ord: i64, kind: u8, addr: u64, size: u32) {
-        self.ordinal.push(ord);
-        self.kind.push(kind);
-        self.address.push(addr);
-        self.size.push(size);
-    }
-
-    pub fn reserve(&mut self, n: usize) {
-        self.ordinal.reserve(n);
-        self.kind.reserve(n);
-        self.address.reserve(n);
-        self.size.reserve(n);
-    }
-
-    pub fn len(&self) -> usize {
-        self.ordinal.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.ordinal.is_empty()
-    }
-}
-
-/// A line that was not a record, before it is placed in the input.
-#[derive(Clone, Debug)]
-pub struct Problem {
-    /// Line in its chunk, 1-based.
-    pub line: u64,
-    pub kind: &'static str,
-    pub message: String,
-}
-
-/// Where kept rows go: the `mem_access` converter, or the binary writer.
-pub trait RowSink {
-    fn rows(&mut self, rows: Rows) -> Result<()>;
-}
+use super::rows::RowSink;
 
 /// What was read from one memory log, in order.
 pub struct Collector {
@@ -200,7 +153,7 @@ impl Collector {
         Ok(())
     }
 
-    /// Adds fetches counted across chunks with [`chunk_key`](super::chunk_key) ordinals
+    /// Adds fetches counted across chunks with [`chunk_key`](super::fetch::chunk_key) ordinals
     /// (the `seq` of a chunk being its place among those added).
     pub fn add_keyed_fetches(&mut self, fetch: FetchMap) {
         self.fetch.merge_keyed(fetch, &self.bases);

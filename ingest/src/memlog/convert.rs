@@ -12,8 +12,11 @@ use arrow::array::{
 use arrow::buffer::{Buffer, ScalarBuffer};
 use arrow::datatypes::{ArrowNativeType, Int32Type};
 
+use super::collect::Collector;
+use super::filter::KIND_LETTERS;
+use super::maps::Mapping;
 use super::pool::{self, VecPool};
-use super::{maps::Mapping, Collector, RowSink, Rows, KIND_LETTERS};
+use super::rows::{RowSink, Rows};
 use crate::columns::Whole;
 use crate::error::Result;
 use crate::writer::{CaptureWriter, TableWriter};

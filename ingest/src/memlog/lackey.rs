@@ -13,11 +13,13 @@
 //! records as columns, instruction fetches aggregated per address, data
 //! accesses aggregated per page, `==PID==` / `--PID--` lines as metadata and
 //! what was wrong with the lines that were not records. Ordinals and line
-//! numbers are local to the chunk; [`super::Collector`] adds the counts of
+//! numbers are local to the chunk; [`Collector`](super::collect::Collector) adds the counts of
 //! the chunks before it. No Arrow here.
 
-use super::{FetchCache, FetchMap, PageStats, Problem, Rows};
-use super::{Filter, KIND_I, KIND_L, KIND_M, KIND_S};
+use super::fetch::{chunk_key, FetchCache, FetchMap};
+use super::filter::{Filter, KIND_I, KIND_L, KIND_M, KIND_S};
+use super::pages::PageStats;
+use super::rows::{Problem, Rows};
 
 /// What one chunk of lines held.
 pub struct Chunk {
@@ -255,7 +257,7 @@ struct FetchLines {
 /// A parser's instruction fetch counts, kept from block to block: the
 /// line cache (emptied into `fetch` at the end of each block, its
 /// ordinals being the block's) and the fetch map, whose ordinals are
-/// [`chunk_key`](super::chunk_key)ed so blocks of any base share it.
+/// [`chunk_key`]ed so blocks of any base share it.
 /// Measured on the 1.1 GB bench log: a new cache and map per 8 MB block
 /// spent ≈0.15 CPU-s adding 2.2 M spilled lines to 140 fresh maps, merging
 /// their 0.8 M entries into the collector's and faulting in their pages.
@@ -396,7 +398,7 @@ pub fn parse_chunk(buf: &[u8], filter: &Filter, page_size: u64) -> Chunk {
 }
 
 /// [`parse_chunk`], counting the chunk's instruction fetches in `agg`
-/// with ordinals keyed by `seq` ([`chunk_key`](super::chunk_key)); the
+/// with ordinals keyed by `seq` ([`chunk_key`]); the
 /// chunk's own `fetch` is left empty. `buf` is shorter than 4 GiB.
 pub fn parse_chunk_into(
     buf: &[u8],
@@ -406,7 +408,7 @@ pub fn parse_chunk_into(
     seq: u32,
 ) -> Chunk {
     let FetchAgg { lines, fetch } = agg;
-    fetch.set_key(super::chunk_key(seq));
+    fetch.set_key(chunk_key(seq));
     let mut c = Chunk {
         rows: Rows::default(),
         fetch: FetchMap::default(),
@@ -834,7 +836,7 @@ mod tests {
     /// of the whole log parsed as one chunk.
     #[test]
     fn blocks_with_shared_fetch_maps_read_as_one_chunk() {
-        use super::super::{Collector, RowSink};
+        use crate::memlog::{Collector, RowSink};
         struct Discard;
         impl RowSink for Discard {
             fn rows(&mut self, _: Rows) -> crate::error::Result<()> {
@@ -868,7 +870,7 @@ mod tests {
         assert_eq!(c.instrs, whole.instrs);
         assert!(whole.fetch.len() > 1000);
         assert_eq!(c.fetch.sorted(), whole.fetch.sorted());
-        let pages = |p: Vec<super::super::PageStat>| {
+        let pages = |p: Vec<crate::memlog::PageStat>| {
             p.into_iter()
                 .map(|p| (p.page, p.counts, p.bytes, p.first, p.last))
                 .collect::<Vec<_>>()

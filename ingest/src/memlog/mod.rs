@@ -29,13 +29,15 @@ mod collect;
 mod fetch;
 mod filter;
 mod pages;
+mod rows;
 mod run;
 mod text;
 
-pub use collect::{Axis, Collector, Problem, RowSink, Rows};
+pub use collect::{Axis, Collector};
 pub use fetch::{chunk_key, FetchCache, FetchMap, FetchStat};
 pub use filter::{parse_size, Filter, KIND_I, KIND_L, KIND_LETTERS, KIND_M, KIND_S};
 pub use pages::{PageStat, PageStats, MAX_PAGE_SIZE, MIN_PAGE_SIZE};
+pub use rows::{Problem, RowSink, Rows};
 pub use run::{
     ingest_binary, ingest_text, read_binary, read_text, to_binary, ConvertSummary, MemOptions,
     MemStats,

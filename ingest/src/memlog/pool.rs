@@ -14,7 +14,7 @@
 
 use std::sync::Mutex;
 
-use super::Rows;
+use super::rows::Rows;
 
 /// Vectors a pool keeps; more are freed.
 const KEEP: usize = 16;

@@ -8,9 +8,10 @@ use rayon::prelude::*;
 use crate::diag::{Diagnostics, Position, Severity};
 use crate::error::{Error, Result};
 
-use super::collect::{Axis, Collector, RowSink, Rows};
+use super::collect::{Axis, Collector};
 use super::filter::{Filter, KIND_I};
 use super::pages::{PageStats, MAX_PAGE_SIZE, MIN_PAGE_SIZE};
+use super::rows::{RowSink, Rows};
 use super::text::{read_lackey, TextSource};
 use super::{binary, convert};
 

@@ -7,9 +7,10 @@ use std::io::Read;
 use crate::diag::Diagnostics;
 use crate::error::{Error, Result};
 
-use super::collect::{Collector, RowSink};
+use super::collect::Collector;
 use super::filter::Filter;
 use super::lackey;
+use super::rows::RowSink;
 
 /// Bytes of text per parsed block; blocks are cut at line ends and parsed
 /// two per thread at a time, so memory stays bounded whatever the input

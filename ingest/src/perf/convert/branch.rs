@@ -1,7 +1,7 @@
 //! Branch stacks (LBR): what each entry did to the call stack, and the
 //! frames and stacks of the pseudo-samples they become.
 
-use super::*;
+use super::super::records::CpuMode;
 
 /// What a branch entry did to the call stack (`perf_branch.transfer`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -46,78 +46,13 @@ impl Transfer {
 /// The mode of a branch address: the recorded privilege (PERF_BR_PRIV_*:
 /// 1 user, 2 kernel, 3 hypervisor) when known, else kernel for the upper
 /// half of the address space.
-fn branch_mode(addr: u64, privilege: u32) -> CpuMode {
+pub(super) fn branch_mode(addr: u64, privilege: u32) -> CpuMode {
     match privilege {
         1 => CpuMode::User,
         2 => CpuMode::Kernel,
         3 => CpuMode::Hypervisor,
         _ if addr >= 0xffff_8000_0000_0000 => CpuMode::Kernel,
         _ => CpuMode::User,
-    }
-}
-
-impl PerfConverter {
-    /// The frames of the sample's branch entries and the call stack at
-    /// each entry's source (`self.lbr`, newest entry first). Walking back
-    /// in time from the sample's stack: before a call the callee was not
-    /// on the stack and the caller was at the call site; before a return
-    /// the function returned from was on top of the caller, which was at
-    /// the return address; any other branch only moves the leaf.
-    pub(super) fn branch_frames(&mut self, s: &Sample<'_>, mode: CpuMode, filter: u64) {
-        self.lbr.clear();
-        let Some(b) = &s.branch else { return };
-        if b.is_empty() {
-            return;
-        }
-        self.resolve_stack(s, mode, false);
-        let user_from = self.chain_user_from;
-        let mut chain = std::mem::take(&mut self.chain);
-        let pid = s.pid;
-        let first_user = b
-            .iter()
-            .next()
-            .is_some_and(|e| branch_mode(e.from, 0) == CpuMode::User);
-        // User-only branch stacks (`-j ...,u`) continue the user part of a
-        // sample taken in the kernel.
-        let mut cur: Vec<i64> = match (first_user, user_from) {
-            (true, Some(i)) => chain[i..].to_vec(),
-            (true, None) if mode.is_kernel() => Vec::new(),
-            _ => chain.clone(),
-        };
-        // Leaf last: pushes and pops at the end.
-        cur.reverse();
-        for e in b.iter() {
-            let from = self.frame(pid, e.from, branch_mode(e.from, 0), false);
-            let tmode = branch_mode(e.to, e.privilege());
-            let to = self.frame(pid, e.to, tmode, false);
-            let transfer = Transfer::of(e.br_type(), filter);
-            match transfer {
-                Transfer::Call => {
-                    cur.pop();
-                    match cur.last_mut() {
-                        Some(top) => *top = from,
-                        None => cur.push(from),
-                    }
-                }
-                Transfer::Return => {
-                    let ret = self.frame(pid, e.to, tmode, true);
-                    match cur.last_mut() {
-                        Some(top) => *top = ret,
-                        None => cur.push(ret),
-                    }
-                    cur.push(from);
-                }
-                Transfer::Other => match cur.last_mut() {
-                    Some(top) => *top = from,
-                    None => cur.push(from),
-                },
-            }
-            let leaf_first: Vec<i64> = cur.iter().rev().copied().collect();
-            let stack = self.stacks.stack(&leaf_first);
-            self.lbr.push((from, to, stack, transfer));
-        }
-        chain.clear();
-        self.chain = chain;
     }
 }
 

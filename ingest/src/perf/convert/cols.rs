@@ -1,6 +1,16 @@
 //! The column builders of the perf_* tables.
 
-use super::*;
+use std::sync::Arc;
+
+use arrow::array::{
+    BinaryBuilder, BooleanBuilder, Int32Builder, Int64Builder, ListBuilder, StringBuilder,
+    StringDictionaryBuilder, UInt32Builder, UInt64Builder,
+};
+use arrow::datatypes::{DataType, Field, Int32Type, Int64Type, UInt32Type, UInt64Type};
+use trawl_capture::schema;
+
+use super::super::records::CpuMode;
+use crate::columns::{DictKeys, OptBinary, OptPrim, Prim, UtcTime};
 
 pub(super) type Dict = StringDictionaryBuilder<Int32Type>;
 

@@ -15,22 +15,14 @@
 //! too, each with the call stack at its source (`branch_frames`), so LBR
 //! pseudo-samples are stacks like any other.
 
-use std::collections::BTreeMap;
-
-use rustc_hash::FxHashMap as HashMap;
 use std::sync::Arc;
 
-use arrow::array::{
-    BinaryBuilder, BooleanBuilder, Int32Builder, Int64Builder, ListBuilder, StringBuilder,
-    StringDictionaryBuilder, UInt32Builder, UInt64Builder,
-};
-use arrow::datatypes::{DataType, Field, Int32Type, Int64Type, UInt32Type, UInt64Type};
+use rustc_hash::FxHashMap as HashMap;
 
-use crate::columns::{DictKeys, OptBinary, OptPrim, Prim, UtcTime};
 use crate::intern::SliceMap;
 use crate::stacks::StackTables;
 
-use super::header::{flag, hex, EventDesc, Metadata};
+use super::header::{hex, EventDesc, Metadata};
 use super::records::{CpuMode, Mmap, Payload, Record, Sample, SampleId, SyscallPayload};
 use super::syscalls::{Half, SyscallPairs};
 use crate::error::Result;
@@ -42,11 +34,15 @@ mod branch;
 mod cols;
 mod power;
 mod space;
+mod summary;
 
-use branch::Transfer;
+use branch::{branch_mode, Transfer};
 use cols::*;
 use power::power_domain;
-use space::Space;
+use space::{
+    insert_mapping, is_file_path, is_perf_map_name, lookup_with_start, module_name, MapEntry, Space,
+};
+use summary::ThreadInfo;
 
 pub const BATCH_ROWS: usize = 64 * 1024;
 
@@ -84,16 +80,6 @@ impl Out {
             rows: 0,
         })
     }
-}
-
-#[derive(Default, Clone)]
-struct ThreadInfo {
-    ppid: Option<i32>,
-    comm: Option<Arc<str>>,
-    start: Option<i64>,
-    exec: Option<i64>,
-    end: Option<i64>,
-    samples: i64,
 }
 
 /// The thread of the previous sample: its command key and samples not yet
@@ -146,7 +132,7 @@ pub struct PerfConverter {
     /// Power event values read at samples (group reads), for the `energy`
     /// table: (time ns, power event id, the sample's event id, value in
     /// 2^-32 J, where the sample is), in file order.
-    power_reads: Vec<(u64, i32, i32, u64, Option<u32>, crate::diag::Position)>,
+    power_reads: Vec<power::PowerRead>,
     /// Where the record being handled is in the input (for diagnostics
     /// made after the input is read).
     pub position: crate::diag::Position,
@@ -866,6 +852,185 @@ impl PerfConverter {
         Ok(())
     }
 
+    fn module_id(&mut self, m: &Mmap<'_>, path: &str, build_id: Option<String>) -> i64 {
+        let kernel = m.cpu_mode().is_kernel();
+        const MAP_HUGETLB: u32 = 0x40000;
+        let hugetlb = m.flags.is_some_and(|f| f & MAP_HUGETLB != 0);
+        let name = module_name(path, kernel, m.pid, hugetlb);
+        let is_file = !kernel && !is_perf_map_name(&name) && is_file_path(path);
+        self.stacks.module(name, build_id, kernel, is_file)
+    }
+
+    fn handle_mmap(&mut self, m: &Mmap<'_>, sid: &SampleId) -> Result<()> {
+        let path = String::from_utf8_lossy(m.path).into_owned();
+        let kernel = m.cpu_mode().is_kernel();
+        let build_id = m.build_id.map(hex);
+        let module = self.module_id(m, &path, build_id.clone());
+        let mid = self.next_mapping;
+        self.next_mapping += 1;
+        let t = sid.time.map(|t| t as i64);
+        let utc = self.utc(t);
+        let c = &mut self.mappings;
+        c.mapping_id.append_value(mid);
+        c.source_id.append_value(self.source_id);
+        c.time_ns.append_option(t);
+        c.time_utc.push(utc);
+        c.pid.append_value(m.pid);
+        c.tid.append_value(m.tid);
+        c.start.append_value(m.start);
+        c.length.append_value(m.len);
+        c.pgoff.append_value(m.pgoff);
+        c.path.append_value(&path);
+        c.module_id.append_value(module);
+        c.build_id.append_option(build_id.as_deref());
+        c.prot.append_option(m.prot);
+        c.flags.append_option(m.flags);
+        c.dev_major.append_option(m.dev.map(|d| d.0));
+        c.dev_minor.append_option(m.dev.map(|d| d.1));
+        c.inode.append_option(m.dev.map(|d| d.2));
+        c.executable.append_value(m.executable());
+        c.cpu_mode.append_value(m.cpu_mode().as_str());
+        self.mappings_out.rows += 1;
+        if !m.executable() || m.len == 0 {
+            return Ok(());
+        }
+        let entry = MapEntry {
+            end: m.start.saturating_add(m.len),
+            pgoff: m.pgoff,
+            module,
+            is_file: self.stacks.modules[module as usize].is_file,
+        };
+        self.next_gen += 1;
+        let space = if kernel {
+            self.kernel_space.entry(self.source_id).or_default()
+        } else {
+            self.spaces.entry((self.source_id, m.pid)).or_default()
+        };
+        insert_mapping(&mut space.map, m.start, entry);
+        space.gen = self.next_gen;
+        if kernel {
+            self.kgen = self.next_gen;
+        }
+        Ok(())
+    }
+
+    /// The executable mappings of process `pid`, for the unwinder.
+    fn user_mappings(&self, pid: i32) -> Vec<crate::unwind::UserMapping> {
+        let Some(space) = self.spaces.get(&(self.source_id, pid)) else {
+            return Vec::new();
+        };
+        space
+            .map
+            .iter()
+            .filter(|(_, m)| m.is_file && m.module >= 0)
+            .filter_map(|(&start, m)| {
+                let info = self.stacks.modules.get(m.module as usize)?;
+                Some(crate::unwind::UserMapping {
+                    start,
+                    end: m.end,
+                    pgoff: m.pgoff,
+                    path: info.path.clone(),
+                    build_id: info.build_id.clone(),
+                })
+            })
+            .collect()
+    }
+
+    fn frame(&mut self, pid: Option<i32>, ip: u64, mode: CpuMode, is_return: bool) -> i64 {
+        let (module, rel) = {
+            let space = if mode.is_kernel() {
+                self.kernel_space.get(&self.source_id)
+            } else {
+                pid.and_then(|p| self.spaces.get(&(self.source_id, p)))
+            };
+            match space.and_then(|s| lookup_with_start(&s.map, ip)) {
+                Some((start, m)) if m.is_file => (m.module, (ip - start).wrapping_add(m.pgoff)),
+                Some((_, m)) => (m.module, ip),
+                None => (-1, ip),
+            }
+        };
+        self.stacks
+            .frame(module, rel, mode.as_str(), is_return, pid, Some(ip))
+    }
+
+    /// The frames of the sample's branch entries and the call stack at
+    /// each entry's source (`self.lbr`, newest entry first). Walking back
+    /// in time from the sample's stack: before a call the callee was not
+    /// on the stack and the caller was at the call site; before a return
+    /// the function returned from was on top of the caller, which was at
+    /// the return address; any other branch only moves the leaf.
+    fn branch_frames(&mut self, s: &Sample<'_>, mode: CpuMode, filter: u64) {
+        self.lbr.clear();
+        let Some(b) = &s.branch else { return };
+        if b.is_empty() {
+            return;
+        }
+        self.resolve_stack(s, mode, false);
+        let user_from = self.chain_user_from;
+        let mut chain = std::mem::take(&mut self.chain);
+        let pid = s.pid;
+        let first_user = b
+            .iter()
+            .next()
+            .is_some_and(|e| branch_mode(e.from, 0) == CpuMode::User);
+        // User-only branch stacks (`-j ...,u`) continue the user part of a
+        // sample taken in the kernel.
+        let mut cur: Vec<i64> = match (first_user, user_from) {
+            (true, Some(i)) => chain[i..].to_vec(),
+            (true, None) if mode.is_kernel() => Vec::new(),
+            _ => chain.clone(),
+        };
+        // Leaf last: pushes and pops at the end.
+        cur.reverse();
+        for e in b.iter() {
+            let from = self.frame(pid, e.from, branch_mode(e.from, 0), false);
+            let tmode = branch_mode(e.to, e.privilege());
+            let to = self.frame(pid, e.to, tmode, false);
+            let transfer = Transfer::of(e.br_type(), filter);
+            match transfer {
+                Transfer::Call => {
+                    cur.pop();
+                    match cur.last_mut() {
+                        Some(top) => *top = from,
+                        None => cur.push(from),
+                    }
+                }
+                Transfer::Return => {
+                    let ret = self.frame(pid, e.to, tmode, true);
+                    match cur.last_mut() {
+                        Some(top) => *top = ret,
+                        None => cur.push(ret),
+                    }
+                    cur.push(from);
+                }
+                Transfer::Other => match cur.last_mut() {
+                    Some(top) => *top = from,
+                    None => cur.push(from),
+                },
+            }
+            let leaf_first: Vec<i64> = cur.iter().rev().copied().collect();
+            let stack = self.stacks.stack(&leaf_first);
+            self.lbr.push((from, to, stack, transfer));
+        }
+        chain.clear();
+        self.chain = chain;
+    }
+
+    /// The power event values read at this input's samples as energy
+    /// readings in time order ([`power::readings`]).
+    pub fn take_power_readings(&mut self) -> Vec<(crate::energy::Reading, crate::diag::Position)> {
+        let topo: &[super::header::CpuTopology] = match self.metas.last() {
+            Some((s, m)) if *s == self.source_id => &m.cpus,
+            _ => &[],
+        };
+        power::readings(
+            std::mem::take(&mut self.power_reads),
+            topo,
+            &self.power_domain,
+            &self.event_names,
+        )
+    }
+
     /// Writes the rows collected so far.
     pub fn flush(&mut self) -> Result<()> {
         if self.samples_out.rows > 0 {
@@ -930,110 +1095,11 @@ impl PerfConverter {
             cap.close_table(out.w)?;
         }
 
-        // Events.
-        {
-            let mut c = EventCols {
-                ids: list_u64(),
-                ..Default::default()
-            };
-            for (i, (s, e)) in self.events.iter().enumerate() {
-                let at = &e.attr;
-                c.event_id.append_value(i as i32);
-                c.source_id.append_value(*s);
-                c.name.append_value(self.event_names[i].as_ref());
-                c.r#type.append_value(at.type_);
-                c.config.append_value(at.config);
-                c.config1.append_value(at.config1);
-                c.config2.append_value(at.config2);
-                c.sample_type.append_value(at.sample_type);
-                c.read_format.append_value(at.read_format);
-                c.sample_period
-                    .append_option((!at.freq()).then_some(at.sample_period_or_freq));
-                c.sample_freq
-                    .append_option(at.freq().then_some(at.sample_period_or_freq));
-                c.branch_sample_type.append_value(at.branch_sample_type);
-                c.sample_regs_user.append_value(at.sample_regs_user);
-                c.sample_stack_user.append_value(at.sample_stack_user);
-                c.flags.append_value(at.flags);
-                c.exclude_user
-                    .append_value(at.flags & flag::EXCLUDE_USER != 0);
-                c.exclude_kernel
-                    .append_value(at.flags & flag::EXCLUDE_KERNEL != 0);
-                c.clockid
-                    .append_option((at.flags & flag::USE_CLOCKID != 0).then_some(at.clockid));
-                c.ids.values().append_slice(&e.ids);
-                c.ids.append(true);
-            }
-            cap.write_table(&mut c)?;
-        }
-
-        // Build-id table, and build-ids for modules whose MMAP had none.
-        let mut bid_by_path: HashMap<&str, String> = HashMap::default();
-        {
-            let mut c = BuildIdCols::default();
-            for (s, m) in &self.metas {
-                for e in &m.build_ids {
-                    c.source_id.append_value(*s);
-                    c.pid.append_value(e.pid);
-                    c.path.append_value(&e.path);
-                    let h = hex(&e.build_id);
-                    c.build_id.append_value(&h);
-                    c.cpu_mode.append_value(CpuMode::from_misc(e.misc).as_str());
-                    let key = if CpuMode::from_misc(e.misc).is_kernel()
-                        && e.path.starts_with("[kernel.kallsyms]")
-                    {
-                        "[kernel.kallsyms]"
-                    } else {
-                        e.path.as_str()
-                    };
-                    bid_by_path.entry(key).or_insert(h);
-                }
-            }
-            cap.write_table(&mut c)?;
-        }
+        summary::write_events(cap, &self.events, &self.event_names)?;
+        let bid_by_path = summary::write_build_ids(cap, &self.metas)?;
         self.stacks.finish(cap, |p| bid_by_path.get(p).cloned())?;
-
-        // CPU topology.
-        {
-            let mut c = CpuCols::default();
-            for (s, m) in &self.metas {
-                for t in &m.cpus {
-                    c.source_id.append_value(*s);
-                    c.cpu.append_value(t.cpu as i32);
-                    c.core_id.append_value(t.core_id);
-                    c.die_id.append_option(t.die_id);
-                    c.socket_id.append_value(t.socket_id);
-                }
-            }
-            cap.write_table(&mut c)?;
-        }
-
-        // Threads.
-        {
-            let mut rows: Vec<_> = self.threads.iter().collect();
-            rows.sort_by_key(|(k, _)| **k);
-            let mut c = ThreadCols::default();
-            for ((s, p, t), th) in rows {
-                c.source_id.append_value(*s);
-                c.pid.append_value(*p);
-                c.tid.append_value(*t);
-                c.ppid.append_option(th.ppid);
-                c.comm.append_option(th.comm.as_deref());
-                c.start_ns.append_option(th.start);
-                c.exec_ns.append_option(th.exec);
-                c.end_ns.append_option(th.end);
-                c.samples.append_value(th.samples);
-            }
-            cap.write_table(&mut c)?;
-        }
-
-        let mut pairs = Vec::new();
-        for (s, m) in &self.metas {
-            for (k, v) in &m.pairs {
-                pairs.push((*s, k.clone(), v.clone()));
-            }
-            pairs.push((*s, "features".into(), m.feature_names()));
-        }
-        Ok(pairs)
+        summary::write_cpus(cap, &self.metas)?;
+        summary::write_threads(cap, &self.threads)?;
+        Ok(summary::meta_pairs(&self.metas))
     }
 }
