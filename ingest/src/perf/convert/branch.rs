@@ -1,5 +1,6 @@
-//! Branch stacks (LBR): what each entry did to the call stack, and the
-//! frames and stacks of the pseudo-samples they become.
+//! Branch stacks (LBR): what each entry did to the call stack and the mode
+//! of its addresses; the converter's `branch_frames` replays the entries
+//! into the stacks of the pseudo-samples they become.
 
 use super::super::records::CpuMode;
 

@@ -1,11 +1,12 @@
 //! Address spaces: each process's executable mappings (MMAP/MMAP2 insert,
 //! trimming or splitting what they overlap, as perf's
-//! `maps__fixup_overlap_and_insert`), the modules they name, and an
-//! instruction address turned into (module, file offset) at the time of a
-//! sample.
+//! `maps__fixup_overlap_and_insert`), the module names perf gives them,
+//! and the lookup the converter turns an instruction address into
+//! (module, file offset) with, at the time of a sample.
 
 use std::collections::BTreeMap;
 
+/// One executable mapping: where it ends, its file offset, its module.
 #[derive(Clone, Debug)]
 pub(super) struct MapEntry {
     pub(super) end: u64,
@@ -25,6 +26,7 @@ pub(super) struct Space {
     pub(super) gen: u64,
 }
 
+/// Inserts a mapping at `start`, trimming or splitting those it overlaps.
 pub(super) fn insert_mapping(space: &mut AddressSpace, start: u64, e: MapEntry) {
     let end = e.end;
     // Trim or split what the new mapping covers (perf's
@@ -51,6 +53,7 @@ pub(super) fn insert_mapping(space: &mut AddressSpace, start: u64, e: MapEntry) 
     space.insert(start, e);
 }
 
+/// The mapping that holds `ip`, with its start address.
 pub(super) fn lookup_with_start(space: &AddressSpace, ip: u64) -> Option<(u64, &MapEntry)> {
     space
         .range(..=ip)
