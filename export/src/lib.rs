@@ -18,4 +18,3 @@ pub mod speedscope;
 mod units;
 
 pub use dispatch::{export, Format, WRITER};
-pub use units::{is_time_event, median_gap, weight_unit};

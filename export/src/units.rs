@@ -2,13 +2,13 @@
 //! weight, the sampling interval it assumes.
 
 /// Events whose period is a time in nanoseconds (perf's software clocks).
-pub fn is_time_event(event: &str) -> bool {
+pub(crate) fn is_time_event(event: &str) -> bool {
     matches!(event, "cpu-clock" | "task-clock") || event.ends_with(":cpu-clock")
 }
 
 /// The unit of the profile's weight: `nanoseconds` for the period of a
 /// clock event, else `count`.
-pub fn weight_unit(p: &trawl_query::profile::StackProfile) -> &'static str {
+pub(crate) fn weight_unit(p: &trawl_query::profile::StackProfile) -> &'static str {
     match p.weight.as_deref() {
         Some("period") if is_time_event(&p.event) => "nanoseconds",
         _ => "count",
@@ -17,7 +17,7 @@ pub fn weight_unit(p: &trawl_query::profile::StackProfile) -> &'static str {
 
 /// The median gap between consecutive samples of a thread (the sampling
 /// interval a viewer assumes), when samples carry times.
-pub fn median_gap(p: &trawl_query::profile::StackProfile) -> Option<u64> {
+pub(crate) fn median_gap(p: &trawl_query::profile::StackProfile) -> Option<u64> {
     let mut last: rustc_hash::FxHashMap<(u32, i32), i64> = Default::default();
     let mut gaps: Vec<u64> = Vec::new();
     for s in &p.samples {
