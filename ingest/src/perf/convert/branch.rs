@@ -2,7 +2,7 @@
 //! of its addresses; the converter's `branch_frames` replays the entries
 //! into the stacks of the pseudo-samples they become.
 
-use super::super::records::CpuMode;
+use crate::perf::records::CpuMode;
 
 /// What a branch entry did to the call stack (`perf_branch.transfer`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

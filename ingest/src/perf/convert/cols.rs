@@ -9,8 +9,8 @@ use arrow::array::{
 use arrow::datatypes::{DataType, Field, Int32Type, Int64Type, UInt32Type, UInt64Type};
 use trawl_capture::schema;
 
-use super::super::records::CpuMode;
 use crate::columns::{DictKeys, OptBinary, OptPrim, Prim, UtcTime};
+use crate::perf::records::CpuMode;
 
 pub(super) type Dict = StringDictionaryBuilder<Int32Type>;
 

@@ -6,10 +6,10 @@ use std::sync::Arc;
 
 use rustc_hash::FxHashMap as HashMap;
 
-use super::super::header::{flag, hex, EventDesc, Metadata};
-use super::super::records::CpuMode;
 use super::cols::{list_u64, BuildIdCols, CpuCols, EventCols, ThreadCols};
 use crate::error::Result;
+use crate::perf::header::{flag, hex, EventDesc, Metadata};
+use crate::perf::records::CpuMode;
 use crate::writer::CaptureWriter;
 
 /// What is known of a thread at the end: its `perf_thread` row.
