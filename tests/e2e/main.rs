@@ -9,6 +9,7 @@ mod archive;
 mod bad_input;
 mod cluster;
 mod common;
+mod corpus;
 mod debuginfod;
 mod diff;
 mod energy;

@@ -469,12 +469,205 @@ fn pidstat_rows_per_process() {
     }
 }
 
+/// mpstat -A prints five tables in each interval (CPU utilisation, the
+/// same per NUMA node, interrupts in total, each interrupt, each softirq):
+/// every cell is stored under its own table's column, read here from the
+/// header above it (e.g. the softirq table's `RCU/s` of CPU 0 is
+/// `softirq_RCU_per_s`, never `cpu_idle`), and nodes are not CPUs.
+#[test]
+fn mpstat_all_tables_by_their_own_headers() {
+    let (_t, cap) = ingest_metrics(&["mpstat-A.log"], &["--tz", "UTC"]);
+    let text = std::fs::read_to_string(metrics_fixture("mpstat-A.log")).unwrap();
+    let stored: std::collections::HashMap<(String, String, String), String> =
+        sql_rows(&cap, "SELECT line, metric, entity, value FROM metric")
+            .into_iter()
+            .map(|r| ((r[0].clone(), r[1].clone(), r[2].clone()), r[3].clone()))
+            .collect();
+    let mut header: Vec<&str> = Vec::new();
+    let mut checked = 0;
+    for (i, l) in text.lines().enumerate().skip(1) {
+        let t: Vec<&str> = l.split_whitespace().collect();
+        if t.is_empty() || t[0] == "Average:" {
+            continue;
+        }
+        if t[1] == "CPU" || t[1] == "NODE" {
+            header = t[1..].to_vec();
+            continue;
+        }
+        let entity = if header[0] == "NODE" {
+            format!("node:{}", t[1])
+        } else {
+            t[1].to_string()
+        };
+        for (col, v) in header[1..].iter().zip(&t[2..]) {
+            let metric = match *col {
+                "%usr" => "cpu_user".to_string(),
+                "%sys" => "cpu_sys".to_string(),
+                c if c.starts_with('%') => format!("cpu_{}", &c[1..]),
+                "intr/s" => "cpu_intr_per_s".to_string(),
+                c if [
+                    "HI/s",
+                    "TIMER/s",
+                    "SCHED/s",
+                    "RCU/s",
+                    "NET_TX/s",
+                    "NET_RX/s",
+                    "BLOCK/s",
+                    "IRQ_POLL/s",
+                    "TASKLET/s",
+                    "HRTIMER/s",
+                ]
+                .contains(&c) =>
+                {
+                    format!("softirq_{}_per_s", c.trim_end_matches("/s"))
+                }
+                c => format!("irq_{}_per_s", c.trim_end_matches("/s")),
+            };
+            let got = stored.get(&((i + 1).to_string(), metric, entity.clone()));
+            assert_eq!(
+                got,
+                Some(&format!("{:?}", v.parse::<f64>().unwrap())),
+                "line {} {col} {entity}",
+                i + 1
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked >= 280, "{checked}");
+    // No other row: every stored value is one of the cells checked above.
+    assert_eq!(
+        sql_scalar(&cap, "SELECT count(*) FROM metric"),
+        checked.to_string()
+    );
+    assert_eq!(sql_scalar(&cap, "SELECT count(*) FROM diagnostic"), "0");
+}
+
+/// A table trawl does not know (a sar report's memory table in a sysstat
+/// text file) is skipped with a diagnostic naming its columns; the rows
+/// of the tables after it are read by their own headers.
+#[test]
+fn sysstat_unknown_table_is_skipped_not_misread() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(metrics_fixture("mpstat.log")).unwrap();
+    let mut lines: Vec<&str> = text.lines().collect();
+    let n = lines.len();
+    // After mpstat's report: a table of `sar -r` (by hand, in sar's
+    // format), then mpstat's first block again.
+    let (mp_header, mp_row) = (lines[2], lines[3]);
+    lines.extend([
+        "",
+        "09:00:00    kbmemfree   kbavail kbmemused  %memused",
+        "09:00:01     22278304  24186296     94012      0.38",
+        "",
+        mp_header,
+        mp_row,
+    ]);
+    let f = dir.path().join("mixed.log");
+    std::fs::write(&f, lines.join("\n")).unwrap();
+    let cap = dir.path().join("cap");
+    trawl_ok(&[
+        "ingest",
+        f.to_str().unwrap(),
+        "-o",
+        cap.to_str().unwrap(),
+        "--tz",
+        "UTC",
+    ]);
+    assert_eq!(
+        sql_rows(&cap, "SELECT line, kind FROM diagnostic"),
+        vec![vec![(n + 2).to_string(), "unknown_table".to_string()]]
+    );
+    assert_eq!(
+        sql_scalar(
+            &cap,
+            &format!("SELECT count(*) FROM metric WHERE line = {}", n + 3)
+        ),
+        "0"
+    );
+    assert_eq!(line_values(&cap, n + 6), line_values(&cap, 4));
+    assert_eq!(check_sysstat_rows(&cap, "mpstat.log", 2), 9);
+}
+
+/// pidstat -t: the process line is `COMMAND[TGID]`, each thread line
+/// (`-` for its TGID, `|__` before its name) `COMMAND[TGID/TID]` of the
+/// process above it; every number of every row is stored. pidstat -H
+/// (with -h): epoch seconds, stored as UTC.
+#[test]
+fn pidstat_threads_and_epoch_times() {
+    let (_t, cap) = ingest_metrics(&["pidstat-t.log"], &["--tz", "UTC"]);
+    let text = std::fs::read_to_string(metrics_fixture("pidstat-t.log")).unwrap();
+    let mut want_entities = std::collections::BTreeSet::new();
+    let mut tgid = "";
+    let mut rows = 0;
+    for (i, l) in text.lines().enumerate().skip(1) {
+        let t: Vec<&str> = l.split_whitespace().collect();
+        if t.len() < 5 || t[0] == "Average:" || t[2] == "TGID" {
+            continue;
+        }
+        let command = t.last().unwrap().trim_start_matches("|__");
+        let entity = if t[3] == "-" {
+            tgid = t[2];
+            format!("{command}[{tgid}]")
+        } else {
+            format!("{command}[{tgid}/{}]", t[3])
+        };
+        // time, UID, TGID, TID, then the values (the command last).
+        let mut want: Vec<String> = t[4..]
+            .iter()
+            .filter_map(|v| v.parse::<f64>().ok())
+            .map(|v| format!("{v:?}"))
+            .collect();
+        want.sort();
+        assert_eq!(line_values(&cap, i + 1), want, "line {}", i + 1);
+        assert_eq!(
+            sql_rows(
+                &cap,
+                &format!("SELECT DISTINCT entity FROM metric WHERE line = {}", i + 1)
+            ),
+            vec![vec![entity.clone()]],
+            "line {}",
+            i + 1
+        );
+        want_entities.insert(entity);
+        rows += 1;
+    }
+    assert!(rows >= 16, "{rows}");
+    assert!(want_entities.len() >= 3);
+    assert_eq!(sql_scalar(&cap, "SELECT count(*) FROM diagnostic"), "0");
+
+    let (_t, cap) = ingest_metrics(&["pidstat-H.log"], &[]);
+    let text = std::fs::read_to_string(metrics_fixture("pidstat-H.log")).unwrap();
+    let rows: Vec<&str> = text
+        .lines()
+        .filter(|l| {
+            l.split_whitespace()
+                .next()
+                .is_some_and(|t| t.len() >= 9 && t.parse::<i64>().is_ok())
+        })
+        .collect();
+    assert!(rows.len() >= 3);
+    let secs = rows[0].split_whitespace().next().unwrap();
+    assert_eq!(
+        sql_rows(&cap, "SELECT DISTINCT time_ns, utc_ns, clock FROM metric"),
+        vec![vec![
+            format!("{secs}000000000"),
+            format!("{secs}000000000"),
+            "utc".to_string()
+        ]]
+    );
+    assert_eq!(
+        sql_scalar(&cap, "SELECT count(DISTINCT line) FROM metric"),
+        rows.len().to_string()
+    );
+    assert_eq!(sql_scalar(&cap, "SELECT count(*) FROM diagnostic"), "0");
+}
+
 /// sadf -d (sar data recorded with sadc): every value of a row is a
 /// metric row of its line, at the row's UTC time; `CPU` -1 is `all`,
 /// devices' `%util` is `disk_util_pct` as for iostat.
 #[test]
 fn sadf_csv_blocks() {
-    for name in ["sadf.csv", "sadf-cpus.csv"] {
+    for name in ["sadf.csv", "sadf-cpus.csv", "sadf-restart.csv"] {
         let (_t, cap) = ingest_metrics(&[name], &[]);
         let text = std::fs::read_to_string(metrics_fixture(name)).unwrap();
         let mut header: Vec<&str> = Vec::new();
@@ -484,11 +677,34 @@ fn sadf_csv_blocks() {
                 continue;
             }
             let f: Vec<&str> = l.split(';').collect();
+            // `host;-1;time;LINUX-RESTART\t(2 CPU)`: the restart, with
+            // its CPU count, at its time.
+            if f[1] == "-1" {
+                let cpus = f[3].split('(').nth(1).unwrap().split(' ').next().unwrap();
+                let t = epoch(f[2].trim_end_matches(" UTC")) * 1_000_000_000;
+                assert_eq!(
+                    sql_rows(
+                        &cap,
+                        &format!(
+                            "SELECT metric, value, time_ns FROM metric WHERE line = {}",
+                            i + 1
+                        )
+                    ),
+                    vec![vec![
+                        "linux_restart".to_string(),
+                        format!("{:?}", cpus.parse::<f64>().unwrap()),
+                        t.to_string()
+                    ]],
+                    "{name} line {}",
+                    i + 1
+                );
+                continue;
+            }
             let mut want: Vec<String> = header
                 .iter()
                 .zip(&f)
                 .skip(3)
-                .filter(|(c, _)| !["CPU", "DEV"].contains(c))
+                .filter(|(c, _)| !["CPU", "DEV", "IFACE"].contains(c))
                 .map(|(_, v)| format!("{:?}", v.parse::<f64>().unwrap()))
                 .collect();
             want.sort();
@@ -510,12 +726,22 @@ fn sadf_csv_blocks() {
             );
             let entity = match header[3] {
                 "CPU" if f[3] == "-1" => "all".to_string(),
-                "CPU" | "DEV" => f[3].to_string(),
+                "CPU" | "DEV" | "IFACE" => f[3].to_string(),
                 _ => String::new(),
             };
             assert!(got.iter().all(|r| r[2] == entity), "{name} line {}", i + 1);
         }
     }
+    // A file that starts with a restart record is sadf's, read whole.
+    let (_t, cap) = ingest_metrics(&["sadf-restart.csv"], &[]);
+    assert_eq!(sql_scalar(&cap, "SELECT count(*) FROM diagnostic"), "0");
+    assert_eq!(
+        sql_scalar(
+            &cap,
+            "SELECT count(*) FROM metric WHERE metric = 'linux_restart'"
+        ),
+        "2"
+    );
     let (_t, cap) = ingest_metrics(&["sadf.csv"], &[]);
     assert_eq!(
         sql_scalar(

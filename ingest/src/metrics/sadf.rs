@@ -6,6 +6,16 @@
 //! `x_pct`, `/s` → `_per_s`, `-` → `_`, prefixed `disk_` for devices and
 //! `net_` for interfaces (`kbmemfree`, `memused_pct`, `disk_rkB_per_s`,
 //! `disk_util_pct`, the names iostat's columns get).
+//!
+//! `sar -I` per CPU (`INTR;CPU*`, a value per CPU) is `intr_per_s` of the
+//! entity `INTR/CPU`. `sadf -d -h` (every activity on one line, groups
+//! of columns that repeat) is refused with one diagnostic at its header.
+//!
+//! sadf prints a `host;-1;time;LINUX-RESTART\t(N CPU)` line where the
+//! system restarted (counters start again from zero; a file that covers a
+//! boot starts with one): it is the metric `linux_restart` (value the CPU
+//! count) at that time. `host;-1;time;COM text` comments (`sadc -C`) are
+//! skipped.
 
 use super::{MetricSink, Point};
 use crate::diag::{Diagnostics, Position, Severity};
@@ -21,7 +31,13 @@ const ENTITY_COLUMNS: &[&str] = &[
     "INTR",
     "TYPE",
     "FCHOST",
+    "DEVICE",
+    "BAT",
 ];
+
+/// Columns of words, not measurements (a battery's `status`, a USB
+/// device's names and ids): not stored.
+const TEXT_COLUMNS: &[&str] = &["status", "manufact", "product", "idvendor", "idprod"];
 
 /// Metric name of a column; `prefix` is `disk_` in a DEV block, `net_` in
 /// an IFACE one.
@@ -50,11 +66,27 @@ fn metric(col: &str, prefix: &str) -> String {
     m
 }
 
+const HEADER: &str = "# hostname;interval;timestamp;";
+
+/// A restart or comment record: `host;-1;time;LINUX-RESTART...` or
+/// `host;-1;time;COM ...` (the rest of the line).
+fn special(line: &str) -> Option<(&str, &str)> {
+    let mut f = line.splitn(4, ';');
+    let (_host, interval, time, rest) = (f.next()?, f.next()?, f.next()?, f.next()?);
+    (interval == "-1" && (rest.starts_with("LINUX-RESTART") || rest.starts_with("COM ")))
+        .then_some((time, rest))
+}
+
 pub fn sniff(head: &[u8]) -> bool {
-    String::from_utf8_lossy(head)
-        .lines()
-        .next()
-        .is_some_and(|l| l.starts_with("# hostname;interval;timestamp;"))
+    let text = String::from_utf8_lossy(head);
+    let mut lines = text.lines().filter(|l| !l.trim().is_empty());
+    // A file that covers a boot starts with its restart record.
+    let first = lines.by_ref().find(|l| special(l).is_none());
+    first.is_some_and(|l| l.starts_with(HEADER))
+        && text
+            .lines()
+            .next()
+            .is_some_and(|l| l.starts_with(HEADER) || special(l).is_some())
 }
 
 fn parse_time(s: &str) -> Option<(i64, &'static str)> {
@@ -72,14 +104,71 @@ pub fn read(
     sink: &mut dyn MetricSink,
 ) -> crate::error::Result<u64> {
     let mut cols: Vec<&str> = Vec::new();
+    // The current header is `sadf -d -h`'s (rows skipped).
+    let mut repeated = false;
     let mut times: Vec<i64> = Vec::new();
+    // Samples: the distinct times, in the order first seen.
+    let mut sample_of = |time_ns: i64| match times.iter().position(|&t| t == time_ns) {
+        Some(k) => k as i64,
+        None => {
+            times.push(time_ns);
+            times.len() as i64 - 1
+        }
+    };
     for (i, line) in text.lines().enumerate() {
         let n = i as u64 + 1;
         if line.trim().is_empty() {
             continue;
         }
+        if let Some((time, rest)) = special(line) {
+            let Some(cpus) = rest.strip_prefix("LINUX-RESTART") else {
+                continue; // a comment
+            };
+            let Some((time_ns, clock)) = parse_time(time) else {
+                diags.report(
+                    Position::Line(n),
+                    Severity::Warning,
+                    "bad_time",
+                    format!("unreadable time {time:?}: restart record skipped"),
+                )?;
+                continue;
+            };
+            // `\t(8 CPU)`; sysstat before 11 printed no count.
+            let cpus = cpus
+                .trim()
+                .trim_start_matches('(')
+                .split_whitespace()
+                .next()
+                .and_then(|c| c.parse::<f64>().ok())
+                .unwrap_or(f64::NAN);
+            sink.point(&Point {
+                line: n,
+                sample: sample_of(time_ns),
+                time_ns: Some(time_ns),
+                clock,
+                entity: None,
+                metric: "linux_restart",
+                value: cpus,
+                since_boot: false,
+            });
+            continue;
+        }
         if let Some(h) = line.strip_prefix("# ") {
             cols = h.split(';').collect();
+            repeated = false;
+            if h.contains("[...]") {
+                // `sadf -d -h`: every activity on one line, groups of
+                // columns repeated per CPU, device... as many times as
+                // there are.
+                diags.report(
+                    Position::Line(n),
+                    Severity::Warning,
+                    "unsupported_table",
+                    "columns that repeat ([...], `sadf -d -h`): its rows are skipped; run sadf -d without -h",
+                )?;
+                repeated = true;
+                continue;
+            }
             if cols.get(..3) != Some(&["hostname", "interval", "timestamp"][..]) {
                 diags.report(
                     Position::Line(n),
@@ -89,6 +178,9 @@ pub fn read(
                 )?;
                 cols.clear();
             }
+            continue;
+        }
+        if repeated {
             continue;
         }
         let f: Vec<&str> = line.split(';').collect();
@@ -101,7 +193,10 @@ pub fn read(
             )?;
             continue;
         }
-        if f.len() != cols.len() {
+        // `INTR;CPU*` (`sar -I` per CPU): a value per CPU, as many as
+        // the row has.
+        let per_cpu = cols.last() == Some(&"CPU*") && cols.contains(&"INTR");
+        if f.len() != cols.len() && !(per_cpu && f.len() >= cols.len()) {
             super::bad_width(diags, n, f.len(), cols.len())?;
             continue;
         }
@@ -114,14 +209,7 @@ pub fn read(
             )?;
             continue;
         };
-        // Samples: the distinct times, in the order first seen.
-        let sample = match times.iter().position(|&t| t == time_ns) {
-            Some(k) => k,
-            None => {
-                times.push(time_ns);
-                times.len() - 1
-            }
-        } as i64;
+        let sample = sample_of(time_ns);
         let entity: Vec<String> = cols[3..]
             .iter()
             .zip(&f[3..])
@@ -142,8 +230,28 @@ pub fn read(
         } else {
             ""
         };
+        if per_cpu {
+            let first = cols.len() - 1;
+            for (k, v) in f[first..].iter().enumerate() {
+                let Ok(value) = v.parse::<f64>() else {
+                    super::bad_value(diags, n, "CPU*", v)?;
+                    continue;
+                };
+                let entity = format!("{}/{k}", entity.as_deref().unwrap_or("?"));
+                sink.point(&Point {
+                    line: n,
+                    sample,
+                    time_ns: Some(time_ns),
+                    clock,
+                    entity: Some(&entity),
+                    metric: "intr_per_s",
+                    value,
+                    since_boot: false,
+                });
+            }
+        }
         for (c, v) in cols[3..].iter().zip(&f[3..]) {
-            if ENTITY_COLUMNS.contains(c) {
+            if ENTITY_COLUMNS.contains(c) || TEXT_COLUMNS.contains(c) || *c == "CPU*" {
                 continue;
             }
             let Ok(value) = v.parse::<f64>() else {
