@@ -238,160 +238,164 @@ impl<'o> Run<'o> {
         } = opened;
         let mut clock = ("none".to_string(), None);
         let stats = match format {
-        Format::PerfFile if compression.is_some() => {
-            return Err(Error::BadInput {
-                path: input.to_path_buf(),
-                offset: 0,
-                message: format!(
-                    "a {}-compressed perf.data file: decompress it first (perf reads it at random offsets)",
-                    compression.unwrap_or("")
-                ),
-            })
-        }
-        Format::PerfFile => {
-            let st = perf::ingest_perf(input, stream, false, &mut self.conv, diags, progress)?;
-            power_readings(&mut self.conv, &mut self.econv, diags)?;
-            st
-        }
-        Format::Lackey | Format::MemBinary => {
-            self.mem.begin_source(&mut self.cap, i)?;
-            let st = match (format, stream) {
-                (Format::Lackey, stream) => {
-                    let mut text = text_source(input, stream)?;
-                    memlog::ingest_text(
-                        &mut text,
-                        &name,
-                        &self.opts.mem,
-                        &mut self.mem,
-                        diags,
-                        progress,
-                    )?
+            Format::PerfFile => {
+                // A file-mode perf.data is read at the offsets its header
+                // names: standard input and a decompressing stream are
+                // spooled to a temporary file (deleted when done) first.
+                let spooled = match stream {
+                    Some(mut s) => Some(spool(&mut s, input)?),
+                    None => None,
+                };
+                if let Some(c) = compression {
+                    self.extra_meta
+                        .push((i, "compression".to_string(), c.to_string()));
                 }
-                (_, stream) => {
-                    let mut s: Box<dyn Read + Send> = match stream {
-                        Some(s) => s,
-                        None => Box::new(
-                            std::fs::File::open(input).map_err(|e| Error::io(input, e))?,
-                        ),
-                    };
-                    memlog::ingest_binary(&mut s, &self.opts.mem, &mut self.mem, diags)?
+                let path = spooled.as_ref().map_or(input, |t| t.path());
+                let st = perf::ingest_perf(path, None, false, &mut self.conv, diags, progress)?;
+                power_readings(&mut self.conv, &mut self.econv, diags)?;
+                st
+            }
+            Format::Lackey | Format::MemBinary => {
+                self.mem.begin_source(&mut self.cap, i)?;
+                let st = match (format, stream) {
+                    (Format::Lackey, stream) => {
+                        let mut text = text_source(input, stream)?;
+                        memlog::ingest_text(
+                            &mut text,
+                            &name,
+                            &self.opts.mem,
+                            &mut self.mem,
+                            diags,
+                            progress,
+                        )?
+                    }
+                    (_, stream) => {
+                        let mut s: Box<dyn Read + Send> = match stream {
+                            Some(s) => s,
+                            None => Box::new(
+                                std::fs::File::open(input).map_err(|e| Error::io(input, e))?,
+                            ),
+                        };
+                        memlog::ingest_binary(&mut s, &self.opts.mem, &mut self.mem, diags)?
+                    }
+                };
+                if let Some(c) = compression {
+                    self.extra_meta
+                        .push((i, "compression".to_string(), c.to_string()));
                 }
-            };
-            if let Some(c) = compression {
-                self.extra_meta.push((i, "compression".to_string(), c.to_string()));
+                self.extra_meta
+                    .extend(st.meta.into_iter().map(|(k, v)| (i, k, v)));
+                perf::PerfStats {
+                    bytes: st.bytes,
+                    records: st.records,
+                    samples: st.rows,
+                    pipe: false,
+                }
             }
-            self.extra_meta.extend(st.meta.into_iter().map(|(k, v)| (i, k, v)));
-            perf::PerfStats {
-                bytes: st.bytes,
-                records: st.records,
-                samples: st.rows,
-                pipe: false,
+            Format::ProcMaps => {
+                let bytes = read_whole(input, stream, diags)?;
+                let text = String::from_utf8_lossy(&bytes);
+                let (maps, bad) = memlog::maps::parse(&text);
+                for (line, t) in bad {
+                    diags.report(
+                        Position::Line(line),
+                        Severity::Warning,
+                        "bad_row",
+                        format!("not a /proc/PID/maps line: {t:?}: skipped"),
+                    )?;
+                }
+                self.mem.maps(&mut self.cap, i, &maps)?;
+                perf::PerfStats {
+                    bytes: bytes.len() as u64,
+                    records: maps.len() as u64,
+                    samples: 0,
+                    pipe: false,
+                }
             }
-        }
-        Format::ProcMaps => {
-            let bytes = read_whole(input, stream, diags)?;
-            let text = String::from_utf8_lossy(&bytes);
-            let (maps, bad) = memlog::maps::parse(&text);
-            for (line, t) in bad {
-                diags.report(
-                    Position::Line(line),
-                    Severity::Warning,
-                    "bad_row",
-                    format!("not a /proc/PID/maps line: {t:?}: skipped"),
+            Format::PerfPipe => {
+                let st = perf::ingest_perf(input, stream, true, &mut self.conv, diags, progress)?;
+                power_readings(&mut self.conv, &mut self.econv, diags)?;
+                st
+            }
+            Format::Vmstat
+            | Format::Iostat
+            | Format::IostatJson
+            | Format::Sysstat
+            | Format::Sadf
+            | Format::MetricCsv => {
+                let bytes = read_whole(input, stream, diags)?;
+                let kind = match format {
+                    Format::Vmstat => metrics::Kind::Vmstat,
+                    Format::Iostat => metrics::Kind::Iostat,
+                    Format::IostatJson => metrics::Kind::IostatJson,
+                    Format::Sysstat => metrics::Kind::Sysstat,
+                    Format::Sadf => metrics::Kind::Sadf,
+                    _ => metrics::Kind::Csv,
+                };
+                let before = self.mconv.points;
+                let rows = metrics::read(kind, &bytes, diags, &mut self.mconv)?;
+                self.mconv.flush()?;
+                clock = metric_clock(&self.mconv.clock, &self.opts.tz, diags)?;
+                perf::PerfStats {
+                    bytes: bytes.len() as u64,
+                    records: rows,
+                    samples: self.mconv.points - before,
+                    pipe: false,
+                }
+            }
+            Format::Powercap | Format::PerfStat | Format::Turbostat => {
+                let bytes = read_whole(input, stream, diags)?;
+                let text = String::from_utf8_lossy(&bytes);
+                let before = self.econv.readings;
+                let rows = if format == Format::Powercap {
+                    clock = ("utc".into(), Some(0));
+                    self.econv.set_utc_offset(Some(0));
+                    energy::read_powercap(&text, diags, &mut self.econv)?
+                } else if format == Format::Turbostat {
+                    clock = ("utc".into(), Some(0));
+                    self.econv.set_utc_offset(Some(0));
+                    energy::read_turbostat(&text, diags, &mut self.econv)?
+                } else {
+                    clock = ("perf-stat:relative".into(), None);
+                    energy::read_perf_stat(&text, diags, &mut self.econv)?
+                };
+                for (line, kind, message) in std::mem::take(&mut self.econv.problems) {
+                    diags.report(Position::Line(line), Severity::Warning, kind, message)?;
+                }
+                self.econv.flush()?;
+                perf::PerfStats {
+                    bytes: bytes.len() as u64,
+                    records: rows,
+                    samples: self.econv.readings - before,
+                    pipe: false,
+                }
+            }
+            Format::Strace => {
+                let s = strace::ingest_strace(
+                    input,
+                    stream,
+                    &mut self.sconv,
+                    &mut self.conv.stacks,
+                    &mut self.conv.syscalls,
+                    diags,
+                    progress,
                 )?;
+                self.extra_meta.push((
+                    i,
+                    "strace_time".to_string(),
+                    s.time_kind.as_str().to_string(),
+                ));
+                clock = match s.time_kind {
+                    strace::reader::TimeKind::Epoch => ("utc".into(), Some(0)),
+                    k => (format!("strace:{}", k.as_str()), None),
+                };
+                perf::PerfStats {
+                    bytes: s.bytes,
+                    records: s.lines,
+                    samples: s.calls,
+                    pipe: false,
+                }
             }
-            self.mem.maps(&mut self.cap, i, &maps)?;
-            perf::PerfStats {
-                bytes: bytes.len() as u64,
-                records: maps.len() as u64,
-                samples: 0,
-                pipe: false,
-            }
-        }
-        Format::PerfPipe => {
-            let st = perf::ingest_perf(input, stream, true, &mut self.conv, diags, progress)?;
-            power_readings(&mut self.conv, &mut self.econv, diags)?;
-            st
-        }
-        Format::Vmstat
-        | Format::Iostat
-        | Format::IostatJson
-        | Format::Sysstat
-        | Format::Sadf
-        | Format::MetricCsv => {
-            let bytes = read_whole(input, stream, diags)?;
-            let kind = match format {
-                Format::Vmstat => metrics::Kind::Vmstat,
-                Format::Iostat => metrics::Kind::Iostat,
-                Format::IostatJson => metrics::Kind::IostatJson,
-                Format::Sysstat => metrics::Kind::Sysstat,
-                Format::Sadf => metrics::Kind::Sadf,
-                _ => metrics::Kind::Csv,
-            };
-            let before = self.mconv.points;
-            let rows = metrics::read(kind, &bytes, diags, &mut self.mconv)?;
-            self.mconv.flush()?;
-            clock = metric_clock(&self.mconv.clock, &self.opts.tz, diags)?;
-            perf::PerfStats {
-                bytes: bytes.len() as u64,
-                records: rows,
-                samples: self.mconv.points - before,
-                pipe: false,
-            }
-        }
-        Format::Powercap | Format::PerfStat | Format::Turbostat => {
-            let bytes = read_whole(input, stream, diags)?;
-            let text = String::from_utf8_lossy(&bytes);
-            let before = self.econv.readings;
-            let rows = if format == Format::Powercap {
-                clock = ("utc".into(), Some(0));
-                self.econv.set_utc_offset(Some(0));
-                energy::read_powercap(&text, diags, &mut self.econv)?
-            } else if format == Format::Turbostat {
-                clock = ("utc".into(), Some(0));
-                self.econv.set_utc_offset(Some(0));
-                energy::read_turbostat(&text, diags, &mut self.econv)?
-            } else {
-                clock = ("perf-stat:relative".into(), None);
-                energy::read_perf_stat(&text, diags, &mut self.econv)?
-            };
-            for (line, kind, message) in std::mem::take(&mut self.econv.problems) {
-                diags.report(Position::Line(line), Severity::Warning, kind, message)?;
-            }
-            self.econv.flush()?;
-            perf::PerfStats {
-                bytes: bytes.len() as u64,
-                records: rows,
-                samples: self.econv.readings - before,
-                pipe: false,
-            }
-        }
-        Format::Strace => {
-            let s = strace::ingest_strace(
-                input,
-                stream,
-                &mut self.sconv,
-                &mut self.conv.stacks,
-                &mut self.conv.syscalls,
-                diags,
-                progress,
-            )?;
-            self.extra_meta.push((
-                i,
-                "strace_time".to_string(),
-                s.time_kind.as_str().to_string(),
-            ));
-            clock = match s.time_kind {
-                strace::reader::TimeKind::Epoch => ("utc".into(), Some(0)),
-                k => (format!("strace:{}", k.as_str()), None),
-            };
-            perf::PerfStats {
-                bytes: s.bytes,
-                records: s.lines,
-                samples: s.calls,
-                pipe: false,
-            }
-        }
         };
         Ok((stats, clock))
     }
@@ -577,4 +581,15 @@ fn write_source_tables(
     }
     cap.write_table(&mut c)?;
     Ok(())
+}
+
+/// Copies a stream (standard input, a decompressed file) to a temporary
+/// file in `TMPDIR`, removed when the handle is dropped.
+fn spool(stream: &mut dyn Read, input: &Path) -> Result<tempfile::NamedTempFile> {
+    let mut t = tempfile::Builder::new()
+        .prefix("trawl-spool-")
+        .tempfile()
+        .map_err(|e| Error::io(input, e))?;
+    std::io::copy(stream, &mut t).map_err(|e| Error::io(input, e))?;
+    Ok(t)
 }
