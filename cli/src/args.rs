@@ -166,14 +166,25 @@ pub(crate) async fn selection(
     Ok(sample::Picked::resolve(s, filter.to_filter()?, weight, opts).await?)
 }
 
-/// `--app`, or the traced executable's directory.
-pub(crate) async fn app_prefix(s: &Session, app: &Option<String>) -> Result<String> {
+/// `--app`, or the traced executable's directory; `None` when the
+/// captures have no call stacks to find it in (strace without `-k`, perf
+/// without `-g`): the reports then attribute by process and file.
+pub(crate) async fn app_prefix(s: &Session, app: &Option<String>) -> Result<Option<String>> {
     Ok(match app {
-        Some(p) => p.clone(),
-        None => trawl_query::regions::default_app(s).await?.ok_or_else(|| {
-            anyhow::anyhow!("no call stacks (strace -k, perf -g) to find the application in; pass --app PATH_PREFIX")
-        })?,
+        Some(p) => Some(p.clone()),
+        None => trawl_query::regions::default_app(s).await?,
     })
+}
+
+/// Tells (on standard error) which application a report attributes to.
+pub(crate) fn say_app(app: Option<&str>) {
+    match app {
+        Some(a) => eprintln!("application: {a}*"),
+        None => eprintln!(
+            "no call stacks (strace -k, perf -g): attributed by process and file only; \
+             pass --app PATH_PREFIX to name the application"
+        ),
+    }
 }
 
 pub(crate) async fn limited(

@@ -417,13 +417,17 @@ pub async fn cause(
     s: &Session,
     resource: Resource,
     ranges: &BTreeMap<String, Vec<Range>>,
-    app: &str,
+    app: Option<&str>,
     lead_ns: i64,
     event: Option<&str>,
     memory_at: MemoryAt,
     lbr: Option<crate::lbr::Method>,
 ) -> Result<DataFrame> {
-    let mut args: Vec<Expr> = vec![lit(ScalarValue::Utf8(None)), lit("app"), lit(app)];
+    let mut args: Vec<Expr> = vec![
+        lit(ScalarValue::Utf8(None)),
+        lit("app"),
+        lit(ScalarValue::Utf8(app.map(str::to_string))),
+    ];
     let (name, at) = match resource {
         Resource::Cpu => {
             let event = crate::sample::choose_event(s, event).await?;

@@ -239,6 +239,64 @@ fn per_process_files_and_relative_times() {
     assert_eq!(sql_scalar(&cap2, "SELECT min(time_ns) FROM syscall"), "0");
 }
 
+/// A dump without stacks (no `-k`): `report io` and `report unfreed` need
+/// no `--app`; they attribute by process and file, and say so. Expected:
+/// the bytes of each file and direction summed from the dump's own
+/// `write(3</tmp/iot/out.bin>, ...) = 4096` lines.
+#[test]
+fn reports_without_stacks_attribute_by_process_and_file() {
+    let text = std::fs::read_to_string(strace_fixture("io-r.strace")).unwrap();
+    let mut want: std::collections::BTreeMap<(String, &str), i64> = Default::default();
+    for l in text.lines() {
+        let Some((_, call)) = l.trim_start().split_once(' ') else {
+            continue;
+        };
+        let dir = match call.split('(').next().unwrap() {
+            // sendfile(OUT<path>, IN<path>, ...): bytes written to OUT.
+            "write" | "pwrite64" | "writev" | "sendfile" => "write",
+            "read" | "pread64" => "read",
+            _ => continue,
+        };
+        let (Some(path), Some(ret)) = (
+            call.split_once('<')
+                .and_then(|(_, r)| r.split_once('>'))
+                .map(|(p, _)| p),
+            call.rsplit_once(") = ")
+                .and_then(|(_, r)| r.split_whitespace().next()),
+        ) else {
+            continue;
+        };
+        if path.starts_with("/tmp/iot/") {
+            *want.entry((path.to_string(), dir)).or_default() += ret.parse::<i64>().unwrap_or(0);
+        }
+    }
+    assert!(want.len() >= 5, "{want:?}");
+    let (_t, cap) = ingest_dumps(&["io-r.strace"], &[]);
+    let o = trawl(&["report", "io", cap.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("attributed by process and file only"), "{err}");
+    let out = report_csv("io", &cap, &[]);
+    let cols = csv_rows(&out);
+    let header: Vec<&str> = out.lines().next().unwrap().split(',').collect();
+    let col = |n: &str| header.iter().position(|c| *c == n).unwrap();
+    let mut got: std::collections::BTreeMap<(String, &str), i64> = Default::default();
+    for r in &cols {
+        let dir = if r[col("direction")] == "read" {
+            "read"
+        } else {
+            "write"
+        };
+        if r[col("file")].starts_with("/tmp/iot/") {
+            *got.entry((r[col("file")].clone(), dir)).or_default() +=
+                r[col("bytes")].parse::<i64>().unwrap();
+        }
+    }
+    assert_eq!(got, want);
+    let o = trawl(&["report", "unfreed", cap.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
 /// A damaged dump: a line cut in the middle, a garbage line, a call whose
 /// resumption is missing, a resumption without its start, non-UTF-8 bytes,
 /// an unknown system call, and the file cut mid-line at the end. Each is a
@@ -599,6 +657,63 @@ fn threads_share_the_process_space_and_exec_starts_a_new_one() {
     let (_t, cap) = ingest_dumps(&["threads.strace"], &[]);
     let pid = sql_scalar(&cap, "SELECT pid FROM syscall WHERE syscall_id = 0");
     check_threads_unfreed(&cap, &pid);
+}
+
+/// strace prints the stack of `exit`/`exit_group` after the thread's
+/// `+++ exited with N +++` line, often with other threads' calls (and
+/// their stacks) between the call and that line: every `-k` frame line of
+/// the dump belongs to a call, and an exit call's frames are the lines
+/// after its thread's exit line (read here from the text, as strace
+/// printed them).
+#[test]
+fn exit_stacks_follow_the_exited_line() {
+    let text = std::fs::read_to_string(strace_fixture("threads.strace")).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let frame_lines = lines.iter().filter(|l| l.starts_with(" > ")).count();
+    let (_t, cap) = ingest_dumps(&["threads.strace"], &[]);
+    assert_eq!(sql_scalar(&cap, "SELECT count(*) FROM diagnostic"), "0");
+    // Calls' and signals' stacks.
+    assert_eq!(
+        sql_scalar(
+            &cap,
+            "SELECT (SELECT count(*) FROM syscall s JOIN stack_entry e USING (capture, stack_id)) \
+                  + (SELECT count(*) FROM strace_event s JOIN stack_entry e USING (capture, stack_id))"
+        ),
+        frame_lines.to_string()
+    );
+    let mut exits = 0;
+    for (i, l) in lines.iter().enumerate() {
+        let Some(pid) = l
+            .strip_suffix(" +++")
+            .filter(|l| l.contains("+++ exited with "))
+        else {
+            continue;
+        };
+        let pid = pid.split_whitespace().next().unwrap();
+        let want: Vec<String> = lines[i + 1..]
+            .iter()
+            .take_while(|l| l.starts_with(" > "))
+            .map(|l| {
+                let hex = l.rsplit("[0x").next().unwrap().trim_end_matches(']');
+                u64::from_str_radix(hex, 16).unwrap().to_string()
+            })
+            .collect();
+        let got: Vec<String> = sql_rows(
+            &cap,
+            &format!(
+                "SELECT fr.rel_pc FROM syscall s JOIN stack_entry e USING (capture, stack_id) \
+                 JOIN frame fr ON fr.capture = e.capture AND fr.frame_id = e.frame_id \
+                 WHERE s.pid = {pid} AND s.name IN ('exit', 'exit_group') ORDER BY e.depth"
+            ),
+        )
+        .into_iter()
+        .map(|r| r[0].clone())
+        .collect();
+        assert!(!want.is_empty(), "line {}", i + 1);
+        assert_eq!(got, want, "pid {pid} (line {})", i + 1);
+        exits += 1;
+    }
+    assert!(exits >= 3, "{exits}");
 }
 
 /// `-ff` files of the same program, one per thread: each file's pid is its

@@ -6,7 +6,7 @@ use anyhow::{bail, Result};
 use clap::Args;
 use trawl_query::lbr::Method;
 
-use crate::args::{app_prefix, parse_time_range, RuleArgs, T0Args};
+use crate::args::{app_prefix, parse_time_range, say_app, RuleArgs, T0Args};
 use crate::output;
 use crate::output::{Format, OutputOpts};
 
@@ -87,7 +87,7 @@ pub(crate) async fn cause(a: CauseArgs) -> Result<()> {
         &s,
         resource,
         &per,
-        &app,
+        app.as_deref(),
         (a.lead * 1e9).round() as i64,
         a.event.as_deref(),
         if a.at == "max" {
@@ -103,7 +103,7 @@ pub(crate) async fn cause(a: CauseArgs) -> Result<()> {
         for t in s.times().await? {
             eprintln!("{}: t0 = {}", t.capture, t.how);
         }
-        eprintln!("application: {app}*");
+        say_app(app.as_deref());
     }
     output::write(&batches, &a.out)
 }

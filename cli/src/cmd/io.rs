@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use anyhow::{bail, Result};
 use clap::Args;
 
-use crate::args::app_prefix;
+use crate::args::{app_prefix, say_app};
 use crate::output;
 use crate::output::{Format, OutputOpts};
 use crate::session::open;
@@ -44,12 +44,12 @@ pub(crate) async fn io_report(a: IoArgs) -> Result<()> {
     }
     let app = app_prefix(&s, &a.app).await?;
     let lead_ns = (a.lead * 1e9).round() as i64;
-    let batches = trawl_query::io::io(&s, from, to, lead_ns, Some(&app))
+    let batches = trawl_query::io::io(&s, from, to, lead_ns, app.as_deref())
         .await?
         .collect()
         .await?;
     if matches!(a.out.format, Format::Table) && a.out.output.is_none() {
-        eprintln!("application: {app}*");
+        say_app(app.as_deref());
     }
     output::write(&batches, &a.out)
 }

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use anyhow::Result;
 use clap::Args;
 
-use crate::args::app_prefix;
+use crate::args::{app_prefix, say_app};
 use crate::output;
 use crate::output::{Format, OutputOpts};
 use crate::session::open;
@@ -34,12 +34,12 @@ pub(crate) async fn unfreed(a: UnfreedArgs) -> Result<()> {
     let s = open(&a.captures).await?;
     let at = regions::At::parse(&a.at)?;
     let app = app_prefix(&s, &a.app).await?;
-    let batches = regions::unfreed(&s, at, Some(&app))
+    let batches = regions::unfreed(&s, at, app.as_deref())
         .await?
         .collect()
         .await?;
     if matches!(a.out.format, Format::Table) && a.out.output.is_none() {
-        eprintln!("application: {app}*");
+        say_app(app.as_deref());
     }
     output::write(&batches, &a.out)
 }

@@ -291,7 +291,18 @@ struct Joiner {
     // then `+++ exited +++`, then exit_group's stack: an exit line of the
     // same process does not end the call's frames.
     last: Option<Event>,
+    // `exit(...) = ?` / `exit_group(...) = ?` per pid, held until its
+    // `+++ exited +++` line: strace prints the call's stack after that
+    // line, and other threads' lines (with their own stacks) may come
+    // between the call and its exit.
+    exiting: HashMap<Option<i32>, SyscallEvent>,
     modules: Modules,
+}
+
+/// A call that ends its thread or process: strace prints its stack after
+/// the `+++ exited +++` line, not after the call.
+fn is_exit_call(ev: &SyscallEvent) -> bool {
+    matches!(ev.name.as_str(), "exit" | "exit_group") && ev.ret.as_deref() == Some("?")
 }
 
 type Emit<'e> = dyn FnMut(Event) -> crate::error::Result<()> + 'e;
@@ -346,6 +357,7 @@ impl Joiner {
             },
             pending: HashMap::default(),
             last: None,
+            exiting: HashMap::default(),
             modules: Modules::default(),
         }
     }
@@ -375,6 +387,20 @@ impl Joiner {
             stack.reserve(16);
         }
         stack.push(StackFrame { module, offset });
+        Ok(())
+    }
+
+    /// A finished call: the event the frames that follow belong to, or,
+    /// for `exit`/`exit_group`, held until its thread's `+++ exited +++`
+    /// line (after which strace prints its stack).
+    fn finished(&mut self, ev: SyscallEvent, emit: &mut Emit<'_>) -> crate::error::Result<()> {
+        if is_exit_call(&ev) {
+            if let Some(old) = self.exiting.insert(ev.pid, ev) {
+                emit(Event::Syscall(old))?;
+            }
+        } else {
+            self.last = Some(Event::Syscall(ev));
+        }
         Ok(())
     }
 
@@ -461,7 +487,8 @@ impl Joiner {
                 }
                 match c.state {
                     CallState::Complete => {
-                        self.last = Some(Event::Syscall(SyscallEvent::new(&c, n, pid, time_ns)));
+                        let ev = SyscallEvent::new(&c, n, pid, time_ns);
+                        self.finished(ev, emit)?;
                     }
                     CallState::Unfinished => {
                         self.pending
@@ -510,7 +537,7 @@ impl Joiner {
                         ev.errno = c.errno.map(str::to_string);
                         ev.ret_note = c.ret_note.map(str::to_string);
                         ev.finished = true;
-                        self.last = Some(Event::Syscall(ev));
+                        self.finished(ev, emit)?;
                     }
                 }
             }
@@ -531,6 +558,12 @@ impl Joiner {
                 if let Some(ev) = self.pending.remove(&pid) {
                     emit(Event::Syscall(ev))?;
                 }
+                // The frames after this line are the exit call's.
+                if let Some(ev) = self.exiting.remove(&pid) {
+                    if let Some(e) = self.last.replace(Event::Syscall(ev)) {
+                        emit(e)?;
+                    }
+                }
                 emit(Event::Exit {
                     line: n,
                     pid,
@@ -548,6 +581,11 @@ impl Joiner {
                 let pid = prefix.pid.or(self.file_pid);
                 if let Some(ev) = self.pending.remove(&pid) {
                     emit(Event::Syscall(ev))?;
+                }
+                if let Some(ev) = self.exiting.remove(&pid) {
+                    if let Some(e) = self.last.replace(Event::Syscall(ev)) {
+                        emit(e)?;
+                    }
                 }
                 emit(Event::Exit {
                     line: n,
@@ -587,6 +625,13 @@ impl Joiner {
     ) -> crate::error::Result<TimeKind> {
         if let Some(e) = self.last.take() {
             emit(e)?;
+        }
+        // Exit calls whose `+++ exited +++` line the dump does not have
+        // (strace stopped first): kept, without a stack.
+        let mut held: Vec<SyscallEvent> = self.exiting.into_values().collect();
+        held.sort_by_key(|e| e.line);
+        for ev in held {
+            emit(Event::Syscall(ev))?;
         }
         let mut left: Vec<SyscallEvent> = self.pending.into_values().collect();
         left.sort_by_key(|e| e.line);
