@@ -1101,14 +1101,14 @@ mod tests {
         let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../fixtures/strace/");
         let mut unit = std::fs::read(format!("{root}mem.strace")).unwrap();
         unit.extend(std::fs::read(format!("{root}threads.strace")).unwrap());
-        // A frame with bytes that are not UTF-8, one with \r\n, an orphan
-        // frame after an exit, a line that is nothing.
+        // A frame with bytes that are not UTF-8, one with \r\n, a line
+        // that is nothing and an orphan frame after it.
         unit.extend_from_slice(
             b"1 1.5 write(1, \"x\", 1) = 1\n > /lib/\xff\xfe.so(f+0x1) [0x10]\n",
         );
         unit.extend_from_slice(b" > /lib/crlf.so(g+0x2) [0x20]\r\n");
         unit.extend_from_slice(
-            b"1 1.6 +++ exited with 0 +++\n > /lib/orphan.so() [0x30]\ngarbage\n",
+            b"1 1.6 +++ exited with 0 +++\ngarbage\n > /lib/orphan.so() [0x30]\n",
         );
         let mut data = Vec::new();
         while data.len() < PIPELINE_BYTES + (1 << 20) {
