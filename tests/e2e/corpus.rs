@@ -204,3 +204,86 @@ fn sysstat_mpstat_and_pidstat_text() {
         );
     }
 }
+
+/// Public perf.data files made on other machines (fixtures/corpus/perf:
+/// google/perf_data_converter's test data, perf 3.3 to 6.12, x86_64,
+/// i686, armv7, aarch64, file and pipe mode, Intel PT, branch stacks,
+/// a corrupted file; linux-perf-data's zstd-compressed files of perf 6.5
+/// and 6.16; ChromiumOS perf files of 2013, one big-endian), stored
+/// zstd-compressed (trawl reads them so). Every file is read (none
+/// refused); its sample count is what `perf script` prints where this
+/// machine's perf reads the file, else the count of sample records by
+/// count_samples.py (an independent reader of the record layout), as
+/// EXPECTED.tsv says; its diagnostics are exactly the kinds EXPECTED.tsv
+/// names (what is really wrong with the file; see the corpus README).
+#[test]
+fn perf_data_from_other_machines() {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let dir = root().join("fixtures/corpus/perf");
+    let manifest = std::fs::read_to_string(dir.join("EXPECTED.tsv")).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let mut checked = 0;
+    let mut by_perf = 0;
+    for line in manifest.lines().filter(|l| !l.starts_with('#')) {
+        let f: Vec<&str> = line.split('\t').collect();
+        let (name, mode, from, samples, diags) = (f[0], f[1], f[4], f[5], f[6]);
+        let file = dir.join(name);
+        let cap = tmp.path().join(format!("cap{checked}"));
+        trawl_ok(&[
+            "ingest",
+            file.to_str().unwrap(),
+            "-o",
+            cap.to_str().unwrap(),
+            "--no-symbolize",
+        ]);
+        let got = sql_scalar(&cap, "SELECT count(*) FROM perf_sample");
+        let want = if from == "perf" {
+            let data = zstd::decode_all(std::fs::File::open(&file).unwrap()).unwrap();
+            let plain = tmp.path().join("plain.data");
+            std::fs::write(&plain, &data).unwrap();
+            // One line per sample (-G: no call chains; --no-itrace: no
+            // samples synthesized from a hardware trace).
+            let mut args = vec!["script", "--no-itrace", "-G", "-F", "ip", "-i"];
+            let p = plain.to_str().unwrap();
+            args.push(if mode == "pipe" { "-" } else { p });
+            let mut child = Command::new("perf")
+                .env("HOME", perf_home())
+                .args(&args)
+                .stdin(if mode == "pipe" {
+                    Stdio::piped()
+                } else {
+                    Stdio::null()
+                })
+                .stdout(Stdio::piped())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("perf must be installed");
+            if mode == "pipe" {
+                let mut i = child.stdin.take().unwrap();
+                std::thread::spawn(move || {
+                    let _ = i.write_all(&data);
+                });
+            }
+            let o = child.wait_with_output().unwrap();
+            assert!(o.status.success(), "{name}: perf script failed");
+            by_perf += 1;
+            String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .count()
+                .to_string()
+        } else {
+            samples.to_string()
+        };
+        assert_eq!(got, want, "{name}: samples");
+        let kinds = sql_scalar(
+            &cap,
+            "SELECT coalesce(string_agg(DISTINCT kind, ';' ORDER BY kind), '-') FROM diagnostic",
+        )
+        .replace(';', ",");
+        assert_eq!(kinds, diags, "{name}: diagnostics");
+        checked += 1;
+    }
+    assert_eq!(checked, 59);
+    assert!(by_perf >= 50, "{by_perf}");
+}

@@ -438,6 +438,7 @@ pub struct CpuTopology {
 /// 5.3+ adds sibling dies (count, strings) and a u32 die_id per CPU.
 /// `nr_cpus` is NRCPUS' available count; without it the CPU array is
 /// taken to fill the rest of the section (files without a die section).
+/// perf before 4.6 wrote the two sibling lists only: no CPUs.
 pub fn parse_cpu_topology(data: &[u8], be: bool, nr_cpus: Option<u32>) -> Option<Vec<CpuTopology>> {
     let mut c = Cursor::new(data, be);
     for _ in 0..2 {
@@ -448,6 +449,10 @@ pub fn parse_cpu_topology(data: &[u8], be: bool, nr_cpus: Option<u32>) -> Option
         for _ in 0..n {
             c.perf_string()?;
         }
+    }
+    // perf before 4.6 wrote the sibling lists only, no per-CPU ids.
+    if c.remaining() == 0 {
+        return Some(Vec::new());
     }
     let nr = match nr_cpus {
         Some(n) => n as usize,
@@ -679,10 +684,16 @@ mod tests {
         let t = parse_cpu_topology(old, false, None).unwrap();
         assert_eq!(t.iter().map(|c| c.socket_id).collect::<Vec<_>>(), [0, 1]);
         assert_eq!(t[0].die_id, None);
-        // Every truncation is None (a bad_feature_section diagnostic), no
-        // panic; a CPU count larger than the section too.
+        // perf before 4.6: the two sibling lists, no CPU ids.
+        let lists = 2 * (4 + 2 * 68);
+        assert_eq!(
+            parse_cpu_topology(&section()[..lists], false, Some(2)),
+            Some(vec![])
+        );
+        // Every other truncation is None (a bad_feature_section
+        // diagnostic), no panic; a CPU count larger than the section too.
         let full = section();
-        for n in 0..full.len() - 4 - 68 - 8 {
+        for n in (0..full.len() - 4 - 68 - 8).filter(|&n| n != lists) {
             assert!(
                 parse_cpu_topology(&full[..n], false, Some(2)).is_none(),
                 "{n}"

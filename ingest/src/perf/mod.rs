@@ -148,6 +148,22 @@ pub fn ingest_perf(
             ),
         )?;
     }
+    if reader.stats.aux_records > 0 {
+        // Not decoded: what a hardware trace holds (every branch or
+        // instruction) is not in the sampled events trawl reads.
+        diags.report(
+            crate::diag::Position::Byte(0),
+            crate::diag::Severity::Warning,
+            "aux_not_decoded",
+            format!(
+                "{} bytes of {} trace data in {} AUXTRACE records were not decoded (trawl reads the sampled events only); \
+                 to read them, let perf decode them into samples first: perf inject -i FILE --itrace=i100us -o decoded.data (--itrace=b: a sample per branch), then ingest decoded.data",
+                reader.stats.aux_bytes,
+                reader::aux_kind_name(reader.stats.aux_kind),
+                reader.stats.aux_records
+            ),
+        )?;
+    }
     if reader.meta.utc_offset_ns.is_some() && conv.utc_missed > 0 {
         // Reported at the first record left without a time on UTC.
         diags.report(

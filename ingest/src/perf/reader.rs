@@ -143,6 +143,45 @@ pub struct ReadStats {
     pub records: u64,
     pub compressed_records: u64,
     pub decompressed_bytes: u64,
+    /// Hardware trace data (PERF_RECORD_AUXTRACE payloads: Intel PT,
+    /// CoreSight, ARM SPE...), skipped: its kind (AUXTRACE_INFO's type),
+    /// records and bytes.
+    pub aux_kind: Option<u32>,
+    pub aux_records: u64,
+    pub aux_bytes: u64,
+}
+
+/// perf's own messages (`[ perf record: Woken up 1 times ...`) where a
+/// record header should be: `perf record -o - ... > file 2>&1` wrote its
+/// standard error into the stream. Reported (the records before are
+/// whole); true: stop reading.
+fn perf_messages(hdr: &[u8], diags: &mut Diagnostics, at: u64) -> Result<bool> {
+    if !hdr.starts_with(b"[ perf ") {
+        return Ok(false);
+    }
+    diags.report(
+        Position::Byte(at),
+        Severity::Warning,
+        "perf_messages",
+        "perf's own messages (\"[ perf record: ...\") follow the records: perf's standard error was written into the \
+         stream (2>&1); the text is skipped",
+    )?;
+    Ok(true)
+}
+
+/// The name of an AUXTRACE_INFO type (tools/perf/util/auxtrace.h
+/// `enum auxtrace_type`).
+pub fn aux_kind_name(kind: Option<u32>) -> String {
+    match kind {
+        Some(1) => "Intel PT".into(),
+        Some(2) => "Intel BTS".into(),
+        Some(3) => "CoreSight ETM".into(),
+        Some(4) => "ARM SPE".into(),
+        Some(5) => "s390 CPU-MF".into(),
+        Some(6) => "HiSilicon PTT".into(),
+        Some(k) => format!("AUX type {k}"),
+        None => "AUX area".into(),
+    }
 }
 
 enum IdLayout {
@@ -193,6 +232,8 @@ pub struct PerfReader {
     eof: bool,
     warned_overflow: bool,
     pub stats: ReadStats,
+    /// A type-71 record that is not an AUXTRACE one was reported.
+    odd_auxtrace: bool,
 }
 
 fn read_full(r: &mut dyn Read, buf: &mut [u8]) -> io::Result<usize> {
@@ -360,6 +401,12 @@ impl PerfReader {
                         lost.push(id);
                         continue;
                     }
+                    // An empty section: perf could not write the feature
+                    // (perf 3.x on ARM has no CPU description), as perf
+                    // report's `(null)`; not damage.
+                    if s.size == 0 {
+                        continue;
+                    }
                     let d = read_at(&mut f, s).map_err(|e| Error::io(path, e))?;
                     if !meta.add_feature(id, &d, be) {
                         diags.report(
@@ -496,6 +543,7 @@ impl PerfReader {
             eof: false,
             warned_overflow: false,
             stats: ReadStats::default(),
+            odd_auxtrace: false,
         }
     }
 
@@ -723,6 +771,9 @@ impl PerfReader {
                     }
                     return Ok(false);
                 }
+                if perf_messages(&m[off..off + 8], diags, at)? {
+                    return Ok(false);
+                }
                 let (ty, misc, size) = record_header(&m[off..off + 8], self.be);
                 if size >= 8 && size > avail {
                     diags.report(
@@ -759,6 +810,9 @@ impl PerfReader {
                         "truncated",
                         format!("input ends inside a record header ({n} of 8 bytes)"),
                     )?;
+                    return Ok(false);
+                }
+                if perf_messages(&hdr, diags, at)? {
                     return Ok(false);
                 }
                 let (ty, misc, size) = record_header(&hdr, self.be);
@@ -807,10 +861,37 @@ impl PerfReader {
             let data = bytes_of(&self.input, &body);
             match ty {
                 rtype::HEADER_TRACING_DATA => Cursor::new(data, self.be).u32().unwrap_or(0) as u64,
-                rtype::AUXTRACE => Cursor::new(data, self.be).u64().unwrap_or(0),
+                // struct perf_record_auxtrace is 48 bytes; another size is
+                // not one (ChromeOS perf of 2013 numbered its own header
+                // records 69-80), and its first field no payload size.
+                rtype::AUXTRACE if size == 48 => Cursor::new(data, self.be).u64().unwrap_or(0),
+                rtype::AUXTRACE => {
+                    if !self.odd_auxtrace {
+                        self.odd_auxtrace = true;
+                        diags.report(
+                            Position::Byte(at),
+                            Severity::Warning,
+                            "unknown_record",
+                            format!(
+                                "a record of type 71 of {size} bytes is not an AUXTRACE record (48 bytes): a perf that numbered its records differently? Records of this kind are skipped"
+                            ),
+                        )?;
+                    }
+                    0
+                }
                 _ => 0,
             }
         };
+        match ty {
+            rtype::AUXTRACE_INFO => {
+                self.stats.aux_kind = Cursor::new(bytes_of(&self.input, &body), self.be).u32();
+            }
+            rtype::AUXTRACE if size == 48 => {
+                self.stats.aux_records += 1;
+                self.stats.aux_bytes += extra;
+            }
+            _ => {}
+        }
         if extra > 0 {
             let skipped = match &mut self.input {
                 Input::Map(m) => extra.min(end.min(m.len() as u64).saturating_sub(self.pos)),

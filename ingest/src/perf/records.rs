@@ -31,6 +31,7 @@ pub mod rtype {
     pub const HEADER_TRACING_DATA: u32 = 66;
     pub const HEADER_BUILD_ID: u32 = 67;
     pub const FINISHED_ROUND: u32 = 68;
+    pub const AUXTRACE_INFO: u32 = 70;
     pub const AUXTRACE: u32 = 71;
     pub const EVENT_UPDATE: u32 = 78;
     pub const HEADER_FEATURE: u32 = 80;
