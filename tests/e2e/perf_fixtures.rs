@@ -785,6 +785,38 @@ fn perf_data_from_standard_input() {
     }
 }
 
+/// A pipe-mode capture whose only event names are in the tracing data
+/// (probe-pipe.data: a uprobe, the names perf 4.16+ adds removed): the
+/// event is named as perf script names it, `probe_threads:burn`, not by
+/// its tracepoint id; the sample count is perf script's.
+#[test]
+fn pipe_mode_tracepoint_named_from_tracing_data() {
+    use std::process::{Command, Stdio};
+    let file = fixture("probe-pipe.data");
+    let o = Command::new("perf")
+        .env("HOME", perf_home())
+        .args(["script", "-i", "-", "-F", "event"])
+        .stdin(std::fs::File::open(&file).unwrap())
+        .stderr(Stdio::null())
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    let names: std::collections::BTreeSet<&str> = out
+        .lines()
+        .map(|l| l.trim().trim_end_matches(':'))
+        .collect();
+    assert_eq!(names.len(), 1, "{names:?}");
+    let (_t, cap) = ingest("probe-pipe.data");
+    assert_eq!(
+        sql_rows(&cap, "SELECT name FROM perf_event"),
+        vec![vec![names.first().unwrap().to_string()]]
+    );
+    assert_eq!(
+        sql_scalar(&cap, "SELECT count(*) FROM perf_sample"),
+        out.lines().count().to_string()
+    );
+}
+
 #[test]
 fn tracepoint_payloads_match_perf_script() {
     // Expected: perf script -F event,trace, which formats the same

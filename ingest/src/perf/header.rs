@@ -413,6 +413,8 @@ pub struct Metadata {
     pub features: Vec<u32>,
     /// Per CPU: core, die and socket (HEADER_CPU_TOPOLOGY), in CPU order.
     pub cpus: Vec<CpuTopology>,
+    /// Tracepoint names by id (`system:name`), from the tracing data.
+    pub tracepoints: Vec<(u64, String)>,
     /// Added to the samples' times to give ns since the epoch: the wall
     /// time minus the clock's time, read together (HEADER_CLOCK_DATA,
     /// written by `perf record -k CLOCK`).
@@ -548,6 +550,10 @@ impl Metadata {
                     None => false,
                 }
             }
+            Feature::TRACING_DATA => {
+                self.tracepoints = tracepoint_names(data);
+                true
+            }
             Feature::TOTAL_MEM => match c.u64() {
                 Some(v) => {
                     self.set("total_mem_kb", v.to_string());
@@ -632,6 +638,69 @@ impl Metadata {
     }
 }
 
+/// Tracepoint names (`system:name`) by id from perf's tracing data (the
+/// HEADER_TRACING_DATA feature, or the pipe-mode record's payload), as
+/// tools/perf/util/trace-event-read.c reads it: `\x17\x08\x44tracing`, a
+/// version string, the file's byte order, long size and page size, the
+/// `header_page` and `header_event` files, the ftrace formats, then per
+/// system its name and event format files, whose `name:` and `ID:` lines
+/// are read here. What is cut short yields the names read before it.
+pub fn tracepoint_names(data: &[u8]) -> Vec<(u64, String)> {
+    let mut out = Vec::new();
+    let _ = read_tracing_data(data, &mut out);
+    out
+}
+
+fn read_tracing_data(data: &[u8], out: &mut Vec<(u64, String)>) -> Option<()> {
+    let rest = data.strip_prefix(b"\x17\x08\x44tracing")?;
+    let nul = rest.iter().position(|&b| b == 0)?;
+    let mut c = Cursor::new(&rest[nul + 1..], false);
+    c.be = c.u8()? != 0;
+    c.skip(1 + 4)?; // long size, page size
+    for name in [&b"header_page\0"[..], b"header_event\0"] {
+        if c.bytes(name.len())? != name {
+            return None;
+        }
+        let n = usize::try_from(c.u64()?).ok()?;
+        c.skip(n)?;
+    }
+    for _ in 0..c.u32()? {
+        let n = usize::try_from(c.u64()?).ok()?;
+        c.skip(n)?;
+    }
+    for _ in 0..c.u32()? {
+        let rest = &c.buf[c.pos..];
+        let len = rest.iter().position(|&b| b == 0)?;
+        let system = String::from_utf8_lossy(&rest[..len]).into_owned();
+        c.skip(len + 1)?;
+        for _ in 0..c.u32()? {
+            let n = usize::try_from(c.u64()?).ok()?;
+            let text = String::from_utf8_lossy(c.bytes(n)?);
+            let field = |key: &str| {
+                text.lines()
+                    .find_map(|l| l.strip_prefix(key))
+                    .map(str::trim)
+            };
+            if let (Some(name), Some(id)) =
+                (field("name:"), field("ID:").and_then(|v| v.parse().ok()))
+            {
+                out.push((id, format!("{system}:{name}")));
+            }
+        }
+    }
+    Some(())
+}
+
+/// A name by tracepoint id from a HEADER_EVENT_TYPE record (the event
+/// descriptions of perf 3.x's pipe mode: `struct perf_trace_event_type {
+/// u64 event_id; char name[64]; }`).
+pub fn parse_event_type(body: &[u8], be: bool) -> Option<(u64, String)> {
+    let mut c = Cursor::new(body, be);
+    let id = c.u64()?;
+    let name = String::from_utf8_lossy(c.cstr_rest()).into_owned();
+    (!name.is_empty()).then_some((id, name))
+}
+
 /// The name of a `clockid_t` as `perf record -k` takes it.
 pub fn clockid_name(id: i64) -> String {
     match id {
@@ -700,5 +769,51 @@ mod tests {
             );
         }
         assert!(parse_cpu_topology(&full, false, Some(u32::MAX)).is_none());
+    }
+
+    /// A HEADER_EVENT_TYPE record's body as perf 3.8 wrote it in pipe mode
+    /// (google/perf_data_converter's perf.data.piped.target-3.8: 24-byte
+    /// records, the name padded to 8 bytes, not 64).
+    #[test]
+    fn event_type_record() {
+        let body = [
+            0u8, 0, 0, 0, 0, 0, 0, 0, b'c', b'y', b'c', b'l', b'e', b's', 0, 0,
+        ];
+        assert_eq!(
+            parse_event_type(&body, false),
+            Some((0, "cycles".to_string()))
+        );
+        assert_eq!(parse_event_type(&body[..8], false), None);
+        assert_eq!(parse_event_type(&body[..3], false), None);
+    }
+
+    /// The tracing data of fixtures/perf/probe-pipe.data (perf 6.1): the
+    /// uprobe's name by its id, as perf script names it; every cut of it
+    /// yields a prefix of the names, never a panic.
+    #[test]
+    fn tracing_data_names() {
+        let f = std::fs::read(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../fixtures/perf/probe-pipe.data"
+        ))
+        .unwrap();
+        let mut pos = 16;
+        let data = loop {
+            let ty = u32::from_le_bytes(f[pos..pos + 4].try_into().unwrap());
+            let size = u16::from_le_bytes(f[pos + 6..pos + 8].try_into().unwrap()) as usize;
+            if ty == 66 {
+                let n = u32::from_le_bytes(f[pos + 8..pos + 12].try_into().unwrap()) as usize;
+                break &f[pos + size..pos + size + n];
+            }
+            pos += size;
+        };
+        let names = tracepoint_names(data);
+        assert!(
+            names.iter().any(|(_, n)| n == "probe_threads:burn"),
+            "{names:?}"
+        );
+        for cut in 0..data.len() {
+            assert!(tracepoint_names(&data[..cut]).len() <= names.len());
+        }
     }
 }

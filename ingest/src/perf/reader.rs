@@ -17,8 +17,9 @@ use std::io::{self, Read};
 
 use super::bytes::Cursor;
 use super::header::{
-    parse_attr_entries, parse_build_id_body, sample, Attr, EventDesc, FileHeader, Metadata,
-    Section, FILE_HEADER_SIZE, MAGIC_BE, MAGIC_LE, PIPE_HEADER_SIZE,
+    parse_attr_entries, parse_build_id_body, parse_event_type, sample, tracepoint_names, Attr,
+    EventDesc, FileHeader, Metadata, Section, FILE_HEADER_SIZE, MAGIC_BE, MAGIC_LE,
+    PIPE_HEADER_SIZE,
 };
 use super::records::{decode, rtype, Record, SampleId};
 use crate::diag::{Diagnostics, Position, Severity};
@@ -437,6 +438,7 @@ impl PerfReader {
             name_events(&mut events, &desc);
             meta.event_desc = Some(desc);
         }
+        name_tracepoints(&mut events, &meta.tracepoints);
         let map = map_file(&f).map_err(|e| Error::io(path, e))?;
         let data_end = data_end.min(map.len() as u64);
         let input = Input::Map(std::sync::Arc::new(map));
@@ -893,11 +895,31 @@ impl PerfReader {
             _ => {}
         }
         if extra > 0 {
+            // The tracing data is read (tracepoint names), the rest skipped.
+            let keep = ty == rtype::HEADER_TRACING_DATA;
+            let mut tracing = Vec::new();
             let skipped = match &mut self.input {
-                Input::Map(m) => extra.min(end.min(m.len() as u64).saturating_sub(self.pos)),
+                Input::Map(m) => {
+                    let n = extra.min(end.min(m.len() as u64).saturating_sub(self.pos));
+                    if keep {
+                        tracing.extend_from_slice(&m[self.pos as usize..(self.pos + n) as usize]);
+                    }
+                    n
+                }
+                Input::Stream(r) if keep => {
+                    r.take(extra)
+                        .read_to_end(&mut tracing)
+                        .map_err(|e| Error::io("input", e))? as u64
+                }
                 Input::Stream(r) => io::copy(&mut r.take(extra), &mut io::sink())
                     .map_err(|e| Error::io("input", e))?,
             };
+            if !tracing.is_empty() {
+                self.meta.tracepoints.extend(tracepoint_names(&tracing));
+                if name_tracepoints(&mut self.events, &self.meta.tracepoints) {
+                    self.events_version += 1;
+                }
+            }
             self.pos += skipped;
             if skipped < extra {
                 diags.report(
@@ -1221,6 +1243,14 @@ impl PerfReader {
                     }
                 }
             }
+            rtype::HEADER_EVENT_TYPE => {
+                if let Some(t) = parse_event_type(&body, self.be) {
+                    self.meta.tracepoints.push(t);
+                    if name_tracepoints(&mut self.events, &self.meta.tracepoints) {
+                        self.events_version += 1;
+                    }
+                }
+            }
             rtype::HEADER_BUILD_ID => {
                 if let Some(e) = parse_build_id_body(&body, misc, self.be) {
                     self.meta.build_ids.push(e);
@@ -1282,6 +1312,23 @@ impl PerfReader {
     pub fn position(&self) -> u64 {
         self.pos
     }
+}
+
+/// Names the tracepoint events that have none (no EVENT_DESC: perf 3.x,
+/// old pipe mode) from the tracing data's or HEADER_EVENT_TYPE's names by
+/// id; true if one was named.
+fn name_tracepoints(events: &mut [EventDesc], names: &[(u64, String)]) -> bool {
+    let mut named = false;
+    for e in events
+        .iter_mut()
+        .filter(|e| e.name.is_none() && e.attr.type_ == 2)
+    {
+        if let Some((_, n)) = names.iter().find(|(id, _)| *id == e.attr.config) {
+            e.name = Some(n.clone());
+            named = true;
+        }
+    }
+    named
 }
 
 /// Applies names from an EVENT_DESC section: by matching ids, or by position
