@@ -362,6 +362,40 @@ impl LoadSegments {
         Some(LoadSegments { segs })
     }
 
+    /// The link-time address of the start of a mapping of the file from
+    /// offset `pgoff`: that of the segment the mapping was made for. A
+    /// mapping starts at a page boundary, so its segment may start after
+    /// `pgoff`, in a page it shares with the segment before (LLD lays
+    /// segments out back to back: the executable one at file offset
+    /// 0x27dc0 is mapped from offset 0x27000, inside the read-only one);
+    /// the segment starting in the mapping's first 64 KiB is it, else the
+    /// one holding `pgoff`.
+    ///
+    /// `holding`: a link-time address the mapping is known to hold (the
+    /// `.text` of an executable mapping): the segment holding it is the
+    /// mapping's when the mapping can start at `pgoff` (an LLD PIE maps
+    /// file page 0 twice, read-only for the first segment and executable
+    /// for the second, which starts at offset 0x680).
+    pub fn mapping_vaddr(&self, pgoff: u64, holding: Option<u64>) -> Option<u64> {
+        let starts_in = |o: u64| o >= pgoff && o - pgoff < 0x10000;
+        if let Some(a) = holding {
+            if let Some(&(o, v, sz)) = self.segs.iter().find(|(_, v, sz)| a >= *v && a < v + sz) {
+                if starts_in(o) {
+                    return Some(v.wrapping_sub(o - pgoff));
+                }
+                if pgoff >= o && pgoff < o + sz {
+                    return Some(v + (pgoff - o));
+                }
+            }
+        }
+        self.segs
+            .iter()
+            .filter(|(o, _, _)| starts_in(*o))
+            .min_by_key(|(o, _, _)| *o)
+            .map(|(o, v, _)| v.wrapping_sub(o - pgoff))
+            .or_else(|| self.offset_to_vaddr(pgoff))
+    }
+
     /// The virtual address of file offset `off`.
     pub fn offset_to_vaddr(&self, off: u64) -> Option<u64> {
         self.segs
@@ -425,6 +459,41 @@ pub(crate) fn choose_symbols(
 
 #[cfg(test)]
 mod tests {
+    /// Where a mapping starts, for the layouts of `readelf -lW` of
+    /// fixtures/perf/bin/lld_static (LLD, static), bin/lld (LLD PIE) and a
+    /// GNU ld PIE (segments page-aligned in the file).
+    #[test]
+    fn mapping_starts() {
+        let lld_static = LoadSegments::from_segs(vec![
+            (0, 0x200000, 0x27d9c),
+            (0x27dc0, 0x228dc0, 0x77d00),
+            (0x9fac0, 0x2a1ac0, 0x3970),
+        ]);
+        // The executable mapping: from offset 0x27000 at 0x228000.
+        assert_eq!(
+            lld_static.mapping_vaddr(0x27000, Some(0x228dc0)),
+            Some(0x228000)
+        );
+        assert_eq!(lld_static.mapping_vaddr(0x27000, None), Some(0x228000));
+        assert_eq!(lld_static.mapping_vaddr(0, None), Some(0x200000));
+        let lld_pie = LoadSegments::from_segs(vec![
+            (0, 0, 0x674),
+            (0x680, 0x1680, 0x1d0),
+            (0x850, 0x2850, 0x1d8),
+        ]);
+        // File page 0 mapped twice: read-only at the base, executable a
+        // page above; .text (0x1680) tells the executable one.
+        assert_eq!(lld_pie.mapping_vaddr(0, Some(0x1680)), Some(0x1000));
+        assert_eq!(lld_pie.mapping_vaddr(0, None), Some(0));
+        let gnu = LoadSegments::from_segs(vec![
+            (0, 0, 0x628),
+            (0x1000, 0x1000, 0x1b9),
+            (0x2000, 0x2000, 0xe4),
+        ]);
+        assert_eq!(gnu.mapping_vaddr(0x1000, Some(0x1040)), Some(0x1000));
+        assert_eq!(gnu.mapping_vaddr(0x2000, None), Some(0x2000));
+    }
+
     use super::*;
 
     fn s(start: u64, size: u64, name: &str, binding: u8) -> Sym {

@@ -31,7 +31,7 @@ impl ObjectSymbols {
     /// Load bias of a mapping of file offset `offset` at `start`:
     /// run-time address = link-time address + bias.
     pub fn bias(&self, start: u64, offset: u64) -> Option<u64> {
-        let v = self.segments.offset_to_vaddr(offset)?;
+        let v = self.segments.mapping_vaddr(offset, None)?;
         Some(start.wrapping_sub(v))
     }
 }

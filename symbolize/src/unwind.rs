@@ -88,7 +88,10 @@ impl UnwindFile {
     }
 
     fn module(&self, name: &str, start: u64, end: u64, pgoff: u64) -> Option<Module<Slice>> {
-        let vaddr = self.segs.offset_to_vaddr(pgoff)?;
+        // An executable mapping: the one of the segment holding .text.
+        let vaddr = self
+            .segs
+            .mapping_vaddr(pgoff, self.text.as_ref().map(|t| t.start))?;
         let base_avma = start.checked_sub(vaddr)?;
         let info = ExplicitModuleSectionInfo {
             base_svma: 0,

@@ -817,6 +817,122 @@ fn pipe_mode_tracepoint_named_from_tracing_data() {
     );
 }
 
+/// User frames of each sample, leaf first, as (file offset of the pc,
+/// function): trawl's physical frames with a return address minus 1, as
+/// perf script prints unwound callers.
+fn trawl_user_stacks(cap: &Path) -> Vec<Vec<(u64, String)>> {
+    let mut out: Vec<Vec<(u64, String)>> = Vec::new();
+    let mut last = String::new();
+    for r in sql_rows(
+        cap,
+        "SELECT s.sample_id, fr.is_return, e.rel_pc, e.function FROM perf_sample s \
+         JOIN stack_entry e USING (capture, stack_id) \
+         JOIN frame fr ON fr.capture = e.capture AND fr.frame_id = e.frame_id \
+         WHERE e.inline_depth = 0 AND fr.context = 'user' \
+         ORDER BY s.time_ns, s.sample_id, e.pos",
+    ) {
+        if r[0] != last {
+            out.push(Vec::new());
+            last = r[0].clone();
+        }
+        let pc: u64 = r[2].parse().unwrap();
+        out.last_mut()
+            .unwrap()
+            .push((if r[1] == "true" { pc - 1 } else { pc }, r[3].clone()));
+    }
+    out
+}
+
+/// DWARF unwinding of an LLD-linked PIE (bin/lld: its executable segment
+/// starts at file offset 0x680, in the page the read-only segment starts
+/// in, and is mapped from offset 0): every sample's frames are perf
+/// script's (file offsets, callers at return address - 1), `_start`
+/// outermost.
+#[test]
+fn dwarf_unwinding_through_an_lld_pie() {
+    let file = fixture("lld-dwarf.data");
+    // With symbols: perf prints a frame whose function was inlined there
+    // under the inlined name; consecutive lines of one address are one
+    // frame.
+    let out = perf(&["script", "-i", file.to_str().unwrap(), "-F", "ip,sym"]);
+    let want: Vec<Vec<u64>> = out
+        .split("\n\n")
+        .map(|b| {
+            let mut v: Vec<u64> = b
+                .lines()
+                .filter_map(|l| u64::from_str_radix(l.split_whitespace().next()?, 16).ok())
+                .filter(|&ip| ip < 0xffff_0000_0000_0000) // user frames
+                .collect();
+            v.dedup();
+            v
+        })
+        .filter(|v| !v.is_empty())
+        .collect();
+    let (_t, cap) = ingest("lld-dwarf.data");
+    let got = trawl_user_stacks(&cap);
+    assert!(want.len() > 50, "{}", want.len());
+    assert_eq!(got.len(), want.len());
+    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+        let pcs: Vec<u64> = g.iter().map(|f| f.0).collect();
+        assert_eq!(&pcs, w, "sample {i}: {g:?}");
+        assert_eq!(g.last().unwrap().1, "_start", "sample {i}");
+    }
+}
+
+/// The same program linked statically with LLD (bin/lld_static: read-only
+/// segment at 0x200000, executable one at file offset 0x27dc0, mapped
+/// from 0x27000): this perf (6.1) unwinds none of its stacks, so the
+/// expected frames are worked from the program and `objdump -d`: every
+/// stack ends in `_start` through `main`; `leaf`'s caller is `mid` at one
+/// of its two `call <leaf>` return addresses, `mid`'s is `main` after its
+/// `call <mid>`.
+#[test]
+fn dwarf_unwinding_through_an_lld_static_binary() {
+    let bin = fixture_bin().join("lld_static");
+    let o = std::process::Command::new("objdump")
+        .args(["-d", "--no-show-raw-insn"])
+        .arg(&bin)
+        .output()
+        .expect("objdump (binutils)");
+    let dis = String::from_utf8_lossy(&o.stdout).into_owned();
+    // The address after each `call ... <callee>` inside function `f`, as
+    // a file offset (the executable segment: vaddr - 0x201000).
+    let returns = |f: &str, callee: &str| -> Vec<u64> {
+        let body = dis.split(&format!("<{f}>:\n")).nth(1).unwrap();
+        let lines: Vec<&str> = body.lines().take_while(|l| !l.is_empty()).collect();
+        let mut out = Vec::new();
+        for (k, l) in lines.iter().enumerate() {
+            if l.contains("call") && l.contains(&format!("<{callee}>")) {
+                let next = lines[k + 1].trim().split(':').next().unwrap();
+                out.push(u64::from_str_radix(next, 16).unwrap() - 0x201000);
+            }
+        }
+        out
+    };
+    let leaf_returns = returns("mid", "leaf");
+    let mid_returns = returns("main", "mid");
+    assert_eq!((leaf_returns.len(), mid_returns.len()), (2, 1));
+    let (_t, cap) = ingest("lld-static-dwarf.data");
+    let got = trawl_user_stacks(&cap);
+    assert_eq!(
+        got.len(),
+        perf_script_samples(&fixture("lld-static-dwarf.data"))
+    );
+    let mut leaves = 0;
+    for (i, g) in got.iter().enumerate() {
+        let names: Vec<&str> = g.iter().map(|f| f.1.as_str()).collect();
+        assert_eq!(names.last(), Some(&"_start"), "sample {i}: {names:?}");
+        assert!(names.contains(&"main"), "sample {i}: {names:?}");
+        if names[0] == "leaf" {
+            assert_eq!(names[1..3], ["mid", "main"], "sample {i}");
+            assert!(leaf_returns.contains(&(g[1].0 + 1)), "sample {i}: {g:?}");
+            assert_eq!(g[2].0 + 1, mid_returns[0], "sample {i}");
+            leaves += 1;
+        }
+    }
+    assert!(leaves * 10 >= got.len() * 9, "{leaves} of {}", got.len());
+}
+
 #[test]
 fn tracepoint_payloads_match_perf_script() {
     // Expected: perf script -F event,trace, which formats the same
