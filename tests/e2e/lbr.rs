@@ -1022,3 +1022,132 @@ fn entries_repeated_from_the_previous_stack_count_once() {
     // main→F3: new in samples 2 (branch 4) and 5 (10), repeated in 4.
     assert_eq!(get("main", "F3"), ("2".into(), "1".into()));
 }
+
+/// PERF_SAMPLE_BRANCH_CALL_STACK (`perf record --call-graph lbr`: USER |
+/// CALL_STACK | NO_CYCLES | NO_FLAGS).
+const BR_CALL_STACK: u64 = 1 << 11;
+const BR_NO_FLAGS: u64 = 1 << 14;
+const BR_NO_CYCLES: u64 = 1 << 15;
+
+/// A `--call-graph lbr` capture of code without frame pointers, as the
+/// kernel writes it: the callchain holds the interrupted user address and
+/// what a frame-pointer walk of that code finds (junk: here one address
+/// no mapping covers), the branch stack the calls still on the stack,
+/// innermost first. Sample 0 in p3_C (user mode); sample 1 in F2; sample
+/// 2 in the kernel (a system call from F2), its callchain the kernel's
+/// frames, then the user context.
+fn call_stack(d: &Disasm, path: &str) -> (Vec<u8>, Vec<SampleOut>) {
+    let (mut w, ev) = writer(BR_USER | BR_CALL_STACK | BR_NO_CYCLES | BR_NO_FLAGS, path);
+    let junk = 0x0000_0070_0000_0000;
+    let p3_c = vec![
+        d.call("p3_f2", "p3_C"),
+        d.call("p3_f1", "p3_f2"),
+        d.call("p3_A", "p3_f1"),
+        d.call("p3", "p3_A"),
+        d.call("main", "p3"),
+    ];
+    let mut out = vec![
+        smp(ev, 1_000_000, d.f("p3_C") + 4, &[junk], p3_c),
+        smp(
+            ev,
+            1_000_000 + T,
+            d.f("F2") + 4,
+            &[junk],
+            vec![d.call("main", "F2")],
+        ),
+    ];
+    let mut k = smp(
+        ev,
+        1_000_000 + 2 * T,
+        KBASE + 0x150,
+        &[],
+        vec![d.call("main", "F2")],
+    );
+    k.callchain = vec![
+        context::KERNEL,
+        KBASE + 0x150,
+        KBASE + 0x2a0,
+        context::USER,
+        d.f("F2") + 12,
+        junk,
+    ];
+    k.misc = 1; // PERF_RECORD_MISC_KERNEL
+    out.push(k);
+    for s in &out {
+        w.sample(s);
+    }
+    w.finished_round();
+    (w.to_bytes(), out)
+}
+
+/// LBR call stacks: the user part of each stack is the interrupted user
+/// address, then the calls of the branch stack (perf's
+/// `resolve_lbr_callchain_sample`), never the frame-pointer walk's junk;
+/// the sampled address is the leaf. Expected: `perf script -F
+/// ip,sym`'s callchains on the same file (user frames by function: perf
+/// shows the first call's target, the function's start, where trawl keeps
+/// the sampled address in it), and perf report's self cost per function.
+#[test]
+fn call_stack_mode_stacks_match_perf() {
+    let d = disasm();
+    let dir = tempfile::tempdir().unwrap();
+    let (bytes, samples) = call_stack(&d, &bin_path(false));
+    let f = write(dir.path(), "callstack.data", &bytes);
+    let out = perf(&["script", "-F", "ip,sym", "-i", f.to_str().unwrap()]);
+    let perf_stacks: Vec<Vec<String>> = out
+        .split("\n\n")
+        .map(|b| {
+            b.lines()
+                .filter_map(|l| l.split_whitespace().nth(1).map(str::to_string))
+                .collect::<Vec<_>>()
+        })
+        .filter(|v| !v.is_empty())
+        .collect();
+    assert_eq!(perf_stacks.len(), samples.len(), "{out}");
+    assert_eq!(
+        perf_stacks[0],
+        ["p3_C", "p3_f2", "p3_f1", "p3_A", "p3", "main"],
+        "{out}"
+    );
+    let cap = ingest(dir.path(), &f);
+    for (i, want) in perf_stacks.iter().enumerate() {
+        let got: Vec<String> = sql_rows(
+            &cap,
+            &format!(
+                "SELECT coalesce(e.function, e.module) FROM perf_sample s \
+                 JOIN stack_entry e USING (capture, stack_id) \
+                 WHERE s.sample_id = {i} AND e.inline_depth = 0 ORDER BY e.pos"
+            ),
+        )
+        .into_iter()
+        .map(|r| r[0].clone())
+        .collect();
+        // Kernel frames (those the written callchain has before its user
+        // context): perf names them from this machine's kallsyms, trawl
+        // not at all (a written file has no kernel symbols): compared by
+        // count.
+        let cc = &samples[i].callchain;
+        let k = cc.iter().position(|&v| v == context::USER).unwrap_or(0)
+            - cc.iter().filter(|&&v| v == context::KERNEL).count();
+        assert_eq!(got.len(), want.len(), "sample {i}: {got:?} / perf {want:?}");
+        assert_eq!(got[k..], want[k..], "sample {i}: {got:?} / perf {want:?}");
+    }
+    // Self cost: perf report's, by function.
+    let rep = perf(&[
+        "report",
+        "--stdio",
+        "--no-children",
+        "--sort",
+        "sym",
+        "-i",
+        f.to_str().unwrap(),
+    ]);
+    let hot = report_csv("hotspots", &cap, &["--no-inline"]);
+    for f in ["p3_C", "F2"] {
+        assert!(rep.contains(&format!("[.] {f}")), "{rep}");
+        assert!(
+            hot.lines().any(|l| l.split(',').any(|c| c == f)),
+            "{f} not a hotspot: {hot}"
+        );
+    }
+}

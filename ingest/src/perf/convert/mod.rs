@@ -44,6 +44,10 @@ use space::{
 };
 use summary::ThreadInfo;
 
+/// PERF_SAMPLE_BRANCH_CALL_STACK: the branch stack is the call stack
+/// (`perf record --call-graph lbr`).
+const BRANCH_CALL_STACK: u64 = 1 << 11;
+
 pub const BATCH_ROWS: usize = 64 * 1024;
 
 /// The system call a `syscalls:sys_enter_NAME`/`sys_exit_NAME` event
@@ -582,6 +586,15 @@ impl PerfConverter {
             Some(cc) if !cc.is_empty() => key.extend_from_slice(cc.as_bytes()),
             _ => key.extend_from_slice(&s.ip.unwrap_or(0).to_ne_bytes()),
         }
+        let lbr_stack = (ev_branch_filter & BRANCH_CALL_STACK != 0)
+            .then_some(s.branch.as_ref())
+            .flatten();
+        if let Some(b) = lbr_stack {
+            key.extend_from_slice(b"lbr");
+            for e in b.iter() {
+                key.extend_from_slice(&e.from.to_ne_bytes());
+            }
+        }
         if !self.unwound.is_empty() {
             key.extend_from_slice(b"unwound");
             for v in &self.unwound {
@@ -599,7 +612,7 @@ impl PerfConverter {
         let (stack_id, user_stack_id) = match cached {
             Some((id, user)) => (Some(id), user),
             None => {
-                let (id, user) = self.resolve_stack(s, mode, want_user);
+                let (id, user) = self.resolve_stack(s, mode, want_user, lbr_stack.is_some());
                 if let Some(id) = id {
                     // Only a cache: bounded so that recordings of many
                     // short-lived processes do not grow it without end.
@@ -697,11 +710,21 @@ impl PerfConverter {
     /// the deduplicated stack, leaf first; context markers become the
     /// frames' modes.
     /// With `want_user`, also the id of the stack of its user frames only.
+    ///
+    /// `lbr`: the event records the call stack in its branch stack
+    /// (`--call-graph lbr`, PERF_SAMPLE_BRANCH_CALL_STACK): the user part
+    /// is the interrupted user address (the sample's own, for a sample in
+    /// user mode), then the call instruction of each entry, innermost
+    /// first, as perf builds it (tools/perf/util/machine.c,
+    /// `resolve_lbr_callchain_sample`); the callchain's other user
+    /// addresses (a frame-pointer walk of code without frame pointers) are
+    /// not frames.
     fn resolve_stack(
         &mut self,
         s: &Sample<'_>,
         mode: CpuMode,
         want_user: bool,
+        lbr: bool,
     ) -> (Option<i64>, Option<i64>) {
         let mut chain = std::mem::take(&mut self.chain);
         chain.clear();
@@ -724,8 +747,9 @@ impl PerfConverter {
                     continue;
                 }
                 // With unwound user frames, the callchain's own user part
-                // (at most the sampled ip) is replaced by them.
-                if unwound && cur == CpuMode::User {
+                // (at most the sampled ip) is replaced by them; with an LBR
+                // call stack, all but its first address.
+                if (unwound || lbr && !first) && cur == CpuMode::User {
                     continue;
                 }
                 if cur == CpuMode::User && user_from.is_none() {
@@ -735,6 +759,7 @@ impl PerfConverter {
                 first = false;
             }
         }
+
         if !self.unwound.is_empty() {
             let frames = std::mem::take(&mut self.unwound);
             user_from.get_or_insert(chain.len());
@@ -749,6 +774,14 @@ impl PerfConverter {
                     user_from = Some(0);
                 }
                 chain.push(self.frame(s.pid, ip, mode, false));
+            }
+        }
+        if lbr && user_from.is_some() {
+            if let Some(b) = &s.branch {
+                // Call instructions, not return addresses.
+                for e in b.iter() {
+                    chain.push(self.frame(s.pid, e.from, CpuMode::User, false));
+                }
             }
         }
         let stack_id = (!chain.is_empty()).then(|| self.stacks.stack(&chain));
@@ -965,7 +998,7 @@ impl PerfConverter {
         if b.is_empty() {
             return;
         }
-        self.resolve_stack(s, mode, false);
+        self.resolve_stack(s, mode, false, filter & BRANCH_CALL_STACK != 0);
         let user_from = self.chain_user_from;
         let mut chain = std::mem::take(&mut self.chain);
         let pid = s.pid;
