@@ -285,15 +285,21 @@ fn unknown_record_types_are_skipped_with_a_warning() {
     assert_eq!(s.inputs[0].diagnostics.len(), 1);
     assert!(run(&p, &dir.path().join("strict"), true).is_err());
 
-    rec[0] = 200;
-    let p = splice_record(&fixture("hot-fp.data"), &rec, dir.path());
-    let out = dir.path().join("cap200");
-    run(&p, &out, false).unwrap();
-    assert_eq!(
-        count_samples(&out) as usize,
-        perf_script_samples(&fixture("hot-fp.data"))
-    );
-    assert_eq!(diagnostics(&out)[0].1, "unknown_record");
+    // A user type newer than any perf's (87 and up) and one past the user
+    // range: skipped, each named.
+    for ty in [100u8, 200] {
+        rec[0] = ty;
+        let p = splice_record(&fixture("hot-fp.data"), &rec, dir.path());
+        let out = dir.path().join(format!("cap{ty}"));
+        run(&p, &out, false).unwrap();
+        assert_eq!(
+            count_samples(&out) as usize,
+            perf_script_samples(&fixture("hot-fp.data"))
+        );
+        let d = diagnostics(&out);
+        assert_eq!(d.len(), 1, "{d:?}");
+        assert_eq!(d[0].1, "unknown_record");
+    }
 }
 
 #[test]

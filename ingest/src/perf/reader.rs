@@ -895,8 +895,10 @@ impl PerfReader {
             _ => {}
         }
         if extra > 0 {
-            // The tracing data is read (tracepoint names), the rest skipped.
-            let keep = ty == rtype::HEADER_TRACING_DATA;
+            // The tracing data is read (tracepoint names; a few MB at
+            // most in real files, so a larger claim is skipped), the rest
+            // skipped.
+            let keep = ty == rtype::HEADER_TRACING_DATA && extra <= 256 << 20;
             let mut tracing = Vec::new();
             let skipped = match &mut self.input {
                 Input::Map(m) => {
@@ -1270,9 +1272,9 @@ impl PerfReader {
                     }
                 }
             }
-            t if t <= rtype::MAX_USER => {
+            t if t <= rtype::LAST_KNOWN_USER => {
                 // Known perf user records that carry nothing trawl keeps
-                // (event types, id index, thread/cpu maps, stat, time conv...).
+                // (id index, thread/cpu maps, stat, time conv...).
             }
             t => {
                 diags.report(

@@ -38,6 +38,9 @@ pub mod rtype {
     pub const COMPRESSED: u32 = 81;
     pub const FINISHED_INIT: u32 = 82;
     pub const COMPRESSED2: u32 = 83;
+    /// PERF_RECORD_SCHEDSTAT_DOMAIN (perf 6.17), the newest user type
+    /// known (after BPF_METADATA 84 and SCHEDSTAT_CPU 85).
+    pub const LAST_KNOWN_USER: u32 = 86;
     pub const MAX_USER: u32 = 127;
 }
 
