@@ -407,3 +407,20 @@ def test_ctrl_c_stops_a_running_ingest(tmp_path):
     assert not (tmp_path / "cap").exists()
     assert [p.name for p in tmp_path.iterdir()] == ["big.strace"], "no staging directory left"
     assert seen and seen[-1][0] < seen[-1][1], f"stopped at the end of the input: {seen[-3:]}"
+
+
+def test_io_without_stacks_attributes_by_file(tmp_path):
+    # A dump without -k: io_bytes needs no app and gives the bytes per file
+    # that `trawl report io` gives (the CLI is the reference).
+    cap = trawl.ingest([fx("strace", "io-r.strace")], tmp_path / "cap", progress=False, quiet=True)
+    got = cap.io_bytes().to_pandas()
+    out = subprocess.run(
+        [TRAWL, "report", "io", str(tmp_path / "cap"), "--format", "csv"],
+        check=True, capture_output=True, text=True,
+    )
+    import csv, io as _io
+    rows = list(csv.DictReader(_io.StringIO(out.stdout)))
+    want = sorted((r["file"], r["direction"], int(r["bytes"])) for r in rows)
+    have = sorted((f, d, int(b)) for f, d, b in zip(got["file"], got["direction"], got["bytes"]))
+    assert have == want
+    assert ("/tmp/iot/out.bin", "write", 409600) in have
