@@ -379,12 +379,17 @@ impl LoadSegments {
     pub fn mapping_vaddr(&self, pgoff: u64, holding: Option<u64>) -> Option<u64> {
         let starts_in = |o: u64| o >= pgoff && o - pgoff < 0x10000;
         if let Some(a) = holding {
-            if let Some(&(o, v, sz)) = self.segs.iter().find(|(_, v, sz)| a >= *v && a < v + sz) {
+            // Saturating: the headers are the file's, untrusted.
+            if let Some(&(o, v, sz)) = self
+                .segs
+                .iter()
+                .find(|(_, v, sz)| a >= *v && a < v.saturating_add(*sz))
+            {
                 if starts_in(o) {
                     return Some(v.wrapping_sub(o - pgoff));
                 }
-                if pgoff >= o && pgoff < o + sz {
-                    return Some(v + (pgoff - o));
+                if pgoff >= o && pgoff < o.saturating_add(sz) {
+                    return Some(v.wrapping_add(pgoff - o));
                 }
             }
         }
