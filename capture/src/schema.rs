@@ -543,6 +543,25 @@ pub static PERF_CPU: TableDef = TableDef {
     ],
 };
 
+pub static TRACEPOINT_FIELD: TableDef = TableDef {
+    name: "tracepoint_field",
+    doc: "The fields of each tracepoint (and `perf probe` probe) the input describes: perf.data's tracing data holds each event's tracefs `format` file (`/sys/kernel/tracing/events/SYSTEM/NAME/format`), one row per `field:` line, common fields first. A sample's payload (`perf_sample.raw`) is laid out as its event's rows say; `tracepoint(EVENT)` reads every field as a typed column, `tracepoint_field(raw, decode, offset, size, big_endian)` one of them.",
+    columns: &[
+        col!("source_id", Int32, "Input (`source.source_id`)."),
+        col!("tracepoint_id", UInt64, "The event's id (`ID:` of the format; `perf_event.config` of a tracepoint event)."),
+        col!("event", Utf8, "`system:name`, as `perf_sample.event` names its samples."),
+        col!("position", Int32, "Order of the field in the format, 0-based (common fields first)."),
+        col!("field", Utf8, "Field name, e.g. `prev_pid`."),
+        col!("declaration", Utf8, "The C declaration of the `field:` line as the kernel wrote it, e.g. `__data_loc char[] filename`, `char comm[16]`, `unsigned long args[6]`."),
+        col!("offset", Int32, "Byte offset of the field in the payload (for `__data_loc`/`__rel_loc` fields: of the 2- or 4-byte descriptor)."),
+        col!("size", Int32, "Bytes the field (or its descriptor) takes at `offset`; 0 for a `[]` field that runs to the end of the payload."),
+        col!("signed", Bool, null, "The format's `signed:` flag; null in formats of kernels before 2.6.32, which do not say (the type's name decides then)."),
+        col!("common", Bool, "A `common_*` field of the event header every payload starts with (type, flags, preempt count, pid)."),
+        col!("decode", Utf8, "How the field is read, the `decode` argument of `tracepoint_field`: `i8`..`i64`, `u8`..`u64` (an integer of that width, signed per `signed:`; pointers are unsigned), `str` (a `char` array: text up to its first NUL), `bytes` (other byte arrays, structures), `T[]` (an array of integers of type T); with a prefix for data placed after the fixed fields: `loc:` (`__data_loc`: a u32 of length << 16 | offset), `rel:` (`__rel_loc`: the offset counts from the end of the descriptor), `loc2:`/`rel2:` (a u16 offset, text up to NUL), `rest:` (from `offset` to the end of the payload)."),
+        col!("big_endian", Bool, "The payload's byte order is big-endian (the tracing data's byte-order flag: the recording machine's)."),
+    ],
+};
+
 pub static SYMBOL: TableDef = TableDef {
     name: "symbol",
     doc: "Symbolization of frame addresses, written by `trawl ingest` (unless `--no-symbolize`) or `trawl symbolize`: one row per (module, address, inline level). An address inside inlined code has one row per level of its inline chain, innermost first; the outermost level is the function the ELF symbol names.",
@@ -815,6 +834,7 @@ pub static TABLES: &[&TableDef] = &[
     &PERF_SCHED_SWITCH,
     &PERF_BUILD_ID,
     &PERF_CPU,
+    &TRACEPOINT_FIELD,
     &SYSCALL,
     &STRACE_EVENT,
     &METRIC,

@@ -693,7 +693,10 @@ pub static ENERGY_BY: Spec = Spec {
 };
 
 /// The keys' columns (`k1 AS function`, ...), each key once.
-fn energy_columns(b: &Bound) -> datafusion::error::Result<Vec<Expr>> {
+fn energy_columns(
+    b: &Bound,
+    _: &std::sync::Arc<crate::session::Shared>,
+) -> datafusion::error::Result<Vec<Expr>> {
     let mut keys = texts(b, "by")?;
     if keys.is_empty() {
         keys.push("function".into());

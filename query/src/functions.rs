@@ -147,7 +147,7 @@ pub struct Spec {
     /// How many leading parameters may be given by position.
     pub positional: usize,
     pub params: &'static [Param],
-    pub columns: Option<fn(&Bound) -> DfResult<Vec<Expr>>>,
+    pub columns: Option<fn(&Bound, &Arc<Shared>) -> DfResult<Vec<Expr>>>,
     pub inputs: Option<Inputs>,
 }
 
@@ -305,7 +305,7 @@ impl SqlFunction {
         };
         Ok(match self.spec.columns {
             Some(pick) => LogicalPlanBuilder::from(plan)
-                .project(pick(bound)?)?
+                .project(pick(bound, &self.shared)?)?
                 .build()?,
             None => plan,
         })

@@ -52,6 +52,7 @@ pub mod stacks;
 pub mod tables;
 pub mod time;
 pub mod timeline;
+pub mod tracepoint;
 
 pub use captures::{find_captures, CaptureRef};
 pub use datafusion;

@@ -16,7 +16,7 @@ use crate::session::{session_config, Session, Shared};
 use crate::tables::stored_table;
 use crate::{
     assert_true, cause, clock, energy, functions, io, lbr, memlog, power, power_calls, ranges,
-    regions, stack_cost, stacks, time,
+    regions, stack_cost, stacks, time, tracepoint,
 };
 
 impl Session {
@@ -61,6 +61,7 @@ impl Session {
                 origin: origin.clone(),
                 times: tokio::sync::OnceCell::new(),
                 code: Default::default(),
+                tracepoints: Default::default(),
             }),
         };
         for f in scalar_udfs() {
@@ -126,6 +127,7 @@ impl Session {
             )),
         )?;
         functions::register(&s, stacks::SPECS).await?;
+        functions::register(&s, tracepoint::SPECS).await?;
         lbr::register(&s).await?;
         regions::register(&s).await?;
         io::register(&s).await?;
@@ -138,10 +140,15 @@ impl Session {
     }
 }
 
-/// trawl's scalar functions (`assert_true`, `window_start`): registered in
+/// trawl's scalar functions (`assert_true`, `window_start`,
+/// `tracepoint_field`): registered in
 /// every session, and what a cluster's processes decode by name.
 pub fn scalar_udfs() -> Vec<datafusion::logical_expr::ScalarUDF> {
-    vec![assert_true::udf(), clock::window_start_udf()]
+    vec![
+        assert_true::udf(),
+        clock::window_start_udf(),
+        tracepoint::field::udf(),
+    ]
 }
 
 /// trawl's aggregate functions (`power_fit`).
@@ -155,6 +162,7 @@ pub fn aggregate_udfs() -> Vec<datafusion::logical_expr::AggregateUDF> {
 pub fn specs() -> Vec<&'static functions::Spec> {
     [
         stacks::SPECS,
+        tracepoint::SPECS,
         lbr::SPECS,
         regions::SPECS,
         io::SPECS,

@@ -34,6 +34,9 @@ pub struct Shared {
     pub(crate) times: tokio::sync::OnceCell<Vec<CaptureTime>>,
     /// Where `annotate` gets code the captures do not hold yet.
     pub(crate) code: std::sync::OnceLock<Arc<dyn CodeSource>>,
+    /// The captures' tracepoint formats, read when a query first needs
+    /// them.
+    pub(crate) tracepoints: std::sync::OnceLock<Arc<crate::tracepoint::Formats>>,
 }
 
 impl Session {
@@ -151,6 +154,30 @@ impl Session {
             fields.push(Field::new("description", DataType::Utf8, true));
             out.push(
                 RecordBatch::try_new(Arc::new(Schema::new(fields)), cols)
+                    .map_err(datafusion::error::DataFusionError::from)?,
+            );
+        }
+        // Each tracepoint event's typed view, as `tracepoint('EVENT')`.
+        let rows = crate::tracepoint::event_columns(&self.shared)?;
+        if let (Some(first), false) = (out.first(), rows.is_empty()) {
+            let schema = first.schema();
+            let column = |k: usize, f: &dyn Fn(&[String; 4]) -> Option<String>| {
+                let mut b = StringBuilder::new();
+                for r in &rows {
+                    b.append_option(f(r));
+                }
+                datafusion::arrow::compute::cast(&b.finish(), schema.field(k).data_type())
+                    .map_err(datafusion::error::DataFusionError::from)
+            };
+            let cols = vec![
+                column(0, &|r| Some(format!("tracepoint('{}')", r[0])))?,
+                column(1, &|r| Some(r[1].clone()))?,
+                column(2, &|r| Some(r[2].clone()))?,
+                column(3, &|_| Some("YES".to_string()))?,
+                column(4, &|r| Some(r[3].clone()))?,
+            ];
+            out.push(
+                RecordBatch::try_new(schema, cols)
                     .map_err(datafusion::error::DataFusionError::from)?,
             );
         }

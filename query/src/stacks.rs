@@ -288,7 +288,10 @@ pub static SPECS: &[&Spec] = &[
     &ANNOTATE,
 ];
 
-fn diff_columns(b: &crate::functions::Bound) -> datafusion::error::Result<Vec<Expr>> {
+fn diff_columns(
+    b: &crate::functions::Bound,
+    _: &std::sync::Arc<crate::session::Shared>,
+) -> datafusion::error::Result<Vec<Expr>> {
     let by = match b.get("by") {
         Some(ScalarValue::Utf8(Some(v))) => v.as_str(),
         _ => "function",
@@ -326,7 +329,10 @@ fn diff_columns(b: &crate::functions::Bound) -> datafusion::error::Result<Vec<Ex
     Ok(cols.into_iter().map(datafusion::prelude::ident).collect())
 }
 
-fn hotspot_columns(b: &crate::functions::Bound) -> datafusion::error::Result<Vec<Expr>> {
+fn hotspot_columns(
+    b: &crate::functions::Bound,
+    _: &std::sync::Arc<crate::session::Shared>,
+) -> datafusion::error::Result<Vec<Expr>> {
     let by = match b.get("by") {
         Some(ScalarValue::Utf8(Some(v))) => v.as_str(),
         _ => "function",

@@ -415,6 +415,10 @@ pub struct Metadata {
     pub cpus: Vec<CpuTopology>,
     /// Tracepoint names by id (`system:name`), from the tracing data.
     pub tracepoints: Vec<(u64, String)>,
+    /// The tracepoints' formats, from the tracing data.
+    pub tracepoint_formats: Vec<super::tracing::TracepointFormat>,
+    /// What of the tracing data could not be read.
+    pub tracing_problems: Vec<String>,
     /// Added to the samples' times to give ns since the epoch: the wall
     /// time minus the clock's time, read together (HEADER_CLOCK_DATA,
     /// written by `perf record -k CLOCK`).
@@ -551,7 +555,7 @@ impl Metadata {
                 }
             }
             Feature::TRACING_DATA => {
-                self.tracepoints = tracepoint_names(data);
+                self.add_tracing_data(data);
                 true
             }
             Feature::TOTAL_MEM => match c.u64() {
@@ -629,6 +633,17 @@ impl Metadata {
         }
     }
 
+    /// Takes in a tracing data blob (the HEADER_TRACING_DATA feature or
+    /// pipe-mode record): the events' names by id and their formats.
+    pub fn add_tracing_data(&mut self, data: &[u8]) {
+        let t = super::tracing::parse(data);
+        for f in t.formats {
+            self.tracepoints.push((f.id, f.event.clone()));
+            self.tracepoint_formats.push(f);
+        }
+        self.tracing_problems.extend(t.problems);
+    }
+
     pub fn feature_names(&self) -> String {
         self.features
             .iter()
@@ -636,59 +651,6 @@ impl Metadata {
             .collect::<Vec<_>>()
             .join(" ")
     }
-}
-
-/// Tracepoint names (`system:name`) by id from perf's tracing data (the
-/// HEADER_TRACING_DATA feature, or the pipe-mode record's payload), as
-/// tools/perf/util/trace-event-read.c reads it: `\x17\x08\x44tracing`, a
-/// version string, the file's byte order, long size and page size, the
-/// `header_page` and `header_event` files, the ftrace formats, then per
-/// system its name and event format files, whose `name:` and `ID:` lines
-/// are read here. What is cut short yields the names read before it.
-pub fn tracepoint_names(data: &[u8]) -> Vec<(u64, String)> {
-    let mut out = Vec::new();
-    let _ = read_tracing_data(data, &mut out);
-    out
-}
-
-fn read_tracing_data(data: &[u8], out: &mut Vec<(u64, String)>) -> Option<()> {
-    let rest = data.strip_prefix(b"\x17\x08\x44tracing")?;
-    let nul = rest.iter().position(|&b| b == 0)?;
-    let mut c = Cursor::new(&rest[nul + 1..], false);
-    c.be = c.u8()? != 0;
-    c.skip(1 + 4)?; // long size, page size
-    for name in [&b"header_page\0"[..], b"header_event\0"] {
-        if c.bytes(name.len())? != name {
-            return None;
-        }
-        let n = usize::try_from(c.u64()?).ok()?;
-        c.skip(n)?;
-    }
-    for _ in 0..c.u32()? {
-        let n = usize::try_from(c.u64()?).ok()?;
-        c.skip(n)?;
-    }
-    for _ in 0..c.u32()? {
-        let rest = &c.buf[c.pos..];
-        let len = rest.iter().position(|&b| b == 0)?;
-        let system = String::from_utf8_lossy(&rest[..len]).into_owned();
-        c.skip(len + 1)?;
-        for _ in 0..c.u32()? {
-            let n = usize::try_from(c.u64()?).ok()?;
-            let text = String::from_utf8_lossy(c.bytes(n)?);
-            let field = |key: &str| {
-                text.lines()
-                    .find_map(|l| l.strip_prefix(key))
-                    .map(str::trim)
-            };
-            if let (Some(name), Some(id)) =
-                (field("name:"), field("ID:").and_then(|v| v.parse().ok()))
-            {
-                out.push((id, format!("{system}:{name}")));
-            }
-        }
-    }
-    Some(())
 }
 
 /// A name by tracepoint id from a HEADER_EVENT_TYPE record (the event
@@ -785,35 +747,5 @@ mod tests {
         );
         assert_eq!(parse_event_type(&body[..8], false), None);
         assert_eq!(parse_event_type(&body[..3], false), None);
-    }
-
-    /// The tracing data of fixtures/perf/probe-pipe.data (perf 6.1): the
-    /// uprobe's name by its id, as perf script names it; every cut of it
-    /// yields a prefix of the names, never a panic.
-    #[test]
-    fn tracing_data_names() {
-        let f = std::fs::read(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../fixtures/perf/probe-pipe.data"
-        ))
-        .unwrap();
-        let mut pos = 16;
-        let data = loop {
-            let ty = u32::from_le_bytes(f[pos..pos + 4].try_into().unwrap());
-            let size = u16::from_le_bytes(f[pos + 6..pos + 8].try_into().unwrap()) as usize;
-            if ty == 66 {
-                let n = u32::from_le_bytes(f[pos + 8..pos + 12].try_into().unwrap()) as usize;
-                break &f[pos + size..pos + size + n];
-            }
-            pos += size;
-        };
-        let names = tracepoint_names(data);
-        assert!(
-            names.iter().any(|(_, n)| n == "probe_threads:burn"),
-            "{names:?}"
-        );
-        for cut in 0..data.len() {
-            assert!(tracepoint_names(&data[..cut]).len() <= names.len());
-        }
     }
 }

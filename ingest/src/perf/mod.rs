@@ -7,6 +7,7 @@
 //! - [`overlap`]: branch-stack entries repeated from the thread's previous sample.
 //! - [`convert`]: typed records → Arrow batches of the `perf_*` tables.
 //! - [`syscalls`]: syscall tracepoint samples paired into `syscall` rows.
+//! - [`tracing`]: the tracing data: every tracepoint's format.
 //! - [`writer`]: a small perf.data writer for tests and simulators.
 //!
 //! Times stay on perf's clock (`time_ns`); the clock data header places
@@ -23,6 +24,7 @@ pub mod overlap;
 pub mod reader;
 pub mod records;
 pub mod syscalls;
+pub mod tracing;
 pub mod writer;
 
 use std::io::Read;
@@ -51,6 +53,28 @@ pub fn tracepoint_kinds(events: &[header::EventDesc]) -> Vec<Option<records::Tra
         .collect()
 }
 
+/// The bytes a tracepoint sample's payload must hold (its format's fixed
+/// fields), by event index; None for other events and tracepoints without a
+/// format (with the event's name).
+fn payload_lens(
+    events: &[header::EventDesc],
+    meta: &header::Metadata,
+) -> Vec<Option<(usize, String)>> {
+    events
+        .iter()
+        .map(|e| {
+            (e.attr.type_ == 2)
+                .then(|| {
+                    meta.tracepoint_formats
+                        .iter()
+                        .find(|f| f.id == e.attr.config)
+                        .map(|f| (f.fixed_len(), e.name()))
+                })
+                .flatten()
+        })
+        .collect()
+}
+
 /// Reads one perf.data input into the converter. `pipe` selects pipe mode
 /// (the stream is read once, no seeking).
 pub fn ingest_perf(
@@ -71,6 +95,8 @@ pub fn ingest_perf(
     // first record; pipe mode: from its HEADER_FEATURE record on.
     conv.set_utc_offset(reader.meta.utc_offset_ns);
     let mut kinds = tracepoint_kinds(&reader.events);
+    let mut lens = payload_lens(&reader.events, &reader.meta);
+    let mut n_formats = reader.meta.tracepoint_formats.len();
     let before = conv.samples_written;
     let mut version = reader.events_version;
     let mut n_records = 0u64;
@@ -80,6 +106,11 @@ pub fn ingest_perf(
             conv.sync_events(&reader.events);
             kinds = tracepoint_kinds(&reader.events);
             version = reader.events_version;
+            lens = payload_lens(&reader.events, &reader.meta);
+        }
+        if reader.meta.tracepoint_formats.len() != n_formats {
+            n_formats = reader.meta.tracepoint_formats.len();
+            lens = payload_lens(&reader.events, &reader.meta);
         }
         let Some(item) = reader.next_record(diags)? else {
             break;
@@ -101,6 +132,21 @@ pub fn ingest_perf(
         let decoded = if item.is_sample() {
             let mut s = records::Sample::default();
             item.decode_sample_into(&mut s).map(|()| {
+                // A payload shorter than its format's fixed fields: kept;
+                // the fields past its end read as null.
+                if let (Some(Some((need, name))), Some(raw)) = (lens.get(item.event), s.raw) {
+                    if raw.len() < *need {
+                        diags.report(
+                            item.position,
+                            crate::diag::Severity::Warning,
+                            "short_tracepoint_payload",
+                            format!(
+                                "{name}: payload of {} bytes, its format's fixed fields need {need}; the fields past its end are null",
+                                raw.len()
+                            ),
+                        )?;
+                    }
+                }
                 // A tracepoint's payload (syscall, sched_switch), decoded
                 // here (the converter sees typed values only); a bad one
                 // leaves the sample without it.
@@ -136,6 +182,14 @@ pub fn ingest_perf(
                 format!("record type {}: {msg}; record skipped", item.record_type),
             )?,
         }
+    }
+    for p in &reader.meta.tracing_problems {
+        diags.report(
+            crate::diag::Position::Byte(0),
+            crate::diag::Severity::Warning,
+            "bad_tracepoint_format",
+            format!("tracing data: {p}"),
+        )?;
     }
     if reader.events.is_empty() {
         diags.report(

@@ -17,9 +17,8 @@ use std::io::{self, Read};
 
 use super::bytes::Cursor;
 use super::header::{
-    parse_attr_entries, parse_build_id_body, parse_event_type, sample, tracepoint_names, Attr,
-    EventDesc, FileHeader, Metadata, Section, FILE_HEADER_SIZE, MAGIC_BE, MAGIC_LE,
-    PIPE_HEADER_SIZE,
+    parse_attr_entries, parse_build_id_body, parse_event_type, sample, Attr, EventDesc, FileHeader,
+    Metadata, Section, FILE_HEADER_SIZE, MAGIC_BE, MAGIC_LE, PIPE_HEADER_SIZE,
 };
 use super::records::{decode, rtype, Record, SampleId};
 use crate::diag::{Diagnostics, Position, Severity};
@@ -895,7 +894,7 @@ impl PerfReader {
             _ => {}
         }
         if extra > 0 {
-            // The tracing data is read (tracepoint names; a few MB at
+            // The tracing data is read (tracepoint formats; a few MB at
             // most in real files, so a larger claim is skipped), the rest
             // skipped.
             let keep = ty == rtype::HEADER_TRACING_DATA && extra <= 256 << 20;
@@ -917,7 +916,7 @@ impl PerfReader {
                     .map_err(|e| Error::io("input", e))?,
             };
             if !tracing.is_empty() {
-                self.meta.tracepoints.extend(tracepoint_names(&tracing));
+                self.meta.add_tracing_data(&tracing);
                 if name_tracepoints(&mut self.events, &self.meta.tracepoints) {
                     self.events_version += 1;
                 }

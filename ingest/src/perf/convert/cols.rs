@@ -266,3 +266,21 @@ table_columns! {
         samples: Int64Builder,
     }
 }
+
+table_columns! {
+    #[derive(Default)]
+    pub(super) struct TracepointFieldCols for schema::TRACEPOINT_FIELD {
+        source_id: Int32Builder,
+        tracepoint_id: UInt64Builder,
+        event: StringBuilder,
+        position: Int32Builder,
+        field: StringBuilder,
+        declaration: StringBuilder,
+        offset: Int32Builder,
+        size: Int32Builder,
+        signed: BooleanBuilder,
+        common: BooleanBuilder,
+        decode: StringBuilder,
+        big_endian: BooleanBuilder,
+    }
+}

@@ -1132,6 +1132,7 @@ impl PerfConverter {
         let bid_by_path = summary::write_build_ids(cap, &self.metas)?;
         self.stacks.finish(cap, |p| bid_by_path.get(p).cloned())?;
         summary::write_cpus(cap, &self.metas)?;
+        summary::write_tracepoint_fields(cap, &self.metas)?;
         summary::write_threads(cap, &self.threads)?;
         Ok(summary::meta_pairs(&self.metas))
     }

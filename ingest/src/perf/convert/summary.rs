@@ -1,12 +1,12 @@
 //! The tables written once an input is read: events, build-ids (and the
-//! modules' build-ids their MMAPs lacked), CPU topology, threads, and the
-//! header's metadata pairs for `capture_meta`.
+//! modules' build-ids their MMAPs lacked), CPU topology, tracepoint formats,
+//! threads, and the header's metadata pairs for `capture_meta`.
 
 use std::sync::Arc;
 
 use rustc_hash::FxHashMap as HashMap;
 
-use super::cols::{list_u64, BuildIdCols, CpuCols, EventCols, ThreadCols};
+use super::cols::{list_u64, BuildIdCols, CpuCols, EventCols, ThreadCols, TracepointFieldCols};
 use crate::error::Result;
 use crate::perf::header::{flag, hex, EventDesc, Metadata};
 use crate::perf::records::CpuMode;
@@ -105,6 +105,34 @@ pub(super) fn write_cpus(cap: &mut CaptureWriter, metas: &[(i32, Metadata)]) -> 
             c.core_id.append_value(t.core_id);
             c.die_id.append_option(t.die_id);
             c.socket_id.append_value(t.socket_id);
+        }
+    }
+    cap.write_table(&mut c)?;
+    Ok(())
+}
+
+/// `tracepoint_field`: the fields of each input's tracepoint formats.
+pub(super) fn write_tracepoint_fields(
+    cap: &mut CaptureWriter,
+    metas: &[(i32, Metadata)],
+) -> Result<()> {
+    let mut c = TracepointFieldCols::default();
+    for (s, m) in metas {
+        for f in &m.tracepoint_formats {
+            for (i, x) in f.fields.iter().enumerate() {
+                c.source_id.append_value(*s);
+                c.tracepoint_id.append_value(f.id);
+                c.event.append_value(&f.event);
+                c.position.append_value(i as i32);
+                c.field.append_value(&x.name);
+                c.declaration.append_value(&x.declaration);
+                c.offset.append_value(i32::from(x.offset));
+                c.size.append_value(i32::from(x.size));
+                c.signed.append_option(x.signed);
+                c.common.append_value(x.common);
+                c.decode.append_value(&x.decode);
+                c.big_endian.append_value(f.big_endian);
+            }
         }
     }
     cap.write_table(&mut c)?;
