@@ -32,4 +32,5 @@ mod sql;
 mod strace;
 mod symbol_store;
 mod symbols;
+mod tracepoints;
 mod writer;
