@@ -19,9 +19,10 @@ use session::{runtime, CLUSTER};
 
 use cmd::{
     archive::*, cause::*, cluster::*, convert::*, demo::*, diff::*, edges::*, energy::*,
-    exhaustion::*, export::*, flamegraph::*, hotspots::*, ingest::*, io::*, lbr::*, mem_objects::*,
-    mem_symbols::*, offcpu::*, page_reuse::*, pages::*, power_model::*, power_samples::*,
-    render::*, sql::*, symbolize::*, tables::*, timeline::*, unfreed::*,
+    exhaustion::*, export::*, flamegraph::*, hotspots::*, ingest::*, io::*, latency::*, lbr::*,
+    mem_objects::*, mem_symbols::*, offcpu::*, page_reuse::*, pages::*, power_model::*,
+    power_samples::*, render::*, sql::*, symbolize::*, tables::*, timeline::*, tracepoints::*,
+    unfreed::*,
 };
 
 #[derive(Parser)]
@@ -138,6 +139,17 @@ enum Report {
     /// stacks, --switch-events) per function of the stack they blocked
     /// in, per stack, state (sleeping, disk, preempted) or thread.
     Offcpu(OffcpuArgs),
+    /// Tracepoints and probes: with --event SYSTEM:NAME, its samples in
+    /// time order with every field of the event's format as a column
+    /// (the capture's own format descriptions); without, the events with
+    /// their samples and fields.
+    Tracepoints(TracepointsArgs),
+    /// How long from a start event to its paired end event (block I/O
+    /// issue → completion by dev and sector, wake-up → switch-in, syscall
+    /// entry → exit by thread): a log2 histogram of µs as biolatency
+    /// prints it, or per function of the start's stack, process, thread
+    /// or key.
+    Latency(LatencyArgs),
     /// Memory still allocated (mmap/brk/mremap regions not freed) at a
     /// time, from strace dumps: per process, application function, actual
     /// function and application source line (Morita et al.).
@@ -271,6 +283,8 @@ fn run(cli: Cli) -> Result<()> {
         Cmd::Report(Report::Flamegraph(a)) => runtime()?.block_on(flamegraph(a)),
         Cmd::Report(Report::Diff(a)) => runtime()?.block_on(diff(a)),
         Cmd::Report(Report::Offcpu(a)) => runtime()?.block_on(offcpu(a)),
+        Cmd::Report(Report::Tracepoints(a)) => runtime()?.block_on(tracepoints(a)),
+        Cmd::Report(Report::Latency(a)) => runtime()?.block_on(latency(a)),
         Cmd::Report(Report::Unfreed(a)) => runtime()?.block_on(unfreed(a)),
         Cmd::Report(Report::Io(a)) => runtime()?.block_on(io_report(a)),
         Cmd::Report(Report::Exhaustion(a)) => runtime()?.block_on(exhaustion(a)),

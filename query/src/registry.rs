@@ -127,6 +127,13 @@ impl Session {
             )),
         )?;
         functions::register(&s, stacks::SPECS).await?;
+        s.ctx.register_table(
+            tracepoint::pairs::TABLE,
+            Arc::new(datafusion::datasource::MemTable::try_new(
+                tracepoint::pairs::schema(),
+                vec![vec![]],
+            )?),
+        )?;
         functions::register(&s, tracepoint::SPECS).await?;
         lbr::register(&s).await?;
         regions::register(&s).await?;

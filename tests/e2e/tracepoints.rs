@@ -236,3 +236,171 @@ fn probe_arguments_as_the_program_passed_them() {
     ]);
     assert_eq!(types.lines().nth(1), Some("Utf8,Int64,Int16"));
 }
+
+/// perf script's listing of `data` (`--ns`): (tid, time in ns, event, the
+/// event's text as its format's print fmt renders it).
+fn listing(data: &str) -> Vec<(i64, i64, String, String)> {
+    let o = Command::new("perf")
+        .args(["script", "--ns", "-F", "tid,time,event,trace", "-i"])
+        .arg(fixture(data))
+        .output()
+        .expect("perf must be installed");
+    assert!(o.status.success(), "{o:?}");
+    String::from_utf8(o.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let mut it = l.split_whitespace();
+            let tid: i64 = it.next().unwrap().parse().unwrap();
+            let (s, ns) = it
+                .next()
+                .unwrap()
+                .trim_end_matches(':')
+                .split_once('.')
+                .unwrap();
+            let t = s.parse::<i64>().unwrap() * 1_000_000_000 + ns.parse::<i64>().unwrap();
+            let event = it.next().unwrap().trim_end_matches(':').to_string();
+            (tid, t, event, it.collect::<Vec<_>>().join(" "))
+        })
+        .collect()
+}
+
+/// Intervals worked out from a listing the way biolatency and runqlat
+/// do (a map from key to the latest start; an end takes and removes its
+/// start): (start ns, duration ns) in start order.
+fn paired(
+    rows: &[(i64, i64, String, String)],
+    start: &str,
+    end: &str,
+    key: impl Fn(&(i64, i64, String, String)) -> String,
+) -> Vec<(i64, i64)> {
+    let mut open: HashMap<String, i64> = HashMap::new();
+    let mut out = Vec::new();
+    for r in rows {
+        if r.2 == start {
+            open.insert(key(r), r.1);
+        } else if r.2 == end {
+            if let Some(t) = open.remove(&key(r)) {
+                out.push((t, r.1 - t));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Block I/O latency (issue → completion by device and sector) and
+/// openat's duration (entry → exit by thread), from perf script's text:
+/// the same intervals, and biolatency's histogram of whole µs.
+#[test]
+fn paired_events_match_an_independent_pairing_of_perf_script() {
+    let dir = tempfile::tempdir().unwrap();
+    let cap = dir.path().join("cap");
+    ingest_file(&fixture("tp-z.data"), &cap, &["--no-symbolize"]);
+    let cap = cap.to_str().unwrap();
+    let rows = listing("tp-z.data");
+    // "254,0 WS 4096 () 170638896 + 8 ..." / "254,0 WS () 170638896 + 8 ...":
+    // the device, and the sector before the '+'.
+    let block_key = |r: &(i64, i64, String, String)| {
+        let w: Vec<&str> = r.3.split_whitespace().collect();
+        let plus = w.iter().position(|x| *x == "+").unwrap();
+        format!("{} {}", w[0], w[plus - 1])
+    };
+    let want = paired(
+        &rows,
+        "block:block_rq_issue",
+        "block:block_rq_complete",
+        block_key,
+    );
+    assert!(want.len() >= 40, "{}", want.len());
+    let got = trawl_ok(&[
+        "sql",
+        cap,
+        "SELECT start_ns, duration_ns FROM tracepoint_pairs('block:block_rq_issue', 'block:block_rq_complete', ['dev', 'sector']) ORDER BY start_ns",
+        "--format",
+        "csv",
+    ]);
+    let got: Vec<(i64, i64)> = got
+        .lines()
+        .skip(1)
+        .map(|l| {
+            let (a, b) = l.split_once(',').unwrap();
+            (a.parse().unwrap(), b.parse().unwrap())
+        })
+        .collect();
+    assert_eq!(got, want);
+
+    // biolatency: usecs = ns / 1000, in [2^k, 2^(k+1)) (0 and 1 together).
+    let mut hist: BTreeMap<u32, (i64, i64)> = BTreeMap::new();
+    for (_, d) in &want {
+        let us = d / 1000;
+        let b = if us < 2 {
+            0
+        } else {
+            63 - (us as u64).leading_zeros()
+        };
+        let e = hist.entry(b).or_default();
+        e.0 += 1;
+        e.1 += d;
+    }
+    let want_hist: Vec<String> = hist
+        .iter()
+        .map(|(b, (n, ns))| {
+            let range = if *b == 0 {
+                "0 -> 1".to_string()
+            } else {
+                format!("{} -> {}", 1u64 << b, (1u64 << (b + 1)) - 1)
+            };
+            format!("{range},{n},{ns}")
+        })
+        .collect();
+    let out = trawl_ok(&[
+        "report",
+        "latency",
+        cap,
+        "--start",
+        "block:block_rq_issue",
+        "--end",
+        "block:block_rq_complete",
+        "--key",
+        "dev",
+        "--key",
+        "sector",
+        "--format",
+        "csv",
+    ]);
+    let got_hist: Vec<String> = out
+        .lines()
+        .skip(1)
+        .map(|l| {
+            let c: Vec<&str> = l.split(',').collect();
+            format!("{},{},{}", c[0], c[2], c[4])
+        })
+        .collect();
+    assert_eq!(got_hist, want_hist);
+
+    // openat: entry to exit of the same thread.
+    let want = paired(
+        &rows,
+        "syscalls:sys_enter_openat",
+        "syscalls:sys_exit_openat",
+        |r| r.0.to_string(),
+    );
+    assert!(want.len() >= 30, "{}", want.len());
+    let got = trawl_ok(&[
+        "sql",
+        cap,
+        "SELECT start_ns, duration_ns FROM tracepoint_pairs('syscalls:sys_enter_openat', 'syscalls:sys_exit_openat', 'common_pid') ORDER BY start_ns",
+        "--format",
+        "csv",
+    ]);
+    let got: Vec<(i64, i64)> = got
+        .lines()
+        .skip(1)
+        .map(|l| {
+            let (a, b) = l.split_once(',').unwrap();
+            (a.parse().unwrap(), b.parse().unwrap())
+        })
+        .collect();
+    assert_eq!(got, want);
+}

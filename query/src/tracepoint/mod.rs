@@ -16,6 +16,7 @@
 //! integer (text when they disagree otherwise).
 
 pub mod field;
+pub mod pairs;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -159,7 +160,7 @@ const SAMPLE_COLUMNS: &[(&str, &str, &str)] = &[
     (
         "pid",
         "Int32",
-        "Process that hit the tracepoint (perf's common_pid is its thread).",
+        "Process that hit the tracepoint (perf script's common_pid).",
     ),
     ("tid", "Int32", "Its thread."),
     ("cpu", "UInt32", "CPU the event happened on."),
@@ -407,7 +408,12 @@ pub static TRACEPOINT_EVENTS: Spec = Spec {
     inputs: None,
 };
 
-pub static SPECS: &[&Spec] = &[&TRACEPOINT, &TRACEPOINT_EVENTS];
+pub static SPECS: &[&Spec] = &[
+    &TRACEPOINT,
+    &TRACEPOINT_EVENTS,
+    &pairs::TRACEPOINT_PAIRS,
+    &pairs::LATENCY,
+];
 
 #[cfg(test)]
 mod tests {
