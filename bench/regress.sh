@@ -14,6 +14,8 @@
 #  strace      a make -j2 of 60 C files under strace -f -ttt -T -k -y
 #  lackey      valgrind --tool=lackey of ls -lR /usr/share/zoneinfo
 #  dwarf.data  gcc compiles and qsort runs, perf record --call-graph dwarf
+#  tracepoints.data  bench/tracepoint_workload.sh: system-wide scheduler,
+#              kmalloc, block and read/write syscall tracepoints, -g -c 1
 #
 # Symbol store: each "cold" row starts from an empty store
 # ($XDG_CACHE_HOME pointed at a fresh directory), "warm" rows reuse it.
@@ -189,6 +191,21 @@ rm -f "$W/duck.parquet"
 read -r LD_S LD_KB < <(t lackey_duckdb python3 bench/lackey_duckdb.py "$LOG" "$W/duck.parquet")
 read -r LT_S LT_KB < <(median3 lackey_trawl bash -c 'rm -rf "$0" && "$TRAWL" ingest "$1" -o "$0" --no-symbolize' "$W/cap-lackey" "$LOG")
 row "lackey log ($(( $(stat -c %s "$LOG") / 1048576 )) MB): ingest" "DuckDB CSV → Parquet" "$LD_S" "$LD_KB" "$LT_S" "$LT_KB" ""
+
+# 5. A tracepoint-heavy recording (bench/tracepoint_workload.sh: ~1 M
+# samples of scheduler, allocation, block and read/write syscall
+# tracepoints with call graphs).
+TP=$W/tracepoints.data
+[ -s "$TP" ] || bench/tracepoint_workload.sh "$TP"
+cat "$TP" > /dev/null
+read -r TS_S TS_KB < <(t perf_script_tp perf script -i "$TP")
+read -r TI_S TI_KB < <(median3 ingest_tp bash -c 'rm -rf "$0" && "$TRAWL" ingest "$1" -o "$0"' "$W/cap-tp" "$TP")
+row "tracepoints.data ($(( $(stat -c %s "$TP") / 1048576 )) MB, $("$TRAWL" sql "$W/cap-tp" "SELECT count(*) FROM perf_sample" --format csv | tail -1) tracepoint samples): ingest, warm store" \
+  "perf script" "$TS_S" "$TS_KB" "$TI_S" "$TI_KB" "≥ 4×"
+read -r TL_S TL_KB < <(t latency_peer bash -c 'perf script -i "$0" --ns -F tid,time,event 2>/dev/null | python3 bench/latency_perf_script.py syscalls:sys_enter_write syscalls:sys_exit_write' "$TP")
+read -r TR_S TR_KB < <(median3 latency "$TRAWL" report latency "$W/cap-tp" --start syscalls:sys_enter_write --end syscalls:sys_exit_write --key common_pid)
+row "tracepoints.data: write latency histogram (enter → exit by thread)" "perf script \| Python pairing" "$TL_S" "$TL_KB" "$TR_S" "$TR_KB" ""
+rm -rf "$W/cap-tp"
 
 echo
 echo "| work | peer | peer | trawl | peer / trawl | goal |"

@@ -54,6 +54,7 @@ def caps(tmp_path_factory):
             dict(debug_dirs=[fx("memlog", "bin")]),
         ),
         "energy": ([sim / "sim.data", sim / "sim-rapl.csv"], dict(debug_dirs=bin_dirs)),
+        "tp": ([fx("perf", "tp-z.data")], dict(debug_dirs=bin_dirs)),
     }
     out = {}
     for kind, (inputs, opts) in spec.items():
@@ -151,6 +152,21 @@ CASES = [
     ("energy", "power_samples", {}, "power_samples()"),
     ("energy", "power_data", {}, "power_data()"),
     ("energy", "sample_rapl", {}, "sample_rapl()"),
+    ("tp", "tracepoint_events", {}, "tracepoint_events()"),
+    ("tp", "tracepoint", {"event": "probe_tp:checksum"}, "tracepoint('probe_tp:checksum')"),
+    ("tp", "tracepoint", {"event": "sched:sched_wakeup", "comm": ["tp"]}, "tracepoint('sched:sched_wakeup', 'comm', 'tp')"),
+    (
+        "tp",
+        "tracepoint_pairs",
+        {"start": "block:block_rq_issue", "end": "block:block_rq_complete", "key": ["dev", "sector"]},
+        "tracepoint_pairs('block:block_rq_issue', 'block:block_rq_complete', ['dev', 'sector'])",
+    ),
+    (
+        "tp",
+        "latency",
+        {"start": "sched:sched_waking", "end": "sched:sched_switch", "key": ["pid"], "end_key": ["next_pid"], "by": "key"},
+        "latency('sched:sched_waking', 'sched:sched_switch', 'pid', 'end_key', 'next_pid', 'by', 'key')",
+    ),
 ]
 
 
@@ -185,6 +201,13 @@ def test_every_analysis_is_a_method_and_is_tested():
         ("phases", "unfreed", {"at": "end"}, ["report", "unfreed", "--at", "end"]),
         ("perf", "timeline", {"window": "20ms"}, ["report", "timeline", "--window", "20ms"]),
         ("memlog", "pages", {}, ["report", "pages"]),
+        (
+            "tp",
+            "latency",
+            {"start": "block:block_rq_issue", "end": "block:block_rq_complete", "key": ["dev", "sector"]},
+            ["report", "latency", "--start", "block:block_rq_issue", "--end", "block:block_rq_complete", "--key", "dev", "--key", "sector"],
+        ),
+        ("tp", "tracepoint", {"event": "probe_tp:checksum"}, ["report", "tracepoints", "--event", "probe_tp:checksum"]),
     ],
 )
 def test_analysis_equals_cli_report(caps, tmp_path, kind, method, kwargs, report):

@@ -194,7 +194,22 @@ fn cluster_answers_equal_local_answers() {
     let svg_local = dir.path().join("local.svg");
     let svg_cluster = dir.path().join("cluster.svg");
     let cpu_rule = "cpu_user+cpu_sys > 90 and runq > 2";
+    let tp = dir.path().join("tp");
+    ingest_file(&fixture("tp-z.data"), &tp, &["--no-symbolize"]);
+    let tp = tp.to_str().unwrap();
     let cases: Vec<Vec<&str>> = vec![
+        // Tracepoint fields, read on the executors (tracepoint_field), and
+        // paired events (computed in the client).
+        vec![
+            "sql",
+            tp,
+            "SELECT time_ns, name_string, n, k FROM tracepoint('probe_tp:checksum') ORDER BY time_ns",
+        ],
+        vec!["report", "tracepoints", tp],
+        vec![
+            "report", "latency", tp, "--start", "block:block_rq_issue", "--end",
+            "block:block_rq_complete", "--key", "dev", "--key", "sector",
+        ],
         // Capture tables and the archive's manifest.
         vec![
             "sql",

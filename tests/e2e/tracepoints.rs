@@ -404,3 +404,59 @@ fn paired_events_match_an_independent_pairing_of_perf_script() {
         .collect();
     assert_eq!(got, want);
 }
+
+/// An archive of the three recordings (one capture each): every capture's
+/// probe samples, each read with its own format, and the events listed once
+/// per layout with the captures holding them.
+#[test]
+fn tracepoints_of_an_archive() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("runs");
+    for f in ["tp-file", "tp-pipe", "tp-z"] {
+        std::fs::create_dir_all(src.join(f)).unwrap();
+        std::fs::copy(fixture(&format!("{f}.data")), src.join(f).join("perf.data")).unwrap();
+    }
+    let arch = dir.path().join("arch");
+    let o = crate::archive::archive_ingest(&src, &arch, &["--no-symbolize"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let arch = arch.to_str().unwrap();
+    let out = trawl_ok(&[
+        "sql",
+        arch,
+        "SELECT capture, count(*) AS n, sum(n) AS sum_n, min(k) AS min_k FROM tracepoint('probe_tp:checksum') \
+         GROUP BY capture ORDER BY capture",
+        "--format",
+        "csv",
+    ]);
+    // src/tp.c: n = i - 10 and k = i * 1000 - 7000 for i in 0..20.
+    assert_eq!(
+        out.lines().skip(1).collect::<Vec<_>>(),
+        [
+            "tp-file,20,-10,-7000",
+            "tp-pipe,20,-10,-7000",
+            "tp-z,20,-10,-7000"
+        ]
+    );
+    let events = trawl_ok(&["report", "tracepoints", arch, "--format", "csv"]);
+    let probe: Vec<&str> = events
+        .lines()
+        .filter(|l| l.starts_with("probe_tp:checksum,"))
+        .collect();
+    assert_eq!(
+        probe,
+        ["probe_tp:checksum,60,\"__probe_ip u64, name_string loc:str, n i64, k i16\",3"]
+    );
+    // One capture only, by name.
+    let one = trawl_ok(&[
+        "report",
+        "tracepoints",
+        arch,
+        "--event",
+        "probe_tp:checksum",
+        "--capture",
+        "tp-z",
+        "--format",
+        "csv",
+    ]);
+    assert_eq!(one.lines().count(), 21);
+}

@@ -332,6 +332,45 @@ mod tests {
         assert_eq!(none.problems.len(), 1);
     }
 
+    /// A big-endian tracing data blob (a ppc64 or s390x recording), laid
+    /// out by hand after trace-cmd.dat(5): sizes in the file's byte order,
+    /// the formats marked big-endian.
+    #[test]
+    fn big_endian_tracing_data() {
+        let fmt = "name: sched_wakeup\nID: 300\nformat:\n\
+                   \tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\n\
+                   \tfield:pid_t pid;\toffset:24;\tsize:4;\tsigned:1;\n\n";
+        let mut b = b"\x17\x08\x44tracing0.6\0".to_vec();
+        b.push(1); // big-endian
+        b.push(8); // long size
+        b.extend_from_slice(&65536u32.to_be_bytes());
+        for name in [&b"header_page\0"[..], b"header_event\0"] {
+            b.extend_from_slice(name);
+            b.extend_from_slice(&3u64.to_be_bytes());
+            b.extend_from_slice(b"abc");
+        }
+        b.extend_from_slice(&0u32.to_be_bytes()); // ftrace formats
+        b.extend_from_slice(&1u32.to_be_bytes()); // systems
+        b.extend_from_slice(b"sched\0");
+        b.extend_from_slice(&1u32.to_be_bytes());
+        b.extend_from_slice(&(fmt.len() as u64).to_be_bytes());
+        b.extend_from_slice(fmt.as_bytes());
+        let d = parse(&b);
+        assert!(d.problems.is_empty(), "{:?}", d.problems);
+        assert!(d.big_endian);
+        assert_eq!(d.formats.len(), 1);
+        let f = &d.formats[0];
+        assert_eq!(
+            (f.id, f.event.as_str(), f.big_endian),
+            (300, "sched:sched_wakeup", true)
+        );
+        assert_eq!(f.fields[1].decode, "i32");
+        // The same blob read as little-endian sizes would not parse.
+        let mut le = b.clone();
+        le[b"\x17\x08\x44tracing0.6\0".len()] = 0;
+        assert!(parse(&le).formats.is_empty());
+    }
+
     /// The tracing data of fixtures/perf/probe-pipe.data (perf 6.1): the
     /// uprobe's format as perf wrote it; every cut of it yields a prefix of
     /// the formats and a problem, never a panic.
