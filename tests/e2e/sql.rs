@@ -374,6 +374,10 @@ fn functions_lists_every_analysis_and_each_runs() {
             "timeline",
             "thread_timeline",
             "annotate",
+            "tracepoint",
+            "tracepoint_events",
+            "tracepoint_pairs",
+            "latency",
             "lbr_samples",
             "lbr_functions",
             "lbr_summary",
@@ -400,7 +404,8 @@ fn functions_lists_every_analysis_and_each_runs() {
         ]
     );
     // The stack analyses run here; the others on their own fixtures
-    // (tests/sql/*.slt, energy.rs, energy_sim.rs, phases.rs).
+    // (tests/sql/*.slt, energy.rs, energy_sim.rs, phases.rs,
+    // tracepoints.rs).
     for call in [
         "stack_weight()",
         "selected_sample()",
