@@ -55,12 +55,12 @@ fn diags() -> Diagnostics {
 /// Every record of a reader, decoded as `ingest_perf` decodes it (samples
 /// with their tracepoint payloads).
 fn drain_perf(mut reader: perf::reader::PerfReader, d: &mut Diagnostics) {
-    let mut points = perf::tracepoint_kinds(&reader.events);
+    let mut points = perf::tracepoint_kinds(&reader.events, &reader.meta);
     let mut version = reader.events_version;
     loop {
         // Pipe mode: attributes arrive in the stream.
         if reader.events_version != version {
-            points = perf::tracepoint_kinds(&reader.events);
+            points = perf::tracepoint_kinds(&reader.events, &reader.meta);
             version = reader.events_version;
         }
         let Ok(Some(item)) = reader.next_record(d) else {

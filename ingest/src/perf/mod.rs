@@ -45,11 +45,31 @@ pub struct PerfStats {
 }
 
 /// Which events are tracepoints whose payloads are decoded with the
-/// sample (syscall enter/exit, sched_switch), by event index.
-pub fn tracepoint_kinds(events: &[header::EventDesc]) -> Vec<Option<records::TracepointKind>> {
+/// sample (syscall enter/exit, sched_switch), by event index; sched_switch
+/// read where the recording's format places its fields.
+pub fn tracepoint_kinds(
+    events: &[header::EventDesc],
+    meta: &header::Metadata,
+) -> Vec<Option<records::TracepointKind>> {
     events
         .iter()
-        .map(|e| records::tracepoint_kind(&e.name()))
+        .map(|e| match records::tracepoint_kind(&e.name()) {
+            Some(records::TracepointKind::SchedSwitch(default)) => {
+                let layout = meta
+                    .tracepoint_formats
+                    .iter()
+                    .find(|f| e.attr.type_ == 2 && f.id == e.attr.config)
+                    .and_then(|f| {
+                        records::SchedSwitchLayout::from_fields(
+                            f.fields.iter().map(|x| (x.name.as_str(), x.offset, x.size)),
+                        )
+                    });
+                Some(records::TracepointKind::SchedSwitch(
+                    layout.unwrap_or(default),
+                ))
+            }
+            k => k,
+        })
         .collect()
 }
 
@@ -94,7 +114,7 @@ pub fn ingest_perf(
     // File mode: the clock data (feature sections) is known before the
     // first record; pipe mode: from its HEADER_FEATURE record on.
     conv.set_utc_offset(reader.meta.utc_offset_ns);
-    let mut kinds = tracepoint_kinds(&reader.events);
+    let mut kinds = tracepoint_kinds(&reader.events, &reader.meta);
     let mut lens = payload_lens(&reader.events, &reader.meta);
     let mut n_formats = reader.meta.tracepoint_formats.len();
     let before = conv.samples_written;
@@ -104,12 +124,13 @@ pub fn ingest_perf(
         // Pipe mode: attributes and names arrive in the stream.
         if reader.events_version != version {
             conv.sync_events(&reader.events);
-            kinds = tracepoint_kinds(&reader.events);
+            kinds = tracepoint_kinds(&reader.events, &reader.meta);
             version = reader.events_version;
             lens = payload_lens(&reader.events, &reader.meta);
         }
         if reader.meta.tracepoint_formats.len() != n_formats {
             n_formats = reader.meta.tracepoint_formats.len();
+            kinds = tracepoint_kinds(&reader.events, &reader.meta);
             lens = payload_lens(&reader.events, &reader.meta);
         }
         let Some(item) = reader.next_record(diags)? else {

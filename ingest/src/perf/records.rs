@@ -669,14 +669,90 @@ pub fn decode_task(body: &[u8], be: bool) -> Result<Task, String> {
 pub enum TracepointKind {
     SysEnter,
     SysExit,
-    /// `sched:sched_switch`: the task leaving the CPU and the one taking it.
-    SchedSwitch,
+    /// `sched:sched_switch`: the task leaving the CPU and the one taking it,
+    /// its fields where the recording's format places them.
+    SchedSwitch(SchedSwitchLayout),
+}
+
+/// Where `sched:sched_switch`'s fields are in its payload, (offset, size)
+/// each: from the recording's format when it has one, else the layout of
+/// 64-bit kernels since 4.x ([`SchedSwitchLayout::default`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SchedSwitchLayout {
+    pub prev_comm: (u16, u16),
+    pub prev_pid: (u16, u16),
+    pub prev_prio: (u16, u16),
+    pub prev_state: (u16, u16),
+    pub next_comm: (u16, u16),
+    pub next_pid: (u16, u16),
+    pub next_prio: (u16, u16),
+}
+
+impl Default for SchedSwitchLayout {
+    /// `/sys/kernel/tracing/events/sched/sched_switch/format` of 64-bit
+    /// kernels: common fields (8 bytes), `char prev_comm[16]` at 8, `pid_t
+    /// prev_pid` at 24, `int prev_prio` at 28, `long prev_state` at 32,
+    /// `char next_comm[16]` at 40, `pid_t next_pid` at 56, `int next_prio`
+    /// at 60.
+    fn default() -> Self {
+        SchedSwitchLayout {
+            prev_comm: (8, 16),
+            prev_pid: (24, 4),
+            prev_prio: (28, 4),
+            prev_state: (32, 8),
+            next_comm: (40, 16),
+            next_pid: (56, 4),
+            next_prio: (60, 4),
+        }
+    }
+}
+
+impl SchedSwitchLayout {
+    /// The layout of a format's fields (name, offset, size); None when one
+    /// of the seven is missing or has a size trawl does not read.
+    pub fn from_fields<'a>(
+        fields: impl Iterator<Item = (&'a str, u16, u16)> + Clone,
+    ) -> Option<Self> {
+        let get = |name: &str, int: bool| {
+            fields
+                .clone()
+                .find(|(n, _, _)| *n == name)
+                .map(|(_, o, s)| (o, s))
+                .filter(|(_, s)| !int || matches!(s, 1 | 2 | 4 | 8))
+        };
+        Some(SchedSwitchLayout {
+            prev_comm: get("prev_comm", false)?,
+            prev_pid: get("prev_pid", true)?,
+            prev_prio: get("prev_prio", true)?,
+            prev_state: get("prev_state", true)?,
+            next_comm: get("next_comm", false)?,
+            next_pid: get("next_pid", true)?,
+            next_prio: get("next_prio", true)?,
+        })
+    }
+
+    /// Bytes a payload needs.
+    fn end(&self) -> usize {
+        [
+            self.prev_comm,
+            self.prev_pid,
+            self.prev_prio,
+            self.prev_state,
+            self.next_comm,
+            self.next_pid,
+            self.next_prio,
+        ]
+        .iter()
+        .map(|(o, s)| usize::from(*o) + usize::from(*s))
+        .max()
+        .unwrap_or(0)
+    }
 }
 
 /// The kind of tracepoint an event is, by its name.
 pub fn tracepoint_kind(event_name: &str) -> Option<TracepointKind> {
     if event_name == "sched:sched_switch" {
-        return Some(TracepointKind::SchedSwitch);
+        return Some(TracepointKind::SchedSwitch(SchedSwitchLayout::default()));
     }
     syscall_tracepoint(event_name).map(|(enter, _)| {
         if enter {
@@ -699,15 +775,14 @@ pub fn decode_payload(kind: TracepointKind, raw: &[u8], be: bool) -> Result<Payl
     match kind {
         TracepointKind::SysEnter => decode_syscall_payload(raw, true, be).map(Payload::Syscall),
         TracepointKind::SysExit => decode_syscall_payload(raw, false, be).map(Payload::Syscall),
-        TracepointKind::SchedSwitch => decode_sched_switch(raw, be).map(Payload::SchedSwitch),
+        TracepointKind::SchedSwitch(l) => {
+            decode_sched_switch(raw, be, &l).map(Payload::SchedSwitch)
+        }
     }
 }
 
-/// A `sched:sched_switch` payload, from the layout of
-/// `/sys/kernel/tracing/events/sched/sched_switch/format` (64-bit kernels
-/// since 4.x): common fields (8 bytes), `char prev_comm[16]` at 8, `pid_t
-/// prev_pid` at 24, `int prev_prio` at 28, `long prev_state` at 32, `char
-/// next_comm[16]` at 40, `pid_t next_pid` at 56, `int next_prio` at 60.
+/// A `sched:sched_switch` payload, read at the places its
+/// [`SchedSwitchLayout`] gives.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SchedSwitch {
     pub prev_comm: String,
@@ -757,27 +832,43 @@ impl SchedSwitch {
     }
 }
 
-pub fn decode_sched_switch(raw: &[u8], be: bool) -> Result<SchedSwitch, String> {
-    if raw.len() < 64 {
+pub fn decode_sched_switch(
+    raw: &[u8],
+    be: bool,
+    l: &SchedSwitchLayout,
+) -> Result<SchedSwitch, String> {
+    if raw.len() < l.end() {
         return Err(format!(
-            "sched_switch payload of {} bytes is shorter than its 64-byte layout",
-            raw.len()
+            "sched_switch payload of {} bytes is shorter than its {}-byte layout",
+            raw.len(),
+            l.end()
         ));
     }
-    let comm = |b: &[u8]| {
+    let bytes = |(o, s): (u16, u16)| &raw[usize::from(o)..usize::from(o) + usize::from(s)];
+    let comm = |f| {
+        let b = bytes(f);
         let end = b.iter().position(|&c| c == 0).unwrap_or(b.len());
         String::from_utf8_lossy(&b[..end]).into_owned()
     };
-    let i32_at = |o: usize| Cursor::new(&raw[o..o + 4], be).i32().unwrap_or(0);
-    let i64_at = |o: usize| Cursor::new(&raw[o..o + 8], be).u64().unwrap_or(0) as i64;
+    // A signed integer of the field's size.
+    let int = |f| {
+        let b = bytes(f);
+        let mut v = 0u64;
+        for i in 0..b.len() {
+            let x = if be { b[i] } else { b[b.len() - 1 - i] };
+            v = v << 8 | u64::from(x);
+        }
+        let shift = 64 - 8 * b.len() as u32;
+        ((v << shift) as i64) >> shift
+    };
     Ok(SchedSwitch {
-        prev_comm: comm(&raw[8..24]),
-        prev_tid: i32_at(24),
-        prev_prio: i32_at(28),
-        prev_state: i64_at(32),
-        next_comm: comm(&raw[40..56]),
-        next_tid: i32_at(56),
-        next_prio: i32_at(60),
+        prev_comm: comm(l.prev_comm),
+        prev_tid: int(l.prev_pid) as i32,
+        prev_prio: int(l.prev_prio) as i32,
+        prev_state: int(l.prev_state),
+        next_comm: comm(l.next_comm),
+        next_tid: int(l.next_pid) as i32,
+        next_prio: int(l.next_prio) as i32,
     })
 }
 
@@ -934,4 +1025,54 @@ pub fn decode<'a>(
         t => Record::Other { record_type: t },
     };
     Ok((rec, sid))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// sched_switch of a 32-bit kernel (`long prev_state` of 4 bytes: the
+    /// fields after it 4 bytes earlier), read with the layout of its
+    /// format; worked by hand.
+    #[test]
+    fn sched_switch_at_its_formats_places() {
+        let fields = [
+            ("common_type", 0u16, 2u16),
+            ("prev_comm", 8, 16),
+            ("prev_pid", 24, 4),
+            ("prev_prio", 28, 4),
+            ("prev_state", 32, 4),
+            ("next_comm", 36, 16),
+            ("next_pid", 52, 4),
+            ("next_prio", 56, 4),
+        ];
+        let l = SchedSwitchLayout::from_fields(fields.iter().copied()).unwrap();
+        let mut p = vec![0u8; 60];
+        p[8..12].copy_from_slice(b"make");
+        p[24..28].copy_from_slice(&4242i32.to_le_bytes());
+        p[28..32].copy_from_slice(&120i32.to_le_bytes());
+        p[32..36].copy_from_slice(&2i32.to_le_bytes());
+        p[36..43].copy_from_slice(b"swapper");
+        p[52..56].copy_from_slice(&0i32.to_le_bytes());
+        p[56..60].copy_from_slice(&(-1i32).to_le_bytes());
+        let s = decode_sched_switch(&p, false, &l).unwrap();
+        assert_eq!(
+            (
+                s.prev_comm.as_str(),
+                s.prev_tid,
+                s.prev_prio,
+                s.prev_state,
+                s.state_text()
+            ),
+            ("make", 4242, 120, 2, "D".to_string())
+        );
+        assert_eq!(
+            (s.next_comm.as_str(), s.next_tid, s.next_prio),
+            ("swapper", 0, -1)
+        );
+        // The 64-bit layout needs 64 bytes: this payload is refused by it.
+        assert!(decode_sched_switch(&p, false, &SchedSwitchLayout::default()).is_err());
+        // A format without one of the fields gives no layout.
+        assert!(SchedSwitchLayout::from_fields(fields[..7].iter().copied()).is_none());
+    }
 }
