@@ -189,7 +189,9 @@ fn field_exprs(formats: &Formats, event: &str) -> DfResult<Vec<(String, Expr)>> 
         return plan_err!(
             "tracepoint: no format for {event:?} in these captures (events with a format: {})",
             if known.is_empty() {
-                "none: record tracepoints with perf record -e SYSTEM:NAME".to_string()
+                "none: record tracepoints with perf record -e SYSTEM:NAME; a capture ingested by a trawl older than its \
+                 tracepoint_field table holds no formats: ingest it again"
+                    .to_string()
             } else {
                 known.join(", ")
             }
