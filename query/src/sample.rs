@@ -106,12 +106,19 @@ pub struct SampleFilter {
 impl SampleFilter {
     /// The selection as name/value arguments of a stack analysis.
     pub(crate) fn args(&self, event: &str, weight: &Weight, out: &mut Vec<Expr>) {
+        out.extend([lit("event"), lit(event), lit("weight"), lit(weight.arg())]);
+        self.selection_args(out);
+    }
+
+    /// The process, thread, command, time and capture selection as the
+    /// name/value arguments every analysis that selects by them takes
+    /// (`pid`, `tid`, `comm`, `from_ns`, `to_ns`, `capture`); the event is
+    /// not among them.
+    pub fn selection_args(&self, out: &mut Vec<Expr>) {
         let mut pair = |k: &str, v: ScalarValue| {
             out.push(lit(k));
             out.push(lit(v));
         };
-        pair("event", ScalarValue::from(event));
-        pair("weight", ScalarValue::from(weight.arg()));
         for &p in &self.pids {
             pair("pid", ScalarValue::Int32(Some(p)));
         }

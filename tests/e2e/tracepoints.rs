@@ -289,6 +289,20 @@ fn paired(
     out
 }
 
+/// trawl's intervals of `tracepoint_pairs(ARGS)`: (start ns, duration ns)
+/// in start order.
+fn trawl_pairs(cap: &str, args: &str) -> Vec<(i64, i64)> {
+    let q = format!("SELECT start_ns, duration_ns FROM tracepoint_pairs({args}) ORDER BY start_ns");
+    trawl_ok(&["sql", cap, &q, "--format", "csv"])
+        .lines()
+        .skip(1)
+        .map(|l| {
+            let (a, b) = l.split_once(',').unwrap();
+            (a.parse().unwrap(), b.parse().unwrap())
+        })
+        .collect()
+}
+
 /// Block I/O latency (issue → completion by device and sector) and
 /// openat's duration (entry → exit by thread), from perf script's text:
 /// the same intervals, and biolatency's histogram of whole µs.
@@ -313,22 +327,13 @@ fn paired_events_match_an_independent_pairing_of_perf_script() {
         block_key,
     );
     assert!(want.len() >= 40, "{}", want.len());
-    let got = trawl_ok(&[
-        "sql",
-        cap,
-        "SELECT start_ns, duration_ns FROM tracepoint_pairs('block:block_rq_issue', 'block:block_rq_complete', ['dev', 'sector']) ORDER BY start_ns",
-        "--format",
-        "csv",
-    ]);
-    let got: Vec<(i64, i64)> = got
-        .lines()
-        .skip(1)
-        .map(|l| {
-            let (a, b) = l.split_once(',').unwrap();
-            (a.parse().unwrap(), b.parse().unwrap())
-        })
-        .collect();
-    assert_eq!(got, want);
+    assert_eq!(
+        trawl_pairs(
+            cap,
+            "'block:block_rq_issue', 'block:block_rq_complete', ['dev', 'sector']"
+        ),
+        want
+    );
 
     // biolatency: usecs = ns / 1000, in [2^k, 2^(k+1)) (0 and 1 together).
     let mut hist: BTreeMap<u32, (i64, i64)> = BTreeMap::new();
@@ -387,22 +392,13 @@ fn paired_events_match_an_independent_pairing_of_perf_script() {
         |r| r.0.to_string(),
     );
     assert!(want.len() >= 30, "{}", want.len());
-    let got = trawl_ok(&[
-        "sql",
-        cap,
-        "SELECT start_ns, duration_ns FROM tracepoint_pairs('syscalls:sys_enter_openat', 'syscalls:sys_exit_openat', 'common_pid') ORDER BY start_ns",
-        "--format",
-        "csv",
-    ]);
-    let got: Vec<(i64, i64)> = got
-        .lines()
-        .skip(1)
-        .map(|l| {
-            let (a, b) = l.split_once(',').unwrap();
-            (a.parse().unwrap(), b.parse().unwrap())
-        })
-        .collect();
-    assert_eq!(got, want);
+    assert_eq!(
+        trawl_pairs(
+            cap,
+            "'syscalls:sys_enter_openat', 'syscalls:sys_exit_openat', 'common_pid'"
+        ),
+        want
+    );
 }
 
 /// An archive of the three recordings (one capture each): every capture's

@@ -64,24 +64,7 @@ pub(crate) async fn latency(a: LatencyArgs) -> Result<()> {
         pair("end_key", V::from(k.as_str()));
     }
     pair("by", V::from(a.by.as_str()));
-    for &p in &f.pids {
-        pair("pid", V::Int32(Some(p)));
-    }
-    for &t in &f.tids {
-        pair("tid", V::Int32(Some(t)));
-    }
-    for c in &f.comms {
-        pair("comm", V::from(c.as_str()));
-    }
-    if let Some(t) = f.time_from_ns {
-        pair("from_ns", V::Int64(Some(t)));
-    }
-    if let Some(t) = f.time_to_ns {
-        pair("to_ns", V::Int64(Some(t)));
-    }
-    for c in &f.captures {
-        pair("capture", V::from(c.as_str()));
-    }
+    f.selection_args(&mut args);
     let df = functions::call(&s, "latency", &args).await?;
     output::write(&limited(df, a.limit).await?, &a.out)
 }

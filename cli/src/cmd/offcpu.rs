@@ -49,24 +49,7 @@ pub(crate) async fn offcpu(a: OffcpuArgs) -> Result<()> {
     for x in &a.state {
         pair("state", V::from(x.as_str()));
     }
-    for &p in &f.pids {
-        pair("pid", V::Int32(Some(p)));
-    }
-    for &t in &f.tids {
-        pair("tid", V::Int32(Some(t)));
-    }
-    for c in &f.comms {
-        pair("comm", V::from(c.as_str()));
-    }
-    if let Some(t) = f.time_from_ns {
-        pair("from_ns", V::Int64(Some(t)));
-    }
-    if let Some(t) = f.time_to_ns {
-        pair("to_ns", V::Int64(Some(t)));
-    }
-    for c in &f.captures {
-        pair("capture", V::from(c.as_str()));
-    }
+    f.selection_args(&mut args);
     // `count()` counts the rows of the query: 0 or 1 here.
     let any: usize = s
         .sql("SELECT 1 FROM thread_state WHERE off_cpu LIMIT 1")

@@ -33,37 +33,18 @@ pub(crate) struct TracepointsArgs {
 
 pub(crate) async fn tracepoints(a: TracepointsArgs) -> Result<()> {
     use trawl_query::datafusion::prelude::lit;
-    use trawl_query::datafusion::scalar::ScalarValue as V;
     let s = open(&a.captures).await?;
     let f = a.filter.to_filter()?;
-    let mut args = Vec::new();
-    let mut pair = |k: &str, v: V| {
-        args.push(lit(k));
-        args.push(lit(v));
-    };
-    for c in &f.captures {
-        pair("capture", V::from(c.as_str()));
-    }
     let Some(event) = &f.event else {
+        let mut args = Vec::new();
+        for c in &f.captures {
+            args.extend([lit("capture"), lit(c.as_str())]);
+        }
         let df = functions::call(&s, "tracepoint_events", &args).await?;
         return output::write(&limited(df, a.limit).await?, &a.out);
     };
-    pair("event", V::from(event.as_str()));
-    for &p in &f.pids {
-        pair("pid", V::Int32(Some(p)));
-    }
-    for &t in &f.tids {
-        pair("tid", V::Int32(Some(t)));
-    }
-    for c in &f.comms {
-        pair("comm", V::from(c.as_str()));
-    }
-    if let Some(t) = f.time_from_ns {
-        pair("from_ns", V::Int64(Some(t)));
-    }
-    if let Some(t) = f.time_to_ns {
-        pair("to_ns", V::Int64(Some(t)));
-    }
+    let mut args = vec![lit("event"), lit(event.as_str())];
+    f.selection_args(&mut args);
     let df = functions::call(&s, "tracepoint", &args).await?;
     output::write(&limited(df, a.limit).await?, &a.out)
 }
