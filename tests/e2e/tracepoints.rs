@@ -456,3 +456,73 @@ fn tracepoints_of_an_archive() {
     ]);
     assert_eq!(one.lines().count(), 21);
 }
+
+/// A format in the tracing data that cannot be read (its `ID:` line
+/// damaged) is a warning at the tracing data record's byte offset; the
+/// other events are read, the damaged one's payloads stay raw; --strict
+/// stops there.
+#[test]
+fn a_damaged_format_is_a_diagnostic_at_its_offset() {
+    let mut f = std::fs::read(fixture("tp-pipe.data")).unwrap();
+    // Pipe mode: a 16-byte header, then records (u32 type, u16 misc, u16
+    // size); HEADER_TRACING_DATA is type 66, its data after the record.
+    let mut pos = 16;
+    let at = loop {
+        let ty = u32::from_le_bytes(f[pos..pos + 4].try_into().unwrap());
+        if ty == 66 {
+            break pos;
+        }
+        pos += u16::from_le_bytes(f[pos + 6..pos + 8].try_into().unwrap()) as usize;
+    };
+    let fmt = f[at..]
+        .windows(17)
+        .position(|w| w == b"name: checksum\nID")
+        .unwrap()
+        + at
+        + 15;
+    f[fmt..fmt + 2].copy_from_slice(b"IX");
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("damaged.data");
+    std::fs::write(&data, &f).unwrap();
+    let cap = dir.path().join("cap");
+    ingest_file(&data, &cap, &["--no-symbolize"]);
+    let cap = cap.to_str().unwrap();
+    let d = trawl_ok(&[
+        "sql",
+        cap,
+        "SELECT byte_offset, severity, message FROM diagnostic WHERE kind = 'bad_tracepoint_format'",
+        "--format",
+        "csv",
+    ]);
+    let rows: Vec<&str> = d.lines().skip(1).collect();
+    assert_eq!(rows.len(), 1, "{d}");
+    assert!(
+        rows[0].starts_with(&format!("{at},warning,")) && rows[0].contains("probe_tp"),
+        "{d}"
+    );
+    // The return probe's format is whole: its fields are read.
+    let n = trawl_ok(&[
+        "sql",
+        cap,
+        "SELECT count(arg1) FROM tracepoint('probe_tp:checksum__return')",
+        "--format",
+        "csv",
+    ]);
+    assert_eq!(n.lines().nth(1), Some("20"));
+    let o = trawl(&["sql", cap, "SELECT * FROM tracepoint('probe_tp:checksum')"]);
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("no format for \"probe_tp:checksum\""));
+    let o = trawl(&[
+        "ingest",
+        data.to_str().unwrap(),
+        "-o",
+        dir.path().join("strict").to_str().unwrap(),
+        "--strict",
+        "--no-symbolize",
+    ]);
+    assert!(!o.status.success());
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("bad_tracepoint_format"),
+        "{o:?}"
+    );
+}

@@ -419,6 +419,9 @@ pub struct Metadata {
     pub tracepoint_formats: Vec<super::tracing::TracepointFormat>,
     /// What of the tracing data could not be read.
     pub tracing_problems: Vec<String>,
+    /// Byte offset of the tracing data in the input (its feature section
+    /// or pipe-mode record), where its problems are reported.
+    pub tracing_at: Option<u64>,
     /// Added to the samples' times to give ns since the epoch: the wall
     /// time minus the clock's time, read together (HEADER_CLOCK_DATA,
     /// written by `perf record -k CLOCK`).

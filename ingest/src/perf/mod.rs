@@ -206,7 +206,7 @@ pub fn ingest_perf(
     }
     for p in &reader.meta.tracing_problems {
         diags.report(
-            crate::diag::Position::Byte(0),
+            crate::diag::Position::Byte(reader.meta.tracing_at.unwrap_or(0)),
             crate::diag::Severity::Warning,
             "bad_tracepoint_format",
             format!("tracing data: {p}"),

@@ -408,6 +408,9 @@ impl PerfReader {
                         continue;
                     }
                     let d = read_at(&mut f, s).map_err(|e| Error::io(path, e))?;
+                    if id == linux_perf_data::Feature::TRACING_DATA.0 {
+                        meta.tracing_at = Some(s.offset);
+                    }
                     if !meta.add_feature(id, &d, be) {
                         diags.report(
                             Position::Byte(s.offset),
@@ -916,6 +919,7 @@ impl PerfReader {
                     .map_err(|e| Error::io("input", e))?,
             };
             if !tracing.is_empty() {
+                self.meta.tracing_at = Some(at);
                 self.meta.add_tracing_data(&tracing);
                 if name_tracepoints(&mut self.events, &self.meta.tracepoints) {
                     self.events_version += 1;
