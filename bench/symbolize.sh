@@ -4,8 +4,10 @@
 # `llvm-symbolizer` (apt-get install llvm), printing times and ratios.
 #
 # Inputs: >= 100 k distinct addresses spread evenly over the .text of
-#  1. a large binary with DWARF (trawl's own release build: Rust, line
-#     tables with inline chains), and
+#  1. a large binary with DWARF (trawl's own release build with line
+#     tables, inline chains included: built here in a target directory of
+#     its own, since the release profile keeps no debug information; a
+#     full build the first time), and
 #  2. libc (its DWARF in libc6-dbg's separate debug file, by build-id).
 #
 # Usage: bench/symbolize.sh [N_ADDRESSES]   (env BENCH_DIR, default /tmp/trawl-bench)
@@ -16,7 +18,12 @@ W=${BENCH_DIR:-/tmp/trawl-bench}
 mkdir -p "$W"
 cargo build --release -q
 TRAWL=$PWD/target/release/trawl
-cp "$TRAWL" "$W/big-binary"
+[ -s "$W/big-binary" ] || {
+  CARGO_PROFILE_RELEASE_DEBUG=line-tables-only CARGO_PROFILE_RELEASE_STRIP=false \
+    CARGO_TARGET_DIR="$W/target-lines" cargo build --release -q --bin trawl
+  cp "$W/target-lines/release/trawl" "$W/big-binary"
+  rm -rf "$W/target-lines"
+}
 BIG=$W/big-binary
 LIBC=$(readlink -f /lib/x86_64-linux-gnu/libc.so.6)
 command -v llvm-symbolizer >/dev/null || { echo "llvm-symbolizer missing: apt-get install llvm" >&2; exit 1; }

@@ -2,8 +2,9 @@
 # Runs every test of trawl on a fresh machine: installs what the tests need
 # when it is missing (perf, binutils, llvm, libc6-dbg, valgrind from Debian;
 # pyarrow, polars, duckdb, pandas, pytest and Jupyter from PyPI), then the
-# Rust tests (unit + end-to-end against perf), the notebook check and the
-# Python package's tests.
+# Rust unit tests, installs trawl as README says (`pip install ./python`)
+# and runs the end-to-end tests (against perf), the notebook check and the
+# Python package's tests against the installed `trawl`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -67,13 +68,21 @@ XDG_CACHE_HOME=$(mktemp -d)
 export XDG_CACHE_HOME
 trap 'rm -rf "$XDG_CACHE_HOME"' EXIT
 df -h . | tail -1
-cargo test --workspace --no-fail-fast
+# Every crate's unit tests; what a user sees of the command itself (exit
+# statuses, Ctrl-C, a closed pipe, colours, progress bar) against this
+# build's binary, as `cargo install --path cli` builds it.
+cargo test --workspace --exclude trawl --no-fail-fast
+cargo test -p trawl --lib --bins --no-fail-fast
+cargo test -p trawl --test e2e --no-fail-fast front::
 # Every fuzz target's corpus and regression inputs through its reader, on
 # the stable toolchain (the fuzzing itself: bench/fuzz.sh).
 CARGO_TARGET_DIR=target cargo test --manifest-path fuzz/Cargo.toml --no-default-features
-python3 tests/notebook_check.py target/debug/trawl
-# The Python package, installed from this checkout as README says, built
-# with the dev profile so that the Rust tests' build is reused; then its
-# tests (every analysis method against `trawl sql`, the example notebook).
-MATURIN_PEP517_ARGS="--profile dev" python3 -m pip install --quiet --disable-pip-version-check ./python
-python3 -m pytest -q python/tests
+# README's set-up, as a user runs it: one release build gives the `trawl`
+# command and the Python package. Every end-to-end test, the notebook
+# check and the Python package's tests (every analysis method against
+# `trawl sql`, the example notebook) run against that one installed build.
+python3 -m pip install --quiet --disable-pip-version-check ./python
+TRAWL_INSTALLED="$(python3 -c 'import sysconfig; print(sysconfig.get_path("scripts"))')/trawl"
+TRAWL_TEST_BIN="$TRAWL_INSTALLED" cargo test -p trawl --test e2e --no-fail-fast
+python3 tests/notebook_check.py "$TRAWL_INSTALLED"
+TRAWL_BIN="$TRAWL_INSTALLED" python3 -m pytest -q python/tests

@@ -4,9 +4,10 @@
 //! (`python/trawl/`): captures opened as [`capture::Capture`] (a query
 //! session), results as [`relation::Relation`] (a DataFusion plan that
 //! speaks the Arrow C stream interface, so pyarrow, Polars, DuckDB and
-//! pandas read its batches without a copy), [`ingest::ingest`], and the
-//! figures as bytes. The pure-Python layer adds the analyses as methods
-//! (from [`functions`]), notebook display and progress.
+//! pandas read its batches without a copy), [`ingest::ingest`], the
+//! figures as bytes, and [`cli::cli`], the `trawl` command itself. The
+//! pure-Python layer adds the analyses as methods (from [`functions`]),
+//! notebook display and progress.
 //!
 //! Every entry point turns errors into Python exceptions
 //! ([`TrawlError`], [`InputError`] with the diagnostic's position) and
@@ -14,6 +15,7 @@
 //! GIL and stop at Ctrl-C.
 
 mod capture;
+mod cli;
 mod ingest;
 mod relation;
 
@@ -221,5 +223,6 @@ fn _trawl(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(ingest::ingest, m)?)?;
     m.add_function(wrap_pyfunction!(functions, m)?)?;
     m.add_function(wrap_pyfunction!(parse_duration_ns, m)?)?;
+    m.add_function(wrap_pyfunction!(cli::cli, m)?)?;
     Ok(())
 }

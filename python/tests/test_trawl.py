@@ -6,7 +6,8 @@ run here, on the captures this package ingested), and a few reports are
 compared with `trawl report`. Figures, errors, progress and the Arrow
 stream interface are checked by content.
 
-Environment: TRAWL_BIN (default target/debug/trawl), RAPL_SIM (default
+Environment: TRAWL_BIN (default: the `trawl` command installed with this
+package, else target/debug/trawl), RAPL_SIM (default
 target/debug/examples/rapl_sim: the energy simulator's inputs).
 """
 
@@ -16,6 +17,8 @@ import threading
 import time
 import os
 import subprocess
+import sys
+import sysconfig
 
 import duckdb
 import polars as pl
@@ -26,7 +29,11 @@ import pytest
 import trawl
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-TRAWL = os.environ.get("TRAWL_BIN", os.path.join(ROOT, "target", "debug", "trawl"))
+# The console script `pip install` put beside this interpreter's scripts.
+INSTALLED = os.path.join(sysconfig.get_path("scripts"), "trawl")
+TRAWL = os.environ.get(
+    "TRAWL_BIN", INSTALLED if os.path.exists(INSTALLED) else os.path.join(ROOT, "target", "debug", "trawl")
+)
 RAPL_SIM = os.environ.get("RAPL_SIM", os.path.join(ROOT, "target", "debug", "examples", "rapl_sim"))
 
 
@@ -413,20 +420,23 @@ def test_ctrl_c_stops_a_running_query(caps):
 
 
 def test_ctrl_c_stops_a_running_ingest(tmp_path):
-    # An strace dump of ~3 M lines (io.strace repeated): SIGINT 1 s into
-    # its ingest stops the reader before the end of the input (the
-    # progress it reported), and nothing is written.
+    # An strace dump of ~3 M lines (io.strace repeated): SIGINT (Ctrl-C)
+    # at the ingest's first progress report stops the reader before the
+    # end of the input (the progress it reported), and nothing is written.
     text = open(fx("strace", "io.strace")).read()
     big = tmp_path / "big.strace"
     with open(big, "w") as out:
         for _ in range(max(1, 3_000_000 // text.count("\n"))):
             out.write(text)
     seen = []
-    timer = threading.Timer(1.0, lambda: os.kill(os.getpid(), signal.SIGINT))
-    timer.start()
+
+    def progress(done, total):
+        seen.append((done, total))
+        if len(seen) == 1:
+            os.kill(os.getpid(), signal.SIGINT)
+
     with pytest.raises(KeyboardInterrupt):
-        trawl.ingest([big], tmp_path / "cap", progress=lambda done, total: seen.append((done, total)), quiet=True, symbolize=False)
-    timer.join()
+        trawl.ingest([big], tmp_path / "cap", progress=progress, quiet=True, symbolize=False)
     assert not (tmp_path / "cap").exists()
     assert [p.name for p in tmp_path.iterdir()] == ["big.strace"], "no staging directory left"
     assert seen and seen[-1][0] < seen[-1][1], f"stopped at the end of the input: {seen[-3:]}"
@@ -447,3 +457,23 @@ def test_io_without_stacks_attributes_by_file(tmp_path):
     have = sorted((f, d, int(b)) for f, d, b in zip(got["file"], got["direction"], got["bytes"]))
     assert have == want
     assert ("/tmp/iot/out.bin", "write", 409600) in have
+
+
+def test_the_package_installs_the_trawl_command():
+    """`pip install ./python` gives the `trawl` command: the CLI's program run
+    from this package's extension (`python -m trawl` is the same), with the
+    binary's exit statuses."""
+    assert os.path.exists(INSTALLED), f"no trawl command in {sysconfig.get_path('scripts')}"
+    for cmd in ([INSTALLED], [sys.executable, "-m", "trawl"]):
+        v = subprocess.run([*cmd, "--version"], capture_output=True, text=True)
+        assert (v.returncode, v.stdout) == (0, f"trawl {trawl.__version__}\n")
+        bad = subprocess.run([*cmd, "report", "--no-such-flag"], capture_output=True, text=True)
+        assert bad.returncode == 2 and "--no-such-flag" in bad.stderr
+        failed = subprocess.run([*cmd, "sql", "/nonexistent/capture", "SELECT 1"], capture_output=True, text=True)
+        assert failed.returncode == 1 and failed.stderr.startswith("trawl: ")
+    # The command runs the package's own extension: `trawl functions`
+    # lists what trawl.functions() lists.
+    out = subprocess.run([INSTALLED, "functions"], capture_output=True, text=True, check=True).stdout
+    names = {f[0] for f in trawl._trawl.functions()}
+    assert len(names) > 20 and all(n in out for n in names)
+

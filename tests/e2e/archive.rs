@@ -640,7 +640,7 @@ fn archive_runs_killed_at_any_moment_leave_whole_captures() {
     // How long a whole run takes.
     let timed = t.path().join("timed");
     let start = std::time::Instant::now();
-    let o = std::process::Command::new(env!("CARGO_BIN_EXE_trawl"))
+    let o = std::process::Command::new(crate::common::trawl_exe())
         .args(args(&timed))
         .output()
         .unwrap();
@@ -649,7 +649,7 @@ fn archive_runs_killed_at_any_moment_leave_whole_captures() {
     let arch = t.path().join("arch");
     let mut partial = false;
     for k in 0..12u32 {
-        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_trawl"))
+        let mut child = std::process::Command::new(crate::common::trawl_exe())
             .args(args(&arch))
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())

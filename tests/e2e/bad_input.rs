@@ -446,7 +446,7 @@ fn a_cancelled_ingest_writes_nothing() {
 /// Runs `trawl ARGS` and kills it after `secs`: None when it did not
 /// finish in time.
 fn trawl_within(args: &[&str], secs: u64) -> Option<std::process::Output> {
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_trawl"))
+    let mut child = std::process::Command::new(crate::common::trawl_exe())
         .args(args)
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
@@ -672,7 +672,7 @@ fn killed_ingests_leave_the_old_capture_or_the_new_one() {
         let a = args(&old_in);
         let refs: Vec<&str> = a.iter().map(String::as_str).collect();
         trawl_ok(&refs);
-        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_trawl"))
+        let mut child = std::process::Command::new(crate::common::trawl_exe())
             .args(args(&new_in))
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
@@ -937,7 +937,7 @@ fn mutated_inputs_of_every_reader_never_panic() {
 fn trawl_peak_rss(args: &[&str]) -> (std::process::Output, u64) {
     let o = std::process::Command::new("/usr/bin/time")
         .args(["-f", "maxrss=%M"])
-        .arg(env!("CARGO_BIN_EXE_trawl"))
+        .arg(crate::common::trawl_exe())
         .args(args)
         .output()
         .expect("GNU time (apt-get install time)");
@@ -1192,7 +1192,7 @@ fn sysroot_and_remap_open_nothing_outside_their_roots() {
         let run = std::process::Command::new("strace")
             .args(["-f", "-qq", "-e", "trace=%file", "-o"])
             .arg(&log)
-            .arg(env!("CARGO_BIN_EXE_trawl"))
+            .arg(crate::common::trawl_exe())
             .args([
                 "ingest",
                 input.to_str().unwrap(),
@@ -1309,7 +1309,7 @@ echo "== functions $("$T" sql "$D/cap" "SELECT count(DISTINCT function) AS n FRO
         .args(["-r", "-m", "sh"])
         .arg(&script)
         .arg(&mnt)
-        .arg(env!("CARGO_BIN_EXE_trawl"))
+        .arg(crate::common::trawl_exe())
         .arg(root().join("fixtures"))
         .output()
         .expect("unshare (util-linux)");
@@ -1369,7 +1369,7 @@ fn concurrent_ingests_into_one_output_do_not_mix() {
         let children: Vec<_> = expected
             .iter()
             .map(|(p, _)| {
-                std::process::Command::new(env!("CARGO_BIN_EXE_trawl"))
+                std::process::Command::new(crate::common::trawl_exe())
                     .args(["ingest", p, "-o", out.to_str().unwrap(), "--no-symbolize"])
                     .stdout(std::process::Stdio::null())
                     .stderr(std::process::Stdio::piped())
@@ -1417,7 +1417,7 @@ fn a_huge_line_on_a_stream_is_cut_not_held() {
     let script = format!(
         "(echo '7 1795330737.600000 getpid() = 7 <0.000001>'; head -c 268435456 /dev/zero | tr '\\0' a; echo; \
          echo '7 1795330737.700000 getppid() = 1 <0.000001>') | /usr/bin/time -f maxrss=%M {} ingest - -o {} --no-symbolize",
-        env!("CARGO_BIN_EXE_trawl"),
+        crate::common::trawl_exe().display(),
         cap.display()
     );
     let o = std::process::Command::new("sh")

@@ -42,7 +42,7 @@ fn free_ports(n: usize) -> Vec<u16> {
 }
 
 fn spawn(args: &[&str], log: &Path) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_trawl"))
+    Command::new(crate::common::trawl_exe())
         .args(args)
         .env("RUST_LOG", "info")
         .stdin(Stdio::null())
@@ -142,7 +142,7 @@ fn both(c: &Cluster, args: &[&str]) -> (String, String) {
     // Output to files: a pipe nobody reads while waiting would fill.
     let out = c.scheduler_log.with_file_name("query.out");
     let err = c.scheduler_log.with_file_name("query.err");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_trawl"))
+    let mut child = Command::new(crate::common::trawl_exe())
         .arg("--cluster")
         .arg(&c.url)
         .args(args)

@@ -6,6 +6,16 @@ pub fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
+/// The `trawl` under test: this build's binary, or the command named by
+/// `TRAWL_TEST_BIN` (CI sets it to the `trawl` that `pip install ./python`
+/// put on the PATH, and runs every test again against it).
+pub fn trawl_exe() -> PathBuf {
+    match std::env::var_os("TRAWL_TEST_BIN") {
+        Some(p) if !p.is_empty() => PathBuf::from(p),
+        _ => PathBuf::from(env!("CARGO_BIN_EXE_trawl")),
+    }
+}
+
 pub fn fixture(name: &str) -> PathBuf {
     root().join("fixtures/perf").join(name)
 }
@@ -20,7 +30,7 @@ pub fn fixture_bin() -> PathBuf {
 /// symbol_store.rs).
 pub fn trawl(args: &[&str]) -> Output {
     let cache = tempfile::tempdir().unwrap();
-    Command::new(env!("CARGO_BIN_EXE_trawl"))
+    Command::new(trawl_exe())
         .env("XDG_CACHE_HOME", cache.path())
         .args(args)
         .output()
@@ -30,7 +40,7 @@ pub fn trawl(args: &[&str]) -> Output {
 /// Runs trawl with `HOME` set (perf's build-id cache is `$HOME/.debug`;
 /// the symbol store is the one under `$HOME/.cache`).
 pub fn trawl_with_home(home: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_trawl"))
+    Command::new(trawl_exe())
         .env("HOME", home)
         .env_remove("XDG_CACHE_HOME")
         .args(args)

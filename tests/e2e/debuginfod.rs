@@ -89,7 +89,7 @@ fn hotspot_names(cap: &Path) -> Vec<String> {
 /// tests would answer for the build-ids the server is meant to provide).
 fn trawl_env(env: &[(&str, &Path)], args: &[&str]) -> std::process::Output {
     let store = tempfile::tempdir().unwrap();
-    let mut c = Command::new(env!("CARGO_BIN_EXE_trawl"));
+    let mut c = Command::new(crate::common::trawl_exe());
     c.args(args)
         .env_remove("DEBUGINFOD_URLS")
         .env("XDG_CACHE_HOME", store.path());

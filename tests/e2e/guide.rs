@@ -112,7 +112,7 @@ fn run(dir: &Path, bin: &Path, cmd: &str) -> Vec<String> {
 fn guide_examples_are_what_trawl_prints() {
     let update = std::env::var_os("TRAWL_UPDATE_DOCS").is_some();
     let bin = tempfile::tempdir().unwrap();
-    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_trawl"), bin.path().join("trawl")).unwrap();
+    std::os::unix::fs::symlink(crate::common::trawl_exe(), bin.path().join("trawl")).unwrap();
     let mut checked = 0;
     let mut stale = Vec::new();
     for page in pages() {

@@ -16,6 +16,7 @@ mod energy;
 mod energy_sim;
 mod export;
 mod figure;
+mod front;
 mod guide;
 mod layering;
 mod lbr;

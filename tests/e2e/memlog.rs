@@ -383,7 +383,7 @@ fn pipe_and_gzip_inputs_with_filters() {
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_trawl"))
+    let out = Command::new(crate::common::trawl_exe())
         .args([
             "ingest",
             "-",

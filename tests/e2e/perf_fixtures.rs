@@ -723,7 +723,7 @@ fn perf_data_from_standard_input() {
     ] {
         let dir = tempfile::tempdir().unwrap();
         let cap = dir.path().join("stdin");
-        let mut child = Command::new(env!("CARGO_BIN_EXE_trawl"))
+        let mut child = Command::new(crate::common::trawl_exe())
             .args([
                 "ingest",
                 "-",

@@ -328,7 +328,7 @@ fn datafusion_settings_come_from_the_environment() {
     let q = "SELECT value FROM information_schema.df_settings \
              WHERE name = 'datafusion.execution.target_partitions'";
     let run = |env: &[(&str, &str)]| {
-        let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_trawl"));
+        let mut c = std::process::Command::new(crate::common::trawl_exe());
         c.args(["sql", cap.to_str().unwrap(), q, "--format", "csv"]);
         c.envs(env.iter().copied());
         c.output().unwrap()

@@ -14,7 +14,7 @@ use crate::common::*;
 
 /// trawl with the symbol store under `cache` ($XDG_CACHE_HOME).
 fn trawl_in(cache: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_trawl"))
+    Command::new(crate::common::trawl_exe())
         .env("XDG_CACHE_HOME", cache)
         .args(args)
         .output()
@@ -59,7 +59,7 @@ fn opened(cache: &Path, args: &[&str]) -> Vec<String> {
     let o = Command::new("strace")
         .args(["-f", "-qq", "-e", "trace=open,openat", "-o"])
         .arg(log.path())
-        .arg(env!("CARGO_BIN_EXE_trawl"))
+        .arg(crate::common::trawl_exe())
         .args(args)
         .env("XDG_CACHE_HOME", cache)
         .output()
@@ -229,7 +229,7 @@ fn two_runs_at_once_share_one_store() {
             .iter()
             .map(|d| {
                 let cap = t.path().join(format!("r{round}-{d}"));
-                let child = Command::new(env!("CARGO_BIN_EXE_trawl"))
+                let child = Command::new(crate::common::trawl_exe())
                     .env("XDG_CACHE_HOME", &cache)
                     .args([
                         "ingest",

@@ -78,7 +78,7 @@ pub(crate) fn demo() -> Result<()> {
     }
     let tmp = tempfile::tempdir()?;
     std::os::unix::fs::symlink(&fx, tmp.path().join("fixtures"))?;
-    let exe = std::env::current_exe()?;
+    let exe = crate::self_command()?;
     println!(
         "(in a scratch directory where `fixtures` is {})",
         fx.display()
@@ -90,7 +90,8 @@ pub(crate) fn demo() -> Result<()> {
             println!("$ trawl {}", shown.join(" "));
             use std::io::Write;
             std::io::stdout().flush()?;
-            let st = std::process::Command::new(&exe)
+            let st = std::process::Command::new(&exe[0])
+                .args(&exe[1..])
                 .args(*args)
                 .current_dir(tmp.path())
                 .status()?;

@@ -1,0 +1,199 @@
+//! What a user sees of the `trawl` command itself — exit statuses, Ctrl-C,
+//! a closed pipe, colours and the progress bar on a terminal — whichever
+//! way it was installed: these tests run against this build's binary, and
+//! CI runs them again against the `trawl` that `pip install ./python` put
+//! on the PATH (`TRAWL_TEST_BIN`), which must behave the same.
+
+use std::io::{Read, Write};
+use std::os::unix::process::ExitStatusExt;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::common::{fixture, trawl as run, trawl_exe};
+
+/// 0 done (with `--version` and `--help` on stdout), 2 bad arguments (clap's
+/// usage on stderr), 1 a command that failed (`trawl: ` and the cause).
+#[test]
+fn exit_statuses_are_the_programs() {
+    let v = run(&["--version"]);
+    assert_eq!(v.status.code(), Some(0));
+    assert_eq!(
+        String::from_utf8_lossy(&v.stdout),
+        format!("trawl {}\n", env!("CARGO_PKG_VERSION"))
+    );
+    let h = run(&["--help"]);
+    assert_eq!(h.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&h.stdout).contains("Usage: trawl [OPTIONS] <COMMAND>"));
+
+    let bad = run(&["report", "hotspots", "--no-such-flag"]);
+    assert_eq!(bad.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(
+        err.contains("unexpected argument '--no-such-flag'"),
+        "{err}"
+    );
+    assert!(bad.stdout.is_empty());
+
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("no-capture");
+    let f = run(&["sql", missing.to_str().unwrap(), "SELECT 1"]);
+    assert_eq!(f.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&f.stderr);
+    assert!(err.starts_with("trawl: "), "{err}");
+    assert!(f.stdout.is_empty());
+}
+
+/// Ctrl-C (SIGINT) ends a running ingest at once, by the signal (as a
+/// shell sees it: status 130), and leaves no capture behind.
+#[test]
+fn ctrl_c_ends_the_command_and_leaves_no_capture() {
+    let dir = tempfile::tempdir().unwrap();
+    let cap = dir.path().join("cap");
+    let cache = tempfile::tempdir().unwrap();
+    let mut child = Command::new(trawl_exe())
+        .env("XDG_CACHE_HOME", cache.path())
+        .args(["ingest", "-", "-o", cap.to_str().unwrap(), "--no-symbolize"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // A strace line, then nothing: the ingest waits for more.
+    let mut stdin = child.stdin.take().unwrap();
+    stdin
+        .write_all(b"7 1795330737.600000 getpid() = 7 <0.000001>\n")
+        .unwrap();
+    // Running once its staging directory (named by its pid) exists.
+    let staging = dir.path().join(format!(".cap.trawl-tmp-{}", child.id()));
+    let t = Instant::now();
+    while !staging.exists() {
+        assert!(
+            t.elapsed() < Duration::from_secs(60),
+            "the ingest never started"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let pid = child.id().to_string();
+    assert!(Command::new("kill")
+        .args(["-INT", &pid])
+        .status()
+        .unwrap()
+        .success());
+    let t = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(20),
+            "SIGINT did not end the ingest"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    drop(stdin);
+    assert_eq!(status.signal(), Some(2), "{status:?}");
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    assert!(!err.contains("Traceback"), "{err}");
+    assert!(!cap.exists(), "a capture was left behind");
+}
+
+/// A reader that stops early (`trawl sql ... | head -1`) ends trawl quietly:
+/// status 0, nothing on stderr.
+#[test]
+fn a_closed_pipe_ends_the_command_quietly() {
+    let dir = tempfile::tempdir().unwrap();
+    let cap = dir.path().join("cap");
+    crate::common::ingest_file(&fixture("hot-fp.data"), &cap, &["--no-symbolize"]);
+    let cache = tempfile::tempdir().unwrap();
+    let mut child = Command::new(trawl_exe())
+        .env("XDG_CACHE_HOME", cache.path())
+        .args([
+            "sql",
+            cap.to_str().unwrap(),
+            "SELECT value FROM generate_series(1, 3000000)",
+            "--format",
+            "csv",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = child.stdout.take().unwrap();
+    let mut first = [0u8; 64];
+    let n = out.read(&mut first).unwrap();
+    assert!(String::from_utf8_lossy(&first[..n]).starts_with("value\n"));
+    drop(out);
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{o:?}");
+    assert_eq!(String::from_utf8_lossy(&o.stderr), "");
+}
+
+/// Runs `trawl ARGS` on a terminal (a pseudo-terminal from util-linux's
+/// `script`): everything the terminal showed.
+fn on_a_terminal(args: &[&str], cache: &std::path::Path) -> String {
+    let mut cmd = format!("'{}'", trawl_exe().display());
+    for a in args {
+        cmd.push_str(&format!(" '{a}'"));
+    }
+    let o = Command::new("script")
+        .args(["-q", "-e", "-c", &cmd, "/dev/null"])
+        .env("XDG_CACHE_HOME", cache)
+        .env("TERM", "xterm-256color")
+        .env_remove("NO_COLOR")
+        .stdin(Stdio::null())
+        .output()
+        .expect("script (util-linux)");
+    assert!(o.status.success(), "{o:?}");
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// On a terminal, help is in colour and an ingest draws its progress bar;
+/// into a pipe, neither.
+#[test]
+fn colours_and_the_progress_bar_on_a_terminal_only() {
+    let cache = tempfile::tempdir().unwrap();
+    let help = on_a_terminal(&["--help"], cache.path());
+    assert!(
+        help.contains("\x1b[1m"),
+        "no colour on a terminal: {help:?}"
+    );
+    let piped = run(&["--help"]);
+    assert!(!String::from_utf8_lossy(&piped.stdout).contains('\x1b'));
+
+    let dir = tempfile::tempdir().unwrap();
+    let cap = dir.path().join("cap");
+    let data = fixture("mem-syscalls.data");
+    let shown = on_a_terminal(
+        &[
+            "ingest",
+            data.to_str().unwrap(),
+            "-o",
+            cap.to_str().unwrap(),
+            "--no-symbolize",
+        ],
+        cache.path(),
+    );
+    // indicatif's bar (its template ends "ETA {eta} {msg}"), drawn and
+    // then cleared.
+    assert!(
+        shown.contains(" ETA "),
+        "no progress bar on a terminal: {shown:?}"
+    );
+    let cap2 = dir.path().join("cap2");
+    let o = run(&[
+        "ingest",
+        data.to_str().unwrap(),
+        "-o",
+        cap2.to_str().unwrap(),
+        "--no-symbolize",
+    ]);
+    assert!(o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!err.contains('\x1b') && !err.contains(" ETA "), "{err}");
+}
