@@ -218,8 +218,9 @@ pub(crate) fn self_command() -> Result<Vec<OsString>> {
 }
 
 /// The `trawl` program: `args` as a process receives them (the program's
-/// name first), `self_command` the command that runs it again (the binary's
-/// path; the interpreter and `-m trawl` for the Python package's command).
+/// name first), `self_command` the command that runs it again (the
+/// interpreter and `-m trawl` for the Python package's command; empty: this
+/// executable).
 /// Returns the process's exit status: 0 done, 1 failed, 2 bad arguments
 /// (clap's), as the binary exits with it. Standard output is flushed.
 pub fn main(args: impl IntoIterator<Item = OsString>, self_command: Vec<OsString>) -> u8 {
