@@ -179,8 +179,8 @@ pub static LBR_SEQUENCE: Spec = Spec {
 /// Registers `branch`, `lbr_transition`, `_lbr_sample` and the lbr table
 /// functions.
 pub async fn register(s: &Session) -> Result<()> {
-    s.run_script(BRANCH).await?;
-    s.run_script(LBR_SAMPLE).await?;
+    s.define_views(BRANCH).await?;
+    s.define_views(LBR_SAMPLE).await?;
     crate::functions::register(s, SPECS).await
 }
 

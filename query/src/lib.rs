@@ -53,6 +53,7 @@ pub mod tables;
 pub mod time;
 pub mod timeline;
 pub mod tracepoint;
+mod view;
 
 pub use captures::{find_captures, CaptureRef};
 pub use datafusion;

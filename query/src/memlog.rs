@@ -300,10 +300,10 @@ pub async fn register(s: &Session) -> Result<()> {
     s.register_lazy("_page_reuse_plan", plan_schema(), |s| async move {
         Ok(vec![plan_batch(&page_reuse(&s, None).await?)?])
     })?;
-    s.run_script(SYMBOL_USE).await?;
-    s.run_script(OBJECT_USE).await?;
-    s.run_script(REUSE_PAIR).await?;
-    s.run_script(PAGE).await?;
+    s.define_views(SYMBOL_USE).await?;
+    s.define_views(OBJECT_USE).await?;
+    s.define_views(REUSE_PAIR).await?;
+    s.define_views(PAGE).await?;
     crate::functions::register(s, SPECS).await
 }
 

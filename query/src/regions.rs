@@ -654,7 +654,7 @@ pub async fn register(s: &Session) -> Result<()> {
         schema(),
         |s| async move { regions(&s).await },
     )?;
-    s.run_script(ATTRIBUTION).await?;
+    s.define_views(ATTRIBUTION).await?;
     crate::functions::register(s, SPECS).await
 }
 

@@ -114,11 +114,11 @@ impl Session {
             s.ctx.register_table(def.name, table)?;
         }
         time::register(&s).await?;
-        s.run_script(stacks::FRAME_NAME).await?;
-        s.run_script(stacks::SAMPLE_SYMBOLIZED).await?;
-        s.run_script(stacks::STACK_WEIGHT).await?;
-        s.run_script(stacks::HOTSPOT_KEY_VIEW).await?;
-        s.run_script(stacks::THREAD_STATE).await?;
+        s.define_views(stacks::FRAME_NAME).await?;
+        s.define_views(stacks::SAMPLE_SYMBOLIZED).await?;
+        s.define_views(stacks::STACK_WEIGHT).await?;
+        s.define_views(stacks::HOTSPOT_KEY_VIEW).await?;
+        s.define_views(stacks::THREAD_STATE).await?;
         s.ctx.register_table(
             stack_cost::NAME,
             Arc::new(stack_cost::table(

@@ -63,7 +63,7 @@ pub async fn register(s: &Session) -> Result<()> {
                 ELSE x.time_ns + b.offset_ns END AS t_ns \
          FROM metric x JOIN time_base b ON x.capture = b.capture AND x.source_id = b.source_id",
     ] {
-        s.ctx.sql(stmt).await?;
+        s.define_views(stmt).await?;
     }
     Ok(())
 }
