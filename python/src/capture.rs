@@ -143,7 +143,7 @@ impl Capture {
                 .await?
                 .ok_or_else(|| anyhow::anyhow!("no SQL statement given"))
         })?;
-        Ok(Relation::new(df))
+        Ok(Relation::new(df, self.s.clone()))
     }
 
     /// Calls the table function `name` as `trawl sql`'s
@@ -176,7 +176,7 @@ impl Capture {
             )?;
             Ok(s.ctx.read_table(provider)?)
         })?;
-        Ok(Relation::new(df))
+        Ok(Relation::new(df, self.s.clone()))
     }
 
     /// Every table and column with its type and documentation.
@@ -186,7 +186,7 @@ impl Capture {
             let batches = s.columns().await?;
             Ok(s.ctx.read_batches(batches)?)
         })?;
-        Ok(Relation::new(df))
+        Ok(Relation::new(df, self.s.clone()))
     }
 
     /// The captures: (name, directory) each.

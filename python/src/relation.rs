@@ -19,6 +19,7 @@ use trawl_query::datafusion::arrow::ffi::FFI_ArrowSchema;
 use trawl_query::datafusion::arrow::ffi_stream::FFI_ArrowArrayStream;
 use trawl_query::datafusion::execution::SendableRecordBatchStream;
 use trawl_query::datafusion::prelude::DataFrame;
+use trawl_query::Session;
 
 use crate::{guard, runtime, wait};
 
@@ -35,11 +36,16 @@ const SCHEMA: &CStr = c"arrow_schema";
 #[pyclass(module = "trawl._trawl", frozen)]
 pub struct Relation {
     pub(crate) df: DataFrame,
+    /// The session the plan was made in, kept while the result lives: a
+    /// derived table or a view the plan reads is computed or planned in it
+    /// when the result is read, which may be after the `Capture` is gone
+    /// (`trawl.open(p).timeline().to_pandas()`).
+    session: Arc<Session>,
 }
 
 impl Relation {
-    pub(crate) fn new(df: DataFrame) -> Relation {
-        Relation { df }
+    pub(crate) fn new(df: DataFrame, session: Arc<Session>) -> Relation {
+        Relation { df, session }
     }
 
     fn schema(&self) -> SchemaRef {
@@ -144,7 +150,12 @@ impl Relation {
 
     /// The first `n` rows as a new relation.
     fn limit(&self, py: Python<'_>, n: usize) -> PyResult<Relation> {
-        guard(py, || Ok(Relation::new(self.df.clone().limit(0, Some(n))?)))
+        guard(py, || {
+            Ok(Relation::new(
+                self.df.clone().limit(0, Some(n))?,
+                self.session.clone(),
+            ))
+        })
     }
 
     /// The plan DataFusion runs (with `analyze=True`: run it and show

@@ -200,6 +200,39 @@ def test_every_analysis_is_a_method_and_is_tested():
     assert set(listed.column("function").to_pylist()) == names - {"exhaustion"}
 
 
+def test_a_result_outlives_its_capture(caps):
+    # The Capture is gone before the result is read: the energy of each
+    # function is computed then (sample_energy, a derived table, reads the
+    # views of samples on the time axis), in the result's own session.
+    # Expected: the rows of the same call on a capture kept open.
+    import gc
+
+    (_, directory), = caps["energy"].captures
+    r = trawl.open(directory).energy(by="function")
+    gc.collect()
+    got = r.to_arrow().to_pylist()
+    want = caps["energy"].energy(by="function").to_arrow().to_pylist()
+    assert len(got) > 0
+    assert_same_rows(got, want, "energy by function")
+
+
+def test_analysis_methods_have_signatures_and_help(caps):
+    # What help() and a notebook's completion show: each analysis's
+    # parameters (the positional ones first, as `trawl functions` lists
+    # them), the keyword conversions, and the parameters' documentation.
+    import inspect
+    import pydoc
+
+    sig = inspect.signature(caps["perf"].hotspots)
+    params = list(sig.parameters.values())
+    assert params[0].name == "by" and params[0].kind is inspect.Parameter.POSITIONAL_OR_KEYWORD
+    assert "inline" in sig.parameters
+    tl = inspect.signature(trawl.Capture.timeline).parameters
+    assert tl["window"].kind is inspect.Parameter.KEYWORD_ONLY and "window_ns" in tl
+    text = pydoc.render_doc(caps["perf"].hotspots)
+    assert "by=None" in text and "Parameters (as in ``trawl sql``'s hotspots(...))" in text
+
+
 @pytest.mark.parametrize(
     "kind,method,kwargs,report",
     [

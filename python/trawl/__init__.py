@@ -17,10 +17,10 @@ pyarrow, Polars, DuckDB and pandas get the batches without a copy.
 
 from __future__ import annotations
 
-import inspect
 import os
 import sys
 import time
+import types
 from typing import Any, Iterable, Optional, Sequence, Union
 
 from . import _trawl
@@ -415,25 +415,42 @@ def _list(v: Any) -> list:
     return list(v)
 
 
-def _analysis(name: str, doc: str, positional: int, params: list):
-    """A method calling the table function ``name`` with keyword arguments."""
-    names = [p[0] for p in params]
-    conversions = {
-        k: c for k, c in _CONVERSIONS.items() if c[0] in names and k not in names
-    }
+class _Analysis:
+    """A method of :class:`Capture` calling the table function ``name`` with
+    keyword arguments. Its signature (for ``help()`` and completion) is built
+    when first asked for: ``inspect`` costs the ``trawl`` command, which
+    imports this package, several milliseconds at every start."""
 
-    def method(self: Capture, *args: Any, **kwargs: Any) -> Result:
+    def __init__(self, name: str, doc: str, positional: int, params: list):
+        self.__name__ = name
+        self.__qualname__ = f"Capture.{name}"
+        self._positional = positional
+        self._params = params
+        self._names = [p[0] for p in params]
+        self._conversions = {
+            k: c for k, c in _CONVERSIONS.items() if c[0] in self._names and k not in self._names
+        }
+        lines = [doc, "", "Parameters (as in ``trawl sql``'s " + name + "(...)):"]
+        lines += [f"    {p} ({kind}): {pdoc}" for p, kind, pdoc in params]
+        lines += [f"    {k}: {cdoc}" for k, (_, _, cdoc) in self._conversions.items()]
+        self.__doc__ = "\n".join(lines)
+
+    def __get__(self, obj: Any, objtype: Any = None) -> Any:
+        return self if obj is None else types.MethodType(self, obj)
+
+    def __call__(self, cap: Capture, *args: Any, **kwargs: Any) -> Result:
+        name, names, positional = self.__name__, self._names, self._positional
         if len(args) > positional:
             raise TypeError(
                 f"{name}() takes {positional} positional argument(s); give the rest by name"
             )
         given = dict(zip(names, args))
         for k, v in kwargs.items():
-            if k in conversions:
-                target, convert, _ = conversions[k]
+            if k in self._conversions:
+                target, convert, _ = self._conversions[k]
                 if target in kwargs:
                     raise TypeError(f"{name}(): give {k} or {target}, not both")
-                k, v = target, convert(self, v)
+                k, v = target, convert(cap, v)
             elif k not in names:
                 raise TypeError(
                     f"{name}() has no parameter {k!r}; it takes {', '.join(names) or 'none'}"
@@ -446,36 +463,32 @@ def _analysis(name: str, doc: str, positional: int, params: list):
         lead = names[:positional]
         last = max([i + 1 for i, p in enumerate(lead) if given.get(p) is not None], default=0)
         args = [given.pop(p, None) for p in lead][:last]
-        return Result(self._c.call(name, args, [(k, v) for k, v in given.items()]))
+        return Result(cap._c.call(name, args, [(k, v) for k, v in given.items()]))
 
-    sig = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_ONLY)]
-    lines = [doc, "", "Parameters (as in ``trawl sql``'s " + name + "(...)):"]
-    for i, (p, kind, pdoc) in enumerate(params):
-        how = (
-            inspect.Parameter.POSITIONAL_OR_KEYWORD
-            if i < positional
-            else inspect.Parameter.KEYWORD_ONLY
-        )
-        sig.append(inspect.Parameter(p, how, default=None))
-        lines.append(f"    {p} ({kind}): {pdoc}")
-    for k, (target, _, cdoc) in conversions.items():
-        sig.append(inspect.Parameter(k, inspect.Parameter.KEYWORD_ONLY, default=None))
-        lines.append(f"    {k}: {cdoc}")
-    method.__name__ = name
-    method.__qualname__ = f"Capture.{name}"
-    method.__doc__ = "\n".join(lines)
-    method.__signature__ = inspect.Signature(sig)  # type: ignore[attr-defined]
-    return method
+    @property
+    def __signature__(self) -> Any:
+        import inspect
+
+        P = inspect.Parameter
+        sig = [P("self", P.POSITIONAL_ONLY)]
+        for i, p in enumerate(self._names):
+            how = P.POSITIONAL_OR_KEYWORD if i < self._positional else P.KEYWORD_ONLY
+            sig.append(P(p, how, default=None))
+        sig += [P(k, P.KEYWORD_ONLY, default=None) for k in self._conversions]
+        return inspect.Signature(sig)
+
+    def __repr__(self) -> str:
+        return f"<analysis {self.__qualname__}>"
 
 
 _SPECS = _trawl.functions()
 for _name, _doc, _positional, _params in _SPECS:
-    setattr(Capture, _name, _analysis(_name, _doc, _positional, _params))
+    setattr(Capture, _name, _Analysis(_name, _doc, _positional, _params))
 # `exhaustion(rule, min_s, gap_s)` is a Rust table function without a spec.
 setattr(
     Capture,
     "exhaustion",
-    _analysis(
+    _Analysis(
         "exhaustion",
         "Ranges where an exhaustion rule over the metrics holds (Morita et al., H/W resource exhaustion analysis, stage A), per capture.",
         3,
