@@ -1,7 +1,7 @@
 //! Views planned when a query first reads them.
 //!
 //! A session defines some thirty views over its tables (`frame_name`,
-//! `stack_weight`, `perf_sample_t`, ...). `CREATE VIEW` plans the view's
+//! `_stack_weight`, `perf_sample_t`, ...). `CREATE VIEW` plans the view's
 //! query on the spot, and planning all of them was most of the time a
 //! session took to open, though a query reads one or two, or none (`trawl
 //! sql CAP 'SELECT count(*) FROM perf_sample'`). A [`LazyView`] keeps the
