@@ -6,8 +6,26 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Result};
 
+/// The checkout this trawl was built from, else the checkout the command is
+/// run in (an installed trawl whose build directory is gone).
 pub(crate) fn fixtures_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures")
+    find_fixtures(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures"),
+        std::env::current_dir().ok().as_deref(),
+    )
+}
+
+fn find_fixtures(built: &Path, cwd: Option<&Path>) -> PathBuf {
+    if has_fixtures(built) {
+        return built.to_path_buf();
+    }
+    cwd.map(|d| d.join("fixtures"))
+        .filter(|d| has_fixtures(d))
+        .unwrap_or_else(|| built.to_path_buf())
+}
+
+fn has_fixtures(dir: &Path) -> bool {
+    dir.join("perf/hot-fp.data").is_file()
 }
 
 /// (what it shows, the commands).
@@ -70,9 +88,9 @@ fn quoted(a: &str) -> String {
 
 pub(crate) fn demo() -> Result<()> {
     let fx = fixtures_dir();
-    if !fx.join("perf/hot-fp.data").is_file() {
+    if !has_fixtures(&fx) {
         bail!(
-            "the bundled fixtures are not at {} (run from a checkout)",
+            "the bundled fixtures are not at {} nor in ./fixtures (run it in a checkout of trawl)",
             fx.display()
         );
     }
@@ -101,4 +119,32 @@ pub(crate) fn demo() -> Result<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn checkout(root: &Path) {
+        let perf = root.join("fixtures/perf");
+        std::fs::create_dir_all(&perf).unwrap();
+        std::fs::write(perf.join("hot-fp.data"), b"PERFILE2").unwrap();
+    }
+
+    #[test]
+    fn fixtures_of_the_build_else_of_the_working_directory() {
+        let t = tempfile::tempdir().unwrap();
+        let (build, cwd) = (t.path().join("build"), t.path().join("cwd"));
+        std::fs::create_dir_all(&cwd).unwrap();
+        let built = build.join("fixtures");
+        // Neither has them: the build's path, for the error message.
+        assert_eq!(find_fixtures(&built, Some(&cwd)), built);
+        assert_eq!(find_fixtures(&built, None), built);
+        // Only the working directory (the build directory is gone).
+        checkout(&cwd);
+        assert_eq!(find_fixtures(&built, Some(&cwd)), cwd.join("fixtures"));
+        // Both: the build's own.
+        checkout(&build);
+        assert_eq!(find_fixtures(&built, Some(&cwd)), built);
+    }
 }
