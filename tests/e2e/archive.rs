@@ -612,7 +612,8 @@ fn inputs_grouped_by_a_users_pattern() {
 }
 
 /// `kill -9` of an archive ingest at a range of moments (0 to 1.1 of a
-/// whole run's time), each run resuming the last: after every kill each
+/// whole run's time; smaller fractions too if none of those interrupted a
+/// run), each run resuming the last: after every kill each
 /// capture directory in the archive is whole (its samples = perf script's
 /// count of its recording, every table opens) and the manifest reads;
 /// a final run finishes the work (3 captures, each as perf script counts,
