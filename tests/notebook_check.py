@@ -4,7 +4,7 @@ monitoring and an energy capture open in pyarrow, Polars and DuckDB with
 their documented schemas and the same values; a hotspot query written
 directly in DuckDB over the Parquet files agrees with `trawl report
 hotspots` on the same capture; an archive's Hive layout reads in DuckDB
-and Polars.
+and Polars, from a directory and from a local S3 server.
 
 Usage: tests/notebook_check.py [TRAWL_BINARY]
 """
@@ -206,6 +206,47 @@ def archive_check(tmp):
     status = dict(duckdb.sql(f"SELECT capture, status FROM read_parquet('{os.path.join(arch, 'capture.parquet')}')").fetchall())
     assert status == {r: "ok" for r in fixtures}, status
     print(f"duckdb and polars read the archive's hive layout: samples of {len(want)} captures as perf script counts")
+    s3_check(src, want)
+
+
+def s3_check(src, want):
+    """The same runs ingested into an archive on a local S3 server
+    (tests/s3/server.py): Polars reads it from the bucket, DuckDB through
+    pyarrow's S3 file system (DuckDB's own httpfs extension is downloaded
+    at run time), both with the counts perf script gives."""
+    server = subprocess.Popen([sys.executable, os.path.join(ROOT, "tests", "s3", "server.py")],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        import json
+        c = json.loads(server.stdout.readline())
+        env = dict(os.environ, AWS_ENDPOINT_URL=c["endpoint"], AWS_ALLOW_HTTP="true", AWS_REGION="us-east-1",
+                   AWS_ACCESS_KEY_ID=c["access_key_id"], AWS_SECRET_ACCESS_KEY=c["secret_access_key"])
+        url = "s3://trawl/runs"
+        subprocess.run([TRAWL, "archive", "ingest", src, "-o", url, "--no-symbolize"], check=True,
+                       capture_output=True, env=env)
+        opts = {"aws_endpoint_url": c["endpoint"], "aws_allow_http": "true", "aws_region": "us-east-1",
+                "aws_access_key_id": c["access_key_id"], "aws_secret_access_key": c["secret_access_key"]}
+        got = dict(pl.scan_parquet(url + "/*/perf_sample.parquet", hive_partitioning=True, storage_options=opts)
+                   .group_by("capture").len().collect().iter_rows())
+        assert got == want, (got, want)
+        import pyarrow.dataset as ds
+        import pyarrow.fs as pafs
+        fs = pafs.S3FileSystem(endpoint_override=c["endpoint"], scheme="http", region="us-east-1",
+                               access_key=c["access_key_id"], secret_key=c["secret_access_key"])
+        files = [f.path for f in fs.get_file_info(pafs.FileSelector("trawl/runs", recursive=True))
+                 if f.path.endswith("/perf_sample.parquet")]
+        samples = ds.dataset(files, filesystem=fs, format="parquet",
+                             partitioning=ds.partitioning(flavor="hive"), partition_base_dir="trawl/runs")
+        got = dict(duckdb.sql("SELECT capture, count(*) FROM samples GROUP BY ALL").fetchall())
+        assert got == want, (got, want)
+        out = subprocess.run([TRAWL, "sql", url, "SELECT capture, count(*) AS n FROM perf_sample GROUP BY capture",
+                              "--format", "csv"], check=True, capture_output=True, text=True, env=env).stdout
+        got = {r["capture"]: int(r["n"]) for r in csv.DictReader(io.StringIO(out))}
+        assert got == want, (got, want)
+        print(f"an archive on a local S3 server: trawl, polars and duckdb (pyarrow's S3) read {len(want)} captures as perf script counts")
+    finally:
+        server.kill()
+        server.wait()
 
 
 if __name__ == "__main__":

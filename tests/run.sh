@@ -58,6 +58,11 @@ grep -qs '"version": "0.10.0"' target/npm/node_modules/@firefox-devtools/profile
   npm install --silent --no-audit --no-fund --save-exact --prefix target/npm @firefox-devtools/profiler-cli@0.10.0 >/dev/null
 python3 -c 'import jsonschema' >/dev/null 2>&1 ||
   python3 -m pip install --quiet --disable-pip-version-check jsonschema
+# A local S3 server for the object-store tests (tests/s3/server.py): moto,
+# which authenticates requests as AWS does and runs in-process from PyPI
+# (no container, no service); boto3 sets it up.
+python3 -c 'import moto.server, boto3, flask_cors' >/dev/null 2>&1 ||
+  python3 -m pip install --quiet --disable-pip-version-check 'moto[server]>=5.1,<6' boto3
 
 # No incremental build state: a clean checkout builds once, and the target
 # directory stays small on a machine with little free disk.

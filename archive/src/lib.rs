@@ -18,6 +18,7 @@
 
 mod manifest;
 mod plan;
+mod remote;
 mod run;
 
 pub use manifest::{read_manifest, CaptureRow, InputRow, Status};
@@ -25,6 +26,9 @@ pub use plan::{plan, Grouping, Planned};
 pub use run::{ingest, Event, Options, Outcome, Summary};
 
 use std::path::{Path, PathBuf};
+
+/// Whether an archive or source names an object store (`s3://...`).
+pub use trawl_capture::store::is_url;
 
 /// Directory of capture `name` in `archive`.
 pub fn capture_dir(archive: &Path, name: &str) -> PathBuf {

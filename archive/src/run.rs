@@ -96,11 +96,12 @@ struct Job {
     hash: String,
 }
 
-/// Ingests the captures that `srcs` make (see [`plan`]) into `archive`.
-/// `enrich` runs on each capture's staging directory before it is
-/// committed (symbolization) and returns a note for the manifest;
-/// `unwinder` gives each ingest its stack unwinder; `progress` hears of
-/// each capture as it is done.
+/// Ingests the captures that `srcs` make (see [`plan`]) into `archive`, a
+/// directory or an object store URL (`s3://bucket/archive`, see
+/// [`crate::remote`]). `enrich` runs on each capture's staging directory
+/// before it is committed (symbolization) and returns a note for the
+/// manifest; `unwinder` gives each ingest its stack unwinder; `progress`
+/// hears of each capture as it is done.
 pub fn ingest(
     srcs: &[PathBuf],
     archive: &Path,
@@ -109,7 +110,57 @@ pub fn ingest(
     unwinder: &(dyn Fn() -> Option<Box<dyn StackUnwinder>> + Sync),
     progress: &mut dyn FnMut(Event<'_>),
 ) -> Result<Summary> {
+    if trawl_capture::store::is_url(archive) || srcs.iter().any(|s| trawl_capture::store::is_url(s))
+    {
+        return crate::remote::ingest(srcs, archive, opts, enrich, unwinder, progress);
+    }
     std::fs::create_dir_all(archive).map_err(|e| Error::io(archive, e))?;
+    ingest_into(srcs, &Local(archive), opts, enrich, unwinder, progress)
+}
+
+/// Where an ingest's captures go: ingested in a local directory (the
+/// archive, or a working copy of its manifest), then published.
+pub(crate) trait Target: Sync {
+    /// The directory the captures are ingested into and the manifest is
+    /// written in.
+    fn local(&self) -> &Path;
+    /// Whether capture `name` is in the archive.
+    fn has(&self, name: &str) -> bool;
+    /// Makes capture `name`, committed in [`Target::local`], part of the
+    /// archive (on the thread that ingested it).
+    fn publish(&self, name: &str) -> Result<()>;
+    /// Makes the manifest written in [`Target::local`] the archive's.
+    fn publish_manifest(&self) -> Result<()>;
+}
+
+/// A local archive: captures are committed in place.
+pub(crate) struct Local<'a>(pub(crate) &'a Path);
+
+impl Target for Local<'_> {
+    fn local(&self) -> &Path {
+        self.0
+    }
+    fn has(&self, name: &str) -> bool {
+        capture_dir(self.0, name).is_dir()
+    }
+    fn publish(&self, _: &str) -> Result<()> {
+        Ok(())
+    }
+    fn publish_manifest(&self) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// [`ingest`] into `target`.
+pub(crate) fn ingest_into(
+    srcs: &[PathBuf],
+    target: &dyn Target,
+    opts: &Options,
+    enrich: &(dyn Fn(&Path) -> Option<String> + Sync),
+    unwinder: &(dyn Fn() -> Option<Box<dyn StackUnwinder>> + Sync),
+    progress: &mut dyn FnMut(Event<'_>),
+) -> Result<Summary> {
+    let archive = target.local();
     if trawl_capture::layout::is_capture(archive) {
         return Err(Error::Other(format!(
             "{}: is a capture, not an archive; choose another directory",
@@ -161,7 +212,7 @@ pub fn ingest(
             .get(&job.planned.name)
             .filter(|c| c.content_hash == job.hash);
         match before {
-            Some(c) if c.status == Status::Ok && capture_dir(archive, &c.capture).is_dir() => {
+            Some(c) if c.status == Status::Ok && target.has(&c.capture) => {
                 done_before.push((job, Outcome::Unchanged))
             }
             Some(c) if c.status == Status::Failed && !opts.retry_failed => {
@@ -213,7 +264,7 @@ pub fn ingest(
                 }
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 let Some(job) = todo.get(i) else { break };
-                let (outcome, row) = ingest_one(archive, job, ingest_opts, enrich, unwinder);
+                let (outcome, row) = ingest_one(target, job, ingest_opts, enrich, unwinder);
                 if tx.send((i, outcome, row)).is_err() {
                     break;
                 }
@@ -247,13 +298,13 @@ pub fn ingest(
             // The manifest at most twice a second: a capture committed
             // but not yet in it is ingested again by the next run.
             if last_write.elapsed() >= Duration::from_millis(500) {
-                save(archive, &caps, &inputs)?;
+                save(target, &caps, &inputs)?;
                 last_write = Instant::now();
                 dirty = false;
             }
         }
         if dirty || !archive.join("capture.parquet").is_file() {
-            save(archive, &caps, &inputs)?;
+            save(target, &caps, &inputs)?;
         }
         Ok(())
     })?;
@@ -266,13 +317,14 @@ pub fn ingest(
 }
 
 fn save(
-    archive: &Path,
+    target: &dyn Target,
     caps: &BTreeMap<String, CaptureRow>,
     inputs: &BTreeMap<String, Vec<InputRow>>,
 ) -> Result<()> {
     let rows: Vec<CaptureRow> = caps.values().cloned().collect();
     let ins: Vec<InputRow> = inputs.values().flatten().cloned().collect();
-    write_manifest(archive, &rows, &ins)
+    write_manifest(target.local(), &rows, &ins)?;
+    target.publish_manifest()
 }
 
 /// Where captures are written before they are renamed into place.
@@ -344,13 +396,13 @@ fn now_ns() -> i64 {
 }
 
 fn ingest_one(
-    archive: &Path,
+    target: &dyn Target,
     job: &Job,
     opts: &trawl_ingest::IngestOptions,
     enrich: &(dyn Fn(&Path) -> Option<String> + Sync),
     unwinder: &(dyn Fn() -> Option<Box<dyn StackUnwinder>> + Sync),
 ) -> (Outcome, CaptureRow) {
-    let dir = capture_dir(archive, &job.planned.name);
+    let dir = capture_dir(target.local(), &job.planned.name);
     let mut note = None;
     let result = trawl_ingest::ingest_with_unwinder(
         &job.planned.inputs,
@@ -376,12 +428,19 @@ fn ingest_one(
         trawl_version: env!("CARGO_PKG_VERSION").to_string(),
         schema_version: SCHEMA_VERSION,
     };
+    // Published (uploaded) once committed: a capture that could not be is
+    // failed.
+    let result = result.map_err(Error::from).and_then(|s| {
+        let (host, start) = host_and_start(&dir);
+        target.publish(&job.planned.name)?;
+        Ok((s, host, start))
+    });
     match result {
-        Ok(s) => {
+        Ok((s, host, start)) => {
             let diagnostics: u64 = s.inputs.iter().map(|i| i.diagnostics.len() as u64).sum();
             row.diagnostics = Some(diagnostics as i64);
             row.message = note.filter(|n| !n.is_empty());
-            (row.host, row.start_utc_ns) = host_and_start(&dir);
+            (row.host, row.start_utc_ns) = (host, start);
             let samples = s.inputs.iter().map(|i| i.samples).sum();
             (
                 Outcome::Ingested {

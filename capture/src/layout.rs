@@ -21,14 +21,21 @@ pub fn is_capture(dir: &Path) -> bool {
 pub fn schema_version(dir: &Path) -> Result<Option<i32>, String> {
     let path = table_file(dir, "source");
     let f = std::fs::File::open(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let meta = parquet::arrow::arrow_reader::ArrowReaderMetadata::load(&f, Default::default())
-        .map_err(|e| format!("{}: {e}", path.display()))?;
+    schema_version_of(f).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// [`schema_version`] of a `source` table's bytes (or file).
+pub fn schema_version_of<R: parquet::file::reader::ChunkReader + 'static>(
+    source: R,
+) -> Result<Option<i32>, String> {
+    let meta = parquet::arrow::arrow_reader::ArrowReaderMetadata::load(&source, Default::default())
+        .map_err(|e| e.to_string())?;
     match meta.schema().metadata().get("trawl.schema_version") {
         None => Ok(None),
         Some(v) => v
             .parse()
             .map(Some)
-            .map_err(|_| format!("{}: schema version {v:?} is not a number", path.display())),
+            .map_err(|_| format!("schema version {v:?} is not a number")),
     }
 }
 
@@ -36,9 +43,17 @@ pub fn schema_version(dir: &Path) -> Result<Option<i32>, String> {
 /// (`capture.parquet` at the root: one file read instead of a footer per
 /// capture). `None` when `dir` has no readable manifest.
 pub fn archive_versions(dir: &Path) -> Option<std::collections::HashMap<String, i32>> {
+    let f = std::fs::File::open(table_file(dir, "capture")).ok()?;
+    manifest_versions(f)
+}
+
+/// [`archive_versions`] of a manifest's `capture` table (bytes or file):
+/// the captures whose status is `ok`, with their schema versions.
+pub fn manifest_versions<R: parquet::file::reader::ChunkReader + 'static>(
+    f: R,
+) -> Option<std::collections::HashMap<String, i32>> {
     use arrow::array::{Array, AsArray};
     use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-    let f = std::fs::File::open(table_file(dir, "capture")).ok()?;
     let reader = ParquetRecordBatchReaderBuilder::try_new(f)
         .ok()?
         .build()
@@ -50,8 +65,12 @@ pub fn archive_versions(dir: &Path) -> Option<std::collections::HashMap<String, 
         let versions = b
             .column_by_name("schema_version")?
             .as_primitive_opt::<arrow::datatypes::Int32Type>()?;
+        let status = b
+            .column_by_name("status")
+            .and_then(|c| c.as_string_opt::<i32>());
         for i in 0..b.num_rows() {
-            if names.is_valid(i) && versions.is_valid(i) {
+            let ok = status.is_none_or(|s| s.is_valid(i) && s.value(i) == "ok");
+            if ok && names.is_valid(i) && versions.is_valid(i) {
                 out.insert(names.value(i).to_string(), versions.value(i));
             }
         }

@@ -6,9 +6,10 @@
 //! an extension codec for the rest:
 //!
 //! - a [`CaptureTable`] (`perf_sample`, ... of all the session's captures)
-//!   travels as its file list (capture name, path, size); the scheduler
-//!   plans it as the Parquet scan it is, which the executors run on the
-//!   same paths (a shared file system);
+//!   travels as its file list (capture name, path or object store URL,
+//!   size); the scheduler plans it as the Parquet scan it is, which the
+//!   executors run on the same paths (a shared file system) or read from
+//!   the object store with their own credentials;
 //! - a derived table ([`LazyTable`], computed in the client, see
 //!   [`crate::client`]) or a `MemTable` travels as its rows (Arrow IPC),
 //!   within [`MAX_ROWS_BYTES`];
@@ -59,6 +60,9 @@ struct Files {
 struct File {
     capture: String,
     path: PathBuf,
+    /// The object store holding it (`s3://bucket`; none: a local file).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    store: Option<String>,
     size: u64,
     version: Option<i32>,
 }
@@ -177,6 +181,7 @@ impl LogicalExtensionCodec for LogicalCodec {
                     .map(|f| CaptureFile {
                         capture: f.capture,
                         path: f.path,
+                        store: f.store,
                         size: f.size,
                         version: f.version,
                     })
@@ -212,6 +217,7 @@ impl LogicalExtensionCodec for LogicalCodec {
                     .map(|f| File {
                         capture: f.capture.clone(),
                         path: f.path.clone(),
+                        store: f.store.clone(),
                         size: f.size,
                         version: f.version,
                     })

@@ -32,6 +32,14 @@ pub async fn scheduler(o: SchedulerOptions) -> Result<(), ballista_core::error::
         external_host: o.external_host,
         override_logical_codec: Some(Arc::new(LogicalCodec::default())),
         override_physical_codec: Some(Arc::new(PhysicalCodec::default())),
+        // Plans name buckets; the scheduler reaches them with its own
+        // settings should DataFusion ask for a store.
+        override_session_builder: Some(Arc::new(|config| {
+            let state = ballista_core::utils::default_session_builder(config)?;
+            Ok(SessionStateBuilder::new_from_existing(state)
+                .with_runtime_env(trawl_query::stores::runtime()?)
+                .build())
+        })),
         ..Default::default()
     };
     let cluster = BallistaCluster::new_from_config(&config).await?;
@@ -75,6 +83,7 @@ pub struct ExecutorOptions {
 
 /// Runs an executor until the process ends.
 pub async fn executor(o: ExecutorOptions) -> Result<(), ballista_core::error::BallistaError> {
+    let work_dir = o.work_dir.clone();
     let config = ExecutorProcessConfig {
         scheduler_host: o.scheduler_host,
         scheduler_port: o.scheduler_port,
@@ -87,6 +96,15 @@ pub async fn executor(o: ExecutorOptions) -> Result<(), ballista_core::error::Ba
         override_logical_codec: Some(Arc::new(LogicalCodec::default())),
         override_physical_codec: Some(Arc::new(PhysicalCodec::default())),
         override_function_registry: Some(Arc::new(functions())),
+        // Buckets reached with the executor's own settings.
+        override_runtime_producer: Some(Arc::new(move |_| {
+            let mut b = datafusion::execution::runtime_env::RuntimeEnvBuilder::new()
+                .with_object_store_registry(Arc::new(trawl_query::stores::EnvStores::default()));
+            if let Some(wd) = &work_dir {
+                b = b.with_temp_file_path(wd);
+            }
+            Ok(Arc::new(b.build()?))
+        })),
         ..Default::default()
     };
     start_executor_process(Arc::new(config)).await

@@ -1,6 +1,7 @@
 //! Which directories a session reads: capture directories, or archives
 //! whose subdirectories are captures, each with a unique name.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use crate::error::{Error, Result};
@@ -9,23 +10,96 @@ use crate::error::{Error, Result};
 #[derive(Clone, Debug)]
 pub struct CaptureRef {
     pub name: String,
+    /// The directory, or the URL of a capture in an object store.
     pub dir: PathBuf,
     /// The schema version its files were written with (None: unknown,
     /// read as the current one).
     pub version: Option<i32>,
+    /// Where a capture in an object store is, with its tables' sizes.
+    pub remote: Option<Remote>,
+}
+
+/// A capture in an object store: its location and the size of each
+/// table's object (from one listing of the archive or capture, not a
+/// request per file).
+#[derive(Clone, Debug)]
+pub struct Remote {
+    pub at: trawl_capture::store::Location,
+    pub sizes: BTreeMap<String, u64>,
+    /// The URL of the archive whose manifest named it.
+    pub archive: Option<String>,
+}
+
+/// A capture found, before it is named.
+struct Found {
+    dir: PathBuf,
+    /// Its name before it is made unique.
+    base: String,
+    version: Option<i32>,
+    remote: Option<Remote>,
 }
 
 /// Expands the user's arguments: capture directories, or directories whose
-/// subdirectories are captures (an archive).
+/// subdirectories are captures (an archive); either may be an object
+/// store URL (`s3://bucket/archive`, see [`trawl_capture::store`]).
 pub fn find_captures(args: &[PathBuf]) -> Result<Vec<CaptureRef>> {
-    let mut out = Vec::new();
+    let mut found: Vec<Found> = Vec::new();
+    for a in args {
+        if trawl_capture::store::is_url(a) {
+            let url = a.to_string_lossy().into_owned();
+            found.extend(trawl_capture::store::block_on(remote_captures(&url))?);
+        } else {
+            found.extend(local_captures(a)?);
+        }
+    }
+    // Names: the directory names, made unique.
+    let mut refs: Vec<CaptureRef> = Vec::new();
+    for f in found {
+        let mut name = f.base.clone();
+        let mut k = 2;
+        while refs.iter().any(|r| r.name == name) {
+            name = format!("{}#{k}", f.base);
+            k += 1;
+        }
+        refs.push(CaptureRef {
+            name,
+            dir: f.dir,
+            version: f.version,
+            remote: f.remote,
+        });
+    }
+    Ok(refs)
+}
+
+/// An archive's captures are Hive partitions: `capture=NAME` is NAME.
+fn base_name(dir_name: &str) -> String {
+    match dir_name.strip_prefix("capture=") {
+        Some(n) if !n.is_empty() => n.to_string(),
+        _ => dir_name.to_string(),
+    }
+}
+
+/// Captures of newer layouts are refused, not misread.
+fn check_version(dir: &std::path::Path, found: Option<i32>) -> Result<()> {
+    let supported = trawl_capture::schema::SCHEMA_VERSION;
+    match found.filter(|&v| v > supported) {
+        Some(found) => Err(Error::NewerSchema {
+            path: dir.to_path_buf(),
+            found,
+            supported,
+        }),
+        None => Ok(()),
+    }
+}
+
+/// The capture `a`, or the captures in its subdirectories.
+fn local_captures(a: &std::path::Path) -> Result<Vec<Found>> {
+    let mut dirs = Vec::new();
     // Schema versions an archive's manifest states (no footer to read).
     let mut known: std::collections::HashMap<PathBuf, i32> = Default::default();
-    for a in args {
-        if trawl_capture::layout::is_capture(a) {
-            out.push(a.clone());
-            continue;
-        }
+    if trawl_capture::layout::is_capture(a) {
+        dirs.push(a.to_path_buf());
+    } else {
         if let Some(v) = trawl_capture::layout::archive_versions(a) {
             for (name, version) in v {
                 known.insert(a.join(format!("capture={name}")), version);
@@ -41,48 +115,125 @@ pub fn find_captures(args: &[PathBuf]) -> Result<Vec<CaptureRef>> {
             })
             .unwrap_or_default();
         if subs.is_empty() {
-            return Err(Error::NotACapture { path: a.clone() });
-        }
-        subs.sort();
-        out.extend(subs);
-    }
-    // Captures of a newer layout are refused, not misread.
-    let mut versions = Vec::with_capacity(out.len());
-    for dir in &out {
-        let found = match known.get(dir) {
-            Some(&v) => Some(v),
-            None => trawl_capture::layout::schema_version(dir).map_err(Error::Usage)?,
-        };
-        versions.push(found);
-        let supported = trawl_capture::schema::SCHEMA_VERSION;
-        if let Some(found) = found.filter(|&v| v > supported) {
-            return Err(Error::NewerSchema {
-                path: dir.clone(),
-                found,
-                supported,
+            return Err(Error::NotACapture {
+                path: a.to_path_buf(),
             });
         }
+        subs.sort();
+        dirs.extend(subs);
     }
-    // Names: the directory names, made unique.
-    let mut refs: Vec<CaptureRef> = Vec::new();
-    for (dir, version) in out.into_iter().zip(versions) {
+    let mut out = Vec::with_capacity(dirs.len());
+    for dir in dirs {
+        let version = match known.get(&dir) {
+            Some(&v) => Some(v),
+            None => trawl_capture::layout::schema_version(&dir).map_err(Error::Usage)?,
+        };
+        check_version(&dir, version)?;
         let base = dir
             .canonicalize()
             .ok()
             .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
             .unwrap_or_else(|| dir.to_string_lossy().into_owned());
-        // An archive's captures are Hive partitions: `capture=NAME` is NAME.
-        let base = match base.strip_prefix("capture=") {
-            Some(n) if !n.is_empty() => n.to_string(),
-            _ => base,
-        };
-        let mut name = base.clone();
-        let mut k = 2;
-        while refs.iter().any(|r| r.name == name) {
-            name = format!("{base}#{k}");
-            k += 1;
-        }
-        refs.push(CaptureRef { name, dir, version });
+        out.push(Found {
+            base: base_name(&base),
+            dir,
+            version,
+            remote: None,
+        });
     }
-    Ok(refs)
+    Ok(out)
+}
+
+/// The capture at `url`, or the captures under it: one listing of the
+/// prefix gives every table's object and size. An archive's captures are
+/// those its manifest (`capture.parquet`) names as ingested: a capture
+/// being uploaded, or left half uploaded by a killed run, is not one yet.
+async fn remote_captures(url: &str) -> Result<Vec<Found>> {
+    let at = trawl_capture::store::open(url).map_err(Error::Usage)?;
+    let objects = at.list().await.map_err(Error::Usage)?;
+    // Tables by directory relative to the prefix ("" for the prefix).
+    let mut dirs: BTreeMap<String, BTreeMap<String, u64>> = BTreeMap::new();
+    let strip = if at.prefix.as_ref().is_empty() {
+        String::new()
+    } else {
+        format!("{}/", at.prefix)
+    };
+    for o in &objects {
+        let Some(rel) = o.location.as_ref().strip_prefix(&strip) else {
+            continue;
+        };
+        let (dir, file) = rel.rsplit_once('/').unwrap_or(("", rel));
+        if dir.contains('/') || dir.starts_with('.') {
+            continue;
+        }
+        if let Some(table) = file.strip_suffix(".parquet") {
+            dirs.entry(dir.to_string())
+                .or_default()
+                .insert(table.to_string(), o.size);
+        }
+    }
+    let url = at.url();
+    let one = |rel: &str, base: String, sizes, version, archive| Found {
+        dir: PathBuf::from(at.child(rel).url()),
+        base,
+        version,
+        remote: Some(Remote {
+            at: at.child(rel),
+            sizes,
+            archive,
+        }),
+    };
+    let top = dirs.remove("").unwrap_or_default();
+    if top.contains_key("source") {
+        let version = remote_version(&at).await?;
+        check_version(std::path::Path::new(&url), version)?;
+        let last = url.rsplit('/').next().unwrap_or(&url).to_string();
+        return Ok(vec![one("", base_name(&last), top, version, None)]);
+    }
+    let manifest = match top.contains_key("capture") {
+        true => Some(
+            at.read("capture.parquet")
+                .await
+                .map_err(Error::Usage)?
+                .and_then(trawl_capture::layout::manifest_versions)
+                .ok_or_else(|| {
+                    Error::Usage(format!("{url}/capture.parquet: not a readable manifest"))
+                })?,
+        ),
+        false => None,
+    };
+    let mut out = Vec::new();
+    for (dir, sizes) in dirs {
+        if !sizes.contains_key("source") {
+            continue;
+        }
+        let base = base_name(&dir);
+        let version = match &manifest {
+            Some(m) => match m.get(&base) {
+                Some(&v) => Some(v),
+                None => continue,
+            },
+            None => remote_version(&at.child(&dir)).await?,
+        };
+        let archive = manifest.as_ref().map(|_| url.clone());
+        let f = one(&dir, base, sizes, version, archive);
+        check_version(&f.dir, version)?;
+        out.push(f);
+    }
+    if out.is_empty() {
+        return Err(Error::NotACapture {
+            path: PathBuf::from(url),
+        });
+    }
+    Ok(out)
+}
+
+/// The schema version of the capture at `at` (one small object read).
+async fn remote_version(at: &trawl_capture::store::Location) -> Result<Option<i32>> {
+    let bytes = at.read("source.parquet").await.map_err(Error::Usage)?;
+    let bytes = bytes.ok_or_else(|| Error::NotACapture {
+        path: PathBuf::from(at.url()),
+    })?;
+    trawl_capture::layout::schema_version_of(bytes)
+        .map_err(|e| Error::Usage(format!("{}/source.parquet: {e}", at.url())))
 }

@@ -5,7 +5,7 @@
 //! sessions they open) makes sure each capture holds that function's code,
 //! and the call then reads `instruction` as the files are now. Without a
 //! source (a session of a library user, a cluster) `annotate` reads what
-//! the captures hold.
+//! the captures hold, as it does for captures in object stores.
 
 use std::sync::Arc;
 
@@ -28,7 +28,8 @@ pub(crate) fn annotate_inputs(
     let module = text(b, "module");
     let only = texts(b, "capture")?;
     for c in &shared.captures {
-        if !only.is_empty() && !only.contains(&c.name) {
+        // Captures in object stores are read as they are.
+        if (!only.is_empty() && !only.contains(&c.name)) || c.remote.is_some() {
             continue;
         }
         src.ensure(&c.dir, &function, module.as_deref())

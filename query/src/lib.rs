@@ -49,13 +49,14 @@ pub mod sample;
 pub mod session;
 pub mod stack_cost;
 pub mod stacks;
+pub mod stores;
 pub mod tables;
 pub mod time;
 pub mod timeline;
 pub mod tracepoint;
 mod view;
 
-pub use captures::{find_captures, CaptureRef};
+pub use captures::{find_captures, CaptureRef, Remote};
 pub use datafusion;
 pub use error::{Error, Result};
 pub use registry::{aggregate_udfs, scalar_udfs, specs};

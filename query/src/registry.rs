@@ -31,7 +31,10 @@ impl Session {
     /// `origin` in each capture.
     pub async fn open_at(args: &[PathBuf], origin: &Origin) -> Result<Session> {
         Self::open_in(args, origin, |config| {
-            Ok(SessionContext::new_with_config(config))
+            Ok(SessionContext::new_with_config_rt(
+                config,
+                crate::stores::runtime()?,
+            ))
         })
         .await
     }
@@ -46,6 +49,17 @@ impl Session {
     ) -> Result<Session> {
         let captures = find_captures(args)?;
         let ctx = make(session_config()?)?;
+        // The object stores of captures not on a local disk.
+        let mut roots: Vec<&str> = captures
+            .iter()
+            .filter_map(|c| c.remote.as_ref().map(|r| r.at.root.as_str()))
+            .collect();
+        roots.dedup();
+        for root in roots {
+            let store = trawl_capture::store::store(root).map_err(crate::Error::Usage)?;
+            let url = datafusion::execution::object_store::ObjectStoreUrl::parse(root)?;
+            ctx.register_object_store(url.as_ref(), store);
+        }
         for def in trawl_capture::schema::TABLES {
             // The flat table is a view over the others (its files, written
             // by `ingest --flat`, are for readers without trawl).
@@ -54,6 +68,11 @@ impl Session {
             }
             ctx.register_table(def.name, Arc::new(stored_table(&captures, def)))?;
         }
+        let mut manifests: Vec<String> = captures
+            .iter()
+            .filter_map(|c| c.remote.as_ref()?.archive.clone())
+            .collect();
+        manifests.dedup();
         let s = Session {
             ctx,
             shared: Arc::new(Shared {
@@ -80,12 +99,21 @@ impl Session {
             };
             let urls = args
                 .iter()
-                .map(|a| trawl_capture::layout::table_file(a, def.name))
-                .filter(|p| p.is_file())
-                .map(|p| {
-                    let p = std::fs::canonicalize(&p).unwrap_or(p);
-                    ListingTableUrl::parse(p.to_string_lossy())
+                .filter(|a| !trawl_capture::store::is_url(a))
+                .filter_map(|a| {
+                    let p = trawl_capture::layout::table_file(a, def.name);
+                    let p = p
+                        .is_file()
+                        .then(|| std::fs::canonicalize(&p).unwrap_or(p))?;
+                    Some(p.to_string_lossy().into_owned())
                 })
+                // Archives in object stores whose manifest was read.
+                .chain(
+                    manifests
+                        .iter()
+                        .map(|a| format!("{a}/{}.parquet", def.name)),
+                )
+                .map(ListingTableUrl::parse)
                 .collect::<datafusion::error::Result<Vec<_>>>()?;
             let schema = datafusion::arrow::datatypes::Schema::new(
                 def.columns

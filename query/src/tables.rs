@@ -39,7 +39,11 @@ use crate::session::{Session, Shared};
 #[derive(Clone, Debug)]
 pub struct CaptureFile {
     pub capture: String,
+    /// The file's path, or its key in the object store `store`.
     pub path: PathBuf,
+    /// `scheme://bucket` of the object store holding it (None: a local
+    /// file).
+    pub store: Option<String>,
     pub size: u64,
     /// The schema version it was written with (None: the current one).
     pub version: Option<i32>,
@@ -235,18 +239,20 @@ impl TableProvider for CaptureTable {
             };
             return Ok(Arc::new(EmptyExec::new(schema)));
         }
-        // Files needing the same renames are scanned together, with the
-        // columns' old names, then renamed: the union is one table.
-        let mut groups: Vec<(Vec<&Rename>, Vec<&CaptureFile>)> = Vec::new();
+        // Files needing the same renames (in the same store) are scanned
+        // together, with the columns' old names, then renamed: the union
+        // is one table.
+        type Group<'a> = ((Vec<&'a Rename>, &'a Option<String>), Vec<&'a CaptureFile>);
+        let mut groups: Vec<Group> = Vec::new();
         for f in files {
-            let r = self.renames_of(f);
+            let r = (self.renames_of(f), &f.store);
             match groups.iter_mut().find(|g| g.0 == r) {
                 Some(g) => g.1.push(f),
                 None => groups.push((r, vec![f])),
             }
         }
         let mut plans = Vec::with_capacity(groups.len());
-        for (renames, files) in groups {
+        for ((renames, _), files) in groups {
             let plan = self
                 .scan_files(state, &files, &renames, projection, limit)
                 .await?;
@@ -313,7 +319,11 @@ impl CaptureTable {
             None => (0..=n_file).collect(),
         };
         let indices: Vec<usize> = table_cols.iter().map(|&i| to_scan(i)).collect();
-        let config = FileScanConfigBuilder::new(ObjectStoreUrl::local_filesystem(), source)
+        let store = match &files[0].store {
+            Some(root) => ObjectStoreUrl::parse(root)?,
+            None => ObjectStoreUrl::local_filesystem(),
+        };
+        let config = FileScanConfigBuilder::new(store, source)
             .with_file_groups(groups.into_iter().map(|g| FileGroup::new(g.1)).collect())
             .with_projection_indices(Some(indices))?
             .with_limit(limit)
@@ -455,6 +465,15 @@ pub(crate) fn stored_table(
     let files = captures
         .iter()
         .filter_map(|c| {
+            if let Some(r) = &c.remote {
+                return r.sizes.get(def.name).map(|&size| CaptureFile {
+                    capture: c.name.clone(),
+                    path: PathBuf::from(r.at.key(&format!("{}.parquet", def.name)).as_ref()),
+                    store: Some(r.at.root.clone()),
+                    size,
+                    version: c.version,
+                });
+            }
             let path = trawl_capture::layout::table_file(&c.dir, def.name);
             let meta = std::fs::metadata(&path).ok().filter(|m| m.is_file())?;
             Some(CaptureFile {
@@ -463,6 +482,7 @@ pub(crate) fn stored_table(
                 path: std::fs::canonicalize(&path)
                     .or_else(|_| std::path::absolute(&path))
                     .unwrap_or(path),
+                store: None,
                 size: meta.len(),
                 version: c.version,
             })
@@ -514,6 +534,7 @@ mod tests {
         CaptureFile {
             capture: String::new(),
             path: path.to_path_buf(),
+            store: None,
             size: std::fs::metadata(path).unwrap().len(),
             version: None,
         }

@@ -14,11 +14,13 @@ use std::time::{Duration, Instant};
 use crate::common::*;
 
 /// The processes of a cluster, killed when dropped.
-struct Cluster {
+pub(crate) struct Cluster {
     procs: Vec<Child>,
-    url: String,
+    pub(crate) url: String,
+    /// The environment of its processes and of the client.
+    env: Vec<(&'static str, String)>,
     scheduler_log: PathBuf,
-    executor_logs: Vec<PathBuf>,
+    pub(crate) executor_logs: Vec<PathBuf>,
 }
 
 impl Drop for Cluster {
@@ -41,9 +43,14 @@ fn free_ports(n: usize) -> Vec<u16> {
         .collect()
 }
 
-fn spawn(args: &[&str], log: &Path) -> Child {
+fn spawn(args: &[&str], log: &Path, env: &[(&'static str, String)]) -> Child {
+    // Each process in a directory of its own: nothing relative is shared.
+    let cwd = log.with_extension("cwd");
+    std::fs::create_dir_all(&cwd).unwrap();
     Command::new(crate::common::trawl_exe())
         .args(args)
+        .current_dir(&cwd)
+        .envs(env.iter().map(|(k, v)| (k, v)))
         .env("RUST_LOG", "info")
         .stdin(Stdio::null())
         .stdout(File::create(log.with_extension("out")).unwrap())
@@ -57,11 +64,16 @@ fn spawn(args: &[&str], log: &Path) -> Child {
 /// before a process binds it: a process that ends while starting is
 /// retried with new ports (three times), its logs kept in the message.
 fn start(dir: &Path) -> Cluster {
+    start_with(dir, Vec::new())
+}
+
+/// [`start`], the processes with `env` (and the client, in [`both`]).
+pub(crate) fn start_with(dir: &Path, env: Vec<(&'static str, String)>) -> Cluster {
     let mut failures = Vec::new();
     for attempt in 0..3 {
         let d = dir.join(format!("start{attempt}"));
         std::fs::create_dir_all(&d).unwrap();
-        match try_start(&d) {
+        match try_start(&d, env.clone()) {
             Ok(c) => return c,
             Err(e) => failures.push(e),
         }
@@ -69,7 +81,7 @@ fn start(dir: &Path) -> Cluster {
     panic!("the cluster did not start:\n{}", failures.join("\n\n"));
 }
 
-fn try_start(dir: &Path) -> Result<Cluster, String> {
+fn try_start(dir: &Path, env: Vec<(&'static str, String)>) -> Result<Cluster, String> {
     let p = free_ports(5);
     let sched = format!("127.0.0.1:{}", p[0]);
     let mut c = Cluster {
@@ -77,10 +89,12 @@ fn try_start(dir: &Path) -> Result<Cluster, String> {
         url: format!("df://localhost:{}", p[0]),
         scheduler_log: dir.join("scheduler.log"),
         executor_logs: vec![dir.join("executor1.log"), dir.join("executor2.log")],
+        env,
     };
     c.procs.push(spawn(
         &["cluster", "scheduler", "--bind", &sched],
         &c.scheduler_log,
+        &c.env,
     ));
     for (i, log) in c.executor_logs.clone().iter().enumerate() {
         let (flight, grpc) = (p[1 + 2 * i].to_string(), p[2 + 2 * i].to_string());
@@ -105,6 +119,7 @@ fn try_start(dir: &Path) -> Result<Cluster, String> {
                 work.to_str().unwrap(),
             ],
             log,
+            &c.env,
         ));
     }
     let t0 = Instant::now();
@@ -137,8 +152,22 @@ fn try_start(dir: &Path) -> Result<Cluster, String> {
 
 /// stdout of `trawl ARGS` on one machine, and with `--cluster`; both must
 /// succeed (within a limit: a query must not hang on the cluster).
-fn both(c: &Cluster, args: &[&str]) -> (String, String) {
-    let local = trawl_ok(args);
+pub(crate) fn both(c: &Cluster, args: &[&str]) -> (String, String) {
+    let local = if c.env.is_empty() {
+        trawl_ok(args)
+    } else {
+        let o = Command::new(crate::common::trawl_exe())
+            .args(args)
+            .envs(c.env.iter().map(|(k, v)| (k, v)))
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        String::from_utf8(o.stdout).unwrap()
+    };
     // Output to files: a pipe nobody reads while waiting would fill.
     let out = c.scheduler_log.with_file_name("query.out");
     let err = c.scheduler_log.with_file_name("query.err");
@@ -146,6 +175,7 @@ fn both(c: &Cluster, args: &[&str]) -> (String, String) {
         .arg("--cluster")
         .arg(&c.url)
         .args(args)
+        .envs(c.env.iter().map(|(k, v)| (k, v)))
         .stdout(File::create(&out).unwrap())
         .stderr(File::create(&err).unwrap())
         .spawn()

@@ -24,6 +24,7 @@ mod lines;
 mod memlog;
 mod metrics;
 mod monitoring;
+mod objects;
 mod offcpu;
 mod perf_fixtures;
 mod phases;

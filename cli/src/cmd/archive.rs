@@ -19,10 +19,13 @@ pub(crate) enum Archive {
 
 #[derive(Args)]
 pub(crate) struct ArchiveIngestArgs {
-    /// Input files and directory trees of runs.
+    /// Input files and directory trees of runs (or object store URLs:
+    /// s3://bucket/prefix, gs://..., az://...).
     #[arg(required = true)]
     pub(crate) sources: Vec<PathBuf>,
-    /// The archive directory (created when missing).
+    /// The archive: a directory (created when missing) or an object store
+    /// URL (s3://bucket/archive; credentials and endpoint from AWS_* or
+    /// ~/.aws, GOOGLE_*, AZURE_*).
     #[arg(short, long)]
     pub(crate) output: PathBuf,
     /// Every input file is a capture of its own (default: the inputs in one
@@ -72,7 +75,13 @@ fn archive_ingest(a: &ArchiveIngestArgs) -> Result<()> {
     // One symbolization config for every capture: what it learns of a
     // binary is shared (in memory and in the symbol store). Symbolization's
     // problems go to the manifest's message.
-    let cfg = a.conv.sym.config_with_store(Some(&a.output));
+    // (An archive in an object store keeps no symbol store: the local one
+    // serves.)
+    let local = !trawl_archive::is_url(&a.output);
+    let cfg = a
+        .conv
+        .sym
+        .config_with_store(local.then_some(a.output.as_path()));
     let how = a.conv.enrichment(&cfg);
     let enrich = |staging: &Path| -> Option<String> {
         if !how.symbolize {

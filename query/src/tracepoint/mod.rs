@@ -61,10 +61,12 @@ pub(crate) fn formats(shared: &Shared) -> DfResult<Arc<Formats>> {
     let mut per: BTreeMap<(String, String, i32), Vec<FieldDesc>> = BTreeMap::new();
     for c in &shared.captures {
         let path = trawl_capture::layout::table_file(&c.dir, "tracepoint_field");
-        if !path.is_file() {
-            continue;
-        }
-        for b in read_parquet(&path)? {
+        let batches = match &c.remote {
+            Some(r) if r.sizes.contains_key("tracepoint_field") => read_remote(&r.at)?,
+            None if path.is_file() => read_parquet(&path)?,
+            _ => continue,
+        };
+        for b in batches {
             add_rows(&b, &c.name, &mut per).map_err(|e| {
                 datafusion::error::DataFusionError::Plan(format!("{}: {e}", path.display()))
             })?;
@@ -88,6 +90,16 @@ fn read_parquet(path: &std::path::Path) -> DfResult<Vec<RecordBatch>> {
     use datafusion::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
     let f = std::fs::File::open(path)?;
     let r = ParquetRecordBatchReaderBuilder::try_new(f)?.build()?;
+    Ok(r.collect::<Result<Vec<_>, _>>()?)
+}
+
+/// The `tracepoint_field` table of a capture in an object store.
+fn read_remote(at: &trawl_capture::store::Location) -> DfResult<Vec<RecordBatch>> {
+    use datafusion::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+    let bytes = trawl_capture::store::block_on(at.read("tracepoint_field.parquet"))
+        .map_err(datafusion::error::DataFusionError::Execution)?
+        .unwrap_or_default();
+    let r = ParquetRecordBatchReaderBuilder::try_new(bytes)?.build()?;
     Ok(r.collect::<Result<Vec<_>, _>>()?)
 }
 

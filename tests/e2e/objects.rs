@@ -1,0 +1,429 @@
+//! Captures and archives in object storage: a real S3 server on localhost
+//! (moto's, `tests/s3/server.py`, which authenticates requests as AWS
+//! does), written by `trawl archive ingest -o s3://...` and read by every
+//! command and by a cluster whose processes share no directory. Answers
+//! must equal the same commands' on the local archive of the same runs
+//! (whose sample counts come from perf script); requests are counted in
+//! the server's log.
+
+use std::io::BufRead;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::common::*;
+
+/// A running S3 server, killed when dropped.
+pub(crate) struct S3 {
+    child: Child,
+    pub endpoint: String,
+    key: String,
+    secret: String,
+    /// The server's request log (a line per request).
+    pub log: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for S3 {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn json_field(line: &str, key: &str) -> String {
+    let at = line
+        .find(&format!("\"{key}\": \""))
+        .unwrap_or_else(|| panic!("{key} in {line}"));
+    let rest = &line[at + key.len() + 5..];
+    rest[..rest.find('"').unwrap()].to_string()
+}
+
+impl S3 {
+    /// Starts the server (moto, from PyPI: `pip install 'moto[server]'`,
+    /// which tests/run.sh installs) with a bucket `trawl`.
+    pub(crate) fn start() -> S3 {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("requests.log");
+        let mut child = Command::new("python3")
+            .arg(root().join("tests/s3/server.py"))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .expect("python3");
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        assert!(
+            line.starts_with('{'),
+            "the S3 server did not start (pip install 'moto[server]'):\n{}",
+            std::fs::read_to_string(&log).unwrap_or_default()
+        );
+        S3 {
+            child,
+            endpoint: json_field(&line, "endpoint"),
+            key: json_field(&line, "access_key_id"),
+            secret: json_field(&line, "secret_access_key"),
+            log,
+            _dir: dir,
+        }
+    }
+
+    /// The environment that reaches the server, as AWS's tools read it.
+    pub(crate) fn env(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("AWS_ENDPOINT_URL", self.endpoint.clone()),
+            ("AWS_ALLOW_HTTP", "true".into()),
+            ("AWS_ACCESS_KEY_ID", self.key.clone()),
+            ("AWS_SECRET_ACCESS_KEY", self.secret.clone()),
+            ("AWS_REGION", "us-east-1".into()),
+        ]
+    }
+
+    /// `trawl ARGS` with the server's environment (and `env` over it).
+    pub(crate) fn trawl(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
+        self.command(args, env).output().expect("run trawl")
+    }
+
+    pub(crate) fn command(&self, args: &[&str], env: &[(&str, &str)]) -> Command {
+        let mut c = Command::new(trawl_exe());
+        c.args(args);
+        for (k, v) in self.env() {
+            c.env(k, v);
+        }
+        for (k, v) in env {
+            c.env(k, v);
+        }
+        c.env("XDG_CACHE_HOME", self._dir.path().join("cache"));
+        c
+    }
+
+    pub(crate) fn ok(&self, args: &[&str]) -> String {
+        let o = self.trawl(args, &[]);
+        assert!(
+            o.status.success(),
+            "trawl {args:?} failed:\n{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr)
+    }
+
+    pub(crate) fn sql(&self, url: &str, q: &str) -> Vec<Vec<String>> {
+        let o = self.trawl(&["sql", url, q, "--format", "csv"], &[]);
+        assert!(
+            o.status.success(),
+            "trawl sql {url} {q:?} failed:\n{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        csv_rows(&String::from_utf8_lossy(&o.stdout))
+    }
+
+    /// Puts `body` at `key` of the bucket (with boto3).
+    pub(crate) fn put(&self, key: &str, body: &str) {
+        let script = format!(
+            "import boto3; boto3.client('s3', endpoint_url={:?}, region_name='us-east-1', \
+             aws_access_key_id={:?}, aws_secret_access_key={:?}).put_object(Bucket='trawl', Key={key:?}, Body={body:?})",
+            self.endpoint, self.key, self.secret
+        );
+        let o = Command::new("python3")
+            .args(["-c", &script])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+
+    /// The request lines the server logged since `from` lines.
+    pub(crate) fn requests(&self, from: usize) -> Vec<String> {
+        std::fs::read_to_string(&self.log)
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| l.contains("HTTP/1.1\""))
+            .skip(from)
+            .map(|l| l.split('"').nth(1).unwrap_or("").to_string())
+            .collect()
+    }
+}
+
+/// `trawl archive ingest SRC -o URL EXTRA...` against `s3`.
+fn ingest_to(s3: &S3, src: &Path, url: &str, extra: &[&str]) -> Output {
+    let bin = fixture_bin();
+    let mut args = vec![
+        "archive",
+        "ingest",
+        src.to_str().unwrap(),
+        "-o",
+        url,
+        "--debug-dir",
+        bin.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    s3.trawl(&args, &[])
+}
+
+fn stderr_ok(o: Output) -> String {
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(o.status.success(), "failed: {err}");
+    err
+}
+
+fn by_capture(rows: Vec<Vec<String>>) -> std::collections::BTreeMap<String, usize> {
+    rows.into_iter()
+        .map(|r| (r[0].clone(), r[1].parse().unwrap()))
+        .collect()
+}
+
+/// perf script's sample count of each capture of `archive::runs`.
+fn runs_samples() -> std::collections::BTreeMap<String, usize> {
+    [
+        ("nightly", "recurse.data"),
+        ("run1", "hot-fp.data"),
+        ("run2", "threads.data"),
+    ]
+    .into_iter()
+    .map(|(c, f)| (c.to_string(), perf_script_samples(&fixture(f))))
+    .collect()
+}
+
+const COUNTS: &str = "SELECT capture, count(*) FROM perf_sample GROUP BY capture ORDER BY capture";
+
+#[test]
+fn an_archive_in_s3_reads_as_the_local_one() {
+    let s3 = S3::start();
+    let t = tempfile::tempdir().unwrap();
+    let src = crate::archive::runs(t.path());
+    let local = t.path().join("arch");
+    let o = crate::archive::archive_ingest(&src, &local, &[]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let url = "s3://trawl/nightly";
+    let err = stderr_ok(ingest_to(&s3, &src, url, &[]));
+    assert!(
+        err.contains("3 captures ingested, 0 unchanged, 0 failed"),
+        "{err}"
+    );
+    // Sample counts: perf script's.
+    assert_eq!(by_capture(s3.sql(url, COUNTS)), runs_samples());
+    // Every answer as the local archive's: a report, the manifest, a
+    // derived table.
+    let local = local.to_str().unwrap();
+    for args in [
+        vec!["report", "hotspots", "ARCH", "--format", "csv"],
+        vec![
+            "sql",
+            "ARCH",
+            "SELECT capture, status, inputs, input_bytes, content_hash FROM capture ORDER BY capture",
+            "--format",
+            "csv",
+        ],
+        vec![
+            "sql",
+            "ARCH",
+            "SELECT capture, count(*), sum(length(path)) FROM capture_input GROUP BY capture ORDER BY capture",
+            "--format",
+            "csv",
+        ],
+        vec!["report", "io", "ARCH", "--format", "csv"],
+        vec!["sql", "ARCH", "SELECT * FROM time_base ORDER BY capture, source_id", "--format", "csv"],
+    ] {
+        let with = |a: &str| -> Vec<&str> {
+            args.iter().map(|x| if *x == "ARCH" { a } else { *x }).collect()
+        };
+        let want = trawl_ok(&with(local));
+        let got = s3.ok(&with(url));
+        assert!(got.starts_with(&want), "{args:?}:\nlocal:\n{want}\ns3:\n{got}");
+    }
+    // Incremental: nothing to do the second time.
+    let err = stderr_ok(ingest_to(&s3, &src, url, &[]));
+    assert!(err.contains("0 captures ingested, 3 unchanged"), "{err}");
+
+    // A filter on `capture` reads only that capture's objects: EXPLAIN
+    // names them, and the server serves no other capture's.
+    let q = "SELECT count(*) FROM perf_sample WHERE capture = 'run1'";
+    let plan = s3.ok(&["sql", url, &format!("EXPLAIN {q}")]);
+    assert!(plan.contains("capture=run1/perf_sample.parquet"), "{plan}");
+    assert!(!plan.contains("capture=run2"), "{plan}");
+    let before = s3.requests(0).len();
+    let n = s3.sql(url, q);
+    assert_eq!(n[0][0], runs_samples()["run1"].to_string());
+    let reqs = s3.requests(before);
+    let lists = reqs.iter().filter(|r| r.contains("list-type=2")).count();
+    assert_eq!(lists, 1, "one listing of the archive: {reqs:#?}");
+    assert!(
+        !reqs
+            .iter()
+            .any(|r| r.contains("capture=run2") || r.contains("capture%3Drun2")),
+        "{reqs:#?}"
+    );
+}
+
+#[test]
+fn object_store_errors_name_the_url_and_never_hang() {
+    let s3 = S3::start();
+    let t0 = Instant::now();
+    // Nothing there.
+    let o = s3.trawl(&["sql", "s3://trawl/none", "SELECT 1"], &[]);
+    assert_refused(&o, "s3://trawl/none");
+    assert_refused(&o, "not a trawl capture");
+    // No such bucket.
+    let o = s3.trawl(&["sql", "s3://no-such-bucket/a", "SELECT 1"], &[]);
+    assert_refused(&o, "s3://no-such-bucket/a");
+    // Bad credentials: the server refuses the signature.
+    let o = s3.trawl(
+        &["sql", "s3://trawl/a", "SELECT 1"],
+        &[("AWS_SECRET_ACCESS_KEY", "wrong")],
+    );
+    assert_refused(&o, "s3://trawl/a");
+    assert_refused(&o, "access denied");
+    let t = tempfile::tempdir().unwrap();
+    let src = crate::archive::runs(t.path());
+    let o = s3.trawl(
+        &[
+            "archive",
+            "ingest",
+            src.to_str().unwrap(),
+            "-o",
+            "s3://trawl/x",
+            "--no-symbolize",
+        ],
+        &[("AWS_ACCESS_KEY_ID", "AKIAIOSFODNN7EXAMPLE")],
+    );
+    assert_refused(&o, "s3://trawl/x");
+    assert_refused(&o, "access denied");
+    // A server that is not there: an error within the retries' bound.
+    let t1 = Instant::now();
+    let o = s3.trawl(
+        &["sql", "s3://trawl/a", "SELECT 1"],
+        &[("AWS_ENDPOINT_URL", "http://127.0.0.1:9")],
+    );
+    assert_refused(&o, "s3://trawl/a");
+    assert!(t1.elapsed() < Duration::from_secs(90), "{:?}", t1.elapsed());
+    // Another writer's lock (this process: alive, on this host).
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+    s3.put(
+        "locked/.trawl-archive.lock",
+        &format!(
+            "host={}\npid={}\nstarted=9999999999\n",
+            host.trim(),
+            std::process::id()
+        ),
+    );
+    let o = ingest_to(&s3, &src, "s3://trawl/locked", &["--no-symbolize"]);
+    assert_refused(&o, "another `trawl archive ingest` is writing this archive");
+    // A lock left by a process that is gone is taken over.
+    s3.put(
+        "stale/.trawl-archive.lock",
+        &format!("host={}\npid=999999999\nstarted=1\n", host.trim()),
+    );
+    let err = stderr_ok(ingest_to(
+        &s3,
+        &src,
+        "s3://trawl/stale",
+        &["--no-symbolize"],
+    ));
+    assert!(err.contains("3 captures ingested"), "{err}");
+    assert!(
+        t0.elapsed() < Duration::from_secs(300),
+        "{:?}",
+        t0.elapsed()
+    );
+}
+
+#[test]
+fn an_upload_killed_at_any_moment_leaves_whole_captures() {
+    let s3 = S3::start();
+    let t = tempfile::tempdir().unwrap();
+    let src = crate::archive::runs(t.path());
+    let want = runs_samples();
+    // How long a whole run takes (into another prefix).
+    let t0 = Instant::now();
+    stderr_ok(ingest_to(
+        &s3,
+        &src,
+        "s3://trawl/timing",
+        &["--no-symbolize"],
+    ));
+    let full = t0.elapsed();
+    let url = "s3://trawl/killed";
+    let mut interrupted = 0;
+    for k in 1..8 {
+        let mut child = s3
+            .command(
+                &[
+                    "archive",
+                    "ingest",
+                    src.to_str().unwrap(),
+                    "-o",
+                    url,
+                    "--no-symbolize",
+                    "-j",
+                    "1",
+                ],
+                &[],
+            )
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(full * k / 8);
+        let killed = child.try_wait().unwrap().is_none();
+        let _ = child.kill();
+        let _ = child.wait();
+        interrupted += killed as usize;
+        // Whatever a reader sees is whole captures (or nothing yet).
+        let o = s3.trawl(&["sql", url, COUNTS, "--format", "csv"], &[]);
+        if o.status.success() {
+            for (c, n) in by_capture(csv_rows(&String::from_utf8_lossy(&o.stdout))) {
+                assert_eq!(n, want[&c], "capture {c} after a kill at {k}/8");
+            }
+        } else {
+            assert_refused(&o, "not a trawl capture");
+        }
+    }
+    assert!(interrupted > 0, "no kill interrupted a run ({full:?})");
+    // The next run takes over the lock and finishes.
+    let err = stderr_ok(ingest_to(&s3, &src, url, &["--no-symbolize"]));
+    assert!(err.contains("0 failed"), "{err}");
+    assert_eq!(by_capture(s3.sql(url, COUNTS)), want);
+}
+
+#[test]
+fn a_cluster_reads_an_archive_in_s3_without_a_shared_directory() {
+    // The client sends URLs; each executor (in a directory of its own)
+    // reads the objects with its own credentials.
+    let s3 = S3::start();
+    let t = tempfile::tempdir().unwrap();
+    let src = crate::archive::runs(t.path());
+    let url = "s3://trawl/nightly";
+    stderr_ok(ingest_to(&s3, &src, url, &[]));
+    std::fs::remove_dir_all(&src).unwrap();
+    let c = crate::cluster::start_with(t.path(), s3.env());
+    for args in [
+        vec!["sql", url, COUNTS, "--format", "csv"],
+        vec!["report", "hotspots", url, "--format", "csv"],
+        vec![
+            "sql",
+            url,
+            "SELECT capture, status FROM capture ORDER BY capture",
+            "--format",
+            "csv",
+        ],
+    ] {
+        let (local, cluster) = crate::cluster::both(&c, &args);
+        assert_eq!(local, cluster, "{args:?}");
+    }
+    assert_eq!(
+        by_capture(csv_rows(
+            &crate::cluster::both(&c, &["sql", url, COUNTS, "--format", "csv"]).1
+        )),
+        runs_samples()
+    );
+    for log in &c.executor_logs {
+        let text = std::fs::read_to_string(log).unwrap();
+        assert!(
+            text.contains("Execute task"),
+            "{}: no task ran there:\n{text}",
+            log.display()
+        );
+    }
+}

@@ -1,0 +1,100 @@
+"""A local S3 server for trawl's tests: moto's (https://github.com/getmoto/moto)
+in server mode, on 127.0.0.1, with requests authenticated as on AWS.
+
+Prints one line of JSON once it serves: {"endpoint", "access_key_id",
+"secret_access_key", "bucket"}; runs until killed (or until stdin closes).
+Usage: python3 tests/s3/server.py [PORT] (0 or none: any free port).
+"""
+
+import json
+import os
+import sys
+import threading
+
+# Authentication as on AWS after the requests that make the user, its key,
+# its policy and the bucket (made below, before anything else is served).
+os.environ["INITIAL_NO_AUTH_ACTION_COUNT"] = "4"
+
+import urllib.parse  # noqa: E402
+
+import boto3  # noqa: E402
+import moto.iam.access_control as access_control  # noqa: E402
+from moto.server import ThreadedMotoServer  # noqa: E402
+
+# moto 5 checks a request's signature over its path and query string
+# decoded (`capture=a/`, `prefix=a/`), while clients sign it encoded as
+# SigV4 specifies (`capture%3Da/`, `prefix=a%2F`): every listing of a prefix would be
+# refused. Encode it.
+_create_aws_request = access_control.IAMRequestBase._create_aws_request
+
+
+def _encoded_query(self):
+    path, sep, query = self._path.partition("?")
+    path = "/".join(urllib.parse.quote(urllib.parse.unquote(p), safe="-_.~") for p in path.split("/"))
+    self._path = path + sep + query
+    if sep:
+        pairs = []
+        for pair in query.split("&"):
+            k, eq, v = pair.partition("=")
+            k, v = (urllib.parse.quote(urllib.parse.unquote(x), safe="-_.~") for x in (k, v))
+            pairs.append(k + eq + v)
+        self._path = path + "?" + "&".join(pairs)
+    return _create_aws_request(self)
+
+
+access_control.IAMRequestBase._create_aws_request = _encoded_query
+
+
+def main():
+    port = int(sys.argv[1]) if len(sys.argv) > 1 else 0
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    endpoint = f"http://{host}:{port}"
+    anon = dict(
+        endpoint_url=endpoint,
+        region_name="us-east-1",
+        aws_access_key_id="setup",
+        aws_secret_access_key="setup",
+    )
+    iam = boto3.client("iam", **anon)
+    iam.create_user(UserName="trawl")
+    key = iam.create_access_key(UserName="trawl")["AccessKey"]
+    iam.put_user_policy(
+        UserName="trawl",
+        PolicyName="all",
+        PolicyDocument=json.dumps(
+            {
+                "Version": "2012-10-17",
+                "Statement": [{"Effect": "Allow", "Action": "*", "Resource": "*"}],
+            }
+        ),
+    )
+    boto3.client("s3", **anon).create_bucket(Bucket="trawl")
+    print(
+        json.dumps(
+            {
+                "endpoint": endpoint,
+                "access_key_id": key["AccessKeyId"],
+                "secret_access_key": key["SecretAccessKey"],
+                "bucket": "trawl",
+            }
+        ),
+        flush=True,
+    )
+    # Until killed, or until the parent closes stdin.
+    done = threading.Event()
+
+    def watch():
+        try:
+            sys.stdin.read()
+        finally:
+            done.set()
+
+    threading.Thread(target=watch, daemon=True).start()
+    done.wait()
+    server.stop()
+
+
+if __name__ == "__main__":
+    main()
