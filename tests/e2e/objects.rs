@@ -226,11 +226,11 @@ fn an_archive_in_s3_reads_as_the_local_one() {
         vec!["report", "io", "ARCH", "--format", "csv"],
         vec!["sql", "ARCH", "SELECT * FROM time_base ORDER BY capture, source_id", "--format", "csv"],
     ] {
-        let with = |a: &str| -> Vec<&str> {
+        fn with<'a>(args: &[&'a str], a: &'a str) -> Vec<&'a str> {
             args.iter().map(|x| if *x == "ARCH" { a } else { *x }).collect()
-        };
-        let want = trawl_ok(&with(local));
-        let got = s3.ok(&with(url));
+        }
+        let want = trawl_ok(&with(&args, local));
+        let got = s3.ok(&with(&args, url));
         assert!(got.starts_with(&want), "{args:?}:\nlocal:\n{want}\ns3:\n{got}");
     }
     // Incremental: nothing to do the second time.
