@@ -348,12 +348,14 @@ mod tests {
             CaptureFile {
                 capture: "run1".into(),
                 path: "/a/capture=run1/perf_sample.parquet".into(),
+                store: None,
                 size: 10,
                 version: Some(1),
             },
             CaptureFile {
                 capture: "run2".into(),
-                path: "/a/capture=run2/perf_sample.parquet".into(),
+                path: "a/capture=run2/perf_sample.parquet".into(),
+                store: Some("s3://bucket".into()),
                 size: 20,
                 version: None,
             },
@@ -381,7 +383,14 @@ mod tests {
             .unwrap()
             .files()
             .iter()
-            .map(|f| (f.capture.clone(), f.path.display().to_string(), f.size))
+            .map(|f| {
+                let at = f.store.clone().unwrap_or_default();
+                (
+                    f.capture.clone(),
+                    at + &f.path.display().to_string(),
+                    f.size,
+                )
+            })
             .collect();
         assert_eq!(
             files,
@@ -393,7 +402,7 @@ mod tests {
                 ),
                 (
                     "run2".into(),
-                    "/a/capture=run2/perf_sample.parquet".into(),
+                    "s3://bucketa/capture=run2/perf_sample.parquet".into(),
                     20
                 )
             ]

@@ -510,3 +510,65 @@ def test_the_package_installs_the_trawl_command():
     names = {f[0] for f in trawl._trawl.functions()}
     assert len(names) > 20 and all(n in out for n in names)
 
+
+
+@pytest.fixture
+def s3_server():
+    """A local S3 server (tests/s3/server.py: moto, authenticating as AWS
+    does) with a bucket `trawl`; the environment that reaches it is set in
+    this process (the package reads it as the CLI does) and returned."""
+    import json
+
+    server = subprocess.Popen(
+        [sys.executable, os.path.join(ROOT, "tests", "s3", "server.py")],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    c = json.loads(server.stdout.readline())
+    env = dict(
+        AWS_ENDPOINT_URL=c["endpoint"],
+        AWS_ALLOW_HTTP="true",
+        AWS_REGION="us-east-1",
+        AWS_ACCESS_KEY_ID=c["access_key_id"],
+        AWS_SECRET_ACCESS_KEY=c["secret_access_key"],
+    )
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        yield env
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        server.kill()
+        server.wait()
+
+
+def test_an_archive_in_object_storage(s3_server, tmp_path):
+    """`trawl.open("s3://...")` reads an archive the CLI wrote to the S3
+    server: the samples per capture perf script counts (through
+    `trawl sql` on the same URL), the manifest, and Polars reading the
+    same objects; a URL with nothing there is an error naming it."""
+    src = tmp_path / "runs"
+    for run, f in {"a": "hot-fp.data", "b": "threads.data"}.items():
+        (src / run).mkdir(parents=True)
+        os.link(fx("perf", f), src / run / f)
+    url = "s3://trawl/runs"
+    subprocess.run([TRAWL, "archive", "ingest", str(src), "-o", url, "--no-symbolize"], check=True, capture_output=True)
+    q = "SELECT capture, count(*) AS n FROM perf_sample GROUP BY capture ORDER BY capture"
+    got = trawl.open(url).sql(q).to_pylist()
+    cli = subprocess.run([TRAWL, "sql", url, q, "--format", "csv"], check=True, capture_output=True, text=True).stdout
+    want = [dict(capture=line.split(",")[0], n=int(line.split(",")[1])) for line in cli.split()[1:]]
+    assert got == want and [r["capture"] for r in got] == ["a", "b"], (got, want)
+    status = trawl.open(url).sql("SELECT capture, status FROM capture ORDER BY capture").to_pylist()
+    assert status == [dict(capture="a", status="ok"), dict(capture="b", status="ok")]
+    opts = {k.lower(): v for k, v in s3_server.items()}
+    lazy = pl.scan_parquet(url + "/*/perf_sample.parquet", hive_partitioning=True, storage_options=opts)
+    by = dict(lazy.group_by("capture").len().collect().iter_rows())
+    assert by == {r["capture"]: r["n"] for r in want}
+    with pytest.raises(trawl.TrawlError, match="s3://trawl/nothing"):
+        trawl.open("s3://trawl/nothing")
