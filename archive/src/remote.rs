@@ -5,31 +5,38 @@
 //! manifest at the root. A run:
 //!
 //! - takes the archive's lock, an object (`.trawl-archive.lock`) created
-//!   only if absent (a conditional write: two runs cannot both create it).
-//!   It names the host and process and is rewritten every minute; a lock
-//!   whose process is gone (same host) or that was not rewritten for ten
-//!   minutes is taken over. Another live run is refused.
+//!   only if absent (a conditional write, which S3, GCS, Azure, MinIO and
+//!   R2 honour; the lock is read back in case a store ignores it). It
+//!   names the host, boot and process; the run renews it every minute,
+//!   each time only if it is still the version it wrote (a run that finds
+//!   its lock taken over stops publishing). A lock whose process is gone
+//!   (same host, boot and process namespace) or that the store has not
+//!   seen renewed for ten minutes is taken over, by a conditional replace
+//!   of the version read (of two runs taking over, one wins). Another
+//!   live run is refused.
 //! - copies the manifest into a local working directory and ingests there,
 //!   as into a local archive (same planning, hashing, incremental skips);
 //! - uploads each capture once it is committed locally, `source.parquet`
-//!   last (a prefix is a capture when it holds `source`), in parts for
-//!   large tables (an interrupted part upload leaves no object), then
-//!   deletes the local copy;
+//!   last (a prefix is a capture when it holds `source`; a capture
+//!   replaced loses its `source` first), in parts for large tables (an
+//!   interrupted part upload leaves no object), then deletes the local
+//!   copy;
 //! - uploads the manifest (`capture_input.parquet`, then
 //!   `capture.parquet`) at most twice a second and at the end. Readers
 //!   take an archive's captures from `capture.parquet`: a capture uploaded
 //!   by a run killed before its manifest was, or half uploaded, is not
 //!   read, and the next run ingests it again.
 //!
-//! Sources given as URLs are downloaded (each object under the prefix)
-//! into the working directory first; the manifest records their URLs.
+//! Sources given as URLs are downloaded (each object under the prefix, or
+//! the object the URL names) into the working directory first, streamed
+//! to disk; the manifest records their URLs.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, SystemTime};
 
 use trawl_capture::store::object_store::ObjectStoreExt;
-use trawl_capture::store::{self, block_on, Location};
+use trawl_capture::store::{self, block_on, Location, Version};
 use trawl_ingest::unwind::StackUnwinder;
 
 use crate::run::{ingest_into, Target};
@@ -67,27 +74,31 @@ pub(crate) fn ingest(
             continue;
         }
         let at = store::open(&s.to_string_lossy()).map_err(other)?;
-        let dir = work.path().join(format!("src{k}"));
+        // Named as the prefix is: captures are named by their path under
+        // a source.
+        let last = at.prefix.as_ref().rsplit('/').next().unwrap_or("");
+        let last = if last.is_empty() || last.starts_with('.') {
+            "root"
+        } else {
+            last
+        };
+        let dir = work.path().join(format!("src{k}")).join(last);
         block_on(download(&at, &dir))?;
         fetched.push((dir.clone(), at.url()));
         local_srcs.push(dir);
     }
     let mut summary = if store::is_url(archive) {
         let at = store::open(&archive.to_string_lossy()).map_err(other)?;
-        let target = Remote::open(at, work.path().join("archive"))?;
-        let r = ingest_into(&local_srcs, &target, opts, enrich, unwinder, progress);
+        let mut target = Remote::open(at, work.path().join("archive"))?;
+        let named = Named(&target, &fetched);
+        let r = ingest_into(&local_srcs, &named, opts, enrich, unwinder, progress);
         target.release();
         r?
     } else {
         std::fs::create_dir_all(archive).map_err(|e| Error::io(archive, e))?;
-        ingest_into(
-            &local_srcs,
-            &crate::run::Local(archive),
-            opts,
-            enrich,
-            unwinder,
-            progress,
-        )?
+        let local = crate::run::Local(archive);
+        let named = Named(&local, &fetched);
+        ingest_into(&local_srcs, &named, opts, enrich, unwinder, progress)?
     };
     // Paths of downloaded sources as their URLs.
     for (p, _) in &mut summary.skipped_files {
@@ -100,41 +111,69 @@ pub(crate) fn ingest(
     Ok(summary)
 }
 
-/// Downloads every object under `at` into `dir`, keeping their relative
-/// keys as paths (keys that would leave `dir` are skipped).
-async fn download(at: &Location, dir: &Path) -> Result<()> {
-    let objects = at.list().await.map_err(other)?;
-    if objects.is_empty() {
-        return Err(other(format!("{}: no objects", at.url())));
+/// A target whose inputs downloaded into a directory (first) are named by
+/// the URL they came from (second) in the manifest.
+struct Named<'a>(&'a dyn Target, &'a [(PathBuf, String)]);
+
+impl Target for Named<'_> {
+    fn local(&self) -> &Path {
+        self.0.local()
     }
+    fn has(&self, name: &str) -> bool {
+        self.0.has(name)
+    }
+    fn publish(&self, name: &str) -> Result<()> {
+        self.0.publish(name)
+    }
+    fn publish_manifest(&self) -> Result<()> {
+        self.0.publish_manifest()
+    }
+    fn source_name(&self, p: &Path) -> String {
+        for (dir, url) in self.1 {
+            if let Ok(rel) = p.strip_prefix(dir) {
+                return format!("{url}/{}", rel.display());
+            }
+        }
+        self.0.source_name(p)
+    }
+}
+
+/// Downloads every object under `at` (or the object `at` names) into
+/// `dir`, keeping their relative keys as paths (keys that would leave
+/// `dir` are skipped).
+async fn download(at: &Location, dir: &Path) -> Result<()> {
+    let mut objects: Vec<(String, store::object_store::path::Path)> = Vec::new();
     let strip = match at.prefix.as_ref() {
         "" => String::new(),
         p => format!("{p}/"),
     };
-    for o in objects {
-        let key = o.location.as_ref();
-        // A prefix naming one object is that object.
-        let rel = key
-            .strip_prefix(&strip)
-            .unwrap_or_else(|| key.rsplit('/').next().unwrap_or(key));
-        let safe = !rel.is_empty()
-            && rel
-                .split('/')
-                .all(|p| !p.is_empty() && p != "." && p != "..");
+    for o in at.list().await.map_err(other)? {
+        if let Some(rel) = o.location.as_ref().strip_prefix(&strip) {
+            objects.push((rel.to_string(), o.location));
+        }
+    }
+    if objects.is_empty() {
+        if let Some(o) = at.head().await.map_err(other)? {
+            let name = o.location.filename().unwrap_or("input").to_string();
+            objects.push((name, o.location));
+        }
+    }
+    if objects.is_empty() {
+        return Err(other(format!("{}: no objects", at.url())));
+    }
+    for (rel, key) in objects {
+        let parts: Vec<String> = rel.split('/').map(store::decoded).collect();
+        let safe = parts
+            .iter()
+            .all(|p| !p.is_empty() && p != "." && p != ".." && !p.contains('/'));
         if !safe {
             continue;
         }
-        let path = dir.join(rel);
+        let path = parts.iter().fold(dir.to_path_buf(), |p, part| p.join(part));
         if let Some(parent) = path.parent() {
             std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
         }
-        let url = at.url_of(&o.location);
-        let got = match at.store.get(&o.location).await {
-            Ok(g) => g.bytes().await,
-            Err(e) => Err(e),
-        };
-        let bytes = got.map_err(|e| other(store::describe(&url, &e)))?;
-        std::fs::write(&path, &bytes).map_err(|e| Error::io(&path, e))?;
+        at.download(&key, &path).await.map_err(other)?;
     }
     Ok(())
 }
@@ -146,10 +185,14 @@ struct Remote {
     work: PathBuf,
     /// Captures present (a `source.parquet`) when the run started.
     present: std::collections::HashSet<String>,
-    /// This run's lock, as written.
+    /// This run's lock, as written, and the version of it the store holds.
     lock: String,
+    version: std::sync::Arc<std::sync::Mutex<Option<Version>>>,
+    /// Set when another run took the lock over: nothing more is published.
+    lost: std::sync::Arc<AtomicBool>,
     stop: std::sync::Arc<AtomicBool>,
     heartbeat: Option<std::thread::JoinHandle<()>>,
+    released: AtomicBool,
 }
 
 impl Remote {
@@ -158,28 +201,42 @@ impl Remote {
     fn open(at: Location, work: PathBuf) -> Result<Remote> {
         std::fs::create_dir_all(&work).map_err(|e| Error::io(&work, e))?;
         let lock = lock_text();
-        take_lock(&at, &lock)?;
+        let version = take_lock(&at, &lock)?;
         let mut r = Remote {
             at,
             work,
             present: Default::default(),
             lock,
+            version: std::sync::Arc::new(std::sync::Mutex::new(Some(version))),
+            lost: Default::default(),
             stop: Default::default(),
             heartbeat: None,
+            released: AtomicBool::new(false),
         };
-        let prepared = r.prepare();
-        if let Err(e) = prepared {
+        if let Err(e) = r.prepare() {
             r.release();
             return Err(e);
         }
-        let (at, lock, stop) = (r.at.clone(), r.lock.clone(), r.stop.clone());
+        let (at, lock) = (r.at.clone(), r.lock.clone());
+        let (version, lost, stop) = (r.version.clone(), r.lost.clone(), r.stop.clone());
         r.heartbeat = Some(std::thread::spawn(move || {
             let mut last = SystemTime::now();
-            while !stop.load(Ordering::Relaxed) {
+            while !stop.load(Ordering::Relaxed) && !lost.load(Ordering::Relaxed) {
                 std::thread::sleep(Duration::from_millis(200));
-                if last.elapsed().unwrap_or_default() >= HEARTBEAT {
-                    let _ = block_on(at.write(LOCK, stamp(&lock).into_bytes()));
-                    last = SystemTime::now();
+                if last.elapsed().unwrap_or_default() < HEARTBEAT {
+                    continue;
+                }
+                last = SystemTime::now();
+                let mut v = version.lock().expect("lock version");
+                let Some(current) = v.clone() else { break };
+                // Renewed only if it is still the version this run wrote.
+                match block_on(at.replace(LOCK, stamp(&lock).into_bytes(), &current)) {
+                    Ok(Some(new)) => *v = Some(new),
+                    Ok(None) => {
+                        lost.store(true, Ordering::Relaxed);
+                        *v = None;
+                    }
+                    Err(_) => {} // tried again at the next beat
                 }
             }
         }));
@@ -196,26 +253,44 @@ impl Remote {
         }
         for o in block_on(self.at.list()).map_err(other)? {
             let key = o.location.as_ref();
-            if let Some(name) = key
+            if let Some(dir) = key
                 .strip_suffix("/source.parquet")
                 .and_then(|d| d.rsplit('/').next())
-                .and_then(crate::capture_name)
             {
-                self.present.insert(name.to_string());
+                if let Some(name) = crate::capture_name(&store::decoded(dir)) {
+                    self.present.insert(name.to_string());
+                }
             }
         }
         Ok(())
     }
 
-    /// Stops the heartbeat and removes the lock (if it is still this
-    /// run's).
-    fn release(&self) {
+    /// Fails once another run has taken the lock over.
+    fn check_lock(&self) -> Result<()> {
+        if self.lost.load(Ordering::Relaxed) {
+            return Err(other(format!(
+                "{}: another run took over this run's lock ({}/{LOCK}); stopped publishing",
+                self.at.url(),
+                self.at.url()
+            )));
+        }
+        Ok(())
+    }
+
+    /// Stops renewing the lock and removes it if it is still this run's.
+    fn release(&mut self) {
+        if self.released.swap(true, Ordering::Relaxed) {
+            return;
+        }
         self.stop.store(true, Ordering::Relaxed);
+        if let Some(h) = self.heartbeat.take() {
+            let _ = h.join();
+        }
         let ours = block_on(self.at.read(LOCK))
             .ok()
             .flatten()
             .is_some_and(|b| same_run(&String::from_utf8_lossy(&b), &self.lock));
-        if ours {
+        if ours && !self.lost.load(Ordering::Relaxed) {
             let _ = block_on(self.at.delete(LOCK));
         }
     }
@@ -223,10 +298,7 @@ impl Remote {
 
 impl Drop for Remote {
     fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(h) = self.heartbeat.take() {
-            let _ = h.join();
-        }
+        self.release();
     }
 }
 
@@ -240,6 +312,7 @@ impl Target for Remote {
     }
 
     fn publish(&self, name: &str) -> Result<()> {
+        self.check_lock()?;
         let dir = capture_dir(&self.work, name);
         let rel = format!("capture={name}");
         let mut files: Vec<String> = std::fs::read_dir(&dir)
@@ -251,12 +324,14 @@ impl Target for Remote {
         // `source` last: until it is there, the prefix is not a capture.
         files.sort_by_key(|n| (n == "source.parquet", n.clone()));
         block_on(async {
-            // What an earlier version of the capture had and this one has
-            // not, and its `source`, go first.
-            let old = self.at.child(&rel).list().await.map_err(other)?;
+            // An earlier version of the capture: its `source` goes first
+            // (the prefix is no capture until the new one is whole), then
+            // what this one has not.
+            let mut old = self.at.child(&rel).list().await.map_err(other)?;
+            old.sort_by_key(|o| o.location.filename() != Some("source.parquet"));
             for o in old {
-                let file = o.location.as_ref().rsplit('/').next().unwrap_or("");
-                if file == "source.parquet" || !files.iter().any(|f| f == file) {
+                let file = store::decoded(o.location.filename().unwrap_or(""));
+                if file == "source.parquet" || !files.iter().any(|f| *f == file) {
                     self.at
                         .store
                         .delete(&o.location)
@@ -276,6 +351,7 @@ impl Target for Remote {
     }
 
     fn publish_manifest(&self) -> Result<()> {
+        self.check_lock()?;
         // Inputs first: a reader never sees a capture row whose inputs are
         // missing.
         for name in ["capture_input.parquet", "capture.parquet"] {
@@ -286,21 +362,29 @@ impl Target for Remote {
     }
 }
 
-/// This run's lock: host, process, start.
+/// This run's lock: host, boot, process namespace and process, start.
 fn lock_text() -> String {
-    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|h| h.trim().to_string())
+    let read = |p: &str| {
+        std::fs::read_to_string(p)
+            .map(|h| h.trim().to_string())
+            .unwrap_or_default()
+    };
+    let pidns = std::fs::read_link("/proc/self/ns/pid")
+        .map(|p| p.display().to_string())
         .unwrap_or_default();
     format!(
-        "host={host}\npid={}\nstarted={}\n",
+        "host={}\nboot={}\npidns={pidns}\npid={}\nstarted={}\n",
+        read("/proc/sys/kernel/hostname"),
+        read("/proc/sys/kernel/random/boot_id"),
         std::process::id(),
         now_s()
     )
 }
 
-/// The lock's text with the time it was last rewritten.
+/// The lock's text with the time it was last renewed (for people; the
+/// store's own time of the write decides staleness).
 fn stamp(lock: &str) -> String {
-    format!("{lock}heartbeat={}\n", now_s())
+    format!("{lock}renewed={}\n", now_s())
 }
 
 fn now_s() -> u64 {
@@ -319,30 +403,50 @@ fn field<'a>(text: &'a str, key: &str) -> Option<&'a str> {
 
 /// Whether `text` is the lock `lock` wrote.
 fn same_run(text: &str, lock: &str) -> bool {
-    ["host", "pid", "started"]
+    ["host", "boot", "pidns", "pid", "started"]
         .iter()
         .all(|k| field(text, k) == field(lock, k))
 }
 
+/// Whether the process that holds `held` is gone: it ran on this host,
+/// this boot, in this process namespace, and no such process exists.
+fn holder_gone(held: &str, lock: &str) -> bool {
+    let here = ["host", "boot", "pidns"]
+        .iter()
+        .all(|k| field(held, k).is_some() && field(held, k) == field(lock, k));
+    here && field(held, "pid")
+        .is_some_and(|p| p.parse::<u32>().is_ok() && !Path::new(&format!("/proc/{p}")).exists())
+}
+
 /// Creates the lock object; takes over a stale one; refuses a live one.
-fn take_lock(at: &Location, lock: &str) -> Result<()> {
-    for _ in 0..3 {
-        if block_on(at.create(LOCK, stamp(lock).into_bytes())).map_err(other)? {
-            return Ok(());
+/// Returns the version of the lock this run wrote.
+fn take_lock(at: &Location, lock: &str) -> Result<Version> {
+    for _ in 0..5 {
+        if let Some(v) = block_on(at.create(LOCK, stamp(lock).into_bytes())).map_err(other)? {
+            // A store that ignores conditional writes lets two runs both
+            // create it: the later write wins, and the other run sees it.
+            let back = block_on(at.read(LOCK)).map_err(other)?;
+            if back.is_some_and(|b| same_run(&String::from_utf8_lossy(&b), lock)) {
+                return Ok(v);
+            }
+            continue;
         }
-        let Some(held) = block_on(at.read(LOCK)).map_err(other)? else {
+        let Some((held, version, written)) = block_on(at.read_versioned(LOCK)).map_err(other)?
+        else {
             continue; // released meanwhile
         };
         let held = String::from_utf8_lossy(&held).into_owned();
-        let last = field(&held, "heartbeat")
-            .or_else(|| field(&held, "started"))
-            .and_then(|t| t.parse::<u64>().ok())
-            .unwrap_or(0);
-        let here = field(&held, "host") == field(lock, "host");
-        let gone =
-            here && field(&held, "pid").is_some_and(|p| !Path::new(&format!("/proc/{p}")).exists());
-        if gone || now_s().saturating_sub(last) > STALE.as_secs() {
-            block_on(at.delete(LOCK)).map_err(other)?;
+        let age = SystemTime::now()
+            .duration_since(written)
+            .unwrap_or_default();
+        if holder_gone(&held, lock) || age > STALE {
+            // Replaced only if it is still the lock read: of two runs
+            // taking it over, one wins.
+            if let Some(v) =
+                block_on(at.replace(LOCK, stamp(lock).into_bytes(), &version)).map_err(other)?
+            {
+                return Ok(v);
+            }
             continue;
         }
         return Err(other(format!(

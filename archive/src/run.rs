@@ -131,6 +131,11 @@ pub(crate) trait Target: Sync {
     fn publish(&self, name: &str) -> Result<()>;
     /// Makes the manifest written in [`Target::local`] the archive's.
     fn publish_manifest(&self) -> Result<()>;
+    /// How the manifest names input `p` (its path; the URL it was
+    /// downloaded from).
+    fn source_name(&self, p: &Path) -> String {
+        p.to_string_lossy().into_owned()
+    }
 }
 
 /// A local archive: captures are committed in place.
@@ -199,7 +204,7 @@ pub(crate) fn ingest_into(
         // An input that cannot be read fails its capture, not the batch
         // (nothing is recorded: it is tried again next time).
         let name = p.name.clone();
-        let job = match hash_job(p) {
+        let job = match hash_job(p, target) {
             Ok(j) => j,
             Err(e) if opts.strict => return Err(e),
             Err(e) => {
@@ -354,7 +359,7 @@ fn remove_leftovers(archive: &Path) {
 /// Hashes a planned capture's inputs: each file's BLAKE3, and the
 /// capture's content hash over the inputs' file names and hashes (so a
 /// moved source tree is not ingested again).
-fn hash_job(planned: Planned) -> Result<Job> {
+fn hash_job(planned: Planned, target: &dyn Target) -> Result<Job> {
     let mut all = blake3::Hasher::new();
     let mut rows = Vec::new();
     let mut bytes = 0;
@@ -376,7 +381,7 @@ fn hash_job(planned: Planned) -> Result<Job> {
         all.update(hash.as_bytes());
         rows.push(InputRow {
             capture: planned.name.clone(),
-            path: p.to_string_lossy().into_owned(),
+            path: target.source_name(p),
             size_bytes: size as i64,
             blake3: hash,
         });

@@ -14,9 +14,10 @@
 //! wins, as with the AWS CLI. GCS reads `GOOGLE_*` (`GOOGLE_SERVICE_ACCOUNT`,
 //! ...), Azure `AZURE_*`. One store per bucket per process.
 //!
-//! Requests are retried a few times on server errors and time out (a dead
-//! endpoint is an error within about a minute, never a hang); every error
-//! names the object's URL.
+//! Requests are retried a few times on server errors (4 retries within a
+//! minute) and time out (connections after 5 s, requests after 120 s):
+//! a store that cannot be reached is an error, never a hang. Errors of
+//! these functions name the object's URL.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -28,6 +29,17 @@ use object_store::path::Path as Key;
 use object_store::{ClientOptions, ObjectMeta, ObjectStore, ObjectStoreExt, RetryConfig};
 
 pub use object_store;
+
+/// The version of an object a conditional write expects.
+pub type Version = object_store::UpdateVersion;
+
+/// A key's part as it was named: keys encode characters object stores
+/// advise against (`capture=run~2` is stored as `capture=run%7E2`).
+pub fn decoded(part: &str) -> String {
+    percent_encoding::percent_decode_str(part)
+        .decode_utf8_lossy()
+        .into_owned()
+}
 
 /// A place in an object store: the store (one per bucket) and a prefix.
 #[derive(Clone)]
@@ -248,16 +260,20 @@ impl Location {
         }
     }
 
-    /// The key of `rel` (`/`-separated) under the prefix.
+    /// The key of `rel` (`/`-separated names, each encoded as a key's
+    /// part) under the prefix.
     pub fn key(&self, rel: &str) -> Key {
-        let mut k = self.prefix.as_ref().to_string();
-        for part in rel.split('/').filter(|p| !p.is_empty()) {
-            if !k.is_empty() {
-                k.push('/');
-            }
-            k.push_str(part);
+        rel.split('/')
+            .filter(|p| !p.is_empty())
+            .fold(self.prefix.clone(), |k, part| k.join(part))
+    }
+
+    /// The location of `key` (as a listing gives it) in the same store.
+    pub fn at_key(&self, key: Key) -> Location {
+        Location {
+            prefix: key,
+            ..self.clone()
         }
-        Key::from(k)
     }
 
     /// The location of `rel` under this one.
@@ -308,16 +324,104 @@ impl Location {
     }
 
     /// Writes `bytes` as object `rel` if there is none (an atomic
-    /// create-if-absent on stores that support conditional writes); false
-    /// when it exists.
-    pub async fn create(&self, rel: &str, bytes: Vec<u8>) -> Result<bool, String> {
+    /// create-if-absent on stores that honour conditional writes, as S3,
+    /// GCS, Azure, MinIO and R2 do): the version written, or None when the
+    /// object exists.
+    pub async fn create(&self, rel: &str, bytes: Vec<u8>) -> Result<Option<Version>, String> {
+        self.put_mode(rel, bytes, object_store::PutMode::Create)
+            .await
+    }
+
+    /// Replaces object `rel` if it is still at `version` (a conditional
+    /// write): the version written, or None when it changed meanwhile.
+    pub async fn replace(
+        &self,
+        rel: &str,
+        bytes: Vec<u8>,
+        version: &Version,
+    ) -> Result<Option<Version>, String> {
+        self.put_mode(rel, bytes, object_store::PutMode::Update(version.clone()))
+            .await
+    }
+
+    async fn put_mode(
+        &self,
+        rel: &str,
+        bytes: Vec<u8>,
+        mode: object_store::PutMode,
+    ) -> Result<Option<Version>, String> {
         let key = self.key(rel);
-        let opts = object_store::PutOptions::from(object_store::PutMode::Create);
+        let opts = object_store::PutOptions::from(mode);
         match self.store.put_opts(&key, bytes.into(), opts).await {
-            Ok(_) => Ok(true),
+            Ok(r) => Ok(Some(Version {
+                e_tag: r.e_tag,
+                version: r.version,
+            })),
             Err(object_store::Error::AlreadyExists { .. })
-            | Err(object_store::Error::Precondition { .. }) => Ok(false),
+            | Err(object_store::Error::Precondition { .. }) => Ok(None),
             Err(e) => Err(describe(&self.url_of(&key), &e)),
+        }
+    }
+
+    /// The whole object `rel`, its version and when the store last wrote
+    /// it (by the store's clock); None when there is none.
+    pub async fn read_versioned(
+        &self,
+        rel: &str,
+    ) -> Result<Option<(bytes::Bytes, Version, std::time::SystemTime)>, String> {
+        let key = self.key(rel);
+        let got = match self.store.get(&key).await {
+            Ok(g) => {
+                let meta = g.meta.clone();
+                g.bytes().await.map(|b| (b, meta))
+            }
+            Err(e) => Err(e),
+        };
+        match got {
+            Ok((b, meta)) => Ok(Some((
+                b,
+                Version {
+                    e_tag: meta.e_tag,
+                    version: meta.version,
+                },
+                meta.last_modified.into(),
+            ))),
+            Err(object_store::Error::NotFound { .. }) => Ok(None),
+            Err(e) => Err(describe(&self.url_of(&key), &e)),
+        }
+    }
+
+    /// Writes object `key` into the local file `path`, as it arrives.
+    pub async fn download(&self, key: &Key, path: &Path) -> Result<(), String> {
+        use futures::StreamExt;
+        use tokio::io::AsyncWriteExt;
+        let url = self.url_of(key);
+        let mut f = tokio::fs::File::create(path)
+            .await
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        let mut body = self
+            .store
+            .get(key)
+            .await
+            .map_err(|e| describe(&url, &e))?
+            .into_stream();
+        while let Some(chunk) = body.next().await {
+            let chunk = chunk.map_err(|e| describe(&url, &e))?;
+            f.write_all(&chunk)
+                .await
+                .map_err(|e| format!("{}: {e}", path.display()))?;
+        }
+        f.flush()
+            .await
+            .map_err(|e| format!("{}: {e}", path.display()))
+    }
+
+    /// The object at the prefix itself, if the URL names one.
+    pub async fn head(&self) -> Result<Option<ObjectMeta>, String> {
+        match self.store.head(&self.prefix).await {
+            Ok(m) => Ok(Some(m)),
+            Err(object_store::Error::NotFound { .. }) => Ok(None),
+            Err(e) => Err(describe(&self.url(), &e)),
         }
     }
 
@@ -357,7 +461,8 @@ impl Location {
 
 /// Runs `f` to completion from synchronous code, on a runtime kept for
 /// the process (the stores' connections live on it), from any thread,
-/// inside an async runtime or not.
+/// inside an async runtime or not, except from a future running on that
+/// runtime itself (its two workers would wait on each other).
 pub fn block_on<F>(f: F) -> F::Output
 where
     F: std::future::Future + Send,

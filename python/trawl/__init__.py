@@ -528,7 +528,9 @@ def functions():
 
 def open(paths: Union[PathLike, Iterable[PathLike]], *, t0: str = "first") -> Capture:  # noqa: A001
     """Opens a capture directory, several, or a directory of captures (an
-    archive). ``t0`` is the origin of ``t_ns`` and of the timelines
+    archive); each may be an object store URL (``s3://bucket/archive``,
+    ``gs://``, ``az://``; settings from ``AWS_*``/``~/.aws``, ``GOOGLE_*``,
+    ``AZURE_*``, as the ``trawl`` command reads them). ``t0`` is the origin of ``t_ns`` and of the timelines
     (``first``, ``exec``, a UTC time, ...; as ``trawl sql --t0``)."""
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]

@@ -173,12 +173,23 @@ async fn remote_captures(url: &str) -> Result<Vec<Found>> {
         }
     }
     let url = at.url();
+    // The location of a directory the listing found (its key as listed).
+    let child = |rel: &str| match rel {
+        "" => at.clone(),
+        _ => at.at_key(trawl_capture::store::object_store::path::Path::from_iter(
+            at.prefix.parts().chain(rel.split('/').map(|p| {
+                trawl_capture::store::object_store::path::PathPart::from(
+                    trawl_capture::store::decoded(p),
+                )
+            })),
+        )),
+    };
     let one = |rel: &str, base: String, sizes, version, archive| Found {
-        dir: PathBuf::from(at.child(rel).url()),
+        dir: PathBuf::from(child(rel).url()),
         base,
         version,
         remote: Some(Remote {
-            at: at.child(rel),
+            at: child(rel),
             sizes,
             archive,
         }),
@@ -187,7 +198,8 @@ async fn remote_captures(url: &str) -> Result<Vec<Found>> {
     if top.contains_key("source") {
         let version = remote_version(&at).await?;
         check_version(std::path::Path::new(&url), version)?;
-        let last = url.rsplit('/').next().unwrap_or(&url).to_string();
+        let last = url.rsplit('/').next().unwrap_or(&url);
+        let last = trawl_capture::store::decoded(last);
         return Ok(vec![one("", base_name(&last), top, version, None)]);
     }
     let manifest = match top.contains_key("capture") {
@@ -207,13 +219,13 @@ async fn remote_captures(url: &str) -> Result<Vec<Found>> {
         if !sizes.contains_key("source") {
             continue;
         }
-        let base = base_name(&dir);
+        let base = base_name(&trawl_capture::store::decoded(&dir));
         let version = match &manifest {
             Some(m) => match m.get(&base) {
                 Some(&v) => Some(v),
                 None => continue,
             },
-            None => remote_version(&at.child(&dir)).await?,
+            None => remote_version(&child(&dir)).await?,
         };
         let archive = manifest.as_ref().map(|_| url.clone());
         let f = one(&dir, base, sizes, version, archive);

@@ -30,6 +30,7 @@ use datafusion::physical_plan::ExecutionPlan;
 use datafusion::scalar::ScalarValue;
 use futures::future::BoxFuture;
 use tokio::sync::OnceCell;
+use trawl_capture::store::object_store;
 
 use crate::captures::CaptureRef;
 use crate::error::Result;
@@ -285,10 +286,19 @@ impl CaptureTable {
         for f in sorted {
             let g = groups.iter_mut().min_by_key(|g| g.0).expect("n >= 1");
             g.0 += f.size;
-            g.1.push(
-                PartitionedFile::new(f.path.to_string_lossy().into_owned(), f.size)
-                    .with_partition_values(vec![ScalarValue::Utf8(Some(f.capture.clone()))]),
-            );
+            // A key in a store as listed (parsing it again would encode its
+            // encoded characters twice); a local path as a path.
+            let file = match &f.store {
+                Some(_) => {
+                    let key = object_store::path::Path::parse(f.path.to_string_lossy())
+                        .map_err(|e| datafusion::error::DataFusionError::External(e.into()))?;
+                    let mut p = PartitionedFile::new(String::new(), f.size);
+                    p.object_meta.location = key;
+                    p
+                }
+                None => PartitionedFile::new(f.path.to_string_lossy().into_owned(), f.size),
+            };
+            g.1.push(file.with_partition_values(vec![ScalarValue::Utf8(Some(f.capture.clone()))]));
         }
         // The files' schema as these files name the columns.
         let file_schema = if renames.is_empty() {

@@ -134,6 +134,23 @@ impl S3 {
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     }
 
+    /// Uploads the files under `dir` to `prefix/<path under dir>` (with
+    /// boto3).
+    pub(crate) fn put_tree(&self, dir: &Path, prefix: &str) {
+        let script = format!(
+            "import boto3, os, sys\nc = boto3.client('s3', endpoint_url={:?}, region_name='us-east-1', \
+             aws_access_key_id={:?}, aws_secret_access_key={:?})\n\
+             for d, _, fs in os.walk(sys.argv[1]):\n    for f in fs:\n        p = os.path.join(d, f)\n        \
+             c.upload_file(p, 'trawl', sys.argv[2] + '/' + os.path.relpath(p, sys.argv[1]))\n",
+            self.endpoint, self.key, self.secret
+        );
+        let o = Command::new("python3")
+            .args(["-c", &script, dir.to_str().unwrap(), prefix])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+
     /// The request lines the server logged since `from` lines.
     pub(crate) fn requests(&self, from: usize) -> Vec<String> {
         std::fs::read_to_string(&self.log)
@@ -299,21 +316,26 @@ fn object_store_errors_name_the_url_and_never_hang() {
     assert_refused(&o, "s3://trawl/a");
     assert!(t1.elapsed() < Duration::from_secs(90), "{:?}", t1.elapsed());
     // Another writer's lock (this process: alive, on this host).
-    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+    let here = format!(
+        "host={}\nboot={}\npidns={}\n",
+        std::fs::read_to_string("/proc/sys/kernel/hostname")
+            .unwrap()
+            .trim(),
+        std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+            .unwrap()
+            .trim(),
+        std::fs::read_link("/proc/self/ns/pid").unwrap().display()
+    );
     s3.put(
         "locked/.trawl-archive.lock",
-        &format!(
-            "host={}\npid={}\nstarted=9999999999\n",
-            host.trim(),
-            std::process::id()
-        ),
+        &format!("{here}pid={}\nstarted=1\n", std::process::id()),
     );
     let o = ingest_to(&s3, &src, "s3://trawl/locked", &["--no-symbolize"]);
     assert_refused(&o, "another `trawl archive ingest` is writing this archive");
     // A lock left by a process that is gone is taken over.
     s3.put(
         "stale/.trawl-archive.lock",
-        &format!("host={}\npid=999999999\nstarted=1\n", host.trim()),
+        &format!("{here}pid=999999999\nstarted=1\n"),
     );
     let err = stderr_ok(ingest_to(
         &s3,
@@ -426,4 +448,95 @@ fn a_cluster_reads_an_archive_in_s3_without_a_shared_directory() {
             log.display()
         );
     }
+}
+
+#[test]
+fn inputs_in_s3_are_ingested_into_archives_anywhere() {
+    // Raw inputs in a bucket: into an archive in the bucket, and into a
+    // local one; the manifest names the inputs by their URLs.
+    let s3 = S3::start();
+    let t = tempfile::tempdir().unwrap();
+    let src = crate::archive::runs(t.path());
+    s3.put_tree(&src, "raw/nightly");
+    let local = t.path().join("arch");
+    for out in ["s3://trawl/fromraw", local.to_str().unwrap()] {
+        let err = stderr_ok(ingest_to(
+            &s3,
+            Path::new("s3://trawl/raw/nightly"),
+            out,
+            &[],
+        ));
+        assert!(
+            err.contains("3 captures ingested, 0 unchanged, 0 failed"),
+            "{out}: {err}"
+        );
+        assert!(
+            err.contains("README"),
+            "the file that is no input is skipped: {err}"
+        );
+        assert_eq!(by_capture(s3.sql(out, COUNTS)), runs_samples(), "{out}");
+        let paths = s3.sql(out, "SELECT path FROM capture_input ORDER BY path");
+        assert_eq!(
+            paths.iter().map(|r| r[0].as_str()).collect::<Vec<_>>(),
+            [
+                "s3://trawl/raw/nightly/recurse.data",
+                "s3://trawl/raw/nightly/run1/hot-fp.data",
+                "s3://trawl/raw/nightly/run1/io.strace",
+                "s3://trawl/raw/nightly/run2/threads.data",
+            ],
+            "{out}"
+        );
+        // Unchanged inputs are not ingested again.
+        let err = stderr_ok(ingest_to(
+            &s3,
+            Path::new("s3://trawl/raw/nightly"),
+            out,
+            &[],
+        ));
+        assert!(
+            err.contains("0 captures ingested, 3 unchanged"),
+            "{out}: {err}"
+        );
+    }
+}
+
+#[test]
+fn names_that_keys_encode_read_back_as_named() {
+    // Two sources with a run1 each: the second is `run1~2`, which object
+    // stores keep as `capture=run1%7E2`.
+    let s3 = S3::start();
+    let t = tempfile::tempdir().unwrap();
+    for (d, f) in [("x", "hot-fp.data"), ("y", "threads.data")] {
+        std::fs::create_dir_all(t.path().join(d).join("run1")).unwrap();
+        std::fs::copy(fixture(f), t.path().join(d).join("run1").join(f)).unwrap();
+    }
+    let (x, y) = (t.path().join("x"), t.path().join("y"));
+    let args = [
+        "archive",
+        "ingest",
+        x.to_str().unwrap(),
+        y.to_str().unwrap(),
+        "-o",
+        "s3://trawl/tilde",
+        "--no-symbolize",
+    ];
+    let err = stderr_ok(s3.trawl(&args, &[]));
+    assert!(
+        err.contains("2 captures ingested, 0 unchanged, 0 failed"),
+        "{err}"
+    );
+    let want: std::collections::BTreeMap<String, usize> = [
+        (
+            "run1".to_string(),
+            perf_script_samples(&fixture("hot-fp.data")),
+        ),
+        (
+            "run1~2".to_string(),
+            perf_script_samples(&fixture("threads.data")),
+        ),
+    ]
+    .into();
+    assert_eq!(by_capture(s3.sql("s3://trawl/tilde", COUNTS)), want);
+    let err = stderr_ok(s3.trawl(&args, &[]));
+    assert!(err.contains("0 captures ingested, 2 unchanged"), "{err}");
 }

@@ -15,34 +15,29 @@ import threading
 # its policy and the bucket (made below, before anything else is served).
 os.environ["INITIAL_NO_AUTH_ACTION_COUNT"] = "4"
 
-import urllib.parse  # noqa: E402
-
 import boto3  # noqa: E402
 import moto.iam.access_control as access_control  # noqa: E402
 from moto.server import ThreadedMotoServer  # noqa: E402
 
-# moto 5 checks a request's signature over its path and query string
-# decoded (`capture=a/`, `prefix=a/`), while clients sign it encoded as
-# SigV4 specifies (`capture%3Da/`, `prefix=a%2F`): every listing of a prefix would be
-# refused. Encode it.
+# moto 5 checks a request's signature over its path and query string as
+# the web framework decoded them (`capture=a/`, `prefix=a/`), while
+# clients sign them as sent, encoded as SigV4 specifies (`capture%3Da/`,
+# `prefix=a%2F`): requests for such keys would be refused. Check the
+# request line as sent.
 _create_aws_request = access_control.IAMRequestBase._create_aws_request
 
 
-def _encoded_query(self):
-    path, sep, query = self._path.partition("?")
-    path = "/".join(urllib.parse.quote(urllib.parse.unquote(p), safe="-_.~") for p in path.split("/"))
-    self._path = path + sep + query
-    if sep:
-        pairs = []
-        for pair in query.split("&"):
-            k, eq, v = pair.partition("=")
-            k, v = (urllib.parse.quote(urllib.parse.unquote(x), safe="-_.~") for x in (k, v))
-            pairs.append(k + eq + v)
-        self._path = path + "?" + "&".join(pairs)
+def _as_sent(self):
+    import flask
+
+    environ = flask.request.environ if flask.has_request_context() else {}
+    raw = environ.get("RAW_URI") or environ.get("REQUEST_URI")
+    if raw:
+        self._path = raw
     return _create_aws_request(self)
 
 
-access_control.IAMRequestBase._create_aws_request = _encoded_query
+access_control.IAMRequestBase._create_aws_request = _as_sent
 
 
 def main():

@@ -11,7 +11,8 @@ use crate::output::OutputOpts;
 
 #[derive(Args)]
 pub(crate) struct SqlArgs {
-    /// Captures (or directories of captures), then the query unless --file.
+    /// Captures (or directories of captures, or their object store URLs:
+    /// s3://bucket/archive, gs://..., az://...), then the query unless --file.
     #[arg(required = true, num_args = 1..)]
     pub(crate) args: Vec<String>,
     /// Read the query (or `;`-separated statements) from a file.

@@ -98,7 +98,12 @@ fn read_remote(at: &trawl_capture::store::Location) -> DfResult<Vec<RecordBatch>
     use datafusion::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
     let bytes = trawl_capture::store::block_on(at.read("tracepoint_field.parquet"))
         .map_err(datafusion::error::DataFusionError::Execution)?
-        .unwrap_or_default();
+        .ok_or_else(|| {
+            datafusion::error::DataFusionError::Execution(format!(
+                "{}/tracepoint_field.parquet: no such object (removed since the capture was opened)",
+                at.url()
+            ))
+        })?;
     let r = ParquetRecordBatchReaderBuilder::try_new(bytes)?.build()?;
     Ok(r.collect::<Result<Vec<_>, _>>()?)
 }
