@@ -540,3 +540,59 @@ fn names_that_keys_encode_read_back_as_named() {
     let err = stderr_ok(s3.trawl(&args, &[]));
     assert!(err.contains("0 captures ingested, 2 unchanged"), "{err}");
 }
+
+#[test]
+fn credentials_and_endpoint_from_an_aws_profile() {
+    // No AWS_* keys or endpoint in the environment: the profile of the
+    // shared files (~/.aws/credentials, ~/.aws/config) gives them, as the
+    // AWS CLI reads them; a profile with a wrong key is refused.
+    let s3 = S3::start();
+    let t = tempfile::tempdir().unwrap();
+    let src = crate::archive::runs(t.path());
+    stderr_ok(ingest_to(&s3, &src, "s3://trawl/prof", &["--no-symbolize"]));
+    let env: std::collections::HashMap<_, _> = s3.env().into_iter().collect();
+    let creds = t.path().join("credentials");
+    let config = t.path().join("config");
+    std::fs::write(
+        &creds,
+        format!(
+            "[default]\naws_access_key_id = AKIAIOSFODNN7EXAMPLE\naws_secret_access_key = nope\n\n\
+             [lab]\naws_access_key_id = {}\naws_secret_access_key = {}\n",
+            env["AWS_ACCESS_KEY_ID"], env["AWS_SECRET_ACCESS_KEY"]
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        &config,
+        format!(
+            "[default]\nregion = us-east-1\nendpoint_url = {0}\n\n[profile lab]\nregion = us-east-1\nendpoint_url = {0}\n",
+            env["AWS_ENDPOINT_URL"]
+        ),
+    )
+    .unwrap();
+    let run = |profile: Option<&str>| {
+        let mut c = s3.command(&["sql", "s3://trawl/prof", COUNTS, "--format", "csv"], &[]);
+        for k in [
+            "AWS_ACCESS_KEY_ID",
+            "AWS_SECRET_ACCESS_KEY",
+            "AWS_ENDPOINT_URL",
+            "AWS_REGION",
+        ] {
+            c.env_remove(k);
+        }
+        c.env("AWS_SHARED_CREDENTIALS_FILE", &creds)
+            .env("AWS_CONFIG_FILE", &config);
+        if let Some(p) = profile {
+            c.env("AWS_PROFILE", p);
+        }
+        c.output().unwrap()
+    };
+    let o = run(Some("lab"));
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(
+        by_capture(csv_rows(&String::from_utf8_lossy(&o.stdout))),
+        runs_samples()
+    );
+    let o = run(None);
+    assert_refused(&o, "access denied");
+}
