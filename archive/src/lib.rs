@@ -21,7 +21,7 @@ mod plan;
 mod remote;
 mod run;
 
-pub use manifest::{read_manifest, CaptureRow, InputRow, Status};
+pub use manifest::{read_files, read_manifest, CaptureRow, FileRow, InputRow, Status};
 pub use plan::{plan, Grouping, Planned};
 pub use run::{ingest, Event, Options, Outcome, Summary};
 

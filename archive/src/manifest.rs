@@ -1,14 +1,15 @@
-//! The archive's manifest: `capture.parquet` and `capture_input.parquet`
-//! at its root (schema: `trawl_capture::schema::ARCHIVE_CAPTURE`,
-//! `ARCHIVE_INPUT`), each rewritten whole through a temporary file and a
-//! rename, inputs first: a reader never sees a capture row whose inputs
-//! are missing.
+//! The archive's manifest: `capture.parquet`, `capture_input.parquet` and
+//! `capture_file.parquet` at its root (schema:
+//! `trawl_capture::schema::ARCHIVE_CAPTURE`, `ARCHIVE_INPUT`,
+//! `ARCHIVE_FILE`), each rewritten whole through a temporary file and a
+//! rename, `capture` last: a reader never sees a capture row whose inputs
+//! or files are missing.
 
 use std::path::Path;
 
 use arrow::array::{Array, AsArray, Int32Builder, Int64Builder, StringBuilder};
 use arrow::datatypes::{Int32Type, Int64Type};
-use trawl_capture::schema::{ARCHIVE_CAPTURE, ARCHIVE_INPUT};
+use trawl_capture::schema::{ARCHIVE_CAPTURE, ARCHIVE_FILE, ARCHIVE_INPUT};
 use trawl_ingest::columns::batch;
 use trawl_ingest::readback::{col, read_table};
 use trawl_ingest::table_columns;
@@ -85,6 +86,83 @@ table_columns! {
     }
 }
 
+/// A row of `capture_file`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FileRow {
+    pub capture: String,
+    pub table_name: String,
+    pub size_bytes: i64,
+    pub rows: Option<i64>,
+}
+
+table_columns! {
+    #[derive(Default)]
+    struct FileCols for ARCHIVE_FILE {
+        capture: StringBuilder,
+        table_name: StringBuilder,
+        size_bytes: Int64Builder,
+        rows: Int64Builder,
+    }
+}
+
+/// The table files of `archive`'s captures its manifest lists (empty when
+/// it has none: an archive of an earlier trawl).
+pub fn read_files(archive: &Path) -> Result<Vec<FileRow>> {
+    let def = &ARCHIVE_FILE;
+    let mut out = Vec::new();
+    if !archive.join("capture_file.parquet").is_file() {
+        return Ok(out);
+    }
+    for b in read_table(archive, def)? {
+        let name = col(&b, def, "capture")?.as_string::<i32>().clone();
+        let table = col(&b, def, "table_name")?.as_string::<i32>().clone();
+        let size = col(&b, def, "size_bytes")?
+            .as_primitive::<Int64Type>()
+            .clone();
+        let rows = col(&b, def, "rows")?.as_primitive::<Int64Type>().clone();
+        for i in 0..b.num_rows() {
+            out.push(FileRow {
+                capture: name.value(i).to_string(),
+                table_name: table.value(i).to_string(),
+                size_bytes: size.value(i),
+                rows: rows.is_valid(i).then(|| rows.value(i)),
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// The table files of the capture in `dir`, with their sizes and rows (a
+/// footer read per file).
+pub(crate) fn files_of(name: &str, dir: &Path) -> Vec<FileRow> {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut out: Vec<FileRow> = rd
+        .flatten()
+        .filter_map(|e| {
+            let file = e.file_name().to_string_lossy().into_owned();
+            let table = file.strip_suffix(".parquet")?.to_string();
+            let size = e.metadata().ok()?.len() as i64;
+            let rows = std::fs::File::open(e.path())
+                .ok()
+                .and_then(|f| parquet::file::reader::SerializedFileReader::new(f).ok())
+                .map(|r| {
+                    use parquet::file::reader::FileReader;
+                    r.metadata().file_metadata().num_rows()
+                });
+            Some(FileRow {
+                capture: name.to_string(),
+                table_name: table,
+                size_bytes: size,
+                rows,
+            })
+        })
+        .collect();
+    out.sort_by(|a, b| a.table_name.cmp(&b.table_name));
+    out
+}
+
 /// The manifest of `archive` (empty when it has none yet).
 pub fn read_manifest(archive: &Path) -> Result<(Vec<CaptureRow>, Vec<InputRow>)> {
     let mut caps = Vec::new();
@@ -158,11 +236,13 @@ pub fn read_manifest(archive: &Path) -> Result<(Vec<CaptureRow>, Vec<InputRow>)>
     Ok((caps, inputs))
 }
 
-/// Rewrites the manifest of `archive` (inputs first, then captures).
+/// Rewrites the manifest of `archive` (inputs and files first, then
+/// captures).
 pub(crate) fn write_manifest(
     archive: &Path,
     caps: &[CaptureRow],
     inputs: &[InputRow],
+    files: &[FileRow],
 ) -> Result<()> {
     let mut c = InputCols::default();
     for r in inputs {
@@ -172,6 +252,14 @@ pub(crate) fn write_manifest(
         c.blake3.append_value(&r.blake3);
     }
     replace_table(archive, &ARCHIVE_INPUT, &[batch(&mut c)?])?;
+    let mut c = FileCols::default();
+    for r in files {
+        c.capture.append_value(&r.capture);
+        c.table_name.append_value(&r.table_name);
+        c.size_bytes.append_value(r.size_bytes);
+        c.rows.append_option(r.rows);
+    }
+    replace_table(archive, &ARCHIVE_FILE, &[batch(&mut c)?])?;
     let mut c = CaptureCols::default();
     for r in caps {
         c.capture.append_value(&r.capture);

@@ -21,9 +21,10 @@
 //!   replaced loses its `source` first), in parts for large tables (an
 //!   interrupted part upload leaves no object), then deletes the local
 //!   copy;
-//! - uploads the manifest (`capture_input.parquet`, then
-//!   `capture.parquet`) at most twice a second and at the end. Readers
-//!   take an archive's captures from `capture.parquet`: a capture uploaded
+//! - uploads the manifest (`capture_input.parquet`, `capture_file.parquet`,
+//!   then `capture.parquet`) at most twice a second and at the end. Readers
+//!   take an archive's captures from `capture.parquet`, and their files
+//!   from `capture_file.parquet` (no listing): a capture uploaded
 //!   by a run killed before its manifest was, or half uploaded, is not
 //!   read, and the next run ingests it again.
 //!
@@ -128,6 +129,9 @@ impl Target for Named<'_> {
     fn publish_manifest(&self) -> Result<()> {
         self.0.publish_manifest()
     }
+    fn existing_files(&self, name: &str) -> Vec<crate::manifest::FileRow> {
+        self.0.existing_files(name)
+    }
     fn source_name(&self, p: &Path) -> String {
         for (dir, url) in self.1 {
             if let Ok(rel) = p.strip_prefix(dir) {
@@ -183,8 +187,9 @@ async fn download(at: &Location, dir: &Path) -> Result<()> {
 struct Remote {
     at: Location,
     work: PathBuf,
-    /// Captures present (a `source.parquet`) when the run started.
-    present: std::collections::HashSet<String>,
+    /// Captures present (a `source.parquet`) when the run started, with
+    /// their tables' sizes.
+    present: std::collections::HashMap<String, Vec<crate::manifest::FileRow>>,
     /// This run's lock, as written, and the version of it the store holds.
     lock: String,
     version: std::sync::Arc<std::sync::Mutex<Option<Version>>>,
@@ -244,24 +249,46 @@ impl Remote {
     }
 
     fn prepare(&mut self) -> Result<()> {
-        for t in ["capture_input", "capture"] {
+        for t in ["capture_input", "capture_file", "capture"] {
             let name = format!("{t}.parquet");
             if let Some(b) = block_on(self.at.read(&name)).map_err(other)? {
                 let path = self.work.join(&name);
                 std::fs::write(&path, &b).map_err(|e| Error::io(&path, e))?;
             }
         }
+        let mut tables: std::collections::HashMap<String, Vec<crate::manifest::FileRow>> =
+            Default::default();
+        let strip = match self.at.prefix.as_ref() {
+            "" => String::new(),
+            p => format!("{p}/"),
+        };
         for o in block_on(self.at.list()).map_err(other)? {
-            let key = o.location.as_ref();
-            if let Some(dir) = key
-                .strip_suffix("/source.parquet")
-                .and_then(|d| d.rsplit('/').next())
-            {
-                if let Some(name) = crate::capture_name(&store::decoded(dir)) {
-                    self.present.insert(name.to_string());
-                }
-            }
+            let Some(rel) = o.location.as_ref().strip_prefix(&strip) else {
+                continue;
+            };
+            let Some((dir, file)) = rel.split_once('/') else {
+                continue;
+            };
+            let (Some(name), Some(table)) = (
+                crate::capture_name(&store::decoded(dir)).map(str::to_string),
+                file.strip_suffix(".parquet").filter(|t| !t.contains('/')),
+            ) else {
+                continue;
+            };
+            tables
+                .entry(name.clone())
+                .or_default()
+                .push(crate::manifest::FileRow {
+                    capture: name,
+                    table_name: store::decoded(table),
+                    size_bytes: o.size as i64,
+                    rows: None,
+                });
         }
+        self.present = tables
+            .into_iter()
+            .filter(|(_, t)| t.iter().any(|f| f.table_name == "source"))
+            .collect();
         Ok(())
     }
 
@@ -308,7 +335,11 @@ impl Target for Remote {
     }
 
     fn has(&self, name: &str) -> bool {
-        self.present.contains(name)
+        self.present.contains_key(name)
+    }
+
+    fn existing_files(&self, name: &str) -> Vec<crate::manifest::FileRow> {
+        self.present.get(name).cloned().unwrap_or_default()
     }
 
     fn publish(&self, name: &str) -> Result<()> {
@@ -352,9 +383,13 @@ impl Target for Remote {
 
     fn publish_manifest(&self) -> Result<()> {
         self.check_lock()?;
-        // Inputs first: a reader never sees a capture row whose inputs are
-        // missing.
-        for name in ["capture_input.parquet", "capture.parquet"] {
+        // `capture` last: a reader never sees a capture row whose inputs
+        // or files are missing.
+        for name in [
+            "capture_input.parquet",
+            "capture_file.parquet",
+            "capture.parquet",
+        ] {
             let path = self.work.join(name);
             block_on(self.at.upload(name, &path)).map_err(other)?;
         }

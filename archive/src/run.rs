@@ -26,7 +26,9 @@ use trawl_capture::schema::{self, SCHEMA_VERSION};
 use trawl_ingest::readback::{col, read_table};
 use trawl_ingest::unwind::StackUnwinder;
 
-use crate::manifest::{read_manifest, write_manifest, CaptureRow, InputRow, Status};
+use crate::manifest::{
+    files_of, read_files, read_manifest, write_manifest, CaptureRow, FileRow, InputRow, Status,
+};
 use crate::plan::{plan, Grouping, Planned};
 use crate::{capture_dir, Error, Result};
 
@@ -131,6 +133,9 @@ pub(crate) trait Target: Sync {
     fn publish(&self, name: &str) -> Result<()>;
     /// Makes the manifest written in [`Target::local`] the archive's.
     fn publish_manifest(&self) -> Result<()>;
+    /// The table files of capture `name` as the archive holds them (for
+    /// captures of an archive written before its manifest listed them).
+    fn existing_files(&self, name: &str) -> Vec<FileRow>;
     /// How the manifest names input `p` (its path; the URL it was
     /// downloaded from).
     fn source_name(&self, p: &Path) -> String {
@@ -153,6 +158,9 @@ impl Target for Local<'_> {
     }
     fn publish_manifest(&self) -> Result<()> {
         Ok(())
+    }
+    fn existing_files(&self, name: &str) -> Vec<FileRow> {
+        files_of(name, &capture_dir(self.0, name))
     }
 }
 
@@ -191,6 +199,22 @@ pub(crate) fn ingest_into(
     let mut inputs: BTreeMap<String, Vec<InputRow>> = BTreeMap::new();
     for i in old_inputs {
         inputs.entry(i.capture.clone()).or_default().push(i);
+    }
+    let mut files: BTreeMap<String, Vec<FileRow>> = BTreeMap::new();
+    for f in read_files(archive)? {
+        files.entry(f.capture.clone()).or_default().push(f);
+    }
+    // Captures of an archive written before `capture_file`: their files
+    // as they are (once; then the manifest lists them).
+    let mut listed = false;
+    for c in caps.values().filter(|c| c.status == Status::Ok) {
+        if !files.contains_key(&c.capture) {
+            let found = target.existing_files(&c.capture);
+            if !found.is_empty() {
+                files.insert(c.capture.clone(), found);
+                listed = true;
+            }
+        }
     }
 
     let (planned, skipped_files) = plan(srcs, &opts.grouping)?;
@@ -257,7 +281,7 @@ pub(crate) fn ingest_into(
     ingest_opts.strict |= opts.strict;
     // Staging directories out of `ARCHIVE/*/`, which readers glob.
     ingest_opts.staging = Some(archive.join(STAGING));
-    let (tx, rx) = mpsc::channel::<(usize, Outcome, CaptureRow)>();
+    let (tx, rx) = mpsc::channel::<(usize, Outcome, CaptureRow, Vec<FileRow>)>();
     let mut strict_failure = None;
     std::thread::scope(|scope| -> Result<()> {
         for _ in 0..jobs {
@@ -269,8 +293,8 @@ pub(crate) fn ingest_into(
                 }
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 let Some(job) = todo.get(i) else { break };
-                let (outcome, row) = ingest_one(target, job, ingest_opts, enrich, unwinder);
-                if tx.send((i, outcome, row)).is_err() {
+                let (outcome, row, fs) = ingest_one(target, job, ingest_opts, enrich, unwinder);
+                if tx.send((i, outcome, row, fs)).is_err() {
                     break;
                 }
             });
@@ -278,11 +302,16 @@ pub(crate) fn ingest_into(
         drop(tx);
         let mut last_write = Instant::now() - Duration::from_secs(1);
         let mut dirty = false;
-        for (i, outcome, row) in rx {
+        for (i, outcome, row, fs) in rx {
             let job = &todo[i];
             let name = &job.planned.name;
             caps.insert(name.clone(), row);
             inputs.insert(name.clone(), job.inputs.clone());
+            if fs.is_empty() {
+                files.remove(name);
+            } else {
+                files.insert(name.clone(), fs);
+            }
             dirty = true;
             match &outcome {
                 Outcome::Ingested { .. } => summary.ingested += 1,
@@ -303,13 +332,13 @@ pub(crate) fn ingest_into(
             // The manifest at most twice a second: a capture committed
             // but not yet in it is ingested again by the next run.
             if last_write.elapsed() >= Duration::from_millis(500) {
-                save(target, &caps, &inputs)?;
+                save(target, &caps, &inputs, &files)?;
                 last_write = Instant::now();
                 dirty = false;
             }
         }
-        if dirty || !archive.join("capture.parquet").is_file() {
-            save(target, &caps, &inputs)?;
+        if dirty || listed || !archive.join("capture.parquet").is_file() {
+            save(target, &caps, &inputs, &files)?;
         }
         Ok(())
     })?;
@@ -325,10 +354,12 @@ fn save(
     target: &dyn Target,
     caps: &BTreeMap<String, CaptureRow>,
     inputs: &BTreeMap<String, Vec<InputRow>>,
+    files: &BTreeMap<String, Vec<FileRow>>,
 ) -> Result<()> {
     let rows: Vec<CaptureRow> = caps.values().cloned().collect();
     let ins: Vec<InputRow> = inputs.values().flatten().cloned().collect();
-    write_manifest(target.local(), &rows, &ins)?;
+    let fs: Vec<FileRow> = files.values().flatten().cloned().collect();
+    write_manifest(target.local(), &rows, &ins, &fs)?;
     target.publish_manifest()
 }
 
@@ -406,7 +437,7 @@ fn ingest_one(
     opts: &trawl_ingest::IngestOptions,
     enrich: &(dyn Fn(&Path) -> Option<String> + Sync),
     unwinder: &(dyn Fn() -> Option<Box<dyn StackUnwinder>> + Sync),
-) -> (Outcome, CaptureRow) {
+) -> (Outcome, CaptureRow, Vec<FileRow>) {
     let dir = capture_dir(target.local(), &job.planned.name);
     let mut note = None;
     let result = trawl_ingest::ingest_with_unwinder(
@@ -437,11 +468,12 @@ fn ingest_one(
     // failed.
     let result = result.map_err(Error::from).and_then(|s| {
         let (host, start) = host_and_start(&dir);
+        let fs = files_of(&job.planned.name, &dir);
         target.publish(&job.planned.name)?;
-        Ok((s, host, start))
+        Ok((s, host, start, fs))
     });
     match result {
-        Ok((s, host, start)) => {
+        Ok((s, host, start, fs)) => {
             let diagnostics: u64 = s.inputs.iter().map(|i| i.diagnostics.len() as u64).sum();
             row.diagnostics = Some(diagnostics as i64);
             row.message = note.filter(|n| !n.is_empty());
@@ -453,13 +485,14 @@ fn ingest_one(
                     diagnostics,
                 },
                 row,
+                fs,
             )
         }
         Err(e) => {
             let why = e.to_string();
             row.status = Status::Failed;
             row.message = Some(why.clone());
-            (Outcome::Failed(why), row)
+            (Outcome::Failed(why), row, Vec::new())
         }
     }
 }

@@ -77,3 +77,35 @@ pub fn manifest_versions<R: parquet::file::reader::ChunkReader + 'static>(
     }
     Some(out)
 }
+
+/// The table files of each capture a manifest's `capture_file` table
+/// (bytes or file) lists: capture → table → size. `None` when it cannot be
+/// read.
+pub fn manifest_files<R: parquet::file::reader::ChunkReader + 'static>(
+    f: R,
+) -> Option<std::collections::HashMap<String, std::collections::BTreeMap<String, u64>>> {
+    use arrow::array::{Array, AsArray};
+    use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+    let reader = ParquetRecordBatchReaderBuilder::try_new(f)
+        .ok()?
+        .build()
+        .ok()?;
+    let mut out: std::collections::HashMap<String, std::collections::BTreeMap<String, u64>> =
+        Default::default();
+    for b in reader {
+        let b = b.ok()?;
+        let names = b.column_by_name("capture")?.as_string_opt::<i32>()?;
+        let tables = b.column_by_name("table_name")?.as_string_opt::<i32>()?;
+        let sizes = b
+            .column_by_name("size_bytes")?
+            .as_primitive_opt::<arrow::datatypes::Int64Type>()?;
+        for i in 0..b.num_rows() {
+            if names.is_valid(i) && tables.is_valid(i) && sizes.is_valid(i) {
+                out.entry(names.value(i).to_string())
+                    .or_default()
+                    .insert(tables.value(i).to_string(), sizes.value(i).max(0) as u64);
+            }
+        }
+    }
+    Some(out)
+}

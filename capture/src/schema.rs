@@ -950,8 +950,22 @@ pub static ARCHIVE_INPUT: TableDef = TableDef {
     ],
 };
 
-/// The archive's own tables (at its root), in the order they are written.
-pub static ARCHIVE: &[&TableDef] = &[&ARCHIVE_INPUT, &ARCHIVE_CAPTURE];
+/// The table files of each capture of an archive
+/// (`ARCHIVE/capture_file.parquet`).
+pub static ARCHIVE_FILE: TableDef = TableDef {
+    name: "capture_file",
+    doc: "Archive manifest: one row per table file of each ingested capture (`trawl archive ingest`): an archive in an object store opens from this list, without listing the bucket. Only at an archive's root.",
+    columns: &[
+        col!("capture", Utf8, "Capture the file belongs to (`capture.capture`)."),
+        col!("table_name", Utf8, "The table: the file is `capture=NAME/<table_name>.parquet`."),
+        col!("size_bytes", Int64, "Size of the file."),
+        col!("rows", Int64, null, "Rows in the file, from its footer (null: not known, for files listed from an archive of an earlier trawl)."),
+    ],
+};
+
+/// The archive's own tables (at its root), in the order they are written:
+/// `capture`, the one readers start from, last.
+pub static ARCHIVE: &[&TableDef] = &[&ARCHIVE_INPUT, &ARCHIVE_FILE, &ARCHIVE_CAPTURE];
 
 pub fn table(name: &str) -> Option<&'static TableDef> {
     TABLES.iter().copied().find(|t| t.name == name)

@@ -144,12 +144,17 @@ fn local_captures(a: &std::path::Path) -> Result<Vec<Found>> {
     Ok(out)
 }
 
-/// The capture at `url`, or the captures under it: one listing of the
-/// prefix gives every table's object and size. An archive's captures are
-/// those its manifest (`capture.parquet`) names as ingested: a capture
-/// being uploaded, or left half uploaded by a killed run, is not one yet.
+/// The capture at `url`, or the captures under it. An archive's captures
+/// are those its manifest (`capture.parquet`) names as ingested (a capture
+/// being uploaded, or left half uploaded by a killed run, is not one yet),
+/// with the files its `capture_file.parquet` lists: two reads, no listing.
+/// Otherwise (a capture, a prefix of captures, an archive of an earlier
+/// trawl) one listing of the prefix gives every table's object and size.
 async fn remote_captures(url: &str) -> Result<Vec<Found>> {
     let at = trawl_capture::store::open(url).map_err(Error::Usage)?;
+    if let Some(found) = from_manifest(&at).await? {
+        return Ok(found);
+    }
     let objects = at.list().await.map_err(Error::Usage)?;
     // Tables by directory relative to the prefix ("" for the prefix).
     let mut dirs: BTreeMap<String, BTreeMap<String, u64>> = BTreeMap::new();
@@ -238,6 +243,58 @@ async fn remote_captures(url: &str) -> Result<Vec<Found>> {
         });
     }
     Ok(out)
+}
+
+/// The captures of the archive at `at` as its manifest lists them with
+/// their files; None when there is no such manifest.
+async fn from_manifest(at: &trawl_capture::store::Location) -> Result<Option<Vec<Found>>> {
+    let url = at.url();
+    let Some(caps) = at.read("capture.parquet").await.map_err(Error::Usage)? else {
+        return Ok(None);
+    };
+    let Some(files) = at
+        .read("capture_file.parquet")
+        .await
+        .map_err(Error::Usage)?
+    else {
+        return Ok(None);
+    };
+    let bad = |t: &str| Error::Usage(format!("{url}/{t}.parquet: not a readable manifest"));
+    let versions = trawl_capture::layout::manifest_versions(caps).ok_or_else(|| bad("capture"))?;
+    let mut files =
+        trawl_capture::layout::manifest_files(files).ok_or_else(|| bad("capture_file"))?;
+    // A capture without its files listed: an archive written in part by
+    // an earlier trawl, read by listing it.
+    if versions
+        .keys()
+        .any(|c| !files.get(c).is_some_and(|t| t.contains_key("source")))
+    {
+        return Ok(None);
+    }
+    let mut names: Vec<(String, i32)> = versions.into_iter().collect();
+    names.sort();
+    if names.is_empty() {
+        return Err(Error::NotACapture {
+            path: PathBuf::from(url),
+        });
+    }
+    let mut out = Vec::with_capacity(names.len());
+    for (name, version) in names {
+        let capture = at.child(&format!("capture={name}"));
+        let dir = PathBuf::from(capture.url());
+        check_version(&dir, Some(version))?;
+        out.push(Found {
+            dir,
+            base: name.clone(),
+            version: Some(version),
+            remote: Some(Remote {
+                at: capture,
+                sizes: files.remove(&name).unwrap_or_default(),
+                archive: Some(url.clone()),
+            }),
+        });
+    }
+    Ok(Some(out))
 }
 
 /// The schema version of the capture at `at` (one small object read).

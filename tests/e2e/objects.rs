@@ -134,6 +134,20 @@ impl S3 {
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     }
 
+    /// Deletes object `key` of the bucket (with boto3).
+    pub(crate) fn delete(&self, key: &str) {
+        let script = format!(
+            "import boto3; boto3.client('s3', endpoint_url={:?}, region_name='us-east-1', \
+             aws_access_key_id={:?}, aws_secret_access_key={:?}).delete_object(Bucket='trawl', Key={key:?})",
+            self.endpoint, self.key, self.secret
+        );
+        let o = Command::new("python3")
+            .args(["-c", &script])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+
     /// Uploads the files under `dir` to `prefix/<path under dir>` (with
     /// boto3).
     pub(crate) fn put_tree(&self, dir: &Path, prefix: &str) {
@@ -260,17 +274,49 @@ fn an_archive_in_s3_reads_as_the_local_one() {
     let plan = s3.ok(&["sql", url, &format!("EXPLAIN {q}")]);
     assert!(plan.contains("capture=run1/perf_sample.parquet"), "{plan}");
     assert!(!plan.contains("capture=run2"), "{plan}");
-    let before = s3.requests(0).len();
-    let n = s3.sql(url, q);
-    assert_eq!(n[0][0], runs_samples()["run1"].to_string());
-    let reqs = s3.requests(before);
+    // Opening is two reads of the manifest (captures, their files): no
+    // listing; then run1's footer and data.
+    let requests_of = |q: &str| {
+        let before = s3.requests(0).len();
+        let n = s3.sql(url, q);
+        assert_eq!(n[0][0], runs_samples()["run1"].to_string());
+        s3.requests(before)
+    };
+    let reqs = requests_of(q);
     let lists = reqs.iter().filter(|r| r.contains("list-type=2")).count();
-    assert_eq!(lists, 1, "one listing of the archive: {reqs:#?}");
+    assert_eq!(lists, 0, "{reqs:#?}");
+    assert!(
+        reqs.iter()
+            .any(|r| r.contains("nightly/capture_file.parquet")),
+        "{reqs:#?}"
+    );
     assert!(
         !reqs
             .iter()
             .any(|r| r.contains("capture=run2") || r.contains("capture%3Drun2")),
         "{reqs:#?}"
+    );
+    assert!(reqs.len() <= 6, "{reqs:#?}");
+    // An archive written before the manifest listed files: opened with one
+    // listing; the next ingest lists them.
+    s3.delete("nightly/capture_file.parquet");
+    let reqs = requests_of(q);
+    let lists = reqs.iter().filter(|r| r.contains("list-type=2")).count();
+    assert_eq!(lists, 1, "{reqs:#?}");
+    let err = stderr_ok(ingest_to(&s3, &src, url, &[]));
+    assert!(err.contains("0 captures ingested, 3 unchanged"), "{err}");
+    let reqs = requests_of(q);
+    let lists = reqs.iter().filter(|r| r.contains("list-type=2")).count();
+    assert_eq!(lists, 0, "{reqs:#?}");
+    // The manifest's file list: what the bucket holds.
+    let files = s3.sql(
+        url,
+        "SELECT capture, count(*), sum(size_bytes) FROM capture_file GROUP BY capture ORDER BY capture",
+    );
+    assert_eq!(files.len(), 3, "{files:?}");
+    assert!(
+        files.iter().all(|r| r[1].parse::<u32>().unwrap() >= 3),
+        "{files:?}"
     );
 }
 
