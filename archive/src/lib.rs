@@ -6,8 +6,10 @@
 //! true)` and Polars' `scan_parquet(..., hive_partitioning=True)` read it
 //! as one table with a `capture` column), and a manifest at its root:
 //! `capture.parquet` (a row per capture: status, content hash, host, start
-//! time, trawl and schema version) and `capture_input.parquet` (a row per
-//! input file with its size and BLAKE3 hash).
+//! time, trawl and schema version), `capture_input.parquet` (a row per
+//! input file with its size and BLAKE3 hash) and `capture_file.parquet`
+//! (a row per table file of each capture, with its size and rows: an
+//! archive in an object store opens from it without a listing).
 //!
 //! [`plan`] groups raw inputs into captures; [`ingest`] ingests the
 //! captures whose inputs are not yet in the manifest, several at a time,
