@@ -56,7 +56,7 @@ pub(crate) fn runs(root: &Path) -> PathBuf {
 }
 
 /// Samples per capture of `runs`: perf script's count of each recording.
-fn runs_samples() -> BTreeMap<String, usize> {
+pub(crate) fn runs_samples() -> BTreeMap<String, usize> {
     [
         ("nightly", "recurse.data"),
         ("run1", "hot-fp.data"),

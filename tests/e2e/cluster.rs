@@ -20,7 +20,21 @@ pub(crate) struct Cluster {
     /// The environment of its processes and of the client.
     env: Vec<(&'static str, String)>,
     scheduler_log: PathBuf,
-    pub(crate) executor_logs: Vec<PathBuf>,
+    executor_logs: Vec<PathBuf>,
+}
+
+impl Cluster {
+    /// The work ran on the executors: each one's log shows tasks.
+    pub(crate) fn assert_each_executor_ran_tasks(&self) {
+        for log in &self.executor_logs {
+            let text = std::fs::read_to_string(log).unwrap();
+            assert!(
+                text.contains("Execute task"),
+                "{}: no task ran there:\n{text}",
+                log.display()
+            );
+        }
+    }
 }
 
 impl Drop for Cluster {
@@ -374,14 +388,7 @@ fn cluster_answers_equal_local_answers() {
         assert!(!plan.contains(&format!("capture={other}/")), "{plan}");
     }
     // The work ran on the executors: each ran tasks.
-    for log in &c.executor_logs {
-        let text = std::fs::read_to_string(log).unwrap();
-        assert!(
-            text.contains("Execute task"),
-            "{}: no task ran there:\n{text}",
-            log.display()
-        );
-    }
+    c.assert_each_executor_ran_tasks();
 }
 
 /// What cannot run on a cluster is refused by the client, naming it,

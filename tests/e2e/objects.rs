@@ -120,49 +120,42 @@ impl S3 {
         csv_rows(&String::from_utf8_lossy(&o.stdout))
     }
 
-    /// Puts `body` at `key` of the bucket (with boto3).
-    pub(crate) fn put(&self, key: &str, body: &str) {
-        let script = format!(
-            "import boto3; boto3.client('s3', endpoint_url={:?}, region_name='us-east-1', \
-             aws_access_key_id={:?}, aws_secret_access_key={:?}).put_object(Bucket='trawl', Key={key:?}, Body={body:?})",
-            self.endpoint, self.key, self.secret
-        );
-        let o = Command::new("python3")
-            .args(["-c", &script])
-            .output()
-            .unwrap();
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    }
-
-    /// Deletes object `key` of the bucket (with boto3).
-    pub(crate) fn delete(&self, key: &str) {
-        let script = format!(
-            "import boto3; boto3.client('s3', endpoint_url={:?}, region_name='us-east-1', \
-             aws_access_key_id={:?}, aws_secret_access_key={:?}).delete_object(Bucket='trawl', Key={key:?})",
-            self.endpoint, self.key, self.secret
-        );
-        let o = Command::new("python3")
-            .args(["-c", &script])
-            .output()
-            .unwrap();
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    }
-
-    /// Uploads the files under `dir` to `prefix/<path under dir>` (with
-    /// boto3).
-    pub(crate) fn put_tree(&self, dir: &Path, prefix: &str) {
+    /// Runs the Python `code` with `c`, a boto3 client of the server,
+    /// and `args` as `sys.argv[1:]`.
+    fn boto3(&self, code: &str, args: &[&str]) {
         let script = format!(
             "import boto3, os, sys\nc = boto3.client('s3', endpoint_url={:?}, region_name='us-east-1', \
-             aws_access_key_id={:?}, aws_secret_access_key={:?})\n\
-             for d, _, fs in os.walk(sys.argv[1]):\n    for f in fs:\n        p = os.path.join(d, f)\n        \
-             c.upload_file(p, 'trawl', sys.argv[2] + '/' + os.path.relpath(p, sys.argv[1]))\n",
+             aws_access_key_id={:?}, aws_secret_access_key={:?})\n{code}",
             self.endpoint, self.key, self.secret
         );
         let o = Command::new("python3")
-            .args(["-c", &script, dir.to_str().unwrap(), prefix])
+            .args(["-c", &script])
+            .args(args)
             .output()
             .unwrap();
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+
+    /// Puts `body` at `key` of the bucket.
+    pub(crate) fn put(&self, key: &str, body: &str) {
+        self.boto3(
+            "c.put_object(Bucket='trawl', Key=sys.argv[1], Body=sys.argv[2])",
+            &[key, body],
+        );
+    }
+
+    /// Deletes object `key` of the bucket.
+    pub(crate) fn delete(&self, key: &str) {
+        self.boto3("c.delete_object(Bucket='trawl', Key=sys.argv[1])", &[key]);
+    }
+
+    /// Uploads the files under `dir` to `prefix/<path under dir>`.
+    pub(crate) fn put_tree(&self, dir: &Path, prefix: &str) {
+        self.boto3(
+            "for d, _, fs in os.walk(sys.argv[1]):\n    for f in fs:\n        p = os.path.join(d, f)\n        \
+             c.upload_file(p, 'trawl', sys.argv[2] + '/' + os.path.relpath(p, sys.argv[1]))\n",
+            &[dir.to_str().unwrap(), prefix],
+        );
     }
 
     /// The request lines the server logged since `from` lines.
@@ -205,17 +198,7 @@ fn by_capture(rows: Vec<Vec<String>>) -> std::collections::BTreeMap<String, usiz
         .collect()
 }
 
-/// perf script's sample count of each capture of `archive::runs`.
-fn runs_samples() -> std::collections::BTreeMap<String, usize> {
-    [
-        ("nightly", "recurse.data"),
-        ("run1", "hot-fp.data"),
-        ("run2", "threads.data"),
-    ]
-    .into_iter()
-    .map(|(c, f)| (c.to_string(), perf_script_samples(&fixture(f))))
-    .collect()
-}
+use crate::archive::runs_samples;
 
 const COUNTS: &str = "SELECT capture, count(*) FROM perf_sample GROUP BY capture ORDER BY capture";
 
@@ -486,14 +469,7 @@ fn a_cluster_reads_an_archive_in_s3_without_a_shared_directory() {
         )),
         runs_samples()
     );
-    for log in &c.executor_logs {
-        let text = std::fs::read_to_string(log).unwrap();
-        assert!(
-            text.contains("Execute task"),
-            "{}: no task ran there:\n{text}",
-            log.display()
-        );
-    }
+    c.assert_each_executor_ran_tasks();
 }
 
 #[test]
