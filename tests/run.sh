@@ -63,6 +63,12 @@ python3 -c 'import jsonschema' >/dev/null 2>&1 ||
 # (no container, no service); boto3 sets it up.
 python3 -c 'import moto.server, boto3, flask_cors' >/dev/null 2>&1 ||
   python3 -m pip install --quiet --disable-pip-version-check 'moto[server]>=5.1,<6' boto3
+# Azure Blob Storage's emulator, Azurite (Microsoft's, from npm), for the
+# Azure URLs; azure-storage-blob creates its containers.
+[ -x target/npm/node_modules/.bin/azurite-blob ] ||
+  npm install --silent --no-audit --no-fund --save-exact --prefix target/npm azurite@3.35.0 >/dev/null
+python3 -c 'import azure.storage.blob' >/dev/null 2>&1 ||
+  python3 -m pip install --quiet --disable-pip-version-check 'azure-storage-blob>=12.20,<13'
 
 # No incremental build state: a clean checkout builds once, and the target
 # directory stays small on a machine with little free disk.

@@ -213,7 +213,7 @@ pub fn describe(url: &str, e: &object_store::Error) -> String {
 }
 
 /// [`describe`] of an error's text.
-fn describe_text(url: &str, text: &str) -> String {
+pub fn describe_text(url: &str, text: &str) -> String {
     let hint = if text.contains("403")
         || text.contains("AccessDenied")
         || text.contains("SignatureDoesNotMatch")

@@ -57,6 +57,7 @@ impl Session {
         roots.dedup();
         for root in roots {
             let store = trawl_capture::store::store(root).map_err(crate::Error::Usage)?;
+            let store = crate::stores::named_store(root, store);
             let url = datafusion::execution::object_store::ObjectStoreUrl::parse(root)?;
             ctx.register_object_store(url.as_ref(), store);
         }

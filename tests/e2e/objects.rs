@@ -4,7 +4,8 @@
 //! command and by a cluster whose processes share no directory. Answers
 //! must equal the same commands' on the local archive of the same runs
 //! (whose sample counts come from perf script); requests are counted in
-//! the server's log.
+//! the server's log. Azure Blob Storage through its emulator, Azurite
+//! (from npm): two containers of one account, in both URL forms.
 
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
@@ -173,7 +174,15 @@ impl S3 {
 /// `trawl archive ingest SRC -o URL EXTRA...` against `s3`.
 fn ingest_to(s3: &S3, src: &Path, url: &str, extra: &[&str]) -> Output {
     let bin = fixture_bin();
-    let mut args = vec![
+    let mut args = ingest_args(src, url, &bin);
+    args.extend_from_slice(extra);
+    s3.trawl(&args, &[])
+}
+
+/// The arguments of `trawl archive ingest SRC -o URL` with the fixtures'
+/// debug files from `bin`.
+fn ingest_args<'a>(src: &'a Path, url: &'a str, bin: &'a Path) -> Vec<&'a str> {
+    vec![
         "archive",
         "ingest",
         src.to_str().unwrap(),
@@ -181,9 +190,7 @@ fn ingest_to(s3: &S3, src: &Path, url: &str, extra: &[&str]) -> Output {
         url,
         "--debug-dir",
         bin.to_str().unwrap(),
-    ];
-    args.extend_from_slice(extra);
-    s3.trawl(&args, &[])
+    ]
 }
 
 fn stderr_ok(o: Output) -> String {
@@ -373,6 +380,18 @@ fn object_store_errors_name_the_url_and_never_hang() {
         &["--no-symbolize"],
     ));
     assert!(err.contains("3 captures ingested"), "{err}");
+    // A table the manifest names, gone from the bucket: the scan's error
+    // names the object's URL, not only its key.
+    s3.delete("stale/capture=run1/perf_sample.parquet");
+    let o = s3.trawl(
+        &[
+            "sql",
+            "s3://trawl/stale",
+            "SELECT count(*) FROM perf_sample",
+        ],
+        &[],
+    );
+    assert_refused(&o, "s3://trawl/stale/capture=run1/perf_sample.parquet");
     assert!(
         t0.elapsed() < Duration::from_secs(300),
         "{:?}",
@@ -617,4 +636,155 @@ fn credentials_and_endpoint_from_an_aws_profile() {
     );
     let o = run(None);
     assert_refused(&o, "access denied");
+}
+
+/// Azure Blob Storage's emulator, Azurite (from npm; tests/run.sh installs
+/// it under target/npm), with the containers `trawl` and `other` of its
+/// account `devstoreaccount1`; killed when dropped.
+struct Azurite {
+    child: Child,
+    blob: String,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Azurite {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The emulator account's key, which Azurite documents and every Azure
+/// tool knows.
+const AZURITE_KEY: &str =
+    "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==";
+
+impl Azurite {
+    fn start() -> Azurite {
+        let bin = root().join("target/npm/node_modules/.bin/azurite-blob");
+        assert!(
+            bin.exists(),
+            "Azurite is missing: npm install --prefix target/npm azurite@3.35.0 (tests/run.sh does)"
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let child = Command::new(bin)
+            .args(["--blobHost", "127.0.0.1", "--blobPort", &port.to_string()])
+            // In memory; the Python SDK's newer API version accepted;
+            // nothing sent to Microsoft.
+            .args([
+                "--inMemoryPersistence",
+                "--skipApiVersionCheck",
+                "--disableTelemetry",
+            ])
+            .current_dir(dir.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("node");
+        let az = Azurite {
+            child,
+            blob: format!("http://127.0.0.1:{port}"),
+            _dir: dir,
+        };
+        let t = Instant::now();
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                t.elapsed() < Duration::from_secs(60),
+                "Azurite did not start"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        az.blobs(
+            "for n in ('trawl', 'other'):\n    s.create_container(n)\n",
+            &[],
+        );
+        az
+    }
+
+    /// Runs the Python `code` with `s`, a client of the account
+    /// (azure-storage-blob), and `args` as `sys.argv[1:]`.
+    fn blobs(&self, code: &str, args: &[&str]) {
+        let script = format!(
+            "import sys\nfrom azure.storage.blob import BlobServiceClient\n\
+             s = BlobServiceClient.from_connection_string('DefaultEndpointsProtocol=http;\
+             AccountName=devstoreaccount1;AccountKey={AZURITE_KEY};\
+             BlobEndpoint={}/devstoreaccount1;')\n{code}",
+            self.blob
+        );
+        let o = Command::new("python3")
+            .args(["-c", &script])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "azure-storage-blob (pip install azure-storage-blob): {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+
+    /// `trawl ARGS` reaching the emulator, as Azure's tools are told to.
+    fn trawl(&self, args: &[&str]) -> Output {
+        Command::new(trawl_exe())
+            .args(args)
+            .env("AZURE_STORAGE_USE_EMULATOR", "true")
+            .env("AZURITE_BLOB_STORAGE_URL", &self.blob)
+            .env("XDG_CACHE_HOME", self._dir.path().join("cache"))
+            .output()
+            .expect("run trawl")
+    }
+}
+
+#[test]
+fn archives_in_two_containers_of_one_azure_account() {
+    let az = Azurite::start();
+    let t = tempfile::tempdir().unwrap();
+    let src = crate::archive::runs(t.path());
+    let bin = fixture_bin();
+    // `az://CONTAINER/...` and the `abfss://CONTAINER@ACCOUNT...` form of
+    // Azure's own tools, in two containers of the same account.
+    let one = "az://trawl/nightly";
+    let two = "abfss://other@devstoreaccount1.dfs.core.windows.net/x";
+    for url in [one, two] {
+        let ingest = |what: &str| {
+            let err = stderr_ok(az.trawl(&ingest_args(&src, url, &bin)));
+            assert!(err.contains(what), "{err}");
+        };
+        ingest("3 captures ingested");
+        ingest("0 captures ingested, 3 unchanged");
+        let o = az.trawl(&["sql", url, COUNTS, "--format", "csv"]);
+        let out = String::from_utf8_lossy(&o.stdout).into_owned();
+        stderr_ok(o);
+        assert_eq!(by_capture(csv_rows(&out)), runs_samples(), "{url}");
+    }
+    // Both in one session: each container's objects from its own store
+    // (a store per host would read the second archive's keys in the
+    // first container).
+    let o = az.trawl(&[
+        "sql",
+        one,
+        two,
+        "SELECT count(DISTINCT capture), count(*) FROM perf_sample",
+        "--format",
+        "csv",
+    ]);
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    stderr_ok(o);
+    let total: usize = runs_samples().values().sum();
+    assert_eq!(
+        csv_rows(&out),
+        vec![vec!["6".to_string(), (2 * total).to_string()]]
+    );
+    // A table gone: the error names its URL.
+    az.blobs(
+        "s.get_container_client('other').delete_blob(sys.argv[1])",
+        &["x/capture=run2/perf_sample.parquet"],
+    );
+    let o = az.trawl(&["sql", two, "SELECT count(*) FROM perf_sample"]);
+    assert_refused(&o, &format!("{two}/capture=run2/perf_sample.parquet"));
 }
