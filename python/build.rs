@@ -1,0 +1,6 @@
+include!("../cli/link.rs");
+
+fn main() {
+    println!("cargo:rerun-if-changed=../cli/link.rs");
+    link_args("cdylib");
+}
