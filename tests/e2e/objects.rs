@@ -98,6 +98,9 @@ impl S3 {
             c.env(k, v);
         }
         c.env("XDG_CACHE_HOME", self._dir.path().join("cache"));
+        // A run killed by a test leaves its work directory: in the
+        // test's, not the machine's, temporary directory.
+        c.env("TMPDIR", own_tmp(self._dir.path()));
         c
     }
 
@@ -169,6 +172,13 @@ impl S3 {
             .map(|l| l.split('"').nth(1).unwrap_or("").to_string())
             .collect()
     }
+}
+
+/// `dir/tmp`, made.
+fn own_tmp(dir: &Path) -> PathBuf {
+    let tmp = dir.join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    tmp
 }
 
 /// `trawl archive ingest SRC -o URL EXTRA...` against `s3`.
@@ -735,6 +745,7 @@ impl Azurite {
             .env("AZURE_STORAGE_USE_EMULATOR", "true")
             .env("AZURITE_BLOB_STORAGE_URL", &self.blob)
             .env("XDG_CACHE_HOME", self._dir.path().join("cache"))
+            .env("TMPDIR", own_tmp(self._dir.path()))
             .output()
             .expect("run trawl")
     }
