@@ -13,7 +13,9 @@
 //!   (same host, boot and process namespace) or that the store has not
 //!   seen renewed for ten minutes is taken over, by a conditional replace
 //!   of the version read (of two runs taking over, one wins). Another
-//!   live run is refused.
+//!   live run is refused. The lock names the run's working directory too:
+//!   a run that takes over the lock of a run killed on this machine
+//!   removes what the killed run left there.
 //! - copies the manifest into a local working directory and ingests there,
 //!   as into a local archive (same planning, hashing, incremental skips);
 //! - uploads each capture once it is committed locally, `source.parquet`
@@ -63,9 +65,17 @@ pub(crate) fn ingest(
     progress: &mut dyn FnMut(Event<'_>),
 ) -> Result<Summary> {
     let work = tempfile::Builder::new()
-        .prefix("trawl-archive-")
+        .prefix(WORK_PREFIX)
         .tempdir()
         .map_err(|e| Error::io(std::env::temp_dir(), e))?;
+    // The archive's lock first: a run killed from here on leaves its
+    // working directory to the run that takes the lock over.
+    let mut target = if store::is_url(archive) {
+        let at = store::open(&archive.to_string_lossy()).map_err(other)?;
+        Some(Remote::open(at, work.path())?)
+    } else {
+        None
+    };
     // Sources in object stores, downloaded.
     let mut local_srcs = Vec::with_capacity(srcs.len());
     let mut fetched = Vec::new();
@@ -88,10 +98,8 @@ pub(crate) fn ingest(
         fetched.push((dir.clone(), at.url()));
         local_srcs.push(dir);
     }
-    let mut summary = if store::is_url(archive) {
-        let at = store::open(&archive.to_string_lossy()).map_err(other)?;
-        let mut target = Remote::open(at, work.path().join("archive"))?;
-        let named = Named(&target, &fetched);
+    let mut summary = if let Some(target) = &mut target {
+        let named = Named(&*target, &fetched);
         let r = ingest_into(&local_srcs, &named, opts, enrich, unwinder, progress);
         target.release();
         r?
@@ -203,9 +211,10 @@ struct Remote {
 impl Remote {
     /// Takes the archive's lock, copies its manifest into `work` and lists
     /// its captures.
-    fn open(at: Location, work: PathBuf) -> Result<Remote> {
+    fn open(at: Location, run_dir: &Path) -> Result<Remote> {
+        let work = run_dir.join("archive");
         std::fs::create_dir_all(&work).map_err(|e| Error::io(&work, e))?;
-        let lock = lock_text();
+        let lock = lock_text(run_dir);
         let version = take_lock(&at, &lock)?;
         let mut r = Remote {
             at,
@@ -397,8 +406,9 @@ impl Target for Remote {
     }
 }
 
-/// This run's lock: host, boot, process namespace and process, start.
-fn lock_text() -> String {
+/// This run's lock: host, boot, process namespace and process, start,
+/// and the name of its working directory `run_dir`.
+fn lock_text(run_dir: &Path) -> String {
     let read = |p: &str| {
         std::fs::read_to_string(p)
             .map(|h| h.trim().to_string())
@@ -408,12 +418,42 @@ fn lock_text() -> String {
         .map(|p| p.display().to_string())
         .unwrap_or_default();
     format!(
-        "host={}\nboot={}\npidns={pidns}\npid={}\nstarted={}\n",
+        "host={}\nboot={}\npidns={pidns}\npid={}\nstarted={}\nwork={}\n",
         read("/proc/sys/kernel/hostname"),
         read("/proc/sys/kernel/random/boot_id"),
         std::process::id(),
-        now_s()
+        now_s(),
+        run_dir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default()
     )
+}
+
+/// The prefix of a run's working directory's name, in the temporary
+/// directory.
+const WORK_PREFIX: &str = "trawl-archive-";
+
+/// Removes the working directory a killed run named in its lock `held`:
+/// only a directory of that name directly in this process's temporary
+/// directory (the lock is the bucket's: its text is not trusted to name a
+/// path).
+fn remove_killed_work(held: &str) {
+    let Some(name) = field(held, "work") else {
+        return;
+    };
+    let plain = name.len() > WORK_PREFIX.len()
+        && name.starts_with(WORK_PREFIX)
+        && name[WORK_PREFIX.len()..]
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if !plain {
+        return;
+    }
+    let dir = std::env::temp_dir().join(name);
+    if std::fs::symlink_metadata(&dir).is_ok_and(|m| m.is_dir()) {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }
 
 /// The lock's text with the time it was last renewed (for people; the
@@ -474,12 +514,16 @@ fn take_lock(at: &Location, lock: &str) -> Result<Version> {
         let age = SystemTime::now()
             .duration_since(written)
             .unwrap_or_default();
-        if holder_gone(&held, lock) || age > STALE {
+        let killed_here = holder_gone(&held, lock);
+        if killed_here || age > STALE {
             // Replaced only if it is still the lock read: of two runs
             // taking it over, one wins.
             if let Some(v) =
                 block_on(at.replace(LOCK, stamp(lock).into_bytes(), &version)).map_err(other)?
             {
+                if killed_here {
+                    remove_killed_work(&held);
+                }
                 return Ok(v);
             }
             continue;
@@ -498,4 +542,44 @@ fn take_lock(at: &Location, lock: &str) -> Result<Version> {
         "{}: could not take the archive's lock",
         at.url()
     )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_killed_runs_directory_is_removed_and_nothing_else() {
+        let dir = tempfile::Builder::new()
+            .prefix(WORK_PREFIX)
+            .tempdir()
+            .unwrap()
+            .keep();
+        std::fs::write(dir.join("x.parquet"), b"x").unwrap();
+        // Names a lock in a bucket could carry that are not a working
+        // directory's: nothing is removed.
+        let victim = tempfile::tempdir().unwrap();
+        let v = victim.path().to_str().unwrap();
+        let name = dir.file_name().unwrap().to_str().unwrap().to_string();
+        for hostile in [
+            format!("work={v}"),
+            format!(
+                "work={WORK_PREFIX}/../{}",
+                victim.path().file_name().unwrap().to_str().unwrap()
+            ),
+            format!("work={WORK_PREFIX}"),
+            format!("work={name}/x.parquet"),
+            "work=..".to_string(),
+            "pid=1".to_string(),
+        ] {
+            remove_killed_work(&hostile);
+            assert!(
+                victim.path().exists() && dir.join("x.parquet").exists(),
+                "{hostile}"
+            );
+        }
+        remove_killed_work(&format!("host=h\npid=1\nwork={name}\n"));
+        assert!(!dir.exists());
+        assert!(victim.path().exists());
+    }
 }

@@ -465,6 +465,13 @@ fn an_upload_killed_at_any_moment_leaves_whole_captures() {
     let err = stderr_ok(ingest_to(&s3, &src, url, &["--no-symbolize"]));
     assert!(err.contains("0 failed"), "{err}");
     assert_eq!(by_capture(s3.sql(url, COUNTS)), want);
+    // Each run that took over a killed run's lock removed the working
+    // directory the killed run left (and the last run its own).
+    let left: Vec<_> = std::fs::read_dir(own_tmp(s3._dir.path()))
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
 }
 
 #[test]
