@@ -13,18 +13,30 @@
 // - `--icf=all`: identical functions (generic instances that compile to
 //   the same code in several crates) kept once; Rust gives no function a
 //   distinct address. LLD's option: only where rustc links with its own
-//   LLD (its default on x86_64 Linux) and no other linker is configured.
+//   LLD (its default on x86_64 Linux).
 //
-// Debug builds (the tests') link as before.
+// Neither where another linker is configured (`target.<triple>.linker`,
+// which Cargo hands build scripts as RUSTC_LINKER, `-C linker` or
+// `-fuse-ld` in the flags: maturin's zig, GNU ld, mold, ...), nor with
+// TRAWL_PORTABLE=1, for a build to be copied to other machines (a
+// package, a wheel for older glibc). Debug builds (the tests') link as
+// before.
 
 /// Emits the options for the link of `targets` (`bins`, `cdylib`).
 fn link_args(targets: &str) {
-    println!("cargo:rerun-if-env-changed=CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_LINKER");
+    for k in ["RUSTC_LINKER", "TRAWL_PORTABLE"] {
+        println!("cargo:rerun-if-env-changed={k}");
+    }
     let var = |k: &str| std::env::var(k).unwrap_or_default();
     let target = var("TARGET");
+    let flags = var("CARGO_ENCODED_RUSTFLAGS");
+    let other_linker =
+        !var("RUSTC_LINKER").is_empty() || flags.contains("linker") || flags.contains("fuse-ld");
     if var("PROFILE") != "release"
         || !target.ends_with("-linux-gnu")
         || var("HOST") != target
+        || other_linker
+        || !var("TRAWL_PORTABLE").is_empty()
     {
         return;
     }
@@ -43,9 +55,7 @@ fn link_args(targets: &str) {
     if version.as_slice() >= [2, 36].as_slice() {
         println!("cargo:rustc-link-arg-{targets}=-Wl,-z,pack-relative-relocs");
     }
-    let other_linker = var("CARGO_ENCODED_RUSTFLAGS").contains("linker")
-        || !var("CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_LINKER").is_empty();
-    if target == "x86_64-unknown-linux-gnu" && !other_linker {
+    if target == "x86_64-unknown-linux-gnu" {
         println!("cargo:rustc-link-arg-{targets}=-Wl,--icf=all");
     }
 }
