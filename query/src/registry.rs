@@ -56,8 +56,7 @@ impl Session {
             .collect();
         roots.dedup();
         for root in roots {
-            let store = trawl_capture::store::store(root).map_err(crate::Error::Usage)?;
-            let store = crate::stores::named_store(root, store);
+            let store = crate::stores::bucket_store(root).map_err(crate::Error::Usage)?;
             let url = datafusion::execution::object_store::ObjectStoreUrl::parse(root)?;
             ctx.register_object_store(url.as_ref(), store);
         }

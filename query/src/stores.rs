@@ -75,20 +75,20 @@ impl ObjectStoreRegistry for EnvStores {
                 "no object store for {url}: trawl reads s3://, gs://, az:// and abfss:// URLs"
             )));
         }
-        let inner = trawl_capture::store::store(&root).map_err(DataFusionError::Execution)?;
-        let store = named_store(&root, inner);
+        let store = bucket_store(&root).map_err(DataFusionError::Execution)?;
         let mut stores = self.stores.write().expect("stores lock");
         Ok(stores.entry(root).or_insert(store).clone())
     }
 }
 
-/// `inner`, the store of `root` (`scheme://bucket`), as sessions read
-/// it: its errors name URLs.
-pub fn named_store(root: &str, inner: Arc<dyn ObjectStore>) -> Arc<dyn ObjectStore> {
-    Arc::new(Named {
+/// The store of `root` (`scheme://bucket`) as sessions read it: built
+/// from the environment ([`trawl_capture::store::store`]), its errors
+/// naming URLs.
+pub fn bucket_store(root: &str) -> std::result::Result<Arc<dyn ObjectStore>, String> {
+    Ok(Arc::new(Named {
         root: root.to_string(),
-        inner,
-    })
+        inner: trawl_capture::store::store(root)?,
+    }))
 }
 
 /// A runtime whose object stores are [`EnvStores`].
