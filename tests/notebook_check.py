@@ -30,10 +30,20 @@ def run(*args):
     return subprocess.run([TRAWL, *args], check=True, capture_output=True, text=True).stdout
 
 
+PASSED = []
+
+
+def passed(what):
+    """A check that held: printed, and counted in the closing line."""
+    print(what)
+    PASSED.append(what)
+
+
 def main():
     # Removed at the end, whatever happens.
     with tempfile.TemporaryDirectory(prefix="trawl-notebook-check-") as tmp:
         check(tmp)
+    print(f"{len(PASSED)} passed")
 
 
 def check(tmp):
@@ -53,7 +63,7 @@ def check(tmp):
         d = duckdb.sql(f"SELECT count(*) FROM '{path}'").fetchall()[0][0]
         assert a.num_rows == p.height == d, (t, a.num_rows, p.height, d)
         assert a.column_names == p.columns, t
-    print(f"pyarrow, polars, duckdb: {len(tables)} tables open with equal row counts and column docs")
+    passed(f"pyarrow, polars, duckdb: {len(tables)} tables open with equal row counts and column docs")
 
     want = {}
     for r in csv.DictReader(io.StringIO(run("report", "hotspots", cap, "--no-inline", "--format", "csv"))):
@@ -93,7 +103,7 @@ def check(tmp):
         w = want[(fnname, module)]
         assert int(w["self_samples"]) == sn and int(w["total_samples"]) == tn, (fnname, w, sn, tn)
         assert abs(float(w["self_pct"]) - sp) < 1e-3 and abs(float(w["total_pct"]) - tp) < 1e-3, (fnname, w, sp, tp)
-    print(f"duckdb hotspot query agrees with trawl report hotspots on {len(rows)} functions")
+    passed(f"duckdb hotspot query agrees with trawl report hotspots on {len(rows)} functions")
 
     # The same self column from the flat table, the way README shows it.
     flat = duckdb.sql(f"""
@@ -105,7 +115,7 @@ def check(tmp):
     by_pl = (pl.read_parquet(f("perf_sample_symbolized")).filter(pl.col("event") == "cpu-clock")
              .group_by("function", "module").len())
     assert {(r["function"], r["module"]): r["len"] for r in by_pl.to_dicts()} == selfs
-    print(f"perf_sample_symbolized: duckdb and polars count the self samples of {len(selfs)} functions as trawl report hotspots")
+    passed(f"perf_sample_symbolized: duckdb and polars count the self samples of {len(selfs)} functions as trawl report hotspots")
     every_kind_check(tmp)
     archive_check(tmp)
 
@@ -178,7 +188,7 @@ def every_kind_check(tmp):
         need = {"strace": "syscall", "lackey": "mem_access", "metrics": "metric", "energy": "energy"}[kind]
         assert need in tables and pq.read_metadata(os.path.join(cap, need + ".parquet")).num_rows > 0, (kind, tables)
         assert timed > 0 or kind == "lackey", (kind, "no time on UTC")
-        print(f"{kind}: {len(tables)} tables, {checked} integer columns, {timed} times on UTC: pyarrow, polars and duckdb agree")
+        passed(f"{kind}: {len(tables)} tables, {checked} integer columns, {timed} times on UTC: pyarrow, polars and duckdb agree")
 
 
 def archive_check(tmp):
@@ -205,7 +215,7 @@ def archive_check(tmp):
     assert got == want, (got, want)
     status = dict(duckdb.sql(f"SELECT capture, status FROM read_parquet('{os.path.join(arch, 'capture.parquet')}')").fetchall())
     assert status == {r: "ok" for r in fixtures}, status
-    print(f"duckdb and polars read the archive's hive layout: samples of {len(want)} captures as perf script counts")
+    passed(f"duckdb and polars read the archive's hive layout: samples of {len(want)} captures as perf script counts")
     s3_check(src, want)
 
 
@@ -243,7 +253,7 @@ def s3_check(src, want):
                               "--format", "csv"], check=True, capture_output=True, text=True, env=env).stdout
         got = {r["capture"]: int(r["n"]) for r in csv.DictReader(io.StringIO(out))}
         assert got == want, (got, want)
-        print(f"an archive on a local S3 server: trawl, polars and duckdb (pyarrow's S3) read {len(want)} captures as perf script counts")
+        passed(f"an archive on a local S3 server: trawl, polars and duckdb (pyarrow's S3) read {len(want)} captures as perf script counts")
     finally:
         server.kill()
         server.wait()

@@ -33,8 +33,15 @@ use cmd::{
     unfreed::*,
 };
 
+/// This build's version and id: `trawl 0.1.0 (build 1f0c...)`. The id is
+/// a hash of the sources the build was compiled from (cli/build.rs): the
+/// same tree gives the same id, whichever way it was built.
+pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (build ", env!("TRAWL_BUILD_ID"), ")");
+/// The build id alone (see [`VERSION`]).
+pub const BUILD_ID: &str = env!("TRAWL_BUILD_ID");
+
 #[derive(Parser)]
-#[command(name = "trawl", version, about = "perf.data and other performance captures → Parquet tables → SQL", long_about = None)]
+#[command(name = "trawl", version = VERSION, about = "perf.data and other performance captures → Parquet tables → SQL", long_about = None)]
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,

@@ -3,7 +3,8 @@
 //! One function per reader, each driving that reader over arbitrary bytes
 //! to its end the way `trawl ingest` does (records decoded, rows handed to
 //! a sink that drops them). The cargo-fuzz targets in `fuzz_targets/` call
-//! these; `tests/replay.rs` runs the committed corpora and regression
+//! these; the end-to-end tests (`tests/e2e/fuzz_replay.rs`, which compile
+//! this file into their binary) run the committed corpora and regression
 //! inputs through them on the stable toolchain, in CI.
 //!
 //! A reader's result is ignored: an input may be refused with an error or

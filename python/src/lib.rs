@@ -217,6 +217,8 @@ fn _trawl(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("TrawlError", py.get_type::<TrawlError>())?;
     m.add("InputError", py.get_type::<InputError>())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    // The build id `trawl --version` prints (a hash of the sources).
+    m.add("__build__", trawl_cli::BUILD_ID)?;
     m.add_class::<capture::Capture>()?;
     m.add_class::<relation::Relation>()?;
     m.add_function(wrap_pyfunction!(capture::open, m)?)?;

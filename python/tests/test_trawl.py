@@ -499,7 +499,11 @@ def test_the_package_installs_the_trawl_command():
     assert os.path.exists(INSTALLED), f"no trawl command in {sysconfig.get_path('scripts')}"
     for cmd in ([INSTALLED], [sys.executable, "-m", "trawl"]):
         v = subprocess.run([*cmd, "--version"], capture_output=True, text=True)
-        assert (v.returncode, v.stdout) == (0, f"trawl {trawl.__version__}\n")
+        assert (v.returncode, v.stdout) == (0, f"trawl {trawl.__version__} (build {trawl._trawl.__build__})\n")
+        # The build of this tree (tests/run.sh passes the id of the command
+        # cargo built from it), not an older install.
+        if os.environ.get("TRAWL_BUILD"):
+            assert v.stdout.strip() == os.environ["TRAWL_BUILD"]
         bad = subprocess.run([*cmd, "report", "--no-such-flag"], capture_output=True, text=True)
         assert bad.returncode == 2 and "--no-such-flag" in bad.stderr
         failed = subprocess.run([*cmd, "sql", "/nonexistent/capture", "SELECT 1"], capture_output=True, text=True)
@@ -548,6 +552,14 @@ def s3_server():
         server.wait()
 
 
+def perf_script_samples(path, home):
+    """Samples in a perf.data file: the lines of `perf script -F time`
+    (perf's HOME an empty directory: no user's build-id cache)."""
+    out = subprocess.run(["perf", "script", "-F", "time", "-i", str(path)], check=True,
+                         capture_output=True, text=True, env={**os.environ, "HOME": str(home)}).stdout
+    return sum(1 for line in out.splitlines() if line.strip().endswith(":"))
+
+
 def test_an_archive_in_object_storage(s3_server, tmp_path):
     """`trawl.open("s3://...")` reads an archive the CLI wrote to the S3
     server: the samples per capture perf script counts (through
@@ -561,9 +573,12 @@ def test_an_archive_in_object_storage(s3_server, tmp_path):
     subprocess.run([TRAWL, "archive", "ingest", str(src), "-o", url, "--no-symbolize"], check=True, capture_output=True)
     q = "SELECT capture, count(*) AS n FROM perf_sample GROUP BY capture ORDER BY capture"
     got = trawl.open(url).sql(q).to_pylist()
+    # Expected: perf script's sample count of each run's file.
+    want = [dict(capture=run, n=perf_script_samples(src / run / f, tmp_path))
+            for run, f in [("a", "hot-fp.data"), ("b", "threads.data")]]
+    assert got == want, (got, want)
     cli = subprocess.run([TRAWL, "sql", url, q, "--format", "csv"], check=True, capture_output=True, text=True).stdout
-    want = [dict(capture=line.split(",")[0], n=int(line.split(",")[1])) for line in cli.split()[1:]]
-    assert got == want and [r["capture"] for r in got] == ["a", "b"], (got, want)
+    assert cli.split()[1:] == [f"{r['capture']},{r['n']}" for r in want], cli
     status = trawl.open(url).sql("SELECT capture, status FROM capture ORDER BY capture").to_pylist()
     assert status == [dict(capture="a", status="ok"), dict(capture="b", status="ok")]
     opts = {k.lower(): v for k, v in s3_server.items()}

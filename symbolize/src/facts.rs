@@ -418,21 +418,111 @@ mod tests {
         let lines = learn_windows(&ctx, &w, &mut names);
         facts.add(w, lines);
         let mut checked = 0;
+        let mut answers = Vec::new();
         for s in picked {
             for a in s.start..s.end {
                 assert!(facts.knows(a));
                 let want = crate::dwarf::frames(&ctx, a, &mut names);
-                assert_eq!(
-                    facts.resolve(a, &mut names).inline,
-                    want,
-                    "{} at {a:#x} ({})",
-                    path.display(),
-                    s.name
-                );
+                let r = facts.resolve(a, &mut names);
+                assert_eq!(r.inline, want, "{} at {a:#x} ({})", path.display(), s.name);
+                answers.push((a, r.inline, r.symbol.map(|s| s.name)));
                 checked += 1;
             }
         }
         assert!(checked > 100, "{checked}");
+        // And binutils' addr2line on the same file and addresses: the same
+        // inline chain, level by level (function, file name, line).
+        let addrs: Vec<u64> = answers.iter().map(|(a, ..)| *a).collect();
+        let gnu = addr2line_levels("addr2line", path, &addrs);
+        let mut llvm = None;
+        for (i, ((a, got, symbol), g)) in answers.iter().zip(&gnu).enumerate() {
+            let mine: Vec<Level> = got
+                .iter()
+                .map(|f| (f.function.clone(), f.file.as_deref().map(base), f.line))
+                .collect();
+            if mine == *g {
+                continue;
+            }
+            // binutils 2.40 names the wrong file of a DWARF 5 line table
+            // now and then (libc_start_call_main.h for libc-start.c), and
+            // gives the address where a line table's sequence ends (its
+            // first address past the code, `_fini` after `.text`) the
+            // sequence's last line: llvm-addr2line breaks the tie.
+            let l = llvm.get_or_insert_with(|| addr2line_levels("llvm-addr2line", path, &addrs));
+            let l = &l[i];
+            if mine.is_empty() {
+                // No DWARF for the address: addr2line names the ELF symbol
+                // (trawl's symbol, apart from the inline chain) and no line.
+                let no_line = |v: &Vec<Level>| v.iter().all(|x| x.2.is_none());
+                assert!(
+                    (no_line(g) && g.iter().all(|x| x.0.is_none() || x.0 == *symbol)) || no_line(l),
+                    "{} at {a:#x}: trawl no line, symbol {symbol:?}; addr2line {g:?}, llvm-addr2line {l:?}",
+                    path.display()
+                );
+                continue;
+            }
+            let same_but_file = mine.len() == g.len()
+                && mine.iter().zip(g).zip(l).all(|((m, g), l)| {
+                    m.0 == g.0 && m.2 == g.2 && (m.1 == g.1 || m.1 == l.1)
+                });
+            assert!(
+                same_but_file,
+                "{} at {a:#x}: trawl {mine:?}, addr2line {g:?}, llvm-addr2line {l:?}",
+                path.display()
+            );
+        }
+    }
+
+    /// One inline level as (function, file name, line); `None` where the
+    /// tool prints `??` or line 0.
+    type Level = (Option<String>, Option<String>, Option<u32>);
+
+    fn base(p: &str) -> String {
+        p.rsplit('/').next().unwrap_or(p).to_string()
+    }
+
+    /// `tool -a -f -i -C -e path` (binutils' addr2line, or
+    /// llvm-addr2line) on `addrs`, read from its standard input: each
+    /// address's levels, innermost first; empty where it knows nothing.
+    fn addr2line_levels(tool: &str, path: &std::path::Path, addrs: &[u64]) -> Vec<Vec<Level>> {
+        use std::io::Write;
+        let mut child = std::process::Command::new(tool)
+            .args(["-a", "-f", "-i", "-C", "-e"])
+            .arg(path)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("{tool} (tests/run.sh installs binutils and llvm): {e}"));
+        let input: String = addrs.iter().map(|a| format!("{a:#x}\n")).collect();
+        let mut stdin = child.stdin.take().unwrap();
+        let feeder = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
+        let out = child.wait_with_output().unwrap();
+        feeder.join().unwrap().unwrap();
+        assert!(out.status.success(), "{tool} failed");
+        let text = String::from_utf8_lossy(&out.stdout);
+        let mut res: Vec<Vec<Level>> = Vec::with_capacity(addrs.len());
+        let mut lines = text.lines();
+        while let Some(l) = lines.next() {
+            if l.starts_with("0x") {
+                res.push(Vec::new());
+                continue;
+            }
+            let func = (l != "??").then(|| l.to_string());
+            let loc = lines.next().unwrap_or("??:0");
+            let loc = loc.split(" (discriminator").next().unwrap();
+            let (file, line) = loc.rsplit_once(':').unwrap_or((loc, "0"));
+            let file = (file != "??" && !file.is_empty()).then(|| base(file));
+            let line = line.parse::<u32>().ok().filter(|&n| n > 0);
+            res.last_mut().expect("an address first").push((func, file, line));
+        }
+        // A tool that knows nothing prints one empty level.
+        for r in &mut res {
+            if r.len() == 1 && r[0] == (None, None, None) {
+                r.clear();
+            }
+        }
+        assert_eq!(res.len(), addrs.len(), "{tool}: one answer per address");
+        res
     }
 
     fn fixture(name: &str) -> std::path::PathBuf {

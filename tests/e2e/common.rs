@@ -9,11 +9,32 @@ pub fn root() -> PathBuf {
 /// The `trawl` under test: this build's binary, or the command named by
 /// `TRAWL_TEST_BIN` (CI sets it to the `trawl` that `pip install ./python`
 /// put on the PATH, and runs every test again against it).
+///
+/// An installed command must be the build of this tree (not an older
+/// install earlier on the PATH or in a user's site-packages): its
+/// `--version` names the build id of the sources this test binary was
+/// compiled from, checked once per run.
 pub fn trawl_exe() -> PathBuf {
-    match std::env::var_os("TRAWL_TEST_BIN") {
-        Some(p) if !p.is_empty() => PathBuf::from(p),
-        _ => PathBuf::from(env!("CARGO_BIN_EXE_trawl")),
-    }
+    static CHECKED: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    CHECKED
+        .get_or_init(|| match std::env::var_os("TRAWL_TEST_BIN") {
+            Some(p) if !p.is_empty() => {
+                let p = PathBuf::from(p);
+                let o = Command::new(&p)
+                    .arg("--version")
+                    .output()
+                    .unwrap_or_else(|e| panic!("TRAWL_TEST_BIN {}: {e}", p.display()));
+                assert_eq!(
+                    String::from_utf8_lossy(&o.stdout),
+                    format!("trawl {}\n", trawl_cli::VERSION),
+                    "TRAWL_TEST_BIN {} is not the build of this tree",
+                    p.display()
+                );
+                p
+            }
+            _ => PathBuf::from(env!("CARGO_BIN_EXE_trawl")),
+        })
+        .clone()
 }
 
 pub fn fixture(name: &str) -> PathBuf {
@@ -122,12 +143,22 @@ pub fn perf_home() -> &'static Path {
     .path()
 }
 
+/// perf's standard output; perf must succeed (a reference that failed
+/// gives no expected value).
+#[track_caller]
 pub fn perf(args: &[&str]) -> String {
     let o = Command::new("perf")
         .env("HOME", perf_home())
         .args(args)
         .output()
         .expect("perf must be installed (apt-get install linux-perf)");
+    assert!(
+        o.status.success(),
+        "perf {} failed ({}):\n{}",
+        args.join(" "),
+        o.status,
+        String::from_utf8_lossy(&o.stderr)
+    );
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
@@ -245,6 +276,13 @@ pub fn walk(d: &Path) -> Vec<PathBuf> {
     out
 }
 
+/// trawl refused the command as it refuses a user's mistake (see
+/// `assert_refused`).
+pub fn is_refusal(o: &Output) -> bool {
+    matches!(o.status.code(), Some(1) | Some(2))
+        && !String::from_utf8_lossy(&o.stderr).contains("panicked")
+}
+
 /// Asserts that trawl refused the command as it refuses a user's mistake:
 /// exit status 1 (its error exit, `trawl: MESSAGE`) or 2 (a usage error of
 /// the argument parser) — not a panic (101) or a signal, which a bare
@@ -262,10 +300,6 @@ pub fn assert_refused(o: &Output, says: &str) {
             err.trim()
         );
     }
-    assert!(
-        matches!(o.status.code(), Some(1) | Some(2)) && !err.contains("panicked"),
-        "not a refusal ({}):\n{err}",
-        o.status
-    );
+    assert!(is_refusal(o), "not a refusal ({}):\n{err}", o.status);
     assert!(err.contains(says), "stderr does not say {says:?}:\n{err}");
 }

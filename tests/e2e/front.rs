@@ -19,7 +19,7 @@ fn exit_statuses_are_the_programs() {
     assert_eq!(v.status.code(), Some(0));
     assert_eq!(
         String::from_utf8_lossy(&v.stdout),
-        format!("trawl {}\n", env!("CARGO_PKG_VERSION"))
+        format!("trawl {}\n", trawl_cli::VERSION)
     );
     let h = run(&["--help"]);
     assert_eq!(h.status.code(), Some(0));

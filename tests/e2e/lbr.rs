@@ -1132,22 +1132,27 @@ fn call_stack_mode_stacks_match_perf() {
         assert_eq!(got.len(), want.len(), "sample {i}: {got:?} / perf {want:?}");
         assert_eq!(got[k..], want[k..], "sample {i}: {got:?} / perf {want:?}");
     }
-    // Self cost: perf report's, by function.
-    let rep = perf(&[
-        "report",
-        "--stdio",
-        "--no-children",
-        "--sort",
-        "sym",
-        "-i",
-        f.to_str().unwrap(),
-    ]);
-    let hot = report_csv("hotspots", &cap, &["--no-inline"]);
-    for f in ["p3_C", "F2"] {
-        assert!(rep.contains(&format!("[.] {f}")), "{rep}");
+    // Self cost: perf report's, by function (percentage and samples).
+    let mine = crate::perf_fixtures::trawl_hotspots(&cap);
+    let mut named = Vec::new();
+    for r in crate::perf_fixtures::perf_report(&f, false)
+        .iter()
+        .filter(|r| crate::perf_fixtures::is_user_symbol(r))
+    {
+        let m = mine
+            .get(&(r.dso.clone(), r.sym.clone()))
+            .unwrap_or_else(|| panic!("perf has {} {} ({}%), trawl does not", r.dso, r.sym, r.self_pct));
+        assert_eq!(m.self_samples, r.samples, "self samples of {}", r.sym);
         assert!(
-            hot.lines().any(|l| l.split(',').any(|c| c == f)),
-            "{f} not a hotspot: {hot}"
+            (m.self_pct - r.self_pct).abs() <= 0.0051,
+            "self % of {}: trawl {} perf {}",
+            r.sym,
+            m.self_pct,
+            r.self_pct
         );
+        named.push(r.sym.clone());
+    }
+    for f in ["p3_C", "F2"] {
+        assert!(named.iter().any(|n| n == f), "perf report has no {f}: {named:?}");
     }
 }

@@ -17,6 +17,7 @@ mod energy_sim;
 mod export;
 mod figure;
 mod front;
+mod fuzz_replay;
 mod guide;
 mod layering;
 mod lbr;

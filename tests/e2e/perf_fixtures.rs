@@ -172,13 +172,13 @@ fn perf_script_children(file: &Path) -> Vec<PerfRow> {
         .collect()
 }
 
-struct TrawlRow {
-    self_samples: u64,
-    self_pct: f64,
-    total_pct: f64,
+pub(crate) struct TrawlRow {
+    pub(crate) self_samples: u64,
+    pub(crate) self_pct: f64,
+    pub(crate) total_pct: f64,
 }
 
-fn trawl_hotspots(cap: &Path) -> HashMap<(String, String), TrawlRow> {
+pub(crate) fn trawl_hotspots(cap: &Path) -> HashMap<(String, String), TrawlRow> {
     let out = trawl_ok(&[
         "report",
         "hotspots",
@@ -220,7 +220,7 @@ fn trawl_hotspots(cap: &Path) -> HashMap<(String, String), TrawlRow> {
 /// libc) they compare fewer rows: `check_against_perf_report_min`'s
 /// floor (`checked > min_rows`) keeps that from passing on next to
 /// nothing.
-fn is_user_symbol(r: &PerfRow) -> bool {
+pub(crate) fn is_user_symbol(r: &PerfRow) -> bool {
     !r.kernel && r.dso != "[unknown]" && !r.sym.starts_with("0x") && !r.sym.starts_with("0000")
 }
 

@@ -118,7 +118,11 @@ fn run_file(path: &Path) -> usize {
                     .unwrap_or_else(|| panic!("{here}: no capture"));
                 let o = trawl(&["sql", cap.to_str().unwrap(), &sql]);
                 let err = String::from_utf8_lossy(&o.stderr);
-                assert!(!o.status.success() && err.contains(&want), "{here}: {err}");
+                assert!(
+                    is_refusal(&o) && err.contains(&want),
+                    "{here}: not a refusal saying {want:?} ({}):\n{err}",
+                    o.status
+                );
                 n += 1;
             }
         }

@@ -293,9 +293,7 @@ fn table_function_arguments_are_checked() {
         ),
         ("SELECT * FROM callers('main', 'pid', 'x')", "pid must be"),
     ] {
-        let o = trawl(&["sql", c, q]);
-        let err = String::from_utf8_lossy(&o.stderr);
-        assert!(!o.status.success() && err.contains(want), "{q}: {err}");
+        assert_refused(&trawl(&["sql", c, q]), want);
     }
 }
 

@@ -73,17 +73,32 @@ fn opened(cache: &Path, args: &[&str]) -> Vec<String> {
         .collect()
 }
 
-/// Files a symbolizer reads: the fixture binaries, debug files, kernel
-/// symbols.
-fn symbol_files(opened: &[String]) -> Vec<&String> {
+/// Files a symbolizer reads: every file the capture `cold` (ingested with
+/// an empty store) names in `symbol_file` (the module as recorded, its
+/// binary, symbol table and DWARF: the fixture binaries and the system's
+/// libc and libm with their debug files), anything under the fixture
+/// binaries' directory or /usr/lib/debug, and the kernel's symbols.
+fn symbol_files<'a>(opened: &'a [String], cold: &Path) -> Vec<&'a String> {
+    let mut named: Vec<PathBuf> = Vec::new();
+    for r in sql_rows(cold, "SELECT path, binary, symbols, debug_info FROM symbol_file") {
+        for p in r.iter().filter(|p| p.starts_with('/')) {
+            named.push(PathBuf::from(p));
+            if let Ok(c) = Path::new(p).canonicalize() {
+                named.push(c);
+            }
+        }
+    }
+    assert!(!named.is_empty(), "{}: no symbol_file paths", cold.display());
     let bin = fixture_bin();
-    let bin = bin.canonicalize().unwrap();
+    let bin_real = bin.canonicalize().unwrap();
     opened
         .iter()
         .filter(|p| {
             let p = Path::new(p.as_str());
-            p.starts_with(&bin)
-                || p.starts_with(fixture_bin())
+            let real = p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
+            named.iter().any(|n| n == p || *n == real)
+                || p.starts_with(&bin_real)
+                || p.starts_with(&bin)
                 || p.starts_with("/usr/lib/debug")
                 || p == Path::new("/proc/kallsyms")
         })
@@ -104,13 +119,14 @@ fn a_warm_store_gives_the_same_tables_and_opens_no_symbol_file() {
         let alone = t.path().join(format!("alone-{data}"));
         let (f, bin) = (f.to_str().unwrap(), bin.to_str().unwrap());
         let first = opened(&cache, &ingest_args(f, cold.to_str().unwrap(), bin));
+        let read = symbol_files(&first, &cold);
         assert!(
-            !symbol_files(&first).is_empty(),
-            "{data}: the first run reads the binaries"
+            read.iter().any(|p| p.contains("/libc.so")),
+            "{data}: the first run reads the binaries and libc: {read:?}"
         );
         let second = opened(&cache, &ingest_args(f, warm.to_str().unwrap(), bin));
         assert_eq!(
-            symbol_files(&second),
+            symbol_files(&second, &cold),
             Vec::<&String>::new(),
             "{data}: the second run reads the store only"
         );
@@ -132,6 +148,44 @@ fn a_warm_store_gives_the_same_tables_and_opens_no_symbol_file() {
     }
 }
 
+/// Rewrites, with pyarrow, every store part under `store` whose `symbol`
+/// rows name `from` so that they name `to` (a valid Parquet file with the
+/// part's metadata, its checksum among it, kept as it was); returns how
+/// many parts it rewrote.
+fn rename_symbol(store: &Path, from: &str, to: &str) -> usize {
+    let script = r#"
+import sys
+import pyarrow as pa
+import pyarrow.parquet as pq
+n = 0
+for path in sys.argv[3:]:
+    t = pq.read_table(path)
+    if "name" not in t.column_names or "kind" not in t.column_names:
+        continue
+    kinds, names = t.column("kind").to_pylist(), t.column("name").to_pylist()
+    new = [sys.argv[2] if k == "symbol" and v == sys.argv[1] else v for k, v in zip(kinds, names)]
+    if new == names:
+        continue
+    i = t.column_names.index("name")
+    t = t.set_column(i, t.schema.field(i), pa.array(new, type=t.schema.field(i).type))
+    assert t.schema.metadata == pq.read_schema(path).metadata
+    pq.write_table(t, path)
+    n += 1
+print(n)
+"#;
+    let parts: Vec<PathBuf> = walk(store)
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|x| x == "parquet"))
+        .collect();
+    let o = Command::new("python3")
+        .args(["-c", script, from, to])
+        .args(&parts)
+        .output()
+        .expect("python3 with pyarrow");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8_lossy(&o.stdout).trim().parse().unwrap()
+}
+
 #[test]
 fn a_store_part_cut_short_or_changed_is_reported_and_learnt_again() {
     let t = tempfile::tempdir().unwrap();
@@ -149,10 +203,16 @@ fn a_store_part_cut_short_or_changed_is_reported_and_learnt_again() {
         .filter(|p| p.extension().is_some_and(|x| x == "parquet"))
         .collect();
     assert!(parts.len() >= 2, "{parts:?}");
-    for (i, damage) in ["cut", "flip"].iter().enumerate() {
-        // Every part damaged: cut to half, or one byte changed in its data.
+    for (i, damage) in ["cut", "flip", "value"].iter().enumerate() {
+        // Every part damaged: cut to half, or one byte changed in its data;
+        // or, in a whole and valid Parquet file, one value changed: the
+        // part's row checksum is what tells.
+        if *damage == "value" {
+            let changed = rename_symbol(&cache.join("trawl/symbols"), "spin_a", "spin_x");
+            assert_eq!(changed, 1, "one part names spin_a");
+        }
         for p in walk(&cache.join("trawl/symbols")) {
-            if p.extension().is_none_or(|x| x != "parquet") {
+            if p.extension().is_none_or(|x| x != "parquet") || *damage == "value" {
                 continue;
             }
             let mut b = std::fs::read(&p).unwrap();
@@ -273,7 +333,16 @@ fn a_capture_is_read_without_the_store() {
             bin.to_str().unwrap(),
         ),
     ));
-    let report = |cap: &Path| report_csv("hotspots", cap, &[]);
+    // Both reports run with the same store, whose symbols the capture was
+    // ingested with: before with it, after with it gone.
+    let report = |cap: &Path| {
+        let o = trawl_in(
+            &cache,
+            &["report", "hotspots", cap.to_str().unwrap(), "--format", "csv"],
+        );
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
     let before = report(&cap);
     std::fs::remove_dir_all(&cache).unwrap();
     let moved = t.path().join("elsewhere");
@@ -353,7 +422,7 @@ fn a_function_is_decoded_once_per_binary_whatever_the_capture() {
     let a = annotate(&caps[0]);
     let first = opened(&cache, &a.iter().map(String::as_str).collect::<Vec<_>>());
     assert!(
-        !symbol_files(&first).is_empty(),
+        !symbol_files(&first, &caps[0]).is_empty(),
         "the first annotate decodes from the binary"
     );
     let code = walk(&cache.join("trawl/symbols"));
@@ -365,7 +434,7 @@ fn a_function_is_decoded_once_per_binary_whatever_the_capture() {
     let a = annotate(&caps[1]);
     let second = opened(&cache, &a.iter().map(String::as_str).collect::<Vec<_>>());
     assert_eq!(
-        symbol_files(&second),
+        symbol_files(&second, &caps[0]),
         Vec::<&String>::new(),
         "the second annotate reads the store only"
     );

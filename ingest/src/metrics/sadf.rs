@@ -7,6 +7,11 @@
 //! `net_` for interfaces (`kbmemfree`, `memused_pct`, `disk_rkB_per_s`,
 //! `disk_util_pct`, the names iostat's columns get).
 //!
+//! USB devices (`sar -m USB`) are the entity `BUS/idvendor/idprod`
+//! (`2/3f0/862`) with the metric `maxpower` (mA); sadf prints their values
+//! in another order than its header names them (`sadf -j` is right), and
+//! they are read in the values' order.
+//!
 //! `sar -I` per CPU (`INTR;CPU*`, a value per CPU) is `intr_per_s` of the
 //! entity `INTR/CPU`. `sadf -d -h` (every activity on one line, groups
 //! of columns that repeat) is refused with one diagnostic at its header.
@@ -28,6 +33,8 @@ const ENTITY_COLUMNS: &[&str] = &[
     "FILESYSTEM",
     "MOUNTPOINT",
     "BUS",
+    "idvendor",
+    "idprod",
     "INTR",
     "TYPE",
     "FCHOST",
@@ -36,8 +43,22 @@ const ENTITY_COLUMNS: &[&str] = &[
 ];
 
 /// Columns of words, not measurements (a battery's `status`, a USB
-/// device's names and ids): not stored.
-const TEXT_COLUMNS: &[&str] = &["status", "manufact", "product", "idvendor", "idprod"];
+/// device's names): not stored.
+const TEXT_COLUMNS: &[&str] = &["status", "manufact", "product"];
+
+/// The USB devices' header as sadf prints it (sysstat's `activity.c`), and
+/// the order it prints their values in (`sadf -j` names them: bus_number,
+/// idvendor, idprod, maxpower, manufact, product).
+const USB_HEADER: &[&str] = &["manufact", "product", "BUS", "idvendor", "idprod", "maxpower"];
+const USB_VALUES: &[&str] = &["BUS", "idvendor", "idprod", "maxpower", "manufact", "product"];
+
+/// sadf's USB block: its values come in another order than its header
+/// names them, the bus number and maximum power (integers) where the
+/// header puts the names. A row in the header's order is read so.
+fn usb_values_reordered(cols: &[&str], f: &[&str]) -> bool {
+    let int = |i: usize| f.get(i).is_some_and(|v| v.parse::<u64>().is_ok());
+    cols.get(3..) == Some(USB_HEADER) && int(3) && int(6)
+}
 
 /// Metric name of a column; `prefix` is `disk_` in a DEV block, `net_` in
 /// an IFACE one.
@@ -210,6 +231,13 @@ pub fn read(
             continue;
         };
         let sample = sample_of(time_ns);
+        let usb: Vec<&str>;
+        let cols: &[&str] = if usb_values_reordered(&cols, &f) {
+            usb = cols[..3].iter().chain(USB_VALUES).copied().collect();
+            &usb
+        } else {
+            &cols
+        };
         let entity: Vec<String> = cols[3..]
             .iter()
             .zip(&f[3..])
