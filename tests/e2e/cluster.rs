@@ -110,6 +110,18 @@ fn try_start(dir: &Path, env: Vec<(&'static str, String)>) -> Result<Cluster, St
         &c.scheduler_log,
         &c.env,
     ));
+    // Executors connect once, at start: only when the scheduler accepts
+    // connections (a command started through Python's console script
+    // takes a while to bind, and an executor racing it fails).
+    let t0 = Instant::now();
+    while std::net::TcpStream::connect(&sched).is_err() {
+        if let Some(status) = c.procs[0].try_wait().unwrap() {
+            let log = std::fs::read_to_string(&c.scheduler_log).unwrap_or_default();
+            return Err(format!("the scheduler ended ({status}):\n{log}"));
+        }
+        assert!(t0.elapsed() < Duration::from_secs(60), "the scheduler never listened");
+        std::thread::sleep(Duration::from_millis(20));
+    }
     for (i, log) in c.executor_logs.clone().iter().enumerate() {
         let (flight, grpc) = (p[1 + 2 * i].to_string(), p[2 + 2 * i].to_string());
         let sched = format!("localhost:{}", p[0]);

@@ -1156,3 +1156,87 @@ fn call_stack_mode_stacks_match_perf() {
         assert!(named.iter().any(|n| n == f), "perf report has no {f}: {named:?}");
     }
 }
+
+/// A `--call-graph lbr` recording of a statically linked C++ program from
+/// another machine (KDAB perfparser's test data, fixtures/corpus/
+/// perfparser): self cost per function as `perf report --no-children`
+/// gives it on the same file and binary, percentage and samples. One
+/// sample is in user mode with a kernel frame in its callchain: perf
+/// counts it for its ip's function (`std::vector<double>::
+/// _M_realloc_insert<double>`, 6.35 %), and so must trawl.
+#[test]
+fn static_cxx_lbr_recording_self_cost_as_perf_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = root().join("fixtures/corpus/perfparser");
+    let bin_dir = dir.path().join("bin");
+    std::fs::create_dir_all(&bin_dir).unwrap();
+    let bin = bin_dir.join("vector_static_gcc_v9.1.0");
+    let z = std::fs::File::open(corpus.join("vector_static_gcc_v9.1.0.zst")).unwrap();
+    std::fs::write(&bin, zstd::decode_all(z).unwrap()).unwrap();
+    // perf finds the binary by its build-id, in its cache.
+    perf(&["buildid-cache", "-a", bin.to_str().unwrap()]);
+    let data = corpus.join("perf.lbr.data");
+    let cap = dir.path().join("cap");
+    trawl_ok(&[
+        "ingest",
+        data.to_str().unwrap(),
+        "-o",
+        cap.to_str().unwrap(),
+        "--debug-dir",
+        bin_dir.to_str().unwrap(),
+    ]);
+    let mine = crate::perf_fixtures::trawl_hotspots(&cap);
+    let mut named = Vec::new();
+    for r in crate::perf_fixtures::perf_report(&data, false)
+        .iter()
+        .filter(|r| crate::perf_fixtures::is_user_symbol(r))
+    {
+        // perf names a C++ function without its return type and
+        // parameters; trawl with them, as `nm -C` does.
+        let m = mine
+            .iter()
+            .find(|((dso, f), _)| *dso == r.dso && same_cxx_function(f, &r.sym))
+            .map(|(_, m)| m)
+            .unwrap_or_else(|| panic!("perf has {} {} ({}%), trawl does not", r.dso, r.sym, r.self_pct));
+        assert_eq!(m.self_samples, r.samples, "self samples of {}", r.sym);
+        assert!(
+            (m.self_pct - r.self_pct).abs() <= 0.0051,
+            "self % of {}: trawl {} perf {}",
+            r.sym,
+            m.self_pct,
+            r.self_pct
+        );
+        named.push(r.sym.clone());
+    }
+    assert!(
+        named.iter().any(|n| n.contains("_M_realloc_insert")),
+        "{named:?}"
+    );
+    assert!(named.len() >= 7, "{named:?}");
+}
+
+/// `full` (a demangled name with return type and parameters, `void
+/// ns::f<int>(int)`) names the function perf names `short` (`ns::f<int>`).
+fn same_cxx_function(full: &str, short: &str) -> bool {
+    if full == short {
+        return true;
+    }
+    // Without the last top-level parenthesized group (the parameters).
+    let mut depth = 0i32;
+    let mut cut = full.len();
+    for (i, c) in full.char_indices().rev() {
+        match c {
+            ')' => depth += 1,
+            '(' => {
+                depth -= 1;
+                if depth == 0 {
+                    cut = i;
+                    break;
+                }
+            }
+            _ => {}
+        }
+    }
+    let base = &full[..cut];
+    base == short || base.ends_with(&format!(" {short}"))
+}

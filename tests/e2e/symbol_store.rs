@@ -53,11 +53,15 @@ fn tables(cap: &Path) -> Vec<Vec<Vec<String>>> {
     .collect()
 }
 
-/// The files a command opened (strace -f -e trace=open,openat).
+/// The files a command opened (strace -f -k -e trace=open,openat), but
+/// those the dynamic loader opened (the innermost frame of the call in
+/// ld.so: the shared libraries of the processes themselves, libc among
+/// them, whichever way the command was installed), which are not read for
+/// symbols.
 fn opened(cache: &Path, args: &[&str]) -> Vec<String> {
     let log = tempfile::NamedTempFile::new().unwrap();
     let o = Command::new("strace")
-        .args(["-f", "-qq", "-e", "trace=open,openat", "-o"])
+        .args(["-f", "-qq", "-k", "-e", "trace=open,openat", "-o"])
         .arg(log.path())
         .arg(crate::common::trawl_exe())
         .args(args)
@@ -65,12 +69,22 @@ fn opened(cache: &Path, args: &[&str]) -> Vec<String> {
         .output()
         .expect("strace");
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    std::fs::read_to_string(log.path())
-        .unwrap()
-        .lines()
-        .filter(|l| !l.contains("ENOENT"))
-        .filter_map(|l| l.split('"').nth(1).map(str::to_string))
-        .collect()
+    let text = std::fs::read_to_string(log.path()).unwrap();
+    let mut out = Vec::new();
+    let mut lines = text.lines().peekable();
+    while let Some(l) = lines.next() {
+        if l.starts_with(" > ") {
+            continue;
+        }
+        let innermost = lines.peek().filter(|f| f.starts_with(" > ")).copied();
+        if l.contains("ENOENT") || innermost.is_some_and(|f| f.contains("/ld-linux")) {
+            continue;
+        }
+        if let Some(p) = l.split('"').nth(1) {
+            out.push(p.to_string());
+        }
+    }
+    out
 }
 
 /// Files a symbolizer reads: every file the capture `cold` (ingested with

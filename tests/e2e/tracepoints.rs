@@ -521,3 +521,117 @@ fn a_damaged_format_is_a_diagnostic_at_its_offset() {
     ]);
     assert_refused(&o, "bad_tracepoint_format");
 }
+
+/// `report latency --by thread` and `--by function` (docs/guide/
+/// tracepoints.md) on openat's entry → exit in tp-file.data (call graphs),
+/// worked out from `perf script -F tid,time,event,ip,sym,dso` paired as
+/// biolatency pairs: per thread (the start's), its intervals, their total,
+/// shortest and longest; per function perf names in the start's stack,
+/// the intervals whose stack holds it (each once) and the total of those
+/// where it is the innermost frame (`self_ns`).
+#[test]
+fn latency_by_thread_and_function_match_perf_script() {
+    let dir = tempfile::tempdir().unwrap();
+    let cap = dir.path().join("cap");
+    ingest_file(&fixture("tp-file.data"), &cap, &[]);
+    let cap = cap.to_str().unwrap();
+    let out = perf(&[
+        "script",
+        "--ns",
+        "-F",
+        "tid,time,event,ip,sym,dso",
+        "-i",
+        fixture("tp-file.data").to_str().unwrap(),
+    ]);
+    // (tid, time, event, [function perf names, or None], innermost first)
+    let mut samples: Vec<(i64, i64, String, Vec<Option<String>>)> = Vec::new();
+    for l in out.lines() {
+        if l.trim().is_empty() {
+            continue;
+        }
+        if let Some(frame) = l.strip_prefix('\t') {
+            let (_addr, rest) = frame.trim().split_once(' ').unwrap();
+            let sym = rest.rsplit_once(" (").map_or(rest, |(s, _)| s);
+            samples
+                .last_mut()
+                .unwrap()
+                .3
+                .push((sym != "[unknown]").then(|| sym.to_string()));
+            continue;
+        }
+        let mut it = l.split_whitespace();
+        let tid: i64 = it.next().unwrap().parse().unwrap();
+        let (s, ns) = it.next().unwrap().trim_end_matches(':').split_once('.').unwrap();
+        let t = s.parse::<i64>().unwrap() * 1_000_000_000 + ns.parse::<i64>().unwrap();
+        let event = it.next().unwrap().trim_end_matches(':').to_string();
+        samples.push((tid, t, event, Vec::new()));
+    }
+    // Paired by thread: (tid, duration, the start's frames).
+    let mut open: HashMap<i64, usize> = HashMap::new();
+    let mut intervals = Vec::new();
+    for (i, s) in samples.iter().enumerate() {
+        if s.2 == "syscalls:sys_enter_openat" {
+            open.insert(s.0, i);
+        } else if s.2 == "syscalls:sys_exit_openat" {
+            if let Some(st) = open.remove(&s.0) {
+                intervals.push((s.0, s.1 - samples[st].1, &samples[st].3));
+            }
+        }
+    }
+    assert!(intervals.len() >= 30, "{}", intervals.len());
+    // key -> (intervals, total, min, max, self)
+    type Agg = BTreeMap<String, (i64, i64, i64, i64, i64)>;
+    let add = |m: &mut Agg, k: String, d: i64, own: bool| {
+        let e = m.entry(k).or_insert((0, 0, i64::MAX, 0, 0));
+        e.0 += 1;
+        e.1 += d;
+        e.2 = e.2.min(d);
+        e.3 = e.3.max(d);
+        if own {
+            e.4 += d;
+        }
+    };
+    let (mut by_thread, mut by_function) = (Agg::new(), Agg::new());
+    for (tid, d, frames) in &intervals {
+        add(&mut by_thread, tid.to_string(), *d, false);
+        let mut seen = std::collections::HashSet::new();
+        for (k, f) in frames.iter().enumerate() {
+            if let Some(f) = f {
+                if seen.insert(f.clone()) {
+                    add(&mut by_function, f.clone(), *d, k == 0);
+                }
+            }
+        }
+    }
+    let report = |by: &str| -> Agg {
+        let out = trawl_ok(&[
+            "report",
+            "latency",
+            cap,
+            "--start",
+            "syscalls:sys_enter_openat",
+            "--end",
+            "syscalls:sys_exit_openat",
+            "--key",
+            "common_pid",
+            "--by",
+            by,
+            "--format",
+            "csv",
+        ]);
+        csv_maps(&out)
+            .into_iter()
+            .filter(|r| !r["key"].starts_with("0x"))
+            .map(|r| {
+                let n = |c: &str| r[c].parse::<i64>().unwrap_or(0);
+                (
+                    r["key"].clone(),
+                    (n("intervals"), n("total_ns"), n("min_ns"), n("max_ns"), n("self_ns")),
+                )
+            })
+            .collect()
+    };
+    assert_eq!(report("thread"), by_thread, "--by thread");
+    assert!(by_function.len() >= 3, "{by_function:?}");
+    assert_eq!(report("function"), by_function, "--by function");
+}

@@ -60,7 +60,12 @@ pub mod branch {
 pub mod flag {
     pub const EXCLUDE_USER: u64 = 1 << 4;
     pub const EXCLUDE_KERNEL: u64 = 1 << 5;
+    pub const EXCLUDE_HV: u64 = 1 << 6;
     pub const FREQ: u64 = 1 << 10;
+    /// Two bits: `precise_ip`.
+    pub const PRECISE_IP_SHIFT: u32 = 15;
+    pub const EXCLUDE_HOST: u64 = 1 << 19;
+    pub const EXCLUDE_GUEST: u64 = 1 << 20;
     pub const SAMPLE_ID_ALL: u64 = 1 << 18;
     pub const USE_CLOCKID: u64 = 1 << 25;
 }
@@ -201,12 +206,45 @@ impl Attr {
             5 => format!("mem:0x{:x}", self.config1),
             t => format!("pmu{t}/config=0x{:x}/", self.config),
         };
-        let eu = self.flags & flag::EXCLUDE_USER != 0;
-        let ek = self.flags & flag::EXCLUDE_KERNEL != 0;
-        match (eu, ek) {
-            (false, true) => format!("{base}:u"),
-            (true, false) => format!("{base}:k"),
-            _ => base,
+        if self.type_ == 2 {
+            return base;
+        }
+        format!("{base}{}", self.modifiers())
+    }
+
+    /// The modifiers perf appends to a name it derives (`:u`, `:ppH`, ...),
+    /// as perf's `evsel__add_modifiers` writes them: the contexts counted
+    /// when some are excluded, the precision, and host/guest when their
+    /// exclusion is not the default (guests are excluded by default once
+    /// contexts or precision are given).
+    fn modifiers(&self) -> String {
+        let f = |bit: u64| self.flags & bit != 0;
+        let mut m = String::new();
+        let mut guest_default = false;
+        if f(flag::EXCLUDE_KERNEL) || f(flag::EXCLUDE_USER) || f(flag::EXCLUDE_HV) {
+            for (bit, c) in [(flag::EXCLUDE_KERNEL, 'k'), (flag::EXCLUDE_USER, 'u'), (flag::EXCLUDE_HV, 'h')] {
+                if !f(bit) {
+                    m.push(c);
+                }
+            }
+            guest_default = true;
+        }
+        let precise = (self.flags >> flag::PRECISE_IP_SHIFT) & 3;
+        if precise > 0 {
+            m.push_str(&"ppp"[..precise as usize]);
+            guest_default = true;
+        }
+        if f(flag::EXCLUDE_HOST) || f(flag::EXCLUDE_GUEST) == guest_default {
+            for (bit, c) in [(flag::EXCLUDE_HOST, 'H'), (flag::EXCLUDE_GUEST, 'G')] {
+                if !f(bit) {
+                    m.push(c);
+                }
+            }
+        }
+        if m.is_empty() {
+            m
+        } else {
+            format!(":{m}")
         }
     }
 }

@@ -718,7 +718,10 @@ impl PerfConverter {
     /// first, as perf builds it (tools/perf/util/machine.c,
     /// `resolve_lbr_callchain_sample`); the callchain's other user
     /// addresses (a frame-pointer walk of code without frame pointers) are
-    /// not frames.
+    /// not frames. A sample in user mode whose callchain starts in the
+    /// kernel (a precise event's ip, taken before the interrupt that found
+    /// the CPU in the kernel) is the user stack at its ip alone: perf
+    /// report counts it for the ip's function, not for the kernel address.
     fn resolve_stack(
         &mut self,
         s: &Sample<'_>,
@@ -752,9 +755,17 @@ impl PerfConverter {
                 if (unwound || lbr && !first) && cur == CpuMode::User {
                     continue;
                 }
+                let user_sample = lbr && mode == CpuMode::User;
+                if user_sample && cur != CpuMode::User {
+                    continue;
+                }
                 if cur == CpuMode::User && user_from.is_none() {
                     user_from = Some(chain.len());
                 }
+                let v = match s.ip {
+                    Some(ip) if user_sample && first => ip,
+                    _ => v,
+                };
                 chain.push(self.frame(s.pid, v, cur, !first));
                 first = false;
             }
