@@ -23,7 +23,7 @@ import pyarrow.parquet as pq
 import pyarrow.types as pa_types
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-TRAWL = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "target", "debug", "trawl")
+TRAWL = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "target", "release", "trawl")
 
 
 def run(*args):

@@ -42,11 +42,12 @@ record() {
   [ "$rc" = 0 ] || FAILED=1
 }
 
-# Tests run (passed + failed) by the result lines of cargo test and pytest.
+# Tests run (passed + failed, and pytest's errors) by the result lines of
+# cargo test, pytest and the notebook check.
 count_tests() {
   awk '/^test result: / { for (i = 2; i <= NF; i++) if ($i ~ /^(passed|failed);$/) n += $(i - 1) }
-       /^[= ]*[0-9]+ (passed|failed)/ && !/^test result/ {
-         for (i = 2; i <= NF; i++) if ($i ~ /^(passed|failed),?$/ && $(i - 1) ~ /^[0-9]+$/) n += $(i - 1) }
+       /^[= ]*[0-9]+ (passed|failed|errors?)/ && !/^test result/ {
+         for (i = 2; i <= NF; i++) if ($i ~ /^(passed|failed|errors?),?$/ && $(i - 1) ~ /^[0-9]+$/) n += $(i - 1) }
        END { print n + 0 }' "$1"
 }
 

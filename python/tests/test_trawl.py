@@ -7,8 +7,8 @@ compared with `trawl report`. Figures, errors, progress and the Arrow
 stream interface are checked by content.
 
 Environment: TRAWL_BIN (default: the `trawl` command installed with this
-package, else target/debug/trawl), RAPL_SIM (default
-target/debug/examples/rapl_sim: the energy simulator's inputs).
+package, else target/release/trawl), RAPL_SIM (default
+target/release/examples/rapl_sim: the energy simulator's inputs).
 """
 
 import math
@@ -32,9 +32,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 # The console script `pip install` put beside this interpreter's scripts.
 INSTALLED = os.path.join(sysconfig.get_path("scripts"), "trawl")
 TRAWL = os.environ.get(
-    "TRAWL_BIN", INSTALLED if os.path.exists(INSTALLED) else os.path.join(ROOT, "target", "debug", "trawl")
+    "TRAWL_BIN", INSTALLED if os.path.exists(INSTALLED) else os.path.join(ROOT, "target", "release", "trawl")
 )
-RAPL_SIM = os.environ.get("RAPL_SIM", os.path.join(ROOT, "target", "debug", "examples", "rapl_sim"))
+RAPL_SIM = os.environ.get("RAPL_SIM", os.path.join(ROOT, "target", "release", "examples", "rapl_sim"))
 
 
 def fx(*p):

@@ -1133,25 +1133,7 @@ fn call_stack_mode_stacks_match_perf() {
         assert_eq!(got[k..], want[k..], "sample {i}: {got:?} / perf {want:?}");
     }
     // Self cost: perf report's, by function (percentage and samples).
-    let mine = crate::perf_fixtures::trawl_hotspots(&cap);
-    let mut named = Vec::new();
-    for r in crate::perf_fixtures::perf_report(&f, false)
-        .iter()
-        .filter(|r| crate::perf_fixtures::is_user_symbol(r))
-    {
-        let m = mine
-            .get(&(r.dso.clone(), r.sym.clone()))
-            .unwrap_or_else(|| panic!("perf has {} {} ({}%), trawl does not", r.dso, r.sym, r.self_pct));
-        assert_eq!(m.self_samples, r.samples, "self samples of {}", r.sym);
-        assert!(
-            (m.self_pct - r.self_pct).abs() <= 0.0051,
-            "self % of {}: trawl {} perf {}",
-            r.sym,
-            m.self_pct,
-            r.self_pct
-        );
-        named.push(r.sym.clone());
-    }
+    let named = self_cost_as_perf_report(&f, &cap);
     for f in ["p3_C", "F2"] {
         assert!(named.iter().any(|n| n == f), "perf report has no {f}: {named:?}");
     }
@@ -1185,14 +1167,25 @@ fn static_cxx_lbr_recording_self_cost_as_perf_report() {
         "--debug-dir",
         bin_dir.to_str().unwrap(),
     ]);
-    let mine = crate::perf_fixtures::trawl_hotspots(&cap);
+    let named = self_cost_as_perf_report(&data, &cap);
+    assert!(
+        named.iter().any(|n| n.contains("_M_realloc_insert")),
+        "{named:?}"
+    );
+    assert!(named.len() >= 7, "{named:?}");
+}
+
+/// Every user function `perf report --no-children` names in `data` has
+/// trawl's self samples and percentage in `cap` (perf names a C++
+/// function without its return type and parameters, trawl with them, as
+/// `nm -C` does); the functions compared.
+fn self_cost_as_perf_report(data: &Path, cap: &Path) -> Vec<String> {
+    let mine = crate::perf_fixtures::trawl_hotspots(cap);
     let mut named = Vec::new();
-    for r in crate::perf_fixtures::perf_report(&data, false)
+    for r in crate::perf_fixtures::perf_report(data, false)
         .iter()
         .filter(|r| crate::perf_fixtures::is_user_symbol(r))
     {
-        // perf names a C++ function without its return type and
-        // parameters; trawl with them, as `nm -C` does.
         let m = mine
             .iter()
             .find(|((dso, f), _)| *dso == r.dso && same_cxx_function(f, &r.sym))
@@ -1208,11 +1201,7 @@ fn static_cxx_lbr_recording_self_cost_as_perf_report() {
         );
         named.push(r.sym.clone());
     }
-    assert!(
-        named.iter().any(|n| n.contains("_M_realloc_insert")),
-        "{named:?}"
-    );
-    assert!(named.len() >= 7, "{named:?}");
+    named
 }
 
 /// `full` (a demangled name with return type and parameters, `void
