@@ -34,9 +34,10 @@ phase() {
   record "$name" "$t" "$rc" "$n"
 }
 
+# record NAME START RC TESTS [END]: END (default now) in seconds.
 record() {
   local name=$1 t=$2 rc=$3 n=$4 s
-  s=$(($(date +%s) - t))
+  s=$((${5:-$(date +%s)} - t))
   SUMMARY+=("$(printf '%-12s %4d min %02d s  %6s tests  %s' "$name" $((s / 60)) $((s % 60)) "$n" \
     "$([ "$rc" = 0 ] && echo ok || echo "FAILED (exit $rc)")")")
   [ "$rc" = 0 ] || FAILED=1
@@ -132,7 +133,7 @@ trap 'rm -rf "$XDG_CACHE_HOME"' EXIT
 df -h . | tail -1
 
 t=$(date +%s)
-setup >"$LOG/setup.log" 2>&1 &
+(setup; rc=$?; date +%s >"$LOG/setup.end"; exit $rc) >"$LOG/setup.log" 2>&1 &
 SETUP=$!
 
 # Every test target of the workspace (the Python module aside, which is
@@ -143,7 +144,8 @@ phase build cargo test --release --workspace --exclude trawl-python --no-run --t
 wait "$SETUP"
 rc=$?
 cat "$LOG/setup.log"
-record setup "$t" "$rc" "-"
+# Its own time (it ran beside the build).
+record setup "$t" "$rc" "-" "$(cat "$LOG/setup.end" 2>/dev/null || date +%s)"
 
 # README's set-up, as a user runs it: the `trawl` command and the Python
 # package from one release build, over the dependencies compiled above.
