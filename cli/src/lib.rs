@@ -36,7 +36,12 @@ use cmd::{
 /// This build's version and id: `trawl 0.1.0 (build 1f0c...)`. The id is
 /// a hash of the sources the build was compiled from (cli/build.rs): the
 /// same tree gives the same id, whichever way it was built.
-pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (build ", env!("TRAWL_BUILD_ID"), ")");
+pub const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (build ",
+    env!("TRAWL_BUILD_ID"),
+    ")"
+);
 /// The build id alone (see [`VERSION`]).
 pub const BUILD_ID: &str = env!("TRAWL_BUILD_ID");
 

@@ -462,9 +462,11 @@ mod tests {
                 continue;
             }
             let same_but_file = mine.len() == g.len()
-                && mine.iter().zip(g).zip(l).all(|((m, g), l)| {
-                    m.0 == g.0 && m.2 == g.2 && (m.1 == g.1 || m.1 == l.1)
-                });
+                && mine
+                    .iter()
+                    .zip(g)
+                    .zip(l)
+                    .all(|((m, g), l)| m.0 == g.0 && m.2 == g.2 && (m.1 == g.1 || m.1 == l.1));
             assert!(
                 same_but_file,
                 "{} at {a:#x}: trawl {mine:?}, addr2line {g:?}, llvm-addr2line {l:?}",
@@ -513,7 +515,9 @@ mod tests {
             let (file, line) = loc.rsplit_once(':').unwrap_or((loc, "0"));
             let file = (file != "??" && !file.is_empty()).then(|| base(file));
             let line = line.parse::<u32>().ok().filter(|&n| n > 0);
-            res.last_mut().expect("an address first").push((func, file, line));
+            res.last_mut()
+                .expect("an address first")
+                .push((func, file, line));
         }
         // A tool that knows nothing prints one empty level.
         for r in &mut res {

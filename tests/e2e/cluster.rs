@@ -119,7 +119,10 @@ fn try_start(dir: &Path, env: Vec<(&'static str, String)>) -> Result<Cluster, St
             let log = std::fs::read_to_string(&c.scheduler_log).unwrap_or_default();
             return Err(format!("the scheduler ended ({status}):\n{log}"));
         }
-        assert!(t0.elapsed() < Duration::from_secs(60), "the scheduler never listened");
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "the scheduler never listened"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
     for (i, log) in c.executor_logs.clone().iter().enumerate() {

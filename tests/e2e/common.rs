@@ -164,7 +164,13 @@ pub fn perf(args: &[&str]) -> String {
 
 /// Number of samples `perf script` prints.
 pub fn perf_script_samples(file: &Path) -> usize {
-    count_time_lines(&perf(&["script", "-i", file.to_str().unwrap(), "-F", "time"]))
+    count_time_lines(&perf(&[
+        "script",
+        "-i",
+        file.to_str().unwrap(),
+        "-F",
+        "time",
+    ]))
 }
 
 /// Number of samples `perf script` prints of a file it reads to the end

@@ -169,10 +169,18 @@ fn sysstat_usb_devices_as_sadf_json() {
     std::fs::write(&csv, sadf("-d")).unwrap();
     let json: serde_json::Value = serde_json::from_slice(&sadf("-j")).unwrap();
     let mut want = Vec::new();
-    for st in json["sysstat"]["hosts"][0]["statistics"].as_array().unwrap() {
+    for st in json["sysstat"]["hosts"][0]["statistics"]
+        .as_array()
+        .unwrap()
+    {
         for d in st["power-management"]["usb-devices"].as_array().unwrap() {
             want.push(vec![
-                format!("{}/{}/{}", d["bus_number"], d["idvendor"].as_str().unwrap(), d["idprod"].as_str().unwrap()),
+                format!(
+                    "{}/{}/{}",
+                    d["bus_number"],
+                    d["idvendor"].as_str().unwrap(),
+                    d["idprod"].as_str().unwrap()
+                ),
                 d["maxpower"].to_string(),
             ]);
         }
@@ -311,7 +319,11 @@ fn perf_script_fields(plain: &Path, pipe: bool, extra: &[&str]) -> (String, Vec<
                 continue;
             }
         }
-        assert!(o.status.success(), "{}: perf script failed: {err}", plain.display());
+        assert!(
+            o.status.success(),
+            "{}: perf script failed: {err}",
+            plain.display()
+        );
         return (String::from_utf8_lossy(&o.stdout).into_owned(), fields);
     }
 }
@@ -393,7 +405,12 @@ fn dump(file: &Path) -> (Vec<Sample<u64>>, HashMap<String, Vec<(u64, u64, u64)>>
         .arg(file)
         .output()
         .expect("python3");
-    assert!(o.status.success(), "{}: {}", file.display(), String::from_utf8_lossy(&o.stderr));
+    assert!(
+        o.status.success(),
+        "{}: {}",
+        file.display(),
+        String::from_utf8_lossy(&o.stderr)
+    );
     let text = String::from_utf8(o.stdout).unwrap();
     let opt = |s: &str| (s != "-").then(|| s.to_string());
     let hex = |s: &str| u64::from_str_radix(s, 16).unwrap();
@@ -410,10 +427,11 @@ fn dump(file: &Path) -> (Vec<Sample<u64>>, HashMap<String, Vec<(u64, u64, u64)>>
                 chain: opt(f[6]).map(|c| c.split(',').filter(|x| !x.is_empty()).map(hex).collect()),
                 unwound: false,
             }),
-            "M" => maps
-                .entry(f[6].to_string())
-                .or_default()
-                .push((hex(f[3]), hex(f[4]), hex(f[5]))),
+            "M" => {
+                maps.entry(f[6].to_string())
+                    .or_default()
+                    .push((hex(f[3]), hex(f[4]), hex(f[5])))
+            }
             _ => panic!("{}: {l}", file.display()),
         }
     }
@@ -499,7 +517,10 @@ fn compare_samples(
     while i < want.len() {
         // A group of samples of one key: each matched with one of trawl's.
         let k = key(&want[i]);
-        let j = want[i..].iter().position(|s| key(s) != k).map_or(want.len(), |n| i + n);
+        let j = want[i..]
+            .iter()
+            .position(|s| key(s) != k)
+            .map_or(want.len(), |n| i + n);
         let mut free: Vec<&Sample<(u64, Option<String>)>> = got[i..j].iter().collect();
         for w in &want[i..j] {
             let at = free.iter().position(|g| {
@@ -510,7 +531,9 @@ fn compare_samples(
                         // pipe mode, matched by config: count_samples.py):
                         // trawl derives it as perf does, the same base name
                         // with the attr's modifiers (`cycles:HG`).
-                        (Some(w), Some(g)) if loose_names => g == w || g.starts_with(&format!("{w}:")),
+                        (Some(w), Some(g)) if loose_names => {
+                            g == w || g.starts_with(&format!("{w}:"))
+                        }
                         (w, g) => w.as_ref() == g.as_ref(),
                     }
                     && match (&w.chain, &g.chain) {
@@ -520,7 +543,9 @@ fn compare_samples(
                             wc.len() >= gc.len() && gc.iter().zip(wc).all(|(g, &v)| frame_ok(g, v))
                         }
                         (None, Some(_)) if g.unwound => true,
-                        (None, Some(c)) => c.len() == 1 && w.ip.is_none_or(|ip| frame_ok(&c[0], ip)),
+                        (None, Some(c)) => {
+                            c.len() == 1 && w.ip.is_none_or(|ip| frame_ok(&c[0], ip))
+                        }
                         (Some(wc), Some(gc)) => {
                             wc.len() == gc.len() && gc.iter().zip(wc).all(|(g, &v)| frame_ok(g, v))
                         }
@@ -595,10 +620,17 @@ fn perf_data_from_other_machines() {
             by_perf += 1;
             flat
         } else {
-            assert_eq!(dumped.len().to_string(), samples, "{name}: count_samples.py");
+            assert_eq!(
+                dumped.len().to_string(),
+                samples,
+                "{name}: count_samples.py"
+            );
             dumped
         };
-        frames += want.iter().map(|s| s.chain.as_ref().map_or(1, Vec::len)).sum::<usize>();
+        frames += want
+            .iter()
+            .map(|s| s.chain.as_ref().map_or(1, Vec::len))
+            .sum::<usize>();
         compare_samples(name, want, trawl_samples(&cap), &maps, from == "count");
         let kinds = sql_scalar(
             &cap,

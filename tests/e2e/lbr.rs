@@ -1135,7 +1135,10 @@ fn call_stack_mode_stacks_match_perf() {
     // Self cost: perf report's, by function (percentage and samples).
     let named = self_cost_as_perf_report(&f, &cap);
     for f in ["p3_C", "F2"] {
-        assert!(named.iter().any(|n| n == f), "perf report has no {f}: {named:?}");
+        assert!(
+            named.iter().any(|n| n == f),
+            "perf report has no {f}: {named:?}"
+        );
     }
 }
 
@@ -1190,7 +1193,12 @@ fn self_cost_as_perf_report(data: &Path, cap: &Path) -> Vec<String> {
             .iter()
             .find(|((dso, f), _)| *dso == r.dso && same_cxx_function(f, &r.sym))
             .map(|(_, m)| m)
-            .unwrap_or_else(|| panic!("perf has {} {} ({}%), trawl does not", r.dso, r.sym, r.self_pct));
+            .unwrap_or_else(|| {
+                panic!(
+                    "perf has {} {} ({}%), trawl does not",
+                    r.dso, r.sym, r.self_pct
+                )
+            });
         assert_eq!(m.self_samples, r.samples, "self samples of {}", r.sym);
         assert!(
             (m.self_pct - r.self_pct).abs() <= 0.0051,

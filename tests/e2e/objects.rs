@@ -341,7 +341,10 @@ fn an_archive_in_s3_reads_as_the_local_one() {
     // The manifest's file list: what the bucket holds, by the server's
     // own listing (every key of every capture, with its size).
     let mut files: Vec<(String, u64)> = s3
-        .sql(url, "SELECT capture, table_name, size_bytes FROM capture_file")
+        .sql(
+            url,
+            "SELECT capture, table_name, size_bytes FROM capture_file",
+        )
         .into_iter()
         .map(|r| {
             (
@@ -351,10 +354,7 @@ fn an_archive_in_s3_reads_as_the_local_one() {
         })
         .collect();
     files.sort();
-    let held: Vec<(String, u64)> = s3
-        .list("nightly/capture=")
-        .into_iter()
-        .collect();
+    let held: Vec<(String, u64)> = s3.list("nightly/capture=").into_iter().collect();
     assert!(held.len() >= 9, "{held:?}");
     assert_eq!(files, held, "capture_file vs the bucket");
 }
@@ -577,8 +577,14 @@ fn an_upload_killed_at_any_moment_leaves_whole_captures() {
         let uploaded = s3.list("killed/capture=").len();
         partial += (killed && uploaded > 0 && seen < want.len()) as usize;
     }
-    assert!(interrupted > 0, "no kill interrupted a run ({full} requests)");
-    assert!(partial > 0, "no kill left a partial upload ({full} requests)");
+    assert!(
+        interrupted > 0,
+        "no kill interrupted a run ({full} requests)"
+    );
+    assert!(
+        partial > 0,
+        "no kill left a partial upload ({full} requests)"
+    );
     // The next run takes over the lock and finishes.
     let err = stderr_ok(ingest_to(&s3, &src, url, &["--no-symbolize"]));
     assert!(err.contains("0 failed"), "{err}");

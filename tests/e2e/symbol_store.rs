@@ -94,7 +94,10 @@ fn opened(cache: &Path, args: &[&str]) -> Vec<String> {
 /// binaries' directory or /usr/lib/debug, and the kernel's symbols.
 fn symbol_files<'a>(opened: &'a [String], cold: &Path) -> Vec<&'a String> {
     let mut named: Vec<PathBuf> = Vec::new();
-    for r in sql_rows(cold, "SELECT path, binary, symbols, debug_info FROM symbol_file") {
+    for r in sql_rows(
+        cold,
+        "SELECT path, binary, symbols, debug_info FROM symbol_file",
+    ) {
         for p in r.iter().filter(|p| p.starts_with('/')) {
             named.push(PathBuf::from(p));
             if let Ok(c) = Path::new(p).canonicalize() {
@@ -102,7 +105,11 @@ fn symbol_files<'a>(opened: &'a [String], cold: &Path) -> Vec<&'a String> {
             }
         }
     }
-    assert!(!named.is_empty(), "{}: no symbol_file paths", cold.display());
+    assert!(
+        !named.is_empty(),
+        "{}: no symbol_file paths",
+        cold.display()
+    );
     let bin = fixture_bin();
     let bin_real = bin.canonicalize().unwrap();
     opened
@@ -352,7 +359,13 @@ fn a_capture_is_read_without_the_store() {
     let report = |cap: &Path| {
         let o = trawl_in(
             &cache,
-            &["report", "hotspots", cap.to_str().unwrap(), "--format", "csv"],
+            &[
+                "report",
+                "hotspots",
+                cap.to_str().unwrap(),
+                "--format",
+                "csv",
+            ],
         );
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         String::from_utf8_lossy(&o.stdout).into_owned()

@@ -561,7 +561,12 @@ fn latency_by_thread_and_function_match_perf_script() {
         }
         let mut it = l.split_whitespace();
         let tid: i64 = it.next().unwrap().parse().unwrap();
-        let (s, ns) = it.next().unwrap().trim_end_matches(':').split_once('.').unwrap();
+        let (s, ns) = it
+            .next()
+            .unwrap()
+            .trim_end_matches(':')
+            .split_once('.')
+            .unwrap();
         let t = s.parse::<i64>().unwrap() * 1_000_000_000 + ns.parse::<i64>().unwrap();
         let event = it.next().unwrap().trim_end_matches(':').to_string();
         samples.push((tid, t, event, Vec::new()));
@@ -626,7 +631,13 @@ fn latency_by_thread_and_function_match_perf_script() {
                 let n = |c: &str| r[c].parse::<i64>().unwrap_or(0);
                 (
                     r["key"].clone(),
-                    (n("intervals"), n("total_ns"), n("min_ns"), n("max_ns"), n("self_ns")),
+                    (
+                        n("intervals"),
+                        n("total_ns"),
+                        n("min_ns"),
+                        n("max_ns"),
+                        n("self_ns"),
+                    ),
                 )
             })
             .collect()

@@ -49,8 +49,12 @@ const TEXT_COLUMNS: &[&str] = &["status", "manufact", "product"];
 /// The USB devices' header as sadf prints it (sysstat's `activity.c`), and
 /// the order it prints their values in (`sadf -j` names them: bus_number,
 /// idvendor, idprod, maxpower, manufact, product).
-const USB_HEADER: &[&str] = &["manufact", "product", "BUS", "idvendor", "idprod", "maxpower"];
-const USB_VALUES: &[&str] = &["BUS", "idvendor", "idprod", "maxpower", "manufact", "product"];
+const USB_HEADER: &[&str] = &[
+    "manufact", "product", "BUS", "idvendor", "idprod", "maxpower",
+];
+const USB_VALUES: &[&str] = &[
+    "BUS", "idvendor", "idprod", "maxpower", "manufact", "product",
+];
 
 /// sadf's USB block: its values come in another order than its header
 /// names them, the bus number and maximum power (integers) where the

@@ -222,7 +222,11 @@ impl Attr {
         let mut m = String::new();
         let mut guest_default = false;
         if f(flag::EXCLUDE_KERNEL) || f(flag::EXCLUDE_USER) || f(flag::EXCLUDE_HV) {
-            for (bit, c) in [(flag::EXCLUDE_KERNEL, 'k'), (flag::EXCLUDE_USER, 'u'), (flag::EXCLUDE_HV, 'h')] {
+            for (bit, c) in [
+                (flag::EXCLUDE_KERNEL, 'k'),
+                (flag::EXCLUDE_USER, 'u'),
+                (flag::EXCLUDE_HV, 'h'),
+            ] {
                 if !f(bit) {
                     m.push(c);
                 }
