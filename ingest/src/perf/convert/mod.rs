@@ -741,6 +741,7 @@ impl PerfConverter {
             // rest are return addresses.
             let mut first = true;
             let unwound = !self.unwound.is_empty();
+            let user_sample = lbr && mode == CpuMode::User;
             for v in cc.iter() {
                 if v >= super::records::context::MAX {
                     if let Some(m) = CpuMode::from_context(v) {
@@ -755,7 +756,6 @@ impl PerfConverter {
                 if (unwound || lbr && !first) && cur == CpuMode::User {
                     continue;
                 }
-                let user_sample = lbr && mode == CpuMode::User;
                 if user_sample && cur != CpuMode::User {
                     continue;
                 }
