@@ -9,16 +9,17 @@
 # One build: the unit tests, the end-to-end tests and README's set-up
 # (`pip install ./python`) share the release profile, so every dependency
 # is compiled once (docs/guide/performance.md, "The test run"). The
-# packages are installed while it compiles. A closing summary gives each
-# phase's time and the number of tests it ran; every phase runs even when
-# an earlier one failed, and the run fails if any did.
+# packages are installed while it compiles, and the end-to-end tests run
+# while the unit tests compile. A closing summary gives each phase's time
+# and the number of tests it ran; every phase runs even when an earlier
+# one failed, and the run fails if any did.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p target/ci
-LOG=target/ci
+LOG=$PWD/target/ci
 T0=$(date +%s)
-SUMMARY=()
 FAILED=0
+rm -f "$LOG/phases" "$LOG"/*.result
 
 # phase NAME CMD...: runs CMD with its output shown and kept in
 # target/ci/NAME.log; records its time, the tests it ran (cargo's and
@@ -34,13 +35,26 @@ phase() {
   record "$name" "$t" "$rc" "$n"
 }
 
-# record NAME START RC TESTS [END]: END (default now) in seconds.
+# quiet NAME CMD...: phase, its output kept in the log only (shown at the
+# end): for a phase that runs beside others.
+quiet() {
+  local name=$1 t rc
+  shift
+  t=$(date +%s)
+  echo "=== $name (beside the next phases; log: $LOG/$name.log): $*"
+  "$@" >"$LOG/$name.log" 2>&1
+  rc=$?
+  record "$name" "$t" "$rc" "$(count_tests "$LOG/$name.log")"
+}
+
+# record NAME START RC TESTS [END]: END (default now) in seconds. A file
+# per phase, so that a phase run in the background is counted too.
 record() {
   local name=$1 t=$2 rc=$3 n=$4 s
   s=$((${5:-$(date +%s)} - t))
-  SUMMARY+=("$(printf '%-12s %4d min %02d s  %6s tests  %s' "$name" $((s / 60)) $((s % 60)) "$n" \
-    "$([ "$rc" = 0 ] && echo ok || echo "FAILED (exit $rc)")")")
-  [ "$rc" = 0 ] || FAILED=1
+  printf '%-12s %4d min %02d s  %6s tests  %s\n' "$name" $((s / 60)) $((s % 60)) "$n" \
+    "$([ "$rc" = 0 ] && echo ok || echo "FAILED (exit $rc)")" >"$LOG/$name.result"
+  echo "$name" >>"$LOG/phases"
 }
 
 # Tests run (passed + failed, and pytest's errors) by the result lines of
@@ -53,11 +67,36 @@ count_tests() {
 }
 
 summary() {
-  local s=$(($(date +%s) - T0))
+  local s=$(($(date +%s) - T0)) name failed=0 tests=0
   echo
-  echo "=== summary (tests/run.sh)"
-  printf '%s\n' "${SUMMARY[@]}"
-  printf '%-12s %4d min %02d s\n' total $((s / 60)) $((s % 60))
+  echo "=== summary (tests/run.sh; e2e ran beside unit-build .. python)"
+  while read -r name; do
+    cat "$LOG/$name.result"
+    grep -q ' ok$' "$LOG/$name.result" || failed=1
+    tests=$((tests + $(awk '{ print ($6 ~ /^[0-9]+$/) ? $6 : 0 }' "$LOG/$name.result")))
+  done <"$LOG/phases"
+  printf '%-12s %4d min %02d s  %6s tests\n' total $((s / 60)) $((s % 60)) "$tests"
+  return $failed
+}
+
+# Every crate's unit tests (its library's and programs' test harnesses,
+# where the manifest has them: `cargo test --lib` would compile those it
+# turns off), each run from its package's directory as cargo runs it.
+unit_tests() {
+  local rc=0 n=0 dir exe
+  while read -r dir exe; do
+    n=$((n + 1))
+    echo "     Running $exe"
+    (cd "$dir" && "$exe") || rc=1
+  done < <(cargo test "${WS[@]}" --no-run --message-format=json 2>/dev/null | python3 -c '
+import json, os, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if (m.get("reason") == "compiler-artifact" and m.get("executable")
+            and m["profile"]["test"] and m["target"]["kind"][0] in ("lib", "bin")):
+        print(os.path.dirname(m["manifest_path"]), m["executable"])')
+  [ "$n" -gt 0 ] || { echo "no unit test found"; rc=1; }
+  return $rc
 }
 
 # --- Packages, installed in the background while trawl compiles ----------
@@ -136,10 +175,19 @@ t=$(date +%s)
 (setup; rc=$?; date +%s >"$LOG/setup.end"; exit $rc) >"$LOG/setup.log" 2>&1 &
 SETUP=$!
 
-# Every test target of the workspace (the Python module aside, which is
-# built by its install), in the release profile that the install below
-# compiles the same dependencies with; --timings: target/cargo-timings/.
-phase build cargo test --release --workspace --exclude trawl-python --no-run --timings
+# Every cargo command names the same packages (the workspace but the
+# Python module, which its install builds): another set unifies other
+# features and compiles the dependencies again. The release profile is
+# the one the install below compiles the same dependencies with.
+WS=(--release --workspace --exclude trawl-python --no-fail-fast)
+
+# First what the end-to-end tests and the install need: every library, the
+# command, the end-to-end test binary and the examples (the Python tests
+# run the energy simulator); --timings: target/cargo-timings/.
+phase build cargo test "${WS[@]}" --no-run --timings --test e2e --bins --examples
+# The end-to-end test binary, as cargo names it ("Executable ... (path)").
+E2E=$(sed -n 's|^ *Executable .*tests/e2e/main.rs (\(.*\))$|\1|p' "$LOG/build.log" | tail -1)
+case $E2E in /*) ;; *) E2E=$PWD/$E2E ;; esac
 
 wait "$SETUP"
 rc=$?
@@ -162,22 +210,31 @@ fi
 TRAWL_BUILD="$(target/release/trawl --version)"
 export TRAWL_BUILD
 
-# Every cargo command names the same packages as the build (the workspace
-# but the Python module): another set unifies other features and compiles
-# the dependencies again. Every crate's unit tests and doc tests; what a
-# user sees of the command itself (exit statuses, Ctrl-C, a closed pipe,
-# colours, progress bar) against the binary `cargo install --path cli`
-# builds (the release profile's).
-WS=(--release --workspace --exclude trawl-python --no-fail-fast)
-phase unit cargo test "${WS[@]}" --lib --bins
+# Every end-to-end test (the fuzz corpora's replay among them) against the
+# installed build, in the background: it waits on programs, servers and a
+# store that never answers for much of its time (about 1.2 of the 2 cores),
+# and the unit tests compile meanwhile. Run as cargo runs it (from the
+# package's directory), without cargo, whose lock the compile holds. Three
+# test threads: one of them spends two minutes on that silent store.
+(cd cli && TRAWL_TEST_BIN="$TRAWL_INSTALLED" quiet e2e "$E2E" --test-threads 3) &
+E2E_JOB=$!
+
+# Every crate's unit tests and doc tests; what a user sees of the command
+# itself (exit statuses, Ctrl-C, a closed pipe, colours, progress bar)
+# against the binary `cargo install --path cli` builds (the release
+# profile's); the notebook check and the Python package's tests (every
+# analysis method against `trawl sql`, the example notebook) against the
+# installed build.
+phase unit-build cargo test "${WS[@]}" --no-run
+phase unit unit_tests
 phase doc cargo test "${WS[@]}" --doc
-phase front cargo test "${WS[@]}" --test e2e front::
-# Every end-to-end test (the fuzz corpora's replay among them), the
-# notebook check and the Python package's tests (every analysis method
-# against `trawl sql`, the example notebook) against the installed build.
-TRAWL_TEST_BIN="$TRAWL_INSTALLED" phase e2e cargo test "${WS[@]}" --test e2e
+phase front sh -c "cd cli && exec '$E2E' front::"
 phase notebook python3 tests/notebook_check.py "$TRAWL_INSTALLED"
 TRAWL_BIN="$TRAWL_INSTALLED" phase python python3 -m pytest -q python/tests
 
-summary
+echo "=== waiting for e2e"
+wait "$E2E_JOB"
+cat "$LOG/e2e.log"
+
+summary || FAILED=1
 exit $FAILED
