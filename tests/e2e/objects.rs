@@ -265,6 +265,8 @@ fn an_archive_in_s3_reads_as_the_local_one() {
     );
     // Sample counts: perf script's.
     assert_eq!(by_capture(s3.sql(url, COUNTS)), runs_samples());
+    // The file list the ingest wrote beside the captures it uploaded ...
+    files_are_what_the_bucket_holds(&s3, url, "nightly");
     // Every answer as the local archive's: a report, the manifest, a
     // derived table.
     let local = local.to_str().unwrap();
@@ -338,8 +340,14 @@ fn an_archive_in_s3_reads_as_the_local_one() {
     let reqs = requests_of(q);
     let lists = reqs.iter().filter(|r| r.contains("list-type=2")).count();
     assert_eq!(lists, 0, "{reqs:#?}");
-    // The manifest's file list: what the bucket holds, by the server's
-    // own listing (every key of every capture, with its size).
+    // ... and as the ingest that lists the bucket records it.
+    files_are_what_the_bucket_holds(&s3, url, "nightly");
+}
+
+/// The manifest's file list is what the bucket holds, by the server's own
+/// listing (every key of every capture, with its size).
+#[track_caller]
+fn files_are_what_the_bucket_holds(s3: &S3, url: &str, prefix: &str) {
     let mut files: Vec<(String, u64)> = s3
         .sql(
             url,
@@ -348,13 +356,13 @@ fn an_archive_in_s3_reads_as_the_local_one() {
         .into_iter()
         .map(|r| {
             (
-                format!("nightly/capture={}/{}.parquet", r[0], r[1]),
+                format!("{prefix}/capture={}/{}.parquet", r[0], r[1]),
                 r[2].parse().unwrap(),
             )
         })
         .collect();
     files.sort();
-    let held: Vec<(String, u64)> = s3.list("nightly/capture=").into_iter().collect();
+    let held: Vec<(String, u64)> = s3.list(&format!("{prefix}/capture=")).into_iter().collect();
     assert!(held.len() >= 9, "{held:?}");
     assert_eq!(files, held, "capture_file vs the bucket");
 }
