@@ -19,6 +19,9 @@ use super::header::{read_format, sample, Attr, EventDesc, FILE_HEADER_SIZE, MAGI
 use super::records::{rtype, BranchEntry, ReadValues, MISC_COMM_EXEC, MISC_MMAP_BUILD_ID};
 use linux_perf_data::Feature;
 
+/// The attr size the writer gives an event (perf's since Linux 5.x); an
+/// event may ask for an older one (`Attr::size`: 64 is the first version's,
+/// `PERF_ATTR_SIZE_VER0`), cut to that many bytes as old perf wrote them.
 const ATTR_SIZE: usize = 128;
 
 impl Attr {
@@ -35,10 +38,20 @@ impl Attr {
         }
     }
 
+    /// The size written: `size` where it is one of the kernel's versions
+    /// (64 to 128 bytes), else 128.
+    fn written_size(&self) -> usize {
+        match self.size as usize {
+            n @ 64..=ATTR_SIZE if n % 8 == 0 => n,
+            _ => ATTR_SIZE,
+        }
+    }
+
     fn encode(&self) -> Vec<u8> {
+        let size = self.written_size();
         let mut b = Vec::with_capacity(ATTR_SIZE);
         b.extend_from_slice(&self.type_.to_le_bytes());
-        b.extend_from_slice(&(ATTR_SIZE as u32).to_le_bytes());
+        b.extend_from_slice(&(size as u32).to_le_bytes());
         for v in [
             self.config,
             self.sample_period_or_freq,
@@ -64,6 +77,7 @@ impl Attr {
         b.extend_from_slice(&0u32.to_le_bytes()); // aux_watermark
         b.extend_from_slice(&self.sample_max_stack.to_le_bytes());
         b.resize(ATTR_SIZE, 0);
+        b.truncate(size);
         b
     }
 }
@@ -499,6 +513,18 @@ impl PerfDataWriter {
 
     /// The whole file.
     pub fn to_bytes(&self) -> Vec<u8> {
+        // One attr size for the file (its header holds one): the first
+        // event's.
+        let attr_size = self
+            .events
+            .first()
+            .map_or(ATTR_SIZE, |e| e.attr.written_size());
+        assert!(
+            self.events
+                .iter()
+                .all(|e| e.attr.written_size() == attr_size),
+            "every event of a file has the same attr size"
+        );
         let mut out = vec![0u8; FILE_HEADER_SIZE];
         // Ids, then attrs (each followed by the section of its ids).
         let mut id_secs = Vec::new();
@@ -610,7 +636,7 @@ impl PerfDataWriter {
         {
             let mut b = Vec::new();
             b.extend_from_slice(&(self.events.len() as u32).to_le_bytes());
-            b.extend_from_slice(&(ATTR_SIZE as u32).to_le_bytes());
+            b.extend_from_slice(&(attr_size as u32).to_le_bytes());
             for e in &self.events {
                 b.extend(e.attr.encode());
                 b.extend_from_slice(&(e.ids.len() as u32).to_le_bytes());
@@ -658,7 +684,7 @@ impl PerfDataWriter {
         let mut h = Vec::with_capacity(FILE_HEADER_SIZE);
         h.extend_from_slice(MAGIC_LE);
         h.extend_from_slice(&(FILE_HEADER_SIZE as u64).to_le_bytes());
-        h.extend_from_slice(&((ATTR_SIZE + 16) as u64).to_le_bytes());
+        h.extend_from_slice(&((attr_size + 16) as u64).to_le_bytes());
         for v in [attrs_off, attrs_size, data_off, data_size, 0, 0] {
             h.extend_from_slice(&v.to_le_bytes());
         }
