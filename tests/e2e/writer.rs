@@ -416,12 +416,9 @@ fn first_version_attrs_read_as_perf_reads_them() {
     assert_eq!(tids.into_iter().collect::<Vec<_>>(), ["70", "71"]);
 
     let cap = ingest_plain(dir.path(), &file);
-    let rows = csv_rows(&trawl_ok(&[
-        "sql",
-        cap.to_str().unwrap(),
+    let rows = sql_rows(
+        &cap,
         "SELECT pid, tid, time_ns, ip FROM perf_sample ORDER BY sample_id",
-        "--format",
-        "csv",
-    ]));
+    );
     assert_eq!(rows, perf, "trawl vs perf script -D");
 }

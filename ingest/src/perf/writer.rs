@@ -19,7 +19,7 @@ use super::header::{read_format, sample, Attr, EventDesc, FILE_HEADER_SIZE, MAGI
 use super::records::{rtype, BranchEntry, ReadValues, MISC_COMM_EXEC, MISC_MMAP_BUILD_ID};
 use linux_perf_data::Feature;
 
-/// The attr size the writer gives an event (perf's since Linux 5.x); an
+/// The attr size the writer gives an event (`PERF_ATTR_SIZE_VER7`); an
 /// event may ask for an older one (`Attr::size`: 64 is the first version's,
 /// `PERF_ATTR_SIZE_VER0`), cut to that many bytes as old perf wrote them.
 const ATTR_SIZE: usize = 128;
