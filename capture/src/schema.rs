@@ -131,11 +131,29 @@ impl TableDef {
         ])))
     }
 
-    /// The schema a query session gives the table: a leading `capture`
-    /// column (the capture the row comes from), then the columns, without
-    /// the documentation metadata (plans that combine tables need equal
-    /// metadata on both sides).
+    /// The schema a query session gives the table, without the
+    /// documentation metadata (plans that combine tables need equal
+    /// metadata on both sides): `capture` (the capture the row comes
+    /// from) and `segment` (the id space its ids are in, see [`SHARED`]),
+    /// then the columns; a shared table has `segment` alone.
     pub fn session_schema(&self) -> SchemaRef {
+        let mut fields = Vec::with_capacity(self.columns.len() + 2);
+        if !self.is_shared() {
+            fields.push(Field::new("capture", DataType::Utf8, false));
+        }
+        fields.push(Field::new("segment", DataType::Utf8, false));
+        fields.extend(
+            self.columns
+                .iter()
+                .map(|c| Field::new(c.name, c.ty.data_type(), c.nullable)),
+        );
+        Arc::new(Schema::new(fields))
+    }
+
+    /// [`TableDef::session_schema`] without `segment`: what a derived
+    /// table's computation returns (the session adds the segment of each
+    /// row's capture).
+    pub fn capture_schema(&self) -> SchemaRef {
         let mut fields = vec![Field::new("capture", DataType::Utf8, false)];
         fields.extend(
             self.columns
@@ -143,6 +161,12 @@ impl TableDef {
                 .map(|c| Field::new(c.name, c.ty.data_type(), c.nullable)),
         );
         Arc::new(Schema::new(fields))
+    }
+
+    /// Whether the table's rows are an id space shared by the captures of
+    /// a segment (see [`SHARED`]).
+    pub fn is_shared(&self) -> bool {
+        SHARED.iter().any(|t| t.name == self.name)
     }
 
     pub fn column_index(&self, name: &str) -> Option<usize> {
@@ -913,6 +937,15 @@ pub static ENERGY_CHAIN: TableDef = TableDef {
     ],
 };
 
+/// The tables that are id spaces: modules, frames, stacks and what
+/// symbolization learnt of them. A segment's captures share one of each
+/// (an archive's segment, `segment=NAME/`, deduplicates them across its
+/// captures, as Grafana Pyroscope's per-block symbol database does; a
+/// capture directory is a segment of its own), so their rows have no
+/// capture: tables join them on `segment` and the id (`perf_sample.segment
+/// = stack.segment AND perf_sample.stack_id = stack.stack_id`).
+pub static SHARED: &[&TableDef] = &[&MODULE, &FRAME, &STACK, &SYMBOL, &SYMBOL_FILE, &INSTRUCTION];
+
 /// The derived tables, in the order `docs/tables.md` lists them.
 pub static DERIVED: &[&TableDef] = &[&TIME_BASE, &MEMORY_REGION, &SAMPLE_ENERGY, &ENERGY_CHAIN];
 
@@ -977,8 +1010,12 @@ pub fn render_markdown() -> String {
         "# Tables\n\n<!-- Generated from capture/src/schema.rs by `cargo run -- tables --markdown`; \
          a test fails when this file is stale. -->\n\n\
          A capture directory holds one Parquet file per table (`<table>.parquet`). \
-         Ids are unique within a capture; times are nanoseconds on the capture's clock. \
-         Each column's documentation is also stored in the Parquet schema (field metadata `doc`).\n\n",
+         Times are nanoseconds on the capture's clock. \
+         Each column's documentation is also stored in the Parquet schema (field metadata `doc`). \
+         Ids (`stack_id`, `frame_id`, `module_id`) are unique within a segment: a capture directory is a segment of its own, \
+         and an archive's segments are shared by several captures. In a query session (`trawl sql`, Python) every table has \
+         a `segment` column, and the tables of a segment's ids (`module`, `frame`, `stack`, `symbol`, `symbol_file`, \
+         `instruction`) have it in place of `capture`: join them on `segment` and the id.\n\n",
     );
     for t in TABLES {
         s.push_str(&format!("- [`{}`](#{})\n", t.name, t.name));

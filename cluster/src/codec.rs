@@ -52,6 +52,9 @@ const ROWS: u8 = b'R';
 #[derive(serde::Serialize, serde::Deserialize)]
 struct Files {
     files: Vec<File>,
+    /// A shared table (`segment` alone, no `capture` column).
+    #[serde(default)]
+    shared: bool,
     /// (old, new, since) of the columns renamed since some files were written.
     renames: Vec<(String, String, i32)>,
 }
@@ -59,6 +62,7 @@ struct Files {
 #[derive(serde::Serialize, serde::Deserialize)]
 struct File {
     capture: String,
+    segment: String,
     path: PathBuf,
     /// The object store holding it (`s3://bucket`; none: a local file).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -165,21 +169,25 @@ impl LogicalExtensionCodec for LogicalCodec {
                 let f: Files = serde_json::from_slice(rest).map_err(|e| {
                     DataFusionError::Plan(format!("{table_ref}: bad capture table: {e}"))
                 })?;
-                // The table's columns are `capture`, then the files'.
-                let Some((first, file_fields)) = schema.fields().split_first() else {
-                    return plan_err!("{table_ref}: a capture table without columns");
-                };
-                if first.name() != "capture" {
+                // The table's columns are `capture` (unless shared),
+                // `segment`, then the files'.
+                let keys: &[&str] = if f.shared { &["segment"] } else { &["capture", "segment"] };
+                let fields = schema.fields();
+                if fields.len() < keys.len()
+                    || fields.iter().zip(keys).any(|(f, k)| f.name() != k)
+                {
                     return plan_err!(
-                        "{table_ref}: a capture table's first column is not `capture`"
+                        "{table_ref}: a capture table's first columns are not {}",
+                        keys.join(", ")
                     );
                 }
-                let file_schema = Arc::new(Schema::new(file_fields.to_vec()));
+                let file_schema = Arc::new(Schema::new(fields[keys.len()..].to_vec()));
                 let files = f
                     .files
                     .into_iter()
                     .map(|f| CaptureFile {
                         capture: f.capture,
+                        segment: f.segment,
                         path: f.path,
                         store: f.store,
                         size: f.size,
@@ -192,7 +200,7 @@ impl LogicalExtensionCodec for LogicalCodec {
                     .map(|(old, new, since)| Rename { old, new, since })
                     .collect();
                 Ok(Arc::new(
-                    CaptureTable::new(file_schema, files).with_renames(renames),
+                    CaptureTable::new(file_schema, files, f.shared).with_renames(renames),
                 ))
             }
             Some((&ROWS, rest)) => decode_rows(rest, schema),
@@ -216,12 +224,14 @@ impl LogicalExtensionCodec for LogicalCodec {
                     .iter()
                     .map(|f| File {
                         capture: f.capture.clone(),
+                        segment: f.segment.clone(),
                         path: f.path.clone(),
                         store: f.store.clone(),
                         size: f.size,
                         version: f.version,
                     })
                     .collect(),
+                shared: t.is_shared(),
                 renames: t
                     .renames()
                     .iter()
@@ -347,6 +357,7 @@ mod tests {
         let files = vec![
             CaptureFile {
                 capture: "run1".into(),
+                segment: "run1".into(),
                 path: "/a/capture=run1/perf_sample.parquet".into(),
                 store: None,
                 size: 10,
@@ -354,6 +365,7 @@ mod tests {
             },
             CaptureFile {
                 capture: "run2".into(),
+                segment: "run2".into(),
                 path: "a/capture=run2/perf_sample.parquet".into(),
                 store: Some("s3://bucket".into()),
                 size: 20,
@@ -366,7 +378,7 @@ mod tests {
             since: 2,
         }];
         let t: Arc<dyn TableProvider> =
-            Arc::new(CaptureTable::new(file_schema, files).with_renames(renames.clone()));
+            Arc::new(CaptureTable::new(file_schema, files, false).with_renames(renames.clone()));
         let codec = LogicalCodec::default();
         let name = TableReference::bare("perf_sample");
         let mut buf = Vec::new();

@@ -10,6 +10,9 @@ use crate::error::{Error, Result};
 #[derive(Clone, Debug)]
 pub struct CaptureRef {
     pub name: String,
+    /// The segment whose id space its ids are in (`schema::SHARED`): its
+    /// own name for a capture directory.
+    pub segment: String,
     /// The directory, or the URL of a capture in an object store.
     pub dir: PathBuf,
     /// The schema version its files were written with (None: unknown,
@@ -62,6 +65,7 @@ pub fn find_captures(args: &[PathBuf]) -> Result<Vec<CaptureRef>> {
             k += 1;
         }
         refs.push(CaptureRef {
+            segment: name.clone(),
             name,
             dir: f.dir,
             version: f.version,

@@ -303,7 +303,7 @@ pub async fn sample_energy(
 
 /// The columns of `sample_energy`.
 pub fn sample_energy_schema() -> SchemaRef {
-    trawl_capture::schema::SAMPLE_ENERGY.session_schema()
+    trawl_capture::schema::SAMPLE_ENERGY.capture_schema()
 }
 
 /// The rows of `intervals` (capture, domain, t0, t1, uj, pkg, source_id,
@@ -509,7 +509,7 @@ pub async fn chain_rows(
 
 /// The columns of `energy_chain`.
 pub fn energy_chain_schema() -> SchemaRef {
-    trawl_capture::schema::ENERGY_CHAIN.session_schema()
+    trawl_capture::schema::ENERGY_CHAIN.capture_schema()
 }
 
 /// The package a power model or power samples are made for. With
@@ -730,9 +730,8 @@ fn energy_inputs(
     let dram =
         Indicator::parse(&text(b, "dram").unwrap_or_else(|| "period".into())).map_err(plan_err)?;
     let zones = texts(b, "zone")?;
-    let table = crate::tables::LazyTable::new(
-        "sample_energy",
-        sample_energy_schema(),
+    let table = crate::tables::LazyTable::derived(
+        &trawl_capture::schema::SAMPLE_ENERGY,
         shared.clone(),
         move |s| {
             let (event, core, dram, zones) =
@@ -750,12 +749,12 @@ fn energy_inputs(
 /// Registers `sample_energy` and `energy_chain` (for the default event,
 /// indicators and counters; computed when first read) and `energy_by`.
 pub async fn register(s: &Session) -> Result<()> {
-    s.register_lazy("sample_energy", sample_energy_schema(), |s| async move {
+    s.register_derived(&trawl_capture::schema::SAMPLE_ENERGY, |s| async move {
         Ok(vec![
             sample_energy(&s, None, &Indicator::Period, &Indicator::Period, &[]).await?,
         ])
     })?;
-    s.register_lazy("energy_chain", energy_chain_schema(), |s| async move {
+    s.register_derived(&trawl_capture::schema::ENERGY_CHAIN, |s| async move {
         let event = crate::sample::choose_event(&s, None).await?;
         Ok(chain_rows(&s, &event, &[]).await?.1)
     })?;

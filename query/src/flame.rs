@@ -34,13 +34,13 @@ const ROOT: u32 = u32::MAX;
 
 /// The tree of the selected samples' stacks.
 pub async fn frame_tree(s: &Session, sel: &Selection<'_>) -> Result<FrameTree> {
-    // Capture names to small ids.
+    // Segment names to small ids.
     let mut caps: HashMap<String, u32> = HashMap::new();
-    // The selection: weight per (capture, stack).
+    // The selection: weight per (segment, stack).
     let mut weight: FxHashMap<(u32, i64), i64> = FxHashMap::default();
     for b in crate::functions::call(s, "stack_weight", &sel.sample_args())
         .await?
-        .select_columns(&["capture", "stack_id", "w"])?
+        .select_columns(&["segment", "stack_id", "w"])?
         .collect()
         .await?
     {
@@ -59,9 +59,9 @@ pub async fn frame_tree(s: &Session, sel: &Selection<'_>) -> Result<FrameTree> {
     let mut name_ids: HashMap<String, u32> = HashMap::new();
     let mut frame_names: FxHashMap<(u32, i64), Vec<(i32, u32)>> = FxHashMap::default();
     let names_sql = if sel.opts.inline {
-        "SELECT capture, frame_id, inline_depth, function FROM frame_line"
+        "SELECT segment, frame_id, inline_depth, function FROM frame_line"
     } else {
-        "SELECT capture, frame_id, 0 AS inline_depth, function FROM frame_name"
+        "SELECT segment, frame_id, 0 AS inline_depth, function FROM frame_name"
     };
     for b in s.sql(names_sql).await?.collect().await? {
         let cap = crate::rows::string_ids(b.column(0), &mut caps)?;
@@ -98,7 +98,7 @@ pub async fn frame_tree(s: &Session, sel: &Selection<'_>) -> Result<FrameTree> {
     // Stack positions of the selected stacks, leaf first.
     let mut positions: Vec<(u32, i64, i32, i64)> = Vec::new();
     for b in s
-        .sql("SELECT capture, stack_id, depth, frame_id FROM stack")
+        .sql("SELECT segment, stack_id, depth, frame_id FROM stack")
         .await?
         .collect()
         .await?

@@ -298,7 +298,7 @@ impl SqlFunction {
         state: &dyn datafusion::catalog::Session,
         bound: &Bound,
     ) -> DfResult<LogicalPlan> {
-        let plan = bind_plan(self.plan(state)?.clone(), bound)?;
+        let plan = bind_plan(self.plan(state)?.clone(), bound, &self.shared)?;
         let plan = match self.spec.inputs {
             Some(inputs) => replace_tables(plan, inputs(bound, &self.shared)?)?,
             None => plan,
@@ -351,11 +351,29 @@ impl TableFunctionImpl for SqlFunction {
 }
 
 /// `plan` with its placeholders bound to `bound`.
-pub(crate) fn bind_plan(plan: LogicalPlan, bound: &Bound) -> DfResult<LogicalPlan> {
-    let values: HashMap<String, ScalarValue> = bound
+pub(crate) fn bind_plan(plan: LogicalPlan, bound: &Bound, shared: &Shared) -> DfResult<LogicalPlan> {
+    let mut values: HashMap<String, ScalarValue> = bound
         .iter()
         .map(|(k, v)| (k.to_string(), v.clone()))
         .collect();
+    // `$segment`: the segments of the captures `$capture` names (NULL:
+    // every one), which the scans of shared tables (`schema::SHARED`)
+    // select by.
+    let captures = texts(bound, "capture")?;
+    let segment = match captures.is_empty() {
+        true => Kind::TextList.null()?,
+        false => {
+            let mut segs: Vec<ScalarValue> = Vec::new();
+            for c in shared.captures.iter().filter(|c| captures.contains(&c.name)) {
+                let s = ScalarValue::from(c.segment.as_str());
+                if !segs.contains(&s) {
+                    segs.push(s);
+                }
+            }
+            ScalarValue::List(ScalarValue::new_list_nullable(&segs, &DataType::Utf8))
+        }
+    };
+    values.insert("segment".into(), segment);
     // Bound parameters change types and what may be null: every node's
     // schema is derived again.
     Ok(plan

@@ -136,6 +136,8 @@ pub async fn stack_profile(
     // order the scan's partitions delivered in.
     let mut comm_ids: HashMap<String, u32> = HashMap::new();
     let mut cap_ids: HashMap<String, u32> = HashMap::new();
+    // Segments (the id spaces of stacks) numbered in order of arrival.
+    let mut seg_ids: HashMap<String, u32> = HashMap::new();
     let mut raw: Vec<Sample> = Vec::new();
     let mut first: Vec<i64> = Vec::new();
     let mut arrived_stacks: FxHashMap<(u32, i64), u32> = FxHashMap::default();
@@ -150,6 +152,7 @@ pub async fn stack_profile(
             "comm",
             "stack_id",
             "cost",
+            "segment",
         ])?;
     let mut time_range: Option<(i64, i64)> = None;
     let mut summed: FxHashMap<(u32, i32, i32, u32, Option<u32>), usize> = FxHashMap::default();
@@ -158,6 +161,7 @@ pub async fn stack_profile(
         let b = b?;
         let cap = crate::rows::string_ids(b.column(0), &mut cap_ids)?;
         let comm = crate::rows::string_ids(b.column(5), &mut comm_ids)?;
+        let seg = crate::rows::string_ids(b.column(8), &mut seg_ids)?;
         let sample_id = b.column(1).as_primitive::<Int64Type>();
         let time = b.column(2).as_primitive::<Int64Type>();
         let pid = b.column(3).as_primitive::<Int32Type>();
@@ -174,7 +178,7 @@ pub async fn stack_profile(
             }
             let st = (!stack.is_null(i)).then(|| {
                 let n = arrived_stacks.len() as u32;
-                *arrived_stacks.entry((c, stack.value(i))).or_insert(n)
+                *arrived_stacks.entry((seg[i], stack.value(i))).or_insert(n)
             });
             let (p, t) = (
                 if pid.is_null(i) { -1 } else { pid.value(i) },
@@ -257,15 +261,15 @@ pub async fn stack_profile(
         }
     }
     drop(comms);
-    // The selected stacks by (capture, stack_id).
+    // The selected stacks by (segment, stack_id).
     let stack_ids: FxHashMap<(u32, i64), u32> = arrived_stacks
         .into_iter()
-        .map(|((c, id), n)| ((cap_rank[c as usize], id), stack_of[n as usize]))
+        .map(|(k, n)| (k, stack_of[n as usize]))
         .collect();
-    let mut positions: Vec<(u32, i32, u32, i64)> = Vec::new(); // (stack, depth, capture, frame_id)
+    let mut positions: Vec<(u32, i32, u32, i64)> = Vec::new(); // (stack, depth, segment, frame_id)
     let mut frames_used: FxHashMap<(u32, i64), u32> = FxHashMap::default();
     for b in s
-        .sql("SELECT capture, stack_id, depth, frame_id FROM stack")
+        .sql("SELECT segment, stack_id, depth, frame_id FROM stack")
         .await?
         .collect()
         .await?
@@ -275,7 +279,7 @@ pub async fn stack_profile(
         let depth = b.column(2).as_primitive::<Int32Type>();
         let fid = b.column(3).as_primitive::<Int64Type>();
         for i in 0..b.num_rows() {
-            let Some(c) = cap[i].as_deref().and_then(|n| caps.ids.get(n)).copied() else {
+            let Some(c) = cap[i].as_deref().and_then(|n| seg_ids.get(n)).copied() else {
                 continue;
             };
             if let Some(&st) = stack_ids.get(&(c, id.value(i))) {
@@ -289,7 +293,7 @@ pub async fn stack_profile(
     let mut module_ids: FxHashMap<(u32, i64), u32> = FxHashMap::default();
     let mut module_index: HashMap<(String, Option<String>), u32> = HashMap::new();
     for b in s
-        .sql("SELECT capture, module_id, path, build_id, is_kernel FROM module ORDER BY capture, module_id")
+        .sql("SELECT segment, module_id, path, build_id, is_kernel FROM module ORDER BY segment, module_id")
         .await?
         .collect()
         .await?
@@ -300,7 +304,7 @@ pub async fn stack_profile(
         let build = crate::rows::string_values(b.column(3));
         let kernel = b.column(4).as_boolean();
         for i in 0..b.num_rows() {
-            let Some(c) = cap[i].as_deref().and_then(|n| caps.ids.get(n)).copied() else {
+            let Some(c) = cap[i].as_deref().and_then(|n| seg_ids.get(n)).copied() else {
                 continue;
             };
             let key = (path[i].clone().unwrap_or_default(), build[i].clone());
@@ -319,7 +323,7 @@ pub async fn stack_profile(
     let mut chains: FxHashMap<(u32, i64), (Location, Vec<(i32, Line)>)> = FxHashMap::default();
     for b in s
         .sql(
-            "SELECT capture, frame_id, module_id, rel_pc, is_return, context, inline_depth, \
+            "SELECT segment, frame_id, module_id, rel_pc, is_return, context, inline_depth, \
              inlined, function, file, line FROM frame_line",
         )
         .await?
@@ -348,7 +352,7 @@ pub async fn stack_profile(
         .map_err(datafusion::error::DataFusionError::from)?;
         let line = line.as_primitive::<Int64Type>();
         for i in 0..b.num_rows() {
-            let Some(c) = cap[i].as_deref().and_then(|n| caps.ids.get(n)).copied() else {
+            let Some(c) = cap[i].as_deref().and_then(|n| seg_ids.get(n)).copied() else {
                 continue;
             };
             let key = (c, fid.value(i));
@@ -387,7 +391,7 @@ pub async fn stack_profile(
             e.1.push((lvl.value(i), l));
         }
     }
-    // Equal locations of different captures become one.
+    // Equal locations of different segments become one.
     let mut locations: Vec<Location> = Vec::new();
     let mut loc_index: HashMap<Location, u32> = HashMap::new();
     let mut chains: Vec<_> = chains.into_iter().collect();

@@ -462,7 +462,7 @@ enum Step {
 /// The columns of `memory_region` (its definition and column docs are
 /// trawl-capture's `MEMORY_REGION`).
 pub fn schema() -> SchemaRef {
-    trawl_capture::schema::MEMORY_REGION.session_schema()
+    trawl_capture::schema::MEMORY_REGION.capture_schema()
 }
 
 /// The calls and exits that change address spaces, in replay order.
@@ -649,11 +649,9 @@ pub static UNFREED: Spec = Spec {
 /// Registers `memory_region`, the attribution views, `live_regions(...)`
 /// and `unfreed(...)` on the session.
 pub async fn register(s: &Session) -> Result<()> {
-    s.register_lazy(
-        "memory_region",
-        schema(),
-        |s| async move { regions(&s).await },
-    )?;
+    s.register_derived(&trawl_capture::schema::MEMORY_REGION, |s| async move {
+        regions(&s).await
+    })?;
     s.define_views(ATTRIBUTION).await?;
     crate::functions::register(s, SPECS).await
 }

@@ -39,6 +39,42 @@ pub struct Shared {
     pub(crate) tracepoints: std::sync::OnceLock<Arc<crate::tracepoint::Formats>>,
 }
 
+impl Shared {
+    /// `b` (a derived table's rows: `capture`, then its columns) with the
+    /// `segment` of each row's capture after `capture`.
+    pub(crate) fn with_segment(
+        &self,
+        b: &datafusion::arrow::record_batch::RecordBatch,
+    ) -> datafusion::error::Result<datafusion::arrow::record_batch::RecordBatch> {
+        use datafusion::arrow::array::{ArrayRef, StringBuilder};
+        use datafusion::arrow::datatypes::{DataType, Field, Schema};
+        let names = crate::rows::string_values(b.column(0));
+        let mut seg = StringBuilder::with_capacity(b.num_rows(), 16 * b.num_rows());
+        let mut last: Option<(&str, &str)> = None;
+        for n in &names {
+            let n = n.as_deref().unwrap_or_default();
+            let s = match last {
+                Some((c, s)) if c == n => s,
+                _ => self
+                    .captures
+                    .iter()
+                    .find(|c| c.name == n)
+                    .map_or(n, |c| c.segment.as_str()),
+            };
+            last = Some((n, s));
+            seg.append_value(s);
+        }
+        let mut fields: Vec<Field> = b.schema().fields().iter().map(|f| f.as_ref().clone()).collect();
+        let mut cols: Vec<ArrayRef> = b.columns().to_vec();
+        fields.insert(1, Field::new("segment", DataType::Utf8, false));
+        cols.insert(1, std::sync::Arc::new(seg.finish()));
+        Ok(datafusion::arrow::record_batch::RecordBatch::try_new(
+            std::sync::Arc::new(Schema::new(fields)),
+            cols,
+        )?)
+    }
+}
+
 impl Session {
     /// A session over the same captures and catalog as the one `state`
     /// belongs to (a lazy table computes its rows in it).

@@ -119,7 +119,7 @@ impl StackKeyCost {
     pub async fn sql_plan(&self, state: &dyn DfSession) -> DfResult<LogicalPlan> {
         let s = crate::session::Session::over(state, self.shared.clone())?;
         let plan = s.ctx.state().create_logical_plan(SQL).await?;
-        crate::functions::bind_plan(crate::functions::inline_views(plan)?, &self.bound)
+        crate::functions::bind_plan(crate::functions::inline_views(plan)?, &self.bound, &self.shared)
     }
 }
 
@@ -152,21 +152,25 @@ impl TableProvider for StackKeyCost {
         };
         let samples = crate::functions::call(&s, "selected_sample", &self.selection)
             .await
-            .and_then(|df| Ok(df.select_columns(&["capture", "stack_id", "cost"])?));
+            .and_then(|df| Ok(df.select_columns(&["segment", "stack_id", "cost"])?));
         let samples = plan(samples).await?;
         let keys = plan(crate::functions::call(&s, "hotspot_key", &self.keying).await).await?;
         let mut st = s.ctx.table("stack").await?.select(vec![
-            col("capture"),
+            col("segment"),
             col("stack_id"),
             col("depth"),
             col("frame_id"),
         ])?;
         if !self.captures.is_empty() {
-            let names = self
-                .captures
-                .iter()
-                .map(|c| lit(ScalarValue::from(c.as_str())));
-            st = st.filter(col("capture").in_list(names.collect(), false))?;
+            // The stacks of the selected captures' segments.
+            let mut segments: Vec<Expr> = Vec::new();
+            for c in self.shared.captures.iter().filter(|c| self.captures.contains(&c.name)) {
+                let s = lit(ScalarValue::from(c.segment.as_str()));
+                if !segments.contains(&s) {
+                    segments.push(s);
+                }
+            }
+            st = st.filter(col("segment").in_list(segments, false))?;
         }
         let stacks = st.create_physical_plan().await?;
         Ok(Arc::new(StackKeyCostExec::new(
@@ -291,7 +295,7 @@ impl ExecutionPlan for StackKeyCostExec {
     }
 }
 
-/// Ids of each capture (stack ids, frame ids) to values: in a vector
+/// Ids of each segment (stack ids, frame ids) to values: in a vector
 /// indexed by id while ids come about in order (trawl numbers stacks and
 /// frames from 0), else in a hash map, so that a few large ids (a capture
 /// written by another tool) cost no more than they hold.
@@ -338,12 +342,12 @@ impl<T: Copy> Ids<T> {
     }
 }
 
-/// The captures met, by name, numbered in order of arrival.
+/// The segments met, by name, numbered in order of arrival.
 #[derive(Default)]
-struct Captures(std::collections::HashMap<String, u32>);
+struct Segments(std::collections::HashMap<String, u32>);
 
-impl Captures {
-    /// The number of each row's capture.
+impl Segments {
+    /// The number of each row's segment.
     fn of(&mut self, a: &ArrayRef) -> DfResult<Vec<u32>> {
         crate::rows::string_ids(a, &mut self.0).map_err(to_df)
     }
@@ -462,14 +466,14 @@ async fn compute(
     keyed: &[RecordBatch],
     mut stack: SendableRecordBatchStream,
 ) -> DfResult<RecordBatch> {
-    let mut caps = Captures::default();
+    let mut caps = Segments::default();
 
     // The selected samples per stack: how many, what they weigh.
     let mut stacks: Ids<u32> = Ids::default();
     let (mut n, mut w): (Vec<i64>, Vec<i64>) = (Vec::new(), Vec::new());
     while let Some(b) = samples.next().await {
         let b = b?;
-        let c = caps.of(column(&b, "capture")?)?;
+        let c = caps.of(column(&b, "segment")?)?;
         let (id, cost) = (int64(&b, "stack_id")?, int64(&b, "cost")?);
         for i in 0..b.num_rows() {
             if id.is_null(i) {
@@ -507,7 +511,7 @@ async fn compute(
     let mut key_ids: FxHashMap<Box<[u8]>, u32> = FxHashMap::default();
     let mut frame_entries: Vec<(u32, i64, u32)> = Vec::new();
     for b in keyed {
-        let c = caps.of(column(b, "capture")?)?;
+        let c = caps.of(column(b, "segment")?)?;
         let frame = int64(b, "frame_id")?;
         let level = int64(b, "level")?;
         let cols = ["key1", "key2", "key3"]
@@ -566,7 +570,7 @@ async fn compute(
     let mut scratch: Vec<u32> = Vec::new();
     while let Some(b) = stack.next().await {
         let b = b?;
-        let c = caps.of(column(&b, "capture")?)?;
+        let c = caps.of(column(&b, "segment")?)?;
         let id = int64(&b, "stack_id")?;
         let frame = int64(&b, "frame_id")?;
         let depth = cast(column(&b, "depth")?, &DataType::Int32)?;

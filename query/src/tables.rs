@@ -40,6 +40,9 @@ use crate::session::{Session, Shared};
 #[derive(Clone, Debug)]
 pub struct CaptureFile {
     pub capture: String,
+    /// The id space of the file's ids (`schema::SHARED`): for a capture
+    /// directory, the capture's name.
+    pub segment: String,
     /// The file's path, or its key in the object store `store`.
     pub path: PathBuf,
     /// `scheme://bucket` of the object store holding it (None: a local
@@ -59,14 +62,18 @@ pub struct Rename {
     pub since: i32,
 }
 
-/// A stored table of all the session's captures: `capture`, then the
-/// table's columns (`schema::TableDef`).
+/// A stored table of all the session's captures: `capture` and `segment`
+/// (a shared table: `segment` alone), then the table's columns
+/// (`schema::TableDef`).
 #[derive(Debug)]
 pub struct CaptureTable {
     /// The columns stored in the files.
     file_schema: SchemaRef,
-    /// `capture`, then `file_schema`'s columns.
+    /// `capture` (unless shared), `segment`, then `file_schema`'s columns.
     table_schema: SchemaRef,
+    /// Rows are in the id space of a segment, not of one capture
+    /// (`schema::SHARED`): the table has no `capture` column.
+    shared: bool,
     files: Vec<CaptureFile>,
     /// Columns renamed since some files were written.
     renames: Vec<Rename>,
@@ -75,8 +82,9 @@ pub struct CaptureTable {
 impl CaptureTable {
     /// A table over `files`, all written with (a prefix or subset of)
     /// `file_schema`'s columns; columns a file lacks (added to the schema
-    /// after it was written) read as nulls.
-    pub fn new(file_schema: SchemaRef, files: Vec<CaptureFile>) -> Self {
+    /// after it was written) read as nulls. A `shared` table's rows are a
+    /// segment's, not a capture's: it has no `capture` column.
+    pub fn new(file_schema: SchemaRef, files: Vec<CaptureFile>, shared: bool) -> Self {
         // Without the column docs the files carry in their metadata: plans
         // that combine tables (unions, joins) require equal metadata on
         // both sides, and the docs are for readers of the files.
@@ -86,13 +94,32 @@ impl CaptureTable {
             .map(|f| f.as_ref().clone().with_metadata(Default::default()))
             .collect();
         let file_schema = Arc::new(Schema::new(fields.clone()));
-        let mut all = vec![Field::new("capture", DataType::Utf8, false)];
+        let mut all = Vec::with_capacity(fields.len() + 2);
+        if !shared {
+            all.push(Field::new("capture", DataType::Utf8, false));
+        }
+        all.push(Field::new("segment", DataType::Utf8, false));
         all.extend(fields);
         CaptureTable {
             file_schema,
             table_schema: Arc::new(Schema::new(all)),
+            shared,
             files,
             renames: Vec::new(),
+        }
+    }
+
+    /// Whether the table is a shared one (no `capture` column).
+    pub fn is_shared(&self) -> bool {
+        self.shared
+    }
+
+    /// The leading columns that are not stored in the files.
+    fn n_keys(&self) -> usize {
+        if self.shared {
+            1
+        } else {
+            2
         }
     }
 
@@ -121,11 +148,11 @@ impl CaptureTable {
         &self.files
     }
 
-    /// The captures whose files a filter on `capture` keeps (None: the
-    /// filter says nothing about `capture` alone).
-    fn capture_filter(e: &Expr) -> Option<Vec<String>> {
+    /// The values of column `key` (`capture`, `segment`) a filter on it
+    /// alone keeps (None: the filter says nothing about `key` alone).
+    fn key_filter(e: &Expr, key: &str) -> Option<Vec<String>> {
         use datafusion::logical_expr::{BinaryExpr, Operator};
-        let name = |e: &Expr| matches!(e, Expr::Column(c) if c.name == "capture");
+        let name = |e: &Expr| matches!(e, Expr::Column(c) if c.name == key);
         let lit = |e: &Expr| match e {
             Expr::Literal(ScalarValue::Utf8(Some(s)), _)
             | Expr::Literal(ScalarValue::Utf8View(Some(s)), _)
@@ -174,8 +201,8 @@ impl CaptureTable {
                 op: Operator::Or,
                 right,
             }) => {
-                let mut l = Self::capture_filter(left)?;
-                l.extend(Self::capture_filter(right)?);
+                let mut l = Self::key_filter(left, key)?;
+                l.extend(Self::key_filter(right, key)?);
                 Some(l)
             }
             _ => None,
@@ -197,13 +224,14 @@ impl TableProvider for CaptureTable {
         &self,
         filters: &[&Expr],
     ) -> DfResult<Vec<TableProviderFilterPushDown>> {
-        // Filters on `capture` alone choose files; the rest are pushed
-        // into the Parquet scan by the physical optimizer, and applied
-        // again above it.
+        // Filters on `capture` or `segment` alone choose files; the rest
+        // are pushed into the Parquet scan by the physical optimizer, and
+        // applied again above it.
         Ok(filters
             .iter()
             .map(|f| {
-                if Self::capture_filter(f).is_some() {
+                let capture = !self.shared && Self::key_filter(f, "capture").is_some();
+                if capture || Self::key_filter(f, "segment").is_some() {
                     TableProviderFilterPushDown::Exact
                 } else {
                     TableProviderFilterPushDown::Inexact
@@ -219,19 +247,26 @@ impl TableProvider for CaptureTable {
         filters: &[Expr],
         limit: Option<usize>,
     ) -> DfResult<Arc<dyn ExecutionPlan>> {
-        let mut keep: Option<Vec<String>> = None;
-        for f in filters {
-            if let Some(names) = Self::capture_filter(f) {
-                keep = Some(match keep {
-                    None => names,
-                    Some(k) => k.into_iter().filter(|n| names.contains(n)).collect(),
-                });
+        // The captures and segments the filters keep (None: all).
+        let keep = |key: &str| {
+            let mut keep: Option<Vec<String>> = None;
+            for f in filters {
+                if let Some(names) = Self::key_filter(f, key) {
+                    keep = Some(match keep {
+                        None => names,
+                        Some(k) => k.into_iter().filter(|n| names.contains(n)).collect(),
+                    });
+                }
             }
-        }
+            keep
+        };
+        let captures = if self.shared { None } else { keep("capture") };
+        let segments = keep("segment");
         let files: Vec<&CaptureFile> = self
             .files
             .iter()
-            .filter(|f| keep.as_ref().is_none_or(|k| k.contains(&f.capture)))
+            .filter(|f| captures.as_ref().is_none_or(|k| k.contains(&f.capture)))
+            .filter(|f| segments.as_ref().is_none_or(|k| k.contains(&f.segment)))
             .collect();
         if files.is_empty() {
             let schema = match projection {
@@ -298,7 +333,12 @@ impl CaptureTable {
                 }
                 None => PartitionedFile::new(f.path.to_string_lossy().into_owned(), f.size),
             };
-            g.1.push(file.with_partition_values(vec![ScalarValue::Utf8(Some(f.capture.clone()))]));
+            let segment = ScalarValue::Utf8(Some(f.segment.clone()));
+            let keys = match self.shared {
+                true => vec![segment],
+                false => vec![ScalarValue::Utf8(Some(f.capture.clone())), segment],
+            };
+            g.1.push(file.with_partition_values(keys));
         }
         // The files' schema as these files name the columns.
         let file_schema = if renames.is_empty() {
@@ -317,16 +357,23 @@ impl CaptureTable {
         };
         let format = ParquetFormat::default().with_options(state.table_options().parquet.clone());
         let table_schema = TableSchema::builder(file_schema)
-            .with_table_partition_cols(vec![Arc::new(Field::new("capture", DataType::Utf8, false))])
+            .with_table_partition_cols(
+                self.table_schema.fields()[..self.n_keys()]
+                    .iter()
+                    .cloned()
+                    .collect::<Vec<_>>(),
+            )
             .build();
         let source = format.file_source(table_schema);
-        // The scan produces the file's columns then `capture` (index n):
-        // table column 0 is scan column n, table column i + 1 scan column i.
+        // The scan produces the file's columns then the keys (`capture`,
+        // `segment`, from index n): the table's first k columns are the
+        // keys, table column k + i is scan column i.
         let n_file = self.file_schema.fields().len();
-        let to_scan = |i: usize| if i == 0 { n_file } else { i - 1 };
+        let k = self.n_keys();
+        let to_scan = |i: usize| if i < k { n_file + i } else { i - k };
         let table_cols: Vec<usize> = match projection {
             Some(p) => p.clone(),
-            None => (0..=n_file).collect(),
+            None => (0..n_file + k).collect(),
         };
         let indices: Vec<usize> = table_cols.iter().map(|&i| to_scan(i)).collect();
         let store = match &files[0].store {
@@ -369,6 +416,9 @@ pub struct LazyTable {
     compute: Compute,
     shared: Arc<Shared>,
     rows: OnceCell<Vec<RecordBatch>>,
+    /// The computation returns `capture` and the columns; the table adds
+    /// `segment` after `capture` (a derived table of the schema).
+    add_segment: bool,
 }
 
 impl fmt::Debug for LazyTable {
@@ -397,6 +447,25 @@ impl LazyTable {
             compute,
             shared,
             rows: OnceCell::new(),
+            add_segment: false,
+        }
+    }
+
+    /// The derived table `def` (`time_base`, `memory_region`, ...), whose
+    /// rows `compute` gives with the columns of `def.capture_schema()`:
+    /// the table adds each row's `segment`.
+    pub(crate) fn derived<F, Fut>(
+        def: &'static trawl_capture::schema::TableDef,
+        shared: Arc<Shared>,
+        compute: F,
+    ) -> Self
+    where
+        F: Fn(Session) -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = Result<Vec<RecordBatch>>> + Send + 'static,
+    {
+        LazyTable {
+            add_segment: true,
+            ..Self::new(def.name, def.session_schema(), shared, compute)
         }
     }
 
@@ -421,7 +490,12 @@ impl LazyTable {
                         datafusion::error::DataFusionError::Plan(format!("{}: {other}", self.name))
                     }
                 })?;
-                rows.iter().map(|b| conform(b, &self.schema)).collect()
+                rows.iter()
+                    .map(|b| match self.add_segment {
+                        true => conform(&self.shared.with_segment(b)?, &self.schema),
+                        false => conform(b, &self.schema),
+                    })
+                    .collect()
             })
             .await
             .map(Vec::as_slice)
@@ -478,6 +552,7 @@ pub(crate) fn stored_table(
             if let Some(r) = &c.remote {
                 return r.sizes.get(def.name).map(|&size| CaptureFile {
                     capture: c.name.clone(),
+                    segment: c.segment.clone(),
                     path: PathBuf::from(r.at.key(&format!("{}.parquet", def.name)).as_ref()),
                     store: Some(r.at.root.clone()),
                     size,
@@ -488,6 +563,7 @@ pub(crate) fn stored_table(
             let meta = std::fs::metadata(&path).ok().filter(|m| m.is_file())?;
             Some(CaptureFile {
                 capture: c.name.clone(),
+                segment: c.segment.clone(),
                 // Canonical: object store paths do not resolve `..`.
                 path: std::fs::canonicalize(&path)
                     .or_else(|_| std::path::absolute(&path))
@@ -507,7 +583,7 @@ pub(crate) fn stored_table(
             since: r.since,
         })
         .collect();
-    CaptureTable::new(def.schema(), files).with_renames(renames)
+    CaptureTable::new(def.schema(), files, def.is_shared()).with_renames(renames)
 }
 
 impl Session {
@@ -526,6 +602,21 @@ impl Session {
         let table = LazyTable::new(name, schema, self.shared.clone(), compute);
         self.register_provider(name, Arc::new(table))
     }
+
+    /// Registers the derived table `def`, computed by `compute` (with the
+    /// columns of `def.capture_schema()`) the first time a query scans it.
+    pub(crate) fn register_derived<F, Fut>(
+        &self,
+        def: &'static trawl_capture::schema::TableDef,
+        compute: F,
+    ) -> Result<()>
+    where
+        F: Fn(Session) -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = Result<Vec<RecordBatch>>> + Send + 'static,
+    {
+        let table = LazyTable::derived(def, self.shared.clone(), compute);
+        self.register_provider(def.name, Arc::new(table))
+    }
 }
 
 #[cfg(test)]
@@ -543,6 +634,7 @@ mod tests {
         w.close().unwrap();
         CaptureFile {
             capture: String::new(),
+            segment: String::new(),
             path: path.to_path_buf(),
             store: None,
             size: std::fs::metadata(path).unwrap().len(),
@@ -586,7 +678,7 @@ mod tests {
             Field::new("pid", DataType::Int32, true),
             Field::new("n", DataType::Int64, true),
         ]));
-        let t = CaptureTable::new(schema, vec![old, new]).with_renames(vec![Rename {
+        let t = CaptureTable::new(schema, vec![old, new], false).with_renames(vec![Rename {
             old: "process".into(),
             new: "pid".into(),
             since: 2,

@@ -48,7 +48,7 @@ impl Session {
 /// Registers `time_base` (computed when a query first reads it), the
 /// `*_t` views and `window_start`.
 pub async fn register(s: &Session) -> Result<()> {
-    s.register_lazy("time_base", time_base_schema(), |s| async move {
+    s.register_derived(&trawl_capture::schema::TIME_BASE, |s| async move {
         Ok(vec![time_base_batch(s.times().await?)?])
     })?;
     for stmt in [
@@ -217,7 +217,7 @@ pub(crate) async fn compute(s: &Session, origin: &Origin) -> Result<Vec<CaptureT
 }
 
 fn time_base_schema() -> SchemaRef {
-    trawl_capture::schema::TIME_BASE.session_schema()
+    trawl_capture::schema::TIME_BASE.capture_schema()
 }
 
 fn time_base_batch(caps: &[CaptureTime]) -> Result<RecordBatch> {

@@ -446,9 +446,9 @@ fn trawl_samples(cap: &Path) -> Vec<Sample<(u64, Option<String>)>> {
         "SELECT s.sample_id, s.event, s.pid, s.tid, s.time_ns, s.ip, f.rel_pc, m.path, \
          s.has_user_stack, f.context \
          FROM perf_sample s \
-         LEFT JOIN stack st ON st.capture = s.capture AND st.stack_id = s.stack_id \
-         LEFT JOIN frame f ON f.capture = st.capture AND f.frame_id = st.frame_id \
-         LEFT JOIN module m ON m.capture = f.capture AND m.module_id = f.module_id \
+         LEFT JOIN stack st ON st.segment = s.segment AND st.stack_id = s.stack_id \
+         LEFT JOIN frame f ON f.segment = st.segment AND f.frame_id = st.frame_id \
+         LEFT JOIN module m ON m.segment = f.segment AND m.module_id = f.module_id \
          ORDER BY s.sample_id, st.depth",
     );
     let opt = |s: &String| (!s.is_empty()).then(|| s.clone());

@@ -521,7 +521,7 @@ fn fig10_sequence_stacks_and_transitions() {
     let stacks = sql_rows(
         &cap,
         "SELECT b.idx, string_agg(e.function, ' ' ORDER BY e.pos) \
-         FROM perf_branch b JOIN stack_entry e ON e.capture = b.capture AND e.stack_id = b.stack_id \
+         FROM perf_branch b JOIN stack_entry e ON e.segment = b.segment AND e.stack_id = b.stack_id \
          WHERE b.sample_id = 0 GROUP BY b.idx ORDER BY b.idx",
     );
     let outer = "p3 main";
@@ -1115,7 +1115,7 @@ fn call_stack_mode_stacks_match_perf() {
             &cap,
             &format!(
                 "SELECT coalesce(e.function, e.module) FROM perf_sample s \
-                 JOIN stack_entry e USING (capture, stack_id) \
+                 JOIN stack_entry e USING (segment, stack_id) \
                  WHERE s.sample_id = {i} AND e.inline_depth = 0 ORDER BY e.pos"
             ),
         )

@@ -97,7 +97,7 @@ fn check_lines_against_addr2line(name: &str) -> usize {
         "sql",
         cap.to_str().unwrap(),
         "SELECT s.rel_pc, s.inline_depth, s.function, s.file, s.line, f.binary, f.debug_info \
-         FROM symbol s JOIN symbol_file f USING (capture, module_id) \
+         FROM symbol s JOIN symbol_file f USING (segment, module_id) \
          WHERE f.debug_info IS NOT NULL ORDER BY f.debug_info, s.rel_pc, s.inline_depth",
         "--format",
         "csv",
@@ -237,7 +237,7 @@ fn libc_resolves_to_source_lines() {
     let (_t, cap) = ingest("hot-fp.data");
     let v = sql_scalar(
         &cap,
-        "SELECT count(*) FROM symbol s JOIN symbol_file f USING (capture, module_id) \
+        "SELECT count(*) FROM symbol s JOIN symbol_file f USING (segment, module_id) \
          WHERE f.path LIKE '%libc.so.6' AND s.line IS NOT NULL \
          AND f.debug_info LIKE '/usr/lib/debug/.build-id/%'",
     );

@@ -416,8 +416,8 @@ fn hotspots_match_perf_report_dwarf_unwinding() {
     let v = sql_scalar(
         &cap,
         "SELECT count(DISTINCT s.sample_id) FROM perf_sample s \
-         JOIN stack st USING (capture, stack_id) \
-         JOIN frame_name f ON f.capture = st.capture AND f.frame_id = st.frame_id \
+         JOIN stack st USING (segment, stack_id) \
+         JOIN frame_name f ON f.segment = st.segment AND f.frame_id = st.frame_id \
          WHERE f.function = '_start'",
     );
     assert_eq!(
@@ -480,7 +480,7 @@ fn hotspots_match_perf_report_jit_map() {
     );
     let named = sql_scalar(
         &cap,
-        "SELECT count(*) FROM symbol s JOIN module m USING (capture, module_id) \
+        "SELECT count(*) FROM symbol s JOIN module m USING (segment, module_id) \
          WHERE m.path = '/tmp/perf-24724.map' AND s.function IS NOT NULL",
     );
     assert_eq!(named, "0");
@@ -826,8 +826,8 @@ fn trawl_user_stacks(cap: &Path) -> Vec<Vec<(u64, String)>> {
     for r in sql_rows(
         cap,
         "SELECT s.sample_id, fr.is_return, e.rel_pc, e.function FROM perf_sample s \
-         JOIN stack_entry e USING (capture, stack_id) \
-         JOIN frame fr ON fr.capture = e.capture AND fr.frame_id = e.frame_id \
+         JOIN stack_entry e USING (segment, stack_id) \
+         JOIN frame fr ON fr.segment = e.segment AND fr.frame_id = e.frame_id \
          WHERE e.inline_depth = 0 AND fr.context = 'user' \
          ORDER BY s.time_ns, s.sample_id, e.pos",
     ) {

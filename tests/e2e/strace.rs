@@ -135,10 +135,10 @@ fn malloc_mmaps_resolve_to_the_calling_line() {
     let r = sql_rows(
         &cap,
         "SELECT f.function, f.srcline, fr.rel_pc, count(*) \
-         FROM syscall s JOIN stack_entry e USING (capture, stack_id) \
-         JOIN frame_name f ON f.capture = e.capture AND f.frame_id = e.frame_id \
-         JOIN frame fr ON fr.capture = e.capture AND fr.frame_id = e.frame_id \
-         JOIN module m ON m.capture = fr.capture AND m.module_id = fr.module_id \
+         FROM syscall s JOIN stack_entry e USING (segment, stack_id) \
+         JOIN frame_name f ON f.segment = e.segment AND f.frame_id = e.frame_id \
+         JOIN frame fr ON fr.segment = e.segment AND fr.frame_id = e.frame_id \
+         JOIN module m ON m.segment = fr.segment AND m.module_id = fr.module_id \
          WHERE s.name = 'mmap' AND s.length = 266240 AND m.path LIKE '%/bin/mem' \
            AND f.function = 'malloc_loop' \
          GROUP BY 1, 2, 3",
@@ -676,8 +676,8 @@ fn exit_stacks_follow_the_exited_line() {
     assert_eq!(
         sql_scalar(
             &cap,
-            "SELECT (SELECT count(*) FROM syscall s JOIN stack_entry e USING (capture, stack_id)) \
-                  + (SELECT count(*) FROM strace_event s JOIN stack_entry e USING (capture, stack_id))"
+            "SELECT (SELECT count(*) FROM syscall s JOIN stack_entry e USING (segment, stack_id)) \
+                  + (SELECT count(*) FROM strace_event s JOIN stack_entry e USING (segment, stack_id))"
         ),
         frame_lines.to_string()
     );
@@ -701,8 +701,8 @@ fn exit_stacks_follow_the_exited_line() {
         let got: Vec<String> = sql_rows(
             &cap,
             &format!(
-                "SELECT fr.rel_pc FROM syscall s JOIN stack_entry e USING (capture, stack_id) \
-                 JOIN frame fr ON fr.capture = e.capture AND fr.frame_id = e.frame_id \
+                "SELECT fr.rel_pc FROM syscall s JOIN stack_entry e USING (segment, stack_id) \
+                 JOIN frame fr ON fr.segment = e.segment AND fr.frame_id = e.frame_id \
                  WHERE s.pid = {pid} AND s.name IN ('exit', 'exit_group') ORDER BY e.depth"
             ),
         )

@@ -195,7 +195,7 @@ fn kallsyms_file_names_kernel_frames() {
     .unwrap();
     let cap = dir.path().join("cap");
     ingest_file(&f, &cap, &["--kallsyms", ks.to_str().unwrap()]);
-    let row = sql_scalar(&cap, "SELECT f.function, s.symbol_offset FROM frame_name f JOIN symbol s USING (capture, module_id, rel_pc) WHERE f.context = 'kernel'");
+    let row = sql_scalar(&cap, "SELECT f.function, s.symbol_offset FROM frame_name f JOIN symbol s USING (segment, module_id, rel_pc) WHERE f.context = 'kernel'");
     assert_eq!(row, "do_work,80");
 }
 

@@ -11,7 +11,7 @@
 -- capture's t_ns axis); $event (default: the one with most samples);
 -- $method, $ghz (LBR; default: samples only); $app.
 WITH src AS (
-  SELECT r.capture, r.range, r.range_start_s, r.range_end_s, x.pid, x.stack_id,
+  SELECT r.capture, x.segment, r.range, r.range_start_s, r.range_end_s, x.pid, x.stack_id,
          CAST(COALESCE(x.period, 1) AS DOUBLE) AS cost
   FROM _cause_range r
   JOIN perf_sample_t x ON x.capture = r.capture AND x.t_ns >= r.start_ns AND x.t_ns < r.end_ns
@@ -21,7 +21,7 @@ WITH src AS (
           SELECT CAST(event AS VARCHAR) FROM perf_sample
           GROUP BY event ORDER BY count(*) DESC, CAST(event AS VARCHAR) LIMIT 1)))
   UNION ALL
-  SELECT r.capture, r.range, r.range_start_s, r.range_end_s, x.pid, x.stack_id, x.weight_ns
+  SELECT r.capture, x.segment, r.range, r.range_start_s, r.range_end_s, x.pid, x.stack_id, x.weight_ns
   FROM _cause_range r
   JOIN _lbr_sample x ON x.capture = r.capture AND x.t_ns >= r.start_ns AND x.t_ns < r.end_ns
   WHERE $method IS NOT NULL
@@ -39,7 +39,7 @@ g AS (
          count(*) AS samples,
          pn.comm
   FROM src s
-  LEFT JOIN _stack_attribution a ON a.capture = s.capture AND a.stack_id = s.stack_id
+  LEFT JOIN _stack_attribution a ON a.segment = s.segment AND a.stack_id = s.stack_id
   LEFT JOIN process_name pn ON pn.capture = s.capture AND pn.pid = s.pid
   GROUP BY s.capture, s.range, s.range_start_s, s.range_end_s, s.pid, 6, 7,
            a.app_line, a.app_file, a.app_line_number, pn.comm

@@ -8,7 +8,7 @@
 -- Parameters: $rule, $min_s, $gap_s or $from_ns, $to_ns (the ranges);
 -- $lead_ns (default 0); $app.
 WITH src AS (
-  SELECT r.capture, r.range, r.range_start_s, r.range_end_s, c.pid, c.stack_id, c.bytes,
+  SELECT r.capture, c.segment, r.range, r.range_start_s, r.range_end_s, c.pid, c.stack_id, c.bytes,
          c.file, c.direction
   FROM _cause_range r
   JOIN io_call c ON c.capture = r.capture
@@ -25,7 +25,7 @@ g AS (
          count(*) AS calls,
          pn.comm
   FROM src s
-  LEFT JOIN _stack_attribution a ON a.capture = s.capture AND a.stack_id = s.stack_id
+  LEFT JOIN _stack_attribution a ON a.segment = s.segment AND a.stack_id = s.stack_id
   LEFT JOIN process_name pn ON pn.capture = s.capture AND pn.pid = s.pid
   GROUP BY s.capture, s.range, s.range_start_s, s.range_end_s, s.pid, 6, 7,
            a.app_line, s.file, s.direction, a.app_file, a.app_line_number, pn.comm

@@ -9,7 +9,7 @@
 -- Parameters: $rule, $min_s, $gap_s or $from_ns, $to_ns (the ranges); $at
 -- (`start` (default) or `max`); $app.
 WITH src AS (
-  SELECT r.capture, r.range, r.range_start_s, r.range_end_s, r.at_s, m.pid, m.stack_id, m.bytes
+  SELECT r.capture, m.segment, r.range, r.range_start_s, r.range_end_s, r.at_s, m.pid, m.stack_id, m.bytes
   FROM _cause_range r
   JOIN memory_region m ON m.capture = r.capture
   WHERE (m.from_ns IS NULL OR m.from_ns <= r.at_ns) AND (m.to_ns IS NULL OR m.to_ns > r.at_ns)
@@ -23,7 +23,7 @@ g AS (
          count(*) AS regions,
          pn.comm
   FROM src s
-  LEFT JOIN _stack_attribution a ON a.capture = s.capture AND a.stack_id = s.stack_id
+  LEFT JOIN _stack_attribution a ON a.segment = s.segment AND a.stack_id = s.stack_id
   LEFT JOIN process_name pn ON pn.capture = s.capture AND pn.pid = s.pid
   GROUP BY s.capture, s.range, s.range_start_s, s.range_end_s, s.at_s, s.pid, 7, 8,
            a.app_line, a.app_file, a.app_line_number, pn.comm

@@ -32,7 +32,7 @@ v AS (
   FROM sample_energy e
   CROSS JOIN opt o
   LEFT JOIN perf_sample x ON x.capture = e.capture AND x.sample_id = e.sample_id
-  LEFT JOIN stack_entry l ON l.capture = x.capture AND l.stack_id = x.stack_id AND l.pos = 0
+  LEFT JOIN stack_entry l ON l.segment = x.segment AND l.stack_id = x.stack_id AND l.pos = 0
   WHERE assert_true(array_has_all(o.names, o.by),
           concat('energy_by: keys are function, line, process, cpu and package, got ',
                  array_to_string(o.by, ', ')))

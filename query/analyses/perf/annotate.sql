@@ -5,48 +5,54 @@
 -- decoded code of every function an instruction was sampled in), in
 -- address order, with the selected samples whose leaf frame is on that
 -- instruction (exclusive: what ran there, not what it called) and their
--- weight. Instructions nothing was sampled on are listed with 0, so the
--- function reads as a whole.
+-- weight, per capture. Instructions nothing was sampled on are listed
+-- with 0, so the function reads as a whole (for each capture with selected
+-- samples in the segment holding the decoded code).
 --
 -- Parameters: $function (required: the ELF name, as `hotspots
 -- ('function', 'inline', false)` shows it), $module (only modules whose
 -- path contains this), and the sample selection of stack_weight.sql
 -- ($event, $weight, $pid, $tid, $comm, $from_ns, $to_ns, $capture).
 WITH ins AS (
-  SELECT i.capture, i.module_id, m.path AS module, i.function, i.function_rel_pc, i.rel_pc,
+  SELECT i.segment, i.module_id, m.path AS module, i.function, i.function_rel_pc, i.rel_pc,
          i.address, i.text, i.file, i.line, i.inline_function
   FROM instruction i
-  JOIN module m ON m.capture = i.capture AND m.module_id = i.module_id
+  JOIN module m ON m.segment = i.segment AND m.module_id = i.module_id
   WHERE i.function = $function
     AND ($module IS NULL OR strpos(m.path, $module) > 0)
-    AND ($capture IS NULL OR array_has($capture, i.capture))
+    AND ($segment IS NULL OR array_has($segment, i.segment))
 ),
 -- The samples whose leaf is one of these instructions: the function's
 -- frames first (a few), the stacks they are the leaf of, then those
 -- stacks' samples (not every sample's leaf looked up).
 fn_frame AS (
-  SELECT DISTINCT f.capture, f.frame_id, f.module_id, f.rel_pc
+  SELECT DISTINCT f.segment, f.frame_id, f.module_id, f.rel_pc
   FROM frame f
-  JOIN ins ON ins.capture = f.capture AND ins.module_id = f.module_id AND ins.rel_pc = f.rel_pc
+  JOIN ins ON ins.segment = f.segment AND ins.module_id = f.module_id AND ins.rel_pc = f.rel_pc
   WHERE NOT f.is_return
 ),
 leaf AS (
-  SELECT s.capture, s.stack_id, ff.module_id, ff.rel_pc
+  SELECT s.segment, s.stack_id, ff.module_id, ff.rel_pc
   FROM stack s
-  JOIN fn_frame ff ON ff.capture = s.capture AND ff.frame_id = s.frame_id
+  JOIN fn_frame ff ON ff.segment = s.segment AND ff.frame_id = s.frame_id
   WHERE s.depth = 0
 ),
 hit AS (
-  SELECT leaf.capture, leaf.module_id, leaf.rel_pc, count(*) AS samples, sum(x.cost) AS weight
+  SELECT x.capture, leaf.segment, leaf.module_id, leaf.rel_pc, count(*) AS samples, sum(x.cost) AS weight
   FROM leaf
-  JOIN _selected_sample x ON x.capture = leaf.capture AND x.stack_id = leaf.stack_id
-  GROUP BY leaf.capture, leaf.module_id, leaf.rel_pc
+  JOIN _selected_sample x ON x.segment = leaf.segment AND x.stack_id = leaf.stack_id
+  GROUP BY x.capture, leaf.segment, leaf.module_id, leaf.rel_pc
+),
+caps AS (                           -- the captures of each segment with selected samples
+  SELECT DISTINCT capture, segment FROM _selected_sample
 ),
 j AS (
-  SELECT ins.*, COALESCE(hit.samples, 0) AS samples, COALESCE(hit.weight, 0) AS weight,
-         min(ins.address) OVER (PARTITION BY ins.capture, ins.module_id, ins.function_rel_pc) AS start
+  SELECT c.capture, ins.*, COALESCE(hit.samples, 0) AS samples, COALESCE(hit.weight, 0) AS weight,
+         min(ins.address) OVER (PARTITION BY c.capture, ins.module_id, ins.function_rel_pc) AS start
   FROM ins
-  LEFT JOIN hit ON hit.capture = ins.capture AND hit.module_id = ins.module_id AND hit.rel_pc = ins.rel_pc
+  JOIN caps c ON c.segment = ins.segment
+  LEFT JOIN hit ON hit.capture = c.capture AND hit.segment = ins.segment
+    AND hit.module_id = ins.module_id AND hit.rel_pc = ins.rel_pc
 )
 SELECT
   capture,                                                      -- capture

@@ -36,8 +36,8 @@ SELECT
   COALESCE(b.repeated, false) AS repeated         -- already in the thread's previous stack
 FROM perf_branch b
 LEFT JOIN perf_sample_t x ON x.capture = b.capture AND x.sample_id = b.sample_id
-LEFT JOIN frame_name f ON f.capture = b.capture AND f.frame_id = b.from_frame_id
-LEFT JOIN frame_name t ON t.capture = b.capture AND t.frame_id = b.to_frame_id;
+LEFT JOIN frame_name f ON f.segment = b.segment AND f.frame_id = b.from_frame_id
+LEFT JOIN frame_name t ON t.segment = b.segment AND t.frame_id = b.to_frame_id;
 
 CREATE OR REPLACE VIEW lbr_transition AS
 SELECT

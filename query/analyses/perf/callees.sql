@@ -11,24 +11,25 @@
 -- true: inline levels count as functions), and the sample selection of
 -- stack_weight.sql ($event, $weight, $pid, $tid, $comm, $from_ns, $to_ns,
 -- $capture).
-WITH sw AS (SELECT capture, stack_id, n, w FROM _stack_weight),
+WITH sw AS (SELECT segment, stack_id, n, w FROM _stack_weight),
 totals AS (SELECT sum(w) AS w FROM sw),
 occ AS (                            -- where the function is in each stack
-  SELECT e.capture, e.stack_id, min(e.k) AS inner_k
+  SELECT e.segment, e.stack_id, min(e.k) AS inner_k
   FROM _stack_position e
-  JOIN sw ps ON ps.capture = e.capture AND ps.stack_id = e.stack_id
+  JOIN (SELECT DISTINCT segment, stack_id FROM sw) ps
+    ON ps.segment = e.segment AND ps.stack_id = e.stack_id
   WHERE e.function = $function AND ($module IS NULL OR strpos(e.module, $module) > 0)
-  GROUP BY e.capture, e.stack_id
+  GROUP BY e.segment, e.stack_id
 ),
 callee AS (                         -- the position just inside the innermost occurrence
-  SELECT o.capture, o.stack_id,
+  SELECT o.segment, o.stack_id,
          first_value(c.function ORDER BY c.k DESC) AS function,
          first_value(c.module ORDER BY c.k DESC) AS module
   FROM occ o
   JOIN _stack_position c
-    ON c.capture = o.capture AND c.stack_id = o.stack_id
+    ON c.segment = o.segment AND c.stack_id = o.stack_id
     AND c.k < o.inner_k AND c.k >= (o.inner_k / 1024 - 1) * 1024
-  GROUP BY o.capture, o.stack_id
+  GROUP BY o.segment, o.stack_id
 ),
 edge AS (
   SELECT ps.n, ps.w,
@@ -36,8 +37,8 @@ edge AS (
          COALESCE(c.function, '<self>') AS function,
          COALESCE(c.module, '') AS module
   FROM occ o
-  JOIN sw ps ON ps.capture = o.capture AND ps.stack_id = o.stack_id
-  LEFT JOIN callee c ON c.capture = o.capture AND c.stack_id = o.stack_id
+  JOIN sw ps ON ps.segment = o.segment AND ps.stack_id = o.stack_id
+  LEFT JOIN callee c ON c.segment = o.segment AND c.stack_id = o.stack_id
 ),
 incl AS (SELECT sum(n) AS n, sum(w) AS w FROM edge),
 rows AS (

@@ -14,26 +14,26 @@
 -- ($event, $weight, $pid, $tid, $comm, $from_ns, $to_ns). Both sides are
 -- weighed alike: the same event and weight.
 WITH sw AS (
-  SELECT capture, stack_id, n, w,
+  SELECT capture, segment, stack_id, n, w,
     CASE WHEN array_has($base, capture) THEN 'base'
          WHEN array_has($new, capture) THEN 'new' END AS side
   FROM _stack_weight
 ),
 frame_key AS (
-  SELECT capture, frame_id, inline_depth AS level, function,
+  SELECT segment, frame_id, inline_depth AS level, function,
     regexp_replace(module, '^.*/', '') AS module, srcline
   FROM frame_line WHERE COALESCE($inline, true)
   UNION ALL                         -- without inline levels: the real function
-  SELECT capture, frame_id, 0, function, regexp_replace(module, '^.*/', ''), NULL
+  SELECT segment, frame_id, 0, function, regexp_replace(module, '^.*/', ''), NULL
   FROM frame_line WHERE NOT COALESCE($inline, true) AND NOT inlined
     AND COALESCE($by, 'function') <> 'srcline'
   UNION ALL                         -- ... and the source line of the address
-  SELECT capture, frame_id, 0, function, regexp_replace(module, '^.*/', ''), srcline
+  SELECT segment, frame_id, 0, function, regexp_replace(module, '^.*/', ''), srcline
   FROM frame_name WHERE NOT COALESCE($inline, true)
     AND COALESCE($by, 'function') = 'srcline'
 ),
 keyed AS (
-  SELECT capture, frame_id, level,
+  SELECT segment, frame_id, level,
     CASE COALESCE($by, 'function')
       WHEN 'module' THEN module
       WHEN 'srcline' THEN srcline
@@ -46,10 +46,10 @@ per_stack AS (                      -- each key once per stack (recursion counts
   SELECT sw.side, k.key1, k.key2, max(sw.n) AS n, max(sw.w) AS w,
          bool_or(st.depth = 0 AND k.level = 0) AS is_self
   FROM sw
-  JOIN stack st ON st.capture = sw.capture AND st.stack_id = sw.stack_id
-  JOIN keyed k ON k.capture = st.capture AND k.frame_id = st.frame_id
+  JOIN stack st ON st.segment = sw.segment AND st.stack_id = sw.stack_id
+  JOIN keyed k ON k.segment = st.segment AND k.frame_id = st.frame_id
   WHERE sw.side IS NOT NULL
-  GROUP BY sw.side, sw.capture, sw.stack_id, k.key1, k.key2
+  GROUP BY sw.side, sw.capture, sw.segment, sw.stack_id, k.key1, k.key2
 ),
 side_total AS (                     -- each side's total: its samples' weight
   SELECT side, sum(w) AS w FROM sw WHERE side IS NOT NULL GROUP BY side

@@ -11,10 +11,12 @@
 --   function of its own (perf report --inline).
 -- Unresolved frames are named by their address in hex (relative to the
 -- module; absolute outside any mapping, module `[unknown]`), so distinct
--- unknown addresses stay apart, as in perf report.
+-- unknown addresses stay apart, as in perf report. Frames and stacks are
+-- a segment's (its captures share them): each view is keyed by `segment`
+-- and the id.
 CREATE OR REPLACE VIEW frame_line AS
 SELECT
-  f.capture,                                      -- capture the frame belongs to
+  f.segment,                                      -- segment the frame belongs to
   f.frame_id,                                     -- frame.frame_id
   f.module_id,                                    -- module.module_id (null: no mapping)
   f.rel_pc,                                       -- address relative to the module
@@ -41,15 +43,15 @@ SELECT
   s.function IS NOT NULL AS resolved              -- true when a symbol named the frame
 FROM frame f
 LEFT JOIN module m
-  ON m.capture = f.capture AND m.module_id = f.module_id
+  ON m.segment = f.segment AND m.module_id = f.module_id
 LEFT JOIN symbol s
-  ON s.capture = f.capture AND s.module_id = f.module_id
+  ON s.segment = f.segment AND s.module_id = f.module_id
   AND s.rel_pc = CASE WHEN f.is_return AND f.rel_pc > 0
                       THEN f.rel_pc - CAST(1 AS BIGINT UNSIGNED) ELSE f.rel_pc END;
 
 CREATE OR REPLACE VIEW frame_name AS
 SELECT
-  o.capture,                                      -- capture the frame belongs to
+  o.segment,                                      -- segment the frame belongs to
   o.frame_id,                                     -- frame.frame_id
   o.module_id,                                    -- module.module_id (null: no mapping)
   o.rel_pc,                                       -- address relative to the module
@@ -67,12 +69,12 @@ SELECT
   o.resolved                                      -- true when a symbol named the frame
 FROM frame_line o
 JOIN frame_line i
-  ON i.capture = o.capture AND i.frame_id = o.frame_id AND i.inline_depth = 0
+  ON i.segment = o.segment AND i.frame_id = o.frame_id AND i.inline_depth = 0
 WHERE NOT o.inlined;
 
 CREATE OR REPLACE VIEW stack_entry AS
 SELECT
-  st.capture,                                     -- capture
+  st.segment,                                     -- segment
   st.stack_id,                                    -- stack.stack_id
   st.depth AS pos,                                -- position, 0 = leaf
   st.depth,                                       -- stack.depth of the frame
@@ -80,14 +82,14 @@ SELECT
   fn.frame_id, fn.module_id, fn.rel_pc, fn.module, fn.function,
   fn.file, fn.line, fn.srcline, fn.resolved
 FROM stack st
-JOIN frame_name fn ON fn.capture = st.capture AND fn.frame_id = st.frame_id;
+JOIN frame_name fn ON fn.segment = st.segment AND fn.frame_id = st.frame_id;
 
 CREATE OR REPLACE VIEW stack_entry_inline AS
 SELECT
-  st.capture,
+  st.segment,
   st.stack_id,
   CAST(row_number() OVER (
-    PARTITION BY st.capture, st.stack_id ORDER BY st.depth, fl.inline_depth
+    PARTITION BY st.segment, st.stack_id ORDER BY st.depth, fl.inline_depth
   ) - 1 AS INT) AS pos,                           -- position, 0 = innermost level of the leaf
   st.depth,
   fl.inline_depth,
@@ -96,4 +98,4 @@ SELECT
   fl.srcline,
   fl.resolved
 FROM stack st
-JOIN frame_line fl ON fl.capture = st.capture AND fl.frame_id = st.frame_id;
+JOIN frame_line fl ON fl.segment = st.segment AND fl.frame_id = st.frame_id;

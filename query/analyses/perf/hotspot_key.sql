@@ -5,27 +5,28 @@
 --
 -- Parameters: $by (`function` (default), `module`, `srcline`, `line`,
 -- `address`), $inline (default true: inline levels count as functions of
--- their own, perf report --inline), $capture (only these captures). The
+-- their own, perf report --inline), $capture (only these captures: the
+-- frames of their segments, `$segment`, bound with it). The
 -- key is (key1, key2, key3): function and module; module; srcline and
 -- module; function, file and line; `function @ 0xREL_PC` and module.
 CREATE OR REPLACE VIEW _hotspot_key AS
 WITH frame_key AS (
-  SELECT capture, frame_id, inline_depth AS level, function, module, file, line, srcline, rel_pc
+  SELECT segment, frame_id, inline_depth AS level, function, module, file, line, srcline, rel_pc
   FROM frame_line WHERE COALESCE($inline, true)
-    AND ($capture IS NULL OR array_has($capture, capture))
+    AND ($segment IS NULL OR array_has($segment, segment))
   UNION ALL                         -- without inline levels: the real function
-  SELECT capture, frame_id, 0, function, module, NULL, NULL, NULL, rel_pc
+  SELECT segment, frame_id, 0, function, module, NULL, NULL, NULL, rel_pc
   FROM frame_line WHERE NOT COALESCE($inline, true) AND NOT inlined
-    AND ($capture IS NULL OR array_has($capture, capture))
+    AND ($segment IS NULL OR array_has($segment, segment))
     AND COALESCE($by, 'function') NOT IN ('srcline', 'line')
   UNION ALL                         -- ... and the source line of the address
-  SELECT capture, frame_id, 0, function, module, file, line, srcline, rel_pc
+  SELECT segment, frame_id, 0, function, module, file, line, srcline, rel_pc
   FROM frame_name WHERE NOT COALESCE($inline, true)
-    AND ($capture IS NULL OR array_has($capture, capture))
+    AND ($segment IS NULL OR array_has($segment, segment))
     AND COALESCE($by, 'function') IN ('srcline', 'line')
 )
 SELECT
-  capture,                                      -- capture
+  segment,                                      -- segment (frame_id's id space)
   frame_id,                                     -- frame.frame_id
   level,                                        -- inline level: 0 is the innermost
   CASE COALESCE($by, 'function')

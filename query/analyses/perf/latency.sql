@@ -13,7 +13,7 @@
 -- $start, $end, $key, $end_key, $pid, $tid, $comm, $from_ns, $to_ns
 -- (intervals starting in the range), $capture.
 WITH iv AS (
-  SELECT capture, start_sample_id, pid, tid, comm, stack_id, duration_ns, key
+  SELECT capture, segment, start_sample_id, pid, tid, comm, stack_id, duration_ns, key
   FROM _tracepoint_pair
   WHERE ($pid IS NULL OR array_has($pid, pid))
     AND ($tid IS NULL OR array_has($tid, tid))
@@ -33,8 +33,8 @@ hist AS (
 pos AS (
   SELECT iv.capture, iv.start_sample_id, iv.duration_ns, st.depth, f.function, f.module, f.context
   FROM iv
-  JOIN stack st ON st.capture = iv.capture AND st.stack_id = iv.stack_id
-  JOIN frame_name f ON f.capture = st.capture AND f.frame_id = st.frame_id
+  JOIN stack st ON st.segment = iv.segment AND st.stack_id = iv.stack_id
+  JOIN frame_name f ON f.segment = st.segment AND f.frame_id = st.frame_id
   WHERE $by = 'function'
 ),
 innermost_user AS (

@@ -34,7 +34,7 @@
 CREATE OR REPLACE VIEW _lbr_sample AS
 WITH
 s AS (
-  SELECT x.capture, x.sample_id, x.source_id, CAST(x.event AS VARCHAR) AS event,
+  SELECT x.capture, x.segment, x.sample_id, x.source_id, CAST(x.event AS VARCHAR) AS event,
     x.time_ns, x.t_ns, x.pid, x.tid, x.cpu, x.comm, x.stack_id, x.period,
     x.time_ns - lag(x.time_ns) OVER (
       PARTITION BY x.capture, x.source_id, x.event, x.tid ORDER BY x.time_ns, x.sample_id) AS dt
@@ -53,7 +53,7 @@ s1 AS (
 sl AS (
   SELECT s1.*, COALESCE(l.function, '[unknown]') AS function
   FROM s1
-  LEFT JOIN stack_entry l ON l.capture = s1.capture AND l.stack_id = s1.stack_id AND l.pos = 0
+  LEFT JOIN stack_entry l ON l.segment = s1.segment AND l.stack_id = s1.stack_id AND l.pos = 0
 ),
 fn_count AS (
   SELECT capture, event, function, count(*) AS c FROM sl GROUP BY capture, event, function
@@ -66,17 +66,17 @@ ratio AS (
   FROM fn_count f JOIN ev_count e ON e.capture = f.capture AND e.event = f.event
 ),
 p AS (
-  SELECT capture, sample_id, CAST(-1 AS INT) AS idx, stack_id, function, CAST(0 AS DOUBLE) AS cycles
+  SELECT capture, segment, sample_id, CAST(-1 AS INT) AS idx, stack_id, function, CAST(0 AS DOUBLE) AS cycles
   FROM sl
   UNION ALL
-  SELECT b.capture, b.sample_id, b.idx, b.stack_id, COALESCE(l.function, '[unknown]') AS function,
+  SELECT b.capture, b.segment, b.sample_id, b.idx, b.stack_id, COALESCE(l.function, '[unknown]') AS function,
     CAST(b.cycles AS DOUBLE) AS cycles
   FROM perf_branch b
-  LEFT JOIN stack_entry l ON l.capture = b.capture AND l.stack_id = b.stack_id AND l.pos = 0
+  LEFT JOIN stack_entry l ON l.segment = b.segment AND l.stack_id = b.stack_id AND l.pos = 0
   WHERE NOT COALESCE(b.repeated, false)
 ),
 pj AS (
-  SELECT p.capture, p.sample_id, p.idx, p.stack_id, p.function, p.cycles,
+  SELECT p.capture, p.segment, p.sample_id, p.idx, p.stack_id, p.function, p.cycles,
     sl.event, sl.time_ns, sl.t_ns, sl.pid, sl.tid, sl.cpu, sl.comm, sl.interval_ns,
     COALESCE(rt.r, 0.0) AS r
   FROM p
@@ -137,6 +137,7 @@ laid AS (
 )
 SELECT
   capture,
+  segment,                                        -- segment (stack_id's id space)
   sample_id,                                      -- the real sample the point comes from
   idx,                                            -- -1: the sample itself; else perf_branch.idx
   CASE WHEN $method IN ('4', 'cycles') THEN 'cycles' ELSE COALESCE($method, '0') END AS method,

@@ -28,5 +28,5 @@ SELECT x.capture, x.sample_id, CAST(x.t_ns AS DOUBLE) / 1e9 AS t_s, x.pid, x.tid
   COALESCE(l.function, '[unknown]') AS function, 'sample' AS transfer,
   CAST(NULL AS VARCHAR) AS to_function, false AS repeated
 FROM perf_sample_t x JOIN n ON n.capture = x.capture AND n.sample_id = x.sample_id
-LEFT JOIN stack_entry l ON l.capture = x.capture AND l.stack_id = x.stack_id AND l.pos = 0
+LEFT JOIN stack_entry l ON l.segment = x.segment AND l.stack_id = x.stack_id AND l.pos = 0
 ORDER BY capture, sample_id, step

@@ -18,7 +18,7 @@ WITH k AS (
          x.weight_ns AS cost,
          x.method
   FROM _lbr_sample x
-  LEFT JOIN stack_entry l ON l.capture = x.capture AND l.stack_id = x.stack_id AND l.pos = 0
+  LEFT JOIN stack_entry l ON l.segment = x.segment AND l.stack_id = x.stack_id AND l.pos = 0
   WHERE ($event IS NULL OR x.event = $event) AND x.t_ns IS NOT NULL
 ),
 tot AS (SELECT capture, key, sum(cost) AS c FROM k GROUP BY capture, key),

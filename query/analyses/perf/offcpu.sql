@@ -12,7 +12,7 @@
 -- preemption is not waiting), $pid, $tid, $comm (lists), $from_ns,
 -- $to_ns (intervals starting in the range), $capture (list).
 WITH iv AS (
-  SELECT t.capture, t.pid, t.tid, t.start_ns, t.duration_ns, t.state, t.stack_id,
+  SELECT t.capture, t.segment, t.pid, t.tid, t.start_ns, t.duration_ns, t.state, t.stack_id,
          ROW_NUMBER() OVER (ORDER BY t.capture, t.tid, t.start_ns) AS interval_id
   FROM thread_state t
   LEFT JOIN (SELECT capture, tid, max(CAST(comm AS VARCHAR)) AS comm FROM perf_thread
@@ -32,8 +32,8 @@ total AS (SELECT CAST(sum(duration_ns) AS DOUBLE) AS ns FROM iv),
 pos AS (
   SELECT iv.interval_id, iv.duration_ns, st.depth, f.function, f.module, f.context
   FROM iv
-  JOIN stack st ON st.capture = iv.capture AND st.stack_id = iv.stack_id
-  JOIN frame_name f ON f.capture = st.capture AND f.frame_id = st.frame_id
+  JOIN stack st ON st.segment = iv.segment AND st.stack_id = iv.stack_id
+  JOIN frame_name f ON f.segment = st.segment AND f.frame_id = st.frame_id
 ),
 innermost_user AS (
   SELECT interval_id, min(depth) AS depth FROM pos WHERE context = 'user' GROUP BY interval_id

@@ -10,6 +10,7 @@
 CREATE OR REPLACE VIEW perf_sample_symbolized AS
 SELECT
   s.capture,                                      -- capture
+  s.segment,                                      -- segment (stack_id's id space)
   s.sample_id,                                    -- perf_sample.sample_id, in time order
   s.source_id,                                    -- input the sample came from
   s.time_ns,                                      -- timestamp on the capture's clock
@@ -29,6 +30,6 @@ SELECT
   fn.line                                         -- source line
 FROM perf_sample s
 LEFT JOIN stack st
-  ON st.capture = s.capture AND st.stack_id = s.stack_id AND st.depth = 0
+  ON st.segment = s.segment AND st.stack_id = s.stack_id AND st.depth = 0
 LEFT JOIN frame_name fn
-  ON fn.capture = st.capture AND fn.frame_id = st.frame_id;
+  ON fn.segment = st.segment AND fn.frame_id = st.frame_id;

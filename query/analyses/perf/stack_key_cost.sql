@@ -12,10 +12,10 @@ WITH per_stack AS (                 -- each key once per stack (recursion counts
   SELECT k.key1, k.key2, k.key3, max(sw.n) AS n, max(sw.w) AS w,
          bool_or(st.depth = 0 AND k.level = 0) AS is_self   -- the key of the stack's leaf
   FROM _stack_weight sw
-  JOIN stack st ON st.capture = sw.capture AND st.stack_id = sw.stack_id
-  JOIN _hotspot_key k ON k.capture = st.capture AND k.frame_id = st.frame_id
-  WHERE $capture IS NULL OR array_has($capture, st.capture)
-  GROUP BY sw.capture, sw.stack_id, k.key1, k.key2, k.key3
+  JOIN stack st ON st.segment = sw.segment AND st.stack_id = sw.stack_id
+  JOIN _hotspot_key k ON k.segment = st.segment AND k.frame_id = st.frame_id
+  WHERE $segment IS NULL OR array_has($segment, st.segment)
+  GROUP BY sw.capture, sw.segment, sw.stack_id, k.key1, k.key2, k.key3
 )
 SELECT key1, key2, CAST(key3 AS INT UNSIGNED) AS key3,
        sum(CASE WHEN is_self THEN n ELSE 0 END) AS self_n,

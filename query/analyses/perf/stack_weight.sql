@@ -33,6 +33,7 @@ JOIN perf_sample s ON s.capture = r.capture AND s.sample_id = r.sample_id;
 CREATE OR REPLACE VIEW _selected_sample AS
 SELECT
   p.capture,                                    -- capture
+  p.segment,                                    -- segment (stack_id's id space)
   p.sample_id,                                  -- perf_sample.sample_id
   p.source_id,                                  -- input (for time_base)
   p.time_ns,                                    -- time on the capture's clock
@@ -70,12 +71,13 @@ WHERE (($event IS NOT NULL AND p.event = $event)
 CREATE OR REPLACE VIEW _stack_weight AS
 SELECT
   capture,                                      -- capture
+  segment,                                      -- segment (stack_id's id space)
   stack_id,                                     -- stack.stack_id
   count(*) AS n,                                -- samples with this stack
   CAST(sum(cost) AS BIGINT) AS w                -- their weight
 FROM _selected_sample
 WHERE stack_id IS NOT NULL
-GROUP BY capture, stack_id;
+GROUP BY capture, segment, stack_id;
 
 -- _stack_position: every position of every stack, leaf first, with the
 -- function there; with $inline (default true) each inline level is a
@@ -85,17 +87,17 @@ GROUP BY capture, stack_id;
 -- of the stack and the one before (inner of) it the next smaller.
 CREATE OR REPLACE VIEW _stack_position AS
 SELECT
-  st.capture,                                   -- capture
+  st.segment,                                   -- segment
   st.stack_id,                                  -- stack.stack_id
   CAST(st.depth AS BIGINT) * 1024 + f.level AS k,  -- order of the position, leaf first
   f.function,                                   -- function at the position
   f.module                                      -- its module
 FROM stack st
 JOIN (
-  SELECT capture, frame_id, CAST(inline_depth AS BIGINT) AS level, function, module
+  SELECT segment, frame_id, CAST(inline_depth AS BIGINT) AS level, function, module
   FROM frame_line WHERE COALESCE($inline, true)
   UNION ALL
-  SELECT capture, frame_id, CAST(0 AS BIGINT), function, module
+  SELECT segment, frame_id, CAST(0 AS BIGINT), function, module
   FROM frame_name WHERE NOT COALESCE($inline, true)
-) f ON f.capture = st.capture AND f.frame_id = st.frame_id
-WHERE $capture IS NULL OR array_has($capture, st.capture);  -- only the selected captures' files
+) f ON f.segment = st.segment AND f.frame_id = st.frame_id
+WHERE $segment IS NULL OR array_has($segment, st.segment);  -- only the selected captures' segments

@@ -19,12 +19,12 @@
 -- Intervals whose end the recording does not show (the thread never came
 -- back before the recording stopped) are left out.
 CREATE OR REPLACE VIEW _switch_out AS
-SELECT p.capture, p.source_id, p.pid, s.prev_tid AS tid, p.time_ns,
+SELECT p.capture, p.segment, p.source_id, p.pid, s.prev_tid AS tid, p.time_ns,
        CAST(s.prev_state_text AS VARCHAR) AS state, p.stack_id, 'sched_switch' AS via
 FROM perf_sched_switch s
 JOIN perf_sample p ON p.capture = s.capture AND p.sample_id = s.sample_id
 UNION ALL
-SELECT capture, source_id, pid, tid, time_ns,
+SELECT capture, segment, source_id, pid, tid, time_ns,
        CASE WHEN preempt THEN 'R' ELSE 'blocked' END,
        CASE WHEN prev = 'cs' THEN prev_stack END, 'switch'
 FROM (
@@ -32,11 +32,11 @@ FROM (
     lag(direction) OVER w AS prev,
     lag(stack_id) OVER w AS prev_stack
   FROM (
-    SELECT capture, source_id, pid, tid, time_ns, direction, preempt,
+    SELECT capture, segment, source_id, pid, tid, time_ns, direction, preempt,
            CAST(NULL AS BIGINT) AS stack_id, 1 AS k
     FROM perf_switch
     UNION ALL                       -- software event context-switches (type 1, config 3)
-    SELECT p.capture, p.source_id, p.pid, p.tid, p.time_ns, 'cs', NULL, p.stack_id, 0
+    SELECT p.capture, p.segment, p.source_id, p.pid, p.tid, p.time_ns, 'cs', NULL, p.stack_id, 0
     FROM perf_sample p
     JOIN perf_event e ON e.capture = p.capture AND e.event_id = p.event_id
     WHERE e.type = 1 AND e.config = 3
@@ -47,21 +47,21 @@ WHERE o.direction = 'out'
   AND o.capture NOT IN (SELECT DISTINCT x.capture FROM perf_sched_switch x);
 
 CREATE OR REPLACE VIEW _switch_in AS
-SELECT capture, source_id, tid, time_ns, 'switch' AS via
+SELECT capture, segment, source_id, tid, time_ns, 'switch' AS via
 FROM perf_switch WHERE direction = 'in'
 UNION ALL
-SELECT p.capture, p.source_id, s.next_tid, p.time_ns, 'sched_switch'
+SELECT p.capture, p.segment, p.source_id, s.next_tid, p.time_ns, 'sched_switch'
 FROM perf_sched_switch s
 JOIN perf_sample p ON p.capture = s.capture AND p.sample_id = s.sample_id
 WHERE p.capture NOT IN (SELECT DISTINCT capture FROM perf_switch WHERE direction = 'in');
 
 CREATE OR REPLACE VIEW thread_state AS
 WITH ev AS (
-  SELECT capture, source_id, pid, tid, time_ns, 0 AS kind, state, stack_id, via FROM _switch_out
+  SELECT capture, segment, source_id, pid, tid, time_ns, 0 AS kind, state, stack_id, via FROM _switch_out
   UNION ALL
-  SELECT capture, source_id, CAST(NULL AS INT), tid, time_ns, 1, NULL, CAST(NULL AS BIGINT), via FROM _switch_in
+  SELECT capture, segment, source_id, CAST(NULL AS INT), tid, time_ns, 1, NULL, CAST(NULL AS BIGINT), via FROM _switch_in
   UNION ALL                         -- no switch-in at all: the next sample of another event
-  SELECT p.capture, p.source_id, p.pid, p.tid, p.time_ns, 2, NULL, CAST(NULL AS BIGINT), 'next_sample'
+  SELECT p.capture, p.segment, p.source_id, p.pid, p.tid, p.time_ns, 2, NULL, CAST(NULL AS BIGINT), 'next_sample'
   FROM perf_sample p
   LEFT JOIN perf_sched_switch x ON x.capture = p.capture AND x.sample_id = p.sample_id
   WHERE x.sample_id IS NULL
@@ -80,6 +80,7 @@ seq AS (
 )
 SELECT
   capture,                                        -- capture
+  segment,                                        -- segment (stack_id's id space)
   source_id,                                      -- input
   COALESCE(pid, known_pid) AS pid,                -- process (null when no record of the thread gave it)
   tid,                                            -- thread

@@ -19,7 +19,7 @@ WITH k AS (
          x.cost
   FROM _selected_sample x
   JOIN time_base b ON b.capture = x.capture AND b.source_id = x.source_id
-  LEFT JOIN stack_entry l ON l.capture = x.capture AND l.stack_id = x.stack_id AND l.pos = 0
+  LEFT JOIN stack_entry l ON l.segment = x.segment AND l.stack_id = x.stack_id AND l.pos = 0
   WHERE x.time_ns + b.offset_ns IS NOT NULL
 ),
 tot AS (SELECT capture, key, sum(cost) AS c FROM k GROUP BY capture, key),

@@ -8,6 +8,7 @@
 -- in the range), $capture (list).
 SELECT
   capture,            -- capture
+  segment,            -- segment (stack_id's id space)
   start_sample_id,    -- the start event's sample (perf_sample.sample_id)
   end_sample_id,      -- the end event's sample
   start_ns,           -- start time (capture clock)

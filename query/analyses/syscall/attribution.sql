@@ -16,15 +16,15 @@
 -- does not count), else of the most stacks.
 CREATE OR REPLACE VIEW _default_app AS
 WITH used AS (
-  SELECT capture, stack_id, count(*) AS n FROM syscall WHERE stack_id IS NOT NULL GROUP BY capture, stack_id
+  SELECT segment, stack_id, count(*) AS n FROM syscall WHERE stack_id IS NOT NULL GROUP BY segment, stack_id
   UNION ALL
-  SELECT capture, stack_id, count(*) AS n FROM perf_sample WHERE stack_id IS NOT NULL GROUP BY capture, stack_id
+  SELECT segment, stack_id, count(*) AS n FROM perf_sample WHERE stack_id IS NOT NULL GROUP BY segment, stack_id
 )
 SELECT regexp_replace(e.module, '/[^/]*$', '/') AS dir   -- directory, ending in /
 FROM used c
-JOIN (SELECT capture, stack_id, max(pos) AS pos FROM stack_entry GROUP BY capture, stack_id) o
-  ON o.capture = c.capture AND o.stack_id = c.stack_id
-JOIN stack_entry e ON e.capture = o.capture AND e.stack_id = o.stack_id AND e.pos = o.pos
+JOIN (SELECT segment, stack_id, max(pos) AS pos FROM stack_entry GROUP BY segment, stack_id) o
+  ON o.segment = c.segment AND o.stack_id = c.stack_id
+JOIN stack_entry e ON e.segment = o.segment AND e.stack_id = o.stack_id AND e.pos = o.pos
 WHERE e.module LIKE '/%' AND e.module NOT LIKE '%/ld-linux%' AND e.module NOT LIKE '%/ld.so%'
 GROUP BY 1
 ORDER BY sum(CASE WHEN e.function = '_start' THEN c.n ELSE 0 END) DESC, sum(c.n) DESC, 1
@@ -36,15 +36,15 @@ LIMIT 1;
 -- application function.
 CREATE OR REPLACE VIEW _stack_attribution AS
 WITH app AS (
-  SELECT capture, stack_id, min(pos) AS pos
+  SELECT segment, stack_id, min(pos) AS pos
   FROM stack_entry
   WHERE (($app IS NOT NULL AND starts_with(module, $app))
       OR ($app IS NULL AND starts_with(module, (SELECT dir FROM _default_app))))
     AND NOT COALESCE(function LIKE '%@plt', false)
-  GROUP BY capture, stack_id
+  GROUP BY segment, stack_id
 )
 SELECT
-  l.capture,                                    -- capture
+  l.segment,                                    -- segment (stack_id's id space)
   l.stack_id,                                   -- stack.stack_id
   a.function AS app_function,                   -- first application frame from the leaf (null: none)
   l.function AS actual_function,                -- the leaf frame
@@ -52,8 +52,8 @@ SELECT
   a.file AS app_file,                           -- its full source path
   a.line AS app_line_number                     -- its line
 FROM stack_entry l
-LEFT JOIN app ON app.capture = l.capture AND app.stack_id = l.stack_id
-LEFT JOIN stack_entry a ON a.capture = app.capture AND a.stack_id = app.stack_id AND a.pos = app.pos
+LEFT JOIN app ON app.segment = l.segment AND app.stack_id = l.stack_id
+LEFT JOIN stack_entry a ON a.segment = app.segment AND a.stack_id = app.stack_id AND a.pos = app.pos
 WHERE l.pos = 0;
 
 -- io_call: every traced call that moved bytes (its return value > 0), with
@@ -61,6 +61,7 @@ WHERE l.pos = 0;
 CREATE OR REPLACE VIEW io_call AS
 SELECT
   c.capture,                                    -- capture
+  c.segment,                                    -- segment (stack_id's id space)
   c.syscall_id,                                 -- syscall.syscall_id
   c.source_id,                                  -- input (for time_base)
   c.pid,                                        -- thread (strace -f) / perf's tid

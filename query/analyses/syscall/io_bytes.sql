@@ -17,7 +17,7 @@ WITH g AS (
          CAST(sum(c.bytes) AS BIGINT) AS bytes,
          count(*) AS calls
   FROM io_call c
-  LEFT JOIN _stack_attribution a ON a.capture = c.capture AND a.stack_id = c.stack_id
+  LEFT JOIN _stack_attribution a ON a.segment = c.segment AND a.stack_id = c.stack_id
   WHERE ($from_ns IS NULL OR c.time_ns >= $from_ns - COALESCE($lead_ns, 0))
     AND ($to_ns IS NULL OR c.time_ns < $to_ns)
   GROUP BY c.capture, c.pid, 3, 4, a.app_line, c.file, c.direction, a.app_file, a.app_line_number

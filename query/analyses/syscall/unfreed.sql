@@ -16,7 +16,7 @@ WITH g AS (
          count(*) AS regions,
          pn.comm
   FROM _live_region r
-  LEFT JOIN _stack_attribution a ON a.capture = r.capture AND a.stack_id = r.stack_id
+  LEFT JOIN _stack_attribution a ON a.segment = r.segment AND a.stack_id = r.stack_id
   LEFT JOIN process_name pn ON pn.capture = r.capture AND pn.pid = r.pid
   GROUP BY r.capture, r.pid, 3, 4, a.app_line, a.app_file, a.app_line_number, pn.comm
 )

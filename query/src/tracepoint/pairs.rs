@@ -47,6 +47,7 @@ pub fn schema() -> SchemaRef {
     let f = |n: &str, t: DataType, null: bool| Field::new(n, t, null);
     Arc::new(Schema::new(vec![
         f("capture", DataType::Utf8, false),
+        f("segment", DataType::Utf8, false),
         f("start_sample_id", DataType::Int64, false),
         f("end_sample_id", DataType::Int64, false),
         f("start_ns", DataType::Int64, false),
@@ -154,7 +155,7 @@ fn inputs(
             async move {
                 let starts = side(&s, &start_sel, &key).await?;
                 let ends = side(&s, &end_sel, &end_key).await?;
-                Ok(vec![pair(&starts, &ends)?])
+                Ok(vec![s.shared.with_segment(&pair(&starts, &ends)?)?])
             }
         },
     );
@@ -339,5 +340,7 @@ fn pair(starts: &Side, ends: &Side) -> DfResult<RecordBatch> {
         pick(ends, 6, &ei)?,
         Arc::new(key.finish()),
     ];
-    Ok(RecordBatch::try_new(schema(), cols)?)
+    let mut fields = schema().fields().to_vec();
+    fields.remove(1); // `segment`: the caller adds it
+    Ok(RecordBatch::try_new(Arc::new(Schema::new(fields)), cols)?)
 }
