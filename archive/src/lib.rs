@@ -22,6 +22,7 @@ mod manifest;
 mod plan;
 mod remote;
 mod run;
+mod segment;
 
 pub use manifest::{read_files, read_manifest, CaptureRow, FileRow, InputRow, Status};
 pub use plan::{plan, Grouping, Planned};

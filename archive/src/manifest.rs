@@ -9,7 +9,7 @@ use std::path::Path;
 
 use arrow::array::{Array, AsArray, Int32Builder, Int64Builder, StringBuilder};
 use arrow::datatypes::{Int32Type, Int64Type};
-use trawl_capture::schema::{ARCHIVE_CAPTURE, ARCHIVE_FILE, ARCHIVE_INPUT};
+use trawl_capture::schema::{ARCHIVE_CAPTURE, ARCHIVE_FILE, ARCHIVE_INPUT, ARCHIVE_SEGMENT_FILE};
 use trawl_ingest::columns::batch;
 use trawl_ingest::readback::{col, read_table};
 use trawl_ingest::table_columns;
@@ -47,6 +47,8 @@ pub struct CaptureRow {
     pub ingested_utc_ns: i64,
     pub trawl_version: String,
     pub schema_version: i32,
+    /// The segment holding its rows (None: its own directory).
+    pub segment: Option<String>,
 }
 
 /// A row of `capture_input`.
@@ -73,6 +75,7 @@ table_columns! {
         ingested_utc_ns: Int64Builder,
         trawl_version: StringBuilder,
         schema_version: Int32Builder,
+        segment: StringBuilder,
     }
 }
 
@@ -93,6 +96,9 @@ pub struct FileRow {
     pub table_name: String,
     pub size_bytes: i64,
     pub rows: Option<i64>,
+    /// The segment whose file holds the rows, and where they start.
+    pub segment: Option<(String, i64)>,
+    pub time_ns: Option<(i64, i64)>,
 }
 
 table_columns! {
@@ -102,7 +108,59 @@ table_columns! {
         table_name: StringBuilder,
         size_bytes: Int64Builder,
         rows: Int64Builder,
+        segment: StringBuilder,
+        first_row: Int64Builder,
+        min_time_ns: Int64Builder,
+        max_time_ns: Int64Builder,
     }
+}
+
+/// A row of `segment_file`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SegmentFileRow {
+    pub segment: String,
+    pub table_name: String,
+    pub size_bytes: i64,
+    pub rows: i64,
+}
+
+table_columns! {
+    #[derive(Default)]
+    struct SegmentFileCols for ARCHIVE_SEGMENT_FILE {
+        segment: StringBuilder,
+        table_name: StringBuilder,
+        size_bytes: Int64Builder,
+        rows: Int64Builder,
+    }
+}
+
+/// The files of `archive`'s segments its manifest lists.
+pub fn read_segment_files(archive: &Path) -> Result<Vec<SegmentFileRow>> {
+    let def = &ARCHIVE_SEGMENT_FILE;
+    let mut out = Vec::new();
+    if !archive.join("segment_file.parquet").is_file() {
+        return Ok(out);
+    }
+    for b in read_table(archive, def)? {
+        let seg = col(&b, def, "segment")?.as_string::<i32>().clone();
+        let table = col(&b, def, "table_name")?.as_string::<i32>().clone();
+        let size = col(&b, def, "size_bytes")?.as_primitive::<Int64Type>().clone();
+        let rows = col(&b, def, "rows")?.as_primitive::<Int64Type>().clone();
+        for i in 0..b.num_rows() {
+            out.push(SegmentFileRow {
+                segment: seg.value(i).to_string(),
+                table_name: table.value(i).to_string(),
+                size_bytes: size.value(i),
+                rows: rows.value(i),
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// A column a manifest written before it was added lacks (None).
+fn optional<'a>(b: &'a arrow::array::RecordBatch, name: &str) -> Option<&'a arrow::array::ArrayRef> {
+    b.column_by_name(name)
 }
 
 /// The table files of `archive`'s captures its manifest lists (empty when
@@ -120,12 +178,24 @@ pub fn read_files(archive: &Path) -> Result<Vec<FileRow>> {
             .as_primitive::<Int64Type>()
             .clone();
         let rows = col(&b, def, "rows")?.as_primitive::<Int64Type>().clone();
+        let seg = optional(&b, "segment").and_then(|a| a.as_string_opt::<i32>()).cloned();
+        let i64s = |n: &str| optional(&b, n).and_then(|a| a.as_primitive_opt::<Int64Type>()).cloned();
+        let (first, lo, hi) = (i64s("first_row"), i64s("min_time_ns"), i64s("max_time_ns"));
+        let at = |a: &Option<arrow::array::Int64Array>, i: usize| {
+            a.as_ref().filter(|a| a.is_valid(i)).map(|a| a.value(i))
+        };
         for i in 0..b.num_rows() {
+            let segment = seg
+                .as_ref()
+                .filter(|s| s.is_valid(i))
+                .map(|s| (s.value(i).to_string(), at(&first, i).unwrap_or(0)));
             out.push(FileRow {
                 capture: name.value(i).to_string(),
                 table_name: table.value(i).to_string(),
                 size_bytes: size.value(i),
                 rows: rows.is_valid(i).then(|| rows.value(i)),
+                segment,
+                time_ns: at(&lo, i).zip(at(&hi, i)),
             });
         }
     }
@@ -156,6 +226,8 @@ pub(crate) fn files_of(name: &str, dir: &Path) -> Vec<FileRow> {
                 table_name: table,
                 size_bytes: size,
                 rows,
+                segment: None,
+                time_ns: None,
             })
         })
         .collect();
@@ -194,6 +266,7 @@ pub fn read_manifest(archive: &Path) -> Result<(Vec<CaptureRow>, Vec<InputRow>)>
             let opt_s =
                 |a: &arrow::array::StringArray, i| a.is_valid(i).then(|| a.value(i).to_string());
             let opt_i = |a: &arrow::array::Int64Array, i| a.is_valid(i).then(|| a.value(i));
+            let seg = optional(&b, "segment").and_then(|a| a.as_string_opt::<i32>()).cloned();
             for i in 0..b.num_rows() {
                 caps.push(CaptureRow {
                     capture: name.value(i).to_string(),
@@ -212,6 +285,10 @@ pub fn read_manifest(archive: &Path) -> Result<(Vec<CaptureRow>, Vec<InputRow>)>
                     ingested_utc_ns: at.value(i),
                     trawl_version: ver.value(i).to_string(),
                     schema_version: sv.value(i),
+                    segment: seg
+                        .as_ref()
+                        .filter(|s| s.is_valid(i))
+                        .map(|s| s.value(i).to_string()),
                 });
             }
         }
@@ -243,6 +320,7 @@ pub(crate) fn write_manifest(
     caps: &[CaptureRow],
     inputs: &[InputRow],
     files: &[FileRow],
+    segments: &[SegmentFileRow],
 ) -> Result<()> {
     let mut c = InputCols::default();
     for r in inputs {
@@ -258,8 +336,20 @@ pub(crate) fn write_manifest(
         c.table_name.append_value(&r.table_name);
         c.size_bytes.append_value(r.size_bytes);
         c.rows.append_option(r.rows);
+        c.segment.append_option(r.segment.as_ref().map(|s| s.0.as_str()));
+        c.first_row.append_option(r.segment.as_ref().map(|s| s.1));
+        c.min_time_ns.append_option(r.time_ns.map(|t| t.0));
+        c.max_time_ns.append_option(r.time_ns.map(|t| t.1));
     }
     replace_table(archive, &ARCHIVE_FILE, &[batch(&mut c)?])?;
+    let mut c = SegmentFileCols::default();
+    for r in segments {
+        c.segment.append_value(&r.segment);
+        c.table_name.append_value(&r.table_name);
+        c.size_bytes.append_value(r.size_bytes);
+        c.rows.append_value(r.rows);
+    }
+    replace_table(archive, &ARCHIVE_SEGMENT_FILE, &[batch(&mut c)?])?;
     let mut c = CaptureCols::default();
     for r in caps {
         c.capture.append_value(&r.capture);
@@ -274,6 +364,7 @@ pub(crate) fn write_manifest(
         c.ingested_utc_ns.append_value(r.ingested_utc_ns);
         c.trawl_version.append_value(&r.trawl_version);
         c.schema_version.append_value(r.schema_version);
+        c.segment.append_option(r.segment.as_deref());
     }
     replace_table(archive, &ARCHIVE_CAPTURE, &[batch(&mut c)?])?;
     Ok(())

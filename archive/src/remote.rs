@@ -43,7 +43,7 @@ use trawl_capture::store::{self, block_on, Location, Version};
 use trawl_ingest::unwind::StackUnwinder;
 
 use crate::run::{ingest_into, Target};
-use crate::{capture_dir, Error, Event, Options, Result, Summary};
+use crate::{Error, Event, Options, Result, Summary};
 
 /// The lock object's name.
 const LOCK: &str = ".trawl-archive.lock";
@@ -131,8 +131,14 @@ impl Target for Named<'_> {
     fn has(&self, name: &str) -> bool {
         self.0.has(name)
     }
-    fn publish(&self, name: &str) -> Result<()> {
-        self.0.publish(name)
+    fn has_segment(&self, name: &str) -> bool {
+        self.0.has_segment(name)
+    }
+    fn publish_segment(&self, name: &str) -> Result<()> {
+        self.0.publish_segment(name)
+    }
+    fn remove_unlisted(&self, captures: &[String], segments: &[String]) -> Result<()> {
+        self.0.remove_unlisted(captures, segments)
     }
     fn publish_manifest(&self) -> Result<()> {
         self.0.publish_manifest()
@@ -198,6 +204,8 @@ struct Remote {
     /// Captures present (a `source.parquet`) when the run started, with
     /// their tables' sizes.
     present: std::collections::HashMap<String, Vec<crate::manifest::FileRow>>,
+    /// Segments with objects when the run started.
+    segments: std::collections::HashSet<String>,
     /// This run's lock, as written, and the version of it the store holds.
     lock: String,
     version: std::sync::Arc<std::sync::Mutex<Option<Version>>>,
@@ -220,6 +228,7 @@ impl Remote {
             at,
             work,
             present: Default::default(),
+            segments: Default::default(),
             lock,
             version: std::sync::Arc::new(std::sync::Mutex::new(Some(version))),
             lost: Default::default(),
@@ -258,7 +267,7 @@ impl Remote {
     }
 
     fn prepare(&mut self) -> Result<()> {
-        for t in ["capture_input", "capture_file", "capture"] {
+        for t in ["capture_input", "capture_file", "segment_file", "capture"] {
             let name = format!("{t}.parquet");
             if let Some(b) = block_on(self.at.read(&name)).map_err(other)? {
                 let path = self.work.join(&name);
@@ -278,6 +287,10 @@ impl Remote {
             let Some((dir, file)) = rel.split_once('/') else {
                 continue;
             };
+            if let Some(s) = store::decoded(dir).strip_prefix("segment=") {
+                self.segments.insert(s.to_string());
+                continue;
+            }
             let (Some(name), Some(table)) = (
                 crate::capture_name(&store::decoded(dir)).map(str::to_string),
                 file.strip_suffix(".parquet").filter(|t| !t.contains('/')),
@@ -292,6 +305,8 @@ impl Remote {
                     table_name: store::decoded(table),
                     size_bytes: o.size as i64,
                     rows: None,
+                    segment: None,
+                    time_ns: None,
                 });
         }
         self.present = tables
@@ -347,38 +362,23 @@ impl Target for Remote {
         self.present.contains_key(name)
     }
 
-    fn existing_files(&self, name: &str) -> Vec<crate::manifest::FileRow> {
-        self.present.get(name).cloned().unwrap_or_default()
+    fn has_segment(&self, name: &str) -> bool {
+        self.segments.contains(name)
     }
 
-    fn publish(&self, name: &str) -> Result<()> {
+    fn publish_segment(&self, name: &str) -> Result<()> {
         self.check_lock()?;
-        let dir = capture_dir(&self.work, name);
-        let rel = format!("capture={name}");
-        let mut files: Vec<String> = std::fs::read_dir(&dir)
+        let dir = crate::segment::segment_dir(&self.work, name);
+        let rel = format!("segment={name}");
+        let files: Vec<String> = std::fs::read_dir(&dir)
             .map_err(|e| Error::io(&dir, e))?
             .flatten()
             .map(|e| e.file_name().to_string_lossy().into_owned())
             .filter(|n| n.ends_with(".parquet"))
             .collect();
-        // `source` last: until it is there, the prefix is not a capture.
-        files.sort_by_key(|n| (n == "source.parquet", n.clone()));
+        // A new name: nothing to replace; readers know it only once the
+        // manifest that names it is uploaded.
         block_on(async {
-            // An earlier version of the capture: its `source` goes first
-            // (the prefix is no capture until the new one is whole), then
-            // what this one has not.
-            let mut old = self.at.child(&rel).list().await.map_err(other)?;
-            old.sort_by_key(|o| o.location.filename() != Some("source.parquet"));
-            for o in old {
-                let file = store::decoded(o.location.filename().unwrap_or(""));
-                if file == "source.parquet" || !files.iter().any(|f| *f == file) {
-                    self.at
-                        .store
-                        .delete(&o.location)
-                        .await
-                        .map_err(|e| other(store::describe(&self.at.url_of(&o.location), &e)))?;
-                }
-            }
             for f in &files {
                 self.at
                     .upload(&format!("{rel}/{f}"), &dir.join(f))
@@ -390,6 +390,30 @@ impl Target for Remote {
         std::fs::remove_dir_all(&dir).map_err(|e| Error::io(&dir, e))
     }
 
+    fn remove_unlisted(&self, captures: &[String], segments: &[String]) -> Result<()> {
+        self.check_lock()?;
+        let rels = captures
+            .iter()
+            .map(|c| format!("capture={c}"))
+            .chain(segments.iter().map(|s| format!("segment={s}")));
+        block_on(async {
+            for rel in rels {
+                for o in self.at.child(&rel).list().await.map_err(other)? {
+                    self.at
+                        .store
+                        .delete(&o.location)
+                        .await
+                        .map_err(|e| other(store::describe(&self.at.url_of(&o.location), &e)))?;
+                }
+            }
+            Ok::<_, Error>(())
+        })
+    }
+
+    fn existing_files(&self, name: &str) -> Vec<crate::manifest::FileRow> {
+        self.present.get(name).cloned().unwrap_or_default()
+    }
+
     fn publish_manifest(&self) -> Result<()> {
         self.check_lock()?;
         // `capture` last: a reader never sees a capture row whose inputs
@@ -397,6 +421,7 @@ impl Target for Remote {
         for name in [
             "capture_input.parquet",
             "capture_file.parquet",
+            "segment_file.parquet",
             "capture.parquet",
         ] {
             let path = self.work.join(name);

@@ -27,9 +27,11 @@ use trawl_ingest::readback::{col, read_table};
 use trawl_ingest::unwind::StackUnwinder;
 
 use crate::manifest::{
-    files_of, read_files, read_manifest, write_manifest, CaptureRow, FileRow, InputRow, Status,
+    files_of, read_files, read_manifest, read_segment_files, write_manifest, CaptureRow, FileRow,
+    InputRow, SegmentFileRow, Status,
 };
 use crate::plan::{plan, Grouping, Planned};
+use crate::segment::{segment_dir, Segment};
 use crate::{capture_dir, Error, Result};
 
 /// How to ingest an archive.
@@ -126,11 +128,18 @@ pub(crate) trait Target: Sync {
     /// The directory the captures are ingested into and the manifest is
     /// written in.
     fn local(&self) -> &Path;
-    /// Whether capture `name` is in the archive.
+    /// Whether capture `name` is in the archive (in a directory of its
+    /// own).
     fn has(&self, name: &str) -> bool;
-    /// Makes capture `name`, committed in [`Target::local`], part of the
-    /// archive (on the thread that ingested it).
-    fn publish(&self, name: &str) -> Result<()>;
+    /// Whether segment `name` is in the archive.
+    fn has_segment(&self, name: &str) -> bool;
+    /// Makes segment `name`, committed in [`Target::local`], part of the
+    /// archive.
+    fn publish_segment(&self, name: &str) -> Result<()>;
+    /// Removes what the manifest no longer names: the directories of
+    /// captures now in segments, and segments none of whose captures is
+    /// in the manifest (run after the manifest is published).
+    fn remove_unlisted(&self, captures: &[String], segments: &[String]) -> Result<()>;
     /// Makes the manifest written in [`Target::local`] the archive's.
     fn publish_manifest(&self) -> Result<()>;
     /// The table files of capture `name` as the archive holds them (for
@@ -153,7 +162,25 @@ impl Target for Local<'_> {
     fn has(&self, name: &str) -> bool {
         capture_dir(self.0, name).is_dir()
     }
-    fn publish(&self, _: &str) -> Result<()> {
+    fn has_segment(&self, name: &str) -> bool {
+        segment_dir(self.0, name).is_dir()
+    }
+    fn publish_segment(&self, _: &str) -> Result<()> {
+        Ok(())
+    }
+    fn remove_unlisted(&self, captures: &[String], segments: &[String]) -> Result<()> {
+        for c in captures {
+            let d = capture_dir(self.0, c);
+            if d.is_dir() {
+                std::fs::remove_dir_all(&d).map_err(|e| Error::io(&d, e))?;
+            }
+        }
+        for s in segments {
+            let d = segment_dir(self.0, s);
+            if d.is_dir() {
+                std::fs::remove_dir_all(&d).map_err(|e| Error::io(&d, e))?;
+            }
+        }
         Ok(())
     }
     fn publish_manifest(&self) -> Result<()> {
@@ -204,10 +231,19 @@ pub(crate) fn ingest_into(
     for f in read_files(archive)? {
         files.entry(f.capture.clone()).or_default().push(f);
     }
+    let mut seg_files: BTreeMap<String, Vec<SegmentFileRow>> = BTreeMap::new();
+    for f in read_segment_files(archive)? {
+        seg_files.entry(f.segment.clone()).or_default().push(f);
+    }
+    // Segments a killed run committed but never recorded.
+    remove_unrecorded_segments(archive, &seg_files);
     // Captures of an archive written before `capture_file`: their files
     // as they are (once; then the manifest lists them).
     let mut listed = false;
-    for c in caps.values().filter(|c| c.status == Status::Ok) {
+    for c in caps
+        .values()
+        .filter(|c| c.status == Status::Ok && c.segment.is_none())
+    {
         if !files.contains_key(&c.capture) {
             let found = target.existing_files(&c.capture);
             if !found.is_empty() {
@@ -240,8 +276,12 @@ pub(crate) fn ingest_into(
         let before = caps
             .get(&job.planned.name)
             .filter(|c| c.content_hash == job.hash);
+        let present = |c: &CaptureRow| match &c.segment {
+            Some(s) => seg_files.contains_key(s) && target.has_segment(s),
+            None => target.has(&c.capture),
+        };
         match before {
-            Some(c) if c.status == Status::Ok && target.has(&c.capture) => {
+            Some(c) if c.status == Status::Ok && present(c) => {
                 done_before.push((job, Outcome::Unchanged))
             }
             Some(c) if c.status == Status::Failed && !opts.retry_failed => {
@@ -281,20 +321,30 @@ pub(crate) fn ingest_into(
     ingest_opts.strict |= opts.strict;
     // Staging directories out of `ARCHIVE/*/`, which readers glob.
     ingest_opts.staging = Some(archive.join(STAGING));
-    let (tx, rx) = mpsc::channel::<(usize, Outcome, CaptureRow, Vec<FileRow>)>();
+    let (tx, rx) = mpsc::channel::<(usize, Outcome, CaptureRow, Option<PathBuf>)>();
     let mut strict_failure = None;
+    // Captures are ingested each into a directory of their own under the
+    // staging directory, then appended to the segment being built.
+    let staged_root = archive.join(STAGING).join("captures");
+    let mut seg: Option<Segment> = None;
+    // The captures of `seg`, recorded in the manifest when it is.
+    let mut pending: Vec<(String, CaptureRow)> = Vec::new();
+    let mut seg_count = 0usize;
     std::thread::scope(|scope| -> Result<()> {
         for _ in 0..jobs {
             let tx = tx.clone();
             let (todo, next, stop, ingest_opts) = (&todo, &next, &stop, &ingest_opts);
+            let staged_root = &staged_root;
             scope.spawn(move || loop {
                 if stop.load(Ordering::Relaxed) {
                     break;
                 }
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 let Some(job) = todo.get(i) else { break };
-                let (outcome, row, fs) = ingest_one(target, job, ingest_opts, enrich, unwinder);
-                if tx.send((i, outcome, row, fs)).is_err() {
+                let staged = staged_root.join(format!("{i}"));
+                let (outcome, row, dir) =
+                    ingest_one(&staged, job, ingest_opts, enrich, unwinder);
+                if tx.send((i, outcome, row, dir)).is_err() {
                     break;
                 }
             });
@@ -302,17 +352,38 @@ pub(crate) fn ingest_into(
         drop(tx);
         let mut last_write = Instant::now() - Duration::from_secs(1);
         let mut dirty = false;
-        for (i, outcome, row, fs) in rx {
+        for (i, mut outcome, row, dir) in rx {
             let job = &todo[i];
             let name = &job.planned.name;
-            caps.insert(name.clone(), row);
-            inputs.insert(name.clone(), job.inputs.clone());
-            if fs.is_empty() {
-                files.remove(name);
-            } else {
-                files.insert(name.clone(), fs);
+            let mut row = row;
+            if let Some(dir) = dir {
+                // Appended to the segment being built (a new one first).
+                let added = (|| -> Result<()> {
+                    if seg.is_none() {
+                        seg_count += 1;
+                        let seg_name = segment_name(seg_count);
+                        let staging = archive.join(STAGING).join(format!("segment={seg_name}"));
+                        seg = Some(Segment::new(seg_name, staging)?);
+                    }
+                    seg.as_mut().expect("made").add(name, &dir)
+                })();
+                let _ = std::fs::remove_dir_all(&dir);
+                match added {
+                    Ok(()) => pending.push((name.clone(), row.clone())),
+                    Err(e) => {
+                        let why = e.to_string();
+                        row.status = Status::Failed;
+                        row.message = Some(why.clone());
+                        outcome = Outcome::Failed(why);
+                    }
+                }
             }
-            dirty = true;
+            inputs.insert(name.clone(), job.inputs.clone());
+            if row.status == Status::Failed {
+                caps.insert(name.clone(), row);
+                files.remove(name);
+                dirty = true;
+            }
             match &outcome {
                 Outcome::Ingested { .. } => summary.ingested += 1,
                 Outcome::Failed(why) => {
@@ -329,19 +400,53 @@ pub(crate) fn ingest_into(
                 outcome: &outcome,
                 bytes: job.bytes,
             });
-            // The manifest at most twice a second: a capture committed
-            // but not yet in it is ingested again by the next run.
-            if last_write.elapsed() >= Duration::from_millis(500) {
-                save(target, &caps, &inputs, &files)?;
+            // A full segment is committed and recorded; a capture not yet
+            // in the manifest is ingested again by the next run.
+            if seg.as_ref().is_some_and(Segment::is_full) {
+                let s = seg.take().expect("full");
+                commit_segment(s, target, &mut pending, &mut caps, &mut files, &mut seg_files)?;
+                save(target, &caps, &inputs, &files, &seg_files)?;
+                last_write = Instant::now();
+                dirty = false;
+            } else if dirty && last_write.elapsed() >= Duration::from_millis(500) {
+                // Failures recorded at most twice a second.
+                save(target, &caps, &inputs, &files, &seg_files)?;
                 last_write = Instant::now();
                 dirty = false;
             }
         }
+        if let Some(s) = seg.take().filter(|s| !s.is_empty()) {
+            commit_segment(s, target, &mut pending, &mut caps, &mut files, &mut seg_files)?;
+            dirty = true;
+        }
         if dirty || listed || !archive.join("capture.parquet").is_file() {
-            save(target, &caps, &inputs, &files)?;
+            save(target, &caps, &inputs, &files, &seg_files)?;
         }
         Ok(())
     })?;
+    // What the manifest no longer names: captures' own directories of
+    // captures now in a segment, segments none of whose captures is in it.
+    let in_segments: Vec<String> = caps
+        .values()
+        .filter(|c| c.segment.is_some() && target.has(&c.capture))
+        .map(|c| c.capture.clone())
+        .collect();
+    let live: std::collections::BTreeSet<&str> =
+        caps.values().filter_map(|c| c.segment.as_deref()).collect();
+    let dead: Vec<String> = seg_files
+        .keys()
+        .filter(|s| !live.contains(s.as_str()))
+        .cloned()
+        .collect();
+    if !in_segments.is_empty() || !dead.is_empty() {
+        for s in &dead {
+            seg_files.remove(s);
+        }
+        if !dead.is_empty() {
+            save(target, &caps, &inputs, &files, &seg_files)?;
+        }
+        target.remove_unlisted(&in_segments, &dead)?;
+    }
     let _ = std::fs::remove_dir(archive.join(STAGING)); // when empty
     drop(lock);
     if let Some(why) = strict_failure {
@@ -355,12 +460,92 @@ fn save(
     caps: &BTreeMap<String, CaptureRow>,
     inputs: &BTreeMap<String, Vec<InputRow>>,
     files: &BTreeMap<String, Vec<FileRow>>,
+    segments: &BTreeMap<String, Vec<SegmentFileRow>>,
 ) -> Result<()> {
     let rows: Vec<CaptureRow> = caps.values().cloned().collect();
-    let ins: Vec<InputRow> = inputs.values().flatten().cloned().collect();
+    // Inputs of the captures recorded (a capture of a segment not yet
+    // committed has none yet).
+    let ins: Vec<InputRow> = inputs
+        .iter()
+        .filter(|(c, _)| caps.contains_key(*c))
+        .flat_map(|(_, i)| i.iter().cloned())
+        .collect();
     let fs: Vec<FileRow> = files.values().flatten().cloned().collect();
-    write_manifest(target.local(), &rows, &ins, &fs)?;
+    let segs: Vec<SegmentFileRow> = segments.values().flatten().cloned().collect();
+    write_manifest(target.local(), &rows, &ins, &fs, &segs)?;
     target.publish_manifest()
+}
+
+/// A new segment's name: its number in this run after the time, so that
+/// names sort in the order segments were made and two runs never make
+/// the same.
+fn segment_name(n: usize) -> String {
+    let t = now_ns() / 1_000_000;
+    format!("{t:013}-{n:04}")
+}
+
+/// Commits segment `s` (renamed into place and published) and records its
+/// captures (`pending`) with their files.
+fn commit_segment(
+    s: Segment,
+    target: &dyn Target,
+    pending: &mut Vec<(String, CaptureRow)>,
+    caps: &mut BTreeMap<String, CaptureRow>,
+    files: &mut BTreeMap<String, Vec<FileRow>>,
+    seg_files: &mut BTreeMap<String, Vec<SegmentFileRow>>,
+) -> Result<()> {
+    let name = s.name.clone();
+    let ranges = s.captures.clone();
+    let written = s.finish(target.local())?;
+    target.publish_segment(&name)?;
+    let size_of = |t: &str| written.iter().find(|f| f.table == t).map_or(0, |f| f.size_bytes);
+    for (capture, rs) in ranges {
+        let fs = rs
+            .iter()
+            .map(|r| FileRow {
+                capture: capture.clone(),
+                table_name: r.table.to_string(),
+                size_bytes: size_of(r.table),
+                rows: Some(r.rows),
+                segment: Some((name.clone(), r.first_row)),
+                time_ns: r.time_ns,
+            })
+            .collect();
+        files.insert(capture, fs);
+    }
+    for (capture, mut row) in pending.drain(..) {
+        row.segment = Some(name.clone());
+        caps.insert(capture, row);
+    }
+    seg_files.insert(
+        name.clone(),
+        written
+            .into_iter()
+            .map(|f| SegmentFileRow {
+                segment: name.clone(),
+                table_name: f.table.to_string(),
+                size_bytes: f.size_bytes,
+                rows: f.rows,
+            })
+            .collect(),
+    );
+    Ok(())
+}
+
+/// Removes the segment directories of `archive` its manifest does not
+/// list (a run killed between committing a segment and recording it).
+fn remove_unrecorded_segments(archive: &Path, listed: &BTreeMap<String, Vec<SegmentFileRow>>) {
+    let Ok(rd) = std::fs::read_dir(archive) else {
+        return;
+    };
+    for e in rd.flatten() {
+        let n = e.file_name().to_string_lossy().into_owned();
+        if let Some(s) = n.strip_prefix("segment=") {
+            if !listed.contains_key(s) {
+                let _ = std::fs::remove_dir_all(e.path());
+            }
+        }
+    }
 }
 
 /// Where captures are written before they are renamed into place.
@@ -431,18 +616,21 @@ fn now_ns() -> i64 {
         .map_or(0, |d| d.as_nanos() as i64)
 }
 
+/// Ingests `job` into the capture directory `dir` (under the staging
+/// directory: the segment builder appends it); returns the directory when
+/// the ingest succeeded.
 fn ingest_one(
-    target: &dyn Target,
+    dir: &Path,
     job: &Job,
     opts: &trawl_ingest::IngestOptions,
     enrich: &(dyn Fn(&Path) -> Option<String> + Sync),
     unwinder: &(dyn Fn() -> Option<Box<dyn StackUnwinder>> + Sync),
-) -> (Outcome, CaptureRow, Vec<FileRow>) {
-    let dir = capture_dir(target.local(), &job.planned.name);
+) -> (Outcome, CaptureRow, Option<PathBuf>) {
+    let _ = std::fs::remove_dir_all(dir);
     let mut note = None;
     let result = trawl_ingest::ingest_with_unwinder(
         &job.planned.inputs,
-        &dir,
+        dir,
         opts,
         unwinder(),
         |staging| {
@@ -463,17 +651,14 @@ fn ingest_one(
         ingested_utc_ns: now_ns(),
         trawl_version: env!("CARGO_PKG_VERSION").to_string(),
         schema_version: SCHEMA_VERSION,
+        segment: None,
     };
-    // Published (uploaded) once committed: a capture that could not be is
-    // failed.
-    let result = result.map_err(Error::from).and_then(|s| {
-        let (host, start) = host_and_start(&dir);
-        let fs = files_of(&job.planned.name, &dir);
-        target.publish(&job.planned.name)?;
-        Ok((s, host, start, fs))
+    let result = result.map_err(Error::from).map(|s| {
+        let (host, start) = host_and_start(dir);
+        (s, host, start)
     });
     match result {
-        Ok((s, host, start, fs)) => {
+        Ok((s, host, start)) => {
             let diagnostics: u64 = s.inputs.iter().map(|i| i.diagnostics.len() as u64).sum();
             row.diagnostics = Some(diagnostics as i64);
             row.message = note.filter(|n| !n.is_empty());
@@ -485,14 +670,14 @@ fn ingest_one(
                     diagnostics,
                 },
                 row,
-                fs,
+                Some(dir.to_path_buf()),
             )
         }
         Err(e) => {
             let why = e.to_string();
             row.status = Status::Failed;
             row.message = Some(why.clone());
-            (Outcome::Failed(why), row, Vec::new())
+            (Outcome::Failed(why), row, None)
         }
     }
 }

@@ -968,6 +968,7 @@ pub static ARCHIVE_CAPTURE: TableDef = TableDef {
         col!("ingested_utc_ns", Int64, "When trawl ingested (or tried to ingest) the capture, ns since the epoch."),
         col!("trawl_version", Utf8, "Version of trawl that wrote the capture."),
         col!("schema_version", Int32, "Schema version of the capture's tables (`trawl.schema_version` in every file's metadata)."),
+        col!("segment", Utf8, null, "The segment holding the capture's rows (`segment=NAME/`, shared with the captures ingested with it); null: the capture has a directory of its own (`capture=NAME/`, archives written before segments, until `trawl archive compact`)."),
     ],
 };
 
@@ -992,13 +993,34 @@ pub static ARCHIVE_FILE: TableDef = TableDef {
         col!("capture", Utf8, "Capture the file belongs to (`capture.capture`)."),
         col!("table_name", Utf8, "The table: the file is `capture=NAME/<table_name>.parquet`."),
         col!("size_bytes", Int64, "Size of the file."),
-        col!("rows", Int64, null, "Rows in the file, from its footer (null: not known, for files listed from an archive of an earlier trawl)."),
+        col!("rows", Int64, null, "The capture's rows in the table (null: not known, for files listed from an archive of an earlier trawl)."),
+        col!("segment", Utf8, null, "The segment whose file holds the rows (`segment=NAME/<table_name>.parquet`, `size_bytes` its size); null: the capture's own file."),
+        col!("first_row", Int64, null, "Position of the capture's first row in the segment's file (its rows are `rows` consecutive rows from there); null: the capture's own file."),
+        col!("min_time_ns", Int64, null, "Smallest `time_ns` of the capture's rows in the table (tables with times; capture clock)."),
+        col!("max_time_ns", Int64, null, "Largest `time_ns` of the capture's rows in the table."),
+    ],
+};
+
+/// The files of each segment of an archive (`ARCHIVE/segment_file.parquet`).
+pub static ARCHIVE_SEGMENT_FILE: TableDef = TableDef {
+    name: "segment_file",
+    doc: "Archive manifest: one row per table file of each segment (`segment=NAME/<table_name>.parquet`): the captures ingested together share one file per table, the id tables (`module`, `frame`, `stack`, `symbol`, ...) deduplicated across them. Only at an archive's root.",
+    columns: &[
+        col!("segment", Utf8, "The segment (`capture.segment`)."),
+        col!("table_name", Utf8, "The table."),
+        col!("size_bytes", Int64, "Size of the file."),
+        col!("rows", Int64, "Rows in the file (those of captures since replaced or removed included, until `trawl archive compact`)."),
     ],
 };
 
 /// The archive's own tables (at its root), in the order they are written:
 /// `capture`, the one readers start from, last.
-pub static ARCHIVE: &[&TableDef] = &[&ARCHIVE_INPUT, &ARCHIVE_FILE, &ARCHIVE_CAPTURE];
+pub static ARCHIVE: &[&TableDef] = &[
+    &ARCHIVE_INPUT,
+    &ARCHIVE_FILE,
+    &ARCHIVE_SEGMENT_FILE,
+    &ARCHIVE_CAPTURE,
+];
 
 pub fn table(name: &str) -> Option<&'static TableDef> {
     TABLES.iter().copied().find(|t| t.name == name)

@@ -69,6 +69,10 @@ struct File {
     store: Option<String>,
     size: u64,
     version: Option<i32>,
+    /// A segment's file: (captures read: name, first row, rows; the
+    /// file's rows).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    rows: Option<(Vec<(String, i64, i64)>, i64)>,
 }
 
 /// Whether a table can travel in a plan (`None`), or why not.
@@ -192,6 +196,12 @@ impl LogicalExtensionCodec for LogicalCodec {
                         store: f.store,
                         size: f.size,
                         version: f.version,
+                        rows: f.rows.map(|(captures, file_rows)| {
+                            trawl_query::tables::SegmentRows {
+                                captures,
+                                file_rows,
+                            }
+                        }),
                     })
                     .collect();
                 let renames = f
@@ -229,6 +239,7 @@ impl LogicalExtensionCodec for LogicalCodec {
                         store: f.store.clone(),
                         size: f.size,
                         version: f.version,
+                        rows: f.rows.as_ref().map(|r| (r.captures.clone(), r.file_rows)),
                     })
                     .collect(),
                 shared: t.is_shared(),
@@ -362,6 +373,7 @@ mod tests {
                 store: None,
                 size: 10,
                 version: Some(1),
+                rows: None,
             },
             CaptureFile {
                 capture: "run2".into(),
@@ -370,6 +382,7 @@ mod tests {
                 store: Some("s3://bucket".into()),
                 size: 20,
                 version: None,
+                rows: None,
             },
         ];
         let renames = vec![Rename {

@@ -40,6 +40,20 @@ pub use trawl_capture::layout::{is_capture, table_file};
 /// plain (mostly constant runs, which zstd takes for free); no min/max
 /// statistics for addresses, payloads and dictionary strings.
 fn writer_properties(def: &TableDef, small: bool) -> WriterProperties {
+    writer_properties_builder(def, small).build()
+}
+
+/// The settings trawl writes table `def` with (as [`TableWriter`] does for
+/// a table of more than [`SMALL_TABLE_BYTES`]), for writers of other
+/// layouts (an archive's segments).
+pub fn table_writer_properties(def: &TableDef) -> WriterProperties {
+    writer_properties_builder(def, false).build()
+}
+
+fn writer_properties_builder(
+    def: &TableDef,
+    small: bool,
+) -> parquet::file::properties::WriterPropertiesBuilder {
     let compression = if small {
         Compression::UNCOMPRESSED
     } else {
@@ -83,7 +97,7 @@ fn writer_properties(def: &TableDef, small: bool) -> WriterProperties {
             .set_column_statistics_enabled(ColumnPath::from("source_id"), EnabledStatistics::None)
             .set_column_statistics_enabled(ColumnPath::from("size"), EnabledStatistics::None);
     }
-    b.build()
+    b
 }
 
 /// Rows per Parquet row group.

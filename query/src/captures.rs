@@ -1,8 +1,9 @@
 //! Which directories a session reads: capture directories, or archives
 //! whose subdirectories are captures, each with a unique name.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use crate::error::{Error, Result};
 
@@ -20,6 +21,32 @@ pub struct CaptureRef {
     pub version: Option<i32>,
     /// Where a capture in an object store is, with its tables' sizes.
     pub remote: Option<Remote>,
+    /// The capture's rows in a segment of its archive (None: its own
+    /// directory, `dir`).
+    pub in_segment: Option<InSegment>,
+}
+
+/// Where a capture of an archive's segment has its rows.
+#[derive(Clone, Debug)]
+pub struct InSegment {
+    pub files: Arc<SegmentFiles>,
+    /// Per table, the capture's rows in the segment's file: the first one
+    /// and how many.
+    pub ranges: BTreeMap<String, (i64, i64)>,
+}
+
+/// A segment of an archive: its directory (`ARCHIVE/segment=NAME`) and
+/// files as the manifest lists them.
+#[derive(Debug)]
+pub struct SegmentFiles {
+    /// The directory, or the URL of the segment in an object store.
+    pub dir: PathBuf,
+    /// The segment's location in an object store.
+    pub at: Option<trawl_capture::store::Location>,
+    /// The schema version its files were written with.
+    pub version: i32,
+    /// Per table, the file's size and rows.
+    pub tables: BTreeMap<String, (u64, i64)>,
 }
 
 /// A capture in an object store: its location and the size of each
@@ -40,6 +67,8 @@ struct Found {
     base: String,
     version: Option<i32>,
     remote: Option<Remote>,
+    /// Its segment (named in its archive) and rows there.
+    in_segment: Option<(String, InSegment)>,
 }
 
 /// Expands the user's arguments: capture directories, or directories whose
@@ -55,21 +84,37 @@ pub fn find_captures(args: &[PathBuf]) -> Result<Vec<CaptureRef>> {
             found.extend(local_captures(a)?);
         }
     }
-    // Names: the directory names, made unique.
+    // Names: the directory names, made unique; segments are named by
+    // their archives, made unique among the captures' and segments' names.
     let mut refs: Vec<CaptureRef> = Vec::new();
-    for f in found {
-        let mut name = f.base.clone();
+    let mut names: std::collections::HashSet<String> = Default::default();
+    let mut seg_names: HashMap<*const SegmentFiles, String> = HashMap::new();
+    let unique = |base: &str, names: &mut std::collections::HashSet<String>| {
+        let mut name = base.to_string();
         let mut k = 2;
-        while refs.iter().any(|r| r.name == name) {
-            name = format!("{}#{k}", f.base);
+        while names.contains(&name) {
+            name = format!("{base}#{k}");
             k += 1;
         }
+        names.insert(name.clone());
+        name
+    };
+    for f in found {
+        let name = unique(&f.base, &mut names);
+        let segment = match &f.in_segment {
+            Some((seg, s)) => seg_names
+                .entry(Arc::as_ptr(&s.files))
+                .or_insert_with(|| unique(seg, &mut names))
+                .clone(),
+            None => name.clone(),
+        };
         refs.push(CaptureRef {
-            segment: name.clone(),
+            segment,
             name,
             dir: f.dir,
             version: f.version,
             remote: f.remote,
+            in_segment: f.in_segment.map(|s| s.1),
         });
     }
     Ok(refs)
@@ -96,29 +141,92 @@ fn check_version(dir: &std::path::Path, found: Option<i32>) -> Result<()> {
     }
 }
 
-/// The capture `a`, or the captures in its subdirectories.
+/// The captures of an archive's segments, as its manifest `m` lists them;
+/// `seg_at` gives a segment's directory (or URL) and object store
+/// location.
+fn segment_captures(
+    m: &trawl_capture::layout::Manifest,
+    seg_at: impl Fn(&str) -> (PathBuf, Option<trawl_capture::store::Location>),
+) -> Result<Vec<Found>> {
+    let mut segs: HashMap<&str, Arc<SegmentFiles>> = HashMap::new();
+    let mut out = Vec::new();
+    for (name, (version, seg)) in &m.captures {
+        let Some(seg) = seg else { continue };
+        let files = segs
+            .entry(seg)
+            .or_insert_with(|| {
+                let (dir, at) = seg_at(seg);
+                Arc::new(SegmentFiles {
+                    dir,
+                    at,
+                    version: *version,
+                    tables: m.segments.get(seg).cloned().unwrap_or_default(),
+                })
+            })
+            .clone();
+        check_version(&files.dir, Some(*version))?;
+        let ranges = m
+            .files
+            .get(name)
+            .map(|t| {
+                t.iter()
+                    .filter_map(|(table, e)| {
+                        let (s, first) = e.segment.as_ref()?;
+                        (s == seg).then(|| (table.clone(), (*first, e.rows.unwrap_or(0))))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        out.push(Found {
+            dir: files.dir.clone(),
+            base: name.clone(),
+            version: Some(*version),
+            remote: None,
+            in_segment: Some((seg.clone(), InSegment { files, ranges })),
+        });
+    }
+    Ok(out)
+}
+
+/// The capture `a`, or the captures of the archive or directory of
+/// captures `a`.
 fn local_captures(a: &std::path::Path) -> Result<Vec<Found>> {
     let mut dirs = Vec::new();
     // Schema versions an archive's manifest states (no footer to read).
     let mut known: std::collections::HashMap<PathBuf, i32> = Default::default();
+    let mut in_segments = Vec::new();
     if trawl_capture::layout::is_capture(a) {
         dirs.push(a.to_path_buf());
     } else {
-        if let Some(v) = trawl_capture::layout::archive_versions(a) {
-            for (name, version) in v {
-                known.insert(a.join(format!("capture={name}")), version);
+        let manifest = trawl_capture::layout::local_manifest(a);
+        if let Some(m) = &manifest {
+            in_segments = segment_captures(m, |s| (a.join(format!("segment={s}")), None))?;
+            for (name, (version, seg)) in &m.captures {
+                if seg.is_none() {
+                    known.insert(a.join(format!("capture={name}")), *version);
+                }
             }
         }
+        // A capture's own directory left beside its segment (removed once
+        // the manifest names the segment) is not read.
+        let segmented: std::collections::HashSet<PathBuf> = in_segments
+            .iter()
+            .map(|f| a.join(format!("capture={}", f.base)))
+            .collect();
         let mut subs: Vec<PathBuf> = std::fs::read_dir(a)
             .map(|rd| {
                 rd.flatten()
-                    .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
+                    .filter(|e| {
+                        // Segments are read through the manifest.
+                        let n = e.file_name().to_string_lossy().into_owned();
+                        !n.starts_with('.') && !n.starts_with("segment=")
+                    })
                     .map(|e| e.path())
-                    .filter(|p| trawl_capture::layout::is_capture(p))
+                    .filter(|p| !segmented.contains(p) && trawl_capture::layout::is_capture(p))
                     .collect()
             })
             .unwrap_or_default();
-        if subs.is_empty() {
+        if subs.is_empty() && in_segments.is_empty() {
             return Err(Error::NotACapture {
                 path: a.to_path_buf(),
             });
@@ -126,7 +234,7 @@ fn local_captures(a: &std::path::Path) -> Result<Vec<Found>> {
         subs.sort();
         dirs.extend(subs);
     }
-    let mut out = Vec::with_capacity(dirs.len());
+    let mut out = Vec::with_capacity(dirs.len() + in_segments.len());
     for dir in dirs {
         let version = match known.get(&dir) {
             Some(&v) => Some(v),
@@ -143,8 +251,12 @@ fn local_captures(a: &std::path::Path) -> Result<Vec<Found>> {
             dir,
             version,
             remote: None,
+            in_segment: None,
         });
     }
+    // In name order with the captures in directories.
+    out.extend(in_segments);
+    out.sort_by(|x, y| x.base.cmp(&y.base));
     Ok(out)
 }
 
@@ -172,7 +284,7 @@ async fn remote_captures(url: &str) -> Result<Vec<Found>> {
             continue;
         };
         let (dir, file) = rel.rsplit_once('/').unwrap_or(("", rel));
-        if dir.contains('/') || dir.starts_with('.') {
+        if dir.contains('/') || dir.starts_with('.') || dir.starts_with("segment=") {
             continue;
         }
         if let Some(table) = file.strip_suffix(".parquet") {
@@ -202,6 +314,7 @@ async fn remote_captures(url: &str) -> Result<Vec<Found>> {
             sizes,
             archive,
         }),
+        in_segment: None,
     };
     let top = dirs.remove("").unwrap_or_default();
     if top.contains_key("source") {
@@ -263,41 +376,59 @@ async fn from_manifest(at: &trawl_capture::store::Location) -> Result<Option<Vec
     else {
         return Ok(None);
     };
-    let bad = |t: &str| Error::Usage(format!("{url}/{t}.parquet: not a readable manifest"));
-    let versions = trawl_capture::layout::manifest_versions(caps).ok_or_else(|| bad("capture"))?;
-    let mut files =
-        trawl_capture::layout::manifest_files(files).ok_or_else(|| bad("capture_file"))?;
+    let segments = at.read("segment_file.parquet").await.map_err(Error::Usage)?;
+    let m = trawl_capture::layout::read_manifest(caps, Some(files), segments).ok_or_else(|| {
+        Error::Usage(format!("{url}: capture.parquet, capture_file.parquet or segment_file.parquet is not a readable manifest"))
+    })?;
     // A capture without its files listed: an archive written in part by
     // an earlier trawl, read by listing it.
-    if versions
-        .keys()
-        .any(|c| !files.get(c).is_some_and(|t| t.contains_key("source")))
-    {
+    if m.captures.iter().any(|(c, (_, seg))| {
+        seg.is_none() && !m.files.get(c).is_some_and(|t| t.contains_key("source"))
+    }) {
         return Ok(None);
     }
-    let mut names: Vec<(String, i32)> = versions.into_iter().collect();
-    names.sort();
-    if names.is_empty() {
+    if m.captures.is_empty() {
         return Err(Error::NotACapture {
             path: PathBuf::from(url),
         });
     }
-    let mut out = Vec::with_capacity(names.len());
-    for (name, version) in names {
+    let mut out = segment_captures(&m, |s| {
+        let seg = at.child(&format!("segment={s}"));
+        (PathBuf::from(seg.url()), Some(seg))
+    })?;
+    for f in &mut out {
+        let seg = f.in_segment.as_ref().and_then(|s| s.1.files.at.clone());
+        f.remote = seg.map(|at| Remote {
+            at,
+            sizes: BTreeMap::new(),
+            archive: Some(url.clone()),
+        });
+    }
+    for (name, (version, seg)) in &m.captures {
+        if seg.is_some() {
+            continue;
+        }
         let capture = at.child(&format!("capture={name}"));
         let dir = PathBuf::from(capture.url());
-        check_version(&dir, Some(version))?;
+        check_version(&dir, Some(*version))?;
+        let sizes = m
+            .files
+            .get(name)
+            .map(|t| t.iter().map(|(k, e)| (k.clone(), e.size)).collect())
+            .unwrap_or_default();
         out.push(Found {
             dir,
             base: name.clone(),
-            version: Some(version),
+            version: Some(*version),
             remote: Some(Remote {
                 at: capture,
-                sizes: files.remove(&name).unwrap_or_default(),
+                sizes,
                 archive: Some(url.clone()),
             }),
+            in_segment: None,
         });
     }
+    out.sort_by(|x, y| x.base.cmp(&y.base));
     Ok(Some(out))
 }
 

@@ -28,8 +28,12 @@ pub(crate) fn annotate_inputs(
     let module = text(b, "module");
     let only = texts(b, "capture")?;
     for c in &shared.captures {
-        // Captures in object stores are read as they are.
-        if (!only.is_empty() && !only.contains(&c.name)) || c.remote.is_some() {
+        // Captures in object stores and in an archive's segments are read
+        // as they are.
+        if (!only.is_empty() && !only.contains(&c.name))
+            || c.remote.is_some()
+            || c.in_segment.is_some()
+        {
             continue;
         }
         src.ensure(&c.dir, &function, module.as_deref())

@@ -51,6 +51,20 @@ pub struct CaptureFile {
     pub size: u64,
     /// The schema version it was written with (None: the current one).
     pub version: Option<i32>,
+    /// A segment's file (several captures' rows, `capture` a column of
+    /// the file; `capture` above is empty): which of its rows the session
+    /// reads.
+    pub rows: Option<SegmentRows>,
+}
+
+/// The rows of a segment's file a session reads.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SegmentRows {
+    /// The captures read, each with its first row and rows in the file,
+    /// in file order (empty for a shared table: every row).
+    pub captures: Vec<(String, i64, i64)>,
+    /// The rows of the file.
+    pub file_rows: i64,
 }
 
 /// A column renamed at schema version `since`: files of earlier versions
@@ -265,7 +279,11 @@ impl TableProvider for CaptureTable {
         let files: Vec<&CaptureFile> = self
             .files
             .iter()
-            .filter(|f| captures.as_ref().is_none_or(|k| k.contains(&f.capture)))
+            // (A segment's file holds several captures: its rows are
+            // chosen in the scan.)
+            .filter(|f| {
+                f.rows.is_some() || captures.as_ref().is_none_or(|k| k.contains(&f.capture))
+            })
             .filter(|f| segments.as_ref().is_none_or(|k| k.contains(&f.segment)))
             .collect();
         if files.is_empty() {
@@ -278,21 +296,34 @@ impl TableProvider for CaptureTable {
         // Files needing the same renames (in the same store) are scanned
         // together, with the columns' old names, then renamed: the union
         // is one table.
-        type Group<'a> = ((Vec<&'a Rename>, &'a Option<String>), Vec<&'a CaptureFile>);
+        type Group<'a> = ((Vec<&'a Rename>, &'a Option<String>, bool), Vec<&'a CaptureFile>);
         let mut groups: Vec<Group> = Vec::new();
         for f in files {
-            let r = (self.renames_of(f), &f.store);
+            let r = (self.renames_of(f), &f.store, f.rows.is_some());
             match groups.iter_mut().find(|g| g.0 == r) {
                 Some(g) => g.1.push(f),
                 None => groups.push((r, vec![f])),
             }
         }
         let mut plans = Vec::with_capacity(groups.len());
-        for ((renames, _), files) in groups {
-            let plan = self
-                .scan_files(state, &files, &renames, projection, limit)
-                .await?;
-            plans.push(plan);
+        for ((renames, _, segmented), files) in groups {
+            let plan = if segmented {
+                self.scan_segments(state, &files, &renames, projection, captures.as_deref())
+                    .await?
+            } else {
+                self.scan_files(state, &files, &renames, projection, limit)
+                    .await?
+            };
+            if let Some(p) = plan {
+                plans.push(p);
+            }
+        }
+        if plans.is_empty() {
+            let schema = match projection {
+                Some(p) => Arc::new(self.table_schema.project(p)?),
+                None => self.table_schema.clone(),
+            };
+            return Ok(Arc::new(EmptyExec::new(schema)));
         }
         if plans.len() == 1 {
             return Ok(plans.pop().expect("one plan"));
@@ -311,7 +342,7 @@ impl CaptureTable {
         renames: &[&Rename],
         projection: Option<&Vec<usize>>,
         limit: Option<usize>,
-    ) -> DfResult<Arc<dyn ExecutionPlan>> {
+    ) -> DfResult<Option<Arc<dyn ExecutionPlan>>> {
         // Files spread over the target partitions by size, largest first;
         // DataFusion splits large files into byte ranges itself.
         let n = state.config().target_partitions().max(1).min(files.len());
@@ -387,7 +418,7 @@ impl CaptureTable {
             .build();
         let scan = format.create_physical_plan(state, config).await?;
         if renames.is_empty() {
-            return Ok(scan);
+            return Ok(Some(scan));
         }
         // Each output column under the table's name for it.
         use datafusion::physical_expr::expressions::Column;
@@ -402,7 +433,199 @@ impl CaptureTable {
                 (col, self.table_schema.field(i).name().clone())
             })
             .collect();
-        Ok(Arc::new(ProjectionExec::try_new(exprs, scan)?))
+        Ok(Some(Arc::new(ProjectionExec::try_new(exprs, scan)?)))
+    }
+}
+
+impl CaptureTable {
+    /// A Parquet scan of segments' files (`rows` set): `capture` is a
+    /// column of the file (per-capture tables), `segment` the partition
+    /// value. Of each file only the rows of the captures read (`keep`,
+    /// else every capture the manifest places there) are read: the ranges
+    /// the manifest gives them, as a row selection (pages and row groups
+    /// outside it are not decoded), checked again by a filter on
+    /// `capture` (a plan sent to a cluster loses the selection). None
+    /// when no file has rows to read.
+    async fn scan_segments(
+        &self,
+        state: &dyn DfSession,
+        files: &[&CaptureFile],
+        renames: &[&Rename],
+        projection: Option<&Vec<usize>>,
+        keep: Option<&[String]>,
+    ) -> DfResult<Option<Arc<dyn ExecutionPlan>>> {
+        use datafusion::common::stats::Precision;
+        use datafusion::common::{ColumnStatistics, Statistics};
+        use datafusion::datasource::physical_plan::parquet::ParquetRowSelection;
+        use datafusion::parquet::arrow::arrow_reader::{RowSelection, RowSelector};
+        let n_cols = self.file_schema.fields().len();
+        // The file's columns as these files name them: `capture` first
+        // for a per-capture table.
+        let mut fields: Vec<Field> = Vec::with_capacity(n_cols + 1);
+        if !self.shared {
+            fields.push(Field::new("capture", DataType::Utf8, false));
+        }
+        fields.extend(self.file_schema.fields().iter().map(|f| {
+            match renames.iter().find(|r| &r.new == f.name()) {
+                Some(r) => f.as_ref().clone().with_name(&r.old),
+                None => f.as_ref().clone(),
+            }
+        }));
+        let file_schema = Arc::new(Schema::new(fields));
+        let n_file = file_schema.fields().len();
+        let mut parts: Vec<(u64, Vec<PartitionedFile>)> = Vec::new();
+        let mut selected = false;
+        let mut names: Vec<String> = Vec::new();
+        for f in files {
+            let Some(rows) = &f.rows else { continue };
+            let (ranges, all): (Vec<&(String, i64, i64)>, bool) = if self.shared {
+                (Vec::new(), true)
+            } else {
+                let r: Vec<&(String, i64, i64)> = rows
+                    .captures
+                    .iter()
+                    .filter(|c| keep.is_none_or(|k| k.contains(&c.0)))
+                    .collect();
+                let n: i64 = r.iter().map(|c| c.2).sum();
+                let all = n == rows.file_rows;
+                (r, all)
+            };
+            if !self.shared && ranges.is_empty() {
+                continue;
+            }
+            let read_rows = if all {
+                rows.file_rows
+            } else {
+                ranges.iter().map(|c| c.2).sum()
+            };
+            let mut file = match &f.store {
+                Some(_) => {
+                    let key = object_store::path::Path::parse(f.path.to_string_lossy())
+                        .map_err(|e| datafusion::error::DataFusionError::External(e.into()))?;
+                    let mut p = PartitionedFile::new(String::new(), f.size);
+                    p.object_meta.location = key;
+                    p
+                }
+                None => PartitionedFile::new(f.path.to_string_lossy().into_owned(), f.size),
+            };
+            file = file.with_partition_values(vec![ScalarValue::Utf8(Some(f.segment.clone()))]);
+            if !all {
+                // Skip what lies between the ranges (in file order).
+                let mut sel: Vec<RowSelector> = Vec::new();
+                let mut at = 0i64;
+                let mut sorted = ranges.clone();
+                sorted.sort_by_key(|c| c.1);
+                for c in sorted {
+                    if c.1 > at {
+                        sel.push(RowSelector::skip((c.1 - at) as usize));
+                    }
+                    sel.push(RowSelector::select(c.2 as usize));
+                    at = c.1 + c.2;
+                    names.push(c.0.clone());
+                }
+                if rows.file_rows > at {
+                    sel.push(RowSelector::skip((rows.file_rows - at) as usize));
+                }
+                file = file.with_extension(ParquetRowSelection::new(RowSelection::from(sel)));
+                selected = true;
+            } else if !self.shared {
+                names.extend(ranges.iter().map(|c| c.0.clone()));
+            }
+            file = file.with_statistics(Arc::new(Statistics {
+                num_rows: Precision::Exact(read_rows as usize),
+                total_byte_size: Precision::Inexact(f.size as usize),
+                column_statistics: vec![ColumnStatistics::new_unknown(); n_file],
+            }));
+            parts.push((f.size, vec![file]));
+        }
+        if parts.is_empty() {
+            return Ok(None);
+        }
+        // Files spread over the target partitions by size, largest first.
+        let n = state.config().target_partitions().max(1).min(parts.len());
+        let mut groups: Vec<(u64, Vec<PartitionedFile>)> = vec![(0, Vec::new()); n];
+        parts.sort_by(|a, b| b.0.cmp(&a.0));
+        for (size, fs) in parts {
+            let g = groups.iter_mut().min_by_key(|g| g.0).expect("n >= 1");
+            g.0 += size;
+            g.1.extend(fs);
+        }
+        let format = ParquetFormat::default().with_options(state.table_options().parquet.clone());
+        let table_schema = TableSchema::builder(file_schema)
+            .with_table_partition_cols(vec![Arc::new(Field::new("segment", DataType::Utf8, false))])
+            .build();
+        let source = format.file_source(table_schema);
+        // Table columns: [capture,] segment, the columns; scan columns:
+        // [capture,] the columns, then segment (index n_file).
+        let k = self.n_keys();
+        let to_scan = |i: usize| match (self.shared, i) {
+            (true, 0) => n_file,
+            (true, i) => i - 1,
+            (false, 0) => 0,
+            (false, 1) => n_file,
+            (false, i) => i - 1,
+        };
+        let table_cols: Vec<usize> = match projection {
+            Some(p) => p.clone(),
+            None => (0..n_cols + k).collect(),
+        };
+        // The filter on `capture` needs the column in the scan.
+        let filter = selected && !self.shared;
+        let mut indices: Vec<usize> = table_cols.iter().map(|&i| to_scan(i)).collect();
+        let capture_at = if filter {
+            match indices.iter().position(|&i| i == 0) {
+                Some(p) => p,
+                None => {
+                    indices.push(0);
+                    indices.len() - 1
+                }
+            }
+        } else {
+            0
+        };
+        let store = match &files[0].store {
+            Some(root) => ObjectStoreUrl::parse(root)?,
+            None => ObjectStoreUrl::local_filesystem(),
+        };
+        let config = FileScanConfigBuilder::new(store, source)
+            .with_file_groups(groups.into_iter().map(|g| FileGroup::new(g.1)).collect())
+            .with_projection_indices(Some(indices.clone()))?
+            .build();
+        let mut plan = format.create_physical_plan(state, config).await?;
+        use datafusion::physical_expr::expressions::{Column, InListExpr};
+        use datafusion::physical_plan::projection::ProjectionExec;
+        if filter {
+            names.sort();
+            names.dedup();
+            let col: Arc<dyn datafusion::physical_expr::PhysicalExpr> =
+                Arc::new(Column::new("capture", capture_at));
+            let list: Vec<Arc<dyn datafusion::physical_expr::PhysicalExpr>> = names
+                .iter()
+                .map(|n| {
+                    Arc::new(datafusion::physical_expr::expressions::Literal::new(
+                        ScalarValue::Utf8(Some(n.clone())),
+                    )) as Arc<dyn datafusion::physical_expr::PhysicalExpr>
+                })
+                .collect();
+            let pred = Arc::new(InListExpr::try_new(col, list, false, &plan.schema())?);
+            plan = Arc::new(datafusion::physical_plan::filter::FilterExec::try_new(pred, plan)?);
+        }
+        if renames.is_empty() && indices.len() == table_cols.len() {
+            return Ok(Some(plan));
+        }
+        // Each output column under the table's name for it (and without
+        // the `capture` the filter added).
+        let scan_schema = plan.schema();
+        let exprs: Vec<(Arc<dyn datafusion::physical_expr::PhysicalExpr>, String)> = table_cols
+            .iter()
+            .enumerate()
+            .map(|(j, &i)| {
+                let col: Arc<dyn datafusion::physical_expr::PhysicalExpr> =
+                    Arc::new(Column::new(scan_schema.field(j).name(), j));
+                (col, self.table_schema.field(i).name().clone())
+            })
+            .collect();
+        Ok(Some(Arc::new(ProjectionExec::try_new(exprs, plan)?)))
     }
 }
 
@@ -546,8 +769,9 @@ pub(crate) fn stored_table(
     captures: &[CaptureRef],
     def: &trawl_capture::schema::TableDef,
 ) -> CaptureTable {
-    let files = captures
+    let mut files: Vec<CaptureFile> = captures
         .iter()
+        .filter(|c| c.in_segment.is_none())
         .filter_map(|c| {
             if let Some(r) = &c.remote {
                 return r.sizes.get(def.name).map(|&size| CaptureFile {
@@ -557,6 +781,7 @@ pub(crate) fn stored_table(
                     store: Some(r.at.root.clone()),
                     size,
                     version: c.version,
+                    rows: None,
                 });
             }
             let path = trawl_capture::layout::table_file(&c.dir, def.name);
@@ -571,9 +796,11 @@ pub(crate) fn stored_table(
                 store: None,
                 size: meta.len(),
                 version: c.version,
+                rows: None,
             })
         })
         .collect();
+    files.extend(segment_files(captures, def));
     let renames = trawl_capture::schema::RENAMED
         .iter()
         .filter(|r| r.table == def.name)
@@ -584,6 +811,67 @@ pub(crate) fn stored_table(
         })
         .collect();
     CaptureTable::new(def.schema(), files, def.is_shared()).with_renames(renames)
+}
+
+/// The files of `def` of the segments of `captures` (one per segment
+/// holding rows of it), each with the rows of its captures.
+fn segment_files(
+    captures: &[CaptureRef],
+    def: &trawl_capture::schema::TableDef,
+) -> Vec<CaptureFile> {
+    let mut out: Vec<CaptureFile> = Vec::new();
+    let mut seen: Vec<*const crate::captures::SegmentFiles> = Vec::new();
+    for c in captures {
+        let Some(s) = &c.in_segment else { continue };
+        let ptr = Arc::as_ptr(&s.files);
+        if seen.contains(&ptr) {
+            continue;
+        }
+        seen.push(ptr);
+        let Some(&(size, file_rows)) = s.files.tables.get(def.name) else {
+            continue;
+        };
+        let mut read: Vec<(String, i64, i64)> = Vec::new();
+        if !def.is_shared() {
+            for d in captures {
+                let Some(ds) = &d.in_segment else { continue };
+                if Arc::as_ptr(&ds.files) != ptr {
+                    continue;
+                }
+                if let Some(&(first, rows)) = ds.ranges.get(def.name) {
+                    read.push((d.name.clone(), first, rows));
+                }
+            }
+            if read.is_empty() {
+                continue;
+            }
+            read.sort_by_key(|r| r.1);
+        }
+        let name = format!("{}.parquet", def.name);
+        let (path, store) = match &s.files.at {
+            Some(at) => (PathBuf::from(at.key(&name).as_ref()), Some(at.root.clone())),
+            None => {
+                let p = s.files.dir.join(&name);
+                let p = std::fs::canonicalize(&p)
+                    .or_else(|_| std::path::absolute(&p))
+                    .unwrap_or(p);
+                (p, None)
+            }
+        };
+        out.push(CaptureFile {
+            capture: String::new(),
+            segment: c.segment.clone(),
+            path,
+            store,
+            size,
+            version: Some(s.files.version),
+            rows: Some(SegmentRows {
+                captures: read,
+                file_rows,
+            }),
+        });
+    }
+    out
 }
 
 impl Session {
@@ -639,6 +927,7 @@ mod tests {
             store: None,
             size: std::fs::metadata(path).unwrap().len(),
             version: None,
+            rows: None,
         }
     }
 

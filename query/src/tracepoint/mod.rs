@@ -59,7 +59,50 @@ pub(crate) fn formats(shared: &Shared) -> DfResult<Arc<Formats>> {
         return Ok(f.clone());
     }
     let mut per: BTreeMap<(String, String, i32), Vec<FieldDesc>> = BTreeMap::new();
+    // Segments' files: read once each, split by their `capture` column.
+    let mut segs: Vec<*const crate::captures::SegmentFiles> = Vec::new();
     for c in &shared.captures {
+        let Some(s) = &c.in_segment else { continue };
+        if segs.contains(&std::sync::Arc::as_ptr(&s.files))
+            || !s.files.tables.contains_key("tracepoint_field")
+        {
+            continue;
+        }
+        segs.push(std::sync::Arc::as_ptr(&s.files));
+        let path = trawl_capture::layout::table_file(&s.files.dir, "tracepoint_field");
+        let batches = match &s.files.at {
+            Some(at) => read_remote(at)?,
+            None => read_parquet(&path)?,
+        };
+        let names: Vec<&str> = shared
+            .captures
+            .iter()
+            .filter(|d| {
+                d.in_segment
+                    .as_ref()
+                    .is_some_and(|x| std::sync::Arc::ptr_eq(&x.files, &s.files))
+            })
+            .map(|d| d.name.as_str())
+            .collect();
+        for b in batches {
+            let Some(caps) = b.column_by_name("capture") else {
+                continue;
+            };
+            let caps = crate::rows::string_values(caps);
+            for name in &names {
+                let mask: datafusion::arrow::array::BooleanArray =
+                    caps.iter().map(|c| Some(c.as_deref() == Some(*name))).collect();
+                let part = datafusion::arrow::compute::filter_record_batch(&b, &mask)?;
+                if part.num_rows() == 0 {
+                    continue;
+                }
+                add_rows(&part, name, &mut per).map_err(|e| {
+                    datafusion::error::DataFusionError::Plan(format!("{}: {e}", path.display()))
+                })?;
+            }
+        }
+    }
+    for c in shared.captures.iter().filter(|c| c.in_segment.is_none()) {
         let path = trawl_capture::layout::table_file(&c.dir, "tracepoint_field");
         let batches = match &c.remote {
             Some(r) if r.sizes.contains_key("tracepoint_field") => read_remote(&r.at)?,
