@@ -447,6 +447,7 @@ pub(crate) fn ingest_into(
         }
         target.remove_unlisted(&in_segments, &dead)?;
     }
+    let _ = std::fs::remove_dir(archive.join(STAGING).join("captures"));
     let _ = std::fs::remove_dir(archive.join(STAGING)); // when empty
     drop(lock);
     if let Some(why) = strict_failure {

@@ -72,7 +72,7 @@ struct File {
     /// A segment's file: (captures read: name, first row, rows; the
     /// file's rows).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    rows: Option<(Vec<(String, i64, i64)>, i64)>,
+    rows: Option<(Vec<(String, i64, i64)>, i64, Vec<(String, String)>)>,
 }
 
 /// Whether a table can travel in a plan (`None`), or why not.
@@ -196,10 +196,11 @@ impl LogicalExtensionCodec for LogicalCodec {
                         store: f.store,
                         size: f.size,
                         version: f.version,
-                        rows: f.rows.map(|(captures, file_rows)| {
+                        rows: f.rows.map(|(captures, file_rows, renamed)| {
                             trawl_query::tables::SegmentRows {
                                 captures,
                                 file_rows,
+                                renamed,
                             }
                         }),
                     })
@@ -239,7 +240,10 @@ impl LogicalExtensionCodec for LogicalCodec {
                         store: f.store.clone(),
                         size: f.size,
                         version: f.version,
-                        rows: f.rows.as_ref().map(|r| (r.captures.clone(), r.file_rows)),
+                        rows: f
+                            .rows
+                            .as_ref()
+                            .map(|r| (r.captures.clone(), r.file_rows, r.renamed.clone())),
                     })
                     .collect(),
                 shared: t.is_shared(),

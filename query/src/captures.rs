@@ -33,6 +33,9 @@ pub struct InSegment {
     /// Per table, the capture's rows in the segment's file: the first one
     /// and how many.
     pub ranges: BTreeMap<String, (i64, i64)>,
+    /// Its name in the archive (the `capture` column of the segment's
+    /// files), which the session may have made unique (`NAME#2`).
+    pub stored_name: String,
 }
 
 /// A segment of an archive: its directory (`ARCHIVE/segment=NAME`) and
@@ -182,7 +185,14 @@ fn segment_captures(
             base: name.clone(),
             version: Some(*version),
             remote: None,
-            in_segment: Some((seg.clone(), InSegment { files, ranges })),
+            in_segment: Some((
+                seg.clone(),
+                InSegment {
+                    files,
+                    ranges,
+                    stored_name: name.clone(),
+                },
+            )),
         });
     }
     Ok(out)

@@ -65,6 +65,9 @@ pub struct SegmentRows {
     pub captures: Vec<(String, i64, i64)>,
     /// The rows of the file.
     pub file_rows: i64,
+    /// Captures the session names otherwise than the file does (a name
+    /// two archives of the session share): (the file's, the session's).
+    pub renamed: Vec<(String, String)>,
 }
 
 /// A column renamed at schema version `since`: files of earlier versions
@@ -291,7 +294,11 @@ impl TableProvider for CaptureTable {
                 Some(p) => Arc::new(self.table_schema.project(p)?),
                 None => self.table_schema.clone(),
             };
-            return Ok(Arc::new(EmptyExec::new(schema)));
+            // As many partitions as a scan would have: a cluster
+            // (Ballista) loses track of a stage whose union mixes them.
+            return Ok(Arc::new(
+                EmptyExec::new(schema).with_partitions(state.config().target_partitions().max(1)),
+            ));
         }
         // Files needing the same renames (in the same store) are scanned
         // together, with the columns' old names, then renamed: the union
@@ -308,8 +315,25 @@ impl TableProvider for CaptureTable {
         let mut plans = Vec::with_capacity(groups.len());
         for ((renames, _, segmented), files) in groups {
             let plan = if segmented {
-                self.scan_segments(state, &files, &renames, projection, captures.as_deref())
-                    .await?
+                // Files whose captures the session renames: one scan each,
+                // `capture` mapped to the session's names.
+                let (plain, renaming): (Vec<&CaptureFile>, Vec<&CaptureFile>) = files
+                    .iter()
+                    .partition(|f| f.rows.as_ref().is_none_or(|r| r.renamed.is_empty()));
+                for f in renaming {
+                    let p = self
+                        .scan_segments(state, &[f], &renames, projection, captures.as_deref())
+                        .await?;
+                    if let Some(p) = p {
+                        plans.push(self.rename_captures(p, f, projection)?);
+                    }
+                }
+                if plain.is_empty() {
+                    None
+                } else {
+                    self.scan_segments(state, &plain, &renames, projection, captures.as_deref())
+                        .await?
+                }
             } else {
                 self.scan_files(state, &files, &renames, projection, limit)
                     .await?
@@ -323,7 +347,11 @@ impl TableProvider for CaptureTable {
                 Some(p) => Arc::new(self.table_schema.project(p)?),
                 None => self.table_schema.clone(),
             };
-            return Ok(Arc::new(EmptyExec::new(schema)));
+            // As many partitions as a scan would have: a cluster
+            // (Ballista) loses track of a stage whose union mixes them.
+            return Ok(Arc::new(
+                EmptyExec::new(schema).with_partitions(state.config().target_partitions().max(1)),
+            ));
         }
         if plans.len() == 1 {
             return Ok(plans.pop().expect("one plan"));
@@ -478,6 +506,13 @@ impl CaptureTable {
         let mut names: Vec<String> = Vec::new();
         for f in files {
             let Some(rows) = &f.rows else { continue };
+            // The file's name of a capture the session names `n`.
+            let stored = |n: &str| {
+                rows.renamed
+                    .iter()
+                    .find(|r| r.1 == n)
+                    .map_or(n.to_string(), |r| r.0.clone())
+            };
             let (ranges, all): (Vec<&(String, i64, i64)>, bool) = if self.shared {
                 (Vec::new(), true)
             } else {
@@ -521,7 +556,7 @@ impl CaptureTable {
                     }
                     sel.push(RowSelector::select(c.2 as usize));
                     at = c.1 + c.2;
-                    names.push(c.0.clone());
+                    names.push(stored(&c.0));
                 }
                 if rows.file_rows > at {
                     sel.push(RowSelector::skip((rows.file_rows - at) as usize));
@@ -529,7 +564,7 @@ impl CaptureTable {
                 file = file.with_extension(ParquetRowSelection::new(RowSelection::from(sel)));
                 selected = true;
             } else if !self.shared {
-                names.extend(ranges.iter().map(|c| c.0.clone()));
+                names.extend(ranges.iter().map(|c| stored(&c.0)));
             }
             file = file.with_statistics(Arc::new(Statistics {
                 num_rows: Precision::Exact(read_rows as usize),
@@ -626,6 +661,59 @@ impl CaptureTable {
             })
             .collect();
         Ok(Some(Arc::new(ProjectionExec::try_new(exprs, plan)?)))
+    }
+}
+
+impl CaptureTable {
+    /// `plan` (a scan of segment file `f` with the table's columns
+    /// `projection`) with `capture` holding the session's names of the
+    /// captures `f` names otherwise.
+    fn rename_captures(
+        &self,
+        plan: Arc<dyn ExecutionPlan>,
+        f: &CaptureFile,
+        projection: Option<&Vec<usize>>,
+    ) -> DfResult<Arc<dyn ExecutionPlan>> {
+        use datafusion::physical_expr::expressions::{CaseExpr, Column, Literal};
+        use datafusion::physical_expr::PhysicalExpr;
+        use datafusion::physical_plan::projection::ProjectionExec;
+        let Some(rows) = &f.rows else {
+            return Ok(plan);
+        };
+        let cols: Vec<usize> = match projection {
+            Some(p) => p.clone(),
+            None => (0..self.table_schema.fields().len()).collect(),
+        };
+        // Table column 0 is `capture` (a per-capture table).
+        let Some(at) = cols.iter().position(|&i| i == 0).filter(|_| !self.shared) else {
+            return Ok(plan);
+        };
+        let schema = plan.schema();
+        let exprs = (0..schema.fields().len())
+            .map(|j| {
+                let c: Arc<dyn PhysicalExpr> = Arc::new(Column::new(schema.field(j).name(), j));
+                let e = if j == at {
+                    let when: Vec<(Arc<dyn PhysicalExpr>, Arc<dyn PhysicalExpr>)> = rows
+                        .renamed
+                        .iter()
+                        .map(|(from, to)| {
+                            (
+                                Arc::new(Literal::new(ScalarValue::Utf8(Some(from.clone()))))
+                                    as Arc<dyn PhysicalExpr>,
+                                Arc::new(Literal::new(ScalarValue::Utf8(Some(to.clone()))))
+                                    as Arc<dyn PhysicalExpr>,
+                            )
+                        })
+                        .collect();
+                    Arc::new(CaseExpr::try_new(Some(c.clone()), when, Some(c))?)
+                        as Arc<dyn PhysicalExpr>
+                } else {
+                    c
+                };
+                Ok((e, schema.field(j).name().clone()))
+            })
+            .collect::<DfResult<Vec<_>>>()?;
+        Ok(Arc::new(ProjectionExec::try_new(exprs, plan)?))
     }
 }
 
@@ -832,6 +920,7 @@ fn segment_files(
             continue;
         };
         let mut read: Vec<(String, i64, i64)> = Vec::new();
+        let mut renamed: Vec<(String, String)> = Vec::new();
         if !def.is_shared() {
             for d in captures {
                 let Some(ds) = &d.in_segment else { continue };
@@ -840,6 +929,9 @@ fn segment_files(
                 }
                 if let Some(&(first, rows)) = ds.ranges.get(def.name) {
                     read.push((d.name.clone(), first, rows));
+                    if ds.stored_name != d.name {
+                        renamed.push((ds.stored_name.clone(), d.name.clone()));
+                    }
                 }
             }
             if read.is_empty() {
@@ -868,6 +960,7 @@ fn segment_files(
             rows: Some(SegmentRows {
                 captures: read,
                 file_rows,
+                renamed,
             }),
         });
     }

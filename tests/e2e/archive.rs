@@ -92,8 +92,12 @@ fn runs_become_captures_read_as_one_dataset() {
         "{err}"
     );
     assert!(err.contains("skipped") && err.contains("README"), "{err}");
+    // One segment holds the three captures (no directory of their own).
+    let segs = sql_rows(&arch, "SELECT DISTINCT segment FROM capture");
+    assert_eq!(segs.len(), 1, "{segs:?}");
+    assert!(arch.join(format!("segment={}", segs[0][0])).is_dir());
     for n in ["nightly", "run1", "run2"] {
-        assert!(arch.join(format!("capture={n}")).is_dir(), "{n}");
+        assert!(!arch.join(format!("capture={n}")).exists(), "{n}");
     }
     let want = runs_samples();
     assert_eq!(samples_by_capture(&arch), want);
@@ -146,9 +150,15 @@ fn runs_become_captures_read_as_one_dataset() {
         sql_scalar(&arch, "SELECT count(*) FROM syscall WHERE capture = 'run1'"),
         sql_scalar(&alone, "SELECT count(*) FROM syscall")
     );
-    // Hotspots over the archive are the sums of each capture's.
-    let hot = |cap: &Path| -> BTreeMap<(String, String), (i64, i64)> {
-        csv_maps(&report_csv("hotspots", cap, &["--no-inline"]))
+    // Hotspots over the archive are the sums of each capture's, and a
+    // capture's are those of its recording ingested alone (the segment's
+    // shared modules, frames and stacks name its frames as its own did).
+    let hot = |cap: &Path, only: &[&str]| -> BTreeMap<(String, String), (i64, i64)> {
+        let mut args = vec!["--no-inline"];
+        for c in only {
+            args.extend(["--capture", c]);
+        }
+        csv_maps(&report_csv("hotspots", cap, &args))
             .into_iter()
             .map(|m| {
                 (
@@ -163,13 +173,16 @@ fn runs_become_captures_read_as_one_dataset() {
     };
     let mut sum: BTreeMap<(String, String), (i64, i64)> = BTreeMap::new();
     for n in ["nightly", "run1", "run2"] {
-        for (k, (s, tot)) in hot(&arch.join(format!("capture={n}"))) {
+        for (k, (s, tot)) in hot(&arch, &[n]) {
             let e = sum.entry(k).or_default();
             e.0 += s;
             e.1 += tot;
         }
     }
-    assert_eq!(hot(&arch), sum);
+    assert_eq!(hot(&arch, &[]), sum);
+    let run2 = t.path().join("run2-alone");
+    ingest_file(&src.join("run2/threads.data"), &run2, &[]);
+    assert_eq!(hot(&arch, &["run2"]), hot(&run2, &[]));
 }
 
 #[test]
@@ -178,8 +191,14 @@ fn reruns_skip_unchanged_captures_and_replace_changed_ones() {
     let src = runs(t.path());
     let arch = t.path().join("arch");
     ok(archive_ingest(&src, &arch, &["--no-symbolize"]));
+    let seg_of = |n: &str| {
+        sql_scalar(
+            &arch,
+            &format!("SELECT segment FROM capture WHERE capture = '{n}'"),
+        )
+    };
     let mtime = |n: &str| {
-        std::fs::metadata(arch.join(format!("capture={n}/source.parquet")))
+        std::fs::metadata(arch.join(format!("segment={}/source.parquet", seg_of(n))))
             .unwrap()
             .modified()
             .unwrap()
@@ -194,14 +213,19 @@ fn reruns_skip_unchanged_captures_and_replace_changed_ones() {
     std::fs::rename(&src, &moved).unwrap();
     let err = ok(archive_ingest(&moved, &arch, &["--no-symbolize"]));
     assert!(err.contains("0 captures ingested, 3 unchanged"), "{err}");
-    // run2's recording replaced by another: only run2 is ingested again,
-    // and has the new recording's samples (no duplicates).
+    // run2's recording replaced by another: only run2 is ingested again
+    // (into a new segment; the old one keeps run1's and nightly's rows),
+    // and has the new recording's samples (its old rows are not read).
+    let old = seg_of("run2");
     std::fs::copy(fixture("procs.data"), moved.join("run2/threads.data")).unwrap();
     let err = ok(archive_ingest(&moved, &arch, &["--no-symbolize"]));
     assert!(err.contains("1 captures ingested, 2 unchanged"), "{err}");
     assert_eq!(mtime("run1"), before.0);
+    assert_ne!(seg_of("run2"), old);
+    assert_eq!(seg_of("run1"), old);
     let got = samples_by_capture(&arch);
     assert_eq!(got["run2"], perf_script_samples(&fixture("procs.data")));
+    assert_eq!(got["run1"], perf_script_samples(&fixture("hot-fp.data")));
     assert_eq!(
         sql_scalar(&arch, "SELECT count(*) FROM capture"),
         "3".to_string()
@@ -250,33 +274,34 @@ fn failed_captures_are_recorded_and_strict_stops() {
 #[test]
 fn a_killed_run_exposes_no_partial_capture_and_the_next_one_finishes() {
     // What kill -9 leaves: a capture being staged (half its tables) and a
-    // capture renamed into place before the manifest was rewritten.
+    // segment renamed into place before the manifest was rewritten.
     let t = tempfile::tempdir().unwrap();
     let src = runs(t.path());
     let arch = t.path().join("arch");
     ok(archive_ingest(&src, &arch, &["--no-symbolize"]));
-    let staged = arch.join(".staging/.capture=run3.trawl-tmp-999999");
+    let seg = sql_scalar(&arch, "SELECT min(segment) FROM capture");
+    let staged = arch.join(".staging/captures/0/.trawl-tmp-999999");
     std::fs::create_dir_all(&staged).unwrap();
     for f in ["source.parquet", "perf_sample.parquet"] {
-        std::fs::copy(arch.join("capture=run1").join(f), staged.join(f)).unwrap();
+        std::fs::copy(arch.join(format!("segment={seg}")).join(f), staged.join(f)).unwrap();
     }
     std::fs::create_dir_all(src.join("run3")).unwrap();
     std::fs::copy(fixture("hot-fp.data"), src.join("run3/hot-fp.data")).unwrap();
+    let orphan = arch.join("segment=9999999999999-0001");
     let mut cp = std::process::Command::new("cp");
-    cp.args(["-r"])
-        .arg(arch.join("capture=run1"))
-        .arg(arch.join("capture=run3"));
+    cp.args(["-r"]).arg(arch.join(format!("segment={seg}"))).arg(&orphan);
     assert!(cp.status().unwrap().success());
-    // Readers see whole captures only: run3 is complete, the staging
-    // directory is not read.
-    let n = perf_script_samples(&fixture("hot-fp.data"));
-    assert_eq!(samples_by_capture(&arch)["run3"], n);
-    // The next run ingests run3 (not in the manifest), cleans the staging
-    // area, and nothing is duplicated.
+    // Readers read what the manifest names: neither the staging directory
+    // nor the unrecorded segment (nothing twice).
+    assert_eq!(samples_by_capture(&arch), runs_samples());
+    // The next run removes both, ingests run3, and nothing is duplicated.
     let err = ok(archive_ingest(&src, &arch, &["--no-symbolize"]));
     assert!(err.contains("1 captures ingested, 3 unchanged"), "{err}");
     assert!(!arch.join(".staging").exists());
+    assert!(!orphan.exists());
+    let n = perf_script_samples(&fixture("hot-fp.data"));
     assert_eq!(samples_by_capture(&arch)["run3"], n);
+    assert_eq!(samples_by_capture(&arch)["run1"], n);
     assert_eq!(sql_scalar(&arch, "SELECT count(*) FROM capture"), "4");
 }
 
@@ -419,33 +444,42 @@ fn filters_on_capture_open_only_its_files() {
             .collect::<Vec<_>>()
             .join("\n")
     };
-    let p = plan("SELECT count(*) FROM perf_sample WHERE capture = 'run1'");
-    assert!(p.contains("capture=run1/perf_sample.parquet"), "{p}");
-    assert!(
-        !p.contains("capture=run2") && !p.contains("capture=nightly"),
-        "{p}"
+    // The scan of the segment's file reads only the capture's rows (the
+    // range the manifest gives them): the filter on `capture` above it
+    // (kept for plans sent to a cluster) finds nothing else to drop,
+    // though the file holds three captures.
+    let scanned = |q: &str| {
+        let p = plan(&format!("ANALYZE {q}"));
+        let filter = p
+            .lines()
+            .find(|l| l.contains("FilterExec: capture@"))
+            .unwrap_or_else(|| panic!("{p}"))
+            .to_string();
+        assert!(filter.contains("selectivity=100%"), "{p}");
+        assert!(p.contains("/perf_sample.parquet"), "{p}");
+    };
+    let want = runs_samples();
+    scanned("SELECT count(*) FROM perf_sample WHERE capture = 'run1'");
+    scanned("SELECT count(*) FROM perf_sample WHERE capture IN ('run1', 'run2')");
+    assert_eq!(
+        sql_scalar(&arch, "SELECT count(*) FROM perf_sample WHERE capture = 'run1'"),
+        want["run1"].to_string()
     );
-    let p = plan("SELECT count(*) FROM perf_sample WHERE capture IN ('run1', 'run2')");
-    assert!(
-        p.contains("capture=run1/") && p.contains("capture=run2/"),
-        "{p}"
+    assert_eq!(
+        sql_scalar(&arch, "SELECT count(*) FROM perf_sample WHERE capture IN ('run1', 'run2')"),
+        (want["run1"] + want["run2"]).to_string()
     );
-    assert!(!p.contains("capture=nightly"), "{p}");
-    // An analysis's `capture` argument reads only that capture's files,
-    // and answers as the report on the capture alone.
+    // An analysis's `capture` argument answers as the report on the
+    // capture alone.
     let q = "SELECT function, module, self_samples, total_samples \
              FROM hotspots('function', 'capture', 'run2', 'inline', false)";
-    let p = plan(q);
-    assert!(p.contains("capture=run2/stack.parquet"), "{p}");
-    assert!(
-        !p.contains("capture=run1") && !p.contains("capture=nightly"),
-        "{p}"
-    );
     let mut got = sql_rows(&arch, q);
     got.sort();
+    let alone = t.path().join("run2-alone");
+    ingest_file(&src.join("run2/threads.data"), &alone, &["--no-symbolize"]);
     let mut want: Vec<Vec<String>> = csv_maps(&report_csv(
         "hotspots",
-        &arch.join("capture=run2"),
+        &alone,
         &["--no-inline"],
     ))
     .into_iter()
@@ -681,33 +715,18 @@ fn archive_runs_killed_at_any_moment_leave_whole_captures() {
         if !arch.exists() {
             continue;
         }
-        let caps: Vec<String> = std::fs::read_dir(&arch)
-            .unwrap()
-            .flatten()
-            .filter_map(|e| {
-                e.file_name()
-                    .to_str()
-                    .and_then(|n| n.strip_prefix("capture="))
-                    .map(str::to_string)
-            })
-            .collect();
-        if caps.len() < 3 {
-            partial = true;
-        }
-        for c in &caps {
-            let dir = arch.join(format!("capture={c}"));
-            trawl_ok(&["tables", dir.to_str().unwrap()]);
-            let n: usize = sql_scalar(&dir, "SELECT count(*) FROM perf_sample")
-                .parse()
-                .unwrap();
-            assert_eq!(n, want[c], "killed after {wait:?}: capture {c} not whole");
-        }
+        // The captures the manifest names are whole (every table of the
+        // archive opens).
+        let mut caps = 0;
         if arch.join("capture.parquet").exists() {
-            trawl_ok(&[
-                "sql",
-                arch.to_str().unwrap(),
-                "SELECT count(*) FROM capture",
-            ]);
+            trawl_ok(&["tables", arch.to_str().unwrap()]);
+            for (c, n) in samples_by_capture(&arch) {
+                assert_eq!(n, want[&c], "killed after {wait:?}: capture {c} not whole");
+                caps += 1;
+            }
+        }
+        if caps < 3 {
+            partial = true;
         }
         // Reset now and then, so that early kills hit a run's start again.
         if k < 12 && k % 4 == 3 {
