@@ -1,28 +1,33 @@
 //! # trawl-archive
 //!
-//! An archive is many captures as one dataset: a directory of capture
-//! directories named `capture=NAME` (Hive-style partitions, so DuckDB's
-//! `read_parquet('ARCHIVE/*/perf_sample.parquet', hive_partitioning =
-//! true)` and Polars' `scan_parquet(..., hive_partitioning=True)` read it
-//! as one table with a `capture` column), and a manifest at its root:
+//! An archive is many captures as one dataset: segments
+//! (`segment=NAME/<table>.parquet`, Hive-style partitions, so DuckDB's
+//! `read_parquet('ARCHIVE/segment=*/perf_sample.parquet', hive_partitioning
+//! = true)` and Polars' `scan_parquet(..., hive_partitioning=True)` read
+//! each table as one, `capture` a column of the files), each holding the
+//! captures ingested together with their modules, frames, stacks and
+//! symbols deduplicated (see [`segment`]), and a manifest at its root:
 //! `capture.parquet` (a row per capture: status, content hash, host, start
-//! time, trawl and schema version), `capture_input.parquet` (a row per
-//! input file with its size and BLAKE3 hash) and `capture_file.parquet`
-//! (a row per table file of each capture, with its size and rows: an
-//! archive in an object store opens from it without a listing).
+//! time, trawl and schema version, segment), `capture_input.parquet` (a row
+//! per input file with its size and BLAKE3 hash), `capture_file.parquet`
+//! (a row per table of each capture: its rows' range in the segment's
+//! file, their time range) and `segment_file.parquet` (each segment's files,
+//! sizes and rows: an archive in an object store opens from these without a
+//! listing). Archives of earlier trawls (`capture=NAME/`, a directory per
+//! capture) are read as they are.
 //!
 //! [`plan`] groups raw inputs into captures; [`ingest`] ingests the
 //! captures whose inputs are not yet in the manifest, several at a time,
-//! each committed atomically (its directory appears whole), the manifest
-//! rewritten (atomically) as they are done, at most twice a second, and at
-//! the end. A killed run leaves no partial
-//! capture; running again finishes the work.
+//! each staged whole and appended to the segment being built; a segment
+//! is committed (renamed into place whole) and recorded in the manifest
+//! (rewritten atomically) when it is full and at the end. A killed run
+//! leaves no partial capture; running again finishes the work.
 
 mod manifest;
 mod plan;
 mod remote;
 mod run;
-mod segment;
+pub mod segment;
 
 pub use manifest::{read_files, read_manifest, CaptureRow, FileRow, InputRow, Status};
 pub use plan::{plan, Grouping, Planned};

@@ -1,18 +1,24 @@
 //! Ingesting an archive: plan, hash, skip what the manifest already
-//! holds, ingest the rest several at a time, commit each capture
-//! atomically and keep the manifest current.
+//! holds, ingest the rest several at a time into segments, commit each
+//! segment atomically and record it in the manifest.
 //!
 //! A run holds the archive's lock (one writer at a time) and first removes
-//! what killed runs left (`ARCHIVE/.staging`, temporary manifest files).
-//! Inputs are hashed with BLAKE3, read rather than mapped (an input
-//! truncated meanwhile is an error, not a SIGBUS); a capture's content
-//! hash covers its inputs' file names and hashes, and an input that cannot
-//! be read fails its capture only (the run, with `strict`). Captures are
-//! ingested on `jobs` threads, each staged in `ARCHIVE/.staging` (outside
-//! the `ARCHIVE/*/` that readers glob) and renamed to `capture=NAME` at
-//! commit. The manifest is rewritten
-//! at most twice a second and at the end; a capture committed but not yet
-//! in the manifest is ingested again by the next run.
+//! what killed runs left (`ARCHIVE/.staging`, temporary manifest files,
+//! segments the manifest does not name). Inputs are hashed with BLAKE3,
+//! read rather than mapped (an input truncated meanwhile is an error, not
+//! a SIGBUS); a capture's content hash covers its inputs' file names and
+//! hashes, and an input that cannot be read fails its capture only (the
+//! run, with `strict`). Captures are ingested on `jobs` threads, each
+//! committed whole into `ARCHIVE/.staging/captures/` (outside the
+//! `ARCHIVE/*/` that readers glob); this thread appends each to the
+//! segment being built (`ARCHIVE/.staging/segment=NAME`), which is renamed
+//! to `ARCHIVE/segment=NAME` when full and at the end, then recorded in the
+//! manifest with its captures. Failures are recorded at most twice a
+//! second; a capture of a segment not yet recorded is ingested again by
+//! the next run. After the manifest names a capture's new segment, what
+//! it no longer names is removed: the directories of captures of an
+//! earlier layout (`capture=NAME`) now in a segment, and segments none of
+//! whose captures it names.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -11,9 +11,11 @@ use crate::cmd::ingest::ConvertArgs;
 #[derive(Subcommand)]
 pub(crate) enum Archive {
     /// Ingest the runs under SRC... into ARCHIVE: the inputs directly in
-    /// one directory make one capture (`--per-file`: each file is one),
-    /// stored as ARCHIVE/capture=NAME; captures whose inputs are already
-    /// in the manifest (same content) are skipped, changed ones replaced.
+    /// one directory make one capture (`--per-file`: each file is one);
+    /// the captures of a run are stored together in segments
+    /// (ARCHIVE/segment=NAME/TABLE.parquet, `capture` a column, stacks and
+    /// frames shared); captures whose inputs are already in the manifest
+    /// (same content) are skipped, changed ones replaced.
     Ingest(ArchiveIngestArgs),
 }
 
