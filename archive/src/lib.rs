@@ -23,12 +23,14 @@
 //! (rewritten atomically) when it is full and at the end. A killed run
 //! leaves no partial capture; running again finishes the work.
 
+mod compact;
 mod manifest;
 mod plan;
 mod remote;
 mod run;
 pub mod segment;
 
+pub use compact::{compact, Compacted};
 pub use manifest::{read_files, read_manifest, CaptureRow, FileRow, InputRow, Status};
 pub use plan::{plan, Grouping, Planned};
 pub use run::{ingest, Event, Options, Outcome, Summary};

@@ -486,7 +486,7 @@ fn save(
 /// A new segment's name: its number in this run after the time, so that
 /// names sort in the order segments were made and two runs never make
 /// the same.
-fn segment_name(n: usize) -> String {
+pub(crate) fn segment_name(n: usize) -> String {
     let t = now_ns() / 1_000_000;
     format!("{t:013}-{n:04}")
 }
@@ -541,7 +541,7 @@ fn commit_segment(
 
 /// Removes the segment directories of `archive` its manifest does not
 /// list (a run killed between committing a segment and recording it).
-fn remove_unrecorded_segments(archive: &Path, listed: &BTreeMap<String, Vec<SegmentFileRow>>) {
+pub(crate) fn remove_unrecorded_segments(archive: &Path, listed: &BTreeMap<String, Vec<SegmentFileRow>>) {
     let Ok(rd) = std::fs::read_dir(archive) else {
         return;
     };
@@ -556,12 +556,12 @@ fn remove_unrecorded_segments(archive: &Path, listed: &BTreeMap<String, Vec<Segm
 }
 
 /// Where captures are written before they are renamed into place.
-const STAGING: &str = ".staging";
+pub(crate) const STAGING: &str = ".staging";
 
 /// Removes what killed runs left in the archive's root: staging
 /// directories of captures and temporary manifest files (the caller holds
 /// the archive's lock, so none is being written).
-fn remove_leftovers(archive: &Path) {
+pub(crate) fn remove_leftovers(archive: &Path) {
     let _ = std::fs::remove_dir_all(archive.join(STAGING));
     let Ok(rd) = std::fs::read_dir(archive) else {
         return;

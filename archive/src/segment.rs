@@ -181,6 +181,11 @@ impl Segment {
         self.captures.is_empty()
     }
 
+    /// Rows of its captures' tables so far.
+    pub(crate) fn capture_rows(&self) -> i64 {
+        self.capture_rows
+    }
+
     /// Whether the segment holds enough: rows of its captures' tables
     /// ([`SEGMENT_ROWS`]) or captures ([`SEGMENT_CAPTURES`]).
     pub(crate) fn is_full(&self) -> bool {
@@ -271,6 +276,73 @@ impl Segment {
             }
         }
         self.captures.push((name.to_string(), ranges));
+        Ok(())
+    }
+
+    /// Appends the captures `live` (name, and per table the first row and
+    /// rows of its range) of the segment in `dir`: its modules, frames,
+    /// stacks and symbols join this segment's once, then each capture's
+    /// rows are copied with their ids renumbered. Rows of the segment's
+    /// other captures (replaced or removed since) are left behind.
+    pub(crate) fn add_segment(
+        &mut self,
+        dir: &Path,
+        live: &[(String, HashMap<String, (i64, i64)>)],
+    ) -> Result<()> {
+        let read = |def: &'static TableDef| -> Result<Vec<RecordBatch>> {
+            if !trawl_capture::layout::table_file(dir, def.name).is_file() {
+                return Ok(Vec::new());
+            }
+            Ok(read_table(dir, def)?)
+        };
+        let modules = read(&schema::MODULE)?;
+        let symbol_files = read(&schema::SYMBOL_FILE)?;
+        let symbols = read(&schema::SYMBOL)?;
+        let module_map = self.add_modules(&modules, &symbol_files, &symbols)?;
+        let frames = read(&schema::FRAME)?;
+        let frame_map = self.add_frames(&frames, &module_map)?;
+        let stacks = read(&schema::STACK)?;
+        let mut stack_map = self.add_stacks(&stacks, &frame_map)?;
+        let instructions = read(&schema::INSTRUCTION)?;
+        self.add_instructions(&instructions, &module_map)?;
+        let mut ranges: Vec<Vec<Range>> = vec![Vec::new(); live.len()];
+        for def in schema::TABLES.iter().copied().filter(|d| !d.is_shared()) {
+            let batches = read(def)?;
+            if batches.is_empty() {
+                continue;
+            }
+            let out_schema = capture_schema(def);
+            let all = arrow::compute::concat_batches(&batches[0].schema(), &batches)
+                .map_err(|e| arrow_err(def.name, e))?;
+            for (k, (_, tables)) in live.iter().enumerate() {
+                let Some(&(first, rows)) = tables.get(def.name) else {
+                    continue;
+                };
+                if rows <= 0 || first < 0 || (first + rows) as usize > all.num_rows() {
+                    continue;
+                }
+                let b = all.slice(first as usize, rows as usize);
+                let b = self.remap(def, b, &module_map, &frame_map, &mut stack_map)?;
+                let time = b.column_by_name("time_ns").and_then(|t| {
+                    let t = t.as_primitive::<Int64Type>();
+                    arrow::compute::min(t).zip(arrow::compute::max(t))
+                });
+                let b = RecordBatch::try_new(out_schema.clone(), b.columns().to_vec())
+                    .map_err(|e| arrow_err(def.name, e))?;
+                let first_row = self.rows_of(def.name);
+                self.write(def, &out_schema, &b)?;
+                self.capture_rows += rows;
+                ranges[k].push(Range {
+                    table: def.name,
+                    first_row,
+                    rows,
+                    time_ns: time,
+                });
+            }
+        }
+        for ((name, _), r) in live.iter().zip(ranges) {
+            self.captures.push((name.clone(), r));
+        }
         Ok(())
     }
 

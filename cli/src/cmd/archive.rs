@@ -17,6 +17,17 @@ pub(crate) enum Archive {
     /// frames shared); captures whose inputs are already in the manifest
     /// (same content) are skipped, changed ones replaced.
     Ingest(ArchiveIngestArgs),
+    /// Rewrite ARCHIVE's small segments into large ones, leave behind the
+    /// rows of captures replaced since, and move the captures of an
+    /// earlier layout (ARCHIVE/capture=NAME, a directory each) into
+    /// segments. Safe to interrupt: readers see the old layout or the new.
+    Compact(ArchiveCompactArgs),
+}
+
+#[derive(Args)]
+pub(crate) struct ArchiveCompactArgs {
+    /// The archive (a directory).
+    pub(crate) archive: PathBuf,
 }
 
 #[derive(Args)]
@@ -54,6 +65,18 @@ pub(crate) struct ArchiveIngestArgs {
 pub(crate) fn archive(a: Archive) -> Result<()> {
     match a {
         Archive::Ingest(a) => archive_ingest(&a),
+        Archive::Compact(a) => {
+            let d = trawl_archive::compact(&a.archive)?;
+            eprintln!(
+                "{}: {} captures into {} segments ({} segments merged, {} capture directories moved)",
+                a.archive.display(),
+                d.captures,
+                d.segments_written,
+                d.segments_merged,
+                d.directories
+            );
+            Ok(())
+        }
     }
 }
 

@@ -1,0 +1,245 @@
+//! `trawl archive compact`: an archive's small segments merged into large
+//! ones, the rows of captures replaced since left behind, and the captures
+//! of an earlier layout (`capture=NAME/`, a directory each) moved into
+//! segments, so that what a question costs stays proportional to the rows
+//! it reads (as Delta Lake's and Iceberg's `OPTIMIZE` rewrite small files).
+//!
+//! Safe to kill at any moment: each new segment is built in the staging
+//! directory, renamed into place whole, then recorded in the manifest
+//! (its captures now read from it; the segment or directory they came from
+//! still holds the rest until they move too); only once the manifest names
+//! none of a segment's or directory's captures is it removed.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+
+use crate::manifest::{
+    read_files, read_manifest, read_segment_files, write_manifest, FileRow, SegmentFileRow,
+    Status,
+};
+use crate::segment::{segment_dir, Segment, SEGMENT_ROWS};
+use crate::{capture_dir, Error, Result};
+
+/// What a compaction did.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Compacted {
+    /// Captures moved into new segments.
+    pub captures: usize,
+    /// Segments merged (and removed), and capture directories moved.
+    pub segments_merged: usize,
+    pub directories: usize,
+    /// Segments written.
+    pub segments_written: usize,
+}
+
+/// One thing to move into the new segments.
+enum Source {
+    /// A segment, with its captures the manifest places there.
+    Segment(String, Vec<(String, HashMap<String, (i64, i64)>)>),
+    /// A capture in a directory of its own.
+    Directory(String),
+}
+
+/// Compacts the archive in directory `archive` (see the module's
+/// documentation): segments holding fewer than half of
+/// [`SEGMENT_ROWS`] rows of their captures, or rows of captures no longer
+/// there, and captures in directories of their own, are rewritten into
+/// segments of up to [`SEGMENT_ROWS`] rows.
+pub fn compact(archive: &Path) -> Result<Compacted> {
+    if trawl_capture::store::is_url(archive) {
+        return Err(Error::Other(format!(
+            "{}: compacting an archive in an object store is not supported yet; compact a local copy and upload it",
+            archive.display()
+        )));
+    }
+    if !archive.join("capture.parquet").is_file() {
+        return Err(Error::Other(format!(
+            "{}: not an archive (no capture.parquet)",
+            archive.display()
+        )));
+    }
+    let lock_path = archive.join(".trawl-archive.lock");
+    let lock = std::fs::File::create(&lock_path).map_err(|e| Error::io(&lock_path, e))?;
+    if lock.try_lock().is_err() {
+        return Err(Error::Other(format!(
+            "{}: another `trawl archive` run is writing this archive",
+            archive.display()
+        )));
+    }
+    crate::run::remove_leftovers(archive);
+    let (caps, inputs) = read_manifest(archive)?;
+    let mut caps: BTreeMap<String, crate::manifest::CaptureRow> =
+        caps.into_iter().map(|c| (c.capture.clone(), c)).collect();
+    let mut files: BTreeMap<String, Vec<FileRow>> = BTreeMap::new();
+    for f in read_files(archive)? {
+        files.entry(f.capture.clone()).or_default().push(f);
+    }
+    let mut seg_files: BTreeMap<String, Vec<SegmentFileRow>> = BTreeMap::new();
+    for f in read_segment_files(archive)? {
+        seg_files.entry(f.segment.clone()).or_default().push(f);
+    }
+    crate::run::remove_unrecorded_segments(archive, &seg_files);
+
+    // What moves: small segments, segments with rows of captures gone,
+    // captures in directories.
+    let per_capture_rows = |rows: &[SegmentFileRow]| -> i64 {
+        rows.iter()
+            .filter(|f| trawl_capture::schema::table(&f.table_name).is_some_and(|d| !d.is_shared()))
+            .map(|f| f.rows)
+            .sum()
+    };
+    let mut sources: Vec<(i64, Source)> = Vec::new();
+    for (seg, rows) in &seg_files {
+        let mut live: Vec<(String, HashMap<String, (i64, i64)>)> = Vec::new();
+        let mut live_rows = 0;
+        for c in caps
+            .values()
+            .filter(|c| c.status == Status::Ok && c.segment.as_deref() == Some(seg.as_str()))
+        {
+            let mut t = HashMap::new();
+            for f in files.get(&c.capture).into_iter().flatten() {
+                if let (Some((s, first)), Some(n)) = (&f.segment, f.rows) {
+                    if s == seg {
+                        t.insert(f.table_name.clone(), (*first, n));
+                        live_rows += n;
+                    }
+                }
+            }
+            live.push((c.capture.clone(), t));
+        }
+        let total = per_capture_rows(rows);
+        if total < SEGMENT_ROWS / 2 || live_rows < total {
+            sources.push((live_rows, Source::Segment(seg.clone(), live)));
+        }
+    }
+    for c in caps
+        .values()
+        .filter(|c| c.status == Status::Ok && c.segment.is_none())
+    {
+        if capture_dir(archive, &c.capture).is_dir() {
+            let n = files
+                .get(&c.capture)
+                .map_or(0, |f| f.iter().filter_map(|f| f.rows).sum());
+            sources.push((n, Source::Directory(c.capture.clone())));
+        }
+    }
+    let mut done = Compacted::default();
+    let only_one_clean = sources.len() == 1
+        && matches!(&sources[0].1, Source::Segment(s, _) if {
+            let total = per_capture_rows(&seg_files[s]);
+            sources[0].0 == total
+        });
+    if sources.is_empty() || only_one_clean {
+        return Ok(done);
+    }
+
+    let save = |caps: &BTreeMap<String, crate::manifest::CaptureRow>,
+                files: &BTreeMap<String, Vec<FileRow>>,
+                seg_files: &BTreeMap<String, Vec<SegmentFileRow>>|
+     -> Result<()> {
+        let rows: Vec<_> = caps.values().cloned().collect();
+        let fs: Vec<FileRow> = files.values().flatten().cloned().collect();
+        let segs: Vec<SegmentFileRow> = seg_files.values().flatten().cloned().collect();
+        write_manifest(archive, &rows, &inputs, &fs, &segs)
+    };
+    let staging = archive.join(crate::run::STAGING);
+    let mut n = 0usize;
+    let mut seg: Option<Segment> = None;
+    let mut moved_from: Vec<String> = Vec::new();
+    let mut moved_dirs: Vec<String> = Vec::new();
+    let commit = |s: Segment,
+                  caps: &mut BTreeMap<String, crate::manifest::CaptureRow>,
+                  files: &mut BTreeMap<String, Vec<FileRow>>,
+                  seg_files: &mut BTreeMap<String, Vec<SegmentFileRow>>|
+     -> Result<usize> {
+        let name = s.name.clone();
+        let ranges = s.captures.clone();
+        let written = s.finish(archive)?;
+        let size_of =
+            |t: &str| written.iter().find(|f| f.table == t).map_or(0, |f| f.size_bytes);
+        for (capture, rs) in &ranges {
+            let fs = rs
+                .iter()
+                .map(|r| FileRow {
+                    capture: capture.clone(),
+                    table_name: r.table.to_string(),
+                    size_bytes: size_of(r.table),
+                    rows: Some(r.rows),
+                    segment: Some((name.clone(), r.first_row)),
+                    time_ns: r.time_ns,
+                })
+                .collect();
+            files.insert(capture.clone(), fs);
+            if let Some(c) = caps.get_mut(capture) {
+                c.segment = Some(name.clone());
+            }
+        }
+        seg_files.insert(
+            name.clone(),
+            written
+                .into_iter()
+                .map(|f| SegmentFileRow {
+                    segment: name.clone(),
+                    table_name: f.table.to_string(),
+                    size_bytes: f.size_bytes,
+                    rows: f.rows,
+                })
+                .collect(),
+        );
+        save(caps, files, seg_files)?;
+        Ok(ranges.len())
+    };
+    for (rows, src) in sources {
+        if seg
+            .as_ref()
+            .is_some_and(|s| s.capture_rows() + rows > SEGMENT_ROWS && !s.is_empty())
+        {
+            let s = seg.take().expect("some");
+            done.captures += commit(s, &mut caps, &mut files, &mut seg_files)?;
+            done.segments_written += 1;
+        }
+        if seg.is_none() {
+            n += 1;
+            let name = crate::run::segment_name(n);
+            seg = Some(Segment::new(
+                name.clone(),
+                staging.join(format!("segment={name}")),
+            )?);
+        }
+        let s = seg.as_mut().expect("made");
+        match src {
+            // Nothing of it is read any more.
+            Source::Segment(name, live) if live.is_empty() => moved_from.push(name),
+            Source::Segment(name, live) => {
+                s.add_segment(&segment_dir(archive, &name), &live)?;
+                moved_from.push(name);
+            }
+            Source::Directory(name) => {
+                s.add(&name, &capture_dir(archive, &name))?;
+                moved_dirs.push(name);
+            }
+        }
+    }
+    if let Some(s) = seg.take().filter(|s| !s.is_empty()) {
+        done.captures += commit(s, &mut caps, &mut files, &mut seg_files)?;
+        done.segments_written += 1;
+    }
+    // The manifest names none of their captures now: removed.
+    for s in &moved_from {
+        seg_files.remove(s);
+    }
+    save(&caps, &files, &seg_files)?;
+    for s in &moved_from {
+        let d = segment_dir(archive, s);
+        std::fs::remove_dir_all(&d).map_err(|e| Error::io(&d, e))?;
+    }
+    for c in &moved_dirs {
+        let d = capture_dir(archive, c);
+        std::fs::remove_dir_all(&d).map_err(|e| Error::io(&d, e))?;
+    }
+    let _ = std::fs::remove_dir(&staging);
+    done.segments_merged = moved_from.len();
+    done.directories = moved_dirs.len();
+    drop(lock);
+    Ok(done)
+}
