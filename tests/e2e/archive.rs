@@ -743,3 +743,118 @@ fn archive_runs_killed_at_any_moment_leave_whole_captures() {
     assert_eq!(sql_scalar(&arch, "SELECT count(*) FROM capture"), "3");
     assert!(!arch.join(".staging").exists());
 }
+
+/// An archive of the layout before segments (fixtures/captures/v1-archive,
+/// written by trawl at 5d0223f: a directory per capture) opens as it is,
+/// and `trawl archive compact` moves its captures into one segment: the
+/// same answers (samples as perf script counts them, the hotspots report
+/// as before), no capture directory left; a second compaction has nothing
+/// to do.
+#[test]
+fn archives_of_directories_open_and_compact_into_segments() {
+    let t = tempfile::tempdir().unwrap();
+    let arch = t.path().join("arch");
+    let mut cp = std::process::Command::new("cp");
+    cp.arg("-r")
+        .arg(root_dir().join("fixtures/captures/v1-archive"))
+        .arg(&arch);
+    assert!(cp.status().unwrap().success());
+    let want: BTreeMap<String, usize> = [("run1", "hot-fp.data"), ("run2", "threads.data")]
+        .into_iter()
+        .map(|(c, f)| (c.to_string(), perf_script_samples(&fixture(f))))
+        .collect();
+    assert_eq!(samples_by_capture(&arch), want);
+    let before = report_csv("hotspots", &arch, &["--no-inline"]);
+    let o = trawl(&["archive", "compact", arch.to_str().unwrap()]);
+    let err = ok(o);
+    assert!(err.contains("2 captures into 1 segments"), "{err}");
+    assert!(!arch.join("capture=run1").exists() && !arch.join("capture=run2").exists());
+    assert_eq!(samples_by_capture(&arch), want);
+    assert_eq!(report_csv("hotspots", &arch, &["--no-inline"]), before);
+    assert_eq!(
+        sql_scalar(&arch, "SELECT count(DISTINCT segment) FROM capture"),
+        "1"
+    );
+    let err = ok(trawl(&["archive", "compact", arch.to_str().unwrap()]));
+    assert!(err.contains("0 captures into 0 segments"), "{err}");
+}
+
+/// `trawl archive compact` merges an archive's segments into one and
+/// leaves the rows of a replaced capture behind (the segment's perf_sample
+/// file then holds exactly the captures' samples, as perf script counts
+/// them); killed at a range of moments it leaves every capture whole and
+/// readable (the old layout or the new), and a later run finishes.
+#[test]
+fn compaction_merges_segments_and_survives_kills() {
+    let t = tempfile::tempdir().unwrap();
+    let src = runs(t.path());
+    let arch = t.path().join("arch");
+    ok(archive_ingest(&src, &arch, &["--no-symbolize"]));
+    // run2 replaced (its old rows stay in the first segment), run3 added:
+    // three segments.
+    std::fs::copy(fixture("procs.data"), src.join("run2/threads.data")).unwrap();
+    ok(archive_ingest(&src, &arch, &["--no-symbolize"]));
+    std::fs::create_dir_all(src.join("run3")).unwrap();
+    std::fs::copy(fixture("hot-fp.data"), src.join("run3/hot-fp.data")).unwrap();
+    ok(archive_ingest(&src, &arch, &["--no-symbolize"]));
+    let mut want = runs_samples();
+    want.insert("run2".into(), perf_script_samples(&fixture("procs.data")));
+    want.insert("run3".into(), perf_script_samples(&fixture("hot-fp.data")));
+    assert_eq!(samples_by_capture(&arch), want);
+    assert_eq!(
+        sql_scalar(&arch, "SELECT count(*) FROM segment_file WHERE table_name = 'perf_sample'"),
+        "3"
+    );
+    let hot = report_csv("hotspots", &arch, &["--no-inline"]);
+    let pristine = t.path().join("pristine");
+    let copy = |to: &Path| {
+        let _ = std::fs::remove_dir_all(to);
+        let mut cp = std::process::Command::new("cp");
+        cp.arg("-r").arg(&pristine).arg(to);
+        assert!(cp.status().unwrap().success());
+    };
+    std::fs::rename(&arch, &pristine).unwrap();
+    // How long a compaction takes.
+    copy(&arch);
+    let start = std::time::Instant::now();
+    ok(trawl(&["archive", "compact", arch.to_str().unwrap()]));
+    let full = start.elapsed();
+    let mut interrupted = 0;
+    for k in 0..10u32 {
+        copy(&arch);
+        let mut child = std::process::Command::new(crate::common::trawl_exe())
+            .args(["archive", "compact", arch.to_str().unwrap()])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(full * k / 10);
+        interrupted += child.try_wait().unwrap().is_none() as usize;
+        let _ = child.kill();
+        let _ = child.wait();
+        // Every capture whole, whatever the moment.
+        assert_eq!(samples_by_capture(&arch), want, "killed at {k}/10");
+        // A later run finishes: one segment, the replaced rows gone.
+        ok(trawl(&["archive", "compact", arch.to_str().unwrap()]));
+        assert_eq!(samples_by_capture(&arch), want, "after a kill at {k}/10");
+        assert_eq!(
+            sql_scalar(&arch, "SELECT count(DISTINCT segment) FROM capture"),
+            "1"
+        );
+        let total: usize = want.values().sum();
+        assert_eq!(
+            sql_scalar(&arch, "SELECT rows FROM segment_file WHERE table_name = 'perf_sample'"),
+            total.to_string()
+        );
+        assert_eq!(report_csv("hotspots", &arch, &["--no-inline"]), hot);
+        let dirs: Vec<String> = std::fs::read_dir(&arch)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with("segment=") || n.starts_with('.'))
+            .filter(|n| n != ".trawl-archive.lock")
+            .collect();
+        assert_eq!(dirs.len(), 1, "{dirs:?}");
+    }
+    assert!(interrupted > 0, "no kill interrupted a compaction ({full:?})");
+}
