@@ -41,8 +41,8 @@ SAMPLES=$("$TRAWL" sql "$W/arch" "SELECT count(*) FROM perf_sample" --format csv
 echo "input: $N runs, $(( BYTES / 1048576 )) MB; archive: $CAPS captures, $SAMPLES samples"
 
 # 2. Queries.
-ONE=$(ls "$W/arch" | grep '^capture=' | sed -n 500p | sed 's/^capture=//')
-G="$W/arch/*/perf_sample.parquet"
+ONE=$("$TRAWL" sql "$W/arch" "SELECT capture FROM capture ORDER BY capture LIMIT 1 OFFSET $(( N / 2 ))" --format csv | tail -1)
+G="$W/arch/segment=*/perf_sample.parquet"
 # Each query once untimed first: the files' pages cached for both tools.
 "$TRAWL" sql "$W/arch" "SELECT count(*) FROM perf_sample" >/dev/null
 python3 -c "import duckdb; duckdb.sql(\"SELECT count(*) FROM read_parquet('$G', hive_partitioning = true)\").fetchall()"
@@ -53,9 +53,10 @@ read -r DH_S DH_KB < <(t hot_duckdb python3 bench/hotspots_duckdb_archive.py "$W
 read -r Q1_S Q1_KB < <(t hot1 "$TRAWL" sql "$W/arch" "SELECT * FROM hotspots('function', 'capture', '$ONE', 'inline', false)")
 read -r D1_S D1_KB < <(t hot1_duckdb python3 bench/hotspots_duckdb_archive.py "$W/arch" "$ONE")
 
-# 3. Memory against the number of captures: a quarter of them.
-rm -rf "$W/quarter"; mkdir -p "$W/quarter"
-for d in $(ls "$W/arch" | grep '^capture=' | head -$(( N / 4 ))); do ln -s "$W/arch/$d" "$W/quarter/$d"; done
+# 3. Memory against the number of captures: an archive of a quarter of them.
+rm -rf "$W/quarter" "$W/quarter-src"; mkdir -p "$W/quarter-src"
+for d in $(ls "$W/runs" | head -$(( N / 4 ))); do cp -al "$W/runs/$d" "$W/quarter-src/"; done
+"$TRAWL" archive ingest "$W/quarter-src" -o "$W/quarter" -j 2 >/dev/null 2>&1
 read -r QQ_S QQ_KB < <(t count_quarter "$TRAWL" sql "$W/quarter" "SELECT count(*) FROM perf_sample")
 
 printf '%-58s %8s %10s\n' "" "seconds" "peak MB"

@@ -36,8 +36,8 @@ for _ in $(seq 100); do
   sleep 0.1
 done
 C="--cluster df://localhost:$PORT"
-ONE=$(ls "$W/arch" | grep '^capture=' | sed -n "$(( N / 2 ))p" | sed 's/^capture=//')
-G="$W/arch/*/perf_sample.parquet"
+ONE=$("$TRAWL" sql "$W/arch" "SELECT capture FROM capture ORDER BY capture LIMIT 1 OFFSET $(( N / 2 ))" --format csv | tail -1)
+G="$W/arch/segment=*/perf_sample.parquet"
 SAMPLES=$("$TRAWL" sql "$W/arch" "SELECT count(*) FROM perf_sample" --format csv | tail -1)
 echo "archive: $N captures, $SAMPLES samples"
 

@@ -503,6 +503,10 @@ impl CaptureTable {
         let n_file = file_schema.fields().len();
         let mut parts: Vec<(u64, Vec<PartitionedFile>)> = Vec::new();
         let mut selected = false;
+        // The rows read, as the manifest counts them: `count(*)` is
+        // answered from them without reading a page.
+        let mut total_rows = 0usize;
+        let mut total_bytes = 0usize;
         let mut names: Vec<String> = Vec::new();
         for f in files {
             let Some(rows) = &f.rows else { continue };
@@ -571,6 +575,8 @@ impl CaptureTable {
                 total_byte_size: Precision::Inexact(f.size as usize),
                 column_statistics: vec![ColumnStatistics::new_unknown(); n_file],
             }));
+            total_rows += read_rows as usize;
+            total_bytes += f.size as usize;
             parts.push((f.size, vec![file]));
         }
         if parts.is_empty() {
@@ -625,6 +631,12 @@ impl CaptureTable {
         let config = FileScanConfigBuilder::new(store, source)
             .with_file_groups(groups.into_iter().map(|g| FileGroup::new(g.1)).collect())
             .with_projection_indices(Some(indices.clone()))?
+            .with_statistics(Statistics {
+                num_rows: Precision::Exact(total_rows),
+                total_byte_size: Precision::Inexact(total_bytes),
+                // The file's columns and `segment`.
+                column_statistics: vec![ColumnStatistics::new_unknown(); n_file + 1],
+            })
             .build();
         let mut plan = format.create_physical_plan(state, config).await?;
         use datafusion::physical_expr::expressions::{Column, InListExpr};

@@ -434,11 +434,12 @@ fn object_store_errors_name_the_url_and_never_hang() {
         .find(|k| k.ends_with("/perf_sample.parquet"))
         .unwrap();
     s3.delete(&key);
+    // (A query that reads the object: `count(*)` is the manifest's.)
     let o = s3.trawl(
         &[
             "sql",
             "s3://trawl/stale",
-            "SELECT count(*) FROM perf_sample",
+            "SELECT sum(period) FROM perf_sample",
         ],
         &[],
     );
@@ -932,6 +933,6 @@ fn archives_in_two_containers_of_one_azure_account() {
         "s.get_container_client('other').delete_blob(sys.argv[1])",
         &[&format!("x/{key}")],
     );
-    let o = az.trawl(&["sql", two, "SELECT count(*) FROM perf_sample"]);
+    let o = az.trawl(&["sql", two, "SELECT sum(period) FROM perf_sample"]);
     assert_refused(&o, &format!("{two}/{key}"));
 }
