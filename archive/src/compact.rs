@@ -14,8 +14,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
 use crate::manifest::{
-    read_files, read_manifest, read_segment_files, write_manifest, FileRow, SegmentFileRow,
-    Status,
+    read_files, read_manifest, read_segment_files, write_manifest, FileRow, SegmentFileRow, Status,
 };
 use crate::segment::{segment_dir, Segment, SEGMENT_ROWS};
 use crate::{capture_dir, Error, Result};
@@ -155,8 +154,12 @@ pub fn compact(archive: &Path) -> Result<Compacted> {
         let name = s.name.clone();
         let ranges = s.captures.clone();
         let written = s.finish(archive)?;
-        let size_of =
-            |t: &str| written.iter().find(|f| f.table == t).map_or(0, |f| f.size_bytes);
+        let size_of = |t: &str| {
+            written
+                .iter()
+                .find(|f| f.table == t)
+                .map_or(0, |f| f.size_bytes)
+        };
         for (capture, rs) in &ranges {
             let fs = rs
                 .iter()

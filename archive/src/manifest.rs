@@ -144,7 +144,9 @@ pub fn read_segment_files(archive: &Path) -> Result<Vec<SegmentFileRow>> {
     for b in read_table(archive, def)? {
         let seg = col(&b, def, "segment")?.as_string::<i32>().clone();
         let table = col(&b, def, "table_name")?.as_string::<i32>().clone();
-        let size = col(&b, def, "size_bytes")?.as_primitive::<Int64Type>().clone();
+        let size = col(&b, def, "size_bytes")?
+            .as_primitive::<Int64Type>()
+            .clone();
         let rows = col(&b, def, "rows")?.as_primitive::<Int64Type>().clone();
         for i in 0..b.num_rows() {
             out.push(SegmentFileRow {
@@ -159,7 +161,10 @@ pub fn read_segment_files(archive: &Path) -> Result<Vec<SegmentFileRow>> {
 }
 
 /// A column a manifest written before it was added lacks (None).
-fn optional<'a>(b: &'a arrow::array::RecordBatch, name: &str) -> Option<&'a arrow::array::ArrayRef> {
+fn optional<'a>(
+    b: &'a arrow::array::RecordBatch,
+    name: &str,
+) -> Option<&'a arrow::array::ArrayRef> {
     b.column_by_name(name)
 }
 
@@ -178,8 +183,14 @@ pub fn read_files(archive: &Path) -> Result<Vec<FileRow>> {
             .as_primitive::<Int64Type>()
             .clone();
         let rows = col(&b, def, "rows")?.as_primitive::<Int64Type>().clone();
-        let seg = optional(&b, "segment").and_then(|a| a.as_string_opt::<i32>()).cloned();
-        let i64s = |n: &str| optional(&b, n).and_then(|a| a.as_primitive_opt::<Int64Type>()).cloned();
+        let seg = optional(&b, "segment")
+            .and_then(|a| a.as_string_opt::<i32>())
+            .cloned();
+        let i64s = |n: &str| {
+            optional(&b, n)
+                .and_then(|a| a.as_primitive_opt::<Int64Type>())
+                .cloned()
+        };
         let (first, lo, hi) = (i64s("first_row"), i64s("min_time_ns"), i64s("max_time_ns"));
         let at = |a: &Option<arrow::array::Int64Array>, i: usize| {
             a.as_ref().filter(|a| a.is_valid(i)).map(|a| a.value(i))
@@ -266,7 +277,9 @@ pub fn read_manifest(archive: &Path) -> Result<(Vec<CaptureRow>, Vec<InputRow>)>
             let opt_s =
                 |a: &arrow::array::StringArray, i| a.is_valid(i).then(|| a.value(i).to_string());
             let opt_i = |a: &arrow::array::Int64Array, i| a.is_valid(i).then(|| a.value(i));
-            let seg = optional(&b, "segment").and_then(|a| a.as_string_opt::<i32>()).cloned();
+            let seg = optional(&b, "segment")
+                .and_then(|a| a.as_string_opt::<i32>())
+                .cloned();
             for i in 0..b.num_rows() {
                 caps.push(CaptureRow {
                     capture: name.value(i).to_string(),
@@ -336,7 +349,8 @@ pub(crate) fn write_manifest(
         c.table_name.append_value(&r.table_name);
         c.size_bytes.append_value(r.size_bytes);
         c.rows.append_option(r.rows);
-        c.segment.append_option(r.segment.as_ref().map(|s| s.0.as_str()));
+        c.segment
+            .append_option(r.segment.as_ref().map(|s| s.0.as_str()));
         c.first_row.append_option(r.segment.as_ref().map(|s| s.1));
         c.min_time_ns.append_option(r.time_ns.map(|t| t.0));
         c.max_time_ns.append_option(r.time_ns.map(|t| t.1));

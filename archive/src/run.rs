@@ -348,8 +348,7 @@ pub(crate) fn ingest_into(
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 let Some(job) = todo.get(i) else { break };
                 let staged = staged_root.join(format!("{i}"));
-                let (outcome, row, dir) =
-                    ingest_one(&staged, job, ingest_opts, enrich, unwinder);
+                let (outcome, row, dir) = ingest_one(&staged, job, ingest_opts, enrich, unwinder);
                 if tx.send((i, outcome, row, dir)).is_err() {
                     break;
                 }
@@ -410,7 +409,14 @@ pub(crate) fn ingest_into(
             // in the manifest is ingested again by the next run.
             if seg.as_ref().is_some_and(Segment::is_full) {
                 let s = seg.take().expect("full");
-                commit_segment(s, target, &mut pending, &mut caps, &mut files, &mut seg_files)?;
+                commit_segment(
+                    s,
+                    target,
+                    &mut pending,
+                    &mut caps,
+                    &mut files,
+                    &mut seg_files,
+                )?;
                 save(target, &caps, &inputs, &files, &seg_files)?;
                 last_write = Instant::now();
                 dirty = false;
@@ -422,7 +428,14 @@ pub(crate) fn ingest_into(
             }
         }
         if let Some(s) = seg.take().filter(|s| !s.is_empty()) {
-            commit_segment(s, target, &mut pending, &mut caps, &mut files, &mut seg_files)?;
+            commit_segment(
+                s,
+                target,
+                &mut pending,
+                &mut caps,
+                &mut files,
+                &mut seg_files,
+            )?;
             dirty = true;
         }
         if dirty || listed || !archive.join("capture.parquet").is_file() {
@@ -505,7 +518,12 @@ fn commit_segment(
     let ranges = s.captures.clone();
     let written = s.finish(target.local())?;
     target.publish_segment(&name)?;
-    let size_of = |t: &str| written.iter().find(|f| f.table == t).map_or(0, |f| f.size_bytes);
+    let size_of = |t: &str| {
+        written
+            .iter()
+            .find(|f| f.table == t)
+            .map_or(0, |f| f.size_bytes)
+    };
     for (capture, rs) in ranges {
         let fs = rs
             .iter()
@@ -541,7 +559,10 @@ fn commit_segment(
 
 /// Removes the segment directories of `archive` its manifest does not
 /// list (a run killed between committing a segment and recording it).
-pub(crate) fn remove_unrecorded_segments(archive: &Path, listed: &BTreeMap<String, Vec<SegmentFileRow>>) {
+pub(crate) fn remove_unrecorded_segments(
+    archive: &Path,
+    listed: &BTreeMap<String, Vec<SegmentFileRow>>,
+) {
     let Ok(rd) = std::fs::read_dir(archive) else {
         return;
     };
@@ -635,16 +656,11 @@ fn ingest_one(
 ) -> (Outcome, CaptureRow, Option<PathBuf>) {
     let _ = std::fs::remove_dir_all(dir);
     let mut note = None;
-    let result = trawl_ingest::ingest_with_unwinder(
-        &job.planned.inputs,
-        dir,
-        opts,
-        unwinder(),
-        |staging| {
+    let result =
+        trawl_ingest::ingest_with_unwinder(&job.planned.inputs, dir, opts, unwinder(), |staging| {
             note = enrich(staging);
             Ok(())
-        },
-    );
+        });
     let mut row = CaptureRow {
         capture: job.planned.name.clone(),
         status: Status::Ok,

@@ -37,9 +37,7 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use arrow::array::{
-    Array, ArrayRef, AsArray, Int64Array, RecordBatch, StringArray, UInt32Array,
-};
+use arrow::array::{Array, ArrayRef, AsArray, Int64Array, RecordBatch, StringArray, UInt32Array};
 use arrow::datatypes::{DataType, Field, Int32Type, Int64Type, Schema, SchemaRef, UInt64Type};
 use parquet::arrow::ArrowWriter;
 use trawl_capture::schema::{self, TableDef};
@@ -193,7 +191,12 @@ impl Segment {
     }
 
     /// Appends `batch` (in `schema`) to the segment's file of `def`.
-    fn write(&mut self, def: &'static TableDef, schema: &SchemaRef, batch: &RecordBatch) -> Result<()> {
+    fn write(
+        &mut self,
+        def: &'static TableDef,
+        schema: &SchemaRef,
+        batch: &RecordBatch,
+    ) -> Result<()> {
         if batch.num_rows() == 0 {
             return Ok(());
         }
@@ -203,10 +206,19 @@ impl Segment {
             let props = trawl_ingest::writer::table_writer_properties(def);
             let writer = ArrowWriter::try_new(f, schema.clone(), Some(props))
                 .map_err(|e| arrow_err(def.name, e))?;
-            self.outs.insert(def.name, Out { writer, path, rows: 0 });
+            self.outs.insert(
+                def.name,
+                Out {
+                    writer,
+                    path,
+                    rows: 0,
+                },
+            );
         }
         let out = self.outs.get_mut(def.name).expect("inserted");
-        out.writer.write(batch).map_err(|e| arrow_err(def.name, e))?;
+        out.writer
+            .write(batch)
+            .map_err(|e| arrow_err(def.name, e))?;
         out.rows += batch.num_rows() as i64;
         Ok(())
     }
@@ -258,7 +270,9 @@ impl Segment {
                 }
                 let n = b.num_rows();
                 let mut cols: Vec<ArrayRef> = Vec::with_capacity(b.num_columns() + 1);
-                cols.push(Arc::new(StringArray::from_iter_values(std::iter::repeat_n(name, n))));
+                cols.push(Arc::new(StringArray::from_iter_values(
+                    std::iter::repeat_n(name, n),
+                )));
                 cols.extend(b.columns().iter().cloned());
                 let out = RecordBatch::try_new(out_schema.clone(), cols)
                     .map_err(|e| arrow_err(def.name, e))?;
@@ -380,7 +394,8 @@ impl Segment {
                     .entry(pcs.value(i))
                     .or_insert((0, Vec::new()));
                 // Order-independent within a chain: levels are distinct rows.
-                e.0 = e.0.wrapping_add(h[i].wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ h[i]);
+                e.0 =
+                    e.0.wrapping_add(h[i].wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ h[i]);
                 e.1.push((bi, i));
             }
         }
@@ -458,7 +473,10 @@ impl Segment {
             }
             let idx = UInt32Array::from_iter_values(rows.iter().map(|r| r.0));
             let ids = Int64Array::from_iter_values(rows.iter().map(|r| r.1));
-            let k = b.schema().index_of(id_col).map_err(|e| arrow_err(def.name, e))?;
+            let k = b
+                .schema()
+                .index_of(id_col)
+                .map_err(|e| arrow_err(def.name, e))?;
             let cols: Vec<ArrayRef> = b
                 .columns()
                 .iter()
@@ -472,7 +490,8 @@ impl Segment {
                 })
                 .collect::<std::result::Result<_, _>>()
                 .map_err(|e| arrow_err(def.name, e))?;
-            let out = RecordBatch::try_new(schema.clone(), cols).map_err(|e| arrow_err(def.name, e))?;
+            let out =
+                RecordBatch::try_new(schema.clone(), cols).map_err(|e| arrow_err(def.name, e))?;
             self.write(def, &schema, &out)?;
         }
         Ok(())
@@ -496,7 +515,12 @@ impl Segment {
             let mut new_modules: Vec<Option<i64>> = Vec::new();
             for i in 0..b.num_rows() {
                 let m = (!module.is_null(i)).then(|| modules.get(module.value(i)).unwrap_or(-1));
-                let key = (m.unwrap_or(-2), pc.value(i), ctx.value(i).to_string(), ret.value(i));
+                let key = (
+                    m.unwrap_or(-2),
+                    pc.value(i),
+                    ctx.value(i).to_string(),
+                    ret.value(i),
+                );
                 let n = self.frames.len() as i64;
                 let f = *self.frames.entry(key).or_insert_with(|| {
                     keep.push(i as u32);
@@ -516,7 +540,8 @@ impl Segment {
             for c in &b.columns()[2..] {
                 cols.push(arrow::compute::take(c, &idx, None).map_err(|e| arrow_err(def.name, e))?);
             }
-            let out = RecordBatch::try_new(schema.clone(), cols).map_err(|e| arrow_err(def.name, e))?;
+            let out =
+                RecordBatch::try_new(schema.clone(), cols).map_err(|e| arrow_err(def.name, e))?;
             self.write(def, &schema, &out)?;
         }
         Ok(map)
@@ -571,7 +596,8 @@ impl Segment {
                 Arc::new(arrow::array::Int32Array::from(out_depth)),
                 Arc::new(Int64Array::from(out_frame)),
             ];
-            let out = RecordBatch::try_new(schema.clone(), cols).map_err(|e| arrow_err(def.name, e))?;
+            let out =
+                RecordBatch::try_new(schema.clone(), cols).map_err(|e| arrow_err(def.name, e))?;
             self.write(def, &schema, &out)?;
         }
         Ok(map)
@@ -616,7 +642,10 @@ impl Segment {
                 continue;
             };
             for name in names.iter() {
-                let k = b.schema().index_of(name).map_err(|e| arrow_err(def.name, e))?;
+                let k = b
+                    .schema()
+                    .index_of(name)
+                    .map_err(|e| arrow_err(def.name, e))?;
                 let a = b.column(k).as_primitive::<Int64Type>();
                 let mut out = arrow::array::Int64Builder::with_capacity(a.len());
                 for i in 0..a.len() {
@@ -686,7 +715,8 @@ pub fn capture_schema(def: &TableDef) -> SchemaRef {
     let mut fields: Vec<Field> = vec![Field::new("capture", DataType::Utf8, false).with_metadata(
         HashMap::from([(
             "doc".to_string(),
-            "Name of the capture the row belongs to (`capture.capture` of the archive's manifest).".to_string(),
+            "Name of the capture the row belongs to (`capture.capture` of the archive's manifest)."
+                .to_string(),
         )]),
     )];
     fields.extend(s.fields().iter().map(|f| f.as_ref().clone()));
@@ -721,7 +751,9 @@ fn row_hashes(b: &RecordBatch, from: usize) -> Result<Vec<u64>> {
         .map(|c| arrow::row::SortField::new(c.data_type().clone()))
         .collect();
     let conv = arrow::row::RowConverter::new(fields).map_err(|e| arrow_err("hash", e))?;
-    let rows = conv.convert_columns(&cols).map_err(|e| arrow_err("hash", e))?;
+    let rows = conv
+        .convert_columns(&cols)
+        .map_err(|e| arrow_err("hash", e))?;
     Ok((0..b.num_rows())
         .map(|i| {
             let h = blake3::hash(rows.row(i).as_ref());

@@ -129,8 +129,7 @@ pub struct FileEntry {
 pub struct Manifest {
     pub captures: std::collections::BTreeMap<String, (i32, Option<String>)>,
     pub files: std::collections::HashMap<String, std::collections::BTreeMap<String, FileEntry>>,
-    pub segments:
-        std::collections::HashMap<String, std::collections::BTreeMap<String, (u64, i64)>>,
+    pub segments: std::collections::HashMap<String, std::collections::BTreeMap<String, (u64, i64)>>,
 }
 
 fn batches<R: parquet::file::reader::ChunkReader + 'static>(
@@ -159,12 +158,18 @@ pub fn read_manifest<R: parquet::file::reader::ChunkReader + 'static>(
         let versions = b
             .column_by_name("schema_version")?
             .as_primitive_opt::<Int32Type>()?;
-        let status = b.column_by_name("status").and_then(|c| c.as_string_opt::<i32>());
-        let seg = b.column_by_name("segment").and_then(|c| c.as_string_opt::<i32>());
+        let status = b
+            .column_by_name("status")
+            .and_then(|c| c.as_string_opt::<i32>());
+        let seg = b
+            .column_by_name("segment")
+            .and_then(|c| c.as_string_opt::<i32>());
         for i in 0..b.num_rows() {
             let ok = status.is_none_or(|s| s.is_valid(i) && s.value(i) == "ok");
             if ok && names.is_valid(i) && versions.is_valid(i) {
-                let s = seg.filter(|s| s.is_valid(i)).map(|s| s.value(i).to_string());
+                let s = seg
+                    .filter(|s| s.is_valid(i))
+                    .map(|s| s.value(i).to_string());
                 m.captures
                     .insert(names.value(i).to_string(), (versions.value(i), s));
             }
@@ -174,9 +179,15 @@ pub fn read_manifest<R: parquet::file::reader::ChunkReader + 'static>(
         for b in batches(f)? {
             let names = b.column_by_name("capture")?.as_string_opt::<i32>()?;
             let tables = b.column_by_name("table_name")?.as_string_opt::<i32>()?;
-            let sizes = b.column_by_name("size_bytes")?.as_primitive_opt::<Int64Type>()?;
-            let rows = b.column_by_name("rows").and_then(|c| c.as_primitive_opt::<Int64Type>());
-            let seg = b.column_by_name("segment").and_then(|c| c.as_string_opt::<i32>());
+            let sizes = b
+                .column_by_name("size_bytes")?
+                .as_primitive_opt::<Int64Type>()?;
+            let rows = b
+                .column_by_name("rows")
+                .and_then(|c| c.as_primitive_opt::<Int64Type>());
+            let seg = b
+                .column_by_name("segment")
+                .and_then(|c| c.as_string_opt::<i32>());
             let first = b
                 .column_by_name("first_row")
                 .and_then(|c| c.as_primitive_opt::<Int64Type>());
@@ -188,14 +199,17 @@ pub fn read_manifest<R: parquet::file::reader::ChunkReader + 'static>(
                     let at = first.filter(|f| f.is_valid(i)).map_or(0, |f| f.value(i));
                     (s.value(i).to_string(), at)
                 });
-                m.files.entry(names.value(i).to_string()).or_default().insert(
-                    tables.value(i).to_string(),
-                    FileEntry {
-                        size: sizes.value(i).max(0) as u64,
-                        rows: rows.filter(|r| r.is_valid(i)).map(|r| r.value(i)),
-                        segment,
-                    },
-                );
+                m.files
+                    .entry(names.value(i).to_string())
+                    .or_default()
+                    .insert(
+                        tables.value(i).to_string(),
+                        FileEntry {
+                            size: sizes.value(i).max(0) as u64,
+                            rows: rows.filter(|r| r.is_valid(i)).map(|r| r.value(i)),
+                            segment,
+                        },
+                    );
             }
         }
     }
@@ -203,13 +217,18 @@ pub fn read_manifest<R: parquet::file::reader::ChunkReader + 'static>(
         for b in batches(f)? {
             let seg = b.column_by_name("segment")?.as_string_opt::<i32>()?;
             let tables = b.column_by_name("table_name")?.as_string_opt::<i32>()?;
-            let sizes = b.column_by_name("size_bytes")?.as_primitive_opt::<Int64Type>()?;
+            let sizes = b
+                .column_by_name("size_bytes")?
+                .as_primitive_opt::<Int64Type>()?;
             let rows = b.column_by_name("rows")?.as_primitive_opt::<Int64Type>()?;
             for i in 0..b.num_rows() {
-                m.segments.entry(seg.value(i).to_string()).or_default().insert(
-                    tables.value(i).to_string(),
-                    (sizes.value(i).max(0) as u64, rows.value(i)),
-                );
+                m.segments
+                    .entry(seg.value(i).to_string())
+                    .or_default()
+                    .insert(
+                        tables.value(i).to_string(),
+                        (sizes.value(i).max(0) as u64, rows.value(i)),
+                    );
             }
         }
     }

@@ -175,10 +175,13 @@ impl LogicalExtensionCodec for LogicalCodec {
                 })?;
                 // The table's columns are `capture` (unless shared),
                 // `segment`, then the files'.
-                let keys: &[&str] = if f.shared { &["segment"] } else { &["capture", "segment"] };
+                let keys: &[&str] = if f.shared {
+                    &["segment"]
+                } else {
+                    &["capture", "segment"]
+                };
                 let fields = schema.fields();
-                if fields.len() < keys.len()
-                    || fields.iter().zip(keys).any(|(f, k)| f.name() != k)
+                if fields.len() < keys.len() || fields.iter().zip(keys).any(|(f, k)| f.name() != k)
                 {
                     return plan_err!(
                         "{table_ref}: a capture table's first columns are not {}",

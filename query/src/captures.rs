@@ -386,7 +386,10 @@ async fn from_manifest(at: &trawl_capture::store::Location) -> Result<Option<Vec
     else {
         return Ok(None);
     };
-    let segments = at.read("segment_file.parquet").await.map_err(Error::Usage)?;
+    let segments = at
+        .read("segment_file.parquet")
+        .await
+        .map_err(Error::Usage)?;
     let m = trawl_capture::layout::read_manifest(caps, Some(files), segments).ok_or_else(|| {
         Error::Usage(format!("{url}: capture.parquet, capture_file.parquet or segment_file.parquet is not a readable manifest"))
     })?;

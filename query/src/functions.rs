@@ -351,7 +351,11 @@ impl TableFunctionImpl for SqlFunction {
 }
 
 /// `plan` with its placeholders bound to `bound`.
-pub(crate) fn bind_plan(plan: LogicalPlan, bound: &Bound, shared: &Shared) -> DfResult<LogicalPlan> {
+pub(crate) fn bind_plan(
+    plan: LogicalPlan,
+    bound: &Bound,
+    shared: &Shared,
+) -> DfResult<LogicalPlan> {
     let mut values: HashMap<String, ScalarValue> = bound
         .iter()
         .map(|(k, v)| (k.to_string(), v.clone()))
@@ -364,7 +368,11 @@ pub(crate) fn bind_plan(plan: LogicalPlan, bound: &Bound, shared: &Shared) -> Df
         true => Kind::TextList.null()?,
         false => {
             let mut segs: Vec<ScalarValue> = Vec::new();
-            for c in shared.captures.iter().filter(|c| captures.contains(&c.name)) {
+            for c in shared
+                .captures
+                .iter()
+                .filter(|c| captures.contains(&c.name))
+            {
                 let s = ScalarValue::from(c.segment.as_str());
                 if !segs.contains(&s) {
                     segs.push(s);

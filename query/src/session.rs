@@ -64,7 +64,12 @@ impl Shared {
             last = Some((n, s));
             seg.append_value(s);
         }
-        let mut fields: Vec<Field> = b.schema().fields().iter().map(|f| f.as_ref().clone()).collect();
+        let mut fields: Vec<Field> = b
+            .schema()
+            .fields()
+            .iter()
+            .map(|f| f.as_ref().clone())
+            .collect();
         let mut cols: Vec<ArrayRef> = b.columns().to_vec();
         fields.insert(1, Field::new("segment", DataType::Utf8, false));
         cols.insert(1, std::sync::Arc::new(seg.finish()));

@@ -119,7 +119,11 @@ impl StackKeyCost {
     pub async fn sql_plan(&self, state: &dyn DfSession) -> DfResult<LogicalPlan> {
         let s = crate::session::Session::over(state, self.shared.clone())?;
         let plan = s.ctx.state().create_logical_plan(SQL).await?;
-        crate::functions::bind_plan(crate::functions::inline_views(plan)?, &self.bound, &self.shared)
+        crate::functions::bind_plan(
+            crate::functions::inline_views(plan)?,
+            &self.bound,
+            &self.shared,
+        )
     }
 }
 
@@ -164,7 +168,12 @@ impl TableProvider for StackKeyCost {
         if !self.captures.is_empty() {
             // The stacks of the selected captures' segments.
             let mut segments: Vec<Expr> = Vec::new();
-            for c in self.shared.captures.iter().filter(|c| self.captures.contains(&c.name)) {
+            for c in self
+                .shared
+                .captures
+                .iter()
+                .filter(|c| self.captures.contains(&c.name))
+            {
                 let s = lit(ScalarValue::from(c.segment.as_str()));
                 if !segments.contains(&s) {
                     segments.push(s);

@@ -303,7 +303,10 @@ impl TableProvider for CaptureTable {
         // Files needing the same renames (in the same store) are scanned
         // together, with the columns' old names, then renamed: the union
         // is one table.
-        type Group<'a> = ((Vec<&'a Rename>, &'a Option<String>, bool), Vec<&'a CaptureFile>);
+        type Group<'a> = (
+            (Vec<&'a Rename>, &'a Option<String>, bool),
+            Vec<&'a CaptureFile>,
+        );
         let mut groups: Vec<Group> = Vec::new();
         for f in files {
             let r = (self.renames_of(f), &f.store, f.rows.is_some());
@@ -655,7 +658,9 @@ impl CaptureTable {
                 })
                 .collect();
             let pred = Arc::new(InListExpr::try_new(col, list, false, &plan.schema())?);
-            plan = Arc::new(datafusion::physical_plan::filter::FilterExec::try_new(pred, plan)?);
+            plan = Arc::new(datafusion::physical_plan::filter::FilterExec::try_new(
+                pred, plan,
+            )?);
         }
         if renames.is_empty() && indices.len() == table_cols.len() {
             return Ok(Some(plan));

@@ -289,7 +289,9 @@ fn a_killed_run_exposes_no_partial_capture_and_the_next_one_finishes() {
     std::fs::copy(fixture("hot-fp.data"), src.join("run3/hot-fp.data")).unwrap();
     let orphan = arch.join("segment=9999999999999-0001");
     let mut cp = std::process::Command::new("cp");
-    cp.args(["-r"]).arg(arch.join(format!("segment={seg}"))).arg(&orphan);
+    cp.args(["-r"])
+        .arg(arch.join(format!("segment={seg}")))
+        .arg(&orphan);
     assert!(cp.status().unwrap().success());
     // Readers read what the manifest names: neither the staging directory
     // nor the unrecorded segment (nothing twice).
@@ -462,11 +464,17 @@ fn filters_on_capture_open_only_its_files() {
     scanned("SELECT count(*) FROM perf_sample WHERE capture = 'run1'");
     scanned("SELECT count(*) FROM perf_sample WHERE capture IN ('run1', 'run2')");
     assert_eq!(
-        sql_scalar(&arch, "SELECT count(*) FROM perf_sample WHERE capture = 'run1'"),
+        sql_scalar(
+            &arch,
+            "SELECT count(*) FROM perf_sample WHERE capture = 'run1'"
+        ),
         want["run1"].to_string()
     );
     assert_eq!(
-        sql_scalar(&arch, "SELECT count(*) FROM perf_sample WHERE capture IN ('run1', 'run2')"),
+        sql_scalar(
+            &arch,
+            "SELECT count(*) FROM perf_sample WHERE capture IN ('run1', 'run2')"
+        ),
         (want["run1"] + want["run2"]).to_string()
     );
     // An analysis's `capture` argument answers as the report on the
@@ -477,19 +485,15 @@ fn filters_on_capture_open_only_its_files() {
     got.sort();
     let alone = t.path().join("run2-alone");
     ingest_file(&src.join("run2/threads.data"), &alone, &["--no-symbolize"]);
-    let mut want: Vec<Vec<String>> = csv_maps(&report_csv(
-        "hotspots",
-        &alone,
-        &["--no-inline"],
-    ))
-    .into_iter()
-    .map(|m| {
-        ["function", "module", "self_samples", "total_samples"]
-            .iter()
-            .map(|k| m[*k].clone())
-            .collect()
-    })
-    .collect();
+    let mut want: Vec<Vec<String>> = csv_maps(&report_csv("hotspots", &alone, &["--no-inline"]))
+        .into_iter()
+        .map(|m| {
+            ["function", "module", "self_samples", "total_samples"]
+                .iter()
+                .map(|k| m[*k].clone())
+                .collect()
+        })
+        .collect();
     want.sort();
     assert_eq!(got, want);
 }
@@ -802,7 +806,10 @@ fn compaction_merges_segments_and_survives_kills() {
     want.insert("run3".into(), perf_script_samples(&fixture("hot-fp.data")));
     assert_eq!(samples_by_capture(&arch), want);
     assert_eq!(
-        sql_scalar(&arch, "SELECT count(*) FROM segment_file WHERE table_name = 'perf_sample'"),
+        sql_scalar(
+            &arch,
+            "SELECT count(*) FROM segment_file WHERE table_name = 'perf_sample'"
+        ),
         "3"
     );
     let hot = report_csv("hotspots", &arch, &["--no-inline"]);
@@ -843,7 +850,10 @@ fn compaction_merges_segments_and_survives_kills() {
         );
         let total: usize = want.values().sum();
         assert_eq!(
-            sql_scalar(&arch, "SELECT rows FROM segment_file WHERE table_name = 'perf_sample'"),
+            sql_scalar(
+                &arch,
+                "SELECT rows FROM segment_file WHERE table_name = 'perf_sample'"
+            ),
             total.to_string()
         );
         assert_eq!(report_csv("hotspots", &arch, &["--no-inline"]), hot);
@@ -856,5 +866,8 @@ fn compaction_merges_segments_and_survives_kills() {
             .collect();
         assert_eq!(dirs.len(), 1, "{dirs:?}");
     }
-    assert!(interrupted > 0, "no kill interrupted a compaction ({full:?})");
+    assert!(
+        interrupted > 0,
+        "no kill interrupted a compaction ({full:?})"
+    );
 }

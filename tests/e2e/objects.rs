@@ -926,8 +926,18 @@ fn archives_in_two_containers_of_one_azure_account() {
         vec![vec!["6".to_string(), (2 * total).to_string()]]
     );
     // A table gone: the error names its URL.
-    let o = az.trawl(&["sql", two, "SELECT min(segment) FROM capture", "--format", "csv"]);
-    let seg = String::from_utf8_lossy(&o.stdout).lines().nth(1).unwrap().to_string();
+    let o = az.trawl(&[
+        "sql",
+        two,
+        "SELECT min(segment) FROM capture",
+        "--format",
+        "csv",
+    ]);
+    let seg = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .nth(1)
+        .unwrap()
+        .to_string();
     let key = format!("segment={seg}/perf_sample.parquet");
     az.blobs(
         "s.get_container_client('other').delete_blob(sys.argv[1])",

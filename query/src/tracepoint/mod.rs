@@ -90,8 +90,10 @@ pub(crate) fn formats(shared: &Shared) -> DfResult<Arc<Formats>> {
             };
             let caps = crate::rows::string_values(caps);
             for name in &names {
-                let mask: datafusion::arrow::array::BooleanArray =
-                    caps.iter().map(|c| Some(c.as_deref() == Some(*name))).collect();
+                let mask: datafusion::arrow::array::BooleanArray = caps
+                    .iter()
+                    .map(|c| Some(c.as_deref() == Some(*name)))
+                    .collect();
                 let part = datafusion::arrow::compute::filter_record_batch(&b, &mask)?;
                 if part.num_rows() == 0 {
                     continue;
