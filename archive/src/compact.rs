@@ -57,15 +57,10 @@ pub fn compact(archive: &Path) -> Result<Compacted> {
             archive.display()
         )));
     }
-    let lock_path = archive.join(".trawl-archive.lock");
-    let lock = std::fs::File::create(&lock_path).map_err(|e| Error::io(&lock_path, e))?;
-    if lock.try_lock().is_err() {
-        return Err(Error::Other(format!(
-            "{}: another `trawl archive` run is writing this archive",
-            archive.display()
-        )));
-    }
-    crate::run::remove_leftovers(archive);
+    let lock = crate::run::lock_archive(
+        archive,
+        "another `trawl archive` run is writing this archive",
+    )?;
     let (caps, inputs) = read_manifest(archive)?;
     let mut caps: BTreeMap<String, crate::manifest::CaptureRow> =
         caps.into_iter().map(|c| (c.capture.clone(), c)).collect();

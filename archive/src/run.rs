@@ -213,16 +213,10 @@ pub(crate) fn ingest_into(
             archive.display()
         )));
     }
-    // One batch at a time per archive; the lock goes with the process.
-    let lock_path = archive.join(".trawl-archive.lock");
-    let lock = std::fs::File::create(&lock_path).map_err(|e| Error::io(&lock_path, e))?;
-    if lock.try_lock().is_err() {
-        return Err(Error::Other(format!(
-            "{}: another `trawl archive ingest` is writing this archive",
-            archive.display()
-        )));
-    }
-    remove_leftovers(archive);
+    let lock = lock_archive(
+        archive,
+        "another `trawl archive ingest` is writing this archive",
+    )?;
 
     let (old_caps, old_inputs) = read_manifest(archive)?;
     let mut caps: BTreeMap<String, CaptureRow> = old_caps
@@ -574,6 +568,18 @@ pub(crate) fn remove_unrecorded_segments(
             }
         }
     }
+}
+
+/// Takes `archive`'s lock (one writer at a time; it goes with the
+/// process), refused with `busy`, and removes what killed runs left.
+pub(crate) fn lock_archive(archive: &Path, busy: &str) -> Result<std::fs::File> {
+    let lock_path = archive.join(".trawl-archive.lock");
+    let lock = std::fs::File::create(&lock_path).map_err(|e| Error::io(&lock_path, e))?;
+    if lock.try_lock().is_err() {
+        return Err(Error::Other(format!("{}: {busy}", archive.display())));
+    }
+    remove_leftovers(archive);
+    Ok(lock)
 }
 
 /// Where captures are written before they are renamed into place.

@@ -230,23 +230,8 @@ impl Segment {
     /// Appends the capture `name` whose tables are in `dir` (a committed
     /// capture directory, left as it is).
     pub(crate) fn add(&mut self, name: &str, dir: &Path) -> Result<()> {
-        let read = |def: &'static TableDef| -> Result<Vec<RecordBatch>> {
-            if !trawl_capture::layout::table_file(dir, def.name).is_file() {
-                return Ok(Vec::new());
-            }
-            Ok(read_table(dir, def)?)
-        };
-        // Modules, with their symbol files and symbols.
-        let modules = read(&schema::MODULE)?;
-        let symbol_files = read(&schema::SYMBOL_FILE)?;
-        let symbols = read(&schema::SYMBOL)?;
-        let module_map = self.add_modules(&modules, &symbol_files, &symbols)?;
-        let frames = read(&schema::FRAME)?;
-        let frame_map = self.add_frames(&frames, &module_map)?;
-        let stacks = read(&schema::STACK)?;
-        let mut stack_map = self.add_stacks(&stacks, &frame_map)?;
-        let instructions = read(&schema::INSTRUCTION)?;
-        self.add_instructions(&instructions, &module_map)?;
+        let read = |def: &'static TableDef| read_if_there(dir, def);
+        let (module_map, frame_map, mut stack_map) = self.add_dictionary(dir)?;
 
         let mut ranges = Vec::new();
         for def in schema::TABLES.iter().copied().filter(|d| !d.is_shared()) {
@@ -303,22 +288,8 @@ impl Segment {
         dir: &Path,
         live: &[(String, HashMap<String, (i64, i64)>)],
     ) -> Result<()> {
-        let read = |def: &'static TableDef| -> Result<Vec<RecordBatch>> {
-            if !trawl_capture::layout::table_file(dir, def.name).is_file() {
-                return Ok(Vec::new());
-            }
-            Ok(read_table(dir, def)?)
-        };
-        let modules = read(&schema::MODULE)?;
-        let symbol_files = read(&schema::SYMBOL_FILE)?;
-        let symbols = read(&schema::SYMBOL)?;
-        let module_map = self.add_modules(&modules, &symbol_files, &symbols)?;
-        let frames = read(&schema::FRAME)?;
-        let frame_map = self.add_frames(&frames, &module_map)?;
-        let stacks = read(&schema::STACK)?;
-        let mut stack_map = self.add_stacks(&stacks, &frame_map)?;
-        let instructions = read(&schema::INSTRUCTION)?;
-        self.add_instructions(&instructions, &module_map)?;
+        let read = |def: &'static TableDef| read_if_there(dir, def);
+        let (module_map, frame_map, mut stack_map) = self.add_dictionary(dir)?;
         let mut ranges: Vec<Vec<Range>> = vec![Vec::new(); live.len()];
         for def in schema::TABLES.iter().copied().filter(|d| !d.is_shared()) {
             let batches = read(def)?;
@@ -358,6 +329,25 @@ impl Segment {
             self.captures.push((name.clone(), r));
         }
         Ok(())
+    }
+
+    /// Adds the id tables of the capture or segment in `dir` (modules with
+    /// their symbol files and symbols, frames, stacks, decoded code) to
+    /// the segment's; returns its module, frame and stack ids as the
+    /// segment's.
+    fn add_dictionary(&mut self, dir: &Path) -> Result<(IdMap, IdMap, IdMap)> {
+        let read = |def: &'static TableDef| read_if_there(dir, def);
+        let modules = read(&schema::MODULE)?;
+        let symbol_files = read(&schema::SYMBOL_FILE)?;
+        let symbols = read(&schema::SYMBOL)?;
+        let module_map = self.add_modules(&modules, &symbol_files, &symbols)?;
+        let frames = read(&schema::FRAME)?;
+        let frame_map = self.add_frames(&frames, &module_map)?;
+        let stacks = read(&schema::STACK)?;
+        let stack_map = self.add_stacks(&stacks, &frame_map)?;
+        let instructions = read(&schema::INSTRUCTION)?;
+        self.add_instructions(&instructions, &module_map)?;
+        Ok((module_map, frame_map, stack_map))
     }
 
     /// The capture's modules as the segment's: each joins a segment module
@@ -706,6 +696,14 @@ impl Segment {
         }
         Ok(files)
     }
+}
+
+/// The batches of table `def` in directory `dir` (none without its file).
+fn read_if_there(dir: &Path, def: &'static TableDef) -> Result<Vec<RecordBatch>> {
+    if !trawl_capture::layout::table_file(dir, def.name).is_file() {
+        return Ok(Vec::new());
+    }
+    Ok(read_table(dir, def)?)
 }
 
 /// The schema a segment's file of per-capture table `def` has: `capture`,
