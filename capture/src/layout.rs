@@ -9,9 +9,29 @@ pub fn table_file(dir: &Path, table: &str) -> PathBuf {
     dir.join(format!("{table}.parquet"))
 }
 
-/// A directory is a capture when it holds a `source` table.
+/// A directory is a capture when it holds a `source` table and is not a
+/// segment of an archive ([`segment_archive`]), whose tables hold many
+/// captures' rows.
 pub fn is_capture(dir: &Path) -> bool {
-    table_file(dir, "source").is_file()
+    table_file(dir, "source").is_file() && segment_archive(dir).is_none()
+}
+
+/// The archive and segment name of `dir` when it is a segment of an
+/// archive: a directory `segment=NAME` beside the archive's manifest.
+pub fn segment_archive(dir: &Path) -> Option<(PathBuf, String)> {
+    let abs = dir
+        .canonicalize()
+        .or_else(|_| std::path::absolute(dir))
+        .ok()?;
+    let name = abs
+        .file_name()?
+        .to_str()?
+        .strip_prefix("segment=")?
+        .to_string();
+    let archive = abs.parent()?;
+    table_file(archive, "capture")
+        .is_file()
+        .then(|| (archive.to_path_buf(), name))
 }
 
 /// The schema version a capture was written with (`trawl.schema_version`

@@ -287,6 +287,14 @@ fn run(cli: Cli) -> Result<()> {
             flat,
             sym,
         } => {
+            if let Some((archive, _)) = trawl_ingest::writer::segment_archive(&capture) {
+                bail!(
+                    "{}: a segment of the archive {}, which holds many captures' rows; \
+                     symbolize the runs' captures and `trawl archive ingest` them again",
+                    capture.display(),
+                    archive.display()
+                );
+            }
             if !trawl_ingest::writer::is_capture(&capture) {
                 bail!("{}: not a trawl capture", capture.display());
             }

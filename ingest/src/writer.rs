@@ -31,7 +31,7 @@ use crate::error::{Error, Result};
 use crate::{dict_codes, int_pages};
 use trawl_capture::schema::{ColType, TableDef};
 
-pub use trawl_capture::layout::{is_capture, table_file};
+pub use trawl_capture::layout::{is_capture, segment_archive, table_file};
 
 /// Writer settings: zstd level 1 (none for a small table, see
 /// [`SMALL_TABLE_BYTES`]); dictionary encoding for strings and flags; delta

@@ -205,6 +205,28 @@ fn local_captures(a: &std::path::Path) -> Result<Vec<Found>> {
     // Schema versions an archive's manifest states (no footer to read).
     let mut known: std::collections::HashMap<PathBuf, i32> = Default::default();
     let mut in_segments = Vec::new();
+    if let Some((archive, seg)) = trawl_capture::layout::segment_archive(a) {
+        // A segment of an archive: the captures the manifest places there.
+        let m = trawl_capture::layout::local_manifest(&archive).ok_or_else(|| {
+            Error::Usage(format!(
+                "{}: a segment of the archive {}, whose manifest cannot be read",
+                a.display(),
+                archive.display()
+            ))
+        })?;
+        let mut out = segment_captures(&m, |s| (archive.join(format!("segment={s}")), None))?;
+        out.retain(|f| f.in_segment.as_ref().is_some_and(|s| s.0 == seg));
+        if out.is_empty() {
+            return Err(Error::Usage(format!(
+                "{}: a segment the manifest of {} does not list (left by an interrupted run, \
+                 or replaced); open the archive",
+                a.display(),
+                archive.display()
+            )));
+        }
+        out.sort_by(|x, y| x.base.cmp(&y.base));
+        return Ok(out);
+    }
     if trawl_capture::layout::is_capture(a) {
         dirs.push(a.to_path_buf());
     } else {

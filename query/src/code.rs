@@ -3,7 +3,8 @@
 //! `annotate(function, ...)` is planned, the session's [`CodeSource`]
 //! (trawl-enrich's decoder, which the CLI and the Python package give the
 //! sessions they open) makes sure each capture holds that function's code,
-//! and the call then reads `instruction` as the files are now. Without a
+//! and the call then reads `instruction` as the files are now (a
+//! segment of an archive holds the code for all its captures). Without a
 //! source (a session of a library user, a cluster) `annotate` reads what
 //! the captures hold, as it does for captures in object stores.
 
@@ -27,16 +28,25 @@ pub(crate) fn annotate_inputs(
     };
     let module = text(b, "module");
     let only = texts(b, "capture")?;
+    // A capture's directory, or the segment of an archive holding it
+    // (whose `instruction` serves all its captures), once each.
+    let mut dirs: Vec<&std::path::Path> = Vec::new();
     for c in &shared.captures {
-        // Captures in object stores and in an archive's segments are read
-        // as they are.
-        if (!only.is_empty() && !only.contains(&c.name))
-            || c.remote.is_some()
-            || c.in_segment.is_some()
-        {
+        // Captures in object stores are read as they are.
+        if (!only.is_empty() && !only.contains(&c.name)) || c.remote.is_some() {
             continue;
         }
-        src.ensure(&c.dir, &function, module.as_deref())
+        let dir = match &c.in_segment {
+            Some(s) if s.files.at.is_some() => continue,
+            Some(s) => s.files.dir.as_path(),
+            None => c.dir.as_path(),
+        };
+        if !dirs.contains(&dir) {
+            dirs.push(dir);
+        }
+    }
+    for dir in dirs {
+        src.ensure(dir, &function, module.as_deref())
             .map_err(|e| datafusion::error::DataFusionError::Execution(format!("annotate: {e}")))?;
     }
     Ok(vec![(

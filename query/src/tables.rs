@@ -933,7 +933,15 @@ fn segment_files(
             continue;
         }
         seen.push(ptr);
-        let Some(&(size, file_rows)) = s.files.tables.get(def.name) else {
+        let listed = s.files.tables.get(def.name).copied();
+        let Some((size, file_rows)) = (match &s.files.at {
+            // `annotate` decodes into a local segment's `instruction` after
+            // ingest: read as it is now.
+            None if def.name == trawl_capture::schema::INSTRUCTION.name => {
+                local_rows(&s.files.dir.join(format!("{}.parquet", def.name))).or(listed)
+            }
+            _ => listed,
+        }) else {
             continue;
         };
         let mut read: Vec<(String, i64, i64)> = Vec::new();
@@ -982,6 +990,15 @@ fn segment_files(
         });
     }
     out
+}
+
+/// The size and rows (from its footer) of a local Parquet file.
+fn local_rows(path: &std::path::Path) -> Option<(u64, i64)> {
+    use datafusion::parquet::file::reader::FileReader;
+    let f = std::fs::File::open(path).ok()?;
+    let size = f.metadata().ok()?.len();
+    let r = datafusion::parquet::file::reader::SerializedFileReader::new(f).ok()?;
+    Some((size, r.metadata().file_metadata().num_rows()))
 }
 
 impl Session {

@@ -13,7 +13,7 @@ use crate::common::*;
 
 /// `perf annotate --stdio -n FUNCTION` instruction rows: (address,
 /// samples, instruction text).
-fn perf_annotate(file: &Path, function: &str) -> Vec<(u64, u64, String)> {
+pub(crate) fn perf_annotate(file: &Path, function: &str) -> Vec<(u64, u64, String)> {
     perf(&[
         "annotate",
         "-i",

@@ -871,3 +871,60 @@ fn compaction_merges_segments_and_survives_kills() {
         "no kill interrupted a compaction ({full:?})"
     );
 }
+
+/// `report annotate` over an archive decodes the function into the
+/// segment (whose `instruction` serves all its captures) and counts each
+/// instruction's samples as `perf annotate --stdio -n` does on the
+/// recording; a segment's directory opens as the captures it holds, and
+/// `trawl symbolize` refuses it (its tables hold many captures' rows).
+#[test]
+fn annotate_and_segment_directories_of_an_archive() {
+    let t = tempfile::tempdir().unwrap();
+    let src = runs(t.path());
+    let arch = t.path().join("arch");
+    ok(archive_ingest(&src, &arch, &[]));
+    let want: Vec<(u64, u64)> = crate::annotate::perf_annotate(&fixture("hot-fp.data"), "spin_a")
+        .into_iter()
+        .map(|r| (r.0, r.1))
+        .collect();
+    assert!(!want.is_empty());
+    let got: Vec<(u64, u64)> = csv_maps(&trawl_ok(&[
+        "report",
+        "annotate",
+        "spin_a",
+        arch.to_str().unwrap(),
+        "--capture",
+        "run1",
+        "--format",
+        "csv",
+    ]))
+    .into_iter()
+    .map(|r| {
+        (
+            u64::from_str_radix(&r["address"], 16).unwrap(),
+            r["samples"].parse().unwrap(),
+        )
+    })
+    .collect();
+    assert_eq!(got, want, "(address, samples) differ from perf annotate");
+    let seg = std::fs::read_dir(&arch)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("segment=")
+        })
+        .unwrap();
+    assert!(seg.join("instruction.parquet").is_file());
+    assert_eq!(samples_by_capture(&seg), runs_samples());
+    let o = trawl(&["symbolize", seg.to_str().unwrap()]);
+    assert!(!o.status.success());
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("a segment of the archive"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
