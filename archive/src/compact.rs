@@ -8,14 +8,19 @@
 //! directory, renamed into place whole, then recorded in the manifest
 //! (its captures now read from it; the segment or directory they came from
 //! still holds the rest until they move too); only once the manifest names
-//! none of a segment's or directory's captures is it removed.
+//! none of a segment's or directory's captures is it removed. An archive in
+//! an object store is compacted the same way through a local working
+//! directory, under its lock: the segments merged are downloaded one at a
+//! time, each new segment uploaded before the manifest naming it.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
 use crate::manifest::{
-    read_files, read_manifest, read_segment_files, write_manifest, FileRow, SegmentFileRow, Status,
+    current_files, read_files, read_manifest, read_segment_files, write_manifest, FileRow,
+    SegmentFileRow, Status,
 };
+use crate::run::Target;
 use crate::segment::{segment_dir, Segment, SEGMENT_ROWS};
 use crate::{capture_dir, Error, Result};
 
@@ -46,10 +51,7 @@ enum Source {
 /// segments of up to [`SEGMENT_ROWS`] rows.
 pub fn compact(archive: &Path) -> Result<Compacted> {
     if trawl_capture::store::is_url(archive) {
-        return Err(Error::Other(format!(
-            "{}: compacting an archive in an object store is not supported yet; compact a local copy and upload it",
-            archive.display()
-        )));
+        return crate::remote::compact(archive);
     }
     if !archive.join("capture.parquet").is_file() {
         return Err(Error::Other(format!(
@@ -61,18 +63,26 @@ pub fn compact(archive: &Path) -> Result<Compacted> {
         archive,
         "another `trawl archive` run is writing this archive",
     )?;
+    let r = compact_into(&crate::run::Local(archive));
+    drop(lock);
+    r
+}
+
+/// [`compact`] of the archive whose manifest is in `target`'s directory,
+/// its lock held.
+pub(crate) fn compact_into(target: &dyn Target) -> Result<Compacted> {
+    let archive = target.local();
     let (caps, inputs) = read_manifest(archive)?;
     let mut caps: BTreeMap<String, crate::manifest::CaptureRow> =
         caps.into_iter().map(|c| (c.capture.clone(), c)).collect();
-    let mut files: BTreeMap<String, Vec<FileRow>> = BTreeMap::new();
-    for f in read_files(archive)? {
-        files.entry(f.capture.clone()).or_default().push(f);
-    }
+    let mut files = current_files(&caps, read_files(archive)?);
+    // Files of captures moved to a new segment, until the manifest names it.
+    let mut displaced: Vec<FileRow> = Vec::new();
     let mut seg_files: BTreeMap<String, Vec<SegmentFileRow>> = BTreeMap::new();
     for f in read_segment_files(archive)? {
         seg_files.entry(f.segment.clone()).or_default().push(f);
     }
-    crate::run::remove_unrecorded_segments(archive, &seg_files);
+    target.remove_unrecorded(&seg_files)?;
 
     // What moves: small segments, segments with rows of captures gone,
     // captures in directories.
@@ -110,7 +120,7 @@ pub fn compact(archive: &Path) -> Result<Compacted> {
         .values()
         .filter(|c| c.status == Status::Ok && c.segment.is_none())
     {
-        if capture_dir(archive, &c.capture).is_dir() {
+        if target.has(&c.capture) {
             let n = files
                 .get(&c.capture)
                 .map_or(0, |f| f.iter().filter_map(|f| f.rows).sum());
@@ -129,12 +139,21 @@ pub fn compact(archive: &Path) -> Result<Compacted> {
 
     let save = |caps: &BTreeMap<String, crate::manifest::CaptureRow>,
                 files: &BTreeMap<String, Vec<FileRow>>,
+                displaced: &mut Vec<FileRow>,
                 seg_files: &BTreeMap<String, Vec<SegmentFileRow>>|
      -> Result<()> {
         let rows: Vec<_> = caps.values().cloned().collect();
         let fs: Vec<FileRow> = files.values().flatten().cloned().collect();
         let segs: Vec<SegmentFileRow> = seg_files.values().flatten().cloned().collect();
-        write_manifest(archive, &rows, &inputs, &fs, &segs)
+        write_manifest(
+            archive,
+            &rows,
+            &inputs,
+            &fs,
+            &std::mem::take(displaced),
+            &segs,
+            &|f| target.publish_table(f),
+        )
     };
     let staging = archive.join(crate::run::STAGING);
     let mut n = 0usize;
@@ -144,11 +163,13 @@ pub fn compact(archive: &Path) -> Result<Compacted> {
     let commit = |s: Segment,
                   caps: &mut BTreeMap<String, crate::manifest::CaptureRow>,
                   files: &mut BTreeMap<String, Vec<FileRow>>,
+                  displaced: &mut Vec<FileRow>,
                   seg_files: &mut BTreeMap<String, Vec<SegmentFileRow>>|
      -> Result<usize> {
         let name = s.name.clone();
         let ranges = s.captures.clone();
         let written = s.finish(archive)?;
+        target.publish_segment(&name)?;
         let size_of = |t: &str| {
             written
                 .iter()
@@ -167,7 +188,7 @@ pub fn compact(archive: &Path) -> Result<Compacted> {
                     time_ns: r.time_ns,
                 })
                 .collect();
-            files.insert(capture.clone(), fs);
+            displaced.extend(files.insert(capture.clone(), fs).into_iter().flatten());
             if let Some(c) = caps.get_mut(capture) {
                 c.segment = Some(name.clone());
             }
@@ -184,7 +205,7 @@ pub fn compact(archive: &Path) -> Result<Compacted> {
                 })
                 .collect(),
         );
-        save(caps, files, seg_files)?;
+        save(caps, files, displaced, seg_files)?;
         Ok(ranges.len())
     };
     for (rows, src) in sources {
@@ -193,7 +214,7 @@ pub fn compact(archive: &Path) -> Result<Compacted> {
             .is_some_and(|s| s.capture_rows() + rows > SEGMENT_ROWS && !s.is_empty())
         {
             let s = seg.take().expect("some");
-            done.captures += commit(s, &mut caps, &mut files, &mut seg_files)?;
+            done.captures += commit(s, &mut caps, &mut files, &mut displaced, &mut seg_files)?;
             done.segments_written += 1;
         }
         if seg.is_none() {
@@ -209,35 +230,39 @@ pub fn compact(archive: &Path) -> Result<Compacted> {
             // Nothing of it is read any more.
             Source::Segment(name, live) if live.is_empty() => moved_from.push(name),
             Source::Segment(name, live) => {
-                s.add_segment(&segment_dir(archive, &name), &live)?;
+                let dir = segment_dir(archive, &name);
+                let fetched = target.fetch(&format!("segment={name}"))?;
+                let added = s.add_segment(&dir, &live);
+                if fetched {
+                    let _ = std::fs::remove_dir_all(&dir);
+                }
+                added?;
                 moved_from.push(name);
             }
             Source::Directory(name) => {
-                s.add(&name, &capture_dir(archive, &name))?;
+                let dir = capture_dir(archive, &name);
+                let fetched = target.fetch(&format!("capture={name}"))?;
+                let added = s.add(&name, &dir);
+                if fetched {
+                    let _ = std::fs::remove_dir_all(&dir);
+                }
+                added?;
                 moved_dirs.push(name);
             }
         }
     }
     if let Some(s) = seg.take().filter(|s| !s.is_empty()) {
-        done.captures += commit(s, &mut caps, &mut files, &mut seg_files)?;
+        done.captures += commit(s, &mut caps, &mut files, &mut displaced, &mut seg_files)?;
         done.segments_written += 1;
     }
     // The manifest names none of their captures now: removed.
     for s in &moved_from {
         seg_files.remove(s);
     }
-    save(&caps, &files, &seg_files)?;
-    for s in &moved_from {
-        let d = segment_dir(archive, s);
-        std::fs::remove_dir_all(&d).map_err(|e| Error::io(&d, e))?;
-    }
-    for c in &moved_dirs {
-        let d = capture_dir(archive, c);
-        std::fs::remove_dir_all(&d).map_err(|e| Error::io(&d, e))?;
-    }
+    save(&caps, &files, &mut displaced, &seg_files)?;
+    target.remove_unlisted(&moved_dirs, &moved_from)?;
     let _ = std::fs::remove_dir(&staging);
     done.segments_merged = moved_from.len();
     done.directories = moved_dirs.len();
-    drop(lock);
     Ok(done)
 }

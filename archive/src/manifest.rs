@@ -328,13 +328,40 @@ pub fn read_manifest(archive: &Path) -> Result<(Vec<CaptureRow>, Vec<InputRow>)>
 
 /// Rewrites the manifest of `archive` (inputs and files first, then
 /// captures).
+///
+/// Each table is replaced atomically and then handed to `publish` (which
+/// uploads it for an archive in an object store), `capture` last, so that
+/// a reader never finds a capture whose inputs or files are missing.
+/// `displaced` are the files of captures that moved to another segment
+/// since the manifest was last written: `capture_file` keeps them until
+/// `capture` names the new segment, then is written again without them, so
+/// that a run killed between the two finds each capture's rows where its
+/// `capture` row says (readers take a capture's files of its own segment).
 pub(crate) fn write_manifest(
     archive: &Path,
     caps: &[CaptureRow],
     inputs: &[InputRow],
     files: &[FileRow],
+    displaced: &[FileRow],
     segments: &[SegmentFileRow],
+    publish: &dyn Fn(&str) -> Result<()>,
 ) -> Result<()> {
+    let write_files = |rows: &mut dyn Iterator<Item = &FileRow>| -> Result<()> {
+        let mut c = FileCols::default();
+        for r in rows {
+            c.capture.append_value(&r.capture);
+            c.table_name.append_value(&r.table_name);
+            c.size_bytes.append_value(r.size_bytes);
+            c.rows.append_option(r.rows);
+            c.segment
+                .append_option(r.segment.as_ref().map(|s| s.0.as_str()));
+            c.first_row.append_option(r.segment.as_ref().map(|s| s.1));
+            c.min_time_ns.append_option(r.time_ns.map(|t| t.0));
+            c.max_time_ns.append_option(r.time_ns.map(|t| t.1));
+        }
+        replace_table(archive, &ARCHIVE_FILE, &[batch(&mut c)?])?;
+        publish("capture_file.parquet")
+    };
     let mut c = InputCols::default();
     for r in inputs {
         c.capture.append_value(&r.capture);
@@ -343,19 +370,8 @@ pub(crate) fn write_manifest(
         c.blake3.append_value(&r.blake3);
     }
     replace_table(archive, &ARCHIVE_INPUT, &[batch(&mut c)?])?;
-    let mut c = FileCols::default();
-    for r in files {
-        c.capture.append_value(&r.capture);
-        c.table_name.append_value(&r.table_name);
-        c.size_bytes.append_value(r.size_bytes);
-        c.rows.append_option(r.rows);
-        c.segment
-            .append_option(r.segment.as_ref().map(|s| s.0.as_str()));
-        c.first_row.append_option(r.segment.as_ref().map(|s| s.1));
-        c.min_time_ns.append_option(r.time_ns.map(|t| t.0));
-        c.max_time_ns.append_option(r.time_ns.map(|t| t.1));
-    }
-    replace_table(archive, &ARCHIVE_FILE, &[batch(&mut c)?])?;
+    publish("capture_input.parquet")?;
+    write_files(&mut files.iter().chain(displaced))?;
     let mut c = SegmentFileCols::default();
     for r in segments {
         c.segment.append_value(&r.segment);
@@ -364,6 +380,7 @@ pub(crate) fn write_manifest(
         c.rows.append_value(r.rows);
     }
     replace_table(archive, &ARCHIVE_SEGMENT_FILE, &[batch(&mut c)?])?;
+    publish("segment_file.parquet")?;
     let mut c = CaptureCols::default();
     for r in caps {
         c.capture.append_value(&r.capture);
@@ -381,5 +398,29 @@ pub(crate) fn write_manifest(
         c.segment.append_option(r.segment.as_deref());
     }
     replace_table(archive, &ARCHIVE_CAPTURE, &[batch(&mut c)?])?;
+    publish("capture.parquet")?;
+    if !displaced.is_empty() {
+        write_files(&mut files.iter())?;
+    }
     Ok(())
+}
+
+/// The files of each capture as `capture` places it: of its segment (or
+/// its own directory), without the rows of a segment it moved from that a
+/// run killed while writing the manifest left in `capture_file` (see
+/// [`write_manifest`]).
+pub(crate) fn current_files(
+    caps: &std::collections::BTreeMap<String, CaptureRow>,
+    files: Vec<FileRow>,
+) -> std::collections::BTreeMap<String, Vec<FileRow>> {
+    let mut out: std::collections::BTreeMap<String, Vec<FileRow>> = Default::default();
+    for f in files {
+        let keep = caps
+            .get(&f.capture)
+            .is_none_or(|c| c.segment.as_deref() == f.segment.as_ref().map(|s| s.0.as_str()));
+        if keep {
+            out.entry(f.capture.clone()).or_default().push(f);
+        }
+    }
+    out
 }

@@ -120,6 +120,30 @@ pub(crate) fn ingest(
     Ok(summary)
 }
 
+/// [`crate::compact`] of an archive in an object store: through a local
+/// working directory, as ingest, under the archive's lock. The segments
+/// and capture directories it merges are downloaded one at a time; each
+/// new segment is uploaded, then the manifest naming it, and what it
+/// replaces is deleted last.
+pub(crate) fn compact(archive: &Path) -> Result<crate::Compacted> {
+    let work = tempfile::Builder::new()
+        .prefix(WORK_PREFIX)
+        .tempdir()
+        .map_err(|e| Error::io(std::env::temp_dir(), e))?;
+    let at = store::open(&archive.to_string_lossy()).map_err(other)?;
+    let mut target = Remote::open(at, work.path())?;
+    if !target.work.join("capture.parquet").is_file() {
+        target.release();
+        return Err(other(format!(
+            "{}: not an archive (no capture.parquet)",
+            archive.display()
+        )));
+    }
+    let r = crate::compact::compact_into(&target);
+    target.release();
+    r
+}
+
 /// A target whose inputs downloaded into a directory (first) are named by
 /// the URL they came from (second) in the manifest.
 struct Named<'a>(&'a dyn Target, &'a [(PathBuf, String)]);
@@ -140,8 +164,17 @@ impl Target for Named<'_> {
     fn remove_unlisted(&self, captures: &[String], segments: &[String]) -> Result<()> {
         self.0.remove_unlisted(captures, segments)
     }
-    fn publish_manifest(&self) -> Result<()> {
-        self.0.publish_manifest()
+    fn publish_table(&self, file: &str) -> Result<()> {
+        self.0.publish_table(file)
+    }
+    fn fetch(&self, rel: &str) -> Result<bool> {
+        self.0.fetch(rel)
+    }
+    fn remove_unrecorded(
+        &self,
+        listed: &std::collections::BTreeMap<String, Vec<crate::manifest::SegmentFileRow>>,
+    ) -> Result<()> {
+        self.0.remove_unrecorded(listed)
     }
     fn existing_files(&self, name: &str) -> Vec<crate::manifest::FileRow> {
         self.0.existing_files(name)
@@ -414,20 +447,34 @@ impl Target for Remote {
         self.present.get(name).cloned().unwrap_or_default()
     }
 
-    fn publish_manifest(&self) -> Result<()> {
+    fn publish_table(&self, file: &str) -> Result<()> {
         self.check_lock()?;
-        // `capture` last: a reader never sees a capture row whose inputs
-        // or files are missing.
-        for name in [
-            "capture_input.parquet",
-            "capture_file.parquet",
-            "segment_file.parquet",
-            "capture.parquet",
-        ] {
-            let path = self.work.join(name);
-            block_on(self.at.upload(name, &path)).map_err(other)?;
+        // In the order the manifest's tables are written: `capture` last.
+        let path = self.work.join(file);
+        block_on(self.at.upload(file, &path)).map_err(other)
+    }
+
+    fn fetch(&self, rel: &str) -> Result<bool> {
+        let dir = self.work.join(rel);
+        let _ = std::fs::remove_dir_all(&dir);
+        block_on(download(&self.at.child(rel), &dir))?;
+        Ok(true)
+    }
+
+    fn remove_unrecorded(
+        &self,
+        listed: &std::collections::BTreeMap<String, Vec<crate::manifest::SegmentFileRow>>,
+    ) -> Result<()> {
+        let gone: Vec<String> = self
+            .segments
+            .iter()
+            .filter(|s| !listed.contains_key(*s))
+            .cloned()
+            .collect();
+        if gone.is_empty() {
+            return Ok(());
         }
-        Ok(())
+        self.remove_unlisted(&[], &gone)
     }
 }
 

@@ -33,8 +33,8 @@ use trawl_ingest::readback::{col, read_table};
 use trawl_ingest::unwind::StackUnwinder;
 
 use crate::manifest::{
-    files_of, read_files, read_manifest, read_segment_files, write_manifest, CaptureRow, FileRow,
-    InputRow, SegmentFileRow, Status,
+    current_files, files_of, read_files, read_manifest, read_segment_files, write_manifest,
+    CaptureRow, FileRow, InputRow, SegmentFileRow, Status,
 };
 use crate::plan::{plan, Grouping, Planned};
 use crate::segment::{segment_dir, Segment};
@@ -146,8 +146,16 @@ pub(crate) trait Target: Sync {
     /// captures now in segments, and segments none of whose captures is
     /// in the manifest (run after the manifest is published).
     fn remove_unlisted(&self, captures: &[String], segments: &[String]) -> Result<()>;
-    /// Makes the manifest written in [`Target::local`] the archive's.
-    fn publish_manifest(&self) -> Result<()>;
+    /// Makes the manifest's table `file` (e.g. `capture.parquet`), as
+    /// written in [`Target::local`], the archive's.
+    fn publish_table(&self, file: &str) -> Result<()>;
+    /// Makes the directory `rel` of the archive (`segment=NAME`,
+    /// `capture=NAME`) readable in [`Target::local`]: true when it was
+    /// downloaded there (the caller removes it after use).
+    fn fetch(&self, rel: &str) -> Result<bool>;
+    /// Removes the segments a killed run published but never recorded in
+    /// the manifest (`listed`).
+    fn remove_unrecorded(&self, listed: &BTreeMap<String, Vec<SegmentFileRow>>) -> Result<()>;
     /// The table files of capture `name` as the archive holds them (for
     /// captures of an archive written before its manifest listed them).
     fn existing_files(&self, name: &str) -> Vec<FileRow>;
@@ -189,7 +197,14 @@ impl Target for Local<'_> {
         }
         Ok(())
     }
-    fn publish_manifest(&self) -> Result<()> {
+    fn publish_table(&self, _: &str) -> Result<()> {
+        Ok(())
+    }
+    fn fetch(&self, _: &str) -> Result<bool> {
+        Ok(false)
+    }
+    fn remove_unrecorded(&self, listed: &BTreeMap<String, Vec<SegmentFileRow>>) -> Result<()> {
+        remove_unrecorded_segments(self.0, listed);
         Ok(())
     }
     fn existing_files(&self, name: &str) -> Vec<FileRow> {
@@ -227,16 +242,15 @@ pub(crate) fn ingest_into(
     for i in old_inputs {
         inputs.entry(i.capture.clone()).or_default().push(i);
     }
-    let mut files: BTreeMap<String, Vec<FileRow>> = BTreeMap::new();
-    for f in read_files(archive)? {
-        files.entry(f.capture.clone()).or_default().push(f);
-    }
+    let mut files = current_files(&caps, read_files(archive)?);
+    // Files of captures moved to a new segment, until the manifest names it.
+    let mut displaced: Vec<FileRow> = Vec::new();
     let mut seg_files: BTreeMap<String, Vec<SegmentFileRow>> = BTreeMap::new();
     for f in read_segment_files(archive)? {
         seg_files.entry(f.segment.clone()).or_default().push(f);
     }
     // Segments a killed run committed but never recorded.
-    remove_unrecorded_segments(archive, &seg_files);
+    target.remove_unrecorded(&seg_files)?;
     // Captures of an archive written before `capture_file`: their files
     // as they are (once; then the manifest lists them).
     let mut listed = false;
@@ -409,14 +423,15 @@ pub(crate) fn ingest_into(
                     &mut pending,
                     &mut caps,
                     &mut files,
+                    &mut displaced,
                     &mut seg_files,
                 )?;
-                save(target, &caps, &inputs, &files, &seg_files)?;
+                save(target, &caps, &inputs, &files, &mut displaced, &seg_files)?;
                 last_write = Instant::now();
                 dirty = false;
             } else if dirty && last_write.elapsed() >= Duration::from_millis(500) {
                 // Failures recorded at most twice a second.
-                save(target, &caps, &inputs, &files, &seg_files)?;
+                save(target, &caps, &inputs, &files, &mut displaced, &seg_files)?;
                 last_write = Instant::now();
                 dirty = false;
             }
@@ -428,12 +443,13 @@ pub(crate) fn ingest_into(
                 &mut pending,
                 &mut caps,
                 &mut files,
+                &mut displaced,
                 &mut seg_files,
             )?;
             dirty = true;
         }
         if dirty || listed || !archive.join("capture.parquet").is_file() {
-            save(target, &caps, &inputs, &files, &seg_files)?;
+            save(target, &caps, &inputs, &files, &mut displaced, &seg_files)?;
         }
         Ok(())
     })?;
@@ -456,7 +472,7 @@ pub(crate) fn ingest_into(
             seg_files.remove(s);
         }
         if !dead.is_empty() {
-            save(target, &caps, &inputs, &files, &seg_files)?;
+            save(target, &caps, &inputs, &files, &mut displaced, &seg_files)?;
         }
         target.remove_unlisted(&in_segments, &dead)?;
     }
@@ -474,6 +490,7 @@ fn save(
     caps: &BTreeMap<String, CaptureRow>,
     inputs: &BTreeMap<String, Vec<InputRow>>,
     files: &BTreeMap<String, Vec<FileRow>>,
+    displaced: &mut Vec<FileRow>,
     segments: &BTreeMap<String, Vec<SegmentFileRow>>,
 ) -> Result<()> {
     let rows: Vec<CaptureRow> = caps.values().cloned().collect();
@@ -486,8 +503,15 @@ fn save(
         .collect();
     let fs: Vec<FileRow> = files.values().flatten().cloned().collect();
     let segs: Vec<SegmentFileRow> = segments.values().flatten().cloned().collect();
-    write_manifest(target.local(), &rows, &ins, &fs, &segs)?;
-    target.publish_manifest()
+    write_manifest(
+        target.local(),
+        &rows,
+        &ins,
+        &fs,
+        &std::mem::take(displaced),
+        &segs,
+        &|f| target.publish_table(f),
+    )
 }
 
 /// A new segment's name: its number in this run after the time, so that
@@ -506,6 +530,7 @@ fn commit_segment(
     pending: &mut Vec<(String, CaptureRow)>,
     caps: &mut BTreeMap<String, CaptureRow>,
     files: &mut BTreeMap<String, Vec<FileRow>>,
+    displaced: &mut Vec<FileRow>,
     seg_files: &mut BTreeMap<String, Vec<SegmentFileRow>>,
 ) -> Result<()> {
     let name = s.name.clone();
@@ -530,7 +555,7 @@ fn commit_segment(
                 time_ns: r.time_ns,
             })
             .collect();
-        files.insert(capture, fs);
+        displaced.extend(files.insert(capture, fs).into_iter().flatten());
     }
     for (capture, mut row) in pending.drain(..) {
         row.segment = Some(name.clone());

@@ -39,6 +39,7 @@ use std::sync::Arc;
 
 use arrow::array::{Array, ArrayRef, AsArray, Int64Array, RecordBatch, StringArray, UInt32Array};
 use arrow::datatypes::{DataType, Field, Int32Type, Int64Type, Schema, SchemaRef, UInt64Type};
+use parquet::arrow::arrow_reader::{ParquetRecordBatchReaderBuilder, RowSelection, RowSelector};
 use parquet::arrow::ArrowWriter;
 use trawl_capture::schema::{self, TableDef};
 use trawl_ingest::readback::read_table;
@@ -288,41 +289,103 @@ impl Segment {
         dir: &Path,
         live: &[(String, HashMap<String, (i64, i64)>)],
     ) -> Result<()> {
-        let read = |def: &'static TableDef| read_if_there(dir, def);
         let (module_map, frame_map, mut stack_map) = self.add_dictionary(dir)?;
         let mut ranges: Vec<Vec<Range>> = vec![Vec::new(); live.len()];
         for def in schema::TABLES.iter().copied().filter(|d| !d.is_shared()) {
-            let batches = read(def)?;
-            if batches.is_empty() {
+            let path = trawl_capture::layout::table_file(dir, def.name);
+            if !path.is_file() {
                 continue;
             }
-            let out_schema = capture_schema(def);
-            let all = arrow::compute::concat_batches(&batches[0].schema(), &batches)
-                .map_err(|e| arrow_err(def.name, e))?;
-            for (k, (_, tables)) in live.iter().enumerate() {
-                let Some(&(first, rows)) = tables.get(def.name) else {
-                    continue;
-                };
-                if rows <= 0 || first < 0 || (first + rows) as usize > all.num_rows() {
-                    continue;
+            let f = File::open(&path).map_err(|e| Error::io(&path, e))?;
+            let builder = ParquetRecordBatchReaderBuilder::try_new(f)
+                .map_err(|e| arrow_err(def.name, format!("{}: {e}", path.display())))?;
+            let file_rows = builder.metadata().file_metadata().num_rows();
+            // The live captures' ranges in file order (a range outside the
+            // file, or overlapping the one before, is not read).
+            let mut want: Vec<(usize, i64, i64)> = live
+                .iter()
+                .enumerate()
+                .filter_map(|(k, (_, t))| {
+                    let &(first, rows) = t.get(def.name)?;
+                    (rows > 0 && first >= 0 && first + rows <= file_rows)
+                        .then_some((k, first, rows))
+                })
+                .collect();
+            want.sort_by_key(|w| w.1);
+            let mut end = 0i64;
+            want.retain(|w| {
+                let ok = w.1 >= end;
+                end = end.max(w.1 + w.2);
+                ok
+            });
+            if want.is_empty() {
+                continue;
+            }
+            // Only those rows are decoded, a batch at a time: memory holds
+            // one batch, whatever the segment's size.
+            let mut sel = Vec::new();
+            let mut at = 0i64;
+            for &(_, first, rows) in &want {
+                if first > at {
+                    sel.push(RowSelector::skip((first - at) as usize));
                 }
-                let b = all.slice(first as usize, rows as usize);
-                let b = self.remap(def, b, &module_map, &frame_map, &mut stack_map)?;
-                let time = b.column_by_name("time_ns").and_then(|t| {
-                    let t = t.as_primitive::<Int64Type>();
-                    arrow::compute::min(t).zip(arrow::compute::max(t))
-                });
-                let b = RecordBatch::try_new(out_schema.clone(), b.columns().to_vec())
-                    .map_err(|e| arrow_err(def.name, e))?;
-                let first_row = self.rows_of(def.name);
-                self.write(def, &out_schema, &b)?;
-                self.capture_rows += rows;
-                ranges[k].push(Range {
-                    table: def.name,
-                    first_row,
-                    rows,
-                    time_ns: time,
-                });
+                sel.push(RowSelector::select(rows as usize));
+                at = first + rows;
+            }
+            let reader = builder
+                .with_row_selection(RowSelection::from(sel))
+                .with_batch_size(64 * 1024)
+                .build()
+                .map_err(|e| arrow_err(def.name, e))?;
+            let out_schema = capture_schema(def);
+            // The range being copied: its index in `want`, rows left, and
+            // its Range so far.
+            let mut cur = 0usize;
+            let mut left = want[0].2;
+            let mut range: Option<Range> = None;
+            for batch in reader {
+                let batch = batch.map_err(|e| arrow_err(def.name, e))?;
+                let mut off = 0usize;
+                while off < batch.num_rows() && cur < want.len() {
+                    let take = (left as usize).min(batch.num_rows() - off);
+                    let b = self.remap(
+                        def,
+                        batch.slice(off, take),
+                        &module_map,
+                        &frame_map,
+                        &mut stack_map,
+                    )?;
+                    let time = b.column_by_name("time_ns").and_then(|t| {
+                        let t = t.as_primitive::<Int64Type>();
+                        arrow::compute::min(t).zip(arrow::compute::max(t))
+                    });
+                    let b = RecordBatch::try_new(out_schema.clone(), b.columns().to_vec())
+                        .map_err(|e| arrow_err(def.name, e))?;
+                    let r = range.get_or_insert(Range {
+                        table: def.name,
+                        first_row: self.rows_of(def.name),
+                        rows: 0,
+                        time_ns: None,
+                    });
+                    r.rows += take as i64;
+                    if let Some((lo, hi)) = time {
+                        r.time_ns =
+                            Some(r.time_ns.map_or((lo, hi), |(a, z)| (a.min(lo), z.max(hi))));
+                    }
+                    self.write(def, &out_schema, &b)?;
+                    self.capture_rows += take as i64;
+                    off += take;
+                    left -= take as i64;
+                    if left == 0 {
+                        ranges[want[cur].0].push(range.take().expect("written"));
+                        cur += 1;
+                        left = want.get(cur).map_or(0, |w| w.2);
+                    }
+                }
+            }
+            // A file shorter than its footer said: what was read is kept.
+            if let Some(r) = range.take() {
+                ranges[want[cur].0].push(r);
             }
         }
         for ((name, _), r) in live.iter().zip(ranges) {

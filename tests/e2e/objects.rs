@@ -946,3 +946,98 @@ fn archives_in_two_containers_of_one_azure_account() {
     let o = az.trawl(&["sql", two, "SELECT sum(period) FROM perf_sample"]);
     assert_refused(&o, &format!("{two}/{key}"));
 }
+
+/// `trawl archive compact` of an archive in S3 (three segments, one with
+/// a replaced capture's rows): one segment after, every capture's samples
+/// as perf script counts them and the same hotspots as the local archive;
+/// killed once the server has answered k/8 of a whole compaction's
+/// requests, a reader still finds every capture whole, and a later
+/// compaction finishes with one segment and nothing else left.
+#[test]
+fn compaction_in_s3_survives_kills() {
+    let s3 = S3::start();
+    let t = tempfile::tempdir().unwrap();
+    let src = crate::archive::runs(t.path());
+    let local = t.path().join("arch");
+    let ingest = || {
+        let o = crate::archive::archive_ingest(&src, &local, &["--no-symbolize"]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    };
+    ingest();
+    std::fs::copy(fixture("procs.data"), src.join("run2/threads.data")).unwrap();
+    ingest();
+    std::fs::create_dir_all(src.join("run3")).unwrap();
+    std::fs::copy(fixture("hot-fp.data"), src.join("run3/hot-fp.data")).unwrap();
+    ingest();
+    std::fs::remove_file(local.join(".trawl-archive.lock")).unwrap();
+    let mut want = runs_samples();
+    want.insert("run2".into(), perf_script_samples(&fixture("procs.data")));
+    want.insert("run3".into(), perf_script_samples(&fixture("hot-fp.data")));
+    let hot = report_csv("hotspots", &local, &["--no-inline"]);
+    let segments = |prefix: &str| {
+        let mut s: Vec<String> = s3
+            .list(&format!("{prefix}/segment="))
+            .into_iter()
+            .map(|(k, _)| k.split('/').nth(1).unwrap().to_string())
+            .collect();
+        s.dedup();
+        s
+    };
+    s3.put_tree(&local, "full");
+    assert_eq!(segments("full").len(), 3);
+    let r0 = s3.requests(0).len();
+    s3.ok(&["archive", "compact", "s3://trawl/full"]);
+    let full = s3.requests(r0).len();
+    assert_eq!(by_capture(s3.sql("s3://trawl/full", COUNTS)), want);
+    assert_eq!(segments("full").len(), 1);
+    assert_eq!(
+        s3.stdout(&[
+            "report",
+            "hotspots",
+            "s3://trawl/full",
+            "--no-inline",
+            "--format",
+            "csv"
+        ]),
+        hot
+    );
+    let mut interrupted = 0;
+    for k in 1..8 {
+        let prefix = format!("k{k}");
+        let url = format!("s3://trawl/{prefix}");
+        s3.put_tree(&local, &prefix);
+        let before = s3.requests(0).len();
+        let mut child = s3
+            .command(&["archive", "compact", &url], &[])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let t0 = Instant::now();
+        while s3.requests(before).len() < full * k / 8
+            && child.try_wait().unwrap().is_none()
+            && t0.elapsed() < Duration::from_secs(120)
+        {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        interrupted += child.try_wait().unwrap().is_none() as usize;
+        let _ = child.kill();
+        let _ = child.wait();
+        assert_eq!(
+            by_capture(s3.sql(&url, COUNTS)),
+            want,
+            "killed at {k}/8 of {full} requests"
+        );
+        s3.ok(&["archive", "compact", &url]);
+        assert_eq!(
+            by_capture(s3.sql(&url, COUNTS)),
+            want,
+            "after a kill at {k}/8"
+        );
+        assert_eq!(segments(&prefix).len(), 1, "after a kill at {k}/8");
+    }
+    assert!(
+        interrupted > 0,
+        "no kill interrupted a compaction ({full} requests)"
+    );
+}
