@@ -143,13 +143,28 @@ pub struct FileEntry {
 }
 
 /// An archive's manifest as a reader needs it: the captures ingested
-/// (status `ok`) with their schema version and segment, where their rows
-/// are, and each segment's files (table → size, rows).
+/// (status `ok`) with their schema version and segment, the files of
+/// captures in directories of their own, and each segment's files with
+/// where its captures' rows are.
 #[derive(Clone, Debug, Default)]
 pub struct Manifest {
     pub captures: std::collections::BTreeMap<String, (i32, Option<String>)>,
+    /// Captures in directories of their own (an archive written before
+    /// segments): table → file.
     pub files: std::collections::HashMap<String, std::collections::BTreeMap<String, FileEntry>>,
-    pub segments: std::collections::HashMap<String, std::collections::BTreeMap<String, (u64, i64)>>,
+    pub segments: std::collections::HashMap<String, SegmentEntry>,
+}
+
+/// A segment as the manifest gives it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SegmentEntry {
+    /// Per table, its file's size and rows (`segment_file`).
+    pub tables: std::collections::BTreeMap<String, (u64, i64)>,
+    /// Per table, the rows of each capture the manifest places in the
+    /// segment: (capture, first row, rows), in file order
+    /// (`capture_file`). Rows of other captures (replaced since) are not
+    /// read.
+    pub ranges: std::collections::BTreeMap<String, Vec<(std::sync::Arc<str>, i64, i64)>>,
 }
 
 fn batches<R: parquet::file::reader::ChunkReader + 'static>(
@@ -160,6 +175,55 @@ fn batches<R: parquet::file::reader::ChunkReader + 'static>(
         .build()
         .ok()?;
     reader.collect::<Result<Vec<_>, _>>().ok()
+}
+
+/// The batches of `f` with the string columns `dicts` read as
+/// dictionaries (keys into the distinct values).
+fn batches_dict<R: parquet::file::reader::ChunkReader + 'static>(
+    f: R,
+    dicts: &[&str],
+) -> Option<Vec<arrow::array::RecordBatch>> {
+    use arrow::datatypes::{DataType, Field, Schema};
+    use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions};
+    let meta = ArrowReaderMetadata::load(&f, Default::default()).ok()?;
+    let fields: Vec<Field> = meta
+        .schema()
+        .fields()
+        .iter()
+        .map(|x| {
+            if dicts.contains(&x.name().as_str()) && x.data_type() == &DataType::Utf8 {
+                x.as_ref().clone().with_data_type(DataType::Dictionary(
+                    Box::new(DataType::Int32),
+                    Box::new(DataType::Utf8),
+                ))
+            } else {
+                x.as_ref().clone()
+            }
+        })
+        .collect();
+    let schema = std::sync::Arc::new(Schema::new_with_metadata(
+        fields,
+        meta.schema().metadata().clone(),
+    ));
+    let opts = ArrowReaderOptions::new().with_schema(schema);
+    let meta = ArrowReaderMetadata::try_new(meta.metadata().clone(), opts).ok()?;
+    let reader =
+        parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::new_with_metadata(f, meta)
+            .with_batch_size(64 * 1024)
+            .build()
+            .ok()?;
+    reader.collect::<Result<Vec<_>, _>>().ok()
+}
+
+/// A dictionary column of strings: its values and keys.
+fn dict(
+    a: &arrow::array::ArrayRef,
+) -> Option<(arrow::array::StringArray, arrow::array::Int32Array)> {
+    use arrow::array::AsArray;
+    use arrow::datatypes::Int32Type;
+    let d = a.as_dictionary_opt::<Int32Type>()?;
+    let values = d.values().as_string_opt::<i32>()?.clone();
+    Some((values, d.keys().clone()))
 }
 
 /// Reads a manifest from its `capture`, `capture_file` and `segment_file`
@@ -196,41 +260,98 @@ pub fn read_manifest<R: parquet::file::reader::ChunkReader + 'static>(
         }
     }
     if let Some(f) = capture_file {
-        for b in batches(f)? {
+        // Each capture's name (shared by its ranges) and segment.
+        let placed: std::collections::HashMap<&str, (std::sync::Arc<str>, Option<&str>)> = m
+            .captures
+            .iter()
+            .map(|(n, (_, s))| (n.as_str(), (std::sync::Arc::from(n.as_str()), s.as_deref())))
+            .collect();
+        type Ranges = Vec<(std::sync::Arc<str>, i64, i64)>;
+        // (segment, table) → ranges; the few distinct tables and segments
+        // are read as dictionaries, looked up once per batch.
+        let mut ranges: std::collections::HashMap<(String, String), Ranges> = Default::default();
+        for b in batches_dict(f, &["table_name", "segment"])? {
             let names = b.column_by_name("capture")?.as_string_opt::<i32>()?;
-            let tables = b.column_by_name("table_name")?.as_string_opt::<i32>()?;
+            let (tables, table_keys) = dict(b.column_by_name("table_name")?)?;
             let sizes = b
                 .column_by_name("size_bytes")?
                 .as_primitive_opt::<Int64Type>()?;
             let rows = b
                 .column_by_name("rows")
                 .and_then(|c| c.as_primitive_opt::<Int64Type>());
-            let seg = b
-                .column_by_name("segment")
-                .and_then(|c| c.as_string_opt::<i32>());
+            let seg = b.column_by_name("segment").and_then(dict);
             let first = b
                 .column_by_name("first_row")
                 .and_then(|c| c.as_primitive_opt::<Int64Type>());
+            // Per (segment value, table value) of this batch's
+            // dictionaries: the ranges, moved into `ranges` after.
+            let n_tables = tables.len();
+            let mut slots: Vec<Ranges> =
+                vec![Vec::new(); n_tables * seg.as_ref().map_or(1, |(v, _)| v.len().max(1))];
+            // The last capture looked up (a capture's rows are adjacent).
+            let mut last: Option<(&str, Option<&(std::sync::Arc<str>, Option<&str>)>)> = None;
             for i in 0..b.num_rows() {
-                if !(names.is_valid(i) && tables.is_valid(i) && sizes.is_valid(i)) {
+                if !(names.is_valid(i) && table_keys.is_valid(i) && sizes.is_valid(i)) {
                     continue;
                 }
-                let segment = seg.filter(|s| s.is_valid(i)).map(|s| {
-                    let at = first.filter(|f| f.is_valid(i)).map_or(0, |f| f.value(i));
-                    (s.value(i).to_string(), at)
-                });
-                m.files
-                    .entry(names.value(i).to_string())
-                    .or_default()
-                    .insert(
-                        tables.value(i).to_string(),
-                        FileEntry {
-                            size: sizes.value(i).max(0) as u64,
-                            rows: rows.filter(|r| r.is_valid(i)).map(|r| r.value(i)),
-                            segment,
-                        },
-                    );
+                let name = names.value(i);
+                let cap = match last {
+                    Some((n, c)) if n == name => c,
+                    _ => {
+                        let c = placed.get(name);
+                        last = Some((name, c));
+                        c
+                    }
+                };
+                let table_at = table_keys.value(i) as usize;
+                let seg_at = seg
+                    .as_ref()
+                    .filter(|(_, k)| k.is_valid(i))
+                    .map(|(_, k)| k.value(i) as usize);
+                let row_seg = seg_at.and_then(|k| seg.as_ref().map(|(v, _)| v.value(k)));
+                let rows_i = rows.filter(|r| r.is_valid(i)).map(|r| r.value(i));
+                let first_i = first.filter(|f| f.is_valid(i)).map_or(0, |f| f.value(i));
+                match cap {
+                    // Rows of the segment the capture is in.
+                    Some((arc, Some(s))) if row_seg == Some(*s) => {
+                        slots[seg_at.unwrap_or(0) * n_tables + table_at].push((
+                            arc.clone(),
+                            first_i,
+                            rows_i.unwrap_or(0),
+                        ));
+                    }
+                    // Rows of a segment a capture moved from, which a
+                    // writer keeps until `capture` names the new one.
+                    Some((_, Some(_))) => {}
+                    Some((_, None)) if row_seg.is_some() => {}
+                    _ => {
+                        m.files.entry(name.to_string()).or_default().insert(
+                            tables.value(table_at).to_string(),
+                            FileEntry {
+                                size: sizes.value(i).max(0) as u64,
+                                rows: rows_i,
+                                segment: row_seg.map(|s| (s.to_string(), first_i)),
+                            },
+                        );
+                    }
+                }
             }
+            for (k, r) in slots.into_iter().enumerate() {
+                if r.is_empty() {
+                    continue;
+                }
+                let (s, t) = (k / n_tables, k % n_tables);
+                let key = (
+                    seg.as_ref()
+                        .map_or(String::new(), |(v, _)| v.value(s).to_string()),
+                    tables.value(t).to_string(),
+                );
+                ranges.entry(key).or_default().extend(r);
+            }
+        }
+        for ((seg, table), mut r) in ranges {
+            r.sort_by_key(|x| x.1);
+            m.segments.entry(seg).or_default().ranges.insert(table, r);
         }
     }
     if let Some(f) = segment_file {
@@ -245,6 +366,7 @@ pub fn read_manifest<R: parquet::file::reader::ChunkReader + 'static>(
                 m.segments
                     .entry(seg.value(i).to_string())
                     .or_default()
+                    .tables
                     .insert(
                         tables.value(i).to_string(),
                         (sizes.value(i).max(0) as u64, rows.value(i)),

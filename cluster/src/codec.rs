@@ -201,7 +201,12 @@ impl LogicalExtensionCodec for LogicalCodec {
                         version: f.version,
                         rows: f.rows.map(|(captures, file_rows, renamed)| {
                             trawl_query::tables::SegmentRows {
-                                captures,
+                                captures: Arc::new(
+                                    captures
+                                        .into_iter()
+                                        .map(|(n, first, rows)| (Arc::from(n), first, rows))
+                                        .collect(),
+                                ),
                                 file_rows,
                                 renamed,
                             }
@@ -243,10 +248,16 @@ impl LogicalExtensionCodec for LogicalCodec {
                         store: f.store.clone(),
                         size: f.size,
                         version: f.version,
-                        rows: f
-                            .rows
-                            .as_ref()
-                            .map(|r| (r.captures.clone(), r.file_rows, r.renamed.clone())),
+                        rows: f.rows.as_ref().map(|r| {
+                            (
+                                r.captures
+                                    .iter()
+                                    .map(|(n, first, rows)| (n.to_string(), *first, *rows))
+                                    .collect(),
+                                r.file_rows,
+                                r.renamed.clone(),
+                            )
+                        }),
                     })
                     .collect(),
                 shared: t.is_shared(),

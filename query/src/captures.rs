@@ -30,17 +30,15 @@ pub struct CaptureRef {
 #[derive(Clone, Debug)]
 pub struct InSegment {
     pub files: Arc<SegmentFiles>,
-    /// Per table, the capture's rows in the segment's file: the first one
-    /// and how many.
-    pub ranges: BTreeMap<String, (i64, i64)>,
     /// Its name in the archive (the `capture` column of the segment's
     /// files), which the session may have made unique (`NAME#2`).
     pub stored_name: String,
 }
 
 /// A segment of an archive: its directory (`ARCHIVE/segment=NAME`) and
-/// files as the manifest lists them.
-#[derive(Debug)]
+/// files as the manifest lists them. Every capture the manifest places in
+/// it is one of the session's.
+#[derive(Clone, Debug)]
 pub struct SegmentFiles {
     /// The directory, or the URL of the segment in an object store.
     pub dir: PathBuf,
@@ -50,6 +48,33 @@ pub struct SegmentFiles {
     pub version: i32,
     /// Per table, the file's size and rows.
     pub tables: BTreeMap<String, (u64, i64)>,
+    /// Per table, each capture's rows: (its name in the file, first row,
+    /// rows), in file order.
+    pub ranges: BTreeMap<String, Arc<Vec<(Arc<str>, i64, i64)>>>,
+    /// Captures the session names otherwise than the file does (a name
+    /// two archives of the session share): (the file's, the session's).
+    pub renamed: Vec<(String, String)>,
+}
+
+/// The distinct segments of `captures`, each with the session's name for
+/// it, in the order first met.
+pub fn segments(captures: &[CaptureRef]) -> Vec<(String, Arc<SegmentFiles>)> {
+    let mut seen: std::collections::HashSet<*const SegmentFiles> = Default::default();
+    let mut out = Vec::new();
+    let mut last: *const SegmentFiles = std::ptr::null();
+    for c in captures {
+        let Some(s) = &c.in_segment else { continue };
+        let p = Arc::as_ptr(&s.files);
+        // Captures of a segment are mostly adjacent: one hash per run.
+        if p == last {
+            continue;
+        }
+        last = p;
+        if seen.insert(p) {
+            out.push((c.segment.clone(), s.files.clone()));
+        }
+    }
+    out
 }
 
 /// A capture in an object store: its location and the size of each
@@ -102,13 +127,22 @@ pub fn find_captures(args: &[PathBuf]) -> Result<Vec<CaptureRef>> {
         names.insert(name.clone());
         name
     };
+    let mut renamed: HashMap<*const SegmentFiles, Vec<(String, String)>> = HashMap::new();
     for f in found {
         let name = unique(&f.base, &mut names);
         let segment = match &f.in_segment {
-            Some((seg, s)) => seg_names
-                .entry(Arc::as_ptr(&s.files))
-                .or_insert_with(|| unique(seg, &mut names))
-                .clone(),
+            Some((seg, s)) => {
+                if s.stored_name != name {
+                    renamed
+                        .entry(Arc::as_ptr(&s.files))
+                        .or_default()
+                        .push((s.stored_name.clone(), name.clone()));
+                }
+                seg_names
+                    .entry(Arc::as_ptr(&s.files))
+                    .or_insert_with(|| unique(seg, &mut names))
+                    .clone()
+            }
             None => name.clone(),
         };
         refs.push(CaptureRef {
@@ -119,6 +153,26 @@ pub fn find_captures(args: &[PathBuf]) -> Result<Vec<CaptureRef>> {
             remote: f.remote,
             in_segment: f.in_segment.map(|s| s.1),
         });
+    }
+    // Segments some of whose captures the session renames: a copy each
+    // that says so.
+    if !renamed.is_empty() {
+        let mut copies: HashMap<*const SegmentFiles, Arc<SegmentFiles>> = HashMap::new();
+        for r in &mut refs {
+            let Some(s) = &mut r.in_segment else { continue };
+            let p = Arc::as_ptr(&s.files);
+            let Some(names) = renamed.get(&p) else {
+                continue;
+            };
+            s.files = copies
+                .entry(p)
+                .or_insert_with(|| {
+                    let mut c = (*s.files).clone();
+                    c.renamed = names.clone();
+                    Arc::new(c)
+                })
+                .clone();
+        }
     }
     Ok(refs)
 }
@@ -148,9 +202,10 @@ fn check_version(dir: &std::path::Path, found: Option<i32>) -> Result<()> {
 /// `seg_at` gives a segment's directory (or URL) and object store
 /// location.
 fn segment_captures(
-    m: &trawl_capture::layout::Manifest,
+    m: &mut trawl_capture::layout::Manifest,
     seg_at: impl Fn(&str) -> (PathBuf, Option<trawl_capture::store::Location>),
 ) -> Result<Vec<Found>> {
+    let mut entries = std::mem::take(&mut m.segments);
     let mut segs: HashMap<&str, Arc<SegmentFiles>> = HashMap::new();
     let mut out = Vec::new();
     for (name, (version, seg)) in &m.captures {
@@ -159,27 +214,22 @@ fn segment_captures(
             .entry(seg)
             .or_insert_with(|| {
                 let (dir, at) = seg_at(seg);
+                let e = entries.remove(seg).unwrap_or_default();
                 Arc::new(SegmentFiles {
                     dir,
                     at,
                     version: *version,
-                    tables: m.segments.get(seg).cloned().unwrap_or_default(),
+                    tables: e.tables,
+                    ranges: e
+                        .ranges
+                        .into_iter()
+                        .map(|(t, r)| (t, Arc::new(r)))
+                        .collect(),
+                    renamed: Vec::new(),
                 })
             })
             .clone();
         check_version(&files.dir, Some(*version))?;
-        let ranges = m
-            .files
-            .get(name)
-            .map(|t| {
-                t.iter()
-                    .filter_map(|(table, e)| {
-                        let (s, first) = e.segment.as_ref()?;
-                        (s == seg).then(|| (table.clone(), (*first, e.rows.unwrap_or(0))))
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
         out.push(Found {
             dir: files.dir.clone(),
             base: name.clone(),
@@ -189,7 +239,6 @@ fn segment_captures(
                 seg.clone(),
                 InSegment {
                     files,
-                    ranges,
                     stored_name: name.clone(),
                 },
             )),
@@ -207,14 +256,14 @@ fn local_captures(a: &std::path::Path) -> Result<Vec<Found>> {
     let mut in_segments = Vec::new();
     if let Some((archive, seg)) = trawl_capture::layout::segment_archive(a) {
         // A segment of an archive: the captures the manifest places there.
-        let m = trawl_capture::layout::local_manifest(&archive).ok_or_else(|| {
+        let mut m = trawl_capture::layout::local_manifest(&archive).ok_or_else(|| {
             Error::Usage(format!(
                 "{}: a segment of the archive {}, whose manifest cannot be read",
                 a.display(),
                 archive.display()
             ))
         })?;
-        let mut out = segment_captures(&m, |s| (archive.join(format!("segment={s}")), None))?;
+        let mut out = segment_captures(&mut m, |s| (archive.join(format!("segment={s}")), None))?;
         out.retain(|f| f.in_segment.as_ref().is_some_and(|s| s.0 == seg));
         if out.is_empty() {
             return Err(Error::Usage(format!(
@@ -230,8 +279,8 @@ fn local_captures(a: &std::path::Path) -> Result<Vec<Found>> {
     if trawl_capture::layout::is_capture(a) {
         dirs.push(a.to_path_buf());
     } else {
-        let manifest = trawl_capture::layout::local_manifest(a);
-        if let Some(m) = &manifest {
+        let mut manifest = trawl_capture::layout::local_manifest(a);
+        if let Some(m) = &mut manifest {
             in_segments = segment_captures(m, |s| (a.join(format!("segment={s}")), None))?;
             for (name, (version, seg)) in &m.captures {
                 if seg.is_none() {
@@ -241,10 +290,14 @@ fn local_captures(a: &std::path::Path) -> Result<Vec<Found>> {
         }
         // A capture's own directory left beside its segment (removed once
         // the manifest names the segment) is not read.
-        let segmented: std::collections::HashSet<PathBuf> = in_segments
-            .iter()
-            .map(|f| a.join(format!("capture={}", f.base)))
-            .collect();
+        let segmented = |p: &std::path::Path| {
+            let name = p.file_name().map(|n| n.to_string_lossy());
+            let name = name.as_deref().and_then(|n| n.strip_prefix("capture="));
+            manifest.as_ref().is_some_and(|m| {
+                name.and_then(|n| m.captures.get(n))
+                    .is_some_and(|c| c.1.is_some())
+            })
+        };
         let mut subs: Vec<PathBuf> = std::fs::read_dir(a)
             .map(|rd| {
                 rd.flatten()
@@ -254,7 +307,7 @@ fn local_captures(a: &std::path::Path) -> Result<Vec<Found>> {
                         !n.starts_with('.') && !n.starts_with("segment=")
                     })
                     .map(|e| e.path())
-                    .filter(|p| !segmented.contains(p) && trawl_capture::layout::is_capture(p))
+                    .filter(|p| !segmented(p) && trawl_capture::layout::is_capture(p))
                     .collect()
             })
             .unwrap_or_default();
@@ -412,7 +465,7 @@ async fn from_manifest(at: &trawl_capture::store::Location) -> Result<Option<Vec
         .read("segment_file.parquet")
         .await
         .map_err(Error::Usage)?;
-    let m = trawl_capture::layout::read_manifest(caps, Some(files), segments).ok_or_else(|| {
+    let mut m = trawl_capture::layout::read_manifest(caps, Some(files), segments).ok_or_else(|| {
         Error::Usage(format!("{url}: capture.parquet, capture_file.parquet or segment_file.parquet is not a readable manifest"))
     })?;
     // A capture without its files listed: an archive written in part by
@@ -427,7 +480,7 @@ async fn from_manifest(at: &trawl_capture::store::Location) -> Result<Option<Vec
             path: PathBuf::from(url),
         });
     }
-    let mut out = segment_captures(&m, |s| {
+    let mut out = segment_captures(&mut m, |s| {
         let seg = at.child(&format!("segment={s}"));
         (PathBuf::from(seg.url()), Some(seg))
     })?;

@@ -13,7 +13,7 @@ use crate::captures::find_captures;
 use crate::clock::Origin;
 use crate::error::Result;
 use crate::session::{session_config, Session, Shared};
-use crate::tables::stored_table;
+use crate::tables::stored_table_in;
 use crate::{
     assert_true, cause, clock, energy, functions, io, lbr, memlog, power, power_calls, ranges,
     regions, stack_cost, stacks, time, tracepoint,
@@ -60,13 +60,17 @@ impl Session {
             let url = datafusion::execution::object_store::ObjectStoreUrl::parse(root)?;
             ctx.register_object_store(url.as_ref(), store);
         }
+        let segments = crate::captures::segments(&captures);
         for def in trawl_capture::schema::TABLES {
             // The flat table is a view over the others (its files, written
             // by `ingest --flat`, are for readers without trawl).
             if def.name == trawl_capture::schema::PERF_SAMPLE_SYMBOLIZED.name {
                 continue;
             }
-            ctx.register_table(def.name, Arc::new(stored_table(&captures, def)))?;
+            ctx.register_table(
+                def.name,
+                Arc::new(stored_table_in(&captures, &segments, def)),
+            )?;
         }
         let mut manifests: Vec<String> = captures
             .iter()

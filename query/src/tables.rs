@@ -60,9 +60,10 @@ pub struct CaptureFile {
 /// The rows of a segment's file a session reads.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SegmentRows {
-    /// The captures read, each with its first row and rows in the file,
-    /// in file order (empty for a shared table: every row).
-    pub captures: Vec<(String, i64, i64)>,
+    /// The captures read (named as the file names them), each with its
+    /// first row and rows in the file, in file order (empty for a shared
+    /// table: every row).
+    pub captures: Arc<Vec<(Arc<str>, i64, i64)>>,
     /// The rows of the file.
     pub file_rows: i64,
     /// Captures the session names otherwise than the file does (a name
@@ -510,24 +511,29 @@ impl CaptureTable {
         // answered from them without reading a page.
         let mut total_rows = 0usize;
         let mut total_bytes = 0usize;
-        let mut names: Vec<String> = Vec::new();
+        // The captures' ranges read (their names filter the scan when a
+        // row selection is used).
+        let mut read_ranges: Vec<&(Arc<str>, i64, i64)> = Vec::new();
+        let keep: Option<std::collections::HashSet<&str>> =
+            keep.map(|k| k.iter().map(String::as_str).collect());
         for f in files {
             let Some(rows) = &f.rows else { continue };
-            // The file's name of a capture the session names `n`.
-            let stored = |n: &str| {
-                rows.renamed
-                    .iter()
-                    .find(|r| r.1 == n)
-                    .map_or(n.to_string(), |r| r.0.clone())
+            // The session's name of a capture the file names `n`.
+            let session = |n: &str| -> Option<&str> {
+                rows.renamed.iter().find(|r| r.0 == n).map(|r| r.1.as_str())
             };
-            let (ranges, all): (Vec<&(String, i64, i64)>, bool) = if self.shared {
+            type R = (Arc<str>, i64, i64);
+            let (ranges, all): (Vec<&R>, bool) = if self.shared {
                 (Vec::new(), true)
             } else {
-                let r: Vec<&(String, i64, i64)> = rows
-                    .captures
-                    .iter()
-                    .filter(|c| keep.is_none_or(|k| k.contains(&c.0)))
-                    .collect();
+                let r: Vec<&R> = match &keep {
+                    None => rows.captures.iter().collect(),
+                    Some(k) => rows
+                        .captures
+                        .iter()
+                        .filter(|c| k.contains(session(&c.0).unwrap_or(&c.0)))
+                        .collect(),
+                };
                 let n: i64 = r.iter().map(|c| c.2).sum();
                 let all = n == rows.file_rows;
                 (r, all)
@@ -563,16 +569,14 @@ impl CaptureTable {
                     }
                     sel.push(RowSelector::select(c.2 as usize));
                     at = c.1 + c.2;
-                    names.push(stored(&c.0));
                 }
                 if rows.file_rows > at {
                     sel.push(RowSelector::skip((rows.file_rows - at) as usize));
                 }
                 file = file.with_extension(ParquetRowSelection::new(RowSelection::from(sel)));
                 selected = true;
-            } else if !self.shared {
-                names.extend(ranges.iter().map(|c| stored(&c.0)));
             }
+            read_ranges.extend(ranges.iter().copied());
             file = file.with_statistics(Arc::new(Statistics {
                 num_rows: Precision::Exact(read_rows as usize),
                 total_byte_size: Precision::Inexact(f.size as usize),
@@ -645,6 +649,7 @@ impl CaptureTable {
         use datafusion::physical_expr::expressions::{Column, InListExpr};
         use datafusion::physical_plan::projection::ProjectionExec;
         if filter {
+            let mut names: Vec<String> = read_ranges.iter().map(|c| c.0.to_string()).collect();
             names.sort();
             names.dedup();
             let col: Arc<dyn datafusion::physical_expr::PhysicalExpr> =
@@ -874,6 +879,15 @@ pub(crate) fn stored_table(
     captures: &[CaptureRef],
     def: &trawl_capture::schema::TableDef,
 ) -> CaptureTable {
+    stored_table_in(captures, &crate::captures::segments(captures), def)
+}
+
+/// [`stored_table`] with the captures' segments ([`crate::captures::segments`]).
+pub(crate) fn stored_table_in(
+    captures: &[CaptureRef],
+    segments: &[(String, Arc<crate::captures::SegmentFiles>)],
+    def: &trawl_capture::schema::TableDef,
+) -> CaptureTable {
     let mut files: Vec<CaptureFile> = captures
         .iter()
         .filter(|c| c.in_segment.is_none())
@@ -905,7 +919,7 @@ pub(crate) fn stored_table(
             })
         })
         .collect();
-    files.extend(segment_files(captures, def));
+    files.extend(segment_files(segments, def));
     let renames = trawl_capture::schema::RENAMED
         .iter()
         .filter(|r| r.table == def.name)
@@ -921,54 +935,35 @@ pub(crate) fn stored_table(
 /// The files of `def` of the segments of `captures` (one per segment
 /// holding rows of it), each with the rows of its captures.
 fn segment_files(
-    captures: &[CaptureRef],
+    segments: &[(String, Arc<crate::captures::SegmentFiles>)],
     def: &trawl_capture::schema::TableDef,
 ) -> Vec<CaptureFile> {
     let mut out: Vec<CaptureFile> = Vec::new();
-    let mut seen: Vec<*const crate::captures::SegmentFiles> = Vec::new();
-    for c in captures {
-        let Some(s) = &c.in_segment else { continue };
-        let ptr = Arc::as_ptr(&s.files);
-        if seen.contains(&ptr) {
-            continue;
-        }
-        seen.push(ptr);
-        let listed = s.files.tables.get(def.name).copied();
-        let Some((size, file_rows)) = (match &s.files.at {
+    for (segment, s) in segments {
+        let listed = s.tables.get(def.name).copied();
+        let Some((size, file_rows)) = (match &s.at {
             // `annotate` decodes into a local segment's `instruction` after
             // ingest: read as it is now.
             None if def.name == trawl_capture::schema::INSTRUCTION.name => {
-                local_rows(&s.files.dir.join(format!("{}.parquet", def.name))).or(listed)
+                local_rows(&s.dir.join(format!("{}.parquet", def.name))).or(listed)
             }
             _ => listed,
         }) else {
             continue;
         };
-        let mut read: Vec<(String, i64, i64)> = Vec::new();
-        let mut renamed: Vec<(String, String)> = Vec::new();
-        if !def.is_shared() {
-            for d in captures {
-                let Some(ds) = &d.in_segment else { continue };
-                if Arc::as_ptr(&ds.files) != ptr {
-                    continue;
-                }
-                if let Some(&(first, rows)) = ds.ranges.get(def.name) {
-                    read.push((d.name.clone(), first, rows));
-                    if ds.stored_name != d.name {
-                        renamed.push((ds.stored_name.clone(), d.name.clone()));
-                    }
-                }
+        let read = if def.is_shared() {
+            Arc::new(Vec::new())
+        } else {
+            match s.ranges.get(def.name) {
+                Some(r) if !r.is_empty() => r.clone(),
+                _ => continue,
             }
-            if read.is_empty() {
-                continue;
-            }
-            read.sort_by_key(|r| r.1);
-        }
+        };
         let name = format!("{}.parquet", def.name);
-        let (path, store) = match &s.files.at {
+        let (path, store) = match &s.at {
             Some(at) => (PathBuf::from(at.key(&name).as_ref()), Some(at.root.clone())),
             None => {
-                let p = s.files.dir.join(&name);
+                let p = s.dir.join(&name);
                 let p = std::fs::canonicalize(&p)
                     .or_else(|_| std::path::absolute(&p))
                     .unwrap_or(p);
@@ -977,15 +972,15 @@ fn segment_files(
         };
         out.push(CaptureFile {
             capture: String::new(),
-            segment: c.segment.clone(),
+            segment: segment.clone(),
             path,
             store,
             size,
-            version: Some(s.files.version),
+            version: Some(s.version),
             rows: Some(SegmentRows {
                 captures: read,
                 file_rows,
-                renamed,
+                renamed: s.renamed.clone(),
             }),
         });
     }

@@ -74,25 +74,25 @@ pub(crate) fn formats(shared: &Shared) -> DfResult<Arc<Formats>> {
             Some(at) => read_remote(at)?,
             None => read_parquet(&path)?,
         };
-        let names: Vec<&str> = shared
+        // (the file's name, the session's) of the segment's captures.
+        let names: Vec<(&str, &str)> = shared
             .captures
             .iter()
-            .filter(|d| {
-                d.in_segment
-                    .as_ref()
-                    .is_some_and(|x| std::sync::Arc::ptr_eq(&x.files, &s.files))
+            .filter_map(|d| {
+                let x = d.in_segment.as_ref()?;
+                std::sync::Arc::ptr_eq(&x.files, &s.files)
+                    .then_some((x.stored_name.as_str(), d.name.as_str()))
             })
-            .map(|d| d.name.as_str())
             .collect();
         for b in batches {
             let Some(caps) = b.column_by_name("capture") else {
                 continue;
             };
             let caps = crate::rows::string_values(caps);
-            for name in &names {
+            for (stored, name) in &names {
                 let mask: datafusion::arrow::array::BooleanArray = caps
                     .iter()
-                    .map(|c| Some(c.as_deref() == Some(*name)))
+                    .map(|c| Some(c.as_deref() == Some(*stored)))
                     .collect();
                 let part = datafusion::arrow::compute::filter_record_batch(&b, &mask)?;
                 if part.num_rows() == 0 {
