@@ -8,11 +8,13 @@
 #   count:   SELECT count(*) FROM perf_sample
 #   groupby: SELECT capture, count(*), sum(period) FROM perf_sample GROUP BY capture
 #   one:     the same GROUP BY with WHERE capture = '<one>' (a partition filter)
+#   comm:    SELECT comm, count(*) FROM perf_sample GROUP BY comm
 #
 # by `trawl sql s3://...` and by DuckDB 1.4.4 with its httpfs extension
 # (from PyPI, in a virtual environment: DuckDB downloads extensions at run
 # time otherwise) over read_parquet('s3://.../*/perf_sample.parquet',
-# hive_partitioning = true). Each is a whole process (start, credentials,
+# hive_partitioning = true); then `trawl report hotspots --no-inline`
+# over every capture and over one. Each is a whole process (start, credentials,
 # listing, footers, data), the median of RUNS; the requests each made are
 # counted in the server's log (LIST, GET, HEAD).
 #
@@ -55,6 +57,7 @@ declare -A Q=(
   [count]="SELECT count(*) FROM perf_sample"
   [groupby]="SELECT capture, count(*), sum(period) FROM perf_sample GROUP BY capture ORDER BY capture"
   [one]="SELECT capture, count(*), sum(period) FROM perf_sample WHERE capture = '$ONE' GROUP BY capture"
+  [comm]="SELECT comm, count(*) FROM perf_sample GROUP BY comm ORDER BY comm"
 )
 cat > "$W/duck.py" <<'EOF'
 import glob, os, sys, sysconfig
@@ -92,10 +95,16 @@ print(sum('list-type=2' in l for l in lines), sum(l.startswith('GET') and 'list-
 }
 
 printf '\n%-8s %9s %9s %7s   %-22s %-22s\n' query "trawl s" "duckdb s" ratio "trawl LIST/GET/HEAD" "duckdb LIST/GET/HEAD"
-for k in count groupby one; do
+for k in count groupby one comm; do
   a=$(trawl_q "${Q[$k]}"); b=$(duck_q "${Q[$k]}")
   [ "$(echo "$a" | tr -d '"' | sort)" = "$(echo "$b" | sort)" ] || { echo "$k: answers differ"; echo "$a" | head -3; echo "$b" | head -3; exit 1; }
   ts=$(median trawl_q "${Q[$k]}"); td=$(median duck_q "${Q[$k]}")
   rt=$(requests trawl_q "${Q[$k]}"); rd=$(requests duck_q "${Q[$k]}")
   printf '%-8s %9.2f %9.2f %6.2fx   %-22s %-22s\n' "$k" "$ts" "$td" "$(echo "$ts / $td" | bc -l)" "$(echo $rt | tr ' ' /)" "$(echo $rd | tr ' ' /)"
+done
+# Reports (trawl only): every capture, and one.
+for args in "" "--capture $ONE"; do
+  hot() { "$TRAWL" report hotspots "$URL" --no-inline $args; }
+  ts=$(median hot); rt=$(requests hot)
+  printf '%-22s %9.2f s   trawl LIST/GET/HEAD %s\n' "hotspots ${args:-(all)}" "$ts" "$(echo $rt | tr ' ' /)"
 done
