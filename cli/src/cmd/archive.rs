@@ -26,7 +26,8 @@ pub(crate) enum Archive {
 
 #[derive(Args)]
 pub(crate) struct ArchiveCompactArgs {
-    /// The archive (a directory).
+    /// The archive: a directory or an object store URL (s3://bucket/archive,
+    /// worked on through a local directory under the archive's lock).
     pub(crate) archive: PathBuf,
 }
 
