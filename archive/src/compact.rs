@@ -103,8 +103,8 @@ pub(crate) fn compact_into(target: &dyn Target) -> Result<Compacted> {
             let mut t = HashMap::new();
             for f in files.get(&c.capture).into_iter().flatten() {
                 if let (Some((s, first)), Some(n)) = (&f.segment, f.rows) {
-                    if s == seg {
-                        t.insert(f.table_name.clone(), (*first, n));
+                    if **s == **seg {
+                        t.insert(f.table_name.to_string(), (*first, n));
                         live_rows += n;
                     }
                 }
@@ -180,11 +180,11 @@ pub(crate) fn compact_into(target: &dyn Target) -> Result<Compacted> {
             let fs = rs
                 .iter()
                 .map(|r| FileRow {
-                    capture: capture.clone(),
-                    table_name: r.table.to_string(),
+                    capture: capture.as_str().into(),
+                    table_name: r.table.into(),
                     size_bytes: size_of(r.table),
                     rows: Some(r.rows),
-                    segment: Some((name.clone(), r.first_row)),
+                    segment: Some((name.as_str().into(), r.first_row)),
                     time_ns: r.time_ns,
                 })
                 .collect();

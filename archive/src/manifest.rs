@@ -6,6 +6,7 @@
 //! or files are missing.
 
 use std::path::Path;
+use std::sync::Arc;
 
 use arrow::array::{Array, AsArray, Int32Builder, Int64Builder, StringBuilder};
 use arrow::datatypes::{Int32Type, Int64Type};
@@ -92,12 +93,12 @@ table_columns! {
 /// A row of `capture_file`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FileRow {
-    pub capture: String,
-    pub table_name: String,
+    pub capture: Arc<str>,
+    pub table_name: Arc<str>,
     pub size_bytes: i64,
     pub rows: Option<i64>,
     /// The segment whose file holds the rows, and where they start.
-    pub segment: Option<(String, i64)>,
+    pub segment: Option<(Arc<str>, i64)>,
     pub time_ns: Option<(i64, i64)>,
 }
 
@@ -173,6 +174,17 @@ fn optional<'a>(
 pub fn read_files(archive: &Path) -> Result<Vec<FileRow>> {
     let def = &ARCHIVE_FILE;
     let mut out = Vec::new();
+    let mut names: std::collections::HashMap<String, Arc<str>> = Default::default();
+    fn intern(names: &mut std::collections::HashMap<String, Arc<str>>, s: &str) -> Arc<str> {
+        match names.get(s) {
+            Some(a) => a.clone(),
+            None => {
+                let a: Arc<str> = s.into();
+                names.insert(s.to_string(), a.clone());
+                a
+            }
+        }
+    }
     if !archive.join("capture_file.parquet").is_file() {
         return Ok(out);
     }
@@ -195,14 +207,25 @@ pub fn read_files(archive: &Path) -> Result<Vec<FileRow>> {
         let at = |a: &Option<arrow::array::Int64Array>, i: usize| {
             a.as_ref().filter(|a| a.is_valid(i)).map(|a| a.value(i))
         };
+        // Names shared by the rows that repeat them (a capture's rows are
+        // adjacent; tables and segments are few).
+        let mut last: Option<Arc<str>> = None;
         for i in 0..b.num_rows() {
             let segment = seg
                 .as_ref()
                 .filter(|s| s.is_valid(i))
-                .map(|s| (s.value(i).to_string(), at(&first, i).unwrap_or(0)));
+                .map(|s| (intern(&mut names, s.value(i)), at(&first, i).unwrap_or(0)));
+            let capture = match &last {
+                Some(l) if **l == *name.value(i) => l.clone(),
+                _ => {
+                    let c: Arc<str> = name.value(i).into();
+                    last = Some(c.clone());
+                    c
+                }
+            };
             out.push(FileRow {
-                capture: name.value(i).to_string(),
-                table_name: table.value(i).to_string(),
+                capture,
+                table_name: intern(&mut names, table.value(i)),
                 size_bytes: size.value(i),
                 rows: rows.is_valid(i).then(|| rows.value(i)),
                 segment,
@@ -233,8 +256,8 @@ pub(crate) fn files_of(name: &str, dir: &Path) -> Vec<FileRow> {
                     r.metadata().file_metadata().num_rows()
                 });
             Some(FileRow {
-                capture: name.to_string(),
-                table_name: table,
+                capture: name.into(),
+                table_name: table.into(),
                 size_bytes: size,
                 rows,
                 segment: None,
@@ -353,8 +376,7 @@ pub(crate) fn write_manifest(
             c.table_name.append_value(&r.table_name);
             c.size_bytes.append_value(r.size_bytes);
             c.rows.append_option(r.rows);
-            c.segment
-                .append_option(r.segment.as_ref().map(|s| s.0.as_str()));
+            c.segment.append_option(r.segment.as_ref().map(|s| &*s.0));
             c.first_row.append_option(r.segment.as_ref().map(|s| s.1));
             c.min_time_ns.append_option(r.time_ns.map(|t| t.0));
             c.max_time_ns.append_option(r.time_ns.map(|t| t.1));
@@ -416,10 +438,10 @@ pub(crate) fn current_files(
     let mut out: std::collections::BTreeMap<String, Vec<FileRow>> = Default::default();
     for f in files {
         let keep = caps
-            .get(&f.capture)
-            .is_none_or(|c| c.segment.as_deref() == f.segment.as_ref().map(|s| s.0.as_str()));
+            .get(&*f.capture)
+            .is_none_or(|c| c.segment.as_deref() == f.segment.as_ref().map(|s| &*s.0));
         if keep {
-            out.entry(f.capture.clone()).or_default().push(f);
+            out.entry(f.capture.to_string()).or_default().push(f);
         }
     }
     out

@@ -148,24 +148,36 @@ fn walk(
     out: &mut Vec<Planned>,
     skipped: &mut Vec<(PathBuf, String)>,
 ) -> Result<()> {
-    if trawl_capture::layout::is_capture(dir) || dir.join("capture.parquet").is_file() {
-        return Ok(()); // trawl's output, not raw inputs
-    }
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
+    // Entries with their types as the directory listing gives them (no
+    // stat per entry: an archive's source tree has a directory per run).
+    let mut entries: Vec<(PathBuf, Option<std::fs::FileType>)> = std::fs::read_dir(dir)
         .map_err(|e| Error::io(dir, e))?
         .flatten()
         .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
-        .map(|e| e.path())
+        .map(|e| (e.path(), e.file_type().ok()))
         .collect();
-    entries.sort();
+    // trawl's output (a capture, an archive), not raw inputs.
+    let named = |n: &str| {
+        entries
+            .iter()
+            .any(|(p, t)| p.file_name().is_some_and(|f| f == n) && t.is_some_and(|t| t.is_file()))
+    };
+    if named("source.parquet") || named("capture.parquet") {
+        return Ok(());
+    }
+    entries.sort_by(|a, b| a.0.cmp(&b.0));
     let rel: Vec<String> = dir
         .strip_prefix(root)
         .map(|r| r.iter().map(|c| c.to_string_lossy().into_owned()).collect())
         .unwrap_or_default();
     let mut inputs = Vec::new();
-    for p in entries {
-        let Ok(m) = std::fs::symlink_metadata(&p) else {
-            continue;
+    for (p, t) in entries {
+        let m = match t {
+            Some(t) => t,
+            None => match std::fs::symlink_metadata(&p) {
+                Ok(m) => m.file_type(),
+                Err(_) => continue,
+            },
         };
         if m.is_dir() {
             walk(root, &p, root_name, grouping.clone(), out, skipped)?;

@@ -334,8 +334,8 @@ impl Remote {
                 .entry(name.clone())
                 .or_default()
                 .push(crate::manifest::FileRow {
-                    capture: name,
-                    table_name: store::decoded(table),
+                    capture: name.as_str().into(),
+                    table_name: store::decoded(table).into(),
                     size_bytes: o.size as i64,
                     rows: None,
                     segment: None,
@@ -344,7 +344,7 @@ impl Remote {
         }
         self.present = tables
             .into_iter()
-            .filter(|(_, t)| t.iter().any(|f| f.table_name == "source"))
+            .filter(|(_, t)| t.iter().any(|f| &*f.table_name == "source"))
             .collect();
         Ok(())
     }

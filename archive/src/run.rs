@@ -274,11 +274,18 @@ pub(crate) fn ingest_into(
     };
     let mut todo = Vec::new();
     let mut done_before = Vec::new();
-    for p in planned {
+    // Hashed on every core, in the plan's order.
+    let hashed: Vec<(String, Result<Job>)> = {
+        use rayon::prelude::*;
+        planned
+            .into_par_iter()
+            .map(|p| (p.name.clone(), hash_job(p, target)))
+            .collect()
+    };
+    for (name, job) in hashed {
         // An input that cannot be read fails its capture, not the batch
         // (nothing is recorded: it is tried again next time).
-        let name = p.name.clone();
-        let job = match hash_job(p, target) {
+        let job = match job {
             Ok(j) => j,
             Err(e) if opts.strict => return Err(e),
             Err(e) => {
@@ -547,11 +554,11 @@ fn commit_segment(
         let fs = rs
             .iter()
             .map(|r| FileRow {
-                capture: capture.clone(),
-                table_name: r.table.to_string(),
+                capture: capture.as_str().into(),
+                table_name: r.table.into(),
                 size_bytes: size_of(r.table),
                 rows: Some(r.rows),
-                segment: Some((name.clone(), r.first_row)),
+                segment: Some((name.as_str().into(), r.first_row)),
                 time_ns: r.time_ns,
             })
             .collect();
