@@ -174,17 +174,23 @@ fn optional<'a>(
 pub fn read_files(archive: &Path) -> Result<Vec<FileRow>> {
     let def = &ARCHIVE_FILE;
     let mut out = Vec::new();
-    let mut names: std::collections::HashMap<String, Arc<str>> = Default::default();
-    fn intern(names: &mut std::collections::HashMap<String, Arc<str>>, s: &str) -> Arc<str> {
-        match names.get(s) {
-            Some(a) => a.clone(),
-            None => {
-                let a: Arc<str> = s.into();
-                names.insert(s.to_string(), a.clone());
-                a
-            }
+    // Table and segment names, shared by the rows naming them: the few
+    // met are compared before any is hashed.
+    let mut names: Vec<Arc<str>> = Vec::new();
+    let mut more: std::collections::HashMap<String, Arc<str>> = Default::default();
+    let mut intern = |s: &str| -> Arc<str> {
+        if let Some(a) = names.iter().find(|a| ***a == *s) {
+            return a.clone();
         }
-    }
+        if names.len() < 64 {
+            let a: Arc<str> = s.into();
+            names.push(a.clone());
+            return a;
+        }
+        more.entry(s.to_string())
+            .or_insert_with(|| s.into())
+            .clone()
+    };
     if !archive.join("capture_file.parquet").is_file() {
         return Ok(out);
     }
@@ -214,7 +220,7 @@ pub fn read_files(archive: &Path) -> Result<Vec<FileRow>> {
             let segment = seg
                 .as_ref()
                 .filter(|s| s.is_valid(i))
-                .map(|s| (intern(&mut names, s.value(i)), at(&first, i).unwrap_or(0)));
+                .map(|s| (intern(s.value(i)), at(&first, i).unwrap_or(0)));
             let capture = match &last {
                 Some(l) if **l == *name.value(i) => l.clone(),
                 _ => {
@@ -225,7 +231,7 @@ pub fn read_files(archive: &Path) -> Result<Vec<FileRow>> {
             };
             out.push(FileRow {
                 capture,
-                table_name: intern(&mut names, table.value(i)),
+                table_name: intern(table.value(i)),
                 size_bytes: size.value(i),
                 rows: rows.is_valid(i).then(|| rows.value(i)),
                 segment,
@@ -436,13 +442,24 @@ pub(crate) fn current_files(
     files: Vec<FileRow>,
 ) -> std::collections::BTreeMap<String, Vec<FileRow>> {
     let mut out: std::collections::BTreeMap<String, Vec<FileRow>> = Default::default();
+    // A capture's rows are adjacent: it is looked up once per run of rows.
+    let mut run: Vec<FileRow> = Vec::new();
+    let mut flush = |run: &mut Vec<FileRow>| {
+        let Some(first) = run.first() else { return };
+        let seg = caps.get(&*first.capture).map(|c| c.segment.as_deref());
+        let name = first.capture.to_string();
+        let keep = run
+            .drain(..)
+            .filter(|f| seg.is_none_or(|s| s == f.segment.as_ref().map(|s| &*s.0)));
+        out.entry(name).or_default().extend(keep);
+    };
     for f in files {
-        let keep = caps
-            .get(&*f.capture)
-            .is_none_or(|c| c.segment.as_deref() == f.segment.as_ref().map(|s| &*s.0));
-        if keep {
-            out.entry(f.capture.to_string()).or_default().push(f);
+        if run.first().is_some_and(|r| r.capture != f.capture) {
+            flush(&mut run);
         }
+        run.push(f);
     }
+    flush(&mut run);
+    out.retain(|_, v| !v.is_empty());
     out
 }
