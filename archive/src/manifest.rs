@@ -59,6 +59,9 @@ pub struct InputRow {
     pub path: String,
     pub size_bytes: i64,
     pub blake3: String,
+    /// Modification time (ns) and inode when hashed (None: not recorded).
+    pub mtime_ns: Option<i64>,
+    pub inode: Option<i64>,
 }
 
 table_columns! {
@@ -87,6 +90,8 @@ table_columns! {
         path: StringBuilder,
         size_bytes: Int64Builder,
         blake3: StringBuilder,
+        mtime_ns: Int64Builder,
+        inode: Int64Builder,
     }
 }
 
@@ -342,12 +347,23 @@ pub fn read_manifest(archive: &Path) -> Result<(Vec<CaptureRow>, Vec<InputRow>)>
             let path = col(&b, def, "path")?.as_string::<i32>();
             let size = col(&b, def, "size_bytes")?.as_primitive::<Int64Type>();
             let hash = col(&b, def, "blake3")?.as_string::<i32>();
+            let i64s = |n: &str| {
+                optional(&b, n)
+                    .and_then(|a| a.as_primitive_opt::<Int64Type>())
+                    .cloned()
+            };
+            let (mtime, inode) = (i64s("mtime_ns"), i64s("inode"));
+            let at = |a: &Option<arrow::array::Int64Array>, i: usize| {
+                a.as_ref().filter(|a| a.is_valid(i)).map(|a| a.value(i))
+            };
             for i in 0..b.num_rows() {
                 inputs.push(InputRow {
                     capture: name.value(i).to_string(),
                     path: path.value(i).to_string(),
                     size_bytes: size.value(i),
                     blake3: hash.value(i).to_string(),
+                    mtime_ns: at(&mtime, i),
+                    inode: at(&inode, i),
                 });
             }
         }
@@ -396,6 +412,8 @@ pub(crate) fn write_manifest(
         c.path.append_value(&r.path);
         c.size_bytes.append_value(r.size_bytes);
         c.blake3.append_value(&r.blake3);
+        c.mtime_ns.append_option(r.mtime_ns);
+        c.inode.append_option(r.inode);
     }
     replace_table(archive, &ARCHIVE_INPUT, &[batch(&mut c)?])?;
     publish("capture_input.parquet")?;

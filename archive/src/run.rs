@@ -51,6 +51,9 @@ pub struct Options {
     pub strict: bool,
     /// Ingest again captures that failed before with the same inputs.
     pub retry_failed: bool,
+    /// Hash every input (otherwise an input whose path, size, modification
+    /// time and inode are as recorded is not read again).
+    pub rehash: bool,
     pub ingest: trawl_ingest::IngestOptions,
 }
 
@@ -274,14 +277,26 @@ pub(crate) fn ingest_into(
     };
     let mut todo = Vec::new();
     let mut done_before = Vec::new();
+    // Inputs as recorded when hashed, by path.
+    let known: std::collections::HashMap<&str, &InputRow> = if opts.rehash {
+        Default::default()
+    } else {
+        inputs
+            .values()
+            .flatten()
+            .filter(|i| i.mtime_ns.is_some() && i.inode.is_some())
+            .map(|i| (i.path.as_str(), i))
+            .collect()
+    };
     // Hashed on every core, in the plan's order.
     let hashed: Vec<(String, Result<Job>)> = {
         use rayon::prelude::*;
         planned
             .into_par_iter()
-            .map(|p| (p.name.clone(), hash_job(p, target)))
+            .map(|p| (p.name.clone(), hash_job(p, target, &known)))
             .collect()
     };
+    drop(known);
     for (name, job) in hashed {
         // An input that cannot be read fails its capture, not the batch
         // (nothing is recorded: it is tried again next time).
@@ -317,12 +332,22 @@ pub(crate) fn ingest_into(
         to_ingest: todo.len(),
         bytes: todo.iter().map(|j| j.bytes).sum(),
     });
+    // Unchanged captures whose inputs moved, or were hashed by a trawl
+    // that recorded no modification time: recorded as found now, so that
+    // the next run need not read them.
+    let mut refreshed = false;
     for (job, outcome) in &done_before {
         match outcome {
             Outcome::FailedBefore(why) => {
                 summary.failed.push((job.planned.name.clone(), why.clone()))
             }
-            _ => summary.unchanged += 1,
+            _ => {
+                summary.unchanged += 1;
+                if inputs.get(&job.planned.name) != Some(&job.inputs) {
+                    inputs.insert(job.planned.name.clone(), job.inputs.clone());
+                    refreshed = true;
+                }
+            }
         }
         progress(Event::Done {
             name: &job.planned.name,
@@ -455,7 +480,7 @@ pub(crate) fn ingest_into(
             )?;
             dirty = true;
         }
-        if dirty || listed || !archive.join("capture.parquet").is_file() {
+        if dirty || listed || refreshed || !archive.join("capture.parquet").is_file() {
             save(target, &caps, &inputs, &files, &mut displaced, &seg_files)?;
         }
         Ok(())
@@ -641,18 +666,42 @@ pub(crate) fn remove_leftovers(archive: &Path) {
 /// Hashes a planned capture's inputs: each file's BLAKE3, and the
 /// capture's content hash over the inputs' file names and hashes (so a
 /// moved source tree is not ingested again).
-fn hash_job(planned: Planned, target: &dyn Target) -> Result<Job> {
+fn hash_job(
+    planned: Planned,
+    target: &dyn Target,
+    known: &std::collections::HashMap<&str, &InputRow>,
+) -> Result<Job> {
+    use std::os::unix::fs::MetadataExt;
     let mut all = blake3::Hasher::new();
     let mut rows = Vec::new();
     let mut bytes = 0;
     for p in &planned.inputs {
-        // Read, not mapped: an input truncated while it is hashed is an
-        // error, not a SIGBUS.
-        let f = std::fs::File::open(p).map_err(|e| Error::io(p, e))?;
-        let size = f.metadata().map_err(|e| Error::io(p, e))?.len();
-        let mut h = blake3::Hasher::new();
-        h.update_reader(f).map_err(|e| Error::io(p, e))?;
-        let hash = h.finalize().to_hex().to_string();
+        let name = target.source_name(p);
+        let stat = |m: &std::fs::Metadata| {
+            let mtime = m
+                .mtime()
+                .saturating_mul(1_000_000_000)
+                .saturating_add(m.mtime_nsec());
+            (m.len(), mtime, m.ino() as i64)
+        };
+        // Unchanged since it was hashed: the recorded hash.
+        let before = known.get(name.as_str()).and_then(|r| {
+            let (size, mtime, ino) = stat(&std::fs::metadata(p).ok()?);
+            (r.size_bytes == size as i64 && r.mtime_ns == Some(mtime) && r.inode == Some(ino))
+                .then(|| (size, mtime, ino, r.blake3.clone()))
+        });
+        let (size, mtime, ino, hash) = match before {
+            Some(b) => b,
+            None => {
+                // Read, not mapped: an input truncated while it is hashed
+                // is an error, not a SIGBUS.
+                let f = std::fs::File::open(p).map_err(|e| Error::io(p, e))?;
+                let (size, mtime, ino) = stat(&f.metadata().map_err(|e| Error::io(p, e))?);
+                let mut h = blake3::Hasher::new();
+                h.update_reader(f).map_err(|e| Error::io(p, e))?;
+                (size, mtime, ino, h.finalize().to_hex().to_string())
+            }
+        };
         bytes += size;
         let file = p
             .file_name()
@@ -661,11 +710,16 @@ fn hash_job(planned: Planned, target: &dyn Target) -> Result<Job> {
         all.update(file.as_bytes());
         all.update(&[0]);
         all.update(hash.as_bytes());
+        // An input downloaded from an object store (named by its URL) is
+        // a new file each run: no time or inode worth recording.
+        let local = name == p.to_string_lossy();
         rows.push(InputRow {
             capture: planned.name.clone(),
-            path: target.source_name(p),
+            path: name,
             size_bytes: size as i64,
             blake3: hash,
+            mtime_ns: local.then_some(mtime),
+            inode: local.then_some(ino),
         });
     }
     Ok(Job {

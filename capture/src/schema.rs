@@ -981,6 +981,8 @@ pub static ARCHIVE_INPUT: TableDef = TableDef {
         col!("path", Utf8, "The input's path as found under the source given to `trawl archive ingest`."),
         col!("size_bytes", Int64, "Size of the input."),
         col!("blake3", Utf8, "BLAKE3 hash of the input's content, in hex."),
+        col!("mtime_ns", Int64, null, "Modification time of the input when it was hashed (ns since the epoch): an input whose path, size, modification time and inode are unchanged is not read again by the next run (`--rehash` reads every input)."),
+        col!("inode", Int64, null, "Inode number of the input when it was hashed (see `mtime_ns`)."),
     ],
 };
 
@@ -1049,7 +1051,7 @@ pub fn render_markdown() -> String {
         .collect();
     s.push_str(&names.join(", "));
     s.push_str(". The analyses (`trawl functions`) document their columns in their SQL files under `query/analyses/`.\n");
-    s.push_str("\nAn archive (`trawl archive ingest`) is a directory of captures named `capture=NAME` (Hive-style partitions: `read_parquet('ARCHIVE/*/perf_sample.parquet', hive_partitioning = true)`), with its manifest at the root: ");
+    s.push_str("\nAn archive (`trawl archive ingest`) stores its captures in segments, `ARCHIVE/segment=NAME/<table>.parquet`: the tables of a capture's rows with a leading `capture` column, the id tables (`module`, `frame`, `stack`, `symbol`, `symbol_file`, `instruction`) shared by the segment's captures, joined on `segment` and the id (`read_parquet('ARCHIVE/segment=*/perf_sample.parquet', hive_partitioning = true)`); its manifest is at the root: ");
     let names: Vec<String> = ARCHIVE
         .iter()
         .map(|t| format!("[`{}`](#{})", t.name, t.name))

@@ -230,6 +230,34 @@ fn reruns_skip_unchanged_captures_and_replace_changed_ones() {
         sql_scalar(&arch, "SELECT count(*) FROM capture"),
         "3".to_string()
     );
+    // An input rewritten in place with its size and modification time
+    // kept (same inode) is taken as unchanged without being read, as make
+    // and rsync take it; --rehash reads every input and finds the change.
+    let strace = moved.join("run1/io.strace");
+    let when = std::fs::metadata(&strace).unwrap().modified().unwrap();
+    let text = std::fs::read_to_string(&strace).unwrap();
+    let edited = text.replacen("brk(NULL)", "brk(NULL)".to_uppercase().as_str(), 1);
+    assert_eq!(edited.len(), text.len());
+    assert_ne!(edited, text);
+    std::fs::write(&strace, &edited).unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(&strace)
+        .unwrap()
+        .set_modified(when)
+        .unwrap();
+    let err = ok(archive_ingest(&moved, &arch, &["--no-symbolize"]));
+    assert!(err.contains("0 captures ingested, 3 unchanged"), "{err}");
+    let err = ok(archive_ingest(
+        &moved,
+        &arch,
+        &["--no-symbolize", "--rehash"],
+    ));
+    assert!(err.contains("1 captures ingested, 2 unchanged"), "{err}");
+    assert_ne!(mtime("run1"), before.0);
+    // The run's hashes record the file as it is now: unchanged after.
+    let err = ok(archive_ingest(&moved, &arch, &["--no-symbolize"]));
+    assert!(err.contains("0 captures ingested, 3 unchanged"), "{err}");
 }
 
 #[test]

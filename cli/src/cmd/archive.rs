@@ -59,6 +59,12 @@ pub(crate) struct ArchiveIngestArgs {
     /// Try again captures that failed before with the same inputs.
     #[arg(long)]
     pub(crate) retry_failed: bool,
+    /// Read and hash every input again. Otherwise an input whose path,
+    /// size, modification time and inode are those recorded when it was
+    /// hashed is taken as unchanged without being read (as make, rsync
+    /// and git do).
+    #[arg(long)]
+    pub(crate) rehash: bool,
     #[command(flatten)]
     pub(crate) conv: ConvertArgs,
 }
@@ -96,6 +102,7 @@ fn archive_ingest(a: &ArchiveIngestArgs) -> Result<()> {
         jobs: a.jobs,
         strict: a.conv.strict,
         retry_failed: a.retry_failed,
+        rehash: a.rehash,
         ingest: a.conv.options(),
     };
     // One symbolization config for every capture: what it learns of a
