@@ -182,6 +182,7 @@ fn batches<R: parquet::file::reader::ChunkReader + 'static>(
 fn batches_dict<R: parquet::file::reader::ChunkReader + 'static>(
     f: R,
     dicts: &[&str],
+    only: &[&str],
 ) -> Option<Vec<arrow::array::RecordBatch>> {
     use arrow::datatypes::{DataType, Field, Schema};
     use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions};
@@ -207,11 +208,17 @@ fn batches_dict<R: parquet::file::reader::ChunkReader + 'static>(
     ));
     let opts = ArrowReaderOptions::new().with_schema(schema);
     let meta = ArrowReaderMetadata::try_new(meta.metadata().clone(), opts).ok()?;
-    let reader =
-        parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::new_with_metadata(f, meta)
-            .with_batch_size(64 * 1024)
-            .build()
-            .ok()?;
+    let builder =
+        parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::new_with_metadata(f, meta);
+    // Only the columns read (those a manifest of an earlier trawl lacks
+    // are simply not there).
+    let mask =
+        parquet::arrow::ProjectionMask::columns(builder.parquet_schema(), only.iter().copied());
+    let reader = builder
+        .with_projection(mask)
+        .with_batch_size(64 * 1024)
+        .build()
+        .ok()?;
     reader.collect::<Result<Vec<_>, _>>().ok()
 }
 
@@ -237,7 +244,11 @@ pub fn read_manifest<R: parquet::file::reader::ChunkReader + 'static>(
     use arrow::array::{Array, AsArray};
     use arrow::datatypes::{Int32Type, Int64Type};
     let mut m = Manifest::default();
-    for b in batches(capture)? {
+    for b in batches_dict(
+        capture,
+        &[],
+        &["capture", "schema_version", "status", "segment"],
+    )? {
         let names = b.column_by_name("capture")?.as_string_opt::<i32>()?;
         let versions = b
             .column_by_name("schema_version")?
@@ -270,7 +281,15 @@ pub fn read_manifest<R: parquet::file::reader::ChunkReader + 'static>(
         // (segment, table) → ranges; the few distinct tables and segments
         // are read as dictionaries, looked up once per batch.
         let mut ranges: std::collections::HashMap<(String, String), Ranges> = Default::default();
-        for b in batches_dict(f, &["table_name", "segment"])? {
+        let only = [
+            "capture",
+            "table_name",
+            "size_bytes",
+            "rows",
+            "segment",
+            "first_row",
+        ];
+        for b in batches_dict(f, &["table_name", "segment"], &only)? {
             let names = b.column_by_name("capture")?.as_string_opt::<i32>()?;
             let (tables, table_keys) = dict(b.column_by_name("table_name")?)?;
             let sizes = b
