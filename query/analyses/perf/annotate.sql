@@ -6,8 +6,8 @@
 -- address order, with the selected samples whose leaf frame is on that
 -- instruction (exclusive: what ran there, not what it called) and their
 -- weight, per capture. Instructions nothing was sampled on are listed
--- with 0, so the function reads as a whole (for each capture with selected
--- samples in the segment holding the decoded code).
+-- with 0, so the function reads as a whole (for each selected capture of
+-- the segment holding the decoded code).
 --
 -- Parameters: $function (required: the ELF name, as `hotspots
 -- ('function', 'inline', false)` shows it), $module (only modules whose
@@ -43,8 +43,9 @@ hit AS (
   JOIN _selected_sample x ON x.segment = leaf.segment AND x.stack_id = leaf.stack_id
   GROUP BY x.capture, leaf.segment, leaf.module_id, leaf.rel_pc
 ),
-caps AS (                           -- the captures of each segment with selected samples
-  SELECT DISTINCT capture, segment FROM _selected_sample
+caps AS (                           -- the selected captures of each segment (a small table)
+  SELECT DISTINCT capture, segment FROM source
+  WHERE $capture IS NULL OR array_has($capture, capture)
 ),
 j AS (
   SELECT c.capture, ins.*, COALESCE(hit.samples, 0) AS samples, COALESCE(hit.weight, 0) AS weight,
