@@ -10,7 +10,8 @@
 #              qsort programs; perf record -e cpu-clock -c 20000 -g
 #  sysruns     bench/sysruns_workload.sh: 100 short runs of ls -lR, gzip,
 #              sha256sum and a C program (perf record -g), and a second
-#              batch of 100 new runs of the same programs
+#              batch of 100 new runs of the same programs; the first 100
+#              linked 20 times into an archive of 2,000 captures
 #  strace      a make -j2 of 60 C files under strace -f -ttt -T -k -y
 #  lackey      valgrind --tool=lackey of ls -lR /usr/share/zoneinfo
 #  dwarf.data  gcc compiles and qsort runs, perf record --call-graph dwarf
@@ -159,6 +160,34 @@ read -r AA_S AA_KB < <(t archive_a "$TRAWL" archive ingest "$W/sysruns/a" -o "$W
 read -r AB_S AB_KB < <(t archive_b "$TRAWL" archive ingest "$W/sysruns/b" -o "$W/arch_b" -j 2)
 row "100 runs: archive ingest, empty store" "perf script on each" "$SA_S" "$SA_KB" "$AA_S" "$AA_KB" "≥ 5×"
 row "100 new runs: archive ingest, warm store" "perf script on each" "$SB_S" "$SB_KB" "$AB_S" "$AB_KB" "≥ 10×"
+# An archive of 2,000 captures (the 100 runs linked 20 times under new
+# names; bench/archive_many.sh measures 10,000 and 100,000): questions
+# over every capture against DuckDB reading the same segments with the
+# documented glob.
+rm -rf "$W/many-src" "$W/many"
+python3 - "$W/sysruns/a" "$W/many-src" <<'PY'
+import os, sys
+runs = sorted(os.listdir(sys.argv[1]))
+for i in range(2000):
+    d = f"{sys.argv[2]}/c{i:05d}"
+    os.makedirs(d)
+    os.link(f"{sys.argv[1]}/{runs[i % len(runs)]}/perf.data", f"{d}/perf.data")
+PY
+"$TRAWL" archive ingest "$W/many-src" -o "$W/many" -j 2 >/dev/null 2>&1
+G="$W/many/segment=*/perf_sample.parquet"
+DUCKQ="import duckdb, sys; duckdb.sql(sys.argv[1].replace('FROM perf_sample', \"FROM read_parquet('$G', hive_partitioning = true)\")).fetchall()"
+QC="SELECT count(*) FROM perf_sample"
+QG="SELECT comm, count(*) AS n FROM perf_sample GROUP BY comm ORDER BY n DESC"
+read -r MC_S MC_KB < <(median3 many_count "$TRAWL" sql "$W/many" "$QC")
+read -r MCD_S MCD_KB < <(median3 many_count_duckdb python3 -c "$DUCKQ" "$QC")
+read -r MG_S MG_KB < <(median3 many_comm "$TRAWL" sql "$W/many" "$QG")
+read -r MGD_S MGD_KB < <(median3 many_comm_duckdb python3 -c "$DUCKQ" "$QG")
+read -r MH_S MH_KB < <(median3 many_hot "$TRAWL" report hotspots "$W/many" --no-inline)
+read -r MHD_S MHD_KB < <(median3 many_hot_duckdb python3 bench/hotspots_duckdb_archive.py "$W/many")
+row "2,000 captures: count(*)" "DuckDB, same segments" "$MCD_S" "$MCD_KB" "$MC_S" "$MC_KB" "≤ 0.2 s"
+row "2,000 captures: GROUP BY comm" "DuckDB, same segments" "$MGD_S" "$MGD_KB" "$MG_S" "$MG_KB" "≥ 1×"
+row "2,000 captures: report hotspots --no-inline" "DuckDB, same segments" "$MHD_S" "$MHD_KB" "$MH_S" "$MH_KB" "≤ 500 MB"
+rm -rf "$W/many-src" "$W/many"
 if [ "${RUNS1000:-0}" = 1 ]; then
   bench/sysruns_workload.sh "$W/sysruns/k" 1000 2
   rm -rf "$W/arch_k"; cold
