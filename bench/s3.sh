@@ -104,7 +104,7 @@ for k in count groupby one comm; do
 done
 # Reports (trawl only): every capture, and one.
 for args in "" "--capture $ONE"; do
-  hot() { "$TRAWL" report hotspots "$URL" --no-inline $args; }
+  hot() { "$TRAWL" report hotspots "$URL" --no-inline $args 2>/dev/null; }
   ts=$(median hot); rt=$(requests hot)
   printf '%-22s %9.2f s   trawl LIST/GET/HEAD %s\n' "hotspots ${args:-(all)}" "$ts" "$(echo $rt | tr ' ' /)"
 done
