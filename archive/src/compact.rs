@@ -21,8 +21,8 @@ use crate::manifest::{
     SegmentFileRow, Status,
 };
 use crate::run::Target;
-use crate::segment::{segment_dir, Segment, SEGMENT_ROWS};
-use crate::{capture_dir, Error, Result};
+use crate::segment::{Segment, SEGMENT_ROWS};
+use crate::{Error, Result};
 
 /// What a compaction did.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -166,47 +166,14 @@ pub(crate) fn compact_into(target: &dyn Target) -> Result<Compacted> {
                   displaced: &mut Vec<FileRow>,
                   seg_files: &mut BTreeMap<String, Vec<SegmentFileRow>>|
      -> Result<usize> {
-        let name = s.name.clone();
-        let ranges = s.captures.clone();
-        let written = s.finish(archive)?;
-        target.publish_segment(&name)?;
-        let size_of = |t: &str| {
-            written
-                .iter()
-                .find(|f| f.table == t)
-                .map_or(0, |f| f.size_bytes)
-        };
-        for (capture, rs) in &ranges {
-            let fs = rs
-                .iter()
-                .map(|r| FileRow {
-                    capture: capture.as_str().into(),
-                    table_name: r.table.into(),
-                    size_bytes: size_of(r.table),
-                    rows: Some(r.rows),
-                    segment: Some((name.as_str().into(), r.first_row)),
-                    time_ns: r.time_ns,
-                })
-                .collect();
-            displaced.extend(files.insert(capture.clone(), fs).into_iter().flatten());
+        let (name, captures) = crate::run::record_segment(s, target, files, displaced, seg_files)?;
+        for capture in &captures {
             if let Some(c) = caps.get_mut(capture) {
                 c.segment = Some(name.clone());
             }
         }
-        seg_files.insert(
-            name.clone(),
-            written
-                .into_iter()
-                .map(|f| SegmentFileRow {
-                    segment: name.clone(),
-                    table_name: f.table.to_string(),
-                    size_bytes: f.size_bytes,
-                    rows: f.rows,
-                })
-                .collect(),
-        );
         save(caps, files, displaced, seg_files)?;
-        Ok(ranges.len())
+        Ok(captures.len())
     };
     for (rows, src) in sources {
         if seg
@@ -230,23 +197,13 @@ pub(crate) fn compact_into(target: &dyn Target) -> Result<Compacted> {
             // Nothing of it is read any more.
             Source::Segment(name, live) if live.is_empty() => moved_from.push(name),
             Source::Segment(name, live) => {
-                let dir = segment_dir(archive, &name);
-                let fetched = target.fetch(&format!("segment={name}"))?;
-                let added = s.add_segment(&dir, &live);
-                if fetched {
-                    let _ = std::fs::remove_dir_all(&dir);
-                }
-                added?;
+                let rel = format!("segment={name}");
+                with_fetched(target, &rel, |dir| s.add_segment(dir, &live))?;
                 moved_from.push(name);
             }
             Source::Directory(name) => {
-                let dir = capture_dir(archive, &name);
-                let fetched = target.fetch(&format!("capture={name}"))?;
-                let added = s.add(&name, &dir);
-                if fetched {
-                    let _ = std::fs::remove_dir_all(&dir);
-                }
-                added?;
+                let rel = format!("capture={name}");
+                with_fetched(target, &rel, |dir| s.add(&name, dir))?;
                 moved_dirs.push(name);
             }
         }
@@ -265,4 +222,17 @@ pub(crate) fn compact_into(target: &dyn Target) -> Result<Compacted> {
     done.segments_merged = moved_from.len();
     done.directories = moved_dirs.len();
     Ok(done)
+}
+
+/// Runs `f` on the archive's directory `rel` (`segment=NAME`,
+/// `capture=NAME`) as `target` makes it readable locally, and removes it
+/// after when it was downloaded for this.
+fn with_fetched(target: &dyn Target, rel: &str, f: impl FnOnce(&Path) -> Result<()>) -> Result<()> {
+    let dir = target.local().join(rel);
+    let fetched = target.fetch(rel)?;
+    let r = f(&dir);
+    if fetched {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    r
 }

@@ -565,6 +565,25 @@ fn commit_segment(
     displaced: &mut Vec<FileRow>,
     seg_files: &mut BTreeMap<String, Vec<SegmentFileRow>>,
 ) -> Result<()> {
+    let (name, _) = record_segment(s, target, files, displaced, seg_files)?;
+    for (capture, mut row) in pending.drain(..) {
+        row.segment = Some(name.clone());
+        caps.insert(capture, row);
+    }
+    Ok(())
+}
+
+/// Commits segment `s` into `target` (renamed into place and published)
+/// and records its files: each of its captures' rows (their files before
+/// in `displaced`, until the manifest names the segment) and the
+/// segment's. Returns its name and captures.
+pub(crate) fn record_segment(
+    s: Segment,
+    target: &dyn Target,
+    files: &mut BTreeMap<String, Vec<FileRow>>,
+    displaced: &mut Vec<FileRow>,
+    seg_files: &mut BTreeMap<String, Vec<SegmentFileRow>>,
+) -> Result<(String, Vec<String>)> {
     let name = s.name.clone();
     let ranges = s.captures.clone();
     let written = s.finish(target.local())?;
@@ -575,6 +594,7 @@ fn commit_segment(
             .find(|f| f.table == t)
             .map_or(0, |f| f.size_bytes)
     };
+    let mut captures = Vec::with_capacity(ranges.len());
     for (capture, rs) in ranges {
         let fs = rs
             .iter()
@@ -587,11 +607,8 @@ fn commit_segment(
                 time_ns: r.time_ns,
             })
             .collect();
-        displaced.extend(files.insert(capture, fs).into_iter().flatten());
-    }
-    for (capture, mut row) in pending.drain(..) {
-        row.segment = Some(name.clone());
-        caps.insert(capture, row);
+        displaced.extend(files.insert(capture.clone(), fs).into_iter().flatten());
+        captures.push(capture);
     }
     seg_files.insert(
         name.clone(),
@@ -605,7 +622,7 @@ fn commit_segment(
             })
             .collect(),
     );
-    Ok(())
+    Ok((name, captures))
 }
 
 /// Removes the segment directories of `archive` its manifest does not
