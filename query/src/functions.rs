@@ -367,17 +367,11 @@ pub(crate) fn bind_plan(
     let segment = match captures.is_empty() {
         true => Kind::TextList.null()?,
         false => {
-            let mut segs: Vec<ScalarValue> = Vec::new();
-            for c in shared
-                .captures
-                .iter()
-                .filter(|c| captures.contains(&c.name))
-            {
-                let s = ScalarValue::from(c.segment.as_str());
-                if !segs.contains(&s) {
-                    segs.push(s);
-                }
-            }
+            let segs: Vec<ScalarValue> = shared
+                .segments_of(&captures)
+                .into_iter()
+                .map(ScalarValue::from)
+                .collect();
             ScalarValue::List(ScalarValue::new_list_nullable(&segs, &DataType::Utf8))
         }
     };

@@ -85,6 +85,7 @@ impl Session {
                 times: tokio::sync::OnceCell::new(),
                 code: Default::default(),
                 tracepoints: Default::default(),
+                segment_of: Default::default(),
             }),
         };
         for f in scalar_udfs() {

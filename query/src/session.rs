@@ -37,9 +37,33 @@ pub struct Shared {
     /// The captures' tracepoint formats, read when a query first needs
     /// them.
     pub(crate) tracepoints: std::sync::OnceLock<Arc<crate::tracepoint::Formats>>,
+    /// Each capture's segment, by capture name (built when first needed).
+    pub(crate) segment_of: std::sync::OnceLock<std::collections::HashMap<String, String>>,
 }
 
 impl Shared {
+    /// The segment of each capture, by capture name.
+    fn segment_map(&self) -> &std::collections::HashMap<String, String> {
+        self.segment_of.get_or_init(|| {
+            self.captures
+                .iter()
+                .map(|c| (c.name.clone(), c.segment.clone()))
+                .collect()
+        })
+    }
+
+    /// The segments of the captures `names` (once each, in their order).
+    pub(crate) fn segments_of(&self, names: &[String]) -> Vec<&str> {
+        let map = self.segment_map();
+        let mut out: Vec<&str> = Vec::new();
+        for s in names.iter().filter_map(|n| map.get(n)) {
+            if !out.contains(&s.as_str()) {
+                out.push(s);
+            }
+        }
+        out
+    }
+
     /// `b` (a derived table's rows: `capture`, then its columns) with the
     /// `segment` of each row's capture after `capture`.
     pub(crate) fn with_segment(
@@ -55,11 +79,7 @@ impl Shared {
             let n = n.as_deref().unwrap_or_default();
             let s = match last {
                 Some((c, s)) if c == n => s,
-                _ => self
-                    .captures
-                    .iter()
-                    .find(|c| c.name == n)
-                    .map_or(n, |c| c.segment.as_str()),
+                _ => self.segment_map().get(n).map_or(n, String::as_str),
             };
             last = Some((n, s));
             seg.append_value(s);

@@ -167,18 +167,12 @@ impl TableProvider for StackKeyCost {
         ])?;
         if !self.captures.is_empty() {
             // The stacks of the selected captures' segments.
-            let mut segments: Vec<Expr> = Vec::new();
-            for c in self
+            let segments: Vec<Expr> = self
                 .shared
-                .captures
-                .iter()
-                .filter(|c| self.captures.contains(&c.name))
-            {
-                let s = lit(ScalarValue::from(c.segment.as_str()));
-                if !segments.contains(&s) {
-                    segments.push(s);
-                }
-            }
+                .segments_of(&self.captures)
+                .into_iter()
+                .map(|s| lit(ScalarValue::from(s)))
+                .collect();
             st = st.filter(col("segment").in_list(segments, false))?;
         }
         let stacks = st.create_physical_plan().await?;
