@@ -393,6 +393,25 @@ pub fn read_manifest<R: parquet::file::reader::ChunkReader + 'static>(
             }
         }
     }
+    // Ranges a reader can select: inside their segment's file (as
+    // `segment_file` counts its rows), not overlapping the one before (a
+    // damaged or hostile manifest's others are dropped, not read).
+    for e in m.segments.values_mut() {
+        let tables = &e.tables;
+        for (table, r) in e.ranges.iter_mut() {
+            let file_rows = tables.get(table).map_or(0, |t| t.1);
+            let mut end = 0i64;
+            r.retain(|&(_, first, rows)| {
+                let ok = first >= end
+                    && rows >= 0
+                    && first.checked_add(rows).is_some_and(|z| z <= file_rows);
+                if ok {
+                    end = first + rows;
+                }
+                ok
+            });
+        }
+    }
     Some(m)
 }
 
