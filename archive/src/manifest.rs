@@ -137,6 +137,8 @@ table_columns! {
         table_name: StringBuilder,
         size_bytes: Int64Builder,
         rows: Int64Builder,
+        live_rows: Int64Builder,
+        live_captures: Int64Builder,
     }
 }
 
@@ -418,12 +420,25 @@ pub(crate) fn write_manifest(
     replace_table(archive, &ARCHIVE_INPUT, &[batch(&mut c)?])?;
     publish("capture_input.parquet")?;
     write_files(&mut files.iter().chain(displaced))?;
+    let (live_caps, live_rows) = live(caps, files);
     let mut c = SegmentFileCols::default();
     for r in segments {
         c.segment.append_value(&r.segment);
         c.table_name.append_value(&r.table_name);
         c.size_bytes.append_value(r.size_bytes);
         c.rows.append_value(r.rows);
+        let seg = r.segment.as_str();
+        // (Every row of a table of the segment's ids is read.)
+        let shared = trawl_capture::schema::table(&r.table_name).is_some_and(|t| t.is_shared());
+        c.live_rows.append_value(match shared {
+            true => r.rows,
+            false => live_rows
+                .get(&(seg, r.table_name.as_str()))
+                .copied()
+                .unwrap_or(0),
+        });
+        c.live_captures
+            .append_value(live_caps.get(seg).copied().unwrap_or(0));
     }
     replace_table(archive, &ARCHIVE_SEGMENT_FILE, &[batch(&mut c)?])?;
     publish("segment_file.parquet")?;
@@ -449,6 +464,45 @@ pub(crate) fn write_manifest(
         write_files(&mut files.iter())?;
     }
     Ok(())
+}
+
+/// Per segment, the captures `caps` places there (status `ok`), and per
+/// (segment, table) their rows in `files`: what a reader reads of each
+/// segment's files (`segment_file.live_captures`, `live_rows`).
+#[allow(clippy::type_complexity)]
+fn live<'a>(
+    caps: &'a [CaptureRow],
+    files: &'a [FileRow],
+) -> (
+    std::collections::HashMap<&'a str, i64>,
+    std::collections::HashMap<(&'a str, &'a str), i64>,
+) {
+    let mut placed: std::collections::HashMap<&str, &str> = Default::default();
+    let mut n: std::collections::HashMap<&str, i64> = Default::default();
+    for c in caps {
+        if let (Status::Ok, Some(s)) = (c.status, &c.segment) {
+            placed.insert(&c.capture, s);
+            *n.entry(s).or_default() += 1;
+        }
+    }
+    let mut rows: std::collections::HashMap<(&str, &str), i64> = Default::default();
+    // A capture's files are adjacent: looked up once per run.
+    let mut last: Option<(&str, Option<&str>)> = None;
+    for f in files {
+        let Some((seg, _)) = &f.segment else { continue };
+        let at = match last {
+            Some((c, s)) if c == &*f.capture => s,
+            _ => {
+                let s = placed.get(&*f.capture).copied();
+                last = Some((&f.capture, s));
+                s
+            }
+        };
+        if at == Some(&**seg) {
+            *rows.entry((&**seg, &*f.table_name)).or_default() += f.rows.unwrap_or(0);
+        }
+    }
+    (n, rows)
 }
 
 /// The files of each capture as `capture` places it: of its segment (or

@@ -142,29 +142,62 @@ pub struct FileEntry {
     pub segment: Option<(String, i64)>,
 }
 
-/// An archive's manifest as a reader needs it: the captures ingested
-/// (status `ok`) with their schema version and segment, the files of
-/// captures in directories of their own, and each segment's files with
-/// where its captures' rows are.
+/// An archive's manifest as a reader opens it: the captures ingested
+/// (status `ok`) with their schema version and segment, and each segment's
+/// files with, where `segment_file` gives them, the rows its captures have
+/// in each (`live`). Where each capture's rows are (`capture_file`) is read
+/// only when asked ([`read_capture_files`], [`Manifest::with_files`]): a
+/// scan of every capture of a segment needs none of it.
 #[derive(Clone, Debug, Default)]
 pub struct Manifest {
     pub captures: std::collections::BTreeMap<String, (i32, Option<String>)>,
     /// Captures in directories of their own (an archive written before
-    /// segments): table → file.
+    /// segments): table → file (filled by [`Manifest::with_files`]).
     pub files: std::collections::HashMap<String, std::collections::BTreeMap<String, FileEntry>>,
     pub segments: std::collections::HashMap<String, SegmentEntry>,
 }
+
+/// A capture's rows in a segment's file: (capture, first row, rows).
+pub type Range = (std::sync::Arc<str>, i64, i64);
 
 /// A segment as the manifest gives it.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SegmentEntry {
     /// Per table, its file's size and rows (`segment_file`).
     pub tables: std::collections::BTreeMap<String, (u64, i64)>,
+    /// Per table, the rows of the captures the manifest places in the
+    /// segment (`segment_file.live_rows`), when `segment_file` counted as
+    /// many of them as `capture` places there; None: not known without
+    /// the ranges.
+    pub live: Option<std::collections::BTreeMap<String, i64>>,
     /// Per table, the rows of each capture the manifest places in the
     /// segment: (capture, first row, rows), in file order
-    /// (`capture_file`). Rows of other captures (replaced since) are not
-    /// read.
-    pub ranges: std::collections::BTreeMap<String, Vec<(std::sync::Arc<str>, i64, i64)>>,
+    /// (`capture_file`; filled by [`Manifest::with_files`]). Rows of other
+    /// captures (replaced since) are not read.
+    pub ranges: std::collections::BTreeMap<String, Vec<Range>>,
+}
+
+/// What an archive's `capture_file` says of the captures a manifest
+/// places ([`read_capture_files`]).
+#[derive(Clone, Debug, Default)]
+pub struct CaptureFiles {
+    /// Captures in directories of their own: table → file.
+    pub files: std::collections::HashMap<String, std::collections::BTreeMap<String, FileEntry>>,
+    /// Segment → table → the ranges of its captures, in file order, each
+    /// inside the file and after the one before (checked against
+    /// `tables`).
+    pub ranges: std::collections::HashMap<String, std::collections::BTreeMap<String, Vec<Range>>>,
+}
+
+impl Manifest {
+    /// The manifest with what `capture_file` says of every capture.
+    pub fn with_files(mut self, f: CaptureFiles) -> Manifest {
+        self.files = f.files;
+        for (seg, tables) in f.ranges {
+            self.segments.entry(seg).or_default().ranges = tables;
+        }
+        self
+    }
 }
 
 fn batches<R: parquet::file::reader::ChunkReader + 'static>(
@@ -183,6 +216,16 @@ fn batches_dict<R: parquet::file::reader::ChunkReader + 'static>(
     f: R,
     dicts: &[&str],
     only: &[&str],
+) -> Option<Vec<arrow::array::RecordBatch>> {
+    batches_dict_in(f, dicts, only, |_| None)
+}
+
+/// [`batches_dict`] of the row groups `groups` chooses (None: all).
+fn batches_dict_in<R: parquet::file::reader::ChunkReader + 'static>(
+    f: R,
+    dicts: &[&str],
+    only: &[&str],
+    groups: impl FnOnce(&parquet::file::metadata::ParquetMetaData) -> Option<Vec<usize>>,
 ) -> Option<Vec<arrow::array::RecordBatch>> {
     use arrow::datatypes::{DataType, Field, Schema};
     use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions};
@@ -214,6 +257,10 @@ fn batches_dict<R: parquet::file::reader::ChunkReader + 'static>(
     // are simply not there).
     let mask =
         parquet::arrow::ProjectionMask::columns(builder.parquet_schema(), only.iter().copied());
+    let builder = match groups(builder.metadata()) {
+        Some(g) => builder.with_row_groups(g),
+        None => builder,
+    };
     let reader = builder
         .with_projection(mask)
         .with_batch_size(64 * 1024)
@@ -233,20 +280,24 @@ fn dict(
     Some((values, d.keys().clone()))
 }
 
-/// Reads a manifest from its `capture`, `capture_file` and `segment_file`
-/// tables (files or bytes; the last two may be missing in archives of
-/// earlier trawls). None when a table present cannot be read.
+/// Reads a manifest from its `capture` and `segment_file` tables (files or
+/// bytes; the second missing in archives of earlier trawls). None when a
+/// table present cannot be read.
 pub fn read_manifest<R: parquet::file::reader::ChunkReader + 'static>(
     capture: R,
-    capture_file: Option<R>,
     segment_file: Option<R>,
 ) -> Option<Manifest> {
     use arrow::array::{Array, AsArray};
     use arrow::datatypes::{Int32Type, Int64Type};
     let mut m = Manifest::default();
+    // Captures placed in each segment.
+    let mut placed: std::collections::HashMap<String, i64> = Default::default();
+    // The captures, in the manifest's (name) order: built into a map at
+    // once, not inserted one by one.
+    let mut rows: Vec<(String, (i32, Option<String>))> = Vec::new();
     for b in batches_dict(
         capture,
-        &[],
+        &["segment"],
         &["capture", "schema_version", "status", "segment"],
     )? {
         let names = b.column_by_name("capture")?.as_string_opt::<i32>()?;
@@ -256,124 +307,42 @@ pub fn read_manifest<R: parquet::file::reader::ChunkReader + 'static>(
         let status = b
             .column_by_name("status")
             .and_then(|c| c.as_string_opt::<i32>());
-        let seg = b
-            .column_by_name("segment")
-            .and_then(|c| c.as_string_opt::<i32>());
+        let seg = b.column_by_name("segment").and_then(dict);
+        // Each segment name of this batch's dictionary, made once.
+        let seg_names: Vec<String> = seg.as_ref().map_or(Vec::new(), |(v, _)| {
+            (0..v.len()).map(|k| v.value(k).to_string()).collect()
+        });
+        let mut counts = vec![0i64; seg_names.len()];
         for i in 0..b.num_rows() {
             let ok = status.is_none_or(|s| s.is_valid(i) && s.value(i) == "ok");
             if ok && names.is_valid(i) && versions.is_valid(i) {
-                let s = seg
-                    .filter(|s| s.is_valid(i))
-                    .map(|s| s.value(i).to_string());
-                m.captures
-                    .insert(names.value(i).to_string(), (versions.value(i), s));
-            }
-        }
-    }
-    if let Some(f) = capture_file {
-        // Each capture's name (shared by its ranges) and segment.
-        let placed: std::collections::HashMap<&str, (std::sync::Arc<str>, Option<&str>)> = m
-            .captures
-            .iter()
-            .map(|(n, (_, s))| (n.as_str(), (std::sync::Arc::from(n.as_str()), s.as_deref())))
-            .collect();
-        type Ranges = Vec<(std::sync::Arc<str>, i64, i64)>;
-        // (segment, table) → ranges; the few distinct tables and segments
-        // are read as dictionaries, looked up once per batch.
-        let mut ranges: std::collections::HashMap<(String, String), Ranges> = Default::default();
-        let only = [
-            "capture",
-            "table_name",
-            "size_bytes",
-            "rows",
-            "segment",
-            "first_row",
-        ];
-        for b in batches_dict(f, &["table_name", "segment"], &only)? {
-            let names = b.column_by_name("capture")?.as_string_opt::<i32>()?;
-            let (tables, table_keys) = dict(b.column_by_name("table_name")?)?;
-            let sizes = b
-                .column_by_name("size_bytes")?
-                .as_primitive_opt::<Int64Type>()?;
-            let rows = b
-                .column_by_name("rows")
-                .and_then(|c| c.as_primitive_opt::<Int64Type>());
-            let seg = b.column_by_name("segment").and_then(dict);
-            let first = b
-                .column_by_name("first_row")
-                .and_then(|c| c.as_primitive_opt::<Int64Type>());
-            // Per (segment value, table value) of this batch's
-            // dictionaries: the ranges, moved into `ranges` after.
-            let n_tables = tables.len();
-            let mut slots: Vec<Ranges> =
-                vec![Vec::new(); n_tables * seg.as_ref().map_or(1, |(v, _)| v.len().max(1))];
-            // The last capture looked up (a capture's rows are adjacent).
-            let mut last: Option<(&str, Option<&(std::sync::Arc<str>, Option<&str>)>)> = None;
-            for i in 0..b.num_rows() {
-                if !(names.is_valid(i) && table_keys.is_valid(i) && sizes.is_valid(i)) {
-                    continue;
-                }
-                let name = names.value(i);
-                let cap = match last {
-                    Some((n, c)) if n == name => c,
-                    _ => {
-                        let c = placed.get(name);
-                        last = Some((name, c));
-                        c
-                    }
-                };
-                let table_at = table_keys.value(i) as usize;
-                let seg_at = seg
+                let k = seg
                     .as_ref()
                     .filter(|(_, k)| k.is_valid(i))
-                    .map(|(_, k)| k.value(i) as usize);
-                let row_seg = seg_at.and_then(|k| seg.as_ref().map(|(v, _)| v.value(k)));
-                let rows_i = rows.filter(|r| r.is_valid(i)).map(|r| r.value(i));
-                let first_i = first.filter(|f| f.is_valid(i)).map_or(0, |f| f.value(i));
-                match cap {
-                    // Rows of the segment the capture is in.
-                    Some((arc, Some(s))) if row_seg == Some(*s) => {
-                        slots[seg_at.unwrap_or(0) * n_tables + table_at].push((
-                            arc.clone(),
-                            first_i,
-                            rows_i.unwrap_or(0),
-                        ));
-                    }
-                    // Rows of a segment a capture moved from, which a
-                    // writer keeps until `capture` names the new one.
-                    Some((_, Some(_))) => {}
-                    Some((_, None)) if row_seg.is_some() => {}
-                    _ => {
-                        m.files.entry(name.to_string()).or_default().insert(
-                            tables.value(table_at).to_string(),
-                            FileEntry {
-                                size: sizes.value(i).max(0) as u64,
-                                rows: rows_i,
-                                segment: row_seg.map(|s| (s.to_string(), first_i)),
-                            },
-                        );
-                    }
+                    .map(|(_, k)| k.value(i) as usize)
+                    .filter(|&k| k < seg_names.len());
+                if let Some(k) = k {
+                    counts[k] += 1;
                 }
-            }
-            for (k, r) in slots.into_iter().enumerate() {
-                if r.is_empty() {
-                    continue;
-                }
-                let (s, t) = (k / n_tables, k % n_tables);
-                let key = (
-                    seg.as_ref()
-                        .map_or(String::new(), |(v, _)| v.value(s).to_string()),
-                    tables.value(t).to_string(),
-                );
-                ranges.entry(key).or_default().extend(r);
+                let s = k.map(|k| seg_names[k].clone());
+                rows.push((names.value(i).to_string(), (versions.value(i), s)));
             }
         }
-        for ((seg, table), mut r) in ranges {
-            r.sort_by_key(|x| x.1);
-            m.segments.entry(seg).or_default().ranges.insert(table, r);
+        for (name, n) in seg_names.into_iter().zip(counts) {
+            if n > 0 {
+                *placed.entry(name).or_default() += n;
+            }
         }
     }
+    // (A name met twice: its last row, as an insertion would keep.)
+    m.captures = rows.into_iter().collect();
     if let Some(f) = segment_file {
+        // Segment → (live captures as written, live rows per table), for
+        // the segments whose every row says it.
+        let mut live: std::collections::HashMap<
+            String,
+            Option<(i64, std::collections::BTreeMap<String, i64>)>,
+        > = Default::default();
         for b in batches(f)? {
             let seg = b.column_by_name("segment")?.as_string_opt::<i32>()?;
             let tables = b.column_by_name("table_name")?.as_string_opt::<i32>()?;
@@ -381,43 +350,235 @@ pub fn read_manifest<R: parquet::file::reader::ChunkReader + 'static>(
                 .column_by_name("size_bytes")?
                 .as_primitive_opt::<Int64Type>()?;
             let rows = b.column_by_name("rows")?.as_primitive_opt::<Int64Type>()?;
+            let i64s = |n: &str| {
+                b.column_by_name(n)
+                    .and_then(|c| c.as_primitive_opt::<Int64Type>())
+            };
+            let (live_rows, live_caps) = (i64s("live_rows"), i64s("live_captures"));
             for i in 0..b.num_rows() {
+                let (seg, table) = (seg.value(i), tables.value(i));
+                let (size, rows) = (sizes.value(i).max(0) as u64, rows.value(i));
                 m.segments
-                    .entry(seg.value(i).to_string())
+                    .entry(seg.to_string())
                     .or_default()
                     .tables
-                    .insert(
-                        tables.value(i).to_string(),
-                        (sizes.value(i).max(0) as u64, rows.value(i)),
-                    );
+                    .insert(table.to_string(), (size, rows));
+                let at = |a: Option<&arrow::array::Int64Array>| {
+                    a.filter(|a| a.is_valid(i)).map(|a| a.value(i))
+                };
+                let row = at(live_rows)
+                    .zip(at(live_caps))
+                    .filter(|&(l, _)| (0..=rows).contains(&l));
+                let e = live
+                    .entry(seg.to_string())
+                    .or_insert_with(|| row.map(|(_, c)| (c, Default::default())));
+                match (e.as_mut(), row) {
+                    (Some((c, t)), Some((l, n))) if *c == n => {
+                        t.insert(table.to_string(), l);
+                    }
+                    _ => *e = None,
+                }
             }
         }
-    }
-    // Ranges a reader can select: inside their segment's file (as
-    // `segment_file` counts its rows), not overlapping the one before (a
-    // damaged or hostile manifest's others are dropped, not read).
-    for e in m.segments.values_mut() {
-        let tables = &e.tables;
-        for (table, r) in e.ranges.iter_mut() {
-            let file_rows = tables.get(table).map_or(0, |t| t.1);
-            let mut end = 0i64;
-            r.retain(|&(_, first, rows)| {
-                let ok = first >= end
-                    && rows >= 0
-                    && first.checked_add(rows).is_some_and(|z| z <= file_rows);
-                if ok {
-                    end = first + rows;
+        // `live_rows` holds for the captures placed in the segment when
+        // it counted as many: the captures of a segment only ever leave
+        // it (its files are written once), so of two manifests' sets for
+        // it one holds the other, and equal counts are equal sets. (A
+        // reader may meet a `capture` older than `segment_file`: a run
+        // killed between the two.)
+        for (seg, l) in live {
+            let Some((n, rows)) = l else { continue };
+            if placed.get(&seg).copied().unwrap_or(0) == n {
+                if let Some(e) = m.segments.get_mut(&seg) {
+                    e.live = Some(rows);
                 }
-                ok
-            });
+            }
         }
     }
     Some(m)
 }
 
+/// Reads `capture_file` (file or bytes) for the captures `placed` (a
+/// manifest's `captures`) and, with `only`, only for those of them: the
+/// row groups whose `capture` statistics hold none of `only` are not
+/// read (the manifest is written in capture order, in small row groups).
+/// `segments` (the manifest's) check the ranges: inside their segment's
+/// file, not overlapping the one before; those of a damaged or hostile
+/// manifest are dropped, not read. Rows of a segment a capture moved from,
+/// which a writer keeps until `capture` names the new one, are not taken.
+/// None when it cannot be read.
+pub fn read_capture_files<R: parquet::file::reader::ChunkReader + 'static>(
+    placed: &std::collections::BTreeMap<String, (i32, Option<String>)>,
+    segments: &std::collections::HashMap<String, SegmentEntry>,
+    capture_file: R,
+    only: Option<&std::collections::BTreeSet<&str>>,
+) -> Option<CaptureFiles> {
+    use arrow::array::{Array, AsArray};
+    use arrow::datatypes::Int64Type;
+    let mut out = CaptureFiles::default();
+    type Ranges = Vec<Range>;
+    // (segment, table) → ranges; the few distinct tables and segments are
+    // read as dictionaries, looked up once per batch.
+    let mut ranges: std::collections::HashMap<(String, String), Ranges> = Default::default();
+    let cols = [
+        "capture",
+        "table_name",
+        "size_bytes",
+        "rows",
+        "segment",
+        "first_row",
+    ];
+    // Row groups that may hold rows of `only`.
+    let groups = |meta: &parquet::file::metadata::ParquetMetaData| -> Option<Vec<usize>> {
+        let only = only?;
+        let at = meta
+            .file_metadata()
+            .schema_descr()
+            .columns()
+            .iter()
+            .position(|c| c.name() == "capture")?;
+        Some(
+            (0..meta.num_row_groups())
+                .filter(|&g| {
+                    let st = meta.row_group(g).column(at).statistics();
+                    let lo = st.and_then(|s| s.min_bytes_opt());
+                    let hi = st.and_then(|s| s.max_bytes_opt());
+                    match (lo, hi) {
+                        (Some(lo), Some(hi)) => {
+                            let (lo, hi) =
+                                (String::from_utf8_lossy(lo), String::from_utf8_lossy(hi));
+                            // (A truncated max is rounded up: still above.)
+                            only.range::<str, _>((
+                                std::ops::Bound::Included(&*lo),
+                                std::ops::Bound::Unbounded,
+                            ))
+                            .next()
+                            .is_some_and(|n| *n <= &*hi)
+                        }
+                        _ => true,
+                    }
+                })
+                .collect(),
+        )
+    };
+    // Each placed capture's name (shared by its ranges) and segment,
+    // made when first met.
+    let mut names: std::collections::HashMap<&str, std::sync::Arc<str>> = Default::default();
+    for b in batches_dict_in(capture_file, &["table_name", "segment"], &cols, groups)? {
+        let caps = b.column_by_name("capture")?.as_string_opt::<i32>()?;
+        let (tables, table_keys) = dict(b.column_by_name("table_name")?)?;
+        let sizes = b
+            .column_by_name("size_bytes")?
+            .as_primitive_opt::<Int64Type>()?;
+        let rows = b
+            .column_by_name("rows")
+            .and_then(|c| c.as_primitive_opt::<Int64Type>());
+        let seg = b.column_by_name("segment").and_then(dict);
+        let first = b
+            .column_by_name("first_row")
+            .and_then(|c| c.as_primitive_opt::<Int64Type>());
+        // Per (segment value, table value) of this batch's dictionaries:
+        // the ranges, moved into `ranges` after.
+        let n_tables = tables.len();
+        let mut slots: Vec<Ranges> =
+            vec![Vec::new(); n_tables * seg.as_ref().map_or(1, |(v, _)| v.len().max(1))];
+        // The last capture looked up (a capture's rows are adjacent):
+        // its name, placement and whether it is read.
+        type Placed<'a> = Option<(&'a String, &'a (i32, Option<String>))>;
+        let mut last: Option<(&str, Placed, bool)> = None;
+        for i in 0..b.num_rows() {
+            if !(caps.is_valid(i) && table_keys.is_valid(i) && sizes.is_valid(i)) {
+                continue;
+            }
+            let name = caps.value(i);
+            let (cap, wanted) = match last {
+                Some((n, c, w)) if n == name => (c, w),
+                _ => {
+                    let c = placed.get_key_value(name);
+                    let w = only.is_none_or(|o| o.contains(name));
+                    last = Some((name, c, w));
+                    (c, w)
+                }
+            };
+            if !wanted {
+                continue;
+            }
+            let table_at = table_keys.value(i) as usize;
+            let seg_at = seg
+                .as_ref()
+                .filter(|(_, k)| k.is_valid(i))
+                .map(|(_, k)| k.value(i) as usize);
+            let row_seg = seg_at.and_then(|k| seg.as_ref().map(|(v, _)| v.value(k)));
+            let rows_i = rows.filter(|r| r.is_valid(i)).map(|r| r.value(i));
+            let first_i = first.filter(|f| f.is_valid(i)).map_or(0, |f| f.value(i));
+            match cap {
+                // Rows of the segment the capture is in.
+                Some((n, (_, Some(s)))) if row_seg == Some(s.as_str()) => {
+                    let arc = names
+                        .entry(n.as_str())
+                        .or_insert_with(|| std::sync::Arc::from(n.as_str()))
+                        .clone();
+                    slots[seg_at.unwrap_or(0) * n_tables + table_at].push((
+                        arc,
+                        first_i,
+                        rows_i.unwrap_or(0),
+                    ));
+                }
+                // Rows of a segment a capture moved from, which a writer
+                // keeps until `capture` names the new one.
+                Some((_, (_, Some(_)))) => {}
+                Some((_, (_, None))) if row_seg.is_some() => {}
+                _ => {
+                    out.files.entry(name.to_string()).or_default().insert(
+                        tables.value(table_at).to_string(),
+                        FileEntry {
+                            size: sizes.value(i).max(0) as u64,
+                            rows: rows_i,
+                            segment: row_seg.map(|s| (s.to_string(), first_i)),
+                        },
+                    );
+                }
+            }
+        }
+        for (k, r) in slots.into_iter().enumerate() {
+            if r.is_empty() {
+                continue;
+            }
+            let (s, t) = (k / n_tables, k % n_tables);
+            let key = (
+                seg.as_ref()
+                    .map_or(String::new(), |(v, _)| v.value(s).to_string()),
+                tables.value(t).to_string(),
+            );
+            ranges.entry(key).or_default().extend(r);
+        }
+    }
+    for ((seg, table), mut r) in ranges {
+        r.sort_by_key(|x| x.1);
+        // Ranges a reader can select: inside their segment's file (as
+        // `segment_file` counts its rows), not overlapping the one before.
+        let file_rows = segments
+            .get(&seg)
+            .and_then(|e| e.tables.get(&table))
+            .map_or(0, |t| t.1);
+        let mut end = 0i64;
+        r.retain(|&(_, first, rows)| {
+            let ok = first >= end
+                && rows >= 0
+                && first.checked_add(rows).is_some_and(|z| z <= file_rows);
+            if ok {
+                end = first + rows;
+            }
+            ok
+        });
+        out.ranges.entry(seg).or_default().insert(table, r);
+    }
+    Some(out)
+}
+
 /// The manifest of the archive in directory `dir` (None: no readable
-/// `capture.parquet`).
+/// `capture.parquet`), without `capture_file` (see [`Manifest`]).
 pub fn local_manifest(dir: &Path) -> Option<Manifest> {
     let open = |t: &str| std::fs::File::open(table_file(dir, t)).ok();
-    read_manifest(open("capture")?, open("capture_file"), open("segment_file"))
+    read_manifest(open("capture")?, open("segment_file"))
 }

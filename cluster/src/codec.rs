@@ -201,12 +201,12 @@ impl LogicalExtensionCodec for LogicalCodec {
                         version: f.version,
                         rows: f.rows.map(|(captures, file_rows, renamed)| {
                             trawl_query::tables::SegmentRows {
-                                captures: Arc::new(
+                                captures: trawl_query::tables::SegmentCaptures::Listed(Arc::new(
                                     captures
                                         .into_iter()
                                         .map(|(n, first, rows)| (Arc::from(n), first, rows))
                                         .collect(),
-                                ),
+                                )),
                                 file_rows,
                                 renamed,
                             }
@@ -237,29 +237,34 @@ impl LogicalExtensionCodec for LogicalCodec {
     ) -> Result<()> {
         let any: &dyn TableProvider = node.as_ref();
         if let Some(t) = any.downcast_ref::<CaptureTable>() {
+            let mut files = Vec::with_capacity(t.files().len());
+            for f in t.files() {
+                // The captures' rows as a list (a process of the cluster
+                // may not reach the archive's manifest).
+                let rows = match &f.rows {
+                    Some(r) => Some((
+                        r.captures
+                            .ranges(None)?
+                            .iter()
+                            .map(|(n, first, rows)| (n.to_string(), *first, *rows))
+                            .collect(),
+                        r.file_rows,
+                        r.renamed.clone(),
+                    )),
+                    None => None,
+                };
+                files.push(File {
+                    capture: f.capture.clone(),
+                    segment: f.segment.clone(),
+                    path: f.path.clone(),
+                    store: f.store.clone(),
+                    size: f.size,
+                    version: f.version,
+                    rows,
+                });
+            }
             let f = Files {
-                files: t
-                    .files()
-                    .iter()
-                    .map(|f| File {
-                        capture: f.capture.clone(),
-                        segment: f.segment.clone(),
-                        path: f.path.clone(),
-                        store: f.store.clone(),
-                        size: f.size,
-                        version: f.version,
-                        rows: f.rows.as_ref().map(|r| {
-                            (
-                                r.captures
-                                    .iter()
-                                    .map(|(n, first, rows)| (n.to_string(), *first, *rows))
-                                    .collect(),
-                                r.file_rows,
-                                r.renamed.clone(),
-                            )
-                        }),
-                    })
-                    .collect(),
+                files,
                 shared: t.is_shared(),
                 renames: t
                     .renames()

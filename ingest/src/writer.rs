@@ -103,6 +103,17 @@ fn writer_properties_builder(
 /// Rows per Parquet row group.
 const ROW_GROUP_ROWS: usize = 512 * 1024;
 
+/// Rows per row group of table `def`: an archive's `capture_file`, read
+/// for a few captures at a time, in small ones (their `capture` statistics
+/// skip the others; it is written in capture order).
+fn row_group_rows(def: &TableDef) -> usize {
+    if def.name == trawl_capture::schema::ARCHIVE_FILE.name {
+        16 * 1024
+    } else {
+        ROW_GROUP_ROWS
+    }
+}
+
 /// A row group is written early when its rows hold this much Arrow
 /// memory: rows of long strings (symbol names, instruction text) would
 /// otherwise hold hundreds of MB waiting for their 512 K rows (the
@@ -281,6 +292,8 @@ struct RowGroupEncoder {
     /// Arrow memory of `pending` (each batch's share of its buffers).
     pending_bytes: usize,
     row_groups: usize,
+    /// Rows per row group.
+    group_rows: usize,
     /// Columns encoded in parallel on the rayon pool.
     parallel: bool,
 }
@@ -299,14 +312,14 @@ impl RowGroupEncoder {
             // As many rows as fit under both bounds (one at least).
             let by_bytes =
                 (ROW_GROUP_BYTES.saturating_sub(self.pending_bytes) / per_row.max(1)).max(1);
-            let take = (ROW_GROUP_ROWS - self.pending_rows)
+            let take = (self.group_rows - self.pending_rows)
                 .min(by_bytes)
                 .min(batch.num_rows());
             self.pending.push(batch.slice(0, take));
             self.pending_rows += take;
             self.pending_bytes += take * per_row;
             batch = batch.slice(take, batch.num_rows() - take);
-            if self.pending_rows == ROW_GROUP_ROWS || self.pending_bytes >= ROW_GROUP_BYTES {
+            if self.pending_rows == self.group_rows || self.pending_bytes >= ROW_GROUP_BYTES {
                 self.flush()?;
             }
         }
@@ -394,6 +407,7 @@ impl RowGroupEncoder {
             pending_rows: 0,
             pending_bytes: 0,
             row_groups: 0,
+            group_rows: row_group_rows(def),
             parallel: !small,
         })
     }

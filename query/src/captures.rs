@@ -40,20 +40,163 @@ pub struct InSegment {
 /// it is one of the session's.
 #[derive(Clone, Debug)]
 pub struct SegmentFiles {
+    /// Its name in the archive (`segment=NAME`).
+    pub name: String,
     /// The directory, or the URL of the segment in an object store.
     pub dir: PathBuf,
+    /// `dir` made absolute, without `..` (object store paths do not
+    /// resolve them).
+    pub abs_dir: PathBuf,
     /// The segment's location in an object store.
     pub at: Option<trawl_capture::store::Location>,
     /// The schema version its files were written with.
     pub version: i32,
     /// Per table, the file's size and rows.
     pub tables: BTreeMap<String, (u64, i64)>,
-    /// Per table, each capture's rows: (its name in the file, first row,
-    /// rows), in file order.
-    pub ranges: BTreeMap<String, Arc<Vec<(Arc<str>, i64, i64)>>>,
+    /// Per table, the rows of its captures when the manifest gives them
+    /// without their ranges (`segment_file.live_rows`); None: unknown.
+    pub live: Option<BTreeMap<String, i64>>,
+    /// Where each capture has its rows, read when a scan needs them.
+    pub ranges: Arc<ArchiveRanges>,
     /// Captures the session names otherwise than the file does (a name
     /// two archives of the session share): (the file's, the session's).
     pub renamed: Vec<(String, String)>,
+}
+
+impl SegmentFiles {
+    /// Each capture's rows in the segment's file of `table`: (its name
+    /// in the file, first row, rows), in file order; with `only` (names
+    /// as the file has them), at least those of these captures.
+    pub fn ranges_of(
+        &self,
+        table: &str,
+        only: Option<&std::collections::BTreeSet<&str>>,
+    ) -> std::result::Result<Arc<Vec<Range>>, String> {
+        let all = self.ranges.read(only)?;
+        Ok(all
+            .get(&self.name)
+            .and_then(|t| t.get(table))
+            .cloned()
+            .unwrap_or_default())
+    }
+}
+
+/// A capture's rows in a segment's file: (its name there, first row, rows).
+pub type Range = trawl_capture::layout::Range;
+
+/// Segment → table → its captures' rows.
+type RangeMap = std::collections::HashMap<String, BTreeMap<String, Arc<Vec<Range>>>>;
+
+/// Where each capture of an archive's segments has its rows: the
+/// manifest's `capture_file`, read the first time a scan needs it (one
+/// that reads every row of a segment's files needs none of it), whole or
+/// for a few captures (the row groups of others are not read).
+#[derive(Debug)]
+pub struct ArchiveRanges {
+    /// The archive's `capture_file`: its path, or the archive's location.
+    source: RangeSource,
+    /// The manifest (captures and segments) the ranges are read for.
+    manifest: trawl_capture::layout::Manifest,
+    /// Every capture's, once read.
+    all: std::sync::OnceLock<Arc<RangeMap>>,
+    /// The last read for some captures: (their names, ranges).
+    some: std::sync::Mutex<Option<(Vec<String>, Arc<RangeMap>)>>,
+}
+
+#[derive(Debug)]
+enum RangeSource {
+    Local(PathBuf),
+    Remote(trawl_capture::store::Location),
+}
+
+impl ArchiveRanges {
+    fn new(source: RangeSource, manifest: trawl_capture::layout::Manifest) -> ArchiveRanges {
+        let r = ArchiveRanges {
+            source,
+            manifest,
+            all: Default::default(),
+            some: Default::default(),
+        };
+        // A manifest read with its files (an archive listing some
+        // captures in directories of their own) has them already.
+        if r.manifest.segments.values().any(|s| !s.ranges.is_empty()) {
+            let map: RangeMap = r
+                .manifest
+                .segments
+                .iter()
+                .map(|(seg, e)| {
+                    let t = e
+                        .ranges
+                        .iter()
+                        .map(|(t, v)| (t.clone(), Arc::new(v.clone())))
+                        .collect();
+                    (seg.clone(), t)
+                })
+                .collect();
+            let _ = r.all.set(Arc::new(map));
+        }
+        r
+    }
+
+    /// The manifest's captures: name → (schema version, segment).
+    pub fn captures(&self) -> &BTreeMap<String, (i32, Option<String>)> {
+        &self.manifest.captures
+    }
+
+    /// The ranges of every capture, or with `only` at least of those.
+    fn read(
+        &self,
+        only: Option<&std::collections::BTreeSet<&str>>,
+    ) -> std::result::Result<Arc<RangeMap>, String> {
+        if let Some(a) = self.all.get() {
+            return Ok(a.clone());
+        }
+        let Some(only) = only else {
+            let a = self.load(None)?;
+            return Ok(self.all.get_or_init(|| a).clone());
+        };
+        let key: Vec<String> = only.iter().map(|s| s.to_string()).collect();
+        let mut some = self.some.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((k, r)) = &*some {
+            if *k == key {
+                return Ok(r.clone());
+            }
+        }
+        let r = self.load(Some(only))?;
+        *some = Some((key, r.clone()));
+        Ok(r)
+    }
+
+    fn load(
+        &self,
+        only: Option<&std::collections::BTreeSet<&str>>,
+    ) -> std::result::Result<Arc<RangeMap>, String> {
+        use trawl_capture::layout::read_capture_files;
+        let (m, what) = (&self.manifest, "capture_file.parquet");
+        let read = match &self.source {
+            RangeSource::Local(path) => {
+                let f =
+                    std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+                read_capture_files(&m.captures, &m.segments, f, only)
+                    .ok_or_else(|| format!("{}: not a readable manifest table", path.display()))?
+            }
+            RangeSource::Remote(at) => {
+                let bytes = trawl_capture::store::block_on(at.read(what))?
+                    .ok_or_else(|| format!("{}/{what}: missing", at.url()))?;
+                read_capture_files(&m.captures, &m.segments, bytes, only)
+                    .ok_or_else(|| format!("{}/{what}: not a readable manifest table", at.url()))?
+            }
+        };
+        Ok(Arc::new(
+            read.ranges
+                .into_iter()
+                .map(|(seg, t)| {
+                    let t = t.into_iter().map(|(t, v)| (t, Arc::new(v))).collect();
+                    (seg, t)
+                })
+                .collect(),
+        ))
+    }
 }
 
 /// The distinct segments of `captures`, each with the session's name for
@@ -114,6 +257,9 @@ pub fn find_captures(args: &[PathBuf]) -> Result<Vec<CaptureRef>> {
     }
     // Names: the directory names, made unique; segments are named by
     // their archives, made unique among the captures' and segments' names.
+    if let Some(refs) = named_as_found(&mut found) {
+        return Ok(refs);
+    }
     let mut refs: Vec<CaptureRef> = Vec::new();
     let mut names: std::collections::HashSet<String> = Default::default();
     let mut seg_names: HashMap<*const SegmentFiles, String> = HashMap::new();
@@ -177,6 +323,49 @@ pub fn find_captures(args: &[PathBuf]) -> Result<Vec<CaptureRef>> {
     Ok(refs)
 }
 
+/// The captures `found` named as found, when that makes every name unique
+/// (the common case: one archive or directory, whose names are in order):
+/// no name is hashed. None (`found` untouched) otherwise.
+fn named_as_found(found: &mut Vec<Found>) -> Option<Vec<CaptureRef>> {
+    if !found.windows(2).all(|w| w[0].base < w[1].base) {
+        return None;
+    }
+    // Segment names, distinct and unlike every capture's.
+    let mut segs: Vec<(&str, *const SegmentFiles)> = found
+        .iter()
+        .filter_map(|f| f.in_segment.as_ref())
+        .map(|(seg, s)| (seg.as_str(), Arc::as_ptr(&s.files)))
+        .collect();
+    segs.sort_unstable();
+    segs.dedup();
+    let clash = segs.windows(2).any(|w| w[0].0 == w[1].0)
+        || segs
+            .iter()
+            .any(|(n, _)| found.binary_search_by(|f| f.base.as_str().cmp(n)).is_ok());
+    if clash {
+        return None;
+    }
+    Some(
+        std::mem::take(found)
+            .into_iter()
+            .map(|f| {
+                let (segment, in_segment) = match f.in_segment {
+                    Some((seg, s)) => (seg, Some(s)),
+                    None => (f.base.clone(), None),
+                };
+                CaptureRef {
+                    segment,
+                    name: f.base,
+                    dir: f.dir,
+                    version: f.version,
+                    remote: f.remote,
+                    in_segment,
+                }
+            })
+            .collect(),
+    )
+}
+
 /// An archive's captures are Hive partitions: `capture=NAME` is NAME.
 fn base_name(dir_name: &str) -> String {
     match dir_name.strip_prefix("capture=") {
@@ -198,38 +387,45 @@ fn check_version(dir: &std::path::Path, found: Option<i32>) -> Result<()> {
     }
 }
 
-/// The captures of an archive's segments, as its manifest `m` lists them;
-/// `seg_at` gives a segment's directory (or URL) and object store
-/// location.
+/// The captures of an archive's segments, as its manifest (`ranges`)
+/// lists them; `seg_at` gives a segment's directory (or URL) and object
+/// store location.
 fn segment_captures(
-    m: &mut trawl_capture::layout::Manifest,
+    ranges: &Arc<ArchiveRanges>,
     seg_at: impl Fn(&str) -> (PathBuf, Option<trawl_capture::store::Location>),
 ) -> Result<Vec<Found>> {
-    let mut entries = std::mem::take(&mut m.segments);
+    let m = &ranges.manifest;
     let mut segs: HashMap<&str, Arc<SegmentFiles>> = HashMap::new();
-    let mut out = Vec::new();
+    let mut out = Vec::with_capacity(m.captures.len());
     for (name, (version, seg)) in &m.captures {
         let Some(seg) = seg else { continue };
-        let files = segs
-            .entry(seg)
-            .or_insert_with(|| {
+        let files = match segs.get(seg.as_str()) {
+            Some(f) => f.clone(),
+            None => {
                 let (dir, at) = seg_at(seg);
-                let e = entries.remove(seg).unwrap_or_default();
-                Arc::new(SegmentFiles {
+                let abs_dir = match at {
+                    Some(_) => dir.clone(),
+                    None => std::fs::canonicalize(&dir)
+                        .or_else(|_| std::path::absolute(&dir))
+                        .unwrap_or_else(|_| dir.clone()),
+                };
+                let e = m.segments.get(seg);
+                let f = Arc::new(SegmentFiles {
+                    name: seg.clone(),
+                    abs_dir,
                     dir,
                     at,
                     version: *version,
-                    tables: e.tables,
-                    ranges: e
-                        .ranges
-                        .into_iter()
-                        .map(|(t, r)| (t, Arc::new(r)))
-                        .collect(),
+                    tables: e.map(|e| e.tables.clone()).unwrap_or_default(),
+                    live: e.and_then(|e| e.live.clone()),
+                    ranges: ranges.clone(),
                     renamed: Vec::new(),
-                })
-            })
-            .clone();
-        check_version(&files.dir, Some(*version))?;
+                });
+                check_version(&f.dir, Some(*version))?;
+                segs.insert(seg, f.clone());
+                f
+            }
+        };
         out.push(Found {
             dir: files.dir.clone(),
             base: name.clone(),
@@ -247,6 +443,13 @@ fn segment_captures(
     Ok(out)
 }
 
+/// The manifest `m` of the local archive `dir`, its ranges read from
+/// its `capture_file` when needed.
+fn local_ranges(dir: &std::path::Path, m: trawl_capture::layout::Manifest) -> Arc<ArchiveRanges> {
+    let path = trawl_capture::layout::table_file(dir, "capture_file");
+    Arc::new(ArchiveRanges::new(RangeSource::Local(path), m))
+}
+
 /// The capture `a`, or the captures of the archive or directory of
 /// captures `a`.
 fn local_captures(a: &std::path::Path) -> Result<Vec<Found>> {
@@ -256,14 +459,15 @@ fn local_captures(a: &std::path::Path) -> Result<Vec<Found>> {
     let mut in_segments = Vec::new();
     if let Some((archive, seg)) = trawl_capture::layout::segment_archive(a) {
         // A segment of an archive: the captures the manifest places there.
-        let mut m = trawl_capture::layout::local_manifest(&archive).ok_or_else(|| {
+        let m = trawl_capture::layout::local_manifest(&archive).ok_or_else(|| {
             Error::Usage(format!(
                 "{}: a segment of the archive {}, whose manifest cannot be read",
                 a.display(),
                 archive.display()
             ))
         })?;
-        let mut out = segment_captures(&mut m, |s| (archive.join(format!("segment={s}")), None))?;
+        let m = local_ranges(&archive, m);
+        let mut out = segment_captures(&m, |s| (archive.join(format!("segment={s}")), None))?;
         out.retain(|f| f.in_segment.as_ref().is_some_and(|s| s.0 == seg));
         if out.is_empty() {
             return Err(Error::Usage(format!(
@@ -279,10 +483,10 @@ fn local_captures(a: &std::path::Path) -> Result<Vec<Found>> {
     if trawl_capture::layout::is_capture(a) {
         dirs.push(a.to_path_buf());
     } else {
-        let mut manifest = trawl_capture::layout::local_manifest(a);
-        if let Some(m) = &mut manifest {
+        let manifest = trawl_capture::layout::local_manifest(a).map(|m| local_ranges(a, m));
+        if let Some(m) = &manifest {
             in_segments = segment_captures(m, |s| (a.join(format!("segment={s}")), None))?;
-            for (name, (version, seg)) in &m.captures {
+            for (name, (version, seg)) in m.captures() {
                 if seg.is_none() {
                     known.insert(a.join(format!("capture={name}")), *version);
                 }
@@ -294,7 +498,7 @@ fn local_captures(a: &std::path::Path) -> Result<Vec<Found>> {
             let name = p.file_name().map(|n| n.to_string_lossy());
             let name = name.as_deref().and_then(|n| n.strip_prefix("capture="));
             manifest.as_ref().is_some_and(|m| {
-                name.and_then(|n| m.captures.get(n))
+                name.and_then(|n| m.captures().get(n))
                     .is_some_and(|c| c.1.is_some())
             })
         };
@@ -339,7 +543,11 @@ fn local_captures(a: &std::path::Path) -> Result<Vec<Found>> {
             in_segment: None,
         });
     }
-    // In name order with the captures in directories.
+    // In name order (the manifest's already is) with the captures in
+    // directories.
+    if out.is_empty() {
+        return Ok(in_segments);
+    }
     out.extend(in_segments);
     out.sort_by(|x, y| x.base.cmp(&y.base));
     Ok(out)
@@ -348,7 +556,8 @@ fn local_captures(a: &std::path::Path) -> Result<Vec<Found>> {
 /// The capture at `url`, or the captures under it. An archive's captures
 /// are those its manifest (`capture.parquet`) names as ingested (a capture
 /// being uploaded, or left half uploaded by a killed run, is not one yet),
-/// with the files its `capture_file.parquet` lists: two reads, no listing.
+/// found from its `capture.parquet` and `segment_file.parquet`: two reads,
+/// no listing (`capture_file.parquet` is read when a scan needs it).
 /// Otherwise (a capture, a prefix of captures, an archive of an earlier
 /// trawl) one listing of the prefix gives every table's object and size.
 async fn remote_captures(url: &str) -> Result<Vec<Found>> {
@@ -454,20 +663,31 @@ async fn from_manifest(at: &trawl_capture::store::Location) -> Result<Option<Vec
     let Some(caps) = at.read("capture.parquet").await.map_err(Error::Usage)? else {
         return Ok(None);
     };
-    let Some(files) = at
-        .read("capture_file.parquet")
-        .await
-        .map_err(Error::Usage)?
-    else {
-        return Ok(None);
-    };
     let segments = at
         .read("segment_file.parquet")
         .await
         .map_err(Error::Usage)?;
-    let mut m = trawl_capture::layout::read_manifest(caps, Some(files), segments).ok_or_else(|| {
-        Error::Usage(format!("{url}: capture.parquet, capture_file.parquet or segment_file.parquet is not a readable manifest"))
-    })?;
+    let bad = || {
+        Error::Usage(format!(
+            "{url}: capture.parquet, capture_file.parquet or segment_file.parquet is not a readable manifest"
+        ))
+    };
+    let mut m = trawl_capture::layout::read_manifest(caps, segments).ok_or_else(bad)?;
+    // Captures in directories of their own are found from the files
+    // `capture_file` lists (no listing); those of segments need it only
+    // when a scan does.
+    if m.captures.values().any(|c| c.1.is_none()) {
+        let Some(files) = at
+            .read("capture_file.parquet")
+            .await
+            .map_err(Error::Usage)?
+        else {
+            return Ok(None);
+        };
+        let f = trawl_capture::layout::read_capture_files(&m.captures, &m.segments, files, None)
+            .ok_or_else(bad)?;
+        m = m.with_files(f);
+    }
     // A capture without its files listed: an archive written in part by
     // an earlier trawl, read by listing it.
     if m.captures.iter().any(|(c, (_, seg))| {
@@ -480,7 +700,8 @@ async fn from_manifest(at: &trawl_capture::store::Location) -> Result<Option<Vec
             path: PathBuf::from(url),
         });
     }
-    let mut out = segment_captures(&mut m, |s| {
+    let m = Arc::new(ArchiveRanges::new(RangeSource::Remote(at.clone()), m));
+    let mut out = segment_captures(&m, |s| {
         let seg = at.child(&format!("segment={s}"));
         (PathBuf::from(seg.url()), Some(seg))
     })?;
@@ -492,7 +713,7 @@ async fn from_manifest(at: &trawl_capture::store::Location) -> Result<Option<Vec
             archive: Some(url.clone()),
         });
     }
-    for (name, (version, seg)) in &m.captures {
+    for (name, (version, seg)) in m.captures() {
         if seg.is_some() {
             continue;
         }
@@ -500,6 +721,7 @@ async fn from_manifest(at: &trawl_capture::store::Location) -> Result<Option<Vec
         let dir = PathBuf::from(capture.url());
         check_version(&dir, Some(*version))?;
         let sizes = m
+            .manifest
             .files
             .get(name)
             .map(|t| t.iter().map(|(k, e)| (k.clone(), e.size)).collect())

@@ -167,10 +167,52 @@ impl Selection<'_> {
 
 /// Events that have samples, most samples first.
 pub async fn sampled_events(s: &Session) -> Result<Vec<(String, i64)>> {
+    sampled_events_in(s, &[]).await
+}
+
+/// [`sampled_events`] of the captures `captures` (all when empty). When
+/// their `perf_event` tables name one event, it is the one and its
+/// samples are counted from the manifest (no sample read).
+pub async fn sampled_events_in(s: &Session, captures: &[String]) -> Result<Vec<(String, i64)>> {
     use datafusion::arrow::array::AsArray;
-    let df = s
-        .sql("SELECT CAST(event AS VARCHAR) AS event, count(*) AS n FROM perf_sample GROUP BY 1 ORDER BY n DESC, event")
+    use datafusion::prelude::col;
+    let only = |df: datafusion::prelude::DataFrame| -> Result<datafusion::prelude::DataFrame> {
+        if captures.is_empty() {
+            return Ok(df);
+        }
+        let list: Vec<Expr> = captures.iter().map(|c| lit(c.as_str())).collect();
+        Ok(df.filter(col("capture").in_list(list, false))?)
+    };
+    let named = only(s.ctx.table("perf_event").await?)?
+        .select(vec![col("name")])?
+        .distinct()?
+        .collect()
         .await?;
+    let names: Vec<String> = named
+        .iter()
+        .flat_map(|b| string_values(b.column(0)))
+        .flatten()
+        .collect();
+    if let [name] = names.as_slice() {
+        let n = only(s.ctx.table("perf_sample").await?)?.count().await?;
+        return Ok(if n > 0 {
+            vec![(name.clone(), n as i64)]
+        } else {
+            Vec::new()
+        });
+    }
+    let event =
+        datafusion::prelude::cast(col("event"), datafusion::arrow::datatypes::DataType::Utf8)
+            .alias("event");
+    let df = only(s.ctx.table("perf_sample").await?)?
+        .aggregate(
+            vec![event],
+            vec![datafusion::functions_aggregate::expr_fn::count(lit(1)).alias("n")],
+        )?
+        .sort(vec![
+            col("n").sort(false, true),
+            col("event").sort(true, true),
+        ])?;
     let mut out = Vec::new();
     for b in df.collect().await? {
         let e = string_values(b.column(0));
@@ -187,7 +229,17 @@ pub async fn sampled_events(s: &Session) -> Result<Vec<(String, i64)>> {
 /// The event named (which must have samples), or the one with most
 /// samples.
 pub async fn choose_event(s: &Session, given: Option<&str>) -> Result<String> {
-    let events = sampled_events(s).await?;
+    choose_event_in(s, given, &[]).await
+}
+
+/// [`choose_event`] among the samples of the captures `captures` (all
+/// when empty).
+pub async fn choose_event_in(
+    s: &Session,
+    given: Option<&str>,
+    captures: &[String],
+) -> Result<String> {
+    let events = sampled_events_in(s, captures).await?;
     Ok(match given {
         Some(e) => {
             if !events.iter().any(|(n, _)| n == e) {
@@ -249,7 +301,7 @@ impl Picked {
         weight: Weight,
         opts: StackOpts,
     ) -> Result<Picked> {
-        let event = choose_event(s, filter.event.as_deref()).await?;
+        let event = choose_event_in(s, filter.event.as_deref(), &filter.captures).await?;
         check_weight(s, &weight).await?;
         filter.event = Some(event.clone());
         Ok(Picked {

@@ -60,15 +60,65 @@ pub struct CaptureFile {
 /// The rows of a segment's file a session reads.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SegmentRows {
-    /// The captures read (named as the file names them), each with its
-    /// first row and rows in the file, in file order (empty for a shared
-    /// table: every row).
-    pub captures: Arc<Vec<(Arc<str>, i64, i64)>>,
+    /// The captures read.
+    pub captures: SegmentCaptures,
     /// The rows of the file.
     pub file_rows: i64,
     /// Captures the session names otherwise than the file does (a name
     /// two archives of the session share): (the file's, the session's).
     pub renamed: Vec<(String, String)>,
+}
+
+/// The captures of a segment's file a session reads.
+#[derive(Clone, Debug)]
+pub enum SegmentCaptures {
+    /// These (named as the file names them), each with its first row and
+    /// rows in the file, in file order (empty for a shared table: every
+    /// row).
+    Listed(Arc<Vec<(Arc<str>, i64, i64)>>),
+    /// Those its archive's manifest places in the segment, their rows
+    /// read from the manifest when a scan needs them; `live`: their rows,
+    /// when the manifest gives them without.
+    Archive {
+        segment: Arc<crate::captures::SegmentFiles>,
+        table: &'static str,
+        live: Option<i64>,
+    },
+}
+
+impl PartialEq for SegmentCaptures {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (Self::Listed(a), Self::Listed(b)) => a == b,
+            (
+                Self::Archive { segment, table, .. },
+                Self::Archive {
+                    segment: s2,
+                    table: t2,
+                    ..
+                },
+            ) => Arc::ptr_eq(segment, s2) && table == t2,
+            _ => false,
+        }
+    }
+}
+
+impl Eq for SegmentCaptures {}
+
+impl SegmentCaptures {
+    /// The captures' rows; with `only` (names as the file has them), at
+    /// least those of these captures.
+    pub fn ranges(
+        &self,
+        only: Option<&std::collections::BTreeSet<&str>>,
+    ) -> DfResult<Arc<Vec<(Arc<str>, i64, i64)>>> {
+        match self {
+            Self::Listed(r) => Ok(r.clone()),
+            Self::Archive { segment, table, .. } => segment
+                .ranges_of(table, only)
+                .map_err(datafusion::error::DataFusionError::Execution),
+        }
+    }
 }
 
 /// A column renamed at schema version `since`: files of earlier versions
@@ -507,13 +557,17 @@ impl CaptureTable {
         let n_file = file_schema.fields().len();
         let mut parts: Vec<(u64, Vec<PartitionedFile>)> = Vec::new();
         let mut selected = false;
+        // Segments whose files are read whole, known without their
+        // captures' names (kept by the filter of a scan that selects rows
+        // of other files).
+        let mut whole: Vec<String> = Vec::new();
         // The rows read, as the manifest counts them: `count(*)` is
         // answered from them without reading a page.
         let mut total_rows = 0usize;
         let mut total_bytes = 0usize;
         // The captures' ranges read (their names filter the scan when a
         // row selection is used).
-        let mut read_ranges: Vec<&(Arc<str>, i64, i64)> = Vec::new();
+        let mut read_ranges: Vec<(Arc<str>, i64, i64)> = Vec::new();
         let keep: Option<std::collections::HashSet<&str>> =
             keep.map(|k| k.iter().map(String::as_str).collect());
         for f in files {
@@ -523,22 +577,42 @@ impl CaptureTable {
                 rows.renamed.iter().find(|r| r.0 == n).map(|r| r.1.as_str())
             };
             type R = (Arc<str>, i64, i64);
-            let (ranges, all): (Vec<&R>, bool) = if self.shared {
-                (Vec::new(), true)
-            } else {
-                let r: Vec<&R> = match &keep {
-                    None => rows.captures.iter().collect(),
-                    Some(k) => rows
-                        .captures
-                        .iter()
-                        .filter(|c| k.contains(session(&c.0).unwrap_or(&c.0)))
-                        .collect(),
-                };
-                let n: i64 = r.iter().map(|c| c.2).sum();
-                let all = n == rows.file_rows;
-                (r, all)
+            let (ranges, all): (Vec<R>, bool) = match (&rows.captures, &keep) {
+                _ if self.shared => (Vec::new(), true),
+                // Every row of the file is a capture's the manifest places
+                // there: no ranges needed.
+                (SegmentCaptures::Archive { live: Some(n), .. }, None) if *n == rows.file_rows => {
+                    (Vec::new(), true)
+                }
+                (SegmentCaptures::Archive { live: Some(0), .. }, None) => continue,
+                (c, keep) => {
+                    // The kept captures as the file names them.
+                    let only: Option<std::collections::BTreeSet<&str>> = keep.as_ref().map(|k| {
+                        k.iter()
+                            .copied()
+                            .chain(
+                                rows.renamed
+                                    .iter()
+                                    .filter(|r| k.contains(r.1.as_str()))
+                                    .map(|r| r.0.as_str()),
+                            )
+                            .collect()
+                    });
+                    let listed = c.ranges(only.as_ref())?;
+                    let r: Vec<R> = match keep {
+                        None => listed.iter().cloned().collect(),
+                        Some(k) => listed
+                            .iter()
+                            .filter(|c| k.contains(session(&c.0).unwrap_or(&c.0)))
+                            .cloned()
+                            .collect(),
+                    };
+                    let n: i64 = r.iter().map(|c| c.2).sum();
+                    let all = n == rows.file_rows;
+                    (r, all)
+                }
             };
-            if !self.shared && ranges.is_empty() {
+            if !self.shared && !all && ranges.is_empty() {
                 continue;
             }
             let read_rows = if all {
@@ -561,7 +635,7 @@ impl CaptureTable {
                 // Skip what lies between the ranges (in file order).
                 let mut sel: Vec<RowSelector> = Vec::new();
                 let mut at = 0i64;
-                let mut sorted = ranges.clone();
+                let mut sorted: Vec<&R> = ranges.iter().collect();
                 sorted.sort_by_key(|c| c.1);
                 for c in sorted {
                     if c.1 > at {
@@ -576,7 +650,10 @@ impl CaptureTable {
                 file = file.with_extension(ParquetRowSelection::new(RowSelection::from(sel)));
                 selected = true;
             }
-            read_ranges.extend(ranges.iter().copied());
+            if all && ranges.is_empty() {
+                whole.push(f.segment.clone());
+            }
+            read_ranges.extend(ranges);
             file = file.with_statistics(Arc::new(Statistics {
                 num_rows: Precision::Exact(read_rows as usize),
                 total_byte_size: Precision::Inexact(f.size as usize),
@@ -631,6 +708,14 @@ impl CaptureTable {
         } else {
             0
         };
+        let segment_at = match indices.iter().position(|&i| i == n_file) {
+            _ if !filter || whole.is_empty() => 0,
+            Some(p) => p,
+            None => {
+                indices.push(n_file);
+                indices.len() - 1
+            }
+        };
         let store = match &files[0].store {
             Some(root) => ObjectStoreUrl::parse(root)?,
             None => ObjectStoreUrl::local_filesystem(),
@@ -652,17 +737,33 @@ impl CaptureTable {
             let mut names: Vec<String> = read_ranges.iter().map(|c| c.0.to_string()).collect();
             names.sort();
             names.dedup();
-            let col: Arc<dyn datafusion::physical_expr::PhysicalExpr> =
-                Arc::new(Column::new("capture", capture_at));
-            let list: Vec<Arc<dyn datafusion::physical_expr::PhysicalExpr>> = names
-                .iter()
-                .map(|n| {
-                    Arc::new(datafusion::physical_expr::expressions::Literal::new(
-                        ScalarValue::Utf8(Some(n.clone())),
-                    )) as Arc<dyn datafusion::physical_expr::PhysicalExpr>
-                })
-                .collect();
-            let pred = Arc::new(InListExpr::try_new(col, list, false, &plan.schema())?);
+            type Pe = Arc<dyn datafusion::physical_expr::PhysicalExpr>;
+            let in_list = |name: &str, at: usize, values: &[String]| -> DfResult<Pe> {
+                let col: Pe = Arc::new(Column::new(name, at));
+                let list: Vec<Pe> = values
+                    .iter()
+                    .map(|n| {
+                        Arc::new(datafusion::physical_expr::expressions::Literal::new(
+                            ScalarValue::Utf8(Some(n.clone())),
+                        )) as Pe
+                    })
+                    .collect();
+                Ok(Arc::new(InListExpr::try_new(
+                    col,
+                    list,
+                    false,
+                    &plan.schema(),
+                )?))
+            };
+            let mut pred = in_list("capture", capture_at, &names)?;
+            if !whole.is_empty() {
+                let segs = in_list("segment", segment_at, &whole)?;
+                pred = Arc::new(datafusion::physical_expr::expressions::BinaryExpr::new(
+                    segs,
+                    datafusion::logical_expr::Operator::Or,
+                    pred,
+                ));
+            }
             plan = Arc::new(datafusion::physical_plan::filter::FilterExec::try_new(
                 pred, plan,
             )?);
@@ -671,7 +772,7 @@ impl CaptureTable {
             return Ok(Some(plan));
         }
         // Each output column under the table's name for it (and without
-        // the `capture` the filter added).
+        // the `capture` and `segment` the filter added).
         let scan_schema = plan.schema();
         let exprs: Vec<(Arc<dyn datafusion::physical_expr::PhysicalExpr>, String)> = table_cols
             .iter()
@@ -945,30 +1046,32 @@ fn segment_files(
             // `annotate` decodes into a local segment's `instruction` after
             // ingest: read as it is now.
             None if def.name == trawl_capture::schema::INSTRUCTION.name => {
-                local_rows(&s.dir.join(format!("{}.parquet", def.name))).or(listed)
+                local_rows(&s.dir.join(format!("{}.parquet", def.name)), listed).or(listed)
             }
             _ => listed,
         }) else {
             continue;
         };
         let read = if def.is_shared() {
-            Arc::new(Vec::new())
+            SegmentCaptures::Listed(Arc::new(Vec::new()))
         } else {
-            match s.ranges.get(def.name) {
-                Some(r) if !r.is_empty() => r.clone(),
-                _ => continue,
+            let live = s
+                .live
+                .as_ref()
+                .map(|l| l.get(def.name).copied().unwrap_or(0));
+            if live == Some(0) {
+                continue;
+            }
+            SegmentCaptures::Archive {
+                segment: s.clone(),
+                table: def.name,
+                live,
             }
         };
         let name = format!("{}.parquet", def.name);
         let (path, store) = match &s.at {
             Some(at) => (PathBuf::from(at.key(&name).as_ref()), Some(at.root.clone())),
-            None => {
-                let p = s.dir.join(&name);
-                let p = std::fs::canonicalize(&p)
-                    .or_else(|_| std::path::absolute(&p))
-                    .unwrap_or(p);
-                (p, None)
-            }
+            None => (s.abs_dir.join(&name), None),
         };
         out.push(CaptureFile {
             capture: String::new(),
@@ -987,9 +1090,14 @@ fn segment_files(
     out
 }
 
-/// The size and rows (from its footer) of a local Parquet file.
-fn local_rows(path: &std::path::Path) -> Option<(u64, i64)> {
+/// The size and rows (from its footer) of a local Parquet file, `listed`
+/// when it has the size listed there (no footer read).
+fn local_rows(path: &std::path::Path, listed: Option<(u64, i64)>) -> Option<(u64, i64)> {
     use datafusion::parquet::file::reader::FileReader;
+    let size = std::fs::metadata(path).ok()?.len();
+    if listed.is_some_and(|l| l.0 == size) {
+        return listed;
+    }
     let f = std::fs::File::open(path).ok()?;
     let size = f.metadata().ok()?.len();
     let r = datafusion::parquet::file::reader::SerializedFileReader::new(f).ok()?;
