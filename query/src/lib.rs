@@ -31,6 +31,7 @@ pub mod cause;
 pub mod choice;
 pub mod clock;
 pub mod code;
+pub mod dict_count;
 pub mod energy;
 pub mod error;
 pub mod flame;

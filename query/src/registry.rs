@@ -31,10 +31,13 @@ impl Session {
     /// `origin` in each capture.
     pub async fn open_at(args: &[PathBuf], origin: &Origin) -> Result<Session> {
         Self::open_in(args, origin, |config| {
-            Ok(SessionContext::new_with_config_rt(
-                config,
-                crate::stores::runtime()?,
-            ))
+            let state = datafusion::execution::SessionStateBuilder::new()
+                .with_config(config)
+                .with_runtime_env(crate::stores::runtime()?)
+                .with_default_features()
+                .with_physical_optimizer_rule(Arc::new(crate::dict_count::DictCountRule))
+                .build();
+            Ok(SessionContext::new_with_state(state))
         })
         .await
     }
