@@ -142,13 +142,13 @@ pub(crate) fn compact_into(target: &dyn Target) -> Result<Compacted> {
                 displaced: &mut Vec<FileRow>,
                 seg_files: &BTreeMap<String, Vec<SegmentFileRow>>|
      -> Result<()> {
-        let rows: Vec<_> = caps.values().cloned().collect();
-        let fs: Vec<FileRow> = files.values().flatten().cloned().collect();
-        let segs: Vec<SegmentFileRow> = seg_files.values().flatten().cloned().collect();
+        let rows: Vec<_> = caps.values().collect();
+        let fs: Vec<&FileRow> = files.values().flatten().collect();
+        let segs: Vec<&SegmentFileRow> = seg_files.values().flatten().collect();
         write_manifest(
             archive,
             &rows,
-            &inputs,
+            &inputs.iter().collect::<Vec<_>>(),
             &fs,
             &std::mem::take(displaced),
             &segs,

@@ -386,11 +386,11 @@ pub fn read_manifest(archive: &Path) -> Result<(Vec<CaptureRow>, Vec<InputRow>)>
 /// `capture` row says (readers take a capture's files of its own segment).
 pub(crate) fn write_manifest(
     archive: &Path,
-    caps: &[CaptureRow],
-    inputs: &[InputRow],
-    files: &[FileRow],
+    caps: &[&CaptureRow],
+    inputs: &[&InputRow],
+    files: &[&FileRow],
     displaced: &[FileRow],
-    segments: &[SegmentFileRow],
+    segments: &[&SegmentFileRow],
     publish: &dyn Fn(&str) -> Result<()>,
 ) -> Result<()> {
     let write_files = |rows: &mut dyn Iterator<Item = &FileRow>| -> Result<()> {
@@ -419,7 +419,7 @@ pub(crate) fn write_manifest(
     }
     replace_table(archive, &ARCHIVE_INPUT, &[batch(&mut c)?])?;
     publish("capture_input.parquet")?;
-    write_files(&mut files.iter().chain(displaced))?;
+    write_files(&mut files.iter().copied().chain(displaced))?;
     let (live_caps, live_rows) = live(caps, files);
     let mut c = SegmentFileCols::default();
     for r in segments {
@@ -461,7 +461,7 @@ pub(crate) fn write_manifest(
     replace_table(archive, &ARCHIVE_CAPTURE, &[batch(&mut c)?])?;
     publish("capture.parquet")?;
     if !displaced.is_empty() {
-        write_files(&mut files.iter())?;
+        write_files(&mut files.iter().copied())?;
     }
     Ok(())
 }
@@ -471,8 +471,8 @@ pub(crate) fn write_manifest(
 /// segment's files (`segment_file.live_captures`, `live_rows`).
 #[allow(clippy::type_complexity)]
 fn live<'a>(
-    caps: &'a [CaptureRow],
-    files: &'a [FileRow],
+    caps: &[&'a CaptureRow],
+    files: &[&'a FileRow],
 ) -> (
     std::collections::HashMap<&'a str, i64>,
     std::collections::HashMap<(&'a str, &'a str), i64>,
