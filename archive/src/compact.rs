@@ -17,8 +17,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
 use crate::manifest::{
-    current_files, read_files, read_manifest, read_segment_files, write_manifest, FileRow,
-    SegmentFileRow, Status,
+    read_current_files, read_manifest, read_segment_files, write_manifest, FileRow, SegmentFileRow,
+    Status,
 };
 use crate::run::Target;
 use crate::segment::{Segment, SEGMENT_ROWS};
@@ -75,7 +75,7 @@ pub(crate) fn compact_into(target: &dyn Target) -> Result<Compacted> {
     let (caps, inputs) = read_manifest(archive)?;
     let mut caps: BTreeMap<String, crate::manifest::CaptureRow> =
         caps.into_iter().map(|c| (c.capture.clone(), c)).collect();
-    let mut files = current_files(&caps, read_files(archive)?);
+    let mut files = read_current_files(archive, &caps)?;
     // Files of captures moved to a new segment, until the manifest names it.
     let mut displaced: Vec<FileRow> = Vec::new();
     let mut seg_files: BTreeMap<String, Vec<SegmentFileRow>> = BTreeMap::new();

@@ -12,9 +12,9 @@ use arrow::array::{Array, AsArray, Int32Builder, Int64Builder, StringBuilder};
 use arrow::datatypes::{Int32Type, Int64Type};
 use trawl_capture::schema::{ARCHIVE_CAPTURE, ARCHIVE_FILE, ARCHIVE_INPUT, ARCHIVE_SEGMENT_FILE};
 use trawl_ingest::columns::batch;
-use trawl_ingest::readback::{col, read_table};
+use trawl_ingest::readback::{col, read_batches, read_table};
 use trawl_ingest::table_columns;
-use trawl_ingest::writer::replace_table;
+use trawl_ingest::writer::{replace_table, replace_table_with};
 
 use crate::Result;
 
@@ -179,8 +179,54 @@ fn optional<'a>(
 /// The table files of `archive`'s captures its manifest lists (empty when
 /// it has none: an archive of an earlier trawl).
 pub fn read_files(archive: &Path) -> Result<Vec<FileRow>> {
-    let def = &ARCHIVE_FILE;
     let mut out = Vec::new();
+    each_file(archive, |f| out.push(f))?;
+    Ok(out)
+}
+
+/// The table files of each of `archive`'s captures as `caps` places it:
+/// of its segment (or its own directory), without the rows of a segment it
+/// moved from that a run killed while writing the manifest left in
+/// `capture_file` (see [`write_manifest`]). Read a batch at a time: the
+/// manifest of 100,000 captures has a million of them, held once.
+pub(crate) fn read_current_files(
+    archive: &Path,
+    caps: &std::collections::BTreeMap<String, CaptureRow>,
+) -> Result<std::collections::BTreeMap<String, Vec<FileRow>>> {
+    let mut out: std::collections::BTreeMap<String, Vec<FileRow>> = Default::default();
+    let mut run: Vec<FileRow> = Vec::new();
+    each_file(archive, |f| {
+        if run.first().is_some_and(|r| r.capture != f.capture) {
+            keep_current(caps, &mut run, &mut out);
+        }
+        run.push(f);
+    })?;
+    keep_current(caps, &mut run, &mut out);
+    out.retain(|_, v| !v.is_empty());
+    Ok(out)
+}
+
+/// Moves the files of one capture (`run`, adjacent rows) into `out`,
+/// those of the segment `caps` places it in only.
+fn keep_current(
+    caps: &std::collections::BTreeMap<String, CaptureRow>,
+    run: &mut Vec<FileRow>,
+    out: &mut std::collections::BTreeMap<String, Vec<FileRow>>,
+) {
+    let Some(first) = run.first() else { return };
+    let seg = caps.get(&*first.capture).map(|c| c.segment.as_deref());
+    let keep = |f: &FileRow| seg.is_none_or(|s| s == f.segment.as_ref().map(|s| &*s.0));
+    let n = run.iter().filter(|f| keep(f)).count();
+    let name = first.capture.to_string();
+    let v = out.entry(name).or_default();
+    v.reserve_exact(n);
+    v.extend(run.drain(..).filter(|f| keep(f)));
+}
+
+/// Calls `each` with every row of `archive`'s `capture_file`, read a
+/// batch at a time.
+fn each_file(archive: &Path, mut each: impl FnMut(FileRow)) -> Result<()> {
+    let def = &ARCHIVE_FILE;
     // Table and segment names, shared by the rows naming them: the few
     // met are compared before any is hashed.
     let mut names: Vec<Arc<str>> = Vec::new();
@@ -199,9 +245,10 @@ pub fn read_files(archive: &Path) -> Result<Vec<FileRow>> {
             .clone()
     };
     if !archive.join("capture_file.parquet").is_file() {
-        return Ok(out);
+        return Ok(());
     }
-    for b in read_table(archive, def)? {
+    for b in read_batches(archive, def)? {
+        let b = b?;
         let name = col(&b, def, "capture")?.as_string::<i32>().clone();
         let table = col(&b, def, "table_name")?.as_string::<i32>().clone();
         let size = col(&b, def, "size_bytes")?
@@ -236,7 +283,7 @@ pub fn read_files(archive: &Path) -> Result<Vec<FileRow>> {
                     c
                 }
             };
-            out.push(FileRow {
+            each(FileRow {
                 capture,
                 table_name: intern(table.value(i)),
                 size_bytes: size.value(i),
@@ -246,7 +293,7 @@ pub fn read_files(archive: &Path) -> Result<Vec<FileRow>> {
             });
         }
     }
-    Ok(out)
+    Ok(())
 }
 
 /// The table files of the capture in `dir`, with their sizes and rows (a
@@ -393,19 +440,25 @@ pub(crate) fn write_manifest(
     segments: &[&SegmentFileRow],
     publish: &dyn Fn(&str) -> Result<()>,
 ) -> Result<()> {
+    // Written 64 K rows at a time (a million rows for 100,000 captures).
     let write_files = |rows: &mut dyn Iterator<Item = &FileRow>| -> Result<()> {
-        let mut c = FileCols::default();
-        for r in rows {
-            c.capture.append_value(&r.capture);
-            c.table_name.append_value(&r.table_name);
-            c.size_bytes.append_value(r.size_bytes);
-            c.rows.append_option(r.rows);
-            c.segment.append_option(r.segment.as_ref().map(|s| &*s.0));
-            c.first_row.append_option(r.segment.as_ref().map(|s| s.1));
-            c.min_time_ns.append_option(r.time_ns.map(|t| t.0));
-            c.max_time_ns.append_option(r.time_ns.map(|t| t.1));
-        }
-        replace_table(archive, &ARCHIVE_FILE, &[batch(&mut c)?])?;
+        replace_table_with(archive, &ARCHIVE_FILE, |w| {
+            let mut c = FileCols::default();
+            for (n, r) in rows.enumerate() {
+                c.capture.append_value(&r.capture);
+                c.table_name.append_value(&r.table_name);
+                c.size_bytes.append_value(r.size_bytes);
+                c.rows.append_option(r.rows);
+                c.segment.append_option(r.segment.as_ref().map(|s| &*s.0));
+                c.first_row.append_option(r.segment.as_ref().map(|s| s.1));
+                c.min_time_ns.append_option(r.time_ns.map(|t| t.0));
+                c.max_time_ns.append_option(r.time_ns.map(|t| t.1));
+                if (n + 1) % (64 * 1024) == 0 {
+                    w.write_rows(&mut c)?;
+                }
+            }
+            w.write_rows(&mut c)
+        })?;
         publish("capture_file.parquet")
     };
     let mut c = InputCols::default();
@@ -503,35 +556,4 @@ fn live<'a>(
         }
     }
     (n, rows)
-}
-
-/// The files of each capture as `capture` places it: of its segment (or
-/// its own directory), without the rows of a segment it moved from that a
-/// run killed while writing the manifest left in `capture_file` (see
-/// [`write_manifest`]).
-pub(crate) fn current_files(
-    caps: &std::collections::BTreeMap<String, CaptureRow>,
-    files: Vec<FileRow>,
-) -> std::collections::BTreeMap<String, Vec<FileRow>> {
-    let mut out: std::collections::BTreeMap<String, Vec<FileRow>> = Default::default();
-    // A capture's rows are adjacent: it is looked up once per run of rows.
-    let mut run: Vec<FileRow> = Vec::new();
-    let mut flush = |run: &mut Vec<FileRow>| {
-        let Some(first) = run.first() else { return };
-        let seg = caps.get(&*first.capture).map(|c| c.segment.as_deref());
-        let name = first.capture.to_string();
-        let keep = run
-            .drain(..)
-            .filter(|f| seg.is_none_or(|s| s == f.segment.as_ref().map(|s| &*s.0)));
-        out.entry(name).or_default().extend(keep);
-    };
-    for f in files {
-        if run.first().is_some_and(|r| r.capture != f.capture) {
-            flush(&mut run);
-        }
-        run.push(f);
-    }
-    flush(&mut run);
-    out.retain(|_, v| !v.is_empty());
-    out
 }

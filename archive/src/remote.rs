@@ -158,6 +158,9 @@ impl Target for Named<'_> {
     fn has_segment(&self, name: &str) -> bool {
         self.0.has_segment(name)
     }
+    fn own_dirs(&self) -> std::collections::HashSet<String> {
+        self.0.own_dirs()
+    }
     fn publish_segment(&self, name: &str) -> Result<()> {
         self.0.publish_segment(name)
     }
@@ -397,6 +400,10 @@ impl Target for Remote {
 
     fn has_segment(&self, name: &str) -> bool {
         self.segments.contains(name)
+    }
+
+    fn own_dirs(&self) -> std::collections::HashSet<String> {
+        self.present.keys().cloned().collect()
     }
 
     fn publish_segment(&self, name: &str) -> Result<()> {

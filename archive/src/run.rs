@@ -33,8 +33,8 @@ use trawl_ingest::readback::{col, read_table};
 use trawl_ingest::unwind::StackUnwinder;
 
 use crate::manifest::{
-    current_files, files_of, read_files, read_manifest, read_segment_files, write_manifest,
-    CaptureRow, FileRow, InputRow, SegmentFileRow, Status,
+    files_of, read_current_files, read_manifest, read_segment_files, write_manifest, CaptureRow,
+    FileRow, InputRow, SegmentFileRow, Status,
 };
 use crate::plan::{plan, Grouping, Planned};
 use crate::segment::{segment_dir, Segment};
@@ -142,6 +142,9 @@ pub(crate) trait Target: Sync {
     fn has(&self, name: &str) -> bool;
     /// Whether segment `name` is in the archive.
     fn has_segment(&self, name: &str) -> bool;
+    /// The captures in directories of their own ([`Target::has`] of each,
+    /// in one listing).
+    fn own_dirs(&self) -> std::collections::HashSet<String>;
     /// Makes segment `name`, committed in [`Target::local`], part of the
     /// archive.
     fn publish_segment(&self, name: &str) -> Result<()>;
@@ -181,6 +184,18 @@ impl Target for Local<'_> {
     }
     fn has_segment(&self, name: &str) -> bool {
         segment_dir(self.0, name).is_dir()
+    }
+    fn own_dirs(&self) -> std::collections::HashSet<String> {
+        let Ok(rd) = std::fs::read_dir(self.0) else {
+            return Default::default();
+        };
+        rd.flatten()
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+            .filter_map(|e| {
+                let n = e.file_name().to_string_lossy().into_owned();
+                n.strip_prefix("capture=").map(str::to_string)
+            })
+            .collect()
     }
     fn publish_segment(&self, _: &str) -> Result<()> {
         Ok(())
@@ -245,7 +260,7 @@ pub(crate) fn ingest_into(
     for i in old_inputs {
         inputs.entry(i.capture.clone()).or_default().push(i);
     }
-    let mut files = current_files(&caps, read_files(archive)?);
+    let mut files = read_current_files(archive, &caps)?;
     // Files of captures moved to a new segment, until the manifest names it.
     let mut displaced: Vec<FileRow> = Vec::new();
     let mut seg_files: BTreeMap<String, Vec<SegmentFileRow>> = BTreeMap::new();
@@ -297,6 +312,7 @@ pub(crate) fn ingest_into(
             .collect()
     };
     drop(known);
+    let mut seg_present: std::collections::HashMap<String, bool> = Default::default();
     for (name, job) in hashed {
         // An input that cannot be read fails its capture, not the batch
         // (nothing is recorded: it is tried again next time).
@@ -312,8 +328,12 @@ pub(crate) fn ingest_into(
         let before = caps
             .get(&job.planned.name)
             .filter(|c| c.content_hash == job.hash);
-        let present = |c: &CaptureRow| match &c.segment {
-            Some(s) => seg_files.contains_key(s) && target.has_segment(s),
+        // (A segment's presence looked up once: 100,000 captures share
+        // a hundred segments.)
+        let mut present = |c: &CaptureRow| match &c.segment {
+            Some(s) => *seg_present
+                .entry(s.clone())
+                .or_insert_with(|| seg_files.contains_key(s) && target.has_segment(s)),
             None => target.has(&c.capture),
         };
         match before {
@@ -487,9 +507,10 @@ pub(crate) fn ingest_into(
     })?;
     // What the manifest no longer names: captures' own directories of
     // captures now in a segment, segments none of whose captures is in it.
+    let own = target.own_dirs();
     let in_segments: Vec<String> = caps
         .values()
-        .filter(|c| c.segment.is_some() && target.has(&c.capture))
+        .filter(|c| c.segment.is_some() && own.contains(&c.capture))
         .map(|c| c.capture.clone())
         .collect();
     let live: std::collections::BTreeSet<&str> =

@@ -49,6 +49,28 @@ pub fn read_columns(dir: &Path, def: &TableDef, only: Option<&[&str]>) -> Result
         })
 }
 
+/// The batches of a table, read one at a time (a table too big to hold
+/// twice: an archive's manifest).
+pub fn read_batches(
+    dir: &Path,
+    def: &'static TableDef,
+) -> Result<impl Iterator<Item = Result<RecordBatch>>> {
+    let path = table_file(dir, def.name);
+    let f = File::open(&path).map_err(|e| Error::io(&path, e))?;
+    let reader = ParquetRecordBatchReaderBuilder::try_new(f)
+        .and_then(|b| b.with_batch_size(64 * 1024).build())
+        .map_err(|source| Error::Parquet {
+            path: path.clone(),
+            source,
+        })?;
+    Ok(reader.map(move |b| {
+        b.map_err(|source| Error::Arrow {
+            table: def.name.into(),
+            source,
+        })
+    }))
+}
+
 /// A column of a batch of `def`, checked against the schema so that the
 /// typed accessors below cannot panic on a capture written by another
 /// version of trawl.
