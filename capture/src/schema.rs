@@ -1012,7 +1012,7 @@ pub static ARCHIVE_SEGMENT_FILE: TableDef = TableDef {
         col!("table_name", Utf8, "The table."),
         col!("size_bytes", Int64, "Size of the file."),
         col!("rows", Int64, "Rows in the file (those of captures since replaced or removed included, until `trawl archive compact`)."),
-        col!("live_rows", Int64, null, "Rows of the captures `live_captures` counts: those a reader reads of the file (all when equal to `rows`), known without `capture_file` (null: an archive of an earlier trawl)."),
+        col!("live_rows", Int64, null, "Rows of the captures `live_captures` counts: those a reader reads of the file (all when equal to `rows`; every row of a table of the segment's ids), known without `capture_file` (null: an archive of an earlier trawl)."),
         col!("live_captures", Int64, null, "Captures `capture` places in the segment (status `ok`) when this row was written: a reader trusts `live_rows` when it counts as many (a segment's captures only ever leave it)."),
     ],
 };
