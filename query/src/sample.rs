@@ -172,7 +172,9 @@ pub async fn sampled_events(s: &Session) -> Result<Vec<(String, i64)>> {
 
 /// [`sampled_events`] of the captures `captures` (all when empty). When
 /// their `perf_event` tables name one event, it is the one and its
-/// samples are counted from the manifest (no sample read).
+/// samples are counted from the scan's statistics (no sample read; a
+/// sample of an event id the recording did not describe, which has no
+/// name, counted with it).
 pub async fn sampled_events_in(s: &Session, captures: &[String]) -> Result<Vec<(String, i64)>> {
     use datafusion::arrow::array::AsArray;
     use datafusion::prelude::col;
