@@ -17,7 +17,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
 use crate::manifest::{
-    read_current_files, read_manifest, read_segment_files, write_manifest, FileRow, SegmentFileRow,
+    read_current_files, read_manifest, read_segment_files, write_manifest, Files, SegmentFileRow,
     Status,
 };
 use crate::run::Target;
@@ -75,9 +75,10 @@ pub(crate) fn compact_into(target: &dyn Target) -> Result<Compacted> {
     let (caps, inputs) = read_manifest(archive)?;
     let mut caps: BTreeMap<String, crate::manifest::CaptureRow> =
         caps.into_iter().map(|c| (c.capture.clone(), c)).collect();
-    let mut files = read_current_files(archive, &caps)?;
-    // Files of captures moved to a new segment, until the manifest names it.
-    let mut displaced: Vec<FileRow> = Vec::new();
+    // Where each capture's rows are, to plan what moves.
+    let listed = read_current_files(archive, &caps)?;
+    // The files of the captures moved.
+    let mut files = Files::default();
     let mut seg_files: BTreeMap<String, Vec<SegmentFileRow>> = BTreeMap::new();
     for f in read_segment_files(archive)? {
         seg_files.entry(f.segment.clone()).or_default().push(f);
@@ -101,7 +102,7 @@ pub(crate) fn compact_into(target: &dyn Target) -> Result<Compacted> {
             .filter(|c| c.status == Status::Ok && c.segment.as_deref() == Some(seg.as_str()))
         {
             let mut t = HashMap::new();
-            for f in files.get(&c.capture).into_iter().flatten() {
+            for f in listed.get(&c.capture).into_iter().flatten() {
                 if let (Some((s, first)), Some(n)) = (&f.segment, f.rows) {
                     if **s == **seg {
                         t.insert(f.table_name.to_string(), (*first, n));
@@ -121,7 +122,7 @@ pub(crate) fn compact_into(target: &dyn Target) -> Result<Compacted> {
         .filter(|c| c.status == Status::Ok && c.segment.is_none())
     {
         if target.has(&c.capture) {
-            let n = files
+            let n = listed
                 .get(&c.capture)
                 .map_or(0, |f| f.iter().filter_map(|f| f.rows).sum());
             sources.push((n, Source::Directory(c.capture.clone())));
@@ -138,19 +139,15 @@ pub(crate) fn compact_into(target: &dyn Target) -> Result<Compacted> {
     }
 
     let save = |caps: &BTreeMap<String, crate::manifest::CaptureRow>,
-                files: &BTreeMap<String, Vec<FileRow>>,
-                displaced: &mut Vec<FileRow>,
+                files: &mut Files,
                 seg_files: &BTreeMap<String, Vec<SegmentFileRow>>|
      -> Result<()> {
-        let rows: Vec<_> = caps.values().collect();
-        let fs: Vec<&FileRow> = files.values().flatten().collect();
         let segs: Vec<&SegmentFileRow> = seg_files.values().flatten().collect();
         write_manifest(
             archive,
-            &rows,
+            caps,
             &inputs.iter().collect::<Vec<_>>(),
-            &fs,
-            &std::mem::take(displaced),
+            files,
             &segs,
             &|f| target.publish_table(f),
         )
@@ -162,17 +159,16 @@ pub(crate) fn compact_into(target: &dyn Target) -> Result<Compacted> {
     let mut moved_dirs: Vec<String> = Vec::new();
     let commit = |s: Segment,
                   caps: &mut BTreeMap<String, crate::manifest::CaptureRow>,
-                  files: &mut BTreeMap<String, Vec<FileRow>>,
-                  displaced: &mut Vec<FileRow>,
+                  files: &mut Files,
                   seg_files: &mut BTreeMap<String, Vec<SegmentFileRow>>|
      -> Result<usize> {
-        let (name, captures) = crate::run::record_segment(s, target, files, displaced, seg_files)?;
+        let (name, captures) = crate::run::record_segment(s, target, caps, files, seg_files)?;
         for capture in &captures {
             if let Some(c) = caps.get_mut(capture) {
                 c.segment = Some(name.clone());
             }
         }
-        save(caps, files, displaced, seg_files)?;
+        save(caps, files, seg_files)?;
         Ok(captures.len())
     };
     for (rows, src) in sources {
@@ -181,7 +177,7 @@ pub(crate) fn compact_into(target: &dyn Target) -> Result<Compacted> {
             .is_some_and(|s| s.capture_rows() + rows > SEGMENT_ROWS && !s.is_empty())
         {
             let s = seg.take().expect("some");
-            done.captures += commit(s, &mut caps, &mut files, &mut displaced, &mut seg_files)?;
+            done.captures += commit(s, &mut caps, &mut files, &mut seg_files)?;
             done.segments_written += 1;
         }
         if seg.is_none() {
@@ -209,14 +205,14 @@ pub(crate) fn compact_into(target: &dyn Target) -> Result<Compacted> {
         }
     }
     if let Some(s) = seg.take().filter(|s| !s.is_empty()) {
-        done.captures += commit(s, &mut caps, &mut files, &mut displaced, &mut seg_files)?;
+        done.captures += commit(s, &mut caps, &mut files, &mut seg_files)?;
         done.segments_written += 1;
     }
     // The manifest names none of their captures now: removed.
     for s in &moved_from {
         seg_files.remove(s);
     }
-    save(&caps, &files, &mut displaced, &seg_files)?;
+    save(&caps, &mut files, &seg_files)?;
     target.remove_unlisted(&moved_dirs, &moved_from)?;
     let _ = std::fs::remove_dir(&staging);
     done.segments_merged = moved_from.len();

@@ -5,6 +5,7 @@
 //! rename, `capture` last: a reader never sees a capture row whose inputs
 //! or files are missing.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -14,7 +15,7 @@ use trawl_capture::schema::{ARCHIVE_CAPTURE, ARCHIVE_FILE, ARCHIVE_INPUT, ARCHIV
 use trawl_ingest::columns::batch;
 use trawl_ingest::readback::{col, read_batches, read_table};
 use trawl_ingest::table_columns;
-use trawl_ingest::writer::{replace_table, replace_table_with};
+use trawl_ingest::writer::{replace_table, replace_table_with, TableWriter};
 
 use crate::Result;
 
@@ -335,7 +336,9 @@ pub fn read_manifest(archive: &Path) -> Result<(Vec<CaptureRow>, Vec<InputRow>)>
     let mut inputs = Vec::new();
     let def = &ARCHIVE_CAPTURE;
     if archive.join("capture.parquet").is_file() {
-        for b in read_table(archive, def)? {
+        // A batch at a time: 100,000 captures.
+        for b in read_batches(archive, def)? {
+            let b = b?;
             let s = |n| -> Result<_> { Ok(col(&b, def, n)?.as_string::<i32>().clone()) };
             let (name, status, msg, hash, host, ver) = (
                 s("capture")?,
@@ -391,7 +394,8 @@ pub fn read_manifest(archive: &Path) -> Result<(Vec<CaptureRow>, Vec<InputRow>)>
     }
     let def = &ARCHIVE_INPUT;
     if archive.join("capture_input.parquet").is_file() {
-        for b in read_table(archive, def)? {
+        for b in read_batches(archive, def)? {
+            let b = b?;
             let name = col(&b, def, "capture")?.as_string::<i32>();
             let path = col(&b, def, "path")?.as_string::<i32>();
             let size = col(&b, def, "size_bytes")?.as_primitive::<Int64Type>();
@@ -420,140 +424,309 @@ pub fn read_manifest(archive: &Path) -> Result<(Vec<CaptureRow>, Vec<InputRow>)>
     Ok((caps, inputs))
 }
 
+/// `capture_file` as a run changes it. The file as last written is read
+/// again, a batch at a time, whenever the manifest is written; only the
+/// rows of captures placed since are held (an archive of 100,000 captures
+/// has a million rows, a run that adds 100 captures a thousand).
+#[derive(Debug, Default)]
+pub(crate) struct Files {
+    /// Rows of the captures placed since the manifest was last written,
+    /// replacing the file's rows of them.
+    placed: BTreeMap<String, Vec<FileRow>>,
+    /// Captures of `placed` that moved, with where the file's rows of them
+    /// are (a segment; `None`: their own directory): kept until `capture`
+    /// names the new place (see [`write_manifest`]).
+    moved: std::collections::HashMap<String, Option<String>>,
+}
+
+impl Files {
+    /// Places `capture`'s rows: `before` is its row in the manifest as last
+    /// written (whose files stay listed until the manifest moves it).
+    pub(crate) fn place(&mut self, capture: &str, rows: Vec<FileRow>, before: Option<&CaptureRow>) {
+        if let Some(c) = before.filter(|c| c.status == Status::Ok) {
+            self.moved
+                .entry(capture.to_string())
+                .or_insert_with(|| c.segment.clone());
+        }
+        self.placed.insert(capture.to_string(), rows);
+    }
+
+    /// Drops what was placed of `capture` (it failed): the file's rows of it
+    /// go when the manifest no longer has it `ok`.
+    pub(crate) fn forget(&mut self, capture: &str) {
+        self.placed.remove(capture);
+        self.moved.remove(capture);
+    }
+}
+
+/// The captures whose files `archive`'s `capture_file` lists in their own
+/// directories (no segment): those of an archive of an earlier trawl that
+/// are already listed.
+pub(crate) fn listed_in_directories(archive: &Path) -> Result<std::collections::HashSet<String>> {
+    let mut out = std::collections::HashSet::new();
+    if !archive.join("capture_file.parquet").is_file() {
+        return Ok(out);
+    }
+    let def = &ARCHIVE_FILE;
+    for b in read_batches(archive, def)? {
+        let b = b?;
+        let name = col(&b, def, "capture")?.as_string::<i32>();
+        let seg = optional(&b, "segment").and_then(|a| a.as_string_opt::<i32>());
+        for i in 0..b.num_rows() {
+            if seg.is_none_or(|s| s.is_null(i)) && !out.contains(name.value(i)) {
+                out.insert(name.value(i).to_string());
+            }
+        }
+    }
+    Ok(out)
+}
+
 /// Rewrites the manifest of `archive` (inputs and files first, then
 /// captures).
 ///
 /// Each table is replaced atomically and then handed to `publish` (which
 /// uploads it for an archive in an object store), `capture` last, so that
 /// a reader never finds a capture whose inputs or files are missing.
-/// `displaced` are the files of captures that moved to another segment
-/// since the manifest was last written: `capture_file` keeps them until
-/// `capture` names the new segment, then is written again without them, so
-/// that a run killed between the two finds each capture's rows where its
-/// `capture` row says (readers take a capture's files of its own segment).
+/// `capture_file` keeps the file's rows of each `ok` capture in the
+/// segment `caps` places it in, and takes the rows `files` placed since.
+/// The rows of captures that moved stay until `capture` names their new
+/// segment, then the file is written again without them, so that a run
+/// killed between the two finds each capture's rows where its `capture`
+/// row says (readers take a capture's files of its own segment).
 pub(crate) fn write_manifest(
     archive: &Path,
-    caps: &[&CaptureRow],
+    caps: &BTreeMap<String, CaptureRow>,
     inputs: &[&InputRow],
-    files: &[&FileRow],
-    displaced: &[FileRow],
+    files: &mut Files,
     segments: &[&SegmentFileRow],
     publish: &dyn Fn(&str) -> Result<()>,
 ) -> Result<()> {
-    // Written 64 K rows at a time (a million rows for 100,000 captures).
-    let write_files = |rows: &mut dyn Iterator<Item = &FileRow>| -> Result<()> {
-        replace_table_with(archive, &ARCHIVE_FILE, |w| {
-            let mut c = FileCols::default();
-            for (n, r) in rows.enumerate() {
-                c.capture.append_value(&r.capture);
-                c.table_name.append_value(&r.table_name);
-                c.size_bytes.append_value(r.size_bytes);
-                c.rows.append_option(r.rows);
-                c.segment.append_option(r.segment.as_ref().map(|s| &*s.0));
-                c.first_row.append_option(r.segment.as_ref().map(|s| s.1));
-                c.min_time_ns.append_option(r.time_ns.map(|t| t.0));
-                c.max_time_ns.append_option(r.time_ns.map(|t| t.1));
-                if (n + 1) % (64 * 1024) == 0 {
-                    w.write_rows(&mut c)?;
-                }
+    // Tables of a row per capture (100,000) are written 16 K rows at a
+    // time.
+    const AT_ONCE: usize = 16 * 1024;
+    replace_table_with(archive, &ARCHIVE_INPUT, |w| {
+        let mut c = InputCols::default();
+        for (n, r) in inputs.iter().enumerate() {
+            c.capture.append_value(&r.capture);
+            c.path.append_value(&r.path);
+            c.size_bytes.append_value(r.size_bytes);
+            c.blake3.append_value(&r.blake3);
+            c.mtime_ns.append_option(r.mtime_ns);
+            c.inode.append_option(r.inode);
+            if (n + 1) % AT_ONCE == 0 {
+                w.write_rows(&mut c)?;
             }
-            w.write_rows(&mut c)
-        })?;
-        publish("capture_file.parquet")
-    };
-    let mut c = InputCols::default();
-    for r in inputs {
-        c.capture.append_value(&r.capture);
-        c.path.append_value(&r.path);
-        c.size_bytes.append_value(r.size_bytes);
-        c.blake3.append_value(&r.blake3);
-        c.mtime_ns.append_option(r.mtime_ns);
-        c.inode.append_option(r.inode);
-    }
-    replace_table(archive, &ARCHIVE_INPUT, &[batch(&mut c)?])?;
+        }
+        w.write_rows(&mut c)
+    })?;
     publish("capture_input.parquet")?;
-    write_files(&mut files.iter().copied().chain(displaced))?;
-    let (live_caps, live_rows) = live(caps, files);
+    let live_rows = rewrite_files(archive, caps, Some(&*files))?;
+    publish("capture_file.parquet")?;
+    let mut live_caps: std::collections::HashMap<&str, i64> = Default::default();
+    for c in caps.values() {
+        if let (Status::Ok, Some(s)) = (c.status, &c.segment) {
+            *live_caps.entry(s).or_default() += 1;
+        }
+    }
     let mut c = SegmentFileCols::default();
     for r in segments {
         c.segment.append_value(&r.segment);
         c.table_name.append_value(&r.table_name);
         c.size_bytes.append_value(r.size_bytes);
         c.rows.append_value(r.rows);
-        let seg = r.segment.as_str();
         // (Every row of a table of the segment's ids is read.)
         let shared = trawl_capture::schema::table(&r.table_name).is_some_and(|t| t.is_shared());
         c.live_rows.append_value(match shared {
             true => r.rows,
             false => live_rows
-                .get(&(seg, r.table_name.as_str()))
-                .copied()
-                .unwrap_or(0),
+                .get(r.segment.as_str())
+                .and_then(|t| t.iter().find(|(n, _)| *n == r.table_name))
+                .map_or(0, |(_, n)| *n),
         });
         c.live_captures
-            .append_value(live_caps.get(seg).copied().unwrap_or(0));
+            .append_value(live_caps.get(r.segment.as_str()).copied().unwrap_or(0));
     }
     replace_table(archive, &ARCHIVE_SEGMENT_FILE, &[batch(&mut c)?])?;
     publish("segment_file.parquet")?;
-    let mut c = CaptureCols::default();
-    for r in caps {
-        c.capture.append_value(&r.capture);
-        c.status.append_value(r.status.as_str());
-        c.message.append_option(r.message.as_deref());
-        c.inputs.append_value(r.inputs);
-        c.input_bytes.append_value(r.input_bytes);
-        c.content_hash.append_value(&r.content_hash);
-        c.diagnostics.append_option(r.diagnostics);
-        c.host.append_option(r.host.as_deref());
-        c.start_utc_ns.append_option(r.start_utc_ns);
-        c.ingested_utc_ns.append_value(r.ingested_utc_ns);
-        c.trawl_version.append_value(&r.trawl_version);
-        c.schema_version.append_value(r.schema_version);
-        c.segment.append_option(r.segment.as_deref());
-    }
-    replace_table(archive, &ARCHIVE_CAPTURE, &[batch(&mut c)?])?;
+    replace_table_with(archive, &ARCHIVE_CAPTURE, |w| {
+        let mut c = CaptureCols::default();
+        for (n, r) in caps.values().enumerate() {
+            c.capture.append_value(&r.capture);
+            c.status.append_value(r.status.as_str());
+            c.message.append_option(r.message.as_deref());
+            c.inputs.append_value(r.inputs);
+            c.input_bytes.append_value(r.input_bytes);
+            c.content_hash.append_value(&r.content_hash);
+            c.diagnostics.append_option(r.diagnostics);
+            c.host.append_option(r.host.as_deref());
+            c.start_utc_ns.append_option(r.start_utc_ns);
+            c.ingested_utc_ns.append_value(r.ingested_utc_ns);
+            c.trawl_version.append_value(&r.trawl_version);
+            c.schema_version.append_value(r.schema_version);
+            c.segment.append_option(r.segment.as_deref());
+            if (n + 1) % AT_ONCE == 0 {
+                w.write_rows(&mut c)?;
+            }
+        }
+        w.write_rows(&mut c)
+    })?;
     publish("capture.parquet")?;
-    if !displaced.is_empty() {
-        write_files(&mut files.iter().copied())?;
+    if !files.moved.is_empty() {
+        rewrite_files(archive, caps, None)?;
+        publish("capture_file.parquet")?;
     }
+    // The file holds them now.
+    *files = Files::default();
     Ok(())
 }
 
-/// Per segment, the captures `caps` places there (status `ok`), and per
-/// (segment, table) their rows in `files`: what a reader reads of each
-/// segment's files (`segment_file.live_captures`, `live_rows`).
-#[allow(clippy::type_complexity)]
-fn live<'a>(
-    caps: &[&'a CaptureRow],
-    files: &[&'a FileRow],
-) -> (
-    std::collections::HashMap<&'a str, i64>,
-    std::collections::HashMap<(&'a str, &'a str), i64>,
-) {
-    let mut placed: std::collections::HashMap<&str, &str> = Default::default();
-    let mut n: std::collections::HashMap<&str, i64> = Default::default();
-    for c in caps {
-        if let (Status::Ok, Some(s)) = (c.status, &c.segment) {
-            placed.insert(&c.capture, s);
-            *n.entry(s).or_default() += 1;
+/// `capture_file` rows on their way to the file, written 64 K at a time.
+#[derive(Default)]
+struct FileOut {
+    c: FileCols,
+    n: usize,
+}
+
+impl FileOut {
+    /// Appends a row: (capture, table, size, rows), segment, first row,
+    /// time range.
+    fn push(
+        &mut self,
+        w: &mut TableWriter,
+        (capture, table, size, rows): (&str, &str, i64, Option<i64>),
+        segment: Option<&str>,
+        first_row: Option<i64>,
+        lo: Option<i64>,
+        hi: Option<i64>,
+    ) -> trawl_ingest::Result<()> {
+        let c = &mut self.c;
+        c.capture.append_value(capture);
+        c.table_name.append_value(table);
+        c.size_bytes.append_value(size);
+        c.rows.append_option(rows);
+        c.segment.append_option(segment);
+        c.first_row.append_option(first_row);
+        c.min_time_ns.append_option(lo);
+        c.max_time_ns.append_option(hi);
+        self.n += 1;
+        if self.n == 64 * 1024 {
+            w.write_rows(c)?;
+            self.n = 0;
         }
+        Ok(())
     }
-    let mut rows: std::collections::HashMap<(&str, &str), i64> = Default::default();
-    // A capture's files are adjacent: looked up once per run.
-    let mut last: Option<(&str, Option<&str>)> = None;
-    for f in files {
-        let Some((seg, _)) = &f.segment else { continue };
-        let at = match last {
-            Some((c, s)) if c == &*f.capture => s,
-            _ => {
-                let s = placed.get(&*f.capture).copied();
-                last = Some((&f.capture, s));
-                s
-            }
+}
+
+/// Per segment, per table: the rows of the `ok` captures placed there.
+type LiveRows = std::collections::HashMap<String, Vec<(String, i64)>>;
+
+/// Writes `capture_file` again from the file as it is, a batch at a time,
+/// in capture order: the rows of each `ok` capture in the place `caps`
+/// gives it, with the rows `placed` holds instead of the file's for the
+/// captures it names (and the file's rows of those that moved, see
+/// [`Files`]). Returns the rows of each segment's tables that the captures
+/// placed there own (`segment_file.live_rows`).
+fn rewrite_files(
+    archive: &Path,
+    caps: &BTreeMap<String, CaptureRow>,
+    placed: Option<&Files>,
+) -> Result<LiveRows> {
+    let def = &ARCHIVE_FILE;
+    let empty = Files::default();
+    let files = placed.unwrap_or(&empty);
+    let mut live = LiveRows::default();
+    let mut count = |seg: &str, table: &str, n: i64| {
+        let t = match live.get_mut(seg) {
+            Some(t) => t,
+            None => live.entry(seg.to_string()).or_default(),
         };
-        if at == Some(&**seg) {
-            *rows.entry((&**seg, &*f.table_name)).or_default() += f.rows.unwrap_or(0);
+        match t.iter_mut().find(|(name, _)| name == table) {
+            Some((_, v)) => *v += n,
+            None => t.push((table.to_string(), n)),
         }
-    }
-    (n, rows)
+    };
+    let old = match archive.join("capture_file.parquet").is_file() {
+        true => Some(read_batches(archive, def)?),
+        false => None,
+    };
+    replace_table_with(archive, def, |w| {
+        let mut out = FileOut::default();
+        let mut placed = files.placed.iter().peekable();
+        // The placed rows of the captures that sort before `name` (all:
+        // None).
+        let mut flush = |out: &mut FileOut,
+                         w: &mut TableWriter,
+                         name: Option<&str>,
+                         count: &mut dyn FnMut(&str, &str, i64)|
+         -> trawl_ingest::Result<()> {
+            while let Some((capture, _)) = placed.peek() {
+                if name.is_some_and(|n| capture.as_str() >= n) {
+                    break;
+                }
+                let (capture, rows) = placed.next().expect("peeked");
+                let at = caps.get(capture).filter(|c| c.status == Status::Ok);
+                for r in rows {
+                    let seg = r.segment.as_ref().map(|s| &*s.0);
+                    if at.is_none_or(|c| c.segment.as_deref() != seg) {
+                        continue;
+                    }
+                    if let (Some(seg), Some(n)) = (seg, r.rows) {
+                        count(seg, &r.table_name, n);
+                    }
+                    let first = r.segment.as_ref().map(|s| s.1);
+                    let (lo, hi) = (r.time_ns.map(|t| t.0), r.time_ns.map(|t| t.1));
+                    let row = (&*r.capture, &*r.table_name, r.size_bytes, r.rows);
+                    out.push(w, row, seg, first, lo, hi)?;
+                }
+            }
+            Ok(())
+        };
+        for b in old.into_iter().flatten() {
+            let b = b?;
+            let name = col(&b, def, "capture")?.as_string::<i32>();
+            let table = col(&b, def, "table_name")?.as_string::<i32>();
+            let size = col(&b, def, "size_bytes")?.as_primitive::<Int64Type>();
+            let rows = col(&b, def, "rows")?.as_primitive::<Int64Type>();
+            let seg = optional(&b, "segment").and_then(|a| a.as_string_opt::<i32>());
+            let i64s = |n: &str| optional(&b, n).and_then(|a| a.as_primitive_opt::<Int64Type>());
+            let (first, lo, hi) = (i64s("first_row"), i64s("min_time_ns"), i64s("max_time_ns"));
+            let at = |a: Option<&arrow::array::Int64Array>, i: usize| {
+                a.filter(|a| a.is_valid(i)).map(|a| a.value(i))
+            };
+            // Where the rows of the capture met last are kept (a capture's
+            // rows are adjacent), and whether they count as live.
+            let mut last: Option<(&str, Option<Option<&str>>, bool)> = None;
+            for i in 0..b.num_rows() {
+                let capture = name.value(i);
+                let (keep, counted) = match last {
+                    Some((l, keep, counted)) if l == capture => (keep, counted),
+                    _ => {
+                        flush(&mut out, w, Some(capture), &mut count)?;
+                        let (keep, counted) = if files.placed.contains_key(capture) {
+                            (files.moved.get(capture).map(|s| s.as_deref()), false)
+                        } else {
+                            let at = caps.get(capture).filter(|c| c.status == Status::Ok);
+                            (at.map(|c| c.segment.as_deref()), true)
+                        };
+                        last = Some((capture, keep, counted));
+                        (keep, counted)
+                    }
+                };
+                let s = seg.filter(|s| s.is_valid(i)).map(|s| s.value(i));
+                if keep != Some(s) {
+                    continue;
+                }
+                let n = rows.is_valid(i).then(|| rows.value(i));
+                if let (true, Some(s), Some(n)) = (counted, s, n) {
+                    count(s, table.value(i), n);
+                }
+                let row = (capture, table.value(i), size.value(i), n);
+                let first = at(first, i).or(s.map(|_| 0));
+                out.push(w, row, s, first, at(lo, i), at(hi, i))?;
+            }
+        }
+        flush(&mut out, w, None, &mut count)?;
+        w.write_rows(&mut out.c)
+    })?;
+    Ok(live)
 }

@@ -32,10 +32,14 @@ pub struct Planned {
 /// The captures the sources make, and the files that are not inputs
 /// trawl reads (with why). Directories are walked in name order without
 /// following symbolic links; hidden entries and trawl's own output
-/// (capture and archive directories) are left out.
+/// (capture and archive directories) are left out. A file is an input if
+/// its first bytes are of a format trawl reads, or if `known` says it was
+/// one (its format is then not read here: whoever finds it changed since
+/// reads it again, see [`crate::run`]).
 pub fn plan(
     srcs: &[PathBuf],
     grouping: &Grouping,
+    known: &(dyn Fn(&Path) -> bool + Sync),
 ) -> Result<(Vec<Planned>, Vec<(PathBuf, String)>)> {
     let mut out: Vec<Planned> = Vec::new();
     let mut skipped = Vec::new();
@@ -66,7 +70,15 @@ pub fn plan(
             Grouping::File => Grouping::File,
         };
         let mut found = Vec::new();
-        walk(src, src, &root_name, walk_as, &mut found, &mut skipped)?;
+        walk(
+            src,
+            src,
+            &root_name,
+            walk_as,
+            known,
+            &mut found,
+            &mut skipped,
+        )?;
         if let Grouping::Pattern(_) = grouping {
             for p in &mut found {
                 // The path under the source, which the pattern reads.
@@ -145,6 +157,7 @@ fn walk(
     dir: &Path,
     root_name: &str,
     grouping: Grouping,
+    known: &(dyn Fn(&Path) -> bool + Sync),
     out: &mut Vec<Planned>,
     skipped: &mut Vec<(PathBuf, String)>,
 ) -> Result<()> {
@@ -190,7 +203,7 @@ fn walk(
             .filter(|(_, t)| t.is_dir())
             .map(|(p, _)| {
                 let (mut o, mut s) = (Vec::new(), Vec::new());
-                walk(root, p, root_name, grouping.clone(), &mut o, &mut s)?;
+                walk(root, p, root_name, grouping.clone(), known, &mut o, &mut s)?;
                 Ok((o, s))
             })
             .collect::<Vec<_>>()
@@ -202,6 +215,8 @@ fn walk(
             let (o, s) = subs.pop_front().expect("one walk per directory")?;
             out.extend(o);
             skipped.extend(s);
+        } else if m.is_file() && known(&p) {
+            inputs.push(p);
         } else if m.is_file() {
             match trawl_ingest::input_format(&p) {
                 Ok(_) => inputs.push(p),
@@ -290,7 +305,10 @@ mod tests {
             std::fs::write(src.join(f), strace).unwrap();
         }
         let re = regex::Regex::new(r"(r[0-9]+)-").unwrap();
-        let (planned, skipped) = plan(std::slice::from_ref(&src), &Grouping::Pattern(re)).unwrap();
+        let (planned, skipped) = plan(std::slice::from_ref(&src), &Grouping::Pattern(re), &|_| {
+            false
+        })
+        .unwrap();
         let got: Vec<(String, Vec<String>)> = planned
             .iter()
             .map(|p| {

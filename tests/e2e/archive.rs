@@ -258,6 +258,21 @@ fn reruns_skip_unchanged_captures_and_replace_changed_ones() {
     // The run's hashes record the file as it is now: unchanged after.
     let err = ok(archive_ingest(&moved, &arch, &["--no-symbolize"]));
     assert!(err.contains("0 captures ingested, 3 unchanged"), "{err}");
+    // A recorded input (whose format a rerun does not read while it is
+    // unchanged) overwritten with text trawl does not read: skipped and
+    // said so, its capture ingested again from its other input.
+    std::fs::write(&strace, "notes, not a trace\n").unwrap();
+    let err = ok(archive_ingest(&moved, &arch, &["--no-symbolize"]));
+    assert!(err.contains("1 captures ingested, 2 unchanged"), "{err}");
+    assert!(err.contains("run1/io.strace"), "{err}");
+    assert_eq!(
+        sql_scalar(&arch, "SELECT inputs FROM capture WHERE capture = 'run1'"),
+        "1"
+    );
+    assert_eq!(
+        samples_by_capture(&arch)["run1"],
+        perf_script_samples(&fixture("hot-fp.data"))
+    );
 }
 
 #[test]
