@@ -44,15 +44,8 @@ enum Source {
     Directory(String),
 }
 
-/// Compacts the archive in directory `archive` (see the module's
-/// documentation): segments holding fewer than half of
-/// [`SEGMENT_ROWS`] rows of their captures, or rows of captures no longer
-/// there, and captures in directories of their own, are rewritten into
-/// segments of up to [`SEGMENT_ROWS`] rows.
-pub fn compact(archive: &Path) -> Result<Compacted> {
-    if trawl_capture::store::is_url(archive) {
-        return crate::remote::compact(archive);
-    }
+/// [`crate::compact`] of the archive in directory `archive`.
+pub(crate) fn compact_local(archive: &Path) -> Result<Compacted> {
     if !archive.join("capture.parquet").is_file() {
         return Err(Error::Other(format!(
             "{}: not an archive (no capture.parquet)",

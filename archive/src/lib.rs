@@ -30,15 +30,49 @@ mod remote;
 mod run;
 pub mod segment;
 
-pub use compact::{compact, Compacted};
+pub use compact::Compacted;
 pub use manifest::{read_files, read_manifest, CaptureRow, FileRow, InputRow, Status};
 pub use plan::{plan, Grouping, Planned};
-pub use run::{ingest, Event, Options, Outcome, Summary};
+pub use run::{Event, Options, Outcome, Summary};
 
 use std::path::{Path, PathBuf};
 
+use trawl_ingest::unwind::StackUnwinder;
+
 /// Whether an archive or source names an object store (`s3://...`).
-pub use trawl_capture::store::is_url;
+pub use trawl_capture::cloud::is_url;
+
+/// Ingests the captures that `srcs` make (see [`plan`]) into `archive`, a
+/// directory or an object store URL (`s3://bucket/archive`, see
+/// `remote.rs`). `enrich` runs on each capture's staging directory before
+/// it is committed (symbolization) and returns a note for the manifest;
+/// `unwinder` gives each ingest its stack unwinder; `progress` hears of
+/// each capture as it is done.
+pub fn ingest(
+    srcs: &[PathBuf],
+    archive: &Path,
+    opts: &Options,
+    enrich: &(dyn Fn(&Path) -> Option<String> + Sync),
+    unwinder: &(dyn Fn() -> Option<Box<dyn StackUnwinder>> + Sync),
+    progress: &mut dyn FnMut(Event<'_>),
+) -> Result<Summary> {
+    if is_url(archive) || srcs.iter().any(|s| is_url(s)) {
+        return remote::ingest(srcs, archive, opts, enrich, unwinder, progress);
+    }
+    run::ingest_local(srcs, archive, opts, enrich, unwinder, progress)
+}
+
+/// Compacts an archive, a directory or an object store URL (see
+/// `compact.rs`): segments holding fewer than half of
+/// [`segment::SEGMENT_ROWS`] rows of their captures, or rows of captures
+/// no longer there, and captures in directories of their own, are
+/// rewritten into segments of up to [`segment::SEGMENT_ROWS`] rows.
+pub fn compact(archive: &Path) -> Result<Compacted> {
+    if is_url(archive) {
+        return remote::compact(archive);
+    }
+    compact::compact_local(archive)
+}
 
 /// Directory of capture `name` in `archive`.
 pub fn capture_dir(archive: &Path, name: &str) -> PathBuf {

@@ -1,5 +1,5 @@
 //! Archives in object storage (`s3://bucket/archive`, ...; see
-//! `trawl_capture::store`), and raw inputs read from there.
+//! `trawl_capture::cloud`), and raw inputs read from there.
 //!
 //! The archive has the local layout: `capture=NAME/<table>.parquet` and the
 //! manifest at the root. A run:
@@ -38,8 +38,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, SystemTime};
 
-use trawl_capture::store::object_store::ObjectStoreExt;
-use trawl_capture::store::{self, block_on, Location, Version};
+use trawl_capture::cloud::object_store::ObjectStoreExt;
+use trawl_capture::cloud::{self, block_on, Location, Version};
 use trawl_ingest::unwind::StackUnwinder;
 
 use crate::run::{ingest_into, Target};
@@ -70,8 +70,8 @@ pub(crate) fn ingest(
         .map_err(|e| Error::io(std::env::temp_dir(), e))?;
     // The archive's lock first: a run killed from here on leaves its
     // working directory to the run that takes the lock over.
-    let mut target = if store::is_url(archive) {
-        let at = store::open(&archive.to_string_lossy()).map_err(other)?;
+    let mut target = if cloud::is_url(archive) {
+        let at = cloud::open(&archive.to_string_lossy()).map_err(other)?;
         Some(Remote::open(at, work.path())?)
     } else {
         None
@@ -80,11 +80,11 @@ pub(crate) fn ingest(
     let mut local_srcs = Vec::with_capacity(srcs.len());
     let mut fetched = Vec::new();
     for (k, s) in srcs.iter().enumerate() {
-        if !store::is_url(s) {
+        if !cloud::is_url(s) {
             local_srcs.push(s.clone());
             continue;
         }
-        let at = store::open(&s.to_string_lossy()).map_err(other)?;
+        let at = cloud::open(&s.to_string_lossy()).map_err(other)?;
         // Named as the prefix is: captures are named by their path under
         // a source.
         let last = at.prefix.as_ref().rsplit('/').next().unwrap_or("");
@@ -130,7 +130,7 @@ pub(crate) fn compact(archive: &Path) -> Result<crate::Compacted> {
         .prefix(WORK_PREFIX)
         .tempdir()
         .map_err(|e| Error::io(std::env::temp_dir(), e))?;
-    let at = store::open(&archive.to_string_lossy()).map_err(other)?;
+    let at = cloud::open(&archive.to_string_lossy()).map_err(other)?;
     let mut target = Remote::open(at, work.path())?;
     if !target.work.join("capture.parquet").is_file() {
         target.release();
@@ -196,7 +196,7 @@ impl Target for Named<'_> {
 /// `dir`, keeping their relative keys as paths (keys that would leave
 /// `dir` are skipped).
 async fn download(at: &Location, dir: &Path) -> Result<()> {
-    let mut objects: Vec<(String, store::object_store::path::Path)> = Vec::new();
+    let mut objects: Vec<(String, cloud::object_store::path::Path)> = Vec::new();
     let strip = match at.prefix.as_ref() {
         "" => String::new(),
         p => format!("{p}/"),
@@ -216,7 +216,7 @@ async fn download(at: &Location, dir: &Path) -> Result<()> {
         return Err(other(format!("{}: no objects", at.url())));
     }
     for (rel, key) in objects {
-        let parts: Vec<String> = rel.split('/').map(store::decoded).collect();
+        let parts: Vec<String> = rel.split('/').map(cloud::decoded).collect();
         let safe = parts
             .iter()
             .all(|p| !p.is_empty() && p != "." && p != ".." && !p.contains('/'));
@@ -323,12 +323,12 @@ impl Remote {
             let Some((dir, file)) = rel.split_once('/') else {
                 continue;
             };
-            if let Some(s) = store::decoded(dir).strip_prefix("segment=") {
+            if let Some(s) = cloud::decoded(dir).strip_prefix("segment=") {
                 self.segments.insert(s.to_string());
                 continue;
             }
             let (Some(name), Some(table)) = (
-                crate::capture_name(&store::decoded(dir)).map(str::to_string),
+                crate::capture_name(&cloud::decoded(dir)).map(str::to_string),
                 file.strip_suffix(".parquet").filter(|t| !t.contains('/')),
             ) else {
                 continue;
@@ -338,7 +338,7 @@ impl Remote {
                 .or_default()
                 .push(crate::manifest::FileRow {
                     capture: name.as_str().into(),
-                    table_name: store::decoded(table).into(),
+                    table_name: cloud::decoded(table).into(),
                     size_bytes: o.size as i64,
                     rows: None,
                     segment: None,
@@ -443,7 +443,7 @@ impl Target for Remote {
                         .store
                         .delete(&o.location)
                         .await
-                        .map_err(|e| other(store::describe(&self.at.url_of(&o.location), &e)))?;
+                        .map_err(|e| other(cloud::describe(&self.at.url_of(&o.location), &e)))?;
                 }
             }
             Ok::<_, Error>(())

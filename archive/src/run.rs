@@ -112,13 +112,9 @@ struct Job {
     not_inputs: Vec<(PathBuf, String)>,
 }
 
-/// Ingests the captures that `srcs` make (see [`plan`]) into `archive`, a
-/// directory or an object store URL (`s3://bucket/archive`, see
-/// [`crate::remote`]). `enrich` runs on each capture's staging directory
-/// before it is committed (symbolization) and returns a note for the
-/// manifest; `unwinder` gives each ingest its stack unwinder; `progress`
-/// hears of each capture as it is done.
-pub fn ingest(
+/// [`crate::ingest`] into the archive in directory `archive` from local
+/// sources.
+pub(crate) fn ingest_local(
     srcs: &[PathBuf],
     archive: &Path,
     opts: &Options,
@@ -126,10 +122,6 @@ pub fn ingest(
     unwinder: &(dyn Fn() -> Option<Box<dyn StackUnwinder>> + Sync),
     progress: &mut dyn FnMut(Event<'_>),
 ) -> Result<Summary> {
-    if trawl_capture::store::is_url(archive) || srcs.iter().any(|s| trawl_capture::store::is_url(s))
-    {
-        return crate::remote::ingest(srcs, archive, opts, enrich, unwinder, progress);
-    }
     std::fs::create_dir_all(archive).map_err(|e| Error::io(archive, e))?;
     ingest_into(srcs, &Local(archive), opts, enrich, unwinder, progress)
 }

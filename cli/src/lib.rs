@@ -17,7 +17,6 @@ mod symbols;
 
 use std::ffi::OsString;
 use std::io::Write;
-use std::path::PathBuf;
 use std::sync::OnceLock;
 
 use anyhow::{bail, Result};
@@ -65,31 +64,11 @@ enum Cmd {
     #[command(subcommand)]
     Archive(Archive),
     /// (Re)symbolize a capture, e.g. after adding --debug-dir.
-    Symbolize {
-        capture: PathBuf,
-        /// Also keep the machine code of every sampled function in the
-        /// capture (`instruction`), so that `report annotate` works where
-        /// the binaries are not (otherwise it decodes the function it
-        /// shows, from the binary, when first asked).
-        #[arg(long)]
-        code: bool,
-        /// Also write `perf_sample_symbolized.parquet` (every sample with
-        /// its leaf's names), for readers without trawl.
-        #[arg(long)]
-        flat: bool,
-        #[command(flatten)]
-        sym: SymArgs,
-    },
+    Symbolize(SymbolizeArgs),
     /// Run SQL over the tables of one or more captures.
     Sql(SqlArgs),
     /// List tables, columns, types and their documentation.
-    Tables {
-        /// Captures (optional with --markdown).
-        captures: Vec<PathBuf>,
-        /// Print docs/tables.md (the documentation of every table).
-        #[arg(long)]
-        markdown: bool,
-    },
+    Tables(TablesArgs),
     /// List the SQL table functions (the analyses), their parameters and
     /// what they answer.
     Functions(cmd::functions::Args),
@@ -281,53 +260,10 @@ fn run(cli: Cli) -> Result<()> {
         Cmd::Cluster(c) => cluster(c),
         Cmd::Ingest(a) => ingest(&a),
         Cmd::Archive(a) => archive(a),
-        Cmd::Symbolize {
-            capture,
-            code,
-            flat,
-            sym,
-        } => {
-            if let Some((archive, _)) = trawl_ingest::writer::segment_archive(&capture) {
-                bail!(
-                    "{}: a segment of the archive {}, which holds many captures' rows; \
-                     symbolize the runs' captures and `trawl archive ingest` them again",
-                    capture.display(),
-                    archive.display()
-                );
-            }
-            if !trawl_ingest::writer::is_capture(&capture) {
-                bail!("{}: not a trawl capture", capture.display());
-            }
-            // Rewritten in a staged copy, committed whole.
-            let w = trawl_ingest::CaptureWriter::restage(&capture)?;
-            let staging = w.staging_dir();
-            let cfg = sym.config_with_store(None);
-            let e = trawl_enrich::enrich(staging, &cfg, flat);
-            for l in e.report.iter().chain(&e.warnings) {
-                eprintln!("{l}");
-            }
-            if !e.problems.is_empty() {
-                bail!("{}", e.problems.join("; "));
-            }
-            if code {
-                let n = trawl_enrich::decode_functions(staging, &cfg)?;
-                eprintln!("decoded {n} instructions (instruction)");
-            }
-            w.commit()?;
-            Ok(())
-        }
+        Cmd::Symbolize(a) => symbolize(a),
         Cmd::Sql(a) => runtime()?.block_on(sql(a)),
         Cmd::Functions(a) => cmd::functions::run(a),
-        Cmd::Tables { captures, markdown } => {
-            if markdown {
-                print!("{}", trawl_ingest::schema::render_markdown());
-                return Ok(());
-            }
-            if captures.is_empty() {
-                bail!("name a capture, or use --markdown");
-            }
-            runtime()?.block_on(tables(captures))
-        }
+        Cmd::Tables(a) => tables(a),
         Cmd::Export(a) => runtime()?.block_on(export(a)),
         Cmd::Report(Report::Hotspots(a)) => runtime()?.block_on(hotspots(a)),
         Cmd::Report(Report::Callers(a)) => {

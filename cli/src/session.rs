@@ -21,7 +21,7 @@ pub(crate) async fn open_session(
         None => {
             let s = Session::open_at(captures, origin).await?;
             // `annotate` decodes the functions it is asked for.
-            s.set_code_source(trawl_enrich::code::standard_source());
+            s.set_code_source(trawl_enrich::instructions::standard_source());
             s
         }
     })

@@ -37,7 +37,7 @@ pub async fn scheduler(o: SchedulerOptions) -> Result<(), ballista_core::error::
         override_session_builder: Some(Arc::new(|config| {
             let state = ballista_core::utils::default_session_builder(config)?;
             Ok(SessionStateBuilder::new_from_existing(state)
-                .with_runtime_env(trawl_query::stores::runtime()?)
+                .with_runtime_env(trawl_query::cloud::runtime()?)
                 .build())
         })),
         ..Default::default()
@@ -99,7 +99,7 @@ pub async fn executor(o: ExecutorOptions) -> Result<(), ballista_core::error::Ba
         // Buckets reached with the executor's own settings.
         override_runtime_producer: Some(Arc::new(move |_| {
             let mut b = datafusion::execution::runtime_env::RuntimeEnvBuilder::new()
-                .with_object_store_registry(Arc::new(trawl_query::stores::EnvStores::default()));
+                .with_object_store_registry(Arc::new(trawl_query::cloud::EnvStores::default()));
             if let Some(wd) = &work_dir {
                 b = b.with_temp_file_path(wd);
             }

@@ -19,8 +19,8 @@ use trawl_symbolize::{ModuleRequest, Status};
 /// Errors of a stage: reading or writing the capture.
 pub type Result<T> = std::result::Result<T, trawl_ingest::Error>;
 
-pub mod code;
-pub mod store;
+pub mod instructions;
+pub mod symbol_store;
 pub mod tables;
 
 pub struct Summary {
@@ -219,7 +219,7 @@ pub fn symbolize_capture(dir: &Path, cfg: &trawl_symbolize::Config, flat: bool) 
 /// instruction with its source line (`trawl symbolize --code`: a capture
 /// that keeps the code of all its functions, for machines without the
 /// binaries; `report annotate` decodes the one function it shows, see
-/// [`code::ensure`]). Modules whose file is not found or whose machine
+/// [`instructions::ensure`]). Modules whose file is not found or whose machine
 /// has no decoder are left out (their `symbol_file` row already says why
 /// the file was not read).
 pub fn decode_functions(dir: &Path, cfg: &trawl_symbolize::Config) -> Result<usize> {
@@ -229,7 +229,7 @@ pub fn decode_functions(dir: &Path, cfg: &trawl_symbolize::Config) -> Result<usi
         by_module.entry(m).or_default().push(pc);
     }
     let reqs = code_requests(&modules, by_module);
-    code::write(dir, cfg, reqs, Vec::new(), &mut Vec::new())
+    instructions::write(dir, cfg, reqs, Vec::new(), &mut Vec::new())
 }
 
 /// The modules of `by_module`'s addresses that can be decoded.

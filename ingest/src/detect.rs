@@ -1,83 +1,14 @@
 //! Opening an input: a path or standard input, gzip and zstd unwrapped
 //! (within the expansion limit), and its format detected from the first
-//! bytes.
+//! bytes (see [`crate::formats`]).
 
 use std::io::Read;
 use std::path::Path;
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
-use crate::{compressed, energy, memlog, metrics, perf, strace};
-
-/// Input formats trawl recognises from their first bytes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Format {
-    PerfFile,
-    PerfPipe,
-    Strace,
-    Vmstat,
-    Iostat,
-    IostatJson,
-    Sysstat,
-    Sadf,
-    MetricCsv,
-    Lackey,
-    MemBinary,
-    ProcMaps,
-    Powercap,
-    PerfStat,
-    Turbostat,
-}
-
-impl Format {
-    pub fn name(self) -> &'static str {
-        match self {
-            Format::PerfFile => "perf.data",
-            Format::PerfPipe => "perf.data-pipe",
-            Format::Strace => "strace",
-            Format::Vmstat => "vmstat",
-            Format::Iostat => "iostat",
-            Format::IostatJson => "iostat-json",
-            Format::Sysstat => "mpstat/pidstat",
-            Format::Sadf => "sadf",
-            Format::MetricCsv => "metric-csv",
-            Format::Lackey => "lackey",
-            Format::MemBinary => "trawl-memlog",
-            Format::ProcMaps => "proc-maps",
-            Format::Powercap => "powercap-csv",
-            Format::PerfStat => "perf-stat",
-            Format::Turbostat => "turbostat",
-        }
-    }
-}
-
-/// How many bytes [`detect`] looks at.
-pub const HEAD_BYTES: usize = 4096;
-
-/// Detects the format from the first bytes of an input (up to
-/// [`HEAD_BYTES`]).
-pub fn detect(head: &[u8]) -> Option<Format> {
-    match perf::reader::sniff(head) {
-        Some(true) => Some(Format::PerfPipe),
-        Some(false) => Some(Format::PerfFile),
-        None if memlog::binary::sniff(head) => Some(Format::MemBinary),
-        None if memlog::lackey::sniff(head) => Some(Format::Lackey),
-        None if memlog::maps::sniff(head) => Some(Format::ProcMaps),
-        None if strace::sniff(head) => Some(Format::Strace),
-        None if energy::sniff(head) == Some(energy::Kind::Powercap) => Some(Format::Powercap),
-        None if energy::sniff(head) == Some(energy::Kind::PerfStat) => Some(Format::PerfStat),
-        None if energy::sniff(head) == Some(energy::Kind::Turbostat) => Some(Format::Turbostat),
-        None => match metrics::sniff(head) {
-            Some(metrics::Kind::Vmstat) => Some(Format::Vmstat),
-            Some(metrics::Kind::Iostat) => Some(Format::Iostat),
-            Some(metrics::Kind::IostatJson) => Some(Format::IostatJson),
-            Some(metrics::Kind::Sysstat) => Some(Format::Sysstat),
-            Some(metrics::Kind::Sadf) => Some(Format::Sadf),
-            Some(metrics::Kind::Csv) => Some(Format::MetricCsv),
-            None => None,
-        },
-    }
-}
+use crate::formats::{detect, text_source, Format, HEAD_BYTES};
+use crate::{compressed, memlog};
 
 fn read_head(r: &mut dyn Read, n: usize) -> std::io::Result<Vec<u8>> {
     let mut buf = vec![0u8; n];
@@ -174,15 +105,4 @@ pub fn open_text(input: &Path) -> Result<(Format, memlog::TextSource, Option<&'s
     let name = input.to_string_lossy();
     let o = open_input(input, &name, compressed::ExpansionLimit::default(), false)?;
     Ok((o.format, text_source(input, o.stream)?, o.compression))
-}
-
-/// The text of `input`: `open_input`'s stream, else the file (mapped).
-pub(crate) fn text_source(
-    input: &Path,
-    stream: Option<Box<dyn Read + Send>>,
-) -> Result<memlog::TextSource> {
-    Ok(match stream {
-        Some(s) => memlog::TextSource::Stream(s),
-        None => memlog::TextSource::file(input).map_err(|e| Error::io(input, e))?,
-    })
 }

@@ -33,6 +33,7 @@ pub mod diag;
 pub mod dict_codes;
 pub mod energy;
 mod error;
+pub mod formats;
 pub mod int_pages;
 pub mod intern;
 pub mod memlog;
@@ -44,7 +45,7 @@ pub mod readback;
 pub use trawl_capture::schema;
 pub mod stacks;
 pub mod strace;
-pub mod syscalls;
+pub mod syscall_table;
 pub mod unwind;
 pub mod writer;
 
@@ -54,8 +55,8 @@ pub use error::{Error, Result};
 pub use parquet;
 pub use writer::CaptureWriter;
 
-pub use detect::{detect, input_format, open_text, Format, HEAD_BYTES};
-pub use pipeline::{
-    ingest, ingest_with_unwinder, IngestOptions, IngestSummary, InputSummary, MAX_WHOLE_INPUT,
-};
+pub use detect::{input_format, open_text};
+pub use formats::MAX_WHOLE_INPUT;
+pub use formats::{detect, Format, FormatDef, FORMATS, HEAD_BYTES};
+pub use pipeline::{ingest, ingest_with_unwinder, IngestOptions, IngestSummary, InputSummary};
 pub use progress::Progress;

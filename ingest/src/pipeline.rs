@@ -2,16 +2,16 @@
 //! converter, the source, metadata and diagnostic tables written, the
 //! capture committed atomically.
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
 use arrow::array::{Int32Builder, Int64Builder, StringBuilder};
 
-use crate::detect::{open_input, text_source, Format, Opened};
+use crate::detect::{open_input, Opened};
 use crate::diag::{Diagnostic, Diagnostics, Position, Severity};
 use crate::error::{Error, Result};
+use crate::formats::{Format, Input, ReadStats, Sinks};
 use crate::progress::Progress;
 use crate::writer::CaptureWriter;
 use crate::{compressed, energy, memlog, metrics, perf, readback, strace, unwind};
@@ -74,36 +74,6 @@ pub fn ingest(
     before_commit: impl FnOnce(&Path) -> Result<()>,
 ) -> Result<IngestSummary> {
     ingest_with_unwinder(inputs, out, opts, None, before_commit)
-}
-
-/// Power events read at the input's samples (`perf record -e
-/// '{cpu-clock,power/energy-cores/}:S'`) → `energy` rows (their `line` is
-/// the read's rank in time order); problems are reported at the sample's
-/// byte offset.
-fn power_readings(
-    conv: &mut perf::convert::PerfConverter,
-    econv: &mut energy::convert::EnergyConverter,
-    diags: &mut Diagnostics,
-) -> Result<()> {
-    use energy::ReadingSink;
-    let reads = conv.take_power_readings();
-    econv.set_utc_offset(conv.utc_offset());
-    if reads.is_empty() {
-        return Ok(());
-    }
-    let mut at = Vec::with_capacity(reads.len());
-    for (r, p) in reads {
-        at.push(p);
-        econv.reading(r);
-    }
-    for (rank, kind, message) in std::mem::take(&mut econv.problems) {
-        let p = rank
-            .checked_sub(1)
-            .and_then(|i| at.get(i as usize).copied())
-            .unwrap_or(Position::None);
-        diags.report(p, Severity::Warning, kind, message)?;
-    }
-    econv.flush()
 }
 
 /// [`ingest`], unwinding `--call-graph dwarf` samples with `unwinder`.
@@ -193,7 +163,7 @@ impl<'o> Run<'o> {
         self.sconv.begin_source(i);
         self.mconv.begin_source(i);
         self.econv.begin_source(i);
-        let (stats, clock) = self.read(i, input, &name, opened, &mut diags, progress)?;
+        let stats = self.read(i, input, &name, opened, &mut diags, progress)?;
         if let Some(e) = expansion.filter(|e| e.stopped()) {
             diags.report(
                 Position::Byte(e.consumed()),
@@ -213,8 +183,8 @@ impl<'o> Run<'o> {
             records: stats.records,
             samples: stats.samples,
             diagnostics: diags.into_vec(),
-            clock: clock.0,
-            utc_offset_ns: clock.1,
+            clock: stats.clock.0,
+            utc_offset_ns: stats.clock.1,
         })
     }
 
@@ -229,175 +199,40 @@ impl<'o> Run<'o> {
         opened: Opened,
         diags: &mut Diagnostics,
         progress: Option<&Progress>,
-    ) -> Result<(perf::PerfStats, (String, Option<i64>))> {
+    ) -> Result<ReadStats> {
         let Opened {
             format,
             stream,
             compression,
             ..
         } = opened;
-        let mut clock = ("none".to_string(), None);
-        let stats = match format {
-            Format::PerfFile => {
-                // A file-mode perf.data is read at the offsets its header
-                // names: standard input and a decompressing stream are
-                // spooled to a temporary file (deleted when done) first.
-                let spooled = match stream {
-                    Some(mut s) => Some(spool(&mut s, input)?),
-                    None => None,
-                };
-                if let Some(c) = compression {
-                    self.extra_meta
-                        .push((i, "compression".to_string(), c.to_string()));
-                }
-                let path = spooled.as_ref().map_or(input, |t| t.path());
-                let st = perf::ingest_perf(path, None, false, &mut self.conv, diags, progress)?;
-                power_readings(&mut self.conv, &mut self.econv, diags)?;
-                st
-            }
-            Format::Lackey | Format::MemBinary => {
-                self.mem.begin_source(&mut self.cap, i)?;
-                let st = match (format, stream) {
-                    (Format::Lackey, stream) => {
-                        let mut text = text_source(input, stream)?;
-                        memlog::ingest_text(
-                            &mut text,
-                            &name,
-                            &self.opts.mem,
-                            &mut self.mem,
-                            diags,
-                            progress,
-                        )?
-                    }
-                    (_, stream) => {
-                        let mut s: Box<dyn Read + Send> = match stream {
-                            Some(s) => s,
-                            None => Box::new(
-                                std::fs::File::open(input).map_err(|e| Error::io(input, e))?,
-                            ),
-                        };
-                        memlog::ingest_binary(&mut s, &self.opts.mem, &mut self.mem, diags)?
-                    }
-                };
-                if let Some(c) = compression {
-                    self.extra_meta
-                        .push((i, "compression".to_string(), c.to_string()));
-                }
-                self.extra_meta
-                    .extend(st.meta.into_iter().map(|(k, v)| (i, k, v)));
-                perf::PerfStats {
-                    bytes: st.bytes,
-                    records: st.records,
-                    samples: st.rows,
-                    pipe: false,
-                }
-            }
-            Format::ProcMaps => {
-                let bytes = read_whole(input, stream, diags)?;
-                let text = String::from_utf8_lossy(&bytes);
-                let (maps, bad) = memlog::maps::parse(&text);
-                for (line, t) in bad {
-                    diags.report(
-                        Position::Line(line),
-                        Severity::Warning,
-                        "bad_row",
-                        format!("not a /proc/PID/maps line: {t:?}: skipped"),
-                    )?;
-                }
-                self.mem.maps(&mut self.cap, i, &maps)?;
-                perf::PerfStats {
-                    bytes: bytes.len() as u64,
-                    records: maps.len() as u64,
-                    samples: 0,
-                    pipe: false,
-                }
-            }
-            Format::PerfPipe => {
-                let st = perf::ingest_perf(input, stream, true, &mut self.conv, diags, progress)?;
-                power_readings(&mut self.conv, &mut self.econv, diags)?;
-                st
-            }
-            Format::Vmstat
-            | Format::Iostat
-            | Format::IostatJson
-            | Format::Sysstat
-            | Format::Sadf
-            | Format::MetricCsv => {
-                let bytes = read_whole(input, stream, diags)?;
-                let kind = match format {
-                    Format::Vmstat => metrics::Kind::Vmstat,
-                    Format::Iostat => metrics::Kind::Iostat,
-                    Format::IostatJson => metrics::Kind::IostatJson,
-                    Format::Sysstat => metrics::Kind::Sysstat,
-                    Format::Sadf => metrics::Kind::Sadf,
-                    _ => metrics::Kind::Csv,
-                };
-                let before = self.mconv.points;
-                let rows = metrics::read(kind, &bytes, diags, &mut self.mconv)?;
-                self.mconv.flush()?;
-                clock = metric_clock(&self.mconv.clock, &self.opts.tz, diags)?;
-                perf::PerfStats {
-                    bytes: bytes.len() as u64,
-                    records: rows,
-                    samples: self.mconv.points - before,
-                    pipe: false,
-                }
-            }
-            Format::Powercap | Format::PerfStat | Format::Turbostat => {
-                let bytes = read_whole(input, stream, diags)?;
-                let text = String::from_utf8_lossy(&bytes);
-                let before = self.econv.readings;
-                let rows = if format == Format::Powercap {
-                    clock = ("utc".into(), Some(0));
-                    self.econv.set_utc_offset(Some(0));
-                    energy::read_powercap(&text, diags, &mut self.econv)?
-                } else if format == Format::Turbostat {
-                    clock = ("utc".into(), Some(0));
-                    self.econv.set_utc_offset(Some(0));
-                    energy::read_turbostat(&text, diags, &mut self.econv)?
-                } else {
-                    clock = ("perf-stat:relative".into(), None);
-                    energy::read_perf_stat(&text, diags, &mut self.econv)?
-                };
-                for (line, kind, message) in std::mem::take(&mut self.econv.problems) {
-                    diags.report(Position::Line(line), Severity::Warning, kind, message)?;
-                }
-                self.econv.flush()?;
-                perf::PerfStats {
-                    bytes: bytes.len() as u64,
-                    records: rows,
-                    samples: self.econv.readings - before,
-                    pipe: false,
-                }
-            }
-            Format::Strace => {
-                let s = strace::ingest_strace(
-                    input,
-                    stream,
-                    &mut self.sconv,
-                    &mut self.conv.stacks,
-                    &mut self.conv.syscalls,
-                    diags,
-                    progress,
-                )?;
-                self.extra_meta.push((
-                    i,
-                    "strace_time".to_string(),
-                    s.time_kind.as_str().to_string(),
-                ));
-                clock = match s.time_kind {
-                    strace::reader::TimeKind::Epoch => ("utc".into(), Some(0)),
-                    k => (format!("strace:{}", k.as_str()), None),
-                };
-                perf::PerfStats {
-                    bytes: s.bytes,
-                    records: s.lines,
-                    samples: s.calls,
-                    pipe: false,
-                }
-            }
+        let mut meta = Vec::new();
+        let mut sinks = Sinks {
+            mem_opts: &self.opts.mem,
+            tz: &self.opts.tz,
+            cap: &mut self.cap,
+            perf: &mut self.conv,
+            strace: &mut self.sconv,
+            metric: &mut self.mconv,
+            mem: &mut self.mem,
+            energy: &mut self.econv,
+            meta: &mut meta,
         };
-        Ok((stats, clock))
+        let read = format.read(
+            &mut sinks,
+            Input {
+                source: i,
+                path: input,
+                name,
+                stream,
+                compression,
+                diags,
+                progress,
+            },
+        )?;
+        self.extra_meta
+            .extend(meta.into_iter().map(|(k, v)| (i, k, v)));
+        Ok(read)
     }
 
     /// Every converter's last rows, the source, metadata and diagnostic
@@ -415,7 +250,7 @@ impl<'o> Run<'o> {
         self.mem.finish(cap)?;
         let mut pairs = self.conv.finish(cap)?;
         for (i, s) in summaries.iter_mut().enumerate() {
-            if matches!(s.format, Format::PerfFile | Format::PerfPipe) {
+            if s.format.clock_from_perf_header() {
                 (s.clock, s.utc_offset_ns) = perf_clock(&pairs, i as i32);
             }
         }
@@ -429,42 +264,6 @@ impl<'o> Run<'o> {
         })
     }
 }
-
-/// All of a text input: from its (decompressing) stream, else the file.
-fn read_whole(
-    input: &Path,
-    stream: Option<Box<dyn Read + Send>>,
-    diags: &mut Diagnostics,
-) -> Result<Vec<u8>> {
-    let mut r: Box<dyn Read + Send> = match stream {
-        Some(s) => s,
-        None => Box::new(std::fs::File::open(input).map_err(|e| Error::io(input, e))?),
-    };
-    let mut v = Vec::new();
-    r.by_ref()
-        .take(MAX_WHOLE_INPUT + 1)
-        .read_to_end(&mut v)
-        .map_err(|e| Error::io(input, e))?;
-    if v.len() as u64 > MAX_WHOLE_INPUT {
-        v.truncate(MAX_WHOLE_INPUT as usize);
-        let keep = memchr::memrchr(b'\n', &v).map_or(0, |k| k + 1);
-        v.truncate(keep);
-        diags.report(
-            Position::Byte(keep as u64),
-            Severity::Error,
-            "input_too_large",
-            format!(
-                "a monitoring, energy or maps input is read whole, and this one is larger than {} MiB: the lines after byte {keep} are skipped",
-                MAX_WHOLE_INPUT >> 20
-            ),
-        )?;
-    }
-    Ok(v)
-}
-
-/// The largest monitoring, energy or `/proc/PID/maps` input read (these
-/// are read whole; a day of `vmstat -t 1` is ~10 MB).
-pub const MAX_WHOLE_INPUT: u64 = 1 << 30;
 
 /// The clock of a perf.data input from its header metadata: with clock data
 /// (`perf record -k CLOCK`), the wall time and the clock's time read
@@ -487,42 +286,6 @@ fn perf_clock(meta: &[(i32, String, String)], source: i32) -> (String, Option<i6
         (Some(id), _, _) => (format!("perf:{}", perf::header::clockid_name(id)), None),
         _ => ("perf".into(), None),
     }
-}
-
-/// The clock of a metric input, with a diagnostic for local times that
-/// could not be placed on UTC.
-fn metric_clock(
-    c: &metrics::convert::SourceClock,
-    tz: &Option<String>,
-    diags: &mut Diagnostics,
-) -> Result<(String, Option<i64>)> {
-    let Some(clock) = c.clock.clone() else {
-        return Ok(("none".into(), None));
-    };
-    if c.unplaced > 0 {
-        diags.report(
-            Position::None,
-            Severity::Warning,
-            "local_time",
-            format!(
-                "{} rows have local times ({clock}) and no zone was given: their utc_ns is null and they cannot be aligned with other inputs; ingest again with --tz ZONE (e.g. --tz Europe/Berlin)",
-                c.unplaced
-            ),
-        )?;
-    }
-    for (line, text) in &c.nonexistent {
-        diags.report(
-            Position::Line(*line),
-            Severity::Error,
-            "nonexistent_local_time",
-            format!(
-                "{text} does not exist in {} (skipped by a daylight saving change): utc_ns left null",
-                tz.as_deref().unwrap_or("?")
-            ),
-        )?;
-    }
-    let offset = (clock == "utc").then_some(0);
-    Ok((clock, offset))
 }
 
 fn write_source_tables(
@@ -581,15 +344,4 @@ fn write_source_tables(
     }
     cap.write_table(&mut c)?;
     Ok(())
-}
-
-/// Copies a stream (standard input, a decompressed file) to a temporary
-/// file in `TMPDIR`, removed when the handle is dropped.
-fn spool(stream: &mut dyn Read, input: &Path) -> Result<tempfile::NamedTempFile> {
-    let mut t = tempfile::Builder::new()
-        .prefix("trawl-spool-")
-        .tempfile()
-        .map_err(|e| Error::io(input, e))?;
-    std::io::copy(stream, &mut t).map_err(|e| Error::io(input, e))?;
-    Ok(t)
 }

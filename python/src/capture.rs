@@ -35,7 +35,7 @@ pub fn open(py: Python<'_>, paths: Vec<PathBuf>, t0: String) -> PyResult<Capture
         Ok(Session::open_at(&paths, &origin).await?)
     })?;
     // `annotate` decodes the functions it is asked for.
-    s.set_code_source(trawl_enrich::code::standard_source());
+    s.set_code_source(trawl_enrich::instructions::standard_source());
     Ok(Capture { s: Arc::new(s), t0 })
 }
 

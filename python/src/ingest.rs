@@ -85,12 +85,12 @@ pub fn ingest<'py>(
         Some(urls) => trawl_symbolize::debuginfod::Debuginfod::new(urls),
     };
     let store = match (symbol_store, no_symbol_store) {
-        (_, true) => trawl_enrich::store::Choice::Off,
-        (Some(d), false) => trawl_enrich::store::Choice::Dir(d),
-        (None, false) => trawl_enrich::store::Choice::Default,
+        (_, true) => trawl_enrich::symbol_store::Choice::Off,
+        (Some(d), false) => trawl_enrich::symbol_store::Choice::Dir(d),
+        (None, false) => trawl_enrich::symbol_store::Choice::Default,
     };
     // A store that cannot be opened is reported with the problems.
-    let store_problem = trawl_enrich::store::attach(&mut cfg, &store, None).err();
+    let store_problem = trawl_enrich::symbol_store::attach(&mut cfg, &store, None).err();
 
     let total: u64 = inputs
         .iter()

@@ -48,7 +48,7 @@ pub struct SegmentFiles {
     /// resolve them).
     pub abs_dir: PathBuf,
     /// The segment's location in an object store.
-    pub at: Option<trawl_capture::store::Location>,
+    pub at: Option<trawl_capture::cloud::Location>,
     /// The schema version its files were written with.
     pub version: i32,
     /// Per table, the file's size and rows.
@@ -106,7 +106,7 @@ pub struct ArchiveRanges {
 #[derive(Debug)]
 enum RangeSource {
     Local(PathBuf),
-    Remote(trawl_capture::store::Location),
+    Remote(trawl_capture::cloud::Location),
 }
 
 impl ArchiveRanges {
@@ -181,7 +181,7 @@ impl ArchiveRanges {
                     .ok_or_else(|| format!("{}: not a readable manifest table", path.display()))?
             }
             RangeSource::Remote(at) => {
-                let bytes = trawl_capture::store::block_on(at.read(what))?
+                let bytes = trawl_capture::cloud::block_on(at.read(what))?
                     .ok_or_else(|| format!("{}/{what}: missing", at.url()))?;
                 read_capture_files(&m.captures, &m.segments, bytes, only)
                     .ok_or_else(|| format!("{}/{what}: not a readable manifest table", at.url()))?
@@ -225,7 +225,7 @@ pub fn segments(captures: &[CaptureRef]) -> Vec<(String, Arc<SegmentFiles>)> {
 /// request per file).
 #[derive(Clone, Debug)]
 pub struct Remote {
-    pub at: trawl_capture::store::Location,
+    pub at: trawl_capture::cloud::Location,
     pub sizes: BTreeMap<String, u64>,
     /// The URL of the archive whose manifest named it.
     pub archive: Option<String>,
@@ -244,13 +244,13 @@ struct Found {
 
 /// Expands the user's arguments: capture directories, or directories whose
 /// subdirectories are captures (an archive); either may be an object
-/// store URL (`s3://bucket/archive`, see [`trawl_capture::store`]).
+/// store URL (`s3://bucket/archive`, see [`trawl_capture::cloud`]).
 pub fn find_captures(args: &[PathBuf]) -> Result<Vec<CaptureRef>> {
     let mut found: Vec<Found> = Vec::new();
     for a in args {
-        if trawl_capture::store::is_url(a) {
+        if trawl_capture::cloud::is_url(a) {
             let url = a.to_string_lossy().into_owned();
-            found.extend(trawl_capture::store::block_on(remote_captures(&url))?);
+            found.extend(trawl_capture::cloud::block_on(remote_captures(&url))?);
         } else {
             found.extend(local_captures(a)?);
         }
@@ -392,7 +392,7 @@ fn check_version(dir: &std::path::Path, found: Option<i32>) -> Result<()> {
 /// store location.
 fn segment_captures(
     ranges: &Arc<ArchiveRanges>,
-    seg_at: impl Fn(&str) -> (PathBuf, Option<trawl_capture::store::Location>),
+    seg_at: impl Fn(&str) -> (PathBuf, Option<trawl_capture::cloud::Location>),
 ) -> Result<Vec<Found>> {
     let m = &ranges.manifest;
     let mut segs: HashMap<&str, Arc<SegmentFiles>> = HashMap::new();
@@ -561,7 +561,7 @@ fn local_captures(a: &std::path::Path) -> Result<Vec<Found>> {
 /// Otherwise (a capture, a prefix of captures, an archive of an earlier
 /// trawl) one listing of the prefix gives every table's object and size.
 async fn remote_captures(url: &str) -> Result<Vec<Found>> {
-    let at = trawl_capture::store::open(url).map_err(Error::Usage)?;
+    let at = trawl_capture::cloud::open(url).map_err(Error::Usage)?;
     if let Some(found) = from_manifest(&at).await? {
         return Ok(found);
     }
@@ -591,10 +591,10 @@ async fn remote_captures(url: &str) -> Result<Vec<Found>> {
     // The location of a directory the listing found (its key as listed).
     let child = |rel: &str| match rel {
         "" => at.clone(),
-        _ => at.at_key(trawl_capture::store::object_store::path::Path::from_iter(
+        _ => at.at_key(trawl_capture::cloud::object_store::path::Path::from_iter(
             at.prefix.parts().chain(rel.split('/').map(|p| {
-                trawl_capture::store::object_store::path::PathPart::from(
-                    trawl_capture::store::decoded(p),
+                trawl_capture::cloud::object_store::path::PathPart::from(
+                    trawl_capture::cloud::decoded(p),
                 )
             })),
         )),
@@ -615,7 +615,7 @@ async fn remote_captures(url: &str) -> Result<Vec<Found>> {
         let version = remote_version(&at).await?;
         check_version(std::path::Path::new(&url), version)?;
         let last = url.rsplit('/').next().unwrap_or(&url);
-        let last = trawl_capture::store::decoded(last);
+        let last = trawl_capture::cloud::decoded(last);
         return Ok(vec![one("", base_name(&last), top, version, None)]);
     }
     let manifest = match top.contains_key("capture") {
@@ -635,7 +635,7 @@ async fn remote_captures(url: &str) -> Result<Vec<Found>> {
         if !sizes.contains_key("source") {
             continue;
         }
-        let base = base_name(&trawl_capture::store::decoded(&dir));
+        let base = base_name(&trawl_capture::cloud::decoded(&dir));
         let version = match &manifest {
             Some(m) => match m.get(&base) {
                 Some(&v) => Some(v),
@@ -658,7 +658,7 @@ async fn remote_captures(url: &str) -> Result<Vec<Found>> {
 
 /// The captures of the archive at `at` as its manifest lists them with
 /// their files; None when there is no such manifest.
-async fn from_manifest(at: &trawl_capture::store::Location) -> Result<Option<Vec<Found>>> {
+async fn from_manifest(at: &trawl_capture::cloud::Location) -> Result<Option<Vec<Found>>> {
     let url = at.url();
     let Some(caps) = at.read("capture.parquet").await.map_err(Error::Usage)? else {
         return Ok(None);
@@ -743,7 +743,7 @@ async fn from_manifest(at: &trawl_capture::store::Location) -> Result<Option<Vec
 }
 
 /// The schema version of the capture at `at` (one small object read).
-async fn remote_version(at: &trawl_capture::store::Location) -> Result<Option<i32>> {
+async fn remote_version(at: &trawl_capture::cloud::Location) -> Result<Option<i32>> {
     let bytes = at.read("source.parquet").await.map_err(Error::Usage)?;
     let bytes = bytes.ok_or_else(|| Error::NotACapture {
         path: PathBuf::from(at.url()),

@@ -6,7 +6,8 @@
 //! Principal types: [`Session`] (each table of all its captures as one
 //! table with a leading `capture` column, derived tables computed when
 //! first read), [`functions`] (analyses as SQL table functions; every one
-//! is listed by [`specs`]), [`analyses`] (hotspots, ...).
+//! is listed by [`specs`]), one module per area of analyses ([`stacks`],
+//! [`memlog`], [`energy`], [`lbr`], ...; their SQL in `analyses/<area>/`).
 //!
 //! ```no_run
 //! # async fn f() -> Result<(), trawl_query::Error> {
@@ -25,12 +26,14 @@
 //! weights), one module per area of analyses, [`rows`] (values out of
 //! batches).
 
+pub mod annotate;
 pub mod assert_true;
 pub mod captures;
+mod catalog;
 pub mod cause;
 pub mod choice;
 pub mod clock;
-pub mod code;
+pub mod cloud;
 pub mod dict_count;
 pub mod energy;
 pub mod error;
@@ -50,7 +53,6 @@ pub mod sample;
 pub mod session;
 pub mod stack_cost;
 pub mod stacks;
-pub mod stores;
 pub mod tables;
 pub mod time;
 pub mod timeline;

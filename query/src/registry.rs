@@ -33,7 +33,7 @@ impl Session {
         Self::open_in(args, origin, |config| {
             let state = datafusion::execution::SessionStateBuilder::new()
                 .with_config(config)
-                .with_runtime_env(crate::stores::runtime()?)
+                .with_runtime_env(crate::cloud::runtime()?)
                 .with_default_features()
                 .with_physical_optimizer_rule(Arc::new(crate::dict_count::DictCountRule))
                 .build();
@@ -59,7 +59,7 @@ impl Session {
             .collect();
         roots.dedup();
         for root in roots {
-            let store = crate::stores::bucket_store(root).map_err(crate::Error::Usage)?;
+            let store = crate::cloud::bucket_store(root).map_err(crate::Error::Usage)?;
             let url = datafusion::execution::object_store::ObjectStoreUrl::parse(root)?;
             ctx.register_object_store(url.as_ref(), store);
         }
@@ -87,7 +87,7 @@ impl Session {
                 origin: origin.clone(),
                 times: tokio::sync::OnceCell::new(),
                 code: Default::default(),
-                tracepoints: Default::default(),
+                memo: Default::default(),
                 segment_of: Default::default(),
             }),
         };
@@ -107,7 +107,7 @@ impl Session {
             };
             let urls = args
                 .iter()
-                .filter(|a| !trawl_capture::store::is_url(a))
+                .filter(|a| !trawl_capture::cloud::is_url(a))
                 .filter_map(|a| {
                     let p = trawl_capture::layout::table_file(a, def.name);
                     let p = p

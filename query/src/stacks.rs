@@ -269,7 +269,7 @@ pub static ANNOTATE: Spec = Spec {
         },
     ),
     columns: None,
-    inputs: Some(crate::code::annotate_inputs),
+    inputs: Some(crate::annotate::annotate_inputs),
 };
 
 /// The SQL analyses, in registration order.

@@ -30,7 +30,7 @@ use datafusion::physical_plan::ExecutionPlan;
 use datafusion::scalar::ScalarValue;
 use futures::future::BoxFuture;
 use tokio::sync::OnceCell;
-use trawl_capture::store::object_store;
+use trawl_capture::cloud::object_store;
 
 use crate::captures::CaptureRef;
 use crate::error::Result;

@@ -32,7 +32,7 @@ pub(crate) struct ConvertLackeyArgs {
 pub(crate) fn convert_lackey(a: ConvertLackeyArgs) -> Result<()> {
     let name = a.input.to_string_lossy().into_owned();
     let (format, mut input, _) = trawl_ingest::open_text(&a.input)?;
-    if format != trawl_ingest::Format::Lackey {
+    if format.name() != "lackey" {
         bail!(
             "{name}: a {} file, not a valgrind lackey log",
             format.name()

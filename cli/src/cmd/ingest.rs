@@ -195,23 +195,7 @@ pub(crate) fn ingest(a: &IngestArgs) -> Result<()> {
     bar.finish_and_clear();
     let (summary, sym) = result?;
     for s in &summary.inputs {
-        let (records, items) = match s.format {
-            trawl_ingest::Format::Strace => ("lines", "system calls"),
-            trawl_ingest::Format::Vmstat
-            | trawl_ingest::Format::Iostat
-            | trawl_ingest::Format::IostatJson
-            | trawl_ingest::Format::Sysstat
-            | trawl_ingest::Format::Sadf
-            | trawl_ingest::Format::MetricCsv => ("rows", "points"),
-            trawl_ingest::Format::Lackey | trawl_ingest::Format::MemBinary => {
-                ("records", "mem_access rows")
-            }
-            trawl_ingest::Format::ProcMaps => ("mappings", "samples"),
-            trawl_ingest::Format::Powercap
-            | trawl_ingest::Format::PerfStat
-            | trawl_ingest::Format::Turbostat => ("readings", "energy rows"),
-            _ => ("records", "samples"),
-        };
+        let (records, items) = s.format.units();
         eprintln!(
             "{}: {} ({} bytes): {} {records}, {} {items}, {} diagnostics",
             s.path,

@@ -2,7 +2,8 @@
 //! the library and formats the result. The option groups several commands
 //! share are in `args.rs` (`FilterArgs`, `MetricArgs`, `T0Args`,
 //! `RuleArgs`), output in `output.rs`, opening captures in `session.rs`;
-//! the dispatch is in `main.rs`. Each module imports what it uses by name.
+//! the command line and its dispatch (`run`) are in `lib.rs`. Each module
+//! imports what it uses by name.
 
 pub(crate) mod archive;
 pub(crate) mod cause;

@@ -2,7 +2,58 @@
 
 use std::path::{Path, PathBuf};
 
+use anyhow::{bail, Result};
 use clap::Args;
+
+#[derive(Args)]
+pub(crate) struct SymbolizeArgs {
+    capture: PathBuf,
+    /// Also keep the machine code of every sampled function in the
+    /// capture (`instruction`), so that `report annotate` works where
+    /// the binaries are not (otherwise it decodes the function it
+    /// shows, from the binary, when first asked).
+    #[arg(long)]
+    code: bool,
+    /// Also write `perf_sample_symbolized.parquet` (every sample with
+    /// its leaf's names), for readers without trawl.
+    #[arg(long)]
+    flat: bool,
+    #[command(flatten)]
+    sym: SymArgs,
+}
+
+/// `trawl symbolize`: the capture enriched again in a staged copy,
+/// committed whole.
+pub(crate) fn symbolize(a: SymbolizeArgs) -> Result<()> {
+    let capture = &a.capture;
+    if let Some((archive, _)) = trawl_ingest::writer::segment_archive(capture) {
+        bail!(
+            "{}: a segment of the archive {}, which holds many captures' rows; \
+             symbolize the runs' captures and `trawl archive ingest` them again",
+            capture.display(),
+            archive.display()
+        );
+    }
+    if !trawl_ingest::writer::is_capture(capture) {
+        bail!("{}: not a trawl capture", capture.display());
+    }
+    let w = trawl_ingest::CaptureWriter::restage(capture)?;
+    let staging = w.staging_dir();
+    let cfg = a.sym.config_with_store(None);
+    let e = trawl_enrich::enrich(staging, &cfg, a.flat);
+    for l in e.report.iter().chain(&e.warnings) {
+        eprintln!("{l}");
+    }
+    if !e.problems.is_empty() {
+        bail!("{}", e.problems.join("; "));
+    }
+    if a.code {
+        let n = trawl_enrich::decode_functions(staging, &cfg)?;
+        eprintln!("decoded {n} instructions (instruction)");
+    }
+    w.commit()?;
+    Ok(())
+}
 
 #[derive(Args, Clone, Default)]
 pub(crate) struct SymArgs {
@@ -75,8 +126,8 @@ pub(crate) fn parse_remap(s: &str) -> std::result::Result<(String, PathBuf), Str
 }
 
 impl SymArgs {
-    pub(crate) fn store_choice(&self) -> trawl_enrich::store::Choice {
-        use trawl_enrich::store::Choice;
+    pub(crate) fn store_choice(&self) -> trawl_enrich::symbol_store::Choice {
+        use trawl_enrich::symbol_store::Choice;
         match (&self.symbol_store, self.no_symbol_store) {
             (_, true) => Choice::Off,
             (Some(d), _) => Choice::Dir(d.clone()),
@@ -88,7 +139,7 @@ impl SymArgs {
     /// archive being ingested, whose own store is the default).
     pub(crate) fn config_with_store(&self, archive: Option<&Path>) -> trawl_symbolize::Config {
         let mut c = self.config();
-        if let Err(e) = trawl_enrich::store::attach(&mut c, &self.store_choice(), archive) {
+        if let Err(e) = trawl_enrich::symbol_store::attach(&mut c, &self.store_choice(), archive) {
             eprintln!("warning: {e}; symbolizing without it");
         }
         c

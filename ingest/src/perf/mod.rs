@@ -6,7 +6,7 @@
 //! - [`reader`]: the record stream with byte offsets and time ordering.
 //! - [`overlap`]: branch-stack entries repeated from the thread's previous sample.
 //! - [`convert`]: typed records → Arrow batches of the `perf_*` tables.
-//! - [`syscalls`]: syscall tracepoint samples paired into `syscall` rows.
+//! - [`syscall_pairs`]: syscall tracepoint samples paired into `syscall` rows.
 //! - [`tracing`]: the tracing data: every tracepoint's format.
 //! - [`writer`]: a small perf.data writer for tests and simulators.
 //!
@@ -23,7 +23,7 @@ pub mod header;
 pub mod overlap;
 pub mod reader;
 pub mod records;
-pub mod syscalls;
+pub mod syscall_pairs;
 pub mod tracing;
 pub mod writer;
 

@@ -12,7 +12,7 @@ use super::reader::StackFrame;
 use crate::columns::{TableColumns, UtcTime};
 use crate::error::Result;
 use crate::stacks::StackTables;
-use crate::syscalls::{SyscallRow, SyscallTable};
+use crate::syscall_table::{SyscallRow, SyscallTable};
 use crate::writer::{CaptureWriter, TableWriter};
 use trawl_capture::schema;
 

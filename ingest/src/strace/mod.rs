@@ -14,7 +14,7 @@ use std::path::Path;
 use crate::diag::Diagnostics;
 use crate::error::{Error, Result};
 use crate::stacks::StackTables;
-use crate::syscalls::SyscallTable;
+use crate::syscall_table::SyscallTable;
 
 /// Does this look like strace output? True when the first non-empty line
 /// is a system call, signal or exit line (with or without pid and time).

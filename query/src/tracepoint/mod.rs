@@ -55,9 +55,10 @@ pub struct Formats {
 /// Reads the `tracepoint_field` files of `shared`'s captures (once per
 /// session; a few KB each).
 pub(crate) fn formats(shared: &Shared) -> DfResult<Arc<Formats>> {
-    if let Some(f) = shared.tracepoints.get() {
-        return Ok(f.clone());
-    }
+    shared.memo(|| read_formats(shared))
+}
+
+fn read_formats(shared: &Shared) -> DfResult<Formats> {
     let mut per: BTreeMap<(String, String, i32), Vec<FieldDesc>> = BTreeMap::new();
     // Segments' files: read once each, split by their `capture` column.
     let mut segs: Vec<*const crate::captures::SegmentFiles> = Vec::new();
@@ -127,8 +128,7 @@ pub(crate) fn formats(shared: &Shared) -> DfResult<Arc<Formats>> {
             .or_default()
             .push((cap, source));
     }
-    let out = Arc::new(out);
-    Ok(shared.tracepoints.get_or_init(|| out).clone())
+    Ok(out)
 }
 
 fn read_parquet(path: &std::path::Path) -> DfResult<Vec<RecordBatch>> {
@@ -139,9 +139,9 @@ fn read_parquet(path: &std::path::Path) -> DfResult<Vec<RecordBatch>> {
 }
 
 /// The `tracepoint_field` table of a capture in an object store.
-fn read_remote(at: &trawl_capture::store::Location) -> DfResult<Vec<RecordBatch>> {
+fn read_remote(at: &trawl_capture::cloud::Location) -> DfResult<Vec<RecordBatch>> {
     use datafusion::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-    let bytes = trawl_capture::store::block_on(at.read("tracepoint_field.parquet"))
+    let bytes = trawl_capture::cloud::block_on(at.read("tracepoint_field.parquet"))
         .map_err(datafusion::error::DataFusionError::Execution)?
         .ok_or_else(|| {
             datafusion::error::DataFusionError::Execution(format!(

@@ -24,9 +24,9 @@ use crate::stacks::StackTables;
 
 use super::header::{hex, EventDesc, Metadata};
 use super::records::{CpuMode, Mmap, Payload, Record, Sample, SampleId, SyscallPayload};
-use super::syscalls::{Half, SyscallPairs};
+use super::syscall_pairs::{Half, SyscallPairs};
 use crate::error::Result;
-use crate::syscalls::SyscallTable;
+use crate::syscall_table::SyscallTable;
 use crate::writer::{CaptureWriter, TableWriter};
 use trawl_capture::schema::{self, TableDef};
 

@@ -1,7 +1,7 @@
 //! The object stores a session reads captures from: DataFusion's registry,
 //! which also builds the store of a bucket (`s3://bucket`, `gs://...`,
 //! `az://...`) from the process's environment the first time a plan reads
-//! it ([`trawl_capture::store`]). Sessions use it, and so does every
+//! it ([`trawl_capture::cloud`]). Sessions use it, and so does every
 //! process of a cluster: a client sends the executors URLs, and each
 //! executor reaches the bucket with its own credentials.
 //!
@@ -17,8 +17,8 @@ use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::object_store::ObjectStoreRegistry;
 use datafusion::execution::runtime_env::{RuntimeEnv, RuntimeEnvBuilder};
 use futures::stream::{BoxStream, StreamExt};
-use trawl_capture::store::describe_text;
-use trawl_capture::store::object_store::{
+use trawl_capture::cloud::describe_text;
+use trawl_capture::cloud::object_store::{
     self, path::Path as Key, CopyOptions, GetOptions, GetResult, ListResult, MultipartUpload,
     ObjectMeta, ObjectStore, PutMultipartOptions, PutOptions, PutPayload, PutResult, RenameOptions,
 };
@@ -70,7 +70,7 @@ impl ObjectStoreRegistry for EnvStores {
         if let Some(s) = self.stores.read().expect("stores lock").get(&root) {
             return Ok(s.clone());
         }
-        if !trawl_capture::store::is_url(std::path::Path::new(&root)) {
+        if !trawl_capture::cloud::is_url(std::path::Path::new(&root)) {
             return Err(DataFusionError::Execution(format!(
                 "no object store for {url}: trawl reads s3://, gs://, az:// and abfss:// URLs"
             )));
@@ -82,12 +82,12 @@ impl ObjectStoreRegistry for EnvStores {
 }
 
 /// The store of `root` (`scheme://bucket`) as sessions read it: built
-/// from the environment ([`trawl_capture::store::store`]), its errors
+/// from the environment ([`trawl_capture::cloud::store`]), its errors
 /// naming URLs.
 pub fn bucket_store(root: &str) -> std::result::Result<Arc<dyn ObjectStore>, String> {
     Ok(Arc::new(Named {
         root: root.to_string(),
-        inner: trawl_capture::store::store(root)?,
+        inner: trawl_capture::cloud::store(root)?,
     }))
 }
 

@@ -15,7 +15,7 @@ use std::fmt::Write;
 use std::sync::Arc;
 
 use crate::strace::args::fd_positions;
-use crate::syscalls::{errno_name, SyscallRow, SyscallTable};
+use crate::syscall_table::{errno_name, SyscallRow, SyscallTable};
 
 /// The enter half of a call, waiting for its exit.
 struct Pending {

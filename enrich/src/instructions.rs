@@ -190,6 +190,6 @@ pub fn standard_source() -> std::sync::Arc<dyn trawl_query::session::CodeSource>
     cfg.debuginfod = trawl_symbolize::debuginfod::Debuginfod::from_env();
     // Without a store the code is still decoded: the store only saves
     // looking up the lines again.
-    let _ = crate::store::attach(&mut cfg, &crate::store::Choice::Default, None);
+    let _ = crate::symbol_store::attach(&mut cfg, &crate::symbol_store::Choice::Default, None);
     std::sync::Arc::new(Decoder(cfg))
 }
