@@ -19,6 +19,7 @@ use trawl_symbolize::{ModuleRequest, Status};
 /// Errors of a stage: reading or writing the capture.
 pub type Result<T> = std::result::Result<T, trawl_ingest::Error>;
 
+pub mod flat;
 pub mod instructions;
 pub mod symbol_store;
 pub mod tables;
@@ -58,9 +59,9 @@ pub fn symbolize_capture(dir: &Path, cfg: &trawl_symbolize::Config, flat: bool) 
     let addrs = tables::read_frame_addresses(dir)?;
     let flat = flat && trawl_ingest::writer::table_file(dir, "perf_sample").is_file();
     let mut leaves = if flat {
-        tables::LeafNames::read(dir)?
+        flat::LeafNames::read(dir)?
     } else {
-        tables::LeafNames::default()
+        flat::LeafNames::default()
     };
     let module_path: FxHashMap<i64, &str> = modules
         .iter()
@@ -204,7 +205,7 @@ pub fn symbolize_capture(dir: &Path, cfg: &trawl_symbolize::Config, flat: bool) 
         }
     }
     if flat {
-        tables::write_sample_symbolized(dir, &mut leaves)?;
+        flat::write_sample_symbolized(dir, &mut leaves)?;
     }
     Ok(Summary {
         modules: ids.len(),
@@ -274,7 +275,7 @@ fn lookup_pc(rel_pc: u64, is_return: bool) -> u64 {
 /// innermost one's, else `sym+offset`; an address nothing named is
 /// `0x` and its 16 hex digits).
 fn name_leaf(
-    leaves: &mut tables::LeafNames,
+    leaves: &mut flat::LeafNames,
     id: i64,
     rel_pc: u64,
     module: &str,
@@ -295,7 +296,7 @@ fn name_leaf(
     ) else {
         leaves.set(
             id,
-            &tables::LeafName {
+            &flat::LeafName {
                 function: &placeholder,
                 module,
                 srcline: &placeholder,
@@ -312,7 +313,7 @@ fn name_leaf(
     };
     leaves.set(
         id,
-        &tables::LeafName {
+        &flat::LeafName {
             function: outer.function.as_deref().unwrap_or(&placeholder),
             module,
             srcline: &srcline,
