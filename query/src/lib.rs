@@ -46,6 +46,7 @@ pub mod power;
 pub mod power_calls;
 pub mod profile;
 pub mod ranges;
+pub mod rapl;
 pub mod regions;
 pub mod registry;
 pub mod rows;

@@ -49,7 +49,7 @@ pub(crate) async fn report_energy(a: EnergyArgs) -> Result<()> {
     let core = Indicator::parse(&a.core_indicator)?;
     let dram = Indicator::parse(&a.dram_indicator)?;
     let event = trawl_query::sample::choose_event(&s, a.event.as_deref()).await?;
-    let chains = energy::chosen_chains(&s, &event, &a.zone).await?;
+    let chains = trawl_query::rapl::chosen_chains(&s, &event, &a.zone).await?;
     for c in &chains {
         eprintln!(
             "{}: {}{} from {} ({} intervals){}",

@@ -59,7 +59,7 @@ pub(super) fn text_list(v: &[String]) -> ScalarValue {
 
 /// `$cap`, `$src`, `$zone`: the counter of `chain`.
 pub(super) fn chain_params(
-    chain: &crate::energy::Chain,
+    chain: &crate::rapl::Chain,
     package: Option<i32>,
 ) -> [(&'static str, ScalarValue); 4] {
     [

@@ -44,7 +44,7 @@ pub struct ModelInput {
 #[derive(Clone, Debug)]
 pub struct ModelSource {
     pub event: String,
-    pub chain: crate::energy::Chain,
+    pub chain: crate::rapl::Chain,
     /// Per model event: `read` (counter increase) or `sampled` (periods).
     pub how: Vec<(String, &'static str)>,
 }
@@ -74,9 +74,8 @@ pub async fn model_intervals(
             }
         }
     };
-    let crate::energy::DomainCounter { chain, package } =
-        crate::energy::domain_counter(s, &event, &input.domain, &input.zones, input.package)
-            .await?;
+    let crate::rapl::DomainCounter { chain, package } =
+        crate::rapl::domain_counter(s, &event, &input.domain, &input.zones, input.package).await?;
     // Counter increases read at the event's samples.
     let params = [
         ("events", text_list(&input.events)),

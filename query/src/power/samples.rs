@@ -169,7 +169,7 @@ pub async fn power_samples(
     s: &Session,
     input: &PowerSamplesInput,
 ) -> Result<(RecordBatch, RecordBatch)> {
-    let crate::energy::DomainCounter { chain, package } = crate::energy::domain_counter(
+    let crate::rapl::DomainCounter { chain, package } = crate::rapl::domain_counter(
         s,
         &input.time_event,
         &input.domain,
