@@ -102,38 +102,39 @@ pub async fn sample_energy(
     dram: &Indicator,
     zones: &[String],
 ) -> Result<RecordBatch> {
-    let n = crate::session::scalar(
+    let n = crate::session::count(
         s,
-        "SELECT CAST(count(*) AS VARCHAR) FROM energy WHERE delta_uj IS NOT NULL",
+        "SELECT count(*) FROM energy WHERE delta_uj IS NOT NULL",
+        &[],
     )
     .await?;
-    if matches!(n.as_deref(), Some("0") | None) {
+    if n == 0 {
         return Err(Error::Usage(
             "no energy intervals in the capture: ingest RAPL readings with the samples (a powercap CSV from scripts/rapl-sample.py, or perf stat -I -x, -e power/energy-pkg/,...)".into(),
         ));
     }
-    let unplaced = crate::session::scalar(
+    let unplaced = crate::session::count(
         s,
-        "SELECT CAST(count(*) AS VARCHAR) FROM energy_t WHERE delta_uj IS NOT NULL AND t_ns IS NULL",
+        "SELECT count(*) FROM energy_t WHERE delta_uj IS NOT NULL AND t_ns IS NULL",
+        &[],
     )
     .await?;
-    if !matches!(unplaced.as_deref(), Some("0") | None) {
+    if unplaced > 0 {
         return Err(Error::Usage(format!(
-            "{} energy readings cannot be placed on the samples' time axis (perf stat -I times are relative to its start; record the readings with scripts/rapl-sample.py, and perf with -k CLOCK_MONOTONIC)",
-            unplaced.unwrap_or_default()
+            "{unplaced} energy readings cannot be placed on the samples' time axis (perf stat -I times are relative to its start; record the readings with scripts/rapl-sample.py, and perf with -k CLOCK_MONOTONIC)"
         )));
     }
     let event = crate::sample::choose_event(s, event).await?;
     crate::time::require_aligned_samples(s, &event).await?;
     for (ind, name) in [(core, "core"), (dram, "DRAM")] {
         if let Indicator::Read(e) = ind {
-            let n = crate::session::scalar_with(
+            let n = crate::session::count(
                 s,
-                "SELECT CAST(count(*) AS VARCHAR) FROM perf_sample_read WHERE event = $e",
+                "SELECT count(*) FROM perf_sample_read WHERE event = $e",
                 &[("e", ScalarValue::from(e.as_str()))],
             )
             .await?;
-            if matches!(n.as_deref(), Some("0") | None) {
+            if n == 0 {
                 return Err(Error::Usage(format!(
                     "{name} indicator read:{e}: no counter of that event in perf_sample_read"
                 )));

@@ -213,8 +213,7 @@ pub enum View {
 
 /// Whether any capture of the session has branch stack entries.
 pub async fn has_branches(s: &Session) -> Result<bool> {
-    let n = crate::session::scalar(s, "SELECT CAST(count(*) AS VARCHAR) FROM perf_branch").await?;
-    Ok(!matches!(n.as_deref(), Some("0") | None))
+    Ok(crate::session::count(s, "SELECT count(*) FROM perf_branch", &[]).await? > 0)
 }
 
 /// The rows of `trawl report lbr`; `ghz` is the clock rate of the cycles

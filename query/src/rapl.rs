@@ -155,13 +155,13 @@ pub async fn package_scope(s: &Session, domain: &str, package: Option<i32>) -> R
         }
         return Ok(None);
     };
-    let cpus = crate::session::scalar_with(
+    let cpus = crate::session::count(
         s,
-        "SELECT CAST(count(*) AS VARCHAR) FROM perf_cpu WHERE socket_id = $package",
+        "SELECT count(*) FROM perf_cpu WHERE socket_id = $package",
         &[("package", ScalarValue::Int32(Some(p)))],
     )
     .await?;
-    if matches!(cpus.as_deref(), Some("0") | None) {
+    if cpus == 0 {
         return Err(Error::Usage(format!(
             "package {p}: the capture's CPU topology (perf_cpu, from perf.data's HEADER_CPU_TOPOLOGY) has no CPU of that package"
         )));

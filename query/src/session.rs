@@ -234,6 +234,20 @@ pub(crate) async fn scalar(s: &Session, q: &str) -> Result<Option<String>> {
     scalar_with(s, q, &[]).await
 }
 
+/// The number a `SELECT count(*) ...` query `q` (with `$name` placeholders
+/// bound to `params`) answers (0 with no row).
+pub(crate) async fn count(
+    s: &Session,
+    q: &str,
+    params: &[(&str, datafusion::scalar::ScalarValue)],
+) -> Result<i64> {
+    let b = s.sql_with(q, params).await?.collect().await?;
+    Ok(b.iter()
+        .find(|b| b.num_rows() > 0)
+        .and_then(|b| crate::rows::i64_at(b, 0, 0))
+        .unwrap_or(0))
+}
+
 /// [`scalar`] of a query with `$name` placeholders bound to `params`.
 pub(crate) async fn scalar_with(
     s: &Session,

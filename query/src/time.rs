@@ -259,12 +259,9 @@ fn time_base_batch(caps: &[CaptureTime]) -> Result<RecordBatch> {
 /// axis (perf recorded without `-k CLOCK` has no UTC reference; next to
 /// other inputs its samples get no `t_ns`).
 pub async fn require_aligned_samples(s: &Session, event: &str) -> Result<()> {
-    let q = "SELECT CAST(count(*) AS VARCHAR) AS n FROM perf_sample_t WHERE t_ns IS NOT NULL AND CAST(event AS VARCHAR) = $event";
-    match crate::session::scalar_with(s, q, &[("event", ScalarValue::from(event))])
-        .await?
-        .as_deref()
-    {
-        Some("0") | None => Err(Error::Usage(format!(
+    let q = "SELECT count(*) AS n FROM perf_sample_t WHERE t_ns IS NOT NULL AND CAST(event AS VARCHAR) = $event";
+    match crate::session::count(s, q, &[("event", ScalarValue::from(event))]).await? {
+        0 => Err(Error::Usage(format!(
             "no {event} samples on the capture's time axis: record with `perf record -k CLOCK_MONOTONIC` so perf's times can be placed next to the other inputs' (see `source.clock`)"
         ))),
         _ => Ok(()),
