@@ -36,6 +36,7 @@ mod error;
 pub mod formats;
 pub mod int_pages;
 pub mod intern;
+mod mapped;
 pub mod memlog;
 pub mod metrics;
 pub mod perf;

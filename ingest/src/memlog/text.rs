@@ -36,8 +36,7 @@ impl TextSource {
         let f = std::fs::File::open(path)?;
         let meta = f.metadata()?;
         if meta.is_file() && meta.len() > 0 {
-            // SAFETY: a read-only map of a regular file; see `Mapped`.
-            if let Ok(m) = unsafe { memmap2::Mmap::map(&f) } {
+            if let Ok(m) = crate::mapped::map_readonly(&f) {
                 return Ok(TextSource::Mapped(m));
             }
         }
@@ -116,13 +115,8 @@ impl<'a> Blocks for MappedBlocks<'a> {
     }
     fn done(&mut self, b: &'a [u8]) -> crate::error::Result<()> {
         let off = b.as_ptr() as usize - self.map.as_ptr() as usize;
-        // SAFETY: the map is read-only and file-backed: pages dropped here
-        // read the same bytes from the page cache if touched again (the
-        // page shared with the next block is).
-        let _ = unsafe {
-            self.map
-                .unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, off, b.len())
-        };
+        // (The page shared with the next block is read again.)
+        crate::mapped::release(self.map, off, b.len());
         match self.progress {
             Some(p) => p.at((off + b.len()) as u64),
             None => Ok(()),

@@ -83,9 +83,7 @@ fn bytes_of<'a>(input: &'a Input, b: &'a Body) -> &'a [u8] {
 }
 
 fn map_file(f: &std::fs::File) -> io::Result<memmap2::Mmap> {
-    // SAFETY: the file is opened read-only. As with perf itself, a file
-    // truncated by another process while it is being read can fault.
-    let m = unsafe { memmap2::Mmap::map(f) }?;
+    let m = crate::mapped::map_readonly(f)?;
     let _ = m.advise(memmap2::Advice::Sequential);
     Ok(m)
 }
@@ -1177,15 +1175,7 @@ impl PerfReader {
             .saturating_sub(RELEASE_EVERY)
             & !0xffff;
         if low > self.released {
-            // SAFETY: a read-only file mapping; dropped pages are read
-            // again from the file if touched later.
-            let _ = unsafe {
-                m.unchecked_advise_range(
-                    memmap2::UncheckedAdvice::DontNeed,
-                    self.released,
-                    low - self.released,
-                )
-            };
+            crate::mapped::release(m, self.released, low - self.released);
             self.released = low;
         }
     }

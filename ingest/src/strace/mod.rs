@@ -79,9 +79,7 @@ pub fn ingest_strace(
             if len == 0 {
                 None
             } else {
-                // SAFETY: mapped read-only; like every reader of a mapped
-                // capture we assume the file is not truncated meanwhile.
-                let m = unsafe { memmap2::Mmap::map(&f) }.map_err(|e| Error::io(path, e))?;
+                let m = crate::mapped::map_readonly(&f).map_err(|e| Error::io(path, e))?;
                 #[cfg(unix)]
                 let _ = m.advise(memmap2::Advice::Sequential);
                 Some(m)

@@ -215,15 +215,7 @@ fn release(m: &memmap2::Mmap, released: &mut usize, pos: usize) {
     const RELEASE_EVERY: usize = 16 << 20;
     let low = pos & !0xffff;
     if low >= *released + RELEASE_EVERY {
-        // SAFETY: a read-only file mapping; dropped pages are read again
-        // from the file if touched later.
-        let _ = unsafe {
-            m.unchecked_advise_range(
-                memmap2::UncheckedAdvice::DontNeed,
-                *released,
-                low - *released,
-            )
-        };
+        crate::mapped::release(m, *released, low - *released);
         *released = low;
     }
 }
@@ -1117,7 +1109,7 @@ mod tests {
         let file = tempfile::NamedTempFile::new().unwrap();
         std::fs::write(file.path(), &data).unwrap();
         let f = std::fs::File::open(file.path()).unwrap();
-        let map = unsafe { memmap2::Mmap::map(&f) }.unwrap();
+        let map = crate::mapped::map_readonly(&f).unwrap();
         let done = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
         let progress = crate::progress::Progress {
             done: done.clone(),
