@@ -33,6 +33,7 @@ pub mod diag;
 pub mod dict_codes;
 pub mod energy;
 mod error;
+mod fields;
 pub mod formats;
 pub mod int_pages;
 pub mod intern;

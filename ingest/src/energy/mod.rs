@@ -169,7 +169,7 @@ pub fn sniff(head: &[u8]) -> Option<Kind> {
 /// A time field: epoch seconds or RFC 3339 → ns since the epoch (local
 /// wall-clock times are refused: readings are placed on UTC).
 fn utc_time(s: &str) -> Option<i64> {
-    match crate::metrics::csv::parse_time(s)? {
+    match crate::fields::parse_time(s)? {
         (t, "utc") => Some(t),
         _ => None,
     }
@@ -202,7 +202,7 @@ pub fn read_powercap(
     let mut rows = 0;
     for (i, line) in lines {
         let n = i as u64 + 1;
-        let Some(f) = crate::metrics::csv_fields(diags, n, line, width)? else {
+        let Some(f) = crate::fields::csv_fields(diags, n, line, width)? else {
             continue;
         };
         let Some(time_ns) = utc_time(f[t]) else {
@@ -215,7 +215,7 @@ pub fn read_powercap(
             continue;
         };
         let Ok(uj) = f[e].parse::<f64>() else {
-            crate::metrics::bad_value(diags, n, "energy_uj", f[e])?;
+            crate::fields::bad_value(diags, n, "energy_uj", f[e])?;
             continue;
         };
         let zone = f[z];

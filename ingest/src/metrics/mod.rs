@@ -39,58 +39,7 @@ pub trait MetricSink {
     fn point(&mut self, p: &Point<'_>);
 }
 
-/// Reports a row of line `n` with `got` fields where the header has `want`.
-pub(crate) fn bad_width(
-    diags: &mut Diagnostics,
-    n: u64,
-    got: usize,
-    want: usize,
-) -> crate::error::Result<()> {
-    diags.report(
-        Position::Line(n),
-        Severity::Warning,
-        "bad_row",
-        format!("{got} fields where the header has {want}: row skipped"),
-    )
-}
-
-/// The fields of CSV line `n` (trimmed, quotes dropped), or `None` for a
-/// blank line and for a row whose width is not the header's `width`
-/// (reported).
-pub(crate) fn csv_fields<'a>(
-    diags: &mut Diagnostics,
-    n: u64,
-    line: &'a str,
-    width: usize,
-) -> crate::error::Result<Option<Vec<&'a str>>> {
-    if line.trim().is_empty() {
-        return Ok(None);
-    }
-    let f: Vec<&str> = line
-        .split(',')
-        .map(|c| c.trim().trim_matches('"'))
-        .collect();
-    if f.len() != width {
-        bad_width(diags, n, f.len(), width)?;
-        return Ok(None);
-    }
-    Ok(Some(f))
-}
-
-/// Reports a value `v` of column `col` on line `n` that is not a number.
-pub(crate) fn bad_value(
-    diags: &mut Diagnostics,
-    n: u64,
-    col: &str,
-    v: &str,
-) -> crate::error::Result<()> {
-    diags.report(
-        Position::Line(n),
-        Severity::Warning,
-        "bad_row",
-        format!("{col} value {v:?} is not a number: skipped"),
-    )
-}
+pub(crate) use crate::fields::{bad_value, bad_width, csv_fields};
 
 /// The clock of a time zone name as vmstat prints it.
 pub fn zone_clock(zone: &str) -> String {
