@@ -47,6 +47,7 @@ pub mod readback;
 pub use trawl_capture::schema;
 pub mod stacks;
 pub mod strace;
+pub mod syscall_args;
 pub mod syscall_table;
 pub mod unwind;
 pub mod writer;

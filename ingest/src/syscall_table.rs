@@ -12,7 +12,7 @@ use arrow::datatypes::Int32Type;
 
 use crate::columns::{TableColumns, UtcTime};
 use crate::error::Result;
-use crate::strace::args::parse_call_args;
+use crate::syscall_args::parse_call_args;
 use crate::writer::{CaptureWriter, TableWriter};
 use trawl_capture::schema;
 

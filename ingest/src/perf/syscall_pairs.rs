@@ -14,7 +14,7 @@ use rustc_hash::FxHashMap as HashMap;
 use std::fmt::Write;
 use std::sync::Arc;
 
-use crate::strace::args::fd_positions;
+use crate::syscall_args::fd_positions;
 use crate::syscall_table::{errno_name, SyscallRow, SyscallTable};
 
 /// The enter half of a call, waiting for its exit.
@@ -258,7 +258,7 @@ mod tests {
         assert_eq!(s, "0x0, 0x2000, 0x3, 0x22, -1, 0x0");
         args_text("write", &[1, 0x561a_e336_f2a0, 0x14], &mut s);
         assert_eq!(s, "1, 0x561ae336f2a0, 0x14");
-        let p = crate::strace::args::parse_call_args("mmap", "0x0, 0x2000, 0x3, 0x22, -1, 0x0");
+        let p = crate::syscall_args::parse_call_args("mmap", "0x0, 0x2000, 0x3, 0x22, -1, 0x0");
         assert_eq!(
             (p.addr, p.length, p.fd, p.prot, p.flags, p.offset),
             (
@@ -270,7 +270,7 @@ mod tests {
                 Some(0)
             )
         );
-        let p = crate::strace::args::parse_call_args("write", "1, 0x561ae336f2a0, 0x14");
+        let p = crate::syscall_args::parse_call_args("write", "1, 0x561ae336f2a0, 0x14");
         assert_eq!((p.fd, p.count), (Some(1), Some(20)));
     }
 }

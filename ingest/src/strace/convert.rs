@@ -6,12 +6,12 @@ use arrow::array::{
 };
 use arrow::datatypes::Int32Type;
 
-use super::args::parse_ret;
 use super::batch::{Batch, Packed};
 use super::reader::StackFrame;
 use crate::columns::{TableColumns, UtcTime};
 use crate::error::Result;
 use crate::stacks::StackTables;
+use crate::syscall_args::parse_ret;
 use crate::syscall_table::{SyscallRow, SyscallTable};
 use crate::writer::{CaptureWriter, TableWriter};
 use trawl_capture::schema;

@@ -184,46 +184,10 @@ fn is_name(s: &str) -> bool {
 /// parenthesis:
 /// returns the arguments and the text after it.
 fn parse_after_args(s: &str) -> Option<(&str, &str)> {
-    let end = walk(s, 1, |_, b, depth| {
+    let end = crate::syscall_args::walk(s, 1, |_, b, depth| {
         depth == 0 && matches!(b, b')' | b']' | b'}')
     })?;
     (s.as_bytes()[end] == b')').then(|| (&s[..end], &s[end + 1..]))
-}
-
-/// Walks `s` outside quoted strings (with `\` escapes), tracking bracket
-/// depth from `depth`: calls `stop(index, byte, depth)` for every byte
-/// (after an opening or closing bracket has changed the depth) and returns
-/// the first index where it says true.
-pub(crate) fn walk(
-    s: &str,
-    mut depth: i64,
-    mut stop: impl FnMut(usize, u8, i64) -> bool,
-) -> Option<usize> {
-    let b = s.as_bytes();
-    let mut i = 0;
-    while i < b.len() {
-        match b[i] {
-            b'"' => {
-                i += 1;
-                while i < b.len() && b[i] != b'"' {
-                    if b[i] == b'\\' {
-                        i += 1;
-                    }
-                    i += 1;
-                }
-                i += 1;
-                continue;
-            }
-            b'(' | b'[' | b'{' => depth += 1,
-            b')' | b']' | b'}' => depth -= 1,
-            _ => {}
-        }
-        if stop(i, b[i], depth) {
-            return Some(i);
-        }
-        i += 1;
-    }
-    None
 }
 
 /// The part after the arguments: ` = ret [ERRNO] [(note)] [<duration>]`.

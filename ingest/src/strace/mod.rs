@@ -2,7 +2,6 @@
 //! signals and exits with their `-k` stacks → `syscall`, `strace_event`
 //! and the shared stack tables.
 
-pub mod args;
 pub mod batch;
 pub mod convert;
 pub mod lines;

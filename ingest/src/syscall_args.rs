@@ -1,12 +1,13 @@
 //! Typed arguments of the system calls the memory and I/O analyses use,
-//! parsed from strace's argument text.
+//! parsed from their text as strace prints them (perf's syscall
+//! tracepoints are written in the same form, see `perf/syscall_pairs.rs`).
 
 /// Arguments split at top-level commas (not inside strings, `[...]`,
 /// `{...}` or `(...)`), trimmed.
 pub fn split_args(args: &str) -> Vec<&str> {
     let mut out = Vec::new();
     let mut start = 0;
-    super::lines::walk(args, 0, |i, b, depth| {
+    walk(args, 0, |i, b, depth| {
         if b == b',' && depth == 0 {
             out.push(args[start..i].trim());
             start = i + 1;
@@ -223,6 +224,42 @@ pub fn parse_call_args<'a>(name: &str, args: &'a str) -> CallArgs<'a> {
         _ => {}
     }
     c
+}
+
+/// Walks `s` outside quoted strings (with `\` escapes), tracking bracket
+/// depth from `depth`: calls `stop(index, byte, depth)` for every byte
+/// (after an opening or closing bracket has changed the depth) and returns
+/// the first index where it says true.
+pub(crate) fn walk(
+    s: &str,
+    mut depth: i64,
+    mut stop: impl FnMut(usize, u8, i64) -> bool,
+) -> Option<usize> {
+    let b = s.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'"' => {
+                i += 1;
+                while i < b.len() && b[i] != b'"' {
+                    if b[i] == b'\\' {
+                        i += 1;
+                    }
+                    i += 1;
+                }
+                i += 1;
+                continue;
+            }
+            b'(' | b'[' | b'{' => depth += 1,
+            b')' | b']' | b'}' => depth -= 1,
+            _ => {}
+        }
+        if stop(i, b[i], depth) {
+            return Some(i);
+        }
+        i += 1;
+    }
+    None
 }
 
 #[cfg(test)]
