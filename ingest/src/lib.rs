@@ -60,6 +60,6 @@ pub use writer::CaptureWriter;
 
 pub use detect::{input_format, open_text};
 pub use formats::MAX_WHOLE_INPUT;
-pub use formats::{detect, Format, FormatDef, FORMATS, HEAD_BYTES};
+pub use formats::{detect, Format, HEAD_BYTES};
 pub use pipeline::{ingest, ingest_with_unwinder, IngestOptions, IngestSummary, InputSummary};
 pub use progress::Progress;
