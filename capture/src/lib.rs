@@ -10,3 +10,4 @@
 pub mod cloud;
 pub mod layout;
 pub mod schema;
+pub mod units;

@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::Args;
 use trawl_query::choice::Choice;
 use trawl_query::sample::{self, SampleFilter};
@@ -108,27 +108,10 @@ pub(crate) struct FilterArgs {
     pub(crate) capture: Vec<String>,
 }
 
-pub(crate) fn parse_time_range(s: &str) -> Result<(Option<i64>, Option<i64>)> {
-    let (a, b) = s
-        .split_once("..")
-        .with_context(|| format!("--time {s:?}: expected START..END"))?;
-    let p = |x: &str| -> Result<Option<i64>> {
-        let x = x.trim();
-        if x.is_empty() {
-            return Ok(None);
-        }
-        let v: f64 = x
-            .parse()
-            .with_context(|| format!("--time: {x:?} is not a number of seconds"))?;
-        Ok(Some((v * 1e9).round() as i64))
-    };
-    Ok((p(a)?, p(b)?))
-}
-
 impl FilterArgs {
     pub(crate) fn to_filter(&self) -> Result<SampleFilter> {
         let (from, to) = match &self.time {
-            Some(t) => parse_time_range(t)?,
+            Some(t) => trawl_query::time::parse_seconds_range(t)?,
             None => (None, None),
         };
         Ok(SampleFilter {
@@ -164,36 +147,4 @@ pub(crate) async fn selection(
 ) -> Result<sample::Picked> {
     let (weight, opts) = metric.parse()?;
     Ok(sample::Picked::resolve(s, filter.to_filter()?, weight, opts).await?)
-}
-
-/// `--app`, or the traced executable's directory; `None` when the
-/// captures have no call stacks to find it in (strace without `-k`, perf
-/// without `-g`): the reports then attribute by process and file.
-pub(crate) async fn app_prefix(s: &Session, app: &Option<String>) -> Result<Option<String>> {
-    Ok(match app {
-        Some(p) => Some(p.clone()),
-        None => trawl_query::regions::default_app(s).await?,
-    })
-}
-
-/// Tells (on standard error) which application a report attributes to.
-pub(crate) fn say_app(app: Option<&str>) {
-    match app {
-        Some(a) => eprintln!("application: {a}*"),
-        None => eprintln!(
-            "no call stacks (strace -k, perf -g): attributed by process and file only; \
-             pass --app PATH_PREFIX to name the application"
-        ),
-    }
-}
-
-pub(crate) async fn limited(
-    df: trawl_query::datafusion::prelude::DataFrame,
-    limit: Option<usize>,
-) -> Result<Vec<trawl_query::datafusion::arrow::array::RecordBatch>> {
-    let df = match limit {
-        Some(n) => df.limit(0, Some(n))?,
-        None => df,
-    };
-    Ok(df.collect().await?)
 }

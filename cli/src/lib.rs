@@ -25,11 +25,8 @@ use clap::{Parser, Subcommand};
 use session::{runtime, CLUSTER};
 
 use cmd::{
-    archive::*, cause::*, cluster::*, convert::*, demo::*, diff::*, edges::*, energy::*,
-    exhaustion::*, export::*, flamegraph::*, hotspots::*, ingest::*, io::*, latency::*, lbr::*,
-    mem_objects::*, mem_symbols::*, offcpu::*, page_reuse::*, pages::*, power_model::*,
-    power_samples::*, render::*, sql::*, symbolize::*, tables::*, timeline::*, tracepoints::*,
-    unfreed::*,
+    archive::*, cluster::*, convert::*, demo::*, export::*, ingest::*, render::*, sql::*,
+    symbolize::*, tables::*,
 };
 
 /// This build's version and id: `trawl 0.1.0 (build 1f0c...)`. The id is
@@ -46,9 +43,9 @@ pub const BUILD_ID: &str = env!("TRAWL_BUILD_ID");
 
 #[derive(Parser)]
 #[command(name = "trawl", version = VERSION, about = "perf.data and other performance captures → Parquet tables → SQL", long_about = None)]
-struct Cli {
+pub(crate) struct Cli {
     #[command(subcommand)]
-    cmd: Cmd,
+    pub(crate) cmd: Cmd,
     /// Run `trawl sql` and reports on a Ballista cluster: the address of
     /// a `trawl cluster scheduler`. Its executors read the captures at the
     /// paths given here (a shared file system).
@@ -57,7 +54,7 @@ struct Cli {
 }
 
 #[derive(Subcommand)]
-enum Cmd {
+pub(crate) enum Cmd {
     /// Convert capture files into a capture directory of Parquet tables.
     Ingest(IngestArgs),
     /// Many captures as one dataset: ingest runs into an archive.
@@ -74,7 +71,7 @@ enum Cmd {
     Functions(cmd::functions::Args),
     /// Named analyses.
     #[command(subcommand)]
-    Report(Report),
+    Report(cmd::report::ReportCmd),
     /// Convert a capture file into another format.
     #[command(subcommand)]
     Convert(Convert),
@@ -95,102 +92,6 @@ enum Cmd {
     /// The processes of a Ballista cluster that runs trawl's SQL.
     #[command(subcommand)]
     Cluster(Cluster),
-}
-
-#[derive(Subcommand)]
-enum Report {
-    /// Pages of a memory log (lackey, binary) touched at least once, with
-    /// accesses per kind, bytes touched and lifetime (first and last
-    /// instruction ordinal).
-    Pages(PagesArgs),
-    /// Pages of a memory log whose lifetimes do not overlap could share
-    /// one physical page: the fewest pages needed (most pages live at
-    /// once), the saving, the sharing plan or the pairs (Mibu et al.).
-    PageReuse(PageReuseArgs),
-    /// Functions and data objects of the mapped files (a saved
-    /// /proc/PID/maps ingested with the memory log): executed / touched or
-    /// never.
-    MemSymbols(MemSymbolsArgs),
-    /// Per mapped object: pages mapped, touched and never touched;
-    /// functions executed and never executed; data objects touched.
-    MemObjects(MemObjectsArgs),
-    /// Functions (or modules, source lines, addresses) by exclusive and
-    /// inclusive cost.
-    Hotspots(HotspotArgs),
-    /// Who calls FUNCTION: attributed cost per caller (they sum to its
-    /// inclusive cost).
-    Callers(EdgeArgs),
-    /// What FUNCTION calls: its exclusive cost and the attributed cost per
-    /// callee (they sum to its inclusive cost).
-    Callees(EdgeArgs),
-    /// FUNCTION's instructions with the samples taken on each, their share
-    /// of the function and their source lines (metrics per instruction;
-    /// perf annotate).
-    Annotate(EdgeArgs),
-    /// A flame graph (SVG) of the selected samples' stacks; with --diff
-    /// BASE, a differential one (red: grew, blue: shrank).
-    Flamegraph(FlameArgs),
-    /// What changed between two runs: per function (module, srcline) the
-    /// exclusive and inclusive shares of each run's total, the change,
-    /// and keys found in one run only.
-    Diff(DiffArgs),
-    /// Where threads waited: time off the CPU (sched_switch samples with
-    /// stacks, --switch-events) per function of the stack they blocked
-    /// in, per stack, state (sleeping, disk, preempted) or thread.
-    Offcpu(OffcpuArgs),
-    /// Tracepoints and probes: with --event SYSTEM:NAME, its samples in
-    /// time order with every field of the event's format as a column
-    /// (the capture's own format descriptions); without, the events with
-    /// their samples and fields.
-    Tracepoints(TracepointsArgs),
-    /// How long from a start event to its paired end event (block I/O
-    /// issue → completion by dev and sector, wake-up → switch-in, syscall
-    /// entry → exit by thread): a log2 histogram of µs as biolatency
-    /// prints it, or per function of the start's stack, process, thread
-    /// or key.
-    Latency(LatencyArgs),
-    /// Memory still allocated (mmap/brk/mremap regions not freed) at a
-    /// time, from strace dumps: per process, application function, actual
-    /// function and application source line (Morita et al.).
-    Unfreed(UnfreedArgs),
-    /// Bytes read and written (return values of read/write-like calls) in
-    /// a time window, from strace dumps: per process, application
-    /// function, actual function, application source line and file.
-    Io(IoArgs),
-    /// Time ranges where monitoring metrics satisfy a rule (resource
-    /// exhaustion), relative to --t0; with --runs, the ranges every run
-    /// has (Morita et al., stage A).
-    Exhaustion(ExhaustionArgs),
-    /// What used CPU, memory or I/O inside exhaustion ranges: per range,
-    /// process, application function, actual function and application
-    /// source line (Morita et al., stage B).
-    Cause(CauseArgs),
-    /// Samples per time window and function (or module, process): the
-    /// top N and the rest as [other], with shares; --plot draws them
-    /// stacked.
-    Timeline(TimelineArgs),
-    /// Branch stacks (LBR, `perf record -b` / `-j any_call,any_ret`) as
-    /// extra samples (Ono et al. 2014): time per function under a
-    /// method, the resolution gained, the points, the transitions caller →
-    /// callee, or each sample's call/return sequence.
-    Lbr(LbrArgs),
-    /// RAPL energy per function (or process, source line, CPU): each
-    /// interval's package, cores and DRAM energy split across the samples
-    /// taken in it by a per-core indicator (Ono et al. 2015, Fig. 2).
-    Energy(EnergyArgs),
-    /// Power model (Ono et al. 2015, §3.2–3.3): watts = a + Σ c_i · rate_i
-    /// fitted by least squares over the intervals of a domain's energy
-    /// counter (rates from counters read at the samples, or sampled
-    /// periods); coefficients, R², and the sampling interval R_i = P / c_i
-    /// that makes each sample of event i worth P joules.
-    PowerModel(PowerModelArgs),
-    /// Energy-based samples (Ono et al. 2015, §3.5): the samples of several
-    /// events merged in time order and cut into runs whose modelled
-    /// energy reaches a target P; each run is a power datum, its measured
-    /// energy the RAPL counter over it. Mean, spread and share within
-    /// ±5 %/±10 % of P for every subset of the events, next to runs of N
-    /// consecutive time-based samples.
-    PowerSamples(PowerSamplesArgs),
 }
 
 #[global_allocator]
@@ -265,34 +166,7 @@ fn run(cli: Cli) -> Result<()> {
         Cmd::Functions(a) => cmd::functions::run(a),
         Cmd::Tables(a) => tables(a),
         Cmd::Export(a) => runtime()?.block_on(export(a)),
-        Cmd::Report(Report::Hotspots(a)) => runtime()?.block_on(hotspots(a)),
-        Cmd::Report(Report::Callers(a)) => {
-            runtime()?.block_on(edges(a, cmd::edges::FunctionView::Callers))
-        }
-        Cmd::Report(Report::Callees(a)) => {
-            runtime()?.block_on(edges(a, cmd::edges::FunctionView::Callees))
-        }
-        Cmd::Report(Report::Annotate(a)) => {
-            runtime()?.block_on(edges(a, cmd::edges::FunctionView::Annotate))
-        }
-        Cmd::Report(Report::Flamegraph(a)) => runtime()?.block_on(flamegraph(a)),
-        Cmd::Report(Report::Diff(a)) => runtime()?.block_on(diff(a)),
-        Cmd::Report(Report::Offcpu(a)) => runtime()?.block_on(offcpu(a)),
-        Cmd::Report(Report::Tracepoints(a)) => runtime()?.block_on(tracepoints(a)),
-        Cmd::Report(Report::Latency(a)) => runtime()?.block_on(latency(a)),
-        Cmd::Report(Report::Unfreed(a)) => runtime()?.block_on(unfreed(a)),
-        Cmd::Report(Report::Io(a)) => runtime()?.block_on(io_report(a)),
-        Cmd::Report(Report::Exhaustion(a)) => runtime()?.block_on(exhaustion(a)),
-        Cmd::Report(Report::Cause(a)) => runtime()?.block_on(cause(a)),
-        Cmd::Report(Report::Timeline(a)) => runtime()?.block_on(timeline(a)),
-        Cmd::Report(Report::Lbr(a)) => runtime()?.block_on(report_lbr(a)),
-        Cmd::Report(Report::Energy(a)) => runtime()?.block_on(report_energy(a)),
-        Cmd::Report(Report::PowerModel(a)) => runtime()?.block_on(report_power_model(a)),
-        Cmd::Report(Report::PowerSamples(a)) => runtime()?.block_on(report_power_samples(a)),
-        Cmd::Report(Report::Pages(a)) => runtime()?.block_on(report_pages(a)),
-        Cmd::Report(Report::PageReuse(a)) => runtime()?.block_on(report_page_reuse(a)),
-        Cmd::Report(Report::MemSymbols(a)) => runtime()?.block_on(report_mem_symbols(a)),
-        Cmd::Report(Report::MemObjects(a)) => runtime()?.block_on(report_mem_objects(a)),
+        Cmd::Report(r) => runtime()?.block_on(cmd::report::report(r)),
         Cmd::Convert(Convert::Lackey(a)) => convert_lackey(a),
         Cmd::Render(Render::Heatmap(a)) => runtime()?.block_on(render_heatmap(a)),
         Cmd::Demo => demo(),

@@ -242,6 +242,19 @@ struct Found {
     in_segment: Option<(String, InSegment)>,
 }
 
+/// The names of the captures on each side of a comparison, in a session
+/// opened on `[base, new]`: those `base` names, then the rest. Both sides
+/// must have captures.
+pub fn sides(s: &crate::Session, base: &std::path::Path) -> Result<(Vec<String>, Vec<String>)> {
+    let n_base = find_captures(&[base.to_path_buf()])?.len();
+    let names: Vec<String> = s.captures().iter().map(|c| c.name.clone()).collect();
+    let (b, n) = names.split_at(n_base.min(names.len()));
+    if b.is_empty() || n.is_empty() {
+        return Err(Error::Usage("diff needs captures on both sides".into()));
+    }
+    Ok((b.to_vec(), n.to_vec()))
+}
+
 /// Expands the user's arguments: capture directories, or directories whose
 /// subdirectories are captures (an archive); either may be an object
 /// store URL (`s3://bucket/archive`, see [`trawl_capture::cloud`]).

@@ -144,6 +144,27 @@ pub(crate) fn window_start_udf() -> datafusion::logical_expr::ScalarUDF {
     )
 }
 
+/// Parses a time range `START..END` in seconds on the capture clock (as
+/// `perf script` prints times; either side may be omitted) into ns.
+pub fn parse_seconds_range(s: &str) -> Result<(Option<i64>, Option<i64>)> {
+    let Some((a, b)) = s.split_once("..") else {
+        return Err(Error::Usage(format!("--time {s:?}: expected START..END")));
+    };
+    let p = |x: &str| -> Result<Option<i64>> {
+        let x = x.trim();
+        if x.is_empty() {
+            return Ok(None);
+        }
+        match x.parse::<f64>() {
+            Ok(v) => Ok(Some((v * 1e9).round() as i64)),
+            Err(_) => Err(Error::Usage(format!(
+                "--time: {x:?} is not a number of seconds"
+            ))),
+        }
+    };
+    Ok((p(a)?, p(b)?))
+}
+
 /// Parses a duration: `10ms`, `1s`, `500us`, `250ns`, `2m`, or plain
 /// seconds.
 pub fn parse_duration_ns(s: &str) -> Result<i64> {

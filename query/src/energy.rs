@@ -616,3 +616,59 @@ impl crate::choice::Choice for EnergyKey {
         EnergyKey::doc(self)
     }
 }
+
+/// The energy reports.
+pub static REPORTS: &[&crate::report::Report] = &[&ENERGY_REPORT];
+
+/// `trawl report energy`.
+pub static ENERGY_REPORT: crate::report::Report = crate::report::Report {
+    name: "energy",
+    about: "RAPL energy per function (or process, source line, CPU): each interval's package, cores and DRAM energy split across the samples taken in it by a per-core indicator (Ono et al. 2015, Fig. 2).",
+    captures: crate::report::Captures::Many,
+    opts: || {
+        use crate::report::Opt;
+        vec![
+            Opt::choice::<EnergyKey>("by", "What the joules are summed by: one or more keys, comma-separated (`package,function` gives each package's functions).").comma().default("function"),
+            Opt::text("event", "The perf event whose samples get the energy (default: the one with most samples)."),
+            Opt::text("core_indicator", "What a sample weighs in the package, cores, gpu and psys split: `period`, `samples` or `read:EVENT` (a counter read at the samples, e.g. read:cycles).").default("period"),
+            Opt::text("dram_indicator", "The same for the DRAM split (e.g. read:LLC-load-misses).").default("period"),
+            Opt::text("zone", "The energy counters to read (`intel-rapl:0:0`, `power/energy-cores/@cpu-clock`; repeatable). Default: per domain (and per package, when the readings are of several: each package's energy goes to the samples on its CPUs), the one the event's samples read, else the one with most readings.").many(),
+        ]
+    },
+    selects: crate::report::Selects::Nothing,
+    t0: true,
+    limit: true,
+    run: |s, g| {
+        Box::pin(async move {
+            let core = Indicator::parse(g.text("core_indicator").unwrap_or("period"))?;
+            let dram = Indicator::parse(g.text("dram_indicator").unwrap_or("period"))?;
+            let event = crate::sample::choose_event(s, g.text("event")).await?;
+            let zones = g.texts("zone");
+            let mut log = Vec::new();
+            for c in chosen_chains(s, &event, zones).await? {
+                log.push(format!(
+                    "{}: {}{} from {} ({} intervals){}",
+                    c.capture,
+                    c.domain,
+                    c.package
+                        .map(|p| format!(" of package {p}"))
+                        .unwrap_or_default(),
+                    c.zone,
+                    c.intervals,
+                    if c.ignored.is_empty() {
+                        String::new()
+                    } else {
+                        format!("; not read: {}", c.ignored.join(", "))
+                    }
+                ));
+            }
+            let mut keys = g.choices::<EnergyKey>("by")?;
+            if keys.is_empty() {
+                keys.push(EnergyKey::Function);
+            }
+            let mut a = crate::report::Answer::rows(report(s, &keys, &event, &core, &dram, zones).await?);
+            a.log = log;
+            Ok(a)
+        })
+    },
+};

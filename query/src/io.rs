@@ -8,7 +8,8 @@ use datafusion::prelude::{lit, DataFrame};
 
 use crate::error::Result;
 use crate::functions::{Kind, Param, Spec};
-use crate::regions::{resolve_at, At, APP};
+use crate::regions::{app_of, app_opt, resolve_at, At, APP};
+use crate::report::{Answer, Captures, Opt, Report, Selects};
 use crate::session::Session;
 
 /// `io_bytes(...)`.
@@ -70,3 +71,39 @@ pub async fn io(
     }
     crate::functions::call(s, "io_bytes", &args).await
 }
+
+/// The I/O reports of traced calls.
+pub static REPORTS: &[&Report] = &[&IO_REPORT];
+
+/// `trawl report io`.
+pub static IO_REPORT: Report = Report {
+    name: "io",
+    about: "Bytes read and written (return values of read/write-like calls) in a time window, from strace dumps: per process, application function, actual function, application source line and file.",
+    captures: Captures::Many,
+    opts: || {
+        vec![
+            Opt::text("from", "Start of the window: `+SECONDS` after the first traced call, or a time in ns as in `syscall.time_ns` (default: the start)."),
+            Opt::text("to", "End of the window (exclusive), same forms (default: the end)."),
+            Opt::float("lead", "Also count this many seconds before --from (the lead time of Morita et al.: I/O issued just before an exhaustion range feeds it).").default("0"),
+            app_opt(),
+        ]
+    },
+    selects: Selects::Nothing,
+    t0: false,
+    limit: true,
+    run: |s, g| {
+        Box::pin(async move {
+            let from = g.text("from").map(At::parse).transpose()?;
+            let to = g.text("to").map(At::parse).transpose()?;
+            let lead = g.float("lead")?.unwrap_or(0.0);
+            if !(lead.is_finite() && lead >= 0.0) {
+                return Err(crate::Error::Usage(format!(
+                    "--lead {lead}: expected seconds >= 0"
+                )));
+            }
+            let (app, line) = app_of(s, g.text("app")).await?;
+            let lead_ns = (lead * 1e9).round() as i64;
+            Ok(Answer::rows(io(s, from, to, lead_ns, app.as_deref()).await?).heading(line))
+        })
+    },
+};

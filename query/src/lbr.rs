@@ -296,3 +296,49 @@ impl crate::choice::Choice for View {
         }
     }
 }
+
+/// The branch stack reports.
+pub static REPORTS: &[&crate::report::Report] = &[&LBR_REPORT];
+
+/// `trawl report lbr`.
+pub static LBR_REPORT: crate::report::Report = crate::report::Report {
+    name: "lbr",
+    about: "Branch stacks (LBR, `perf record -b` / `-j any_call,any_ret`) as extra samples (Ono et al. 2014): time per function under a method, the resolution gained, the points, the transitions caller → callee, or each sample's call/return sequence.",
+    captures: crate::report::Captures::Many,
+    opts: || {
+        use crate::report::Opt;
+        vec![
+            Opt::text("method", "How a sample's interval is shared with its branch entries: 0 samples only; 1 equally; 2 each entry its function's execution ratio, the sample the rest; 3 in proportion to the ratios; cycles: by the entries' cycle counts.").default("3"),
+            Opt::float("ghz", "Clock rate for --method cycles (default: the lowest rate at which no sample's entries outlast its interval)."),
+            Opt::choice::<View>("view", "What to show.").default("functions"),
+            Opt::text("event", "Only this perf event."),
+            Opt::int("sample", "For --view points and sequence: only this sample (perf_sample.sample_id)."),
+        ]
+    },
+    selects: crate::report::Selects::Nothing,
+    t0: false,
+    limit: true,
+    run: |s, g| {
+        Box::pin(async move {
+            let mut method = Method::parse(g.text("method").unwrap_or("3"))?;
+            let ghz = g.float("ghz")?;
+            if let Some(g) = ghz {
+                if !(g.is_finite() && g > 0.0) {
+                    return Err(Error::Usage(format!(
+                        "--ghz {g}: expected a positive clock rate"
+                    )));
+                }
+                if method != Method::Cycles {
+                    return Err(Error::Usage("--ghz applies to --method cycles".into()));
+                }
+                method = Method::Cycles;
+            }
+            let view = g.choice::<View>("view")?.unwrap_or(View::Functions);
+            if !has_branches(s).await? {
+                return Err(Error::Usage("no branch stacks in the capture: record with `perf record -b` or `-j any_call,any_ret,u` (LBR)".into()));
+            }
+            let df = report(s, view, method, ghz, g.text("event"), g.int("sample")?).await?;
+            Ok(crate::report::Answer::rows(df))
+        })
+    },
+};

@@ -49,6 +49,7 @@ pub mod ranges;
 pub mod rapl;
 pub mod regions;
 pub mod registry;
+pub mod report;
 pub mod rows;
 pub mod sample;
 pub mod session;

@@ -582,3 +582,108 @@ pub async fn samples(s: &Session, a: &SamplesArgs) -> Result<DataFrame> {
 pub async fn data(s: &Session, a: &SamplesArgs) -> Result<DataFrame> {
     crate::functions::call(s, "power_data", &samples_call_args(a)).await
 }
+
+/// The options naming the energy counter a power report models (`domain`,
+/// `zone`, `package`).
+pub fn counter_opts() -> Vec<crate::report::Opt> {
+    use crate::report::Opt;
+    vec![
+        Opt::text("domain", "The energy domain modelled.").default("cores"),
+        Opt::text(
+            "zone",
+            "The energy counter to read (see `report energy --zone`).",
+        )
+        .many(),
+        Opt::int("package", "The package (socket) modelled, when the domain is read per package: its counter, and the samples on its CPUs (perf_cpu)."),
+    ]
+}
+
+/// The power reports served from the registry.
+pub static REPORTS: &[&crate::report::Report] = &[&POWER_MODEL_REPORT];
+
+/// `trawl report power-model`.
+pub static POWER_MODEL_REPORT: crate::report::Report = crate::report::Report {
+    name: "power-model",
+    about: "Power model (Ono et al. 2015, §3.2–3.3): watts = a + Σ c_i · rate_i fitted by least squares over the intervals of a domain's energy counter (rates from counters read at the samples, or sampled periods); coefficients, R², and the sampling interval R_i = P / c_i that makes each sample of event i worth P joules.",
+    captures: crate::report::Captures::Many,
+    opts: || {
+        use crate::report::Opt;
+        let mut o = vec![Opt::text("events", "The events whose rates explain the power (comma-separated; default: every counter read at the samples, power events excepted).").comma()];
+        o.extend(counter_opts());
+        o.extend([
+            Opt::text("event", "The samples whose counter reads give the rates (default: the leader of the group that read the domain's counter)."),
+            Opt::float("target", "Target energy per sample P (J) for R_i = P / c_i.").default("1"),
+            Opt::duration("window", "Consecutive counter intervals are merged until they span this (RAPL counters step about every millisecond: 1 ms intervals carry one step whatever their length); `0` fits the raw intervals.").default("10ms"),
+            Opt::flag("intervals", "Print the intervals fitted on instead, one row per interval and event (`power_intervals(...)`: t_ns, seconds, joules, watts, term, event, rate_per_s)."),
+        ]);
+        o
+    },
+    selects: crate::report::Selects::Nothing,
+    t0: false,
+    limit: true,
+    run: |s, g| Box::pin(run_power_model(s, g)),
+};
+
+/// The energy counter and events a power report reads, as given.
+pub fn model_input(g: &crate::report::Given) -> Result<ModelInput> {
+    Ok(ModelInput {
+        events: g.texts("events").to_vec(),
+        domain: g.text("domain").unwrap_or("cores").to_string(),
+        zones: g.texts("zone").to_vec(),
+        event: g.text("event").map(str::to_string),
+        window_ns: g.duration_ns("window")?.unwrap_or(10_000_000),
+        package: g.int("package")?.map(|p| p as i32),
+    })
+}
+
+async fn run_power_model(s: &Session, g: &crate::report::Given) -> Result<crate::report::Answer> {
+    use crate::report::Answer;
+    let input = model_input(g)?;
+    if g.flag("intervals") {
+        return Ok(Answer::rows(intervals(s, &input).await?));
+    }
+    let target = g.float("target")?.unwrap_or(1.0);
+    let rows = model(s, &input, target).await?.collect().await?;
+    let note = model_note(&rows, input.package);
+    // The terms; where the model came from is the note.
+    let shown = rows
+        .iter()
+        .map(|b| b.project(&(0..8).collect::<Vec<_>>()))
+        .collect::<std::result::Result<Vec<_>, _>>()
+        .map_err(datafusion::error::DataFusionError::from)?;
+    let mut a = Answer::rows(s.ctx.read_batches(shown)?);
+    a.log.push(note);
+    Ok(a)
+}
+
+/// "capture: domain from zone; rates from E1 (read), ... at the E samples".
+fn model_note(rows: &[RecordBatch], package: Option<i32>) -> String {
+    let col = |name: &str| -> Vec<Option<String>> {
+        rows.iter()
+            .flat_map(|b| {
+                b.column_by_name(name)
+                    .map(|c| crate::rows::string_values(c))
+                    .unwrap_or_default()
+            })
+            .collect()
+    };
+    let (term, from) = (col("term"), col("rates_from"));
+    let first = |name: &str| col(name).into_iter().flatten().next().unwrap_or_default();
+    let how: Vec<String> = term
+        .iter()
+        .zip(&from)
+        .filter_map(|(t, f)| Some(format!("{} ({})", t.as_ref()?, f.as_ref()?)))
+        .collect();
+    format!(
+        "{}: {}{} from {}; rates from {} at the {} samples{}",
+        first("capture"),
+        first("domain"),
+        package
+            .map(|p| format!(" of package {p}"))
+            .unwrap_or_default(),
+        first("zone"),
+        how.join(", "),
+        first("event"),
+        package.map(|_| " on its CPUs").unwrap_or_default()
+    )
+}

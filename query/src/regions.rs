@@ -47,6 +47,7 @@ use datafusion::prelude::{lit, DataFrame};
 
 use crate::error::Result;
 use crate::functions::{Kind, Param, Spec};
+use crate::report::{Answer, Captures, Opt, Report, Selects};
 use crate::rows::string_values;
 use crate::session::scalar;
 use crate::session::Session;
@@ -728,6 +729,57 @@ pub async fn unfreed(s: &Session, at: At, app: Option<&str>) -> Result<DataFrame
     }
     crate::functions::call(s, "unfreed", &args).await
 }
+
+/// The application a report attributes to: `app` as given, or the
+/// traced executable's directory ([`default_app`]); and the line that
+/// says so (no call stacks: attributed by process and file).
+pub async fn app_of(s: &Session, app: Option<&str>) -> Result<(Option<String>, String)> {
+    let app = match app {
+        Some(p) => Some(p.to_string()),
+        None => default_app(s).await?,
+    };
+    let line = match &app {
+        Some(a) => format!("application: {a}*"),
+        None => "no call stacks (strace -k, perf -g): attributed by process and file only; \
+                 pass --app PATH_PREFIX to name the application"
+            .to_string(),
+    };
+    Ok((app, line))
+}
+
+/// The option naming the application (`unfreed`, `io`, `cause`).
+pub fn app_opt() -> crate::report::Opt {
+    crate::report::Opt::text(
+        "app",
+        "Path prefix of the application's files: its function is the first frame from the leaf in a module under it (default: the directory of the traced executable).",
+    )
+}
+
+/// The memory reports of traced calls.
+pub static REPORTS: &[&Report] = &[&UNFREED_REPORT];
+
+/// `trawl report unfreed`.
+pub static UNFREED_REPORT: Report = Report {
+    name: "unfreed",
+    about: "Memory still allocated (mmap/brk/mremap regions not freed) at a time, from strace dumps: per process, application function, actual function and application source line (Morita et al.).",
+    captures: Captures::Many,
+    opts: || {
+        vec![
+            Opt::text("at", "`end` (default: what each process still held when it exited or the trace ended), `+SECONDS` after the first traced call, or a time in ns as in `syscall.time_ns`.").default("end"),
+            app_opt(),
+        ]
+    },
+    selects: Selects::Nothing,
+    t0: false,
+    limit: true,
+    run: |s, g| {
+        Box::pin(async move {
+            let at = At::parse(g.text("at").unwrap_or("end"))?;
+            let (app, line) = app_of(s, g.text("app")).await?;
+            Ok(Answer::rows(unfreed(s, at, app.as_deref()).await?).heading(line))
+        })
+    },
+};
 
 #[cfg(test)]
 mod tests {

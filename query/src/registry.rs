@@ -216,3 +216,20 @@ pub fn specs() -> Vec<&'static functions::Spec> {
     ]
     .concat()
 }
+
+/// Every report (`trawl report NAME`), in the order help lists them: the
+/// memory log's, the stack analyses', tracepoints', traced calls', LBR,
+/// energy and power.
+pub fn reports() -> Vec<&'static crate::report::Report> {
+    [
+        memlog::REPORTS,
+        stacks::REPORTS,
+        tracepoint::REPORTS,
+        regions::REPORTS,
+        io::REPORTS,
+        lbr::REPORTS,
+        energy::REPORTS,
+        power_calls::REPORTS,
+    ]
+    .concat()
+}

@@ -582,3 +582,245 @@ impl crate::choice::Choice for HotspotKey {
         HotspotKey::doc(self)
     }
 }
+
+/// What `diff` compares per.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DiffKey {
+    Function,
+    Module,
+    Srcline,
+}
+
+impl crate::choice::Choice for DiffKey {
+    const ALL: &'static [Self] = &[DiffKey::Function, DiffKey::Module, DiffKey::Srcline];
+    fn name(self) -> &'static str {
+        match self {
+            DiffKey::Function => "function",
+            DiffKey::Module => "module",
+            DiffKey::Srcline => "srcline",
+        }
+    }
+    fn doc(self) -> &'static str {
+        match self {
+            DiffKey::Function => "Function and module.",
+            DiffKey::Module => "Module (load object).",
+            DiffKey::Srcline => "perf's srcline (source file base name and line) and module.",
+        }
+    }
+}
+
+/// What `offcpu` sums the time off the CPU per.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OffcpuKey {
+    Function,
+    Stack,
+    State,
+    Thread,
+}
+
+impl crate::choice::Choice for OffcpuKey {
+    const ALL: &'static [Self] = &[
+        OffcpuKey::Function,
+        OffcpuKey::Stack,
+        OffcpuKey::State,
+        OffcpuKey::Thread,
+    ];
+    fn name(self) -> &'static str {
+        match self {
+            OffcpuKey::Function => "function",
+            OffcpuKey::Stack => "stack",
+            OffcpuKey::State => "state",
+            OffcpuKey::Thread => "thread",
+        }
+    }
+    fn doc(self) -> &'static str {
+        match self {
+            OffcpuKey::Function => {
+                "The innermost user function of the stack the thread blocked in."
+            }
+            OffcpuKey::Stack => "The whole stack the thread blocked in.",
+            OffcpuKey::State => "The state it left the CPU in (S sleeping, D disk, R preempted).",
+            OffcpuKey::Thread => "The thread.",
+        }
+    }
+}
+
+use crate::report::{Answer, Captures, Given, Opt, Report, Selects};
+use futures::future::BoxFuture;
+
+/// The stack reports.
+pub static REPORTS: &[&Report] = &[
+    &HOTSPOTS_REPORT,
+    &CALLERS_REPORT,
+    &CALLEES_REPORT,
+    &ANNOTATE_REPORT,
+    &DIFF_REPORT,
+    &OFFCPU_REPORT,
+];
+
+/// `trawl report hotspots`.
+pub static HOTSPOTS_REPORT: Report = Report {
+    name: "hotspots",
+    about: "Functions (or modules, source lines, addresses) by exclusive and inclusive cost.",
+    captures: Captures::Many,
+    opts: || {
+        vec![Opt::choice::<HotspotKey>("by", "What the cost is grouped by.").default("function")]
+    },
+    selects: Selects::Samples,
+    t0: false,
+    limit: true,
+    run: run_hotspots,
+};
+
+fn run_hotspots<'a>(s: &'a Session, g: &'a Given) -> BoxFuture<'a, Result<Answer>> {
+    Box::pin(async move {
+        let picked = g.picked(s).await?;
+        let key = g
+            .choice::<HotspotKey>("by")?
+            .unwrap_or(HotspotKey::Function);
+        let df = hotspots(s, key, &picked.selection()).await?;
+        Ok(Answer::rows(df).heading(format!("event: {}", picked.event)))
+    })
+}
+
+fn function_opts() -> Vec<Opt> {
+    vec![
+        Opt::text(
+            "function",
+            "The function, named as `trawl report hotspots` shows it.",
+        )
+        .positional(),
+        Opt::text(
+            "module",
+            "Only occurrences in modules whose path contains this text.",
+        ),
+    ]
+}
+
+/// `trawl report callers`.
+pub static CALLERS_REPORT: Report = Report {
+    name: "callers",
+    about: "Who calls FUNCTION: attributed cost per caller (they sum to its inclusive cost).",
+    captures: Captures::Many,
+    opts: function_opts,
+    selects: Selects::Samples,
+    t0: false,
+    limit: true,
+    run: |s, g| Box::pin(run_function(s, g, "callers")),
+};
+
+/// `trawl report callees`.
+pub static CALLEES_REPORT: Report = Report {
+    name: "callees",
+    about: "What FUNCTION calls: its exclusive cost and the attributed cost per callee (they sum to its inclusive cost).",
+    captures: Captures::Many,
+    opts: function_opts,
+    selects: Selects::Samples,
+    t0: false,
+    limit: true,
+    run: |s, g| Box::pin(run_function(s, g, "callees")),
+};
+
+/// `trawl report annotate`.
+pub static ANNOTATE_REPORT: Report = Report {
+    name: "annotate",
+    about: "FUNCTION's instructions with the samples taken on each, their share of the function and their source lines (metrics per instruction; perf annotate).",
+    captures: Captures::Many,
+    opts: function_opts,
+    selects: Selects::Samples,
+    t0: false,
+    limit: true,
+    run: |s, g| Box::pin(run_function(s, g, "annotate")),
+};
+
+async fn run_function(s: &Session, g: &Given, view: &str) -> Result<Answer> {
+    let picked = g.picked(s).await?;
+    let f = FunctionMatch {
+        function: g.text("function").unwrap_or_default().to_string(),
+        module: g.text("module").map(str::to_string),
+    };
+    let sel = picked.selection();
+    let df = match view {
+        "callers" => callers(s, &f, &sel).await?,
+        "callees" => callees(s, &f, &sel).await?,
+        _ => annotate(s, &f, &sel).await?,
+    };
+    Ok(Answer::rows(df).heading(format!("event: {}", picked.event)))
+}
+
+/// `trawl report diff`.
+pub static DIFF_REPORT: Report = Report {
+    name: "diff",
+    about: "What changed between two runs: per function (module, srcline) the exclusive and inclusive shares of each run's total, the change, and keys found in one run only.",
+    captures: Captures::Sides,
+    opts: || vec![Opt::choice::<DiffKey>("by", "Compare per function (default), module or srcline.").default("function")],
+    selects: Selects::Samples,
+    t0: false,
+    limit: true,
+    run: run_diff,
+};
+
+fn run_diff<'a>(s: &'a Session, g: &'a Given) -> BoxFuture<'a, Result<Answer>> {
+    use crate::choice::Choice;
+    Box::pin(async move {
+        let Some(side) = g.captures.first() else {
+            return Err(Error::Usage("diff needs captures on both sides".into()));
+        };
+        let (base, new) = crate::captures::sides(s, side)?;
+        let (base, new) = (&base[..], &new[..]);
+        let picked = g.picked(s).await?;
+        let by = g.choice::<DiffKey>("by")?.unwrap_or(DiffKey::Function);
+        let df = diff(s, by.name(), base, new, &picked.selection()).await?;
+        Ok(Answer::rows(df).heading(format!(
+            "event: {}, weight: {}; base: {}; new: {}",
+            picked.event,
+            picked.weight.arg(),
+            base.join(", "),
+            new.join(", ")
+        )))
+    })
+}
+
+/// `trawl report offcpu`.
+pub static OFFCPU_REPORT: Report = Report {
+    name: "offcpu",
+    about: "Where threads waited: time off the CPU (sched_switch samples with stacks, --switch-events) per function of the stack they blocked in, per stack, state (sleeping, disk, preempted) or thread.",
+    captures: Captures::Many,
+    opts: || {
+        vec![
+            Opt::choice::<OffcpuKey>("by", "Per function of the blocking stack (default), whole stack, state or thread.").default("function"),
+            Opt::text("state", "Only these states (repeatable: S sleeping, D uninterruptible, R preempted, blocked from switch records); default all but R.").many(),
+        ]
+    },
+    selects: Selects::Threads,
+    t0: false,
+    limit: true,
+    run: run_offcpu,
+};
+
+fn run_offcpu<'a>(s: &'a Session, g: &'a Given) -> BoxFuture<'a, Result<Answer>> {
+    use crate::choice::Choice;
+    Box::pin(async move {
+        let by = g.choice::<OffcpuKey>("by")?.unwrap_or(OffcpuKey::Function);
+        let mut args = vec![lit(by.name())];
+        for x in g.texts("state") {
+            args.extend([lit("state"), lit(x.as_str())]);
+        }
+        g.filter()?.selection_args(&mut args);
+        let any = crate::session::count(
+            s,
+            "SELECT count(*) FROM (SELECT 1 FROM thread_state WHERE off_cpu LIMIT 1)",
+            &[],
+        )
+        .await?;
+        if any == 0 {
+            return Err(Error::Usage(
+                "no off-CPU intervals: record context switches, e.g. perf record -g -e sched:sched_switch -c 1 \
+                 --switch-events -e cpu-clock/period=1000000/ ... (without tracepoint access: -e context-switches \
+                 instead of -e sched:sched_switch)"
+                    .into(),
+            ));
+        }
+        Ok(Answer::rows(call(s, "offcpu", &args).await?))
+    })
+}

@@ -23,7 +23,9 @@ use datafusion::arrow::array::{
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::arrow::record_batch::RecordBatch;
 
-pub use crate::clock::{parse_duration_ns, utc_text, CaptureTime, Origin, OriginKind, SourceTime};
+pub use crate::clock::{
+    parse_duration_ns, parse_seconds_range, utc_text, CaptureTime, Origin, OriginKind, SourceTime,
+};
 use crate::error::{Error, Result};
 use crate::rows::i64_at;
 use crate::session::Session;

@@ -6,7 +6,7 @@ use anyhow::{bail, Result};
 use clap::Args;
 use trawl_query::lbr::Method;
 
-use crate::args::{app_prefix, parse_time_range, say_app, RuleArgs, T0Args};
+use crate::args::{RuleArgs, T0Args};
 use crate::output;
 use crate::output::{Format, OutputOpts};
 
@@ -55,7 +55,7 @@ pub(crate) async fn cause(a: CauseArgs) -> Result<()> {
     let s = a.t0.open(&a.captures).await?;
     let per: std::collections::BTreeMap<String, Vec<Range>> = match (&a.range, a.rule.parse()?) {
         (Some(r), None) => {
-            let (from, to) = parse_time_range(r)?;
+            let (from, to) = trawl_query::time::parse_seconds_range(r)?;
             let r = Range {
                 start: from.unwrap_or(0),
                 end: to.unwrap_or(i64::MAX / 2),
@@ -80,7 +80,7 @@ pub(crate) async fn cause(a: CauseArgs) -> Result<()> {
     if !(a.lead.is_finite() && a.lead >= 0.0) {
         bail!("--lead {}: expected seconds >= 0", a.lead);
     }
-    let app = app_prefix(&s, &a.app).await?;
+    let (app, app_line) = trawl_query::regions::app_of(&s, a.app.as_deref()).await?;
     let per: std::collections::BTreeMap<String, Vec<Range>> =
         per.into_iter().filter(|(_, v)| !v.is_empty()).collect();
     let df = trawl_query::cause::cause(
@@ -103,7 +103,7 @@ pub(crate) async fn cause(a: CauseArgs) -> Result<()> {
         for t in s.times().await? {
             eprintln!("{}: t0 = {}", t.capture, t.how);
         }
-        say_app(app.as_deref());
+        eprintln!("{app_line}");
     }
     output::write(&batches, &a.out)
 }

@@ -64,7 +64,8 @@ pub(crate) async fn flamegraph(a: FlameArgs) -> Result<()> {
 }
 
 async fn diff_flamegraph(a: &FlameArgs, base: &Path, new: &Path) -> Result<()> {
-    let (s, base_caps, new_caps) = crate::cmd::diff::open_sides(base, new).await?;
+    let s = open(&[base.to_path_buf(), new.to_path_buf()]).await?;
+    let (base_caps, new_caps) = trawl_query::captures::sides(&s, base)?;
     let picked = selection(&s, &a.filter, &a.metric).await?;
     let (event, weight) = (&picked.event, &picked.weight);
     let tree = |caps: &[String]| {

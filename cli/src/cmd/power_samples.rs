@@ -7,10 +7,24 @@ use anyhow::Result;
 use clap::{Args, ValueEnum};
 use trawl_plot as plot;
 
-use crate::cmd::power_model::CounterArgs;
 use crate::output;
 use crate::output::OutputOpts;
 use crate::session::open;
+
+/// The energy counter a power command models.
+#[derive(Args)]
+pub(crate) struct CounterArgs {
+    /// The energy domain modelled.
+    #[arg(long, default_value = "cores")]
+    pub(crate) domain: String,
+    /// The energy counter to read (see `report energy --zone`).
+    #[arg(long)]
+    pub(crate) zone: Vec<String>,
+    /// The package (socket) modelled, when the domain is read per package:
+    /// its counter, and the samples on its CPUs (perf_cpu).
+    #[arg(long)]
+    pub(crate) package: Option<i32>,
+}
 
 #[derive(Args)]
 pub(crate) struct PowerSamplesArgs {

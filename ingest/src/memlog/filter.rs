@@ -1,5 +1,7 @@
 //! What a memory log keeps: access kinds, address ranges, the fetch rows
-//! limit, and sizes as users write them (`4k`, `2M`).
+//! limit.
+
+use trawl_capture::units::parse_size;
 
 pub const KIND_I: u8 = 0;
 pub const KIND_L: u8 = 1;
@@ -98,33 +100,6 @@ impl Filter {
     }
 }
 
-/// A byte count: `4096`, `4k`, `2M`, `0x1000`.
-pub fn parse_size(s: &str) -> std::result::Result<u64, String> {
-    let t = s.trim();
-    if let Some(h) = t.strip_prefix("0x") {
-        return u64::from_str_radix(h, 16).map_err(|_| format!("{s:?} is not a size"));
-    }
-    let (digits, mult) = match t.char_indices().find(|(_, c)| !c.is_ascii_digit()) {
-        Some((k, _)) => {
-            let unit = t[k..].to_ascii_lowercase();
-            let m = match unit.trim_end_matches(['b', 'i']).trim() {
-                "" => 1,
-                "k" => 1 << 10,
-                "m" => 1 << 20,
-                "g" => 1 << 30,
-                _ => return Err(format!("{s:?}: sizes are bytes with an optional k, M or G")),
-            };
-            (&t[..k], m)
-        }
-        None => (t, 1),
-    };
-    digits
-        .parse::<u64>()
-        .ok()
-        .and_then(|v| v.checked_mul(mult))
-        .ok_or_else(|| format!("{s:?} is not a size"))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -139,7 +114,5 @@ mod tests {
         );
         assert_eq!(Filter::parse_range("1000+4k").unwrap(), (0x1000, 0x2000));
         assert!(Filter::parse_range("2000-1000").is_err());
-        assert_eq!(parse_size("2M").unwrap(), 2 << 20);
-        assert_eq!(parse_size("4KiB").unwrap(), 4096);
     }
 }

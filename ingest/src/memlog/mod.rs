@@ -35,7 +35,7 @@ mod text;
 
 pub use collect::{Axis, Collector};
 pub use fetch::{chunk_key, FetchCache, FetchMap, FetchStat};
-pub use filter::{parse_size, Filter, KIND_I, KIND_L, KIND_LETTERS, KIND_M, KIND_S};
+pub use filter::{Filter, KIND_I, KIND_L, KIND_LETTERS, KIND_M, KIND_S};
 pub use pages::{PageStat, PageStats, MAX_PAGE_SIZE, MIN_PAGE_SIZE};
 pub use rows::{Problem, RowSink, Rows};
 pub use run::{
@@ -43,3 +43,4 @@ pub use run::{
     MemStats,
 };
 pub use text::{TextSource, BLOCK_BYTES};
+pub use trawl_capture::units::parse_size;

@@ -286,3 +286,130 @@ fn first_i64(b: &[RecordBatch], c: usize) -> Option<i64> {
         .find(|b| b.num_rows() > 0)
         .and_then(|b| crate::rows::i64_at(b, c, 0))
 }
+
+/// What `trawl report page-reuse` shows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReuseShow {
+    Summary,
+    Plan,
+    Pairs,
+}
+
+impl crate::choice::Choice for ReuseShow {
+    const ALL: &'static [Self] = &[Self::Summary, Self::Plan, Self::Pairs];
+    fn name(self) -> &'static str {
+        match self {
+            Self::Summary => "summary",
+            Self::Plan => "plan",
+            Self::Pairs => "pairs",
+        }
+    }
+    fn doc(self) -> &'static str {
+        match self {
+            Self::Summary => "pages, the fewest pages needed, saving, pairs",
+            Self::Plan => "which pages can share one physical page, in order of use",
+            Self::Pairs => "the pairs (a, b) where a is never touched after b's first touch",
+        }
+    }
+}
+
+use crate::report::{Answer, Captures, Given, Opt, Report, Selects};
+use futures::future::BoxFuture;
+
+/// The memory log reports.
+pub static REPORTS: &[&Report] = &[
+    &PAGES_REPORT,
+    &PAGE_REUSE_REPORT,
+    &MEM_SYMBOLS_REPORT,
+    &MEM_OBJECTS_REPORT,
+];
+
+const PAGE_SIZE_DOC: &str = "Page size: a multiple of the one the capture was ingested with.";
+
+/// `trawl report pages`.
+pub static PAGES_REPORT: Report = Report {
+    name: "pages",
+    about: "Pages of a memory log (lackey, binary) touched at least once, with accesses per kind, bytes touched and lifetime (first and last instruction ordinal).",
+    captures: Captures::Many,
+    opts: || {
+        vec![
+            Opt::bytes("page_size", PAGE_SIZE_DOC),
+            Opt::choice::<PageSort>("sort", "The order of the pages.").default("address"),
+        ]
+    },
+    selects: Selects::Nothing,
+    t0: false,
+    limit: true,
+    run: |s, g| {
+        Box::pin(async move {
+            let sort = g.choice::<PageSort>("sort")?.unwrap_or(PageSort::Address);
+            Ok(Answer::rows(pages(s, g.bytes("page_size")?, sort).await?))
+        })
+    },
+};
+
+/// `trawl report page-reuse`.
+pub static PAGE_REUSE_REPORT: Report = Report {
+    name: "page-reuse",
+    about: "Pages of a memory log whose lifetimes do not overlap could share one physical page: the fewest pages needed (most pages live at once), the saving, the sharing plan or the pairs (Mibu et al.).",
+    captures: Captures::Many,
+    opts: || {
+        vec![
+            Opt::bytes("page_size", PAGE_SIZE_DOC),
+            Opt::choice::<ReuseShow>("show", "What to show.").default("summary"),
+        ]
+    },
+    selects: Selects::Nothing,
+    t0: false,
+    limit: true,
+    run: run_page_reuse,
+};
+
+fn run_page_reuse<'a>(s: &'a Session, g: &'a Given) -> BoxFuture<'a, Result<Answer>> {
+    Box::pin(async move {
+        let page_size = g.bytes("page_size")?;
+        let df = match g.choice::<ReuseShow>("show")?.unwrap_or(ReuseShow::Summary) {
+            ReuseShow::Pairs => reuse_pairs(s, page_size).await?,
+            ReuseShow::Summary => reuse(s, page_size, false).await?,
+            ReuseShow::Plan => reuse(s, page_size, true).await?,
+        };
+        Ok(Answer::rows(df))
+    })
+}
+
+/// `trawl report mem-symbols`.
+pub static MEM_SYMBOLS_REPORT: Report = Report {
+    name: "mem-symbols",
+    about: "Functions and data objects of the mapped files (a saved /proc/PID/maps ingested with the memory log): executed / touched or never.",
+    captures: Captures::Many,
+    opts: || {
+        vec![
+            Opt::choice::<SymbolKind>("kind", "Only functions or only data objects."),
+            Opt::text("object", "Only objects whose path contains this."),
+            Opt::flag("never", "Only symbols never executed / never touched."),
+        ]
+    },
+    selects: Selects::Nothing,
+    t0: false,
+    limit: true,
+    run: |s, g| {
+        Box::pin(async move {
+            let kind = g.choice::<SymbolKind>("kind")?;
+            Ok(Answer::rows(
+                symbols(s, kind, g.text("object"), g.flag("never")).await?,
+            ))
+        })
+    },
+};
+
+/// `trawl report mem-objects`.
+pub static MEM_OBJECTS_REPORT: Report = Report {
+    name: "mem-objects",
+    about: "Per mapped object: pages mapped, touched and never touched; functions executed and never executed; data objects touched.",
+    captures: Captures::Many,
+    opts: Vec::new,
+    selects: Selects::Nothing,
+    t0: false,
+    limit: true,
+    run: |s, _| Box::pin(async move { Ok(Answer::rows(objects(s).await?)) }),
+};

@@ -28,8 +28,10 @@ use datafusion::error::Result as DfResult;
 use datafusion::logical_expr::{col, lit, Expr};
 
 use crate::functions::{text, Bound, Kind, Param, Spec};
+use crate::report::{Answer, Captures, Given, Report, Selects};
 use crate::rows::string_values;
 use crate::session::Shared;
+use futures::future::BoxFuture;
 
 /// One field of a format, as `tracepoint_field` stores it.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -478,6 +480,44 @@ pub static SPECS: &[&Spec] = &[
     &pairs::TRACEPOINT_PAIRS,
     &pairs::LATENCY,
 ];
+
+/// The tracepoint reports.
+pub static REPORTS: &[&Report] = &[&TRACEPOINTS_REPORT, &pairs::LATENCY_REPORT];
+
+/// `trawl report tracepoints`.
+pub static TRACEPOINTS_REPORT: Report = Report {
+    name: "tracepoints",
+    about: "Tracepoints and probes: with --event SYSTEM:NAME, its samples in time order with every field of the event's format as a column (the capture's own format descriptions); without, the events with their samples and fields.",
+    captures: Captures::Many,
+    opts: Vec::new,
+    selects: Selects::Events,
+    t0: false,
+    limit: true,
+    run: run_tracepoints,
+};
+
+fn run_tracepoints<'a>(
+    s: &'a crate::Session,
+    g: &'a Given,
+) -> BoxFuture<'a, crate::error::Result<Answer>> {
+    Box::pin(async move {
+        let f = g.filter()?;
+        let Some(event) = &f.event else {
+            let mut args = Vec::new();
+            for c in &f.captures {
+                args.extend([lit("capture"), lit(c.as_str())]);
+            }
+            return Ok(Answer::rows(
+                crate::functions::call(s, "tracepoint_events", &args).await?,
+            ));
+        };
+        let mut args = vec![lit("event"), lit(event.as_str())];
+        f.selection_args(&mut args);
+        Ok(Answer::rows(
+            crate::functions::call(s, "tracepoint", &args).await?,
+        ))
+    })
+}
 
 #[cfg(test)]
 mod tests {

@@ -36,8 +36,10 @@ use datafusion::prelude::lit;
 use super::formats;
 use crate::error::Result;
 use crate::functions::{text, texts, Bound, Kind, Param, Spec};
+use crate::report::{Answer, Captures, Given, Opt, Report, Selects};
 use crate::rows::string_values;
 use crate::session::{Session, Shared};
+use futures::future::BoxFuture;
 
 /// The name the pair analyses read their intervals under.
 pub const TABLE: &str = "_tracepoint_pair";
@@ -104,6 +106,85 @@ pub static LATENCY: Spec = Spec {
     columns: None,
     inputs: Some(inputs),
 };
+
+/// What `latency` sums the intervals per.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LatencyBy {
+    Histogram,
+    Function,
+    Process,
+    Thread,
+    Key,
+}
+
+impl crate::choice::Choice for LatencyBy {
+    const ALL: &'static [Self] = &[
+        LatencyBy::Histogram,
+        LatencyBy::Function,
+        LatencyBy::Process,
+        LatencyBy::Thread,
+        LatencyBy::Key,
+    ];
+    fn name(self) -> &'static str {
+        match self {
+            LatencyBy::Histogram => "histogram",
+            LatencyBy::Function => "function",
+            LatencyBy::Process => "process",
+            LatencyBy::Thread => "thread",
+            LatencyBy::Key => "key",
+        }
+    }
+    fn doc(self) -> &'static str {
+        match self {
+            LatencyBy::Histogram => {
+                "Intervals per power-of-two range of µs, as biolatency prints them."
+            }
+            LatencyBy::Function => "The innermost user function of the start's stack.",
+            LatencyBy::Process => "The process the start happened in.",
+            LatencyBy::Thread => "The thread the start happened in.",
+            LatencyBy::Key => "The key that paired them.",
+        }
+    }
+}
+
+/// `trawl report latency`.
+pub static LATENCY_REPORT: Report = Report {
+    name: "latency",
+    about: "How long from a start event to its paired end event (block I/O issue → completion by dev and sector, wake-up → switch-in, syscall entry → exit by thread): a log2 histogram of µs as biolatency prints it, or per function of the start's stack, process, thread or key.",
+    captures: Captures::Many,
+    opts: || {
+        vec![
+            Opt::text("start", "The start event, SYSTEM:NAME (e.g. block:block_rq_issue).").required(),
+            Opt::text("end", "The end event (e.g. block:block_rq_complete).").required(),
+            Opt::text("key", "The fields that pair a start with its end (repeatable, e.g. --key dev --key sector; common_pid: the thread, common_cpu: the CPU).").many().required(),
+            Opt::text("end_key", "The end event's fields, when named otherwise (e.g. --key pid --end-key next_pid for sched_waking → sched_switch).").many(),
+            Opt::choice::<LatencyBy>("by", "A log2 histogram of µs (default, as biolatency prints it), or per function of the start's stack, process, thread or key.").default("histogram"),
+        ]
+    },
+    selects: Selects::Threads,
+    t0: false,
+    limit: true,
+    run: run_latency,
+};
+
+fn run_latency<'a>(s: &'a Session, g: &'a Given) -> BoxFuture<'a, Result<Answer>> {
+    Box::pin(async move {
+        let mut args = vec![
+            lit(g.text("start").unwrap_or_default()),
+            lit(g.text("end").unwrap_or_default()),
+        ];
+        for name in ["key", "end_key"] {
+            for k in g.texts(name) {
+                args.extend([lit(name), lit(k.as_str())]);
+            }
+        }
+        args.extend([lit("by"), lit(g.text("by").unwrap_or("histogram"))]);
+        g.filter()?.selection_args(&mut args);
+        Ok(Answer::rows(
+            crate::functions::call(s, "latency", &args).await?,
+        ))
+    })
+}
 
 /// The interval table of a call (computed when first scanned).
 fn inputs(
