@@ -48,15 +48,14 @@ impl RuleArgs {
     pub(crate) fn parse(
         &self,
     ) -> Result<Option<(trawl_query::ranges::Rule, trawl_query::ranges::RangeOpts)>> {
-        use trawl_query::time::parse_duration_ns;
-        let Some(r) = &self.rule else { return Ok(None) };
-        Ok(Some((
-            trawl_query::ranges::Rule::parse(r)?,
-            trawl_query::ranges::RangeOpts {
-                min_duration_ns: parse_duration_ns(&self.min_duration)?,
-                gap_ns: parse_duration_ns(&self.gap)?,
-            },
-        )))
+        Ok(match &self.rule {
+            Some(r) => Some(trawl_query::ranges::rule_with(
+                r,
+                &self.min_duration,
+                &self.gap,
+            )?),
+            None => None,
+        })
     }
 }
 

@@ -170,6 +170,30 @@ pub async fn heatmap_of(
     heatmap_figure(image, hm, &fig)
 }
 
+/// A memory log's heatmap as both fronts draw it (`trawl render heatmap`,
+/// the Python package's `heatmap`): the figure, or with `bare` the cells
+/// alone (PNG, `scale` pixels per cell, default 1); with the heatmap and
+/// each row's object and symbol.
+pub async fn heatmap_image(
+    s: &Session,
+    o: &memlog::HeatOpts,
+    image: Image,
+    bare: bool,
+    scale: Option<u32>,
+) -> Result<(Vec<u8>, Heatmap, Vec<(String, String)>)> {
+    let hm = memlog::heatmap(s, o).await?;
+    let labels = memlog::row_labels(s, &hm.rows).await?;
+    let img = if bare {
+        if image != Image::Png {
+            bail!("a bare heatmap is PNG only");
+        }
+        crate::heatmap_png(&hm, scale.unwrap_or(1).max(1))?
+    } else {
+        heatmap_of(s, image, &hm, o.view, &labels, scale).await?
+    };
+    Ok((img, hm, labels))
+}
+
 fn rgb(c: [u8; 3]) -> RGBColor {
     RGBColor(c[0], c[1], c[2])
 }

@@ -20,11 +20,14 @@ mod heatmap;
 mod power;
 mod timeline;
 pub use flame::{count_name, diff_flame_svg, flame_svg, flame_title};
-pub use heatmap::{heatmap_figure, heatmap_of, HeatFigure};
+pub use heatmap::{heatmap_figure, heatmap_image, heatmap_of, HeatFigure};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 pub use power::{energy_per_sample, power_data};
-pub use timeline::{rule_bands, timeline, timeline_figure, timeline_title, TimelineFigure};
+pub use timeline::{
+    rule_bands, timeline, timeline_figure, timeline_plot, timeline_rows, timeline_title,
+    TimelineAsk, TimelineFigure, TimelineRows,
+};
 
 /// A time range to shade, in seconds.
 pub type Band = (f64, f64);
@@ -134,6 +137,15 @@ impl Image {
             Some("png") => Ok(Image::Png),
             Some("svg") => Ok(Image::Svg),
             _ => bail!("{}: the plot file must end in .png or .svg", path.display()),
+        }
+    }
+
+    /// The format named `png` or `svg`.
+    pub fn named(name: &str) -> Result<Image> {
+        match name {
+            "png" => Ok(Image::Png),
+            "svg" => Ok(Image::Svg),
+            f => bail!("format {f:?}: png or svg"),
         }
     }
 

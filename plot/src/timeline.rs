@@ -62,6 +62,60 @@ pub fn timeline(
     shares(image, title, &s, bands)
 }
 
+/// A timeline as both fronts ask for it (`trawl report timeline`, the
+/// Python package's `timeline_plot`): the window as the user wrote it
+/// (`100ms`), the key, how many keys by name, the event (default: the one
+/// with most samples), branch entries as samples by an LBR method, and the
+/// origin of times the session was opened with.
+pub struct TimelineAsk<'a> {
+    pub window: &'a str,
+    pub by: TimelineKey,
+    pub top: usize,
+    pub event: Option<&'a str>,
+    pub lbr: Option<&'a str>,
+    pub t0: &'a str,
+}
+
+/// A timeline's rows, the event they count and the window in ns.
+pub struct TimelineRows {
+    pub batches: Vec<RecordBatch>,
+    pub event: String,
+    pub window_ns: i64,
+}
+
+/// The rows of the timeline `ask` asks for.
+pub async fn timeline_rows(s: &Session, ask: &TimelineAsk<'_>) -> Result<TimelineRows> {
+    let window_ns = trawl_query::time::parse_duration_ns(ask.window)?;
+    let lbr = ask.lbr.map(trawl_query::lbr::Method::parse).transpose()?;
+    let (df, event) =
+        trawl_query::timeline::timeline(s, window_ns, ask.by, ask.top, ask.event, lbr).await?;
+    Ok(TimelineRows {
+        batches: df.collect().await?,
+        event,
+        window_ns,
+    })
+}
+
+/// The figure of `rows` (asked for as `ask`), with the ranges where
+/// `rule` holds shaded.
+pub async fn timeline_plot(
+    s: &Session,
+    image: Image,
+    ask: &TimelineAsk<'_>,
+    rows: &TimelineRows,
+    rule: Option<(Rule, RangeOpts)>,
+) -> Result<Vec<u8>> {
+    let figure = TimelineFigure {
+        window: ask.window,
+        window_ns: rows.window_ns,
+        key: ask.by,
+        event: &rows.event,
+        t0: ask.t0,
+        rule,
+    };
+    timeline_figure(s, image, &rows.batches, &figure).await
+}
+
 /// What a timeline figure shows besides its rows: how they were asked for
 /// (the window as the user wrote it, for the title), the event they count,
 /// the origin of times and the rule whose ranges are shaded.

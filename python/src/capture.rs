@@ -312,45 +312,28 @@ impl Capture {
         gap: String,
         format: String,
     ) -> PyResult<Bound<'py, PyBytes>> {
-        use trawl_query::timeline as tl;
+        use trawl_query::timeline::TimelineKey;
         let s = self.s.clone();
         let t0 = self.t0.clone();
         let img = wait(py, async move {
-            let image = match format.as_str() {
-                "png" => trawl_plot::Image::Png,
-                "svg" => trawl_plot::Image::Svg,
-                f => anyhow::bail!("format {f:?}: png or svg"),
-            };
-            let window_ns = trawl_query::time::parse_duration_ns(&window)?;
-            let key = tl::TimelineKey::parse(&by).ok_or_else(|| {
-                let names: Vec<&str> = tl::TimelineKey::ALL.iter().map(|k| k.name()).collect();
+            let image = trawl_plot::Image::named(&format)?;
+            let key = TimelineKey::parse(&by).ok_or_else(|| {
+                let names: Vec<&str> = TimelineKey::ALL.iter().map(|k| k.name()).collect();
                 anyhow::anyhow!("by={by:?}: one of {}", names.join(", "))
             })?;
-            let lbr = lbr
-                .as_deref()
-                .map(trawl_query::lbr::Method::parse)
-                .transpose()?;
-            let (df, event) = tl::timeline(&s, window_ns, key, top, event.as_deref(), lbr).await?;
-            let batches = df.collect().await?;
-            let rule = match rule {
-                Some(r) => Some((
-                    trawl_query::ranges::Rule::parse(&r)?,
-                    trawl_query::ranges::RangeOpts {
-                        min_duration_ns: trawl_query::time::parse_duration_ns(&min_duration)?,
-                        gap_ns: trawl_query::time::parse_duration_ns(&gap)?,
-                    },
-                )),
-                None => None,
-            };
-            let figure = trawl_plot::TimelineFigure {
+            let ask = trawl_plot::TimelineAsk {
                 window: &window,
-                window_ns,
-                key,
-                event: &event,
+                by: key,
+                top,
+                event: event.as_deref(),
+                lbr: lbr.as_deref(),
                 t0: &t0,
-                rule,
             };
-            trawl_plot::timeline_figure(&s, image, &batches, &figure).await
+            let rows = trawl_plot::timeline_rows(&s, &ask).await?;
+            let rule = rule
+                .map(|r| trawl_query::ranges::rule_with(&r, &min_duration, &gap))
+                .transpose()?;
+            trawl_plot::timeline_plot(&s, image, &ask, &rows, rule).await
         })?;
         Ok(bytes(py, &img))
     }
@@ -373,7 +356,7 @@ impl Capture {
         format: String,
         bare: bool,
     ) -> PyResult<(Bound<'py, PyBytes>, Vec<(u64, u64, String, String)>)> {
-        use trawl_query::memlog::{self, HeatOpts, View};
+        use trawl_query::memlog::{HeatOpts, View};
         let s = self.s.clone();
         let (png, rows) = wait(py, async move {
             let view =
@@ -387,18 +370,8 @@ impl Capture {
                 source_id: source,
                 ..Default::default()
             };
-            let hm = memlog::heatmap(&s, &o).await?;
-            let labels = memlog::row_labels(&s, &hm.rows).await?;
-            let png = if bare {
-                trawl_plot::heatmap_png(&hm, scale.unwrap_or(1).max(1))?
-            } else {
-                let image = match format.as_str() {
-                    "png" => trawl_plot::Image::Png,
-                    "svg" => trawl_plot::Image::Svg,
-                    f => anyhow::bail!("format={f:?}: png or svg"),
-                };
-                trawl_plot::heatmap_of(&s, image, &hm, view, &labels, scale).await?
-            };
+            let image = trawl_plot::Image::named(&format)?;
+            let (png, hm, labels) = trawl_plot::heatmap_image(&s, &o, image, bare, scale).await?;
             let rows = hm
                 .rows
                 .iter()

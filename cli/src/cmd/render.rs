@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 use clap::{Args, Subcommand};
 use trawl_plot as plot;
 
@@ -76,7 +76,7 @@ pub(crate) fn parse_ordinals(s: &str) -> std::result::Result<(i64, i64), String>
 }
 
 pub(crate) async fn render_heatmap(a: HeatmapArgs) -> Result<()> {
-    use trawl_query::memlog::{self, HeatOpts};
+    use trawl_query::memlog::HeatOpts;
     let s = open(std::slice::from_ref(&a.capture)).await?;
     let o = HeatOpts {
         view: a.view,
@@ -87,28 +87,9 @@ pub(crate) async fn render_heatmap(a: HeatmapArgs) -> Result<()> {
         source_id: a.source,
         ..Default::default()
     };
-    let hm = memlog::heatmap(&s, &o).await?;
-    let labels = memlog::row_labels(&s, &hm.rows).await?;
-    if a.bare {
-        if plot::Image::of_path(&a.output)? != plot::Image::Png {
-            bail!("--bare draws PNG only");
-        }
-        output::write_atomic(
-            &a.output,
-            &plot::heatmap_png(&hm, a.scale.unwrap_or(1).max(1))?,
-        )?;
-    } else {
-        let img = plot::heatmap_of(
-            &s,
-            plot::Image::of_path(&a.output)?,
-            &hm,
-            a.view,
-            &labels,
-            a.scale,
-        )
-        .await?;
-        output::write_atomic(&a.output, &img)?;
-    }
+    let (img, hm, labels) =
+        plot::heatmap_image(&s, &o, plot::Image::of_path(&a.output)?, a.bare, a.scale).await?;
+    output::write_atomic(&a.output, &img)?;
     let mut csv = String::from("row,start_address,end_address,bytes,object,symbol\n");
     let q = |t: &str| format!("\"{}\"", t.replace('"', "\"\""));
     for (i, ((lo, hi), (obj, sym))) in hm.rows.iter().zip(&labels).enumerate() {

@@ -6,7 +6,6 @@ use anyhow::{bail, Result};
 use clap::Args;
 use trawl_plot as plot;
 use trawl_query::functions;
-use trawl_query::lbr::Method;
 
 use crate::args::{choice, RuleArgs, T0Args};
 use crate::output;
@@ -51,7 +50,6 @@ pub(crate) struct TimelineArgs {
 }
 
 pub(crate) async fn timeline(a: TimelineArgs) -> Result<()> {
-    use trawl_query::timeline as tl;
     let s = a.t0.open(&a.captures).await?;
     let window = trawl_query::time::parse_duration_ns(&a.window)?;
     if a.threads {
@@ -65,23 +63,22 @@ pub(crate) async fn timeline(a: TimelineArgs) -> Result<()> {
         }
         return output::write(&batches, &a.out);
     }
-    let key = a.by;
-    let lbr = a.lbr.as_deref().map(Method::parse).transpose()?;
-    let (df, event) = tl::timeline(&s, window, key, a.top, a.event.as_deref(), lbr).await?;
-    let batches = df.collect().await?;
+    let ask = plot::TimelineAsk {
+        window: &a.window,
+        by: a.by,
+        top: a.top,
+        event: a.event.as_deref(),
+        lbr: a.lbr.as_deref(),
+        t0: &a.t0.t0,
+    };
+    let rows = plot::timeline_rows(&s, &ask).await?;
     if let Some(p) = &a.plot {
-        let figure = plot::TimelineFigure {
-            window: &a.window,
-            window_ns: window,
-            key: a.by,
-            event: &event,
-            t0: &a.t0.t0,
-            rule: a.rule.parse()?,
-        };
-        let img = plot::timeline_figure(&s, plot::Image::of_path(p)?, &batches, &figure).await?;
+        let img =
+            plot::timeline_plot(&s, plot::Image::of_path(p)?, &ask, &rows, a.rule.parse()?).await?;
         output::write_atomic(p, &img)?;
         eprintln!("wrote {}", p.display());
     }
+    let (batches, event) = (rows.batches, rows.event);
     if matches!(a.out.format, Format::Table) && a.out.output.is_none() {
         eprintln!("event: {event}");
     }

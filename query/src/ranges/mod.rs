@@ -36,6 +36,18 @@ use crate::session::Session;
 
 const ROWS: &str = include_str!("../../analyses/cause/inputs/metric_rows.sql");
 
+/// A rule and its range options as a user writes them (`--rule`,
+/// `--min-duration 2s`, `--gap 1s`; both fronts take these texts).
+pub fn rule_with(rule: &str, min_duration: &str, gap: &str) -> Result<(Rule, RangeOpts)> {
+    Ok((
+        Rule::parse(rule)?,
+        RangeOpts {
+            min_duration_ns: crate::time::parse_duration_ns(min_duration)?,
+            gap_ns: crate::time::parse_duration_ns(gap)?,
+        },
+    ))
+}
+
 /// Loads the series the rule reads, per capture (on `t_ns`).
 pub async fn load(s: &Session, rule: &Rule) -> Result<BTreeMap<String, CaptureSeries>> {
     let rows = s.sql(ROWS).await?.collect().await?;
