@@ -233,3 +233,8 @@ pub fn reports() -> Vec<&'static crate::report::Report> {
     ]
     .concat()
 }
+
+/// The report named `name`.
+pub fn report(name: &str) -> Option<&'static crate::report::Report> {
+    reports().into_iter().find(|r| r.name == name)
+}

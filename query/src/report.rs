@@ -7,8 +7,7 @@
 //!
 //! A report lives beside its analysis: its [`Report`] value next to the
 //! analysis's [`Spec`](crate::functions::Spec) in the area's module, listed
-//! in that module's `REPORTS` (gathered by
-//! [`registry::reports`](crate::registry::reports)).
+//! in that module's `REPORTS` (gathered by `registry::reports`).
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -403,11 +402,4 @@ impl Report {
         }
         Ok(a)
     }
-}
-
-/// The report named `name`.
-pub fn find(name: &str) -> Option<&'static Report> {
-    crate::registry::reports()
-        .into_iter()
-        .find(|r| r.name == name)
 }

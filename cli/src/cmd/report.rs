@@ -58,7 +58,7 @@ pub(crate) enum Figure {
 impl FromArgMatches for ReportCmd {
     fn from_arg_matches(m: &ArgMatches) -> Result<Self, clap::Error> {
         if let Some((name, sub)) = m.subcommand() {
-            if let Some(r) = trawl_query::report::find(name) {
+            if let Some(r) = trawl_query::registry::report(name) {
                 return Ok(ReportCmd::Listed(r, sub.clone()));
             }
         }
@@ -85,7 +85,7 @@ impl Subcommand for ReportCmd {
     }
 
     fn has_subcommand(name: &str) -> bool {
-        trawl_query::report::find(name).is_some() || Figure::has_subcommand(name)
+        trawl_query::registry::report(name).is_some() || Figure::has_subcommand(name)
     }
 }
 
