@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Whole-process comparison on the RAPL simulator's output (this machine
-# has no RAPL: ingest/examples/rapl_sim.rs writes a perf.data whose
+# has no RAPL: fixtures/synth/examples/rapl_sim.rs writes a perf.data whose
 # cpu-clock group reads four counters and power/energy-cores/ every 1 ms,
 # plus each counter sampled with its own power counter), in the same run:
 # `perf report --group` (perf's per-symbol share of each group member,
@@ -18,7 +18,7 @@ S=${1:-300}
 W=${BENCH_DIR:-/tmp/trawl-bench}/energy
 mkdir -p "$W"
 cargo build --release -q
-cargo build --release -q --example rapl_sim -p trawl-ingest
+cargo build --release -q --example rapl_sim -p trawl-synth
 TRAWL=$PWD/target/release/trawl
 ./target/release/examples/rapl_sim "$W" fixtures/perf/bin/lbr "$S"
 DATA=$W/sim.data

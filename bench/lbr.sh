@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Whole-process comparison on a perf.data with 16-entry branch stacks
-# (written by ingest/examples/lbr_synth.rs around fixtures/perf/bin/lbr:
+# (written by fixtures/synth/examples/lbr_synth.rs around fixtures/perf/bin/lbr:
 # this machine cannot record LBR), in the same run: `perf script -F
 # ip,sym,brstacksym` (perf's own way to read the stacks) against `trawl
 # ingest` (branch rows, frames, rebuilt stacks, symbolization) and
@@ -14,7 +14,7 @@ N=${1:-200000}
 W=${BENCH_DIR:-/tmp/trawl-bench}/lbr
 mkdir -p "$W"
 cargo build --release -q
-cargo build --release -q --example lbr_synth -p trawl-ingest
+cargo build --release -q --example lbr_synth -p trawl-synth
 TRAWL=$PWD/target/release/trawl
 BIN=$PWD/fixtures/perf/bin/lbr
 DATA=$W/lbr.data

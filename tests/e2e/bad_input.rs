@@ -469,12 +469,12 @@ fn trawl_within(args: &[&str], secs: u64) -> Option<std::process::Output> {
 /// A perf.data in which process 7 maps each of `paths` (one mapping each,
 /// 64 GiB apart) and is sampled once in each, at file offset `offset`.
 fn perf_naming(paths: &[String], offset: u64) -> Vec<u8> {
-    use trawl_ingest::perf::header::{sample, Attr};
+    use trawl_ingest::perf::header::sample;
     use trawl_ingest::perf::records::context;
-    use trawl_ingest::perf::writer::{PerfDataWriter, SampleOut};
+    use trawl_synth::perf::{sampling, PerfDataWriter, SampleOut};
     let mut w = PerfDataWriter::new();
     let ev = w.add_event(
-        Attr::sampling(
+        sampling(
             1,
             0,
             1000,
@@ -836,9 +836,9 @@ fn mutated_inputs_of_every_reader_never_panic() {
     ));
     // Energy: the simulator's perf.data (RAPL group reads) and powercap CSV,
     // one second long.
-    let mut cfg = trawl_ingest::energy::sim::SimConfig::default_model("/bin/x", &[0x1000; 6]);
+    let mut cfg = trawl_synth::rapl::SimConfig::default_model("/bin/x", &[0x1000; 6]);
     cfg.duration_ns = 1_000_000_000;
-    let (perf_bytes, csv, _) = trawl_ingest::energy::sim::simulate(&cfg);
+    let (perf_bytes, csv, _) = trawl_synth::rapl::simulate(&cfg);
     inputs.push(("sim.data".into(), perf_bytes));
     inputs.push(("sim-rapl.csv".into(), csv.into_bytes()));
     assert!(inputs.len() > 20, "{}", inputs.len());

@@ -5,14 +5,14 @@
 //! functions, checked against the paper's worked example (Fig. 2:
 //! cores 20 J at 70 : 30 → 14 J and 6 J; DRAM 10 J at 20 : 80 → 2 J and
 //! 8 J). This machine has no RAPL: the perf.data is written with
-//! `trawl_ingest::perf::writer` (checked with `perf script`), the readings
+//! `trawl_synth::perf` (checked with `perf script`), the readings
 //! in the formats the tools print.
 
 use std::path::{Path, PathBuf};
 
-use trawl_ingest::perf::header::{flag, read_format, sample, Attr};
+use trawl_ingest::perf::header::{flag, read_format, sample};
 use trawl_ingest::perf::records::{context, ReadValues};
-use trawl_ingest::perf::writer::{PerfDataWriter, SampleOut};
+use trawl_synth::perf::{sampling, PerfDataWriter, SampleOut};
 
 use crate::common::*;
 
@@ -44,7 +44,7 @@ fn fig2_perf() -> Vec<u8> {
     .into_iter()
     .enumerate()
     {
-        let mut at = Attr::sampling(ty, cfg, if i == 0 { 1_000_000 } else { 0 }, st);
+        let mut at = sampling(ty, cfg, if i == 0 { 1_000_000 } else { 0 }, st);
         at.read_format = rf;
         at.flags |= flag::USE_CLOCKID;
         at.clockid = 1;
@@ -580,7 +580,7 @@ fn power_reads_going_back_are_reported_at_their_sample() {
     let rf = read_format::GROUP | read_format::ID;
     let mut ev = Vec::new();
     for (ty, name) in [(1, "cpu-clock"), (20, "power/energy-pkg/")] {
-        let mut at = Attr::sampling(ty, 0, if ty == 1 { 1_000_000 } else { 0 }, st);
+        let mut at = sampling(ty, 0, if ty == 1 { 1_000_000 } else { 0 }, st);
         at.read_format = rf;
         ev.push(w.add_event(at, name));
     }

@@ -1,7 +1,7 @@
 //! RAPL simulator (Ono et al. 2015, sampling-based power measurement, §3):
 //! a perf.data with
 //! time- and event-based samples reading `power/energy-cores/` and a
-//! powercap CSV (wrapping), written by `trawl_ingest::energy::sim` from a
+//! powercap CSV (wrapping), written by `trawl_synth::rapl` from a
 //! known per-function power model. Checked: the file reads back in `perf
 //! script`/`perf report`; trawl's energy per function equals `perf report
 //! --group`'s power column share and the simulator's truth (within 1 %);
@@ -11,7 +11,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use trawl_ingest::energy::sim::{simulate, SimConfig, Truth, SIM_BASE};
+use trawl_synth::rapl::{simulate, SimConfig, Truth, SIM_BASE};
 
 use crate::common::*;
 

@@ -1,6 +1,6 @@
 //! Branch stacks as extra samples (Ono et al. 2014, time-series
 //! performance analysis). This machine cannot record LBR: the captures are
-//! written with `trawl_ingest::perf::writer` around the real binary
+//! written with `trawl_synth::perf` around the real binary
 //! `fixtures/perf/bin/lbr` (`src/lbr.c`: the paper's F1, F2, F3 and the
 //! p3 call pattern of its Fig. 10), at the addresses `objdump -d` gives
 //! for its calls and returns, and read back with the real
@@ -11,9 +11,9 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use trawl_ingest::perf::header::{sample, Attr};
+use trawl_ingest::perf::header::sample;
 use trawl_ingest::perf::records::{context, BranchEntry};
-use trawl_ingest::perf::writer::{PerfDataWriter, SampleOut};
+use trawl_synth::perf::{sampling, PerfDataWriter, SampleOut};
 
 use crate::common::*;
 
@@ -137,7 +137,7 @@ fn bin_path(committed: bool) -> String {
 
 fn writer(filter: u64, path: &str) -> (PerfDataWriter, usize) {
     let mut w = PerfDataWriter::new();
-    let mut at = Attr::sampling(
+    let mut at = sampling(
         1,
         0,
         T,

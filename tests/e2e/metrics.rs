@@ -9,9 +9,9 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::process::Command;
 
-use trawl_ingest::perf::header::{sample, Attr};
+use trawl_ingest::perf::header::sample;
 use trawl_ingest::perf::records::context;
-use trawl_ingest::perf::writer::{PerfDataWriter, SampleOut};
+use trawl_synth::perf::{sampling, PerfDataWriter, SampleOut};
 
 use crate::common::*;
 
@@ -43,7 +43,7 @@ fn synthetic(stacks: &[(&[&str], u64)]) -> Vec<u8> {
     let path = std::fs::canonicalize(fixture_bin().join("calls")).unwrap();
     let mut w = PerfDataWriter::new();
     let ev = w.add_event(
-        Attr::sampling(
+        sampling(
             1,
             0,
             1000,

@@ -3,9 +3,9 @@
 
 use std::process::Command;
 
-use trawl_ingest::perf::header::{sample, Attr};
+use trawl_ingest::perf::header::sample;
 use trawl_ingest::perf::records::context;
-use trawl_ingest::perf::writer::{PerfDataWriter, SampleOut};
+use trawl_synth::perf::{sampling, PerfDataWriter, SampleOut};
 
 use crate::common::*;
 
@@ -15,7 +15,7 @@ use crate::common::*;
 fn synthetic(build_id: &str, offsets: &[u64]) -> Vec<u8> {
     let mut w = PerfDataWriter::new();
     let ev = w.add_event(
-        Attr::sampling(
+        sampling(
             1,
             0,
             1000,

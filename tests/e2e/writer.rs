@@ -7,9 +7,9 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use trawl_ingest::perf::header::{branch, flag, read_format, sample, Attr};
+use trawl_ingest::perf::header::{branch, flag, read_format, sample};
 use trawl_ingest::perf::records::{context, BranchEntry, ReadValues};
-use trawl_ingest::perf::writer::{PerfDataWriter, SampleOut};
+use trawl_synth::perf::{sampling, PerfDataWriter, SampleOut};
 
 use crate::common::*;
 
@@ -30,14 +30,14 @@ const ST_ALL: u64 = sample::IP
 /// sample, 3-entry branch stacks, weight struct and data source.
 fn rich_file() -> (Vec<u8>, Vec<SampleOut>, [u64; 2]) {
     let mut w = PerfDataWriter::new();
-    let mut lead = Attr::sampling(0, 0, 100_000, ST_ALL);
+    let mut lead = sampling(0, 0, 100_000, ST_ALL);
     lead.read_format = read_format::GROUP
         | read_format::ID
         | read_format::TOTAL_TIME_ENABLED
         | read_format::TOTAL_TIME_RUNNING;
     lead.branch_sample_type = (1 << 0) | (1 << 4) | branch::HW_INDEX; // USER | ANY_CALL
     lead.flags |= flag::EXCLUDE_KERNEL;
-    let mut member = Attr::sampling(0, 1, 0, ST_ALL);
+    let mut member = sampling(0, 1, 0, ST_ALL);
     member.read_format = lead.read_format;
     member.branch_sample_type = lead.branch_sample_type;
     member.flags |= flag::EXCLUDE_KERNEL;
@@ -373,7 +373,7 @@ fn lost_records_match_perf() {
 #[test]
 fn first_version_attrs_read_as_perf_reads_them() {
     let mut w = PerfDataWriter::new();
-    let mut a = Attr::sampling(
+    let mut a = sampling(
         1,
         0,
         10_000,

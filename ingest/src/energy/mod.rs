@@ -23,7 +23,6 @@
 //! [`sim`] writes simulated inputs with a known truth for the tests.
 
 pub mod convert;
-pub mod sim;
 
 use crate::diag::{Diagnostics, Position, Severity};
 

@@ -8,7 +8,6 @@
 //! - [`convert`]: typed records → Arrow batches of the `perf_*` tables.
 //! - [`syscall_pairs`]: syscall tracepoint samples paired into `syscall` rows.
 //! - [`tracing`]: the tracing data: every tracepoint's format.
-//! - [`writer`]: a small perf.data writer for tests and simulators.
 //!
 //! Times stay on perf's clock (`time_ns`); the clock data header places
 //! that clock on UTC. The reader hands its offset out with every record
@@ -25,7 +24,6 @@ pub mod reader;
 pub mod records;
 pub mod syscall_pairs;
 pub mod tracing;
-pub mod writer;
 
 use std::io::Read;
 use std::path::Path;
