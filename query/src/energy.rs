@@ -18,10 +18,12 @@
 //! function `energy_by(...)` (`analyses/energy/energy_by.sql`), SQL over
 //! the rows computed for its arguments.
 
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
 use datafusion::arrow::array::{
-    Array, AsArray, Float64Builder, Int32Builder, Int64Builder, RecordBatch, StringBuilder,
+    Array, ArrayRef, AsArray, Float64Array, Float64Builder, Int32Builder, Int64Builder,
+    RecordBatch, StringBuilder,
 };
 use datafusion::arrow::datatypes::{Float64Type, Int32Type, Int64Type, SchemaRef};
 use datafusion::catalog::TableProvider;
@@ -33,6 +35,7 @@ use crate::functions::{text, texts, Bound, Kind, Param, Spec};
 
 use crate::error::{Error, Result};
 use crate::rapl::{chain_rows, chosen_chains, Chain};
+use crate::rows::Interner;
 use crate::session::Session;
 
 /// Every sample with its CPU, package and indicator weights.
@@ -102,23 +105,50 @@ pub async fn sample_energy(
     dram: &Indicator,
     zones: &[String],
 ) -> Result<RecordBatch> {
-    let n = crate::session::count(
-        s,
-        "SELECT count(*) FROM energy WHERE delta_uj IS NOT NULL",
-        &[],
-    )
-    .await?;
-    if n == 0 {
+    let event = check_inputs(s, event, core, dram).await?;
+    let (core_kind, core_event) = core.params();
+    let (dram_kind, dram_event) = dram.params();
+    let params = [
+        ("event", ScalarValue::from(event.as_str())),
+        ("core", core_kind),
+        ("core_event", core_event),
+        ("dram", dram_kind),
+        ("dram_event", dram_event),
+    ];
+    let samples = s.sql_with(SAMPLE_WEIGHTS, &params).await?.collect().await?;
+    let chains = chosen_chains(s, &event, zones).await?;
+    // The intervals of every counter; those of the chosen ones are used.
+    let intervals = chosen_intervals(s.sql(ENERGY_INTERVALS).await?.collect().await?, &chains)?;
+    overlap_check(&samples, &intervals)?;
+    let mut caps = Interner::default();
+    // The (capture, package)s whose counters are read separately.
+    let split: HashSet<(u32, i32)> = chains
+        .iter()
+        .filter_map(|c| Some((caps.id(&c.capture), c.package?)))
+        .collect();
+    let w = Weighed::read(&samples, &mut caps, &split)?;
+    w.check_packages(&split, &caps, &event)?;
+    let shares = w.share(&intervals, &mut caps)?;
+    shares.rows(&w, &caps)
+}
+
+/// Refuses what cannot be split: no energy intervals, readings off the
+/// samples' time axis, an indicator counter never read. The event (by
+/// default the one with most samples).
+async fn check_inputs(
+    s: &Session,
+    event: Option<&str>,
+    core: &Indicator,
+    dram: &Indicator,
+) -> Result<String> {
+    let count = |q: &'static str| crate::session::count(s, q, &[]);
+    if count("SELECT count(*) FROM energy WHERE delta_uj IS NOT NULL").await? == 0 {
         return Err(Error::Usage(
             "no energy intervals in the capture: ingest RAPL readings with the samples (a powercap CSV from scripts/rapl-sample.py, or perf stat -I -x, -e power/energy-pkg/,...)".into(),
         ));
     }
-    let unplaced = crate::session::count(
-        s,
-        "SELECT count(*) FROM energy_t WHERE delta_uj IS NOT NULL AND t_ns IS NULL",
-        &[],
-    )
-    .await?;
+    let unplaced =
+        count("SELECT count(*) FROM energy_t WHERE delta_uj IS NOT NULL AND t_ns IS NULL").await?;
     if unplaced > 0 {
         return Err(Error::Usage(format!(
             "{unplaced} energy readings cannot be placed on the samples' time axis (perf stat -I times are relative to its start; record the readings with scripts/rapl-sample.py, and perf with -k CLOCK_MONOTONIC)"
@@ -141,70 +171,98 @@ pub async fn sample_energy(
             }
         }
     }
-    let (core_kind, core_event) = core.params();
-    let (dram_kind, dram_event) = dram.params();
-    let params = [
-        ("event", ScalarValue::from(event.as_str())),
-        ("core", core_kind),
-        ("core_event", core_event),
-        ("dram", dram_kind),
-        ("dram_event", dram_event),
-    ];
-    let samples = s.sql_with(SAMPLE_WEIGHTS, &params).await?.collect().await?;
-    let chains = chosen_chains(s, &event, zones).await?;
-    // The intervals of every counter; those of the chosen ones are used.
-    let intervals = chosen_intervals(s.sql(ENERGY_INTERVALS).await?.collect().await?, &chains)?;
-    overlap_check(&samples, &intervals)?;
-    // Samples (columns by sample index, in capture and time order), and
-    // per capture, and per (capture, package) for the packages whose
-    // counters are read separately, the (time, index) of its samples.
-    let mut caps = Interner::default();
-    let split: std::collections::HashSet<(u32, i32)> = chains
-        .iter()
-        .filter_map(|c| Some((caps.id(&c.capture), c.package?)))
-        .collect();
-    let n: usize = samples.iter().map(|b| b.num_rows()).sum();
-    let (mut sid, mut scap) = (Vec::with_capacity(n), Vec::with_capacity(n));
-    let (mut scpu, mut spkg) = (Vec::with_capacity(n), Vec::with_capacity(n));
-    let (mut swc, mut swd) = (Vec::with_capacity(n), Vec::with_capacity(n));
-    let mut groups: std::collections::HashMap<(u32, Option<i32>), Vec<(i64, u32)>> =
-        Default::default();
-    for b in &samples {
-        let cap = caps.column(b.column(0))?;
-        let id = b.column(1).as_primitive::<Int64Type>();
-        let t = b.column(2).as_primitive::<Int64Type>();
-        let cpu = b.column(3).as_primitive::<Int32Type>();
-        let wc = b.column(4).as_primitive::<Float64Type>();
-        let wd = b.column(5).as_primitive::<Float64Type>();
-        let pkg = b.column(6).as_primitive::<Int32Type>();
-        let weight = |a: &datafusion::arrow::array::Float64Array, i: usize| {
+    Ok(event)
+}
+
+/// A batch's column `name` (the input queries' own names).
+fn column<'a>(b: &'a RecordBatch, name: &str) -> Result<&'a ArrayRef> {
+    b.column_by_name(name).ok_or_else(|| {
+        Error::DataFusion(datafusion::error::DataFusionError::Internal(format!(
+            "energy: no column {name}"
+        )))
+    })
+}
+
+/// The samples (by index, in capture and time order) with what they
+/// weigh in each split, and which samples each interval may go to.
+struct Weighed {
+    id: Vec<i64>,
+    capture: Vec<u32>,
+    cpu: Vec<Option<i32>>,
+    package: Vec<Option<i32>>,
+    core: Vec<f64>,
+    dram: Vec<f64>,
+    /// Per capture (package `None`), and per (capture, package) for the
+    /// packages whose counters are read separately: the (time, index) of
+    /// its samples.
+    groups: HashMap<(u32, Option<i32>), Vec<(i64, u32)>>,
+}
+
+impl Weighed {
+    fn read(
+        samples: &[RecordBatch],
+        caps: &mut Interner,
+        split: &HashSet<(u32, i32)>,
+    ) -> Result<Weighed> {
+        let n: usize = samples.iter().map(|b| b.num_rows()).sum();
+        let mut w = Weighed {
+            id: Vec::with_capacity(n),
+            capture: Vec::with_capacity(n),
+            cpu: Vec::with_capacity(n),
+            package: Vec::with_capacity(n),
+            core: Vec::with_capacity(n),
+            dram: Vec::with_capacity(n),
+            groups: HashMap::new(),
+        };
+        let weight = |a: &Float64Array, i: usize| {
             if a.is_null(i) {
                 0.0
             } else {
                 a.value(i).max(0.0)
             }
         };
-        for (i, &c) in cap.iter().enumerate() {
-            let gi = sid.len() as u32;
-            let p = (!pkg.is_null(i)).then(|| pkg.value(i));
-            sid.push(id.value(i));
-            scap.push(c);
-            scpu.push((!cpu.is_null(i)).then(|| cpu.value(i)));
-            spkg.push(p);
-            swc.push(weight(wc, i));
-            swd.push(weight(wd, i));
-            let x = (t.value(i), gi);
-            if let Some(p) = p.filter(|&p| split.contains(&(c, p))) {
-                groups.entry((c, Some(p))).or_default().push(x);
+        for b in samples {
+            let cap = caps.column(column(b, "cap")?)?;
+            let id = column(b, "sid")?.as_primitive::<Int64Type>();
+            let t = column(b, "tns")?.as_primitive::<Int64Type>();
+            let cpu = column(b, "cpu_id")?.as_primitive::<Int32Type>();
+            let wc = column(b, "wc")?.as_primitive::<Float64Type>();
+            let wd = column(b, "wd")?.as_primitive::<Float64Type>();
+            let pkg = column(b, "pkg")?.as_primitive::<Int32Type>();
+            for (i, &c) in cap.iter().enumerate() {
+                let k = w.id.len() as u32;
+                let p = (!pkg.is_null(i)).then(|| pkg.value(i));
+                w.id.push(id.value(i));
+                w.capture.push(c);
+                w.cpu.push((!cpu.is_null(i)).then(|| cpu.value(i)));
+                w.package.push(p);
+                w.core.push(weight(wc, i));
+                w.dram.push(weight(wd, i));
+                let x = (t.value(i), k);
+                if let Some(p) = p.filter(|&p| split.contains(&(c, p))) {
+                    w.groups.entry((c, Some(p))).or_default().push(x);
+                }
+                w.groups.entry((c, None)).or_default().push(x);
             }
-            groups.entry((c, None)).or_default().push(x);
         }
+        Ok(w)
     }
-    for &(c, p) in &split {
-        if !groups.contains_key(&(c, Some(p))) {
-            let any = groups
+
+    /// Refuses a package whose counter is read but that has no samples.
+    fn check_packages(
+        &self,
+        split: &HashSet<(u32, i32)>,
+        caps: &Interner,
+        event: &str,
+    ) -> Result<()> {
+        for &(c, p) in split {
+            if self.groups.contains_key(&(c, Some(p))) {
+                continue;
+            }
+            let any = self
+                .groups
                 .get(&(c, None))
-                .is_some_and(|v| v.iter().any(|x| spkg[x.1 as usize].is_some()));
+                .is_some_and(|v| v.iter().any(|x| self.package[x.1 as usize].is_some()));
             let c = caps.name(c);
             return Err(Error::Usage(if any {
                 format!("{c}: energy of package {p} but no {event} samples on its CPUs")
@@ -214,90 +272,117 @@ pub async fn sample_energy(
                 )
             }));
         }
+        Ok(())
     }
-    // Joules per domain and sample (NaN: no interval of the domain).
-    let mut doms = Interner::default();
-    let mut joules: Vec<Vec<f64>> = Vec::new();
-    let mut unattributed: std::collections::BTreeMap<(u32, u32, Option<i32>), f64> =
-        Default::default();
-    let empty = Vec::new();
-    for b in &intervals {
-        let cap = caps.column(b.column(0))?;
-        let dom = doms.column(b.column(1))?;
-        let t0 = b.column(2).as_primitive::<Int64Type>();
-        let t1 = b.column(3).as_primitive::<Int64Type>();
-        let uj = b.column(4).as_primitive::<Float64Type>();
-        let pkg = b.column(5).as_primitive::<Int32Type>();
-        while joules.len() < doms.len() {
-            joules.push(vec![f64::NAN; n]);
-        }
-        for i in 0..b.num_rows() {
-            let (c, d) = (cap[i], dom[i]);
-            let p = (!pkg.is_null(i)).then(|| pkg.value(i));
-            let smp = groups.get(&(c, p)).unwrap_or(&empty);
-            let (a, z) = (t0.value(i), t1.value(i));
-            // Samples in (a, z].
-            let lo = smp.partition_point(|x| x.0 <= a);
-            let hi = smp.partition_point(|x| x.0 <= z);
-            let w = if doms.name(d) == "dram" { &swd } else { &swc };
-            let total: f64 = smp[lo..hi].iter().map(|x| w[x.1 as usize]).sum();
-            let j = uj.value(i) / 1e6;
-            if total <= 0.0 {
-                *unattributed.entry((c, d, p)).or_default() += j;
-                continue;
+
+    /// Each interval's joules split among the samples in it (in (t0, t1])
+    /// by their weight in its domain; intervals without weight stay
+    /// unattributed.
+    fn share(&self, intervals: &[RecordBatch], caps: &mut Interner) -> Result<Shares> {
+        let n = self.id.len();
+        let mut sh = Shares {
+            domains: Interner::default(),
+            joules: Vec::new(),
+            unattributed: BTreeMap::new(),
+        };
+        let empty = Vec::new();
+        for b in intervals {
+            let cap = caps.column(column(b, "capture")?)?;
+            let dom = sh.domains.column(column(b, "domain")?)?;
+            let t0 = column(b, "t0")?.as_primitive::<Int64Type>();
+            let t1 = column(b, "t1")?.as_primitive::<Int64Type>();
+            let uj = column(b, "uj")?.as_primitive::<Float64Type>();
+            let pkg = column(b, "pkg")?.as_primitive::<Int32Type>();
+            while sh.joules.len() < sh.domains.len() {
+                sh.joules.push(vec![f64::NAN; n]);
             }
-            let acc = &mut joules[d as usize];
-            for x in &smp[lo..hi] {
-                let k = x.1 as usize;
-                let add = j * w[k] / total;
-                acc[k] = if acc[k].is_nan() { add } else { acc[k] + add };
+            for i in 0..b.num_rows() {
+                let (c, d) = (cap[i], dom[i]);
+                let p = (!pkg.is_null(i)).then(|| pkg.value(i));
+                let smp = self.groups.get(&(c, p)).unwrap_or(&empty);
+                let (a, z) = (t0.value(i), t1.value(i));
+                let lo = smp.partition_point(|x| x.0 <= a);
+                let hi = smp.partition_point(|x| x.0 <= z);
+                let w = if sh.domains.name(d) == "dram" {
+                    &self.dram
+                } else {
+                    &self.core
+                };
+                let total: f64 = smp[lo..hi].iter().map(|x| w[x.1 as usize]).sum();
+                let j = uj.value(i) / 1e6;
+                if total <= 0.0 {
+                    *sh.unattributed.entry((c, d, p)).or_default() += j;
+                    continue;
+                }
+                let acc = &mut sh.joules[d as usize];
+                for x in &smp[lo..hi] {
+                    let k = x.1 as usize;
+                    let add = j * w[k] / total;
+                    acc[k] = if acc[k].is_nan() { add } else { acc[k] + add };
+                }
             }
         }
+        Ok(sh)
     }
-    let rows = joules
-        .iter()
-        .map(|v| v.iter().filter(|j| !j.is_nan()).count())
-        .sum::<usize>()
-        + unattributed.len();
-    let (mut ocap, mut oid, mut odom, mut oj, mut ocpu, mut opkg) = (
-        StringBuilder::with_capacity(rows, rows * 8),
-        Int64Builder::with_capacity(rows),
-        StringBuilder::with_capacity(rows, rows * 8),
-        Float64Builder::with_capacity(rows),
-        Int32Builder::with_capacity(rows),
-        Int32Builder::with_capacity(rows),
-    );
-    for (d, v) in joules.iter().enumerate() {
-        for (k, &j) in v.iter().enumerate() {
-            if j.is_nan() {
-                continue;
+}
+
+/// Joules per domain and sample (NaN: no interval of the domain), and the
+/// unattributed joules per (capture, domain, package).
+struct Shares {
+    domains: Interner,
+    joules: Vec<Vec<f64>>,
+    unattributed: BTreeMap<(u32, u32, Option<i32>), f64>,
+}
+
+impl Shares {
+    /// The rows of `sample_energy`.
+    fn rows(&self, w: &Weighed, caps: &Interner) -> Result<RecordBatch> {
+        let rows = self
+            .joules
+            .iter()
+            .map(|v| v.iter().filter(|j| !j.is_nan()).count())
+            .sum::<usize>()
+            + self.unattributed.len();
+        let (mut ocap, mut oid, mut odom, mut oj, mut ocpu, mut opkg) = (
+            StringBuilder::with_capacity(rows, rows * 8),
+            Int64Builder::with_capacity(rows),
+            StringBuilder::with_capacity(rows, rows * 8),
+            Float64Builder::with_capacity(rows),
+            Int32Builder::with_capacity(rows),
+            Int32Builder::with_capacity(rows),
+        );
+        for (d, v) in self.joules.iter().enumerate() {
+            for (k, &j) in v.iter().enumerate() {
+                if j.is_nan() {
+                    continue;
+                }
+                ocap.append_value(caps.name(w.capture[k]));
+                oid.append_value(w.id[k]);
+                odom.append_value(self.domains.name(d as u32));
+                oj.append_value(j);
+                ocpu.append_option(w.cpu[k]);
+                opkg.append_option(w.package[k]);
             }
-            ocap.append_value(caps.name(scap[k]));
-            oid.append_value(sid[k]);
-            odom.append_value(doms.name(d as u32));
+        }
+        for (&(c, d, p), &j) in &self.unattributed {
+            ocap.append_value(caps.name(c));
+            oid.append_null();
+            odom.append_value(self.domains.name(d));
             oj.append_value(j);
-            ocpu.append_option(scpu[k]);
-            opkg.append_option(spkg[k]);
+            ocpu.append_null();
+            opkg.append_option(p);
         }
+        let cols: Vec<ArrayRef> = vec![
+            Arc::new(ocap.finish()),
+            Arc::new(oid.finish()),
+            Arc::new(odom.finish()),
+            Arc::new(oj.finish()),
+            Arc::new(ocpu.finish()),
+            Arc::new(opkg.finish()),
+        ];
+        Ok(RecordBatch::try_new(sample_energy_schema(), cols)
+            .map_err(datafusion::error::DataFusionError::from)?)
     }
-    for ((c, d, p), j) in unattributed {
-        ocap.append_value(caps.name(c));
-        oid.append_null();
-        odom.append_value(doms.name(d));
-        oj.append_value(j);
-        ocpu.append_null();
-        opkg.append_option(p);
-    }
-    let cols: Vec<datafusion::arrow::array::ArrayRef> = vec![
-        Arc::new(ocap.finish()),
-        Arc::new(oid.finish()),
-        Arc::new(odom.finish()),
-        Arc::new(oj.finish()),
-        Arc::new(ocpu.finish()),
-        Arc::new(opkg.finish()),
-    ];
-    Ok(RecordBatch::try_new(sample_energy_schema(), cols)
-        .map_err(datafusion::error::DataFusionError::from)?)
 }
 
 /// The columns of `sample_energy`.
@@ -311,10 +396,10 @@ fn chosen_intervals(intervals: Vec<RecordBatch>, chains: &[Chain]) -> Result<Vec
     use datafusion::arrow::array::{Int32Array, UInt32Array};
     let mut out = Vec::with_capacity(intervals.len());
     for b in intervals {
-        let cap = crate::rows::string_values(b.column(0));
-        let pkg = b.column(5).as_primitive::<Int32Type>();
-        let src = b.column(6).as_primitive::<Int32Type>();
-        let zone = crate::rows::string_values(b.column(7));
+        let cap = crate::rows::string_values(column(&b, "capture")?);
+        let pkg = column(&b, "pkg")?.as_primitive::<Int32Type>();
+        let src = column(&b, "source_id")?.as_primitive::<Int32Type>();
+        let zone = crate::rows::string_values(column(&b, "zone")?);
         let mut keep: Vec<u32> = Vec::new();
         let mut chain_pkg: Vec<Option<i32>> = Vec::new();
         for i in 0..b.num_rows() {
@@ -331,87 +416,39 @@ fn chosen_intervals(intervals: Vec<RecordBatch>, chains: &[Chain]) -> Result<Vec
             }
         }
         let idx = UInt32Array::from(keep);
-        let mut cols: Vec<datafusion::arrow::array::ArrayRef> = b.columns()[..5]
-            .iter()
-            .map(|c| datafusion::arrow::compute::take(c, &idx, None))
-            .collect::<std::result::Result<_, _>>()
-            .map_err(datafusion::error::DataFusionError::from)?;
-        cols.push(Arc::new(Int32Array::from(chain_pkg)));
-        out.push(crate::rows::batch_of(
-            ["capture", "domain", "t0", "t1", "uj", "pkg"]
-                .into_iter()
-                .zip(cols)
-                .collect(),
-        )?);
+        let mut cols: Vec<(&str, ArrayRef)> = Vec::new();
+        for name in ["capture", "domain", "t0", "t1", "uj"] {
+            let c = datafusion::arrow::compute::take(column(&b, name)?, &idx, None)
+                .map_err(datafusion::error::DataFusionError::from)?;
+            cols.push((name, c));
+        }
+        cols.push(("pkg", Arc::new(Int32Array::from(chain_pkg))));
+        out.push(crate::rows::batch_of(cols)?);
     }
     Ok(out)
-}
-
-/// Small integer ids for the strings of a column (captures, domains).
-#[derive(Default)]
-struct Interner {
-    ids: std::collections::HashMap<String, u32>,
-    names: Vec<String>,
-}
-
-impl Interner {
-    fn id(&mut self, s: &str) -> u32 {
-        if let Some(&i) = self.ids.get(s) {
-            return i;
-        }
-        let i = self.names.len() as u32;
-        self.ids.insert(s.to_string(), i);
-        self.names.push(s.to_string());
-        i
-    }
-
-    fn name(&self, i: u32) -> &str {
-        &self.names[i as usize]
-    }
-
-    fn len(&self) -> usize {
-        self.names.len()
-    }
-
-    /// The ids of a string column's rows (null: the empty string).
-    fn column(&mut self, a: &datafusion::arrow::array::ArrayRef) -> Result<Vec<u32>> {
-        let c = datafusion::arrow::compute::cast(a, &datafusion::arrow::datatypes::DataType::Utf8)
-            .map_err(datafusion::error::DataFusionError::from)?;
-        let c = c.as_string::<i32>();
-        let mut out = Vec::with_capacity(c.len());
-        let mut last: Option<(&str, u32)> = None;
-        for i in 0..c.len() {
-            let v = if c.is_null(i) { "" } else { c.value(i) };
-            let id = match last {
-                Some((l, id)) if l == v => id,
-                _ => self.id(v),
-            };
-            last = Some((v, id));
-            out.push(id);
-        }
-        Ok(out)
-    }
 }
 
 /// Refuses readings that do not overlap the samples in time (a clock
 /// mismatch would leave every joule unattributed, or put it on the wrong
 /// samples).
 fn overlap_check(samples: &[RecordBatch], intervals: &[RecordBatch]) -> Result<()> {
-    let span = |bs: &[RecordBatch], a: usize, b: usize| -> Option<(i64, i64)> {
+    let span = |bs: &[RecordBatch], a: &str, b: &str| -> Result<Option<(i64, i64)>> {
         let mut r: Option<(i64, i64)> = None;
         for x in bs {
             let (ca, cb) = (
-                x.column(a).as_primitive::<Int64Type>(),
-                x.column(b).as_primitive::<Int64Type>(),
+                column(x, a)?.as_primitive::<Int64Type>(),
+                column(x, b)?.as_primitive::<Int64Type>(),
             );
             for i in 0..x.num_rows() {
                 let (lo, hi) = (ca.value(i), cb.value(i));
                 r = Some(r.map_or((lo, hi), |(p, q)| (p.min(lo), q.max(hi))));
             }
         }
-        r
+        Ok(r)
     };
-    let (Some((s0, s1)), Some((e0, e1))) = (span(samples, 2, 2), span(intervals, 2, 3)) else {
+    let (Some((s0, s1)), Some((e0, e1))) =
+        (span(samples, "tns", "tns")?, span(intervals, "t0", "t1")?)
+    else {
         return Ok(());
     };
     if e1 < s0 || e0 > s1 {

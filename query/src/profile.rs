@@ -16,6 +16,7 @@ use futures::StreamExt;
 use rustc_hash::FxHashMap;
 
 use crate::error::Result;
+use crate::rows::Interner;
 use crate::sample::Selection;
 use crate::session::Session;
 
@@ -101,23 +102,6 @@ pub struct ProfileOpts {
     /// Profiler, speedscope); otherwise summed per (capture, thread,
     /// command, stack) (pprof).
     pub per_sample: bool,
-}
-
-struct Interner {
-    strings: Vec<String>,
-    ids: HashMap<String, u32>,
-}
-
-impl Interner {
-    fn id(&mut self, s: &str) -> u32 {
-        if let Some(&i) = self.ids.get(s) {
-            return i;
-        }
-        let i = self.strings.len() as u32;
-        self.strings.push(s.to_string());
-        self.ids.insert(s.to_string(), i);
-        i
-    }
 }
 
 /// The selected samples with their stacks (see [`StackProfile`]), read in
@@ -217,10 +201,7 @@ pub async fn stack_profile(
     for (rank, (_, old)) in names.iter().enumerate() {
         cap_rank[*old as usize] = rank as u32;
     }
-    let caps = Interner {
-        ids: names.iter().map(|(n, _)| n.clone()).zip(0..).collect(),
-        strings: names.into_iter().map(|(n, _)| n).collect(),
-    };
+    let caps = Interner::from_names(names.into_iter().map(|(n, _)| n).collect());
     let mut order: Vec<u32> = (0..raw.len() as u32).collect();
     // A stable sort: the samples come as a few runs already in order (one
     // per scan partition, interleaved by batch), which it merges.
@@ -233,10 +214,7 @@ pub async fn stack_profile(
     drop(first);
     permute(&mut raw, order);
     // Commands and stacks numbered in order of first use.
-    let mut strings = Interner {
-        strings: Vec::new(),
-        ids: HashMap::new(),
-    };
+    let mut strings = Interner::default();
     let mut comms = vec![String::new(); comm_ids.len()];
     for (name, id) in comm_ids {
         comms[id as usize] = name;
@@ -416,8 +394,8 @@ pub async fn stack_profile(
     Ok(StackProfile {
         event: sel.event.to_string(),
         weight: sel.weight.name().map(|_| sel.weight.arg()),
-        captures: caps.strings,
-        strings: strings.strings,
+        captures: caps.into_names(),
+        strings: strings.into_names(),
         modules,
         locations,
         stacks,

@@ -18,6 +18,18 @@ pub fn string_ids<H: std::hash::BuildHasher>(
     a: &datafusion::arrow::array::ArrayRef,
     ids: &mut std::collections::HashMap<String, u32, H>,
 ) -> Result<Vec<u32>> {
+    ids_of(a, |v| {
+        let n = ids.len() as u32;
+        *ids.entry(v.to_string()).or_insert(n)
+    })
+}
+
+/// The ids `intern` gives a string-like column's rows (null: the empty
+/// string), asked once per run of the same string.
+fn ids_of(
+    a: &datafusion::arrow::array::ArrayRef,
+    mut intern: impl FnMut(&str) -> u32,
+) -> Result<Vec<u32>> {
     let a = datafusion::arrow::compute::cast(a, &datafusion::arrow::datatypes::DataType::Utf8)
         .map_err(datafusion::error::DataFusionError::from)?;
     let a = a.as_string::<i32>();
@@ -27,16 +39,64 @@ pub fn string_ids<H: std::hash::BuildHasher>(
         let v = if a.is_null(i) { "" } else { a.value(i) };
         let id = match last {
             Some((l, id)) if l == v => id,
-            _ => {
-                let n = ids.len() as u32;
-                let id = *ids.entry(v.to_string()).or_insert(n);
-                last = Some((v, id));
-                id
-            }
+            _ => intern(v),
         };
+        last = Some((v, id));
         out.push(id);
     }
     Ok(out)
+}
+
+/// Small integer ids for strings (captures, domains, function names),
+/// numbered in order of arrival, and the strings back.
+#[derive(Clone, Debug, Default)]
+pub struct Interner {
+    ids: std::collections::HashMap<String, u32>,
+    names: Vec<String>,
+}
+
+impl Interner {
+    /// `names`, numbered in their order (the first occurrence of a
+    /// repeated name keeps its id).
+    pub fn from_names(names: Vec<String>) -> Interner {
+        let mut i = Interner::default();
+        for n in names {
+            i.id(&n);
+        }
+        i
+    }
+
+    pub fn id(&mut self, s: &str) -> u32 {
+        if let Some(&i) = self.ids.get(s) {
+            return i;
+        }
+        let i = self.names.len() as u32;
+        self.ids.insert(s.to_string(), i);
+        self.names.push(s.to_string());
+        i
+    }
+
+    pub fn name(&self, i: u32) -> &str {
+        &self.names[i as usize]
+    }
+
+    pub fn len(&self) -> usize {
+        self.names.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.names.is_empty()
+    }
+
+    /// The strings, by id.
+    pub fn into_names(self) -> Vec<String> {
+        self.names
+    }
+
+    /// The ids of a string-like column's rows (null: the empty string).
+    pub fn column(&mut self, a: &datafusion::arrow::array::ArrayRef) -> Result<Vec<u32>> {
+        ids_of(a, |v| self.id(v))
+    }
 }
 
 /// The values of a string-like column (Utf8, Utf8View, LargeUtf8,
