@@ -3,7 +3,8 @@
 //! - [`bytes`]: endian-aware, bounds-checked reads from byte slices.
 //! - [`header`]: file header, `perf_event_attr`, feature sections.
 //! - [`records`]: typed records and their decoders (no Arrow).
-//! - [`reader`]: the record stream with byte offsets and time ordering.
+//! - [`reader`]: the record stream with byte offsets and time ordering;
+//!   `inflate.rs`: the records inside zstd-compressed ones.
 //! - [`overlap`]: branch-stack entries repeated from the thread's previous sample.
 //! - [`convert`]: typed records → Arrow batches of the `perf_*` tables.
 //! - [`syscall_pairs`]: syscall tracepoint samples paired into `syscall` rows.
@@ -19,6 +20,7 @@
 pub mod bytes;
 pub mod convert;
 pub mod header;
+mod inflate;
 pub mod overlap;
 pub mod reader;
 pub mod records;

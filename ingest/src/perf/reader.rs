@@ -20,6 +20,7 @@ use super::header::{
     parse_attr_entries, parse_build_id_body, parse_event_type, sample, Attr, EventDesc, FileHeader,
     Metadata, Section, FILE_HEADER_SIZE, MAGIC_BE, MAGIC_LE, PIPE_HEADER_SIZE,
 };
+use super::inflate::{Inflated, Inner};
 use super::records::{decode, rtype, Record, SampleId};
 use crate::diag::{Diagnostics, Position, Severity};
 use crate::error::{Error, Result};
@@ -27,9 +28,6 @@ use crate::error::{Error, Result};
 /// Records buffered for ordering beyond this many bytes are flushed early
 /// (perf does the same when its ordered-events queue is full).
 const MAX_QUEUED_BYTES: usize = 256 << 20;
-
-/// Most decompressed bytes one COMPRESSED record may produce.
-const MAX_INFLATE_PER_RECORD: usize = 256 << 20;
 
 /// A record waiting for its round to end. Kept small: rounds are sorted
 /// and moved as a whole. The sort is stable, so records with equal
@@ -207,11 +205,8 @@ pub struct PerfReader {
     pub meta: Metadata,
     id_to_event: HashMap<u64, usize>,
     id_layout: IdLayout,
-    zstd: Option<zstd::stream::raw::Decoder<'static>>,
-    inflated: Vec<u8>,
-    inflated_pos: usize,
-    inflated_total: u64,
-    inflated_from: u64,
+    /// Records decompressed from COMPRESSED ones, not yet read.
+    inflated: Inflated,
     /// Records waiting for their round to end, in arrival order (sorted at
     /// each flush).
     pending: Vec<Queued>,
@@ -248,7 +243,7 @@ fn read_full(r: &mut dyn Read, buf: &mut [u8]) -> io::Result<usize> {
 }
 
 /// A `perf_event_header`: (type, misc, size). `b` holds at least 8 bytes.
-fn record_header(b: &[u8], be: bool) -> (u32, u16, usize) {
+pub(super) fn record_header(b: &[u8], be: bool) -> (u32, u16, usize) {
     let mut c = Cursor::new(b, be);
     let ty = c.u32().unwrap_or(0);
     let misc = c.u16().unwrap_or(0);
@@ -528,11 +523,7 @@ impl PerfReader {
             meta,
             id_to_event: HashMap::default(),
             id_layout: IdLayout::Single,
-            zstd: None,
-            inflated: Vec::new(),
-            inflated_pos: 0,
-            inflated_total: 0,
-            inflated_from: 0,
+            inflated: Inflated::default(),
             pending: Vec::new(),
             pending_bytes: 0,
             released: 0,
@@ -713,49 +704,70 @@ impl PerfReader {
         b
     }
 
-    /// Reads and handles one record of the input. Returns false at the end.
+    /// Reads and handles one record (of the decompressed data first, then
+    /// of the input). Returns false at the end.
     fn pump(&mut self, diags: &mut Diagnostics) -> Result<bool> {
-        // Records inside decompressed data come first.
-        if self.inflated_pos < self.inflated.len() {
-            let avail = &self.inflated[self.inflated_pos..];
-            if avail.len() >= 8 {
-                let (ty, misc, size) = record_header(avail, self.be);
-                let inner = self.inflated_total - (self.inflated.len() - self.inflated_pos) as u64;
-                let position = Position::Compressed {
-                    record: self.inflated_from,
-                    inner,
-                };
-                if size < 8 {
-                    diags.report(
-                        position,
-                        Severity::Error,
-                        "bad_record_size",
-                        format!("record size {size} < 8 inside compressed data; rest of the compressed stream skipped"),
-                    )?;
-                    self.inflated.clear();
-                    self.inflated_pos = 0;
-                    return Ok(true);
-                }
-                if avail.len() >= size {
-                    let from = self.inflated_pos + 8;
-                    let mut body = self.take_buf(size - 8);
-                    body.copy_from_slice(&self.inflated[from..from + size - 8]);
-                    self.inflated_pos += size;
-                    self.handle(ty, misc, Body::Own(body, position), position, diags)?;
-                    return Ok(true);
-                }
+        match self.inflated.next(self.be, diags)? {
+            Inner::Wanting => {}
+            Inner::Dropped => return Ok(true),
+            Inner::Record { ty, misc, body, at } => {
+                let mut own = self.take_buf(body.len());
+                own.copy_from_slice(self.inflated.bytes(body));
+                self.handle(ty, misc, Body::Own(own, at), at, diags)?;
+                return Ok(true);
             }
-            // Partial record: keep it for the next compressed chunk.
-            self.inflated.drain(..self.inflated_pos);
-            self.inflated_pos = 0;
         }
-
         let at = self.pos;
         let end = self.data_end.unwrap_or(u64::MAX);
         if at >= end {
-            self.finish_inflated(diags)?;
+            self.inflated.finish(diags)?;
             return Ok(false);
         }
+        let Some((ty, misc, size, body)) = self.frame(at, end, diags)? else {
+            return Ok(false);
+        };
+        self.pos += size as u64;
+        self.stats.records += 1;
+        if self.pos as usize >= self.release_check {
+            self.release_consumed();
+        }
+        if !self.payload(ty, size, at, end, &body, diags)? {
+            return Ok(false);
+        }
+        match ty {
+            rtype::COMPRESSED | rtype::COMPRESSED2 => {
+                self.stats.compressed_records += 1;
+                let n = match body {
+                    Body::Map { off, len } => match &self.input {
+                        Input::Map(m) => {
+                            let m = std::sync::Arc::clone(m);
+                            self.inflated
+                                .inflate(ty, &m[off..off + len], at, self.be, diags)?
+                        }
+                        Input::Stream(_) => 0,
+                    },
+                    Body::Own(v, _) => {
+                        let n = self.inflated.inflate(ty, &v, at, self.be, diags)?;
+                        self.pool.push(v);
+                        n
+                    }
+                };
+                self.stats.decompressed_bytes += n;
+            }
+            _ => self.handle(ty, misc, body, Position::Byte(at), diags)?,
+        }
+        Ok(true)
+    }
+
+    /// The record at `at` (before the data's `end`): its type, misc, size
+    /// and body; `None` at the end of the input or where it is cut short or
+    /// corrupt (reported).
+    fn frame(
+        &mut self,
+        at: u64,
+        end: u64,
+        diags: &mut Diagnostics,
+    ) -> Result<Option<(u32, u16, usize, Body)>> {
         let (ty, misc, size, body) = match &mut self.input {
             Input::Map(m) => {
                 let avail = (end.min(m.len() as u64).saturating_sub(at)) as usize;
@@ -769,12 +781,12 @@ impl PerfReader {
                             format!("input ends inside a record header ({avail} of 8 bytes)"),
                         )?;
                     } else {
-                        self.finish_inflated(diags)?;
+                        self.inflated.finish(diags)?;
                     }
-                    return Ok(false);
+                    return Ok(None);
                 }
                 if perf_messages(&m[off..off + 8], diags, at)? {
-                    return Ok(false);
+                    return Ok(None);
                 }
                 let (ty, misc, size) = record_header(&m[off..off + 8], self.be);
                 if size >= 8 && size > avail {
@@ -786,7 +798,7 @@ impl PerfReader {
                             "input ends inside a record of type {ty} ({avail} of {size} bytes); the record is dropped"
                         ),
                     )?;
-                    return Ok(false);
+                    return Ok(None);
                 }
                 (
                     ty,
@@ -802,8 +814,8 @@ impl PerfReader {
                 let mut hdr = [0u8; 8];
                 let n = read_full(r, &mut hdr).map_err(|e| Error::io("input", e))?;
                 if n == 0 {
-                    self.finish_inflated(diags)?;
-                    return Ok(false);
+                    self.inflated.finish(diags)?;
+                    return Ok(None);
                 }
                 if n < 8 {
                     diags.report(
@@ -812,10 +824,10 @@ impl PerfReader {
                         "truncated",
                         format!("input ends inside a record header ({n} of 8 bytes)"),
                     )?;
-                    return Ok(false);
+                    return Ok(None);
                 }
                 if perf_messages(&hdr, diags, at)? {
-                    return Ok(false);
+                    return Ok(None);
                 }
                 let (ty, misc, size) = record_header(&hdr, self.be);
                 (ty, misc, size, Body::Own(Vec::new(), Position::Byte(at)))
@@ -828,7 +840,7 @@ impl PerfReader {
                 "bad_record_size",
                 format!("record of type {ty} has size {size} (< 8): the data is corrupt from here; the rest of the input is skipped"),
             )?;
-            return Ok(false);
+            return Ok(None);
         }
         let body = match body {
             Body::Own(_, p) => {
@@ -847,20 +859,29 @@ impl PerfReader {
                             got + 8
                         ),
                     )?;
-                    return Ok(false);
+                    return Ok(None);
                 }
                 Body::Own(buf, p)
             }
             b => b,
         };
-        self.pos += size as u64;
-        self.stats.records += 1;
-        if self.pos as usize >= self.release_check {
-            self.release_consumed();
-        }
-        // Payload that follows some user records outside their size.
+        Ok(Some((ty, misc, size, body)))
+    }
+
+    /// Reads or skips the payload some user records carry after their
+    /// size (the tracing data, AUXTRACE data); counts AUX data. False
+    /// where the input ends inside it (reported).
+    fn payload(
+        &mut self,
+        ty: u32,
+        size: usize,
+        at: u64,
+        end: u64,
+        body: &Body,
+        diags: &mut Diagnostics,
+    ) -> Result<bool> {
         let extra = {
-            let data = bytes_of(&self.input, &body);
+            let data = bytes_of(&self.input, body);
             match ty {
                 rtype::HEADER_TRACING_DATA => Cursor::new(data, self.be).u32().unwrap_or(0) as u64,
                 // struct perf_record_auxtrace is 48 bytes; another size is
@@ -886,7 +907,7 @@ impl PerfReader {
         };
         match ty {
             rtype::AUXTRACE_INFO => {
-                self.stats.aux_kind = Cursor::new(bytes_of(&self.input, &body), self.be).u32();
+                self.stats.aux_kind = Cursor::new(bytes_of(&self.input, body), self.be).u32();
             }
             rtype::AUXTRACE if size == 48 => {
                 self.stats.aux_records += 1;
@@ -894,165 +915,47 @@ impl PerfReader {
             }
             _ => {}
         }
-        if extra > 0 {
-            // The tracing data is read (tracepoint formats; a few MB at
-            // most in real files, so a larger claim is skipped), the rest
-            // skipped.
-            let keep = ty == rtype::HEADER_TRACING_DATA && extra <= 256 << 20;
-            let mut tracing = Vec::new();
-            let skipped = match &mut self.input {
-                Input::Map(m) => {
-                    let n = extra.min(end.min(m.len() as u64).saturating_sub(self.pos));
-                    if keep {
-                        tracing.extend_from_slice(&m[self.pos as usize..(self.pos + n) as usize]);
-                    }
-                    n
+        if extra == 0 {
+            return Ok(true);
+        }
+        // The tracing data is read (tracepoint formats; a few MB at most in
+        // real files, so a larger claim is skipped), the rest skipped.
+        let keep = ty == rtype::HEADER_TRACING_DATA && extra <= 256 << 20;
+        let mut tracing = Vec::new();
+        let skipped = match &mut self.input {
+            Input::Map(m) => {
+                let n = extra.min(end.min(m.len() as u64).saturating_sub(self.pos));
+                if keep {
+                    tracing.extend_from_slice(&m[self.pos as usize..(self.pos + n) as usize]);
                 }
-                Input::Stream(r) if keep => {
-                    r.take(extra)
-                        .read_to_end(&mut tracing)
-                        .map_err(|e| Error::io("input", e))? as u64
-                }
-                Input::Stream(r) => io::copy(&mut r.take(extra), &mut io::sink())
-                    .map_err(|e| Error::io("input", e))?,
-            };
-            if !tracing.is_empty() {
-                self.meta.tracing_at = Some(at);
-                self.meta.add_tracing_data(&tracing);
-                if name_tracepoints(&mut self.events, &self.meta.tracepoints) {
-                    self.events_version += 1;
-                }
+                n
             }
-            self.pos += skipped;
-            if skipped < extra {
-                diags.report(
-                    Position::Byte(at),
-                    Severity::Error,
-                    "truncated",
-                    format!("input ends inside the payload of a record of type {ty}"),
-                )?;
-                return Ok(false);
+            Input::Stream(r) if keep => r
+                .take(extra)
+                .read_to_end(&mut tracing)
+                .map_err(|e| Error::io("input", e))? as u64,
+            Input::Stream(r) => {
+                io::copy(&mut r.take(extra), &mut io::sink()).map_err(|e| Error::io("input", e))?
+            }
+        };
+        if !tracing.is_empty() {
+            self.meta.tracing_at = Some(at);
+            self.meta.add_tracing_data(&tracing);
+            if name_tracepoints(&mut self.events, &self.meta.tracepoints) {
+                self.events_version += 1;
             }
         }
-        match ty {
-            rtype::COMPRESSED | rtype::COMPRESSED2 => match body {
-                Body::Map { off, len } => {
-                    if let Input::Map(m) = &self.input {
-                        let m = std::sync::Arc::clone(m);
-                        self.inflate(ty, &m[off..off + len], at, diags)?;
-                    }
-                }
-                Body::Own(v, _) => {
-                    self.inflate(ty, &v, at, diags)?;
-                    self.pool.push(v);
-                }
-            },
-            _ => self.handle(ty, misc, body, Position::Byte(at), diags)?,
-        }
-        Ok(true)
-    }
-
-    fn finish_inflated(&mut self, diags: &mut Diagnostics) -> Result<()> {
-        if self.inflated_pos < self.inflated.len() {
-            let left = self.inflated.len() - self.inflated_pos;
+        self.pos += skipped;
+        if skipped < extra {
             diags.report(
-                Position::Compressed {
-                    record: self.inflated_from,
-                    inner: self.inflated_total - left as u64,
-                },
+                Position::Byte(at),
                 Severity::Error,
                 "truncated",
-                format!("compressed data ends inside a record ({left} bytes left over)"),
+                format!("input ends inside the payload of a record of type {ty}"),
             )?;
-            self.inflated.clear();
-            self.inflated_pos = 0;
+            return Ok(false);
         }
-        Ok(())
-    }
-
-    fn inflate(&mut self, ty: u32, body: &[u8], at: u64, diags: &mut Diagnostics) -> Result<()> {
-        use zstd::stream::raw::{InBuffer, Operation, OutBuffer};
-        self.stats.compressed_records += 1;
-        let data = if ty == rtype::COMPRESSED2 {
-            let mut c = Cursor::new(body, self.be);
-            let n = c.u64().unwrap_or(u64::MAX) as usize;
-            match body.get(8..8usize.saturating_add(n)) {
-                Some(d) => d,
-                None => {
-                    diags.report(
-                        Position::Byte(at),
-                        Severity::Error,
-                        "bad_compressed",
-                        "COMPRESSED2 record's data size exceeds the record",
-                    )?;
-                    return Ok(());
-                }
-            }
-        } else {
-            body
-        };
-        if self.zstd.is_none() {
-            match zstd::stream::raw::Decoder::new() {
-                Ok(d) => self.zstd = Some(d),
-                Err(e) => {
-                    return Err(Error::BadInput {
-                        path: "zstd".into(),
-                        offset: at,
-                        message: e.to_string(),
-                    })
-                }
-            }
-        }
-        if self.inflated_pos > 0 {
-            self.inflated.drain(..self.inflated_pos);
-            self.inflated_pos = 0;
-        }
-        self.inflated_from = at;
-        let dec = self.zstd.as_mut().unwrap();
-        let mut input = InBuffer::around(data);
-        let mut chunk = vec![0u8; 1 << 16];
-        let mut produced = 0usize;
-        loop {
-            let mut out = OutBuffer::around(&mut chunk[..]);
-            match dec.run(&mut input, &mut out) {
-                Ok(_) => {
-                    let n = out.pos();
-                    produced += n;
-                    // perf compresses one mmap buffer (at most a few MB) per
-                    // record; far more output is a corrupt or hostile stream.
-                    if produced > MAX_INFLATE_PER_RECORD {
-                        diags.report(
-                            Position::Byte(at),
-                            Severity::Error,
-                            "bad_compressed",
-                            format!(
-                                "compressed record expands beyond {} MB; rest of it skipped",
-                                MAX_INFLATE_PER_RECORD >> 20
-                            ),
-                        )?;
-                        let _ = dec.reinit();
-                        break;
-                    }
-                    self.inflated.extend_from_slice(&chunk[..n]);
-                    self.inflated_total += n as u64;
-                    self.stats.decompressed_bytes += n as u64;
-                    if input.pos() >= data.len() && n < chunk.len() {
-                        break;
-                    }
-                }
-                Err(e) => {
-                    diags.report(
-                        Position::Byte(at),
-                        Severity::Error,
-                        "bad_compressed",
-                        format!("zstd: {e}; the compressed record is skipped"),
-                    )?;
-                    let _ = dec.reinit();
-                    break;
-                }
-            }
-        }
-        Ok(())
+        Ok(true)
     }
 
     /// Handles one framed record: header records update the metadata,
@@ -1338,5 +1241,141 @@ fn name_events(events: &mut [EventDesc], desc: &[EventDesc]) {
         if let Some(d) = d {
             e.name = d.name.clone();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! Pipe-mode streams built byte by byte (the layouts of
+    //! tools/perf/Documentation/perf.data-file-format.txt): one event
+    //! sampling IP, TID and TIME, its samples, and damaged records.
+
+    use super::*;
+
+    fn record(ty: u32, body: &[u8]) -> Vec<u8> {
+        let mut r = Vec::new();
+        r.extend_from_slice(&ty.to_le_bytes());
+        r.extend_from_slice(&0u16.to_le_bytes());
+        r.extend_from_slice(&((body.len() + 8) as u16).to_le_bytes());
+        r.extend_from_slice(body);
+        r
+    }
+
+    /// The pipe header and a HEADER_ATTR of a 64-byte (first version)
+    /// attr: cpu-clock sampling IP | TID | TIME.
+    fn stream() -> Vec<u8> {
+        let mut s = b"PERFILE2".to_vec();
+        s.extend_from_slice(&16u64.to_le_bytes());
+        let mut attr = Vec::new();
+        attr.extend_from_slice(&1u32.to_le_bytes()); // PERF_TYPE_SOFTWARE
+        attr.extend_from_slice(&64u32.to_le_bytes()); // size
+        for v in [0u64, 1000, sample::IP | sample::TID | sample::TIME, 0, 0] {
+            attr.extend_from_slice(&v.to_le_bytes()); // config .. flags
+        }
+        attr.resize(64, 0);
+        attr.extend_from_slice(&7u64.to_le_bytes()); // its id
+        s.extend(record(rtype::HEADER_ATTR, &attr));
+        s
+    }
+
+    fn sample_at(time: u64) -> Vec<u8> {
+        let mut b = Vec::new();
+        b.extend_from_slice(&0x401000u64.to_le_bytes());
+        b.extend_from_slice(&10u32.to_le_bytes());
+        b.extend_from_slice(&11u32.to_le_bytes());
+        b.extend_from_slice(&time.to_le_bytes());
+        record(rtype::SAMPLE, &b)
+    }
+
+    /// The times of the samples read, and the diagnostics.
+    fn read(bytes: Vec<u8>) -> (Vec<u64>, Vec<crate::diag::Diagnostic>) {
+        let mut r = PerfReader::open_pipe(Box::new(std::io::Cursor::new(bytes)), "t").unwrap();
+        let mut d = Diagnostics::new("t", false);
+        let mut times = Vec::new();
+        while let Some(item) = r.next_record(&mut d).unwrap() {
+            if item.is_sample() {
+                times.push(item.decode().unwrap().1.time.unwrap());
+            }
+        }
+        (times, d.into_vec())
+    }
+
+    #[test]
+    fn records_come_in_time_order_within_rounds() {
+        let mut s = stream();
+        for t in [30, 10, 20] {
+            s.extend(sample_at(t));
+        }
+        s.extend(record(rtype::FINISHED_ROUND, &[]));
+        s.extend(sample_at(40));
+        s.extend(sample_at(35));
+        let (times, diags) = read(s);
+        assert_eq!(times, [10, 20, 30, 35, 40]);
+        assert!(diags.is_empty(), "{diags:?}");
+    }
+
+    #[test]
+    fn a_cut_record_is_reported_at_its_offset_and_what_came_before_kept() {
+        let mut s = stream();
+        s.extend(sample_at(5));
+        let at = s.len() as u64;
+        let cut = sample_at(6);
+        s.extend(&cut[..cut.len() - 3]);
+        let (times, diags) = read(s);
+        assert_eq!(times, [5]);
+        assert_eq!(diags.len(), 1);
+        assert_eq!(diags[0].kind, "truncated");
+        assert_eq!(diags[0].position, Position::Byte(at));
+    }
+
+    #[test]
+    fn a_record_shorter_than_its_header_ends_the_input() {
+        let mut s = stream();
+        s.extend(sample_at(5));
+        let at = s.len() as u64;
+        let mut bad = sample_at(6);
+        bad[6..8].copy_from_slice(&4u16.to_le_bytes());
+        s.extend(bad);
+        s.extend(sample_at(7));
+        let (times, diags) = read(s);
+        assert_eq!(times, [5]);
+        assert_eq!(diags[0].kind, "bad_record_size");
+        assert_eq!(diags[0].position, Position::Byte(at));
+    }
+
+    #[test]
+    fn compressed_records_carry_records_across_their_boundaries() {
+        // Three samples compressed as two records, the second sample split
+        // between them; then a third record that stops inside a sample.
+        let inner: Vec<u8> = [sample_at(1), sample_at(2), sample_at(3)].concat();
+        let half = inner.len() / 2;
+        let mut s = stream();
+        let first_at = s.len() as u64;
+        for part in [&inner[..half], &inner[half..]] {
+            s.extend(record(
+                rtype::COMPRESSED,
+                &zstd::bulk::compress(part, 3).unwrap(),
+            ));
+        }
+        let cut = sample_at(4);
+        let last_at = s.len() as u64;
+        s.extend(record(
+            rtype::COMPRESSED,
+            &zstd::bulk::compress(&cut[..10], 3).unwrap(),
+        ));
+        let (times, diags) = read(s);
+        assert_eq!(times, [1, 2, 3]);
+        assert_eq!(diags.len(), 1, "{diags:?}");
+        assert_eq!(diags[0].kind, "truncated");
+        // The cut record starts right after the three samples of the
+        // decompressed stream.
+        assert_eq!(
+            diags[0].position,
+            Position::Compressed {
+                record: last_at,
+                inner: inner.len() as u64
+            }
+        );
+        assert!(first_at < last_at);
     }
 }
