@@ -1,7 +1,7 @@
 //! Archives in object storage (`s3://bucket/archive`, ...; see
 //! `trawl_capture::cloud`), and raw inputs read from there.
 //!
-//! The archive has the local layout: `capture=NAME/<table>.parquet` and the
+//! The archive has the local layout: `segment=NAME/<table>.parquet` and the
 //! manifest at the root. A run:
 //!
 //! - takes the archive's lock, an object (`.trawl-archive.lock`) created

@@ -3,7 +3,7 @@
 //! Azure Blob Storage (`az://container/prefix`), through the `object_store`
 //! crate DataFusion reads files with. A capture there has the layout of a
 //! local one (`PREFIX/<table>.parquet`), an archive too
-//! (`PREFIX/capture=NAME/<table>.parquet`, the manifest at `PREFIX/`).
+//! (`PREFIX/segment=NAME/<table>.parquet`, the manifest at `PREFIX/`).
 //!
 //! Settings come from the environment the clouds' own tools read: for S3
 //! `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`,

@@ -19,8 +19,6 @@
 //!   per group, placed on the package of the CPU that read when the CPU
 //!   topology (`perf_cpu`) has several
 //!   (`PerfConverter::take_power_readings`).
-//!
-//! [`sim`] writes simulated inputs with a known truth for the tests.
 
 pub mod convert;
 
