@@ -108,6 +108,8 @@ struct Samples {
     comm: Vec<String>,
     from_ns: Option<i64>,
     to_ns: Option<i64>,
+    /// `START..END` in seconds on the capture clock, as the CLI's `--time`.
+    time: Option<String>,
     capture: Vec<String>,
     inline: bool,
 }
@@ -116,13 +118,20 @@ impl Samples {
     /// The filter, the event (by default the one with most samples) and
     /// the weight, checked against the session's captures.
     async fn resolve(self, s: &Session) -> anyhow::Result<Picked> {
+        let (from_ns, to_ns) = match &self.time {
+            Some(_) if self.from_ns.is_some() || self.to_ns.is_some() => {
+                anyhow::bail!("give time= or from_ns=/to_ns=, not both")
+            }
+            Some(t) => trawl_query::time::parse_seconds_range(t)?,
+            None => (self.from_ns, self.to_ns),
+        };
         let filter = SampleFilter {
             event: self.event,
             pids: self.pid,
             tids: self.tid,
             comms: self.comm,
-            time_from_ns: self.from_ns,
-            time_to_ns: self.to_ns,
+            time_from_ns: from_ns,
+            time_to_ns: to_ns,
             captures: self.capture,
         };
         let weight = Weight::parse(&self.weight)?;
@@ -212,7 +221,7 @@ impl Capture {
 
     /// The flame graph of the selected samples, as SVG, and how many frames
     /// were wide enough to draw (as `trawl report flamegraph`).
-    #[pyo3(signature = (*, title = None, event = None, weight = "period".to_string(), pid = Vec::new(), tid = Vec::new(), comm = Vec::new(), from_ns = None, to_ns = None, inline = true, capture = Vec::new()))]
+    #[pyo3(signature = (*, title = None, event = None, weight = "period".to_string(), pid = Vec::new(), tid = Vec::new(), comm = Vec::new(), from_ns = None, to_ns = None, time = None, inline = true, capture = Vec::new()))]
     #[allow(clippy::too_many_arguments)]
     fn flamegraph<'py>(
         &self,
@@ -225,6 +234,7 @@ impl Capture {
         comm: Vec<String>,
         from_ns: Option<i64>,
         to_ns: Option<i64>,
+        time: Option<String>,
         inline: bool,
         capture: Vec<String>,
     ) -> PyResult<(Bound<'py, PyBytes>, usize)> {
@@ -237,6 +247,7 @@ impl Capture {
             comm,
             from_ns,
             to_ns,
+            time,
             capture,
             inline,
         };
@@ -254,7 +265,7 @@ impl Capture {
     /// `trawl export --to FORMAT`): `pprof` (gzip-compressed
     /// profile.proto), `firefox` (Firefox Profiler, JSON), `speedscope`
     /// (JSON) or `folded`.
-    #[pyo3(signature = (to, *, event = None, weight = "period".to_string(), pid = Vec::new(), tid = Vec::new(), comm = Vec::new(), from_ns = None, to_ns = None, inline = true, capture = Vec::new(), interval_ns = None))]
+    #[pyo3(signature = (to, *, event = None, weight = "period".to_string(), pid = Vec::new(), tid = Vec::new(), comm = Vec::new(), from_ns = None, to_ns = None, time = None, inline = true, capture = Vec::new(), interval_ns = None))]
     #[allow(clippy::too_many_arguments)]
     fn export<'py>(
         &self,
@@ -267,6 +278,7 @@ impl Capture {
         comm: Vec<String>,
         from_ns: Option<i64>,
         to_ns: Option<i64>,
+        time: Option<String>,
         inline: bool,
         capture: Vec<String>,
         interval_ns: Option<u64>,
@@ -280,6 +292,7 @@ impl Capture {
             comm,
             from_ns,
             to_ns,
+            time,
             capture,
             inline,
         };

@@ -293,6 +293,21 @@ def test_export_writes_what_the_cli_writes(caps, tmp_path, to):
     assert got == (tmp_path / "cli.out").read_bytes()
 
 
+def test_time_ranges_are_given_as_the_cli_gives_them(caps, tmp_path):
+    # hot-fp.data's samples run from 640.393746 to 640.664369 s (perf script).
+    cap = caps["perf"]
+    n = cap.export(tmp_path / "py.folded", "folded", weight="samples", time="640.45..640.55")
+    cli("export", cap.captures[0][1], "--to", "folded", "-o", tmp_path / "cli.folded", "--weight", "samples", "--time", "640.45..640.55")
+    got = (tmp_path / "py.folded").read_bytes()
+    assert got == (tmp_path / "cli.folded").read_bytes()
+    whole = cap.export(tmp_path / "all.folded", "folded", weight="samples")
+    assert 0 < n < whole
+    ns = cap.export(tmp_path / "ns.folded", "folded", weight="samples", from_ns=640_450_000_000, to_ns=640_550_000_000)
+    assert (tmp_path / "ns.folded").read_bytes() == got and ns == n
+    with pytest.raises(trawl.TrawlError, match="not both"):
+        cap.flamegraph(time="640.45..", from_ns=1)
+
+
 def test_results_speak_the_arrow_stream_interface(caps):
     cap = caps["perf"]
     r = cap.sql("SELECT comm, event, count(*) AS n FROM perf_sample GROUP BY comm, event ORDER BY n DESC")

@@ -285,12 +285,15 @@ class Capture:
         comm: Union[str, Sequence[str], None] = None,
         from_ns: Optional[int] = None,
         to_ns: Optional[int] = None,
+        time: Optional[str] = None,
         inline: bool = True,
         capture: Union[str, Sequence[str], None] = None,
     ) -> SVG:
         """The selected samples' stacks as a flame graph (SVG), as ``trawl
         report flamegraph``; ``folded(...)`` gives its rows. ``capture``
-        keeps the samples of these captures of an archive."""
+        keeps the samples of these captures of an archive; ``time``
+        (``"START..END"``, seconds on the capture clock, as the CLI's
+        ``--time``) or ``from_ns``/``to_ns`` (ns on that clock) a time range."""
         svg, _frames = self._c.flamegraph(
             title=title,
             event=event,
@@ -300,6 +303,7 @@ class Capture:
             comm=_list(comm),
             from_ns=from_ns,
             to_ns=to_ns,
+            time=time,
             inline=inline,
             capture=_list(capture),
         )
@@ -317,6 +321,7 @@ class Capture:
         comm: Union[str, Sequence[str], None] = None,
         from_ns: Optional[int] = None,
         to_ns: Optional[int] = None,
+        time: Optional[str] = None,
         inline: bool = True,
         capture: Union[str, Sequence[str], None] = None,
         interval_ns: Optional[int] = None,
@@ -324,7 +329,8 @@ class Capture:
         """Writes the selected samples to ``path`` in a format another
         viewer opens, as ``trawl export --to TO``: ``pprof`` (``go tool
         pprof``), ``firefox`` (Firefox Profiler), ``speedscope`` or
-        ``folded``. Returns the bytes written."""
+        ``folded``. The selection is ``flamegraph``'s. Returns the bytes
+        written."""
         data = self._c.export(
             to,
             event=event,
@@ -334,6 +340,7 @@ class Capture:
             comm=_list(comm),
             from_ns=from_ns,
             to_ns=to_ns,
+            time=time,
             inline=inline,
             capture=_list(capture),
             interval_ns=interval_ns,

@@ -687,3 +687,28 @@ fn model_note(rows: &[RecordBatch], package: Option<i32>) -> String {
         package.map(|_| " on its CPUs").unwrap_or_default()
     )
 }
+
+/// What `trawl report power-samples` shows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PowerView {
+    Summary,
+    Data,
+}
+
+impl crate::choice::Choice for PowerView {
+    const ALL: &'static [Self] = &[PowerView::Summary, PowerView::Data];
+    fn name(self) -> &'static str {
+        match self {
+            PowerView::Summary => "summary",
+            PowerView::Data => "data",
+        }
+    }
+    fn doc(self) -> &'static str {
+        match self {
+            PowerView::Summary => {
+                "per subset of the events: mean, spread, share within ±5 %/±10 % of P"
+            }
+            PowerView::Data => "every power datum",
+        }
+    }
+}

@@ -4,9 +4,11 @@
 use std::path::PathBuf;
 
 use anyhow::Result;
-use clap::{Args, ValueEnum};
+use clap::Args;
 use trawl_plot as plot;
+use trawl_query::power_calls::PowerView;
 
+use crate::args::choice;
 use crate::output;
 use crate::output::OutputOpts;
 use crate::session::open;
@@ -57,8 +59,7 @@ pub(crate) struct PowerSamplesArgs {
     /// Window of the fit when the model is fitted (see `report power-model`).
     #[arg(long, default_value = "10ms")]
     pub(crate) window: String,
-    /// `summary` (per subset) or `data` (every power datum).
-    #[arg(long, value_enum, default_value = "summary")]
+    #[arg(long, value_parser = choice::<PowerView>(), default_value = "summary")]
     pub(crate) view: PowerView,
     /// Histograms of the data's energy (PNG or SVG): the best subset and
     /// the time-based runs (Ono et al. 2015, Fig. 6/8).
@@ -72,12 +73,6 @@ pub(crate) struct PowerSamplesArgs {
     pub(crate) plot_time: Option<PathBuf>,
     #[command(flatten)]
     pub(crate) out: OutputOpts,
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-pub(crate) enum PowerView {
-    Summary,
-    Data,
 }
 
 pub(crate) async fn report_power_samples(a: PowerSamplesArgs) -> Result<()> {
