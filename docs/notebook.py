@@ -15,7 +15,8 @@
 # the memory a program never gave back, and the same Parquet files read
 # directly with Polars and DuckDB (no trawl needed for that part).
 #
-# Install the package from the checkout first: `pip install ./python`.
+# Install the package from the checkout first, with what the last part
+# reads the files with: `pip install "./python[pandas,polars,duckdb]"`.
 # Open this file with Jupytext (`jupytext --to ipynb docs/notebook.py`) or
 # run it as a script; CI executes it in a Jupyter kernel
 # (`python/tests/test_notebook.py`).
@@ -26,10 +27,18 @@ import tempfile
 
 import trawl
 
-# The repository's root (this file is docs/notebook.py).
-ROOT = os.getcwd()
-while not os.path.exists(os.path.join(ROOT, "fixtures")) and ROOT != "/":
+# The repository's root: $TRAWL_CHECKOUT, else above this file
+# (docs/notebook.py, run as a script), else above the working directory
+# (a notebook kernel started in the checkout).
+try:
+    HERE = os.path.dirname(os.path.abspath(__file__))
+except NameError:
+    HERE = os.getcwd()
+ROOT = os.environ.get("TRAWL_CHECKOUT", HERE)
+while not os.path.exists(os.path.join(ROOT, "fixtures", "perf")) and ROOT != "/":
     ROOT = os.path.dirname(ROOT)
+if ROOT == "/":
+    raise SystemExit("the trawl checkout's fixtures were not found: set TRAWL_CHECKOUT")
 FIXTURES = os.path.join(ROOT, "fixtures")
 work = tempfile.TemporaryDirectory(prefix="trawl-notebook-")
 

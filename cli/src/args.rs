@@ -88,6 +88,13 @@ pub(crate) struct FilterArgs {
     /// Event to analyse (default: the one with most samples).
     #[arg(long)]
     pub(crate) event: Option<String>,
+    #[command(flatten)]
+    pub(crate) threads: ThreadArgs,
+}
+
+/// The processes, threads, commands, time range and captures selected.
+#[derive(Args, Clone, Default)]
+pub(crate) struct ThreadArgs {
     /// Only these processes (repeatable).
     #[arg(long)]
     pub(crate) pid: Vec<i32>,
@@ -109,12 +116,22 @@ pub(crate) struct FilterArgs {
 
 impl FilterArgs {
     pub(crate) fn to_filter(&self) -> Result<SampleFilter> {
+        Ok(SampleFilter {
+            event: self.event.clone(),
+            ..self.threads.to_filter()?
+        })
+    }
+}
+
+impl ThreadArgs {
+    /// The selection, without an event.
+    pub(crate) fn to_filter(&self) -> Result<SampleFilter> {
         let (from, to) = match &self.time {
             Some(t) => trawl_query::time::parse_seconds_range(t)?,
             None => (None, None),
         };
         Ok(SampleFilter {
-            event: self.event.clone(),
+            event: None,
             pids: self.pid.clone(),
             tids: self.tid.clone(),
             comms: self.comm.clone(),

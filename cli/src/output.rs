@@ -59,6 +59,17 @@ fn plain(batches: &[RecordBatch]) -> Result<Vec<RecordBatch>> {
     Ok(out)
 }
 
+/// The rows of `df`, with an empty batch of its schema when it has none:
+/// CSV still gets its header, Parquet its schema.
+pub async fn rows_of(df: trawl_query::datafusion::prelude::DataFrame) -> Result<Vec<RecordBatch>> {
+    let schema = std::sync::Arc::new(df.schema().as_arrow().clone());
+    let mut batches = df.collect().await?;
+    if batches.is_empty() {
+        batches.push(RecordBatch::new_empty(schema));
+    }
+    Ok(batches)
+}
+
 pub fn write(batches: &[RecordBatch], o: &OutputOpts) -> Result<()> {
     let batches = plain(batches)?;
     match o.format {

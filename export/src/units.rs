@@ -1,9 +1,12 @@
 //! What a profile's weights and times mean to a viewer: the unit of the
 //! weight, the sampling interval it assumes.
 
-/// Events whose period is a time in nanoseconds (perf's software clocks).
+/// Events whose period is a time in nanoseconds (perf's software clocks),
+/// with or without modifiers (`cpu-clock:ppp`, perf's default event on a
+/// virtual machine; `task-clock:u`; `cpu-clock/period=1000000/`).
 pub(crate) fn is_time_event(event: &str) -> bool {
-    matches!(event, "cpu-clock" | "task-clock") || event.ends_with(":cpu-clock")
+    let base = event.split([':', '/']).next().unwrap_or(event);
+    matches!(base, "cpu-clock" | "task-clock") || event.ends_with(":cpu-clock")
 }
 
 /// The unit of the profile's weight: `nanoseconds` for the period of a
@@ -33,4 +36,29 @@ pub(crate) fn median_gap(p: &trawl_query::profile::StackProfile) -> Option<u64> 
     }
     let mid = gaps.len() / 2;
     Some(*gaps.select_nth_unstable(mid).1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_time_event;
+
+    #[test]
+    fn clocks_with_modifiers_are_clocks() {
+        for e in [
+            "cpu-clock",
+            "cpu-clock:ppp",
+            "task-clock:u",
+            "cpu-clock/period=1000000/",
+        ] {
+            assert!(is_time_event(e), "{e}");
+        }
+        for e in [
+            "cycles",
+            "cycles:ppp",
+            "power/energy-cores/",
+            "sched:sched_switch",
+        ] {
+            assert!(!is_time_event(e), "{e}");
+        }
+    }
 }

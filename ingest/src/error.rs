@@ -16,7 +16,7 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
-    #[error("{path}: unrecognised input format ({}); known formats: perf.data (file and pipe mode), strace output, vmstat, iostat (text and -o JSON), mpstat, pidstat, sadf -d, and metric CSV (a header naming time, metric and value, optionally entity)", head_text(.head))]
+    #[error("{path}: unrecognised input format ({}); known formats: {}", head_text(.head), crate::formats::known())]
     UnknownFormat { path: PathBuf, head: Vec<u8> },
     #[error("{path}@{offset}: {message}")]
     BadInput {

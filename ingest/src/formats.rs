@@ -68,6 +68,9 @@ pub fn detect(head: &[u8]) -> Option<Format> {
 /// One input format.
 pub(crate) struct FormatDef {
     name: &'static str,
+    /// What users call it, for the list of known formats (empty: said by
+    /// another entry).
+    what: &'static str,
     records: &'static str,
     items: &'static str,
     sniff: fn(&[u8]) -> bool,
@@ -76,10 +79,22 @@ pub(crate) struct FormatDef {
     perf_clock: bool,
 }
 
+/// The formats trawl reads, as users call them: `perf.data (...), strace
+/// output, ...`.
+pub(crate) fn known() -> String {
+    FORMATS
+        .iter()
+        .map(|f| f.what)
+        .filter(|w| !w.is_empty())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// The formats, in the order they are tried.
 pub(crate) static FORMATS: &[FormatDef] = &[
     FormatDef {
         name: "perf.data-pipe",
+        what: "",
         records: "records",
         items: "samples",
         sniff: |h| perf::reader::sniff(h) == Some(true),
@@ -88,6 +103,7 @@ pub(crate) static FORMATS: &[FormatDef] = &[
     },
     FormatDef {
         name: "perf.data",
+        what: "perf.data (file and pipe mode, zstd-compressed or not)",
         records: "records",
         items: "samples",
         sniff: |h| perf::reader::sniff(h) == Some(false),
@@ -96,6 +112,7 @@ pub(crate) static FORMATS: &[FormatDef] = &[
     },
     FormatDef {
         name: "trawl-memlog",
+        what: "trawlmem memory logs (.tmem)",
         records: "records",
         items: "mem_access rows",
         sniff: memlog::binary::sniff,
@@ -104,6 +121,7 @@ pub(crate) static FORMATS: &[FormatDef] = &[
     },
     FormatDef {
         name: "lackey",
+        what: "valgrind lackey logs",
         records: "records",
         items: "mem_access rows",
         sniff: memlog::lackey::sniff,
@@ -112,6 +130,7 @@ pub(crate) static FORMATS: &[FormatDef] = &[
     },
     FormatDef {
         name: "proc-maps",
+        what: "/proc/PID/maps",
         records: "mappings",
         items: "samples",
         sniff: memlog::maps::sniff,
@@ -120,6 +139,7 @@ pub(crate) static FORMATS: &[FormatDef] = &[
     },
     FormatDef {
         name: "strace",
+        what: "strace output",
         records: "lines",
         items: "system calls",
         sniff: strace::sniff,
@@ -128,6 +148,7 @@ pub(crate) static FORMATS: &[FormatDef] = &[
     },
     FormatDef {
         name: "powercap-csv",
+        what: "RAPL powercap CSV (scripts/rapl-sample.py)",
         records: "readings",
         items: "energy rows",
         sniff: |h| energy::sniff(h) == Some(energy::Kind::Powercap),
@@ -136,6 +157,7 @@ pub(crate) static FORMATS: &[FormatDef] = &[
     },
     FormatDef {
         name: "perf-stat",
+        what: "perf stat -I -x, output",
         records: "readings",
         items: "energy rows",
         sniff: |h| energy::sniff(h) == Some(energy::Kind::PerfStat),
@@ -144,6 +166,7 @@ pub(crate) static FORMATS: &[FormatDef] = &[
     },
     FormatDef {
         name: "turbostat",
+        what: "turbostat output",
         records: "readings",
         items: "energy rows",
         sniff: |h| energy::sniff(h) == Some(energy::Kind::Turbostat),
@@ -152,6 +175,7 @@ pub(crate) static FORMATS: &[FormatDef] = &[
     },
     FormatDef {
         name: "vmstat",
+        what: "vmstat",
         records: "rows",
         items: "points",
         sniff: |h| metrics::sniff(h) == Some(metrics::Kind::Vmstat),
@@ -160,6 +184,7 @@ pub(crate) static FORMATS: &[FormatDef] = &[
     },
     FormatDef {
         name: "iostat",
+        what: "iostat",
         records: "rows",
         items: "points",
         sniff: |h| metrics::sniff(h) == Some(metrics::Kind::Iostat),
@@ -168,6 +193,7 @@ pub(crate) static FORMATS: &[FormatDef] = &[
     },
     FormatDef {
         name: "iostat-json",
+        what: "iostat -o JSON",
         records: "rows",
         items: "points",
         sniff: |h| metrics::sniff(h) == Some(metrics::Kind::IostatJson),
@@ -176,6 +202,7 @@ pub(crate) static FORMATS: &[FormatDef] = &[
     },
     FormatDef {
         name: "mpstat/pidstat",
+        what: "mpstat, pidstat",
         records: "rows",
         items: "points",
         sniff: |h| metrics::sniff(h) == Some(metrics::Kind::Sysstat),
@@ -184,6 +211,7 @@ pub(crate) static FORMATS: &[FormatDef] = &[
     },
     FormatDef {
         name: "sadf",
+        what: "sadf -d",
         records: "rows",
         items: "points",
         sniff: |h| metrics::sniff(h) == Some(metrics::Kind::Sadf),
@@ -192,6 +220,7 @@ pub(crate) static FORMATS: &[FormatDef] = &[
     },
     FormatDef {
         name: "metric-csv",
+        what: "metric CSV (a header naming time, metric and value, optionally entity)",
         records: "rows",
         items: "points",
         sniff: |h| metrics::sniff(h) == Some(metrics::Kind::Csv),

@@ -74,6 +74,8 @@ pub struct TimelineAsk<'a> {
     pub event: Option<&'a str>,
     pub lbr: Option<&'a str>,
     pub t0: &'a str,
+    /// Only these processes, threads, commands, times, captures.
+    pub only: trawl_query::sample::SampleFilter,
 }
 
 /// A timeline's rows, the event they count and the window in ns.
@@ -88,7 +90,8 @@ pub async fn timeline_rows(s: &Session, ask: &TimelineAsk<'_>) -> Result<Timelin
     let window_ns = trawl_query::time::parse_duration_ns(ask.window)?;
     let lbr = ask.lbr.map(trawl_query::lbr::Method::parse).transpose()?;
     let (df, event) =
-        trawl_query::timeline::timeline(s, window_ns, ask.by, ask.top, ask.event, lbr).await?;
+        trawl_query::timeline::timeline(s, window_ns, ask.by, ask.top, ask.event, lbr, &ask.only)
+            .await?;
     Ok(TimelineRows {
         batches: df.collect().await?,
         event,

@@ -341,6 +341,7 @@ impl Capture {
                 event: event.as_deref(),
                 lbr: lbr.as_deref(),
                 t0: &t0,
+                only: Default::default(),
             };
             let rows = trawl_plot::timeline_rows(&s, &ask).await?;
             let rule = rule

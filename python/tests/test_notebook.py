@@ -32,3 +32,13 @@ def test_example_notebook_runs_and_displays_its_figures():
         if "image/svg+xml" in o.get("data", {})
     )
     assert "spin_a" in svg, "the flame graph shows the hot function"
+
+
+def test_example_notebook_runs_as_a_script_from_elsewhere(tmp_path):
+    import subprocess
+    import sys
+
+    path = os.path.join(ROOT, "docs", "notebook.py")
+    env = {k: v for k, v in os.environ.items() if k != "TRAWL_CHECKOUT"}
+    r = subprocess.run([sys.executable, path], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-3000:]

@@ -454,6 +454,15 @@ def test_ingest_reports_progress(tmp_path):
     assert all(d <= t for d, t in seen)
 
 
+def test_progress_line_without_tqdm_ends_at_100_percent(capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "tqdm.auto", None)  # as if tqdm were not installed
+    bar = trawl._Progress()
+    bar(12, 100)
+    bar.close(finished=True)
+    err = capsys.readouterr().err
+    assert err == "\ringest: 12% (12 of 100 bytes)\ringest: 100% (100 bytes)\n"
+
+
 def test_ctrl_c_stops_a_running_query(caps):
     # A query that would run for hours; SIGINT (Ctrl-C) after 1 s.
     query = "SELECT sum(value) FROM range(100000000000)"

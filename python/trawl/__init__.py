@@ -597,9 +597,12 @@ def ingest(
         summary = _trawl.ingest(
             [os.fspath(p) for p in inputs], os.fspath(output), progress=callback, **options
         )
-    finally:
+    except BaseException:
         if bar is not None:
-            bar.close()
+            bar.close(finished=False)
+        raise
+    if bar is not None:
+        bar.close(finished=True)
     if not quiet:
         for line in _summary_lines(summary):
             print(line, file=sys.stderr)
@@ -630,6 +633,7 @@ class _Progress:
         self._bar = None
         self._last = 0.0
         self._shown = False
+        self._total = 0
         try:
             from tqdm.auto import tqdm
 
@@ -645,6 +649,7 @@ class _Progress:
                 )
             self._bar.update(done - self._bar.n)
             return
+        self._total = total
         now = time.monotonic()
         if now - self._last >= 1.0 and total > 0 and done < total:
             self._last = now
@@ -656,8 +661,11 @@ class _Progress:
                 flush=True,
             )
 
-    def close(self) -> None:
+    def close(self, finished: bool) -> None:
+        """Ends the bar; a finished ingest's line says 100 %."""
         if self._bar is not None:
             self._bar.close()
+        elif self._shown and finished:
+            print(f"\ringest: 100% ({self._total:,} bytes)", file=sys.stderr)
         elif self._shown:
             print(file=sys.stderr)

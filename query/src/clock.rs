@@ -162,7 +162,15 @@ pub fn parse_seconds_range(s: &str) -> Result<(Option<i64>, Option<i64>)> {
             ))),
         }
     };
-    Ok((p(a)?, p(b)?))
+    let (from, to) = (p(a)?, p(b)?);
+    if let (Some(f), Some(t)) = (from, to) {
+        if t <= f {
+            return Err(Error::Usage(format!(
+                "--time {s:?}: the end must come after the start"
+            )));
+        }
+    }
+    Ok((from, to))
 }
 
 /// Parses a duration: `10ms`, `1s`, `500us`, `250ns`, `2m`, or plain

@@ -8,7 +8,7 @@ use datafusion::prelude::{lit, DataFrame};
 
 use crate::error::Result;
 use crate::functions::{Kind, Param, Spec};
-use crate::regions::{app_of, app_opt, resolve_at, At, APP};
+use crate::regions::{app_of, app_opt, pid_args, pid_opt, resolve_at, At, APP, PID};
 use crate::report::{Answer, Captures, Opt, Report, Selects};
 use crate::session::Session;
 
@@ -44,6 +44,7 @@ pub static IO_BYTES: Spec = Spec {
             doc: "also this long before from_ns (lead time of Morita et al.; default 0)",
         },
         APP,
+        PID,
     ],
     columns: None,
     inputs: None,
@@ -57,6 +58,7 @@ pub async fn io(
     to: Option<At>,
     lead_ns: i64,
     app: Option<&str>,
+    pids: &[i32],
 ) -> Result<DataFrame> {
     let mut args = Vec::new();
     if let Some(f) = resolve_at(s, from).await? {
@@ -69,6 +71,7 @@ pub async fn io(
     if let Some(a) = app {
         args.extend([lit("app"), lit(a)]);
     }
+    pid_args(pids, &mut args);
     crate::functions::call(s, "io_bytes", &args).await
 }
 
@@ -86,6 +89,7 @@ pub static IO_REPORT: Report = Report {
             Opt::text("to", "End of the window (exclusive), same forms (default: the end)."),
             Opt::float("lead", "Also count this many seconds before --from (the lead time of Morita et al.: I/O issued just before an exhaustion range feeds it).").default("0"),
             app_opt(),
+            pid_opt(),
         ]
     },
     selects: Selects::Nothing,
@@ -103,7 +107,8 @@ pub static IO_REPORT: Report = Report {
             }
             let (app, line) = app_of(s, g.text("app")).await?;
             let lead_ns = (lead * 1e9).round() as i64;
-            Ok(Answer::rows(io(s, from, to, lead_ns, app.as_deref()).await?).heading(line))
+            let pids = g.ints("pid")?;
+            Ok(Answer::rows(io(s, from, to, lead_ns, app.as_deref(), &pids).await?).heading(line))
         })
     },
 };

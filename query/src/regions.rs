@@ -625,6 +625,25 @@ pub(crate) const APP: Param = Param {
     doc: "path prefix of the application's files (default: the traced executable's directory)",
 };
 
+/// The processes an attribution report keeps.
+pub(crate) const PID: Param = Param {
+    name: "pid",
+    kind: Kind::IntList,
+    doc: "only these processes",
+};
+
+/// The option of [`PID`].
+pub(crate) fn pid_opt() -> Opt {
+    Opt::int("pid", "Only these processes (repeatable).").many()
+}
+
+/// The name/value arguments of `pid` given as `pids`.
+pub(crate) fn pid_args(pids: &[i32], args: &mut Vec<datafusion::prelude::Expr>) {
+    for &p in pids {
+        args.extend([lit("pid"), lit(p)]);
+    }
+}
+
 /// `live_regions(at_ns)`.
 pub static LIVE_REGIONS: Spec = Spec {
     name: "live_regions",
@@ -642,7 +661,7 @@ pub static UNFREED: Spec = Spec {
     doc: "Memory never given back (Morita et al.): bytes still mapped per process, application function, actual function and line.",
     sql: include_str!("../analyses/syscall/unfreed.sql"),
     positional: 1,
-    params: &[AT_NS, APP],
+    params: &[AT_NS, APP, PID],
     columns: None,
     inputs: None,
 };
@@ -721,12 +740,13 @@ pub async fn default_app(s: &Session) -> Result<Option<String>> {
 /// `unfreed(...)` at `at`: bytes still allocated per process, application
 /// function, actual function and application source line (the memory
 /// table of Morita et al., Fig. 8 / Table 4), sorted by usage.
-pub async fn unfreed(s: &Session, at: At, app: Option<&str>) -> Result<DataFrame> {
+pub async fn unfreed(s: &Session, at: At, app: Option<&str>, pids: &[i32]) -> Result<DataFrame> {
     let at_ns = resolve_at(s, Some(at)).await?;
     let mut args = vec![lit(datafusion::scalar::ScalarValue::Int64(at_ns))];
     if let Some(a) = app {
         args.extend([lit("app"), lit(a)]);
     }
+    pid_args(pids, &mut args);
     crate::functions::call(s, "unfreed", &args).await
 }
 
@@ -767,6 +787,7 @@ pub static UNFREED_REPORT: Report = Report {
         vec![
             Opt::text("at", "`end` (default: what each process still held when it exited or the trace ended), `+SECONDS` after the first traced call, or a time in ns as in `syscall.time_ns`.").default("end"),
             app_opt(),
+            pid_opt(),
         ]
     },
     selects: Selects::Nothing,
@@ -776,7 +797,8 @@ pub static UNFREED_REPORT: Report = Report {
         Box::pin(async move {
             let at = At::parse(g.text("at").unwrap_or("end"))?;
             let (app, line) = app_of(s, g.text("app")).await?;
-            Ok(Answer::rows(unfreed(s, at, app.as_deref()).await?).heading(line))
+            let pids = g.ints("pid")?;
+            Ok(Answer::rows(unfreed(s, at, app.as_deref(), &pids).await?).heading(line))
         })
     },
 };

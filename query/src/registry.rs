@@ -218,15 +218,15 @@ pub fn specs() -> Vec<&'static functions::Spec> {
 }
 
 /// Every report (`trawl report NAME`), in the order help lists them: the
-/// memory log's, the stack analyses', tracepoints', traced calls', LBR,
-/// energy and power.
+/// stack analyses' (hotspots first), tracepoints', traced calls', the
+/// memory log's, LBR, energy and power.
 pub fn reports() -> Vec<&'static crate::report::Report> {
     [
-        memlog::REPORTS,
         stacks::REPORTS,
         tracepoint::REPORTS,
         regions::REPORTS,
         io::REPORTS,
+        memlog::REPORTS,
         lbr::REPORTS,
         energy::REPORTS,
         power_calls::REPORTS,

@@ -393,6 +393,15 @@ impl Report {
         o
     }
 
+    /// When the answer has no rows: what of the selection matched nothing
+    /// and what the captures hold instead (lines for standard error).
+    pub async fn why_empty(&self, s: &Session, given: &Given) -> Result<Vec<String>> {
+        if self.selects == Selects::Nothing {
+            return Ok(Vec::new());
+        }
+        crate::sample::why_nothing(s, &given.filter()?).await
+    }
+
     /// Answers the report in `s` (opened on `given.captures`, with the
     /// origin `t0` when the report takes it): the rows, at most `limit`.
     pub async fn answer(&self, s: &Session, given: &Given) -> Result<Answer> {

@@ -243,6 +243,9 @@ pub async fn choose_event_in(
 ) -> Result<String> {
     let events = sampled_events_in(s, captures).await?;
     Ok(match given {
+        Some(e) if !events.iter().any(|(n, _)| n == e) && unmodified(&events, e).is_some() => {
+            unmodified(&events, e).expect("checked").to_string()
+        }
         Some(e) => {
             if !events.iter().any(|(n, _)| n == e) {
                 return Err(Error::Usage(format!(
@@ -261,6 +264,148 @@ pub async fn choose_event_in(
             None => return Err(Error::Usage("the capture has no samples".into())),
         },
     })
+}
+
+/// The one sampled event that is `name` with modifiers (`cpu-clock` for
+/// `cpu-clock:ppp`, perf's default event on a virtual machine), if there
+/// is exactly one.
+fn unmodified<'a>(events: &'a [(String, i64)], name: &str) -> Option<&'a str> {
+    let mut it = events.iter().map(|(n, _)| n.as_str()).filter(|n| {
+        n.split_once(':').is_some_and(|(base, m)| {
+            base == name && !m.is_empty() && m.chars().all(|c| "ukhHGpPSDIWebR".contains(c))
+        })
+    });
+    let one = it.next()?;
+    it.next().is_none().then_some(one)
+}
+
+/// Why a selection matched nothing: each restriction of `f` that no
+/// sample of the captures meets, with what they hold instead (their time
+/// span, the processes with most samples, the closest command names).
+/// Empty when every restriction alone matches samples.
+pub async fn why_nothing(s: &Session, f: &SampleFilter) -> Result<Vec<String>> {
+    use datafusion::arrow::array::{Array, AsArray};
+    use datafusion::functions_aggregate::expr_fn::{count, max, min};
+    use datafusion::prelude::col;
+    let samples = || async {
+        let df = s.ctx.table("perf_sample").await?;
+        Ok::<_, Error>(if f.captures.is_empty() {
+            df
+        } else {
+            let list: Vec<Expr> = f.captures.iter().map(|c| lit(c.as_str())).collect();
+            df.filter(col("capture").in_list(list, false))?
+        })
+    };
+    let mut out = Vec::new();
+    if f.time_from_ns.is_some() || f.time_to_ns.is_some() {
+        let b = samples()
+            .await?
+            .aggregate(vec![], vec![min(col("time_ns")), max(col("time_ns"))])?
+            .collect()
+            .await?;
+        let span = b
+            .first()
+            .and_then(|b| Some((crate::rows::i64_at(b, 0, 0)?, crate::rows::i64_at(b, 1, 0)?)));
+        if let Some((lo, hi)) = span {
+            let from = f.time_from_ns.unwrap_or(i64::MIN);
+            let to = f.time_to_ns.unwrap_or(i64::MAX);
+            if to <= lo || from > hi {
+                // As perf script prints times: microseconds, truncated.
+                let secs = |t: Option<i64>| {
+                    t.map(|t| {
+                        let us = t.div_euclid(1000);
+                        format!(
+                            "{}.{:06}",
+                            us.div_euclid(1_000_000),
+                            us.rem_euclid(1_000_000)
+                        )
+                    })
+                    .unwrap_or_default()
+                };
+                out.push(format!(
+                    "no samples in --time {}..{}: the samples run from {} to {} s (as perf script prints times)",
+                    secs(f.time_from_ns),
+                    secs(f.time_to_ns),
+                    secs(Some(lo)),
+                    secs(Some(hi))
+                ));
+            }
+        }
+    }
+    if !f.pids.is_empty() || !f.comms.is_empty() {
+        let b = samples()
+            .await?
+            .aggregate(
+                vec![col("pid"), col("comm")],
+                vec![count(lit(1)).alias("n")],
+            )?
+            .sort(vec![col("n").sort(false, true)])?
+            .collect()
+            .await?;
+        let mut procs: Vec<(i32, String, i64)> = Vec::new();
+        for b in &b {
+            let pid = b
+                .column(0)
+                .as_primitive::<datafusion::arrow::datatypes::Int32Type>();
+            let comm = string_values(b.column(1));
+            let n = b
+                .column(2)
+                .as_primitive::<datafusion::arrow::datatypes::Int64Type>();
+            for i in 0..b.num_rows() {
+                let p = if pid.is_null(i) { -1 } else { pid.value(i) };
+                procs.push((p, comm[i].clone().unwrap_or_default(), n.value(i)));
+            }
+        }
+        let missing: Vec<String> = f
+            .pids
+            .iter()
+            .filter(|p| !procs.iter().any(|(q, _, _)| q == *p))
+            .map(|p| p.to_string())
+            .collect();
+        if !missing.is_empty() {
+            let top: Vec<String> = procs
+                .iter()
+                .take(5)
+                .map(|(p, c, n)| format!("{p} ({c}, {n})"))
+                .collect();
+            out.push(format!(
+                "no samples of --pid {}; processes with most samples: {}",
+                missing.join(", "),
+                top.join(", ")
+            ));
+        }
+        let mut names: Vec<&str> = procs.iter().map(|(_, c, _)| c.as_str()).collect();
+        names.sort_unstable();
+        names.dedup();
+        for c in f.comms.iter().filter(|c| !names.contains(&c.as_str())) {
+            let mut near: Vec<(usize, &str)> =
+                names.iter().map(|n| (edit_distance(c, n), *n)).collect();
+            near.sort();
+            let near: Vec<&str> = near.iter().take(3).map(|(_, n)| *n).collect();
+            out.push(format!(
+                "no samples of --comm {c}; the closest commands: {}",
+                near.join(", ")
+            ));
+        }
+    }
+    Ok(out)
+}
+
+/// Levenshtein's distance between two names (characters inserted,
+/// removed or changed).
+pub(crate) fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diag = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let up = row[j + 1];
+            row[j + 1] = (up + 1).min(row[j] + 1).min(diag + usize::from(ca != *cb));
+            diag = up;
+        }
+    }
+    row[b.len()]
 }
 
 /// Refuses a `read:EVENT` weight when no counter of that event was read.
@@ -322,5 +467,33 @@ impl Picked {
             weight: &self.weight,
             opts: self.opts,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::unmodified;
+
+    #[test]
+    fn an_event_is_named_without_its_modifiers_when_one_matches() {
+        let ev = |names: &[&str]| -> Vec<(String, i64)> {
+            names.iter().map(|n| (n.to_string(), 1)).collect()
+        };
+        assert_eq!(
+            unmodified(&ev(&["cpu-clock:ppp"]), "cpu-clock"),
+            Some("cpu-clock:ppp")
+        );
+        assert_eq!(unmodified(&ev(&["cycles:u", "cycles:k"]), "cycles"), None);
+        assert_eq!(unmodified(&ev(&["sched:sched_switch"]), "sched"), None);
+        assert_eq!(unmodified(&ev(&["cpu-clock"]), "cpu"), None);
+    }
+
+    #[test]
+    fn edit_distances_as_worked_by_hand() {
+        use super::edit_distance;
+        assert_eq!(edit_distance("gzp", "gzip"), 1);
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
+        assert_eq!(edit_distance("", "ls"), 2);
+        assert_eq!(edit_distance("same", "same"), 0);
     }
 }

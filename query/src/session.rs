@@ -192,11 +192,50 @@ impl Session {
     pub async fn run_script(&self, script: &str) -> Result<Option<DataFrame>> {
         let mut last = None;
         for stmt in split_statements(script) {
-            let df = self.ctx.sql(&stmt).await?;
+            let df = match self.ctx.sql(&stmt).await {
+                Ok(df) => df,
+                Err(e) => return Err(self.with_suggestion(e)),
+            };
             // DDL executes on creation; queries are returned lazily.
             last = Some(df);
         }
         Ok(last)
+    }
+
+    /// A "table not found" error with the closest tables and functions
+    /// this session has (`perf_samples`: did you mean `perf_sample`?).
+    fn with_suggestion(&self, e: datafusion::error::DataFusionError) -> crate::Error {
+        let msg = e.to_string();
+        let Some(name) = msg
+            .split("table '")
+            .nth(1)
+            .and_then(|r| r.split('\'').next())
+            .filter(|_| msg.contains("not found"))
+        else {
+            return e.into();
+        };
+        let name = name.rsplit('.').next().unwrap_or(name);
+        let mut known: Vec<String> = self
+            .ctx
+            .catalog("datafusion")
+            .and_then(|c| c.schema("public"))
+            .map(|s| s.table_names())
+            .unwrap_or_default();
+        known.extend(self.ctx.state().table_functions().keys().cloned());
+        let mut near: Vec<(usize, String)> = known
+            .into_iter()
+            .filter(|k| !k.starts_with('_'))
+            .map(|k| (crate::sample::edit_distance(name, &k), k))
+            .filter(|(d, k)| *d <= 2.max(k.len() / 4))
+            .collect();
+        near.sort();
+        near.dedup();
+        match near.first() {
+            Some((_, k)) => crate::Error::Usage(format!(
+                "{msg}: did you mean {k}? (trawl tables lists them)"
+            )),
+            None => crate::Error::Usage(format!("{msg} (trawl tables lists the tables)")),
+        }
     }
 
     /// Collects a data frame.

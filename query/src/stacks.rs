@@ -215,9 +215,29 @@ pub static OFFCPU: Spec = Spec {
         Param { name: "to_ns", kind: Kind::Int, doc: "only intervals starting before this time_ns" },
         Param { name: "capture", kind: Kind::TextList, doc: "only these captures" },
     ],
-    columns: None,
+    columns: Some(offcpu_columns),
     inputs: None,
 };
+
+/// `offcpu`'s columns for its `by`: the function's module, the thread's
+/// pid (named so), nothing beside a state or a stack.
+fn offcpu_columns(
+    b: &crate::functions::Bound,
+    _: &std::sync::Arc<crate::session::Shared>,
+) -> datafusion::error::Result<Vec<Expr>> {
+    use datafusion::prelude::ident;
+    let mut cols = vec![ident("key")];
+    match crate::functions::text(b, "by")
+        .as_deref()
+        .unwrap_or("function")
+    {
+        "function" => cols.push(ident("module")),
+        "thread" => cols.push(ident("module").alias("pid")),
+        _ => {}
+    }
+    cols.extend(["intervals", "self_ns", "total_ns", "total_pct"].map(ident));
+    Ok(cols)
+}
 
 /// `thread_timeline(window_ns, ...)`.
 pub static THREAD_TIMELINE: Spec = Spec {
@@ -486,7 +506,8 @@ pub async fn annotate(s: &Session, f: &FunctionMatch, sel: &Selection<'_>) -> Re
     if rows.iter().map(|b| b.num_rows()).sum::<usize>() == 0 {
         return Err(Error::Usage(format!(
             "no decoded code of a function named {:?}{}: `instruction` holds the functions samples fell in \
-             (symbolized captures; x86 files found on this machine; names as `trawl report hotspots --no-inline` shows them)",
+             (symbolized captures; x86 files found on this machine; names as `trawl report hotspots --no-inline` shows them); \
+             kernel functions ([kernel.kallsyms]) are not decoded: trawl reads no vmlinux",
             f.function,
             f.module
                 .as_deref()
@@ -726,7 +747,16 @@ pub static ANNOTATE_REPORT: Report = Report {
     name: "annotate",
     about: "FUNCTION's instructions with the samples taken on each, their share of the function and their source lines (metrics per instruction; perf annotate).",
     captures: Captures::Many,
-    opts: function_opts,
+    opts: || {
+        vec![
+            Opt::text(
+                "function",
+                "The function: its ELF name, as `trawl report hotspots --no-inline` shows it.",
+            )
+            .positional(),
+            Opt::text("module", "Only modules whose path contains this text."),
+        ]
+    },
     selects: Selects::Samples,
     t0: false,
     limit: true,

@@ -262,12 +262,25 @@ fn time_base_batch(caps: &[CaptureTime]) -> Result<RecordBatch> {
 /// other inputs its samples get no `t_ns`).
 pub async fn require_aligned_samples(s: &Session, event: &str) -> Result<()> {
     let q = "SELECT count(*) AS n FROM perf_sample_t WHERE t_ns IS NOT NULL AND CAST(event AS VARCHAR) = $event";
-    match crate::session::count(s, q, &[("event", ScalarValue::from(event))]).await? {
-        0 => Err(Error::Usage(format!(
-            "no {event} samples on the capture's time axis: record with `perf record -k CLOCK_MONOTONIC` so perf's times can be placed next to the other inputs' (see `source.clock`)"
-        ))),
-        _ => Ok(()),
+    if crate::session::count(s, q, &[("event", ScalarValue::from(event))]).await? > 0 {
+        return Ok(());
     }
+    let mut msg = format!(
+        "no {event} samples on the capture's time axis: record with `perf record -k CLOCK_MONOTONIC` so perf's times can be placed next to the other inputs' (see `source.clock`)"
+    );
+    if s.shared.origin.kind == crate::clock::OriginKind::First {
+        // Counting each input from the program's exec needs no shared clock.
+        let comm = crate::session::scalar(
+            s,
+            "SELECT comm FROM perf_sample GROUP BY comm ORDER BY count(*) DESC, comm LIMIT 1",
+        )
+        .await?
+        .unwrap_or_else(|| "NAME".into());
+        msg.push_str(&format!(
+            ", or count every input's times from the program's exec: --t0 exec:{comm} (Python: trawl.open(..., t0=\"exec:{comm}\"))"
+        ));
+    }
+    Err(Error::Usage(msg))
 }
 
 #[cfg(test)]

@@ -25,7 +25,9 @@ pub enum TimelineKey {
 /// `window_ns` from the origin; `event` defaults to the event with most
 /// samples. With `lbr`, the samples are `lbr_samples(method)`: every
 /// sample and its branch entries' pseudo-samples, cost their weight in
-/// ns, and a last column `method`.
+/// ns, and a last column `method`. `only` narrows the samples to
+/// processes, threads, commands, a time range and captures (its event is
+/// not read; not with `lbr`).
 pub async fn timeline(
     s: &Session,
     window_ns: i64,
@@ -33,9 +35,21 @@ pub async fn timeline(
     top: usize,
     event: Option<&str>,
     lbr: Option<crate::lbr::Method>,
+    only: &crate::sample::SampleFilter,
 ) -> Result<(DataFrame, String)> {
     if window_ns <= 0 {
         return Err(Error::Usage("--window must be > 0".into()));
+    }
+    let narrowed = !(only.pids.is_empty()
+        && only.tids.is_empty()
+        && only.comms.is_empty()
+        && only.captures.is_empty()
+        && only.time_from_ns.is_none()
+        && only.time_to_ns.is_none());
+    if lbr.is_some() && narrowed {
+        return Err(Error::Usage(
+            "--pid, --tid, --comm, --time and --capture do not apply with --lbr".into(),
+        ));
     }
     let event = crate::sample::choose_event(s, event).await?;
     crate::time::require_aligned_samples(s, &event).await?;
@@ -66,6 +80,7 @@ pub async fn timeline(
         lit("event"),
         lit(event.as_str()),
     ]);
+    only.selection_args(&mut args);
     let df = crate::functions::call(s, f, &args).await?;
     Ok((df.select(cols)?, event))
 }

@@ -157,6 +157,16 @@ fn pprof_weights_are_the_periods_in_nanoseconds() {
     export(&cap, "pprof", &out, &[]);
     let raw = go_pprof(&["-raw", out.to_str().unwrap()]);
     assert!(raw.contains("samples/count cpu-clock/nanoseconds"), "{raw}");
+    // A clock with a modifier (cpu-clock:u, recorded as clock-u.data) is a
+    // clock: its periods are nanoseconds too.
+    let (tu, capu) = ingest("clock-u.data");
+    let outu = tu.path().join("u.pb.gz");
+    export(&capu, "pprof", &outu, &[]);
+    let rawu = go_pprof(&["-raw", outu.to_str().unwrap()]);
+    assert!(
+        rawu.contains("samples/count cpu-clock:u/nanoseconds"),
+        "{rawu}"
+    );
     // -raw lists each sample as `COUNT WEIGHT: LOCATIONS`.
     let mut n = 0i64;
     let mut w = 0i64;
@@ -516,6 +526,19 @@ fn folded_export_sums_to_perf_script() {
         &["--weight", "samples", "--no-inline"],
     );
     let text = std::fs::read_to_string(&out).unwrap();
+    let piped = trawl_ok(&[
+        "export",
+        cap.to_str().unwrap(),
+        "--to",
+        "folded",
+        "-o",
+        "-",
+        "--weight",
+        "samples",
+        "--no-inline",
+    ]);
+    assert_eq!(piped, text, "-o - writes the file to standard output");
+    assert!(!Path::new("-").exists());
     let mut total = 0i64;
     let mut leaf: HashMap<String, i64> = HashMap::new();
     for l in text.lines() {

@@ -197,3 +197,101 @@ fn colours_and_the_progress_bar_on_a_terminal_only() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(!err.contains('\x1b') && !err.contains(" ETA "), "{err}");
 }
+
+/// A selection that matches nothing says so on standard error with what
+/// the capture holds instead; CSV keeps its header; an inverted time
+/// range is refused. Expected: `perf script` on hot-fp.data (its one
+/// process's pid and command, its sample count, its first and last times).
+#[test]
+fn an_empty_answer_says_what_matched_nothing() {
+    let (_t, cap) = crate::common::ingest("hot-fp.data");
+    let cap = cap.to_str().unwrap();
+    let script = crate::common::perf(&[
+        "script",
+        "-i",
+        fixture("hot-fp.data").to_str().unwrap(),
+        "-F",
+        "pid,comm,time",
+    ]);
+    let rows: Vec<Vec<&str>> = script
+        .lines()
+        .map(|l| l.split_whitespace().collect())
+        .filter(|r: &Vec<&str>| r.len() == 3)
+        .collect();
+    let (comm, pid) = (rows[0][0], rows[0][1]);
+    assert!(rows.iter().all(|r| r[0] == comm && r[1] == pid));
+    let (first, last) = (
+        rows[0][2].trim_end_matches(':'),
+        rows.last().unwrap()[2].trim_end_matches(':'),
+    );
+    let said = |args: &[&str]| {
+        let o = run(args);
+        assert_eq!(o.status.code(), Some(0), "{args:?}");
+        (
+            String::from_utf8_lossy(&o.stdout).into_owned(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    let (_, err) = said(&["report", "hotspots", cap, "--pid", "99999"]);
+    assert!(
+        err.contains(&format!(
+            "no samples of --pid 99999; processes with most samples: {pid} ({comm}, {})",
+            rows.len()
+        )),
+        "{err}"
+    );
+    let (_, err) = said(&["report", "hotspots", cap, "--comm", "hit"]);
+    assert!(
+        err.contains("no samples of --comm hit; the closest commands: hot"),
+        "{err}"
+    );
+    let (out, err) = said(&[
+        "report", "hotspots", cap, "--time", "0.1..0.2", "--format", "csv",
+    ]);
+    assert!(
+        err.contains(&format!(
+            "no samples in --time 0.100000..0.200000: the samples run from {first} to {last} s"
+        )),
+        "{err}"
+    );
+    assert_eq!(
+        out,
+        "function,module,self_samples,self_period,self_pct,total_samples,total_period,total_pct\n"
+    );
+    let (out, _) = said(&["sql", cap, "SELECT * FROM diagnostic", "--format", "csv"]);
+    assert!(out.starts_with("capture,"), "{out}");
+    let o = run(&["report", "hotspots", cap, "--time", "5..1"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("the end must come after the start"));
+    let o = run(&["sql", cap, "SELECT count(*) FROM perf_samples"]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("did you mean perf_sample?"), "{err}");
+}
+
+/// `--event cpu-clock` names the capture's `cpu-clock:u` (perf's names
+/// carry modifiers: `cpu-clock:ppp` is its default on a virtual machine).
+/// Expected: perf script's sample count of clock-u.data.
+#[test]
+fn an_event_is_named_without_its_modifiers() {
+    let (_t, cap) = crate::common::ingest("clock-u.data");
+    let out = crate::common::trawl_ok(&[
+        "report",
+        "hotspots",
+        cap.to_str().unwrap(),
+        "--event",
+        "cpu-clock",
+        "--weight",
+        "samples",
+        "--format",
+        "csv",
+    ]);
+    let total: usize = crate::common::csv_maps(&out)
+        .iter()
+        .map(|r| r["self_samples"].parse::<usize>().unwrap())
+        .sum();
+    assert_eq!(
+        total,
+        crate::common::perf_script_samples(&fixture("clock-u.data"))
+    );
+}

@@ -112,7 +112,26 @@ fn offcpu_time_per_function_is_perf_scripts_and_the_programs() {
     for i in ivs.iter().filter(|i| i.state != "R") {
         *per_tid.entry(i.tid.to_string()).or_default() += i.ns;
     }
-    let got: HashMap<String, i64> = csv_maps(&report_csv("offcpu", &cap, &["--by", "thread"]))
+    let threads = csv_maps(&report_csv("offcpu", &cap, &["--by", "thread"]));
+    // Each thread's process, in a column so named (perf script's pid/tid).
+    let pid_of: HashMap<String, String> = perf(&[
+        "script",
+        "-i",
+        fixture("offcpu.data").to_str().unwrap(),
+        "-F",
+        "pid,tid",
+    ])
+    .lines()
+    .filter_map(|l| {
+        let (p, t) = l.trim().split_once('/')?;
+        Some((t.trim().to_string(), p.trim().to_string()))
+    })
+    .collect();
+    for r in &threads {
+        assert_eq!(Some(&r["pid"]), pid_of.get(&r["key"]), "{r:?}");
+        assert!(!r.contains_key("module"));
+    }
+    let got: HashMap<String, i64> = threads
         .into_iter()
         .map(|r| (r["key"].clone(), r["total_ns"].parse().unwrap()))
         .collect();

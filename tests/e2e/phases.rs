@@ -884,6 +884,30 @@ fn timeline_windows_and_plots() {
         .map(|m| m["samples"].parse::<usize>().unwrap())
         .sum();
     assert_eq!(total, perf_script_samples(&run_dir(1).join("perf.data")));
+    // --comm narrows the samples: each command's count is perf script's.
+    let comms = perf(&[
+        "script",
+        "-i",
+        run_dir(1).join("perf.data").to_str().unwrap(),
+        "-F",
+        "comm",
+    ]);
+    let mut per_comm: std::collections::BTreeMap<&str, usize> = Default::default();
+    for c in comms.lines().map(str::trim).filter(|c| !c.is_empty()) {
+        *per_comm.entry(c).or_default() += 1;
+    }
+    let (comm, n) = per_comm.iter().max_by_key(|(_, n)| **n).unwrap();
+    assert!(*n < total, "{per_comm:?}");
+    let only = csv_maps(&report_csv(
+        "timeline",
+        cap,
+        &["--window", "250ms", "--comm", comm],
+    ));
+    let got: usize = only
+        .iter()
+        .map(|m| m["samples"].parse::<usize>().unwrap())
+        .sum();
+    assert_eq!(got, *n, "--comm {comm}");
     // Shares add up per window; the CPU phase's windows are crunch.
     let mut per_window: std::collections::BTreeMap<String, f64> = Default::default();
     for m in &rows {

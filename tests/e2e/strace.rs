@@ -784,6 +784,11 @@ fn check_threads_unfreed(cap: &Path, pid: &str) {
     assert_eq!(app_rows(&out, None, &cols), want);
     let spaces = sql_scalar(cap, "SELECT count(DISTINCT pid) FROM live_regions()");
     assert_eq!(spaces, "2");
+    // --pid keeps the process's rows, and only them.
+    assert!(csv_maps(&out).iter().any(|r| r["pid"] != pid), "{out}");
+    let only = report_csv("unfreed", cap, &["--pid", pid]);
+    assert_eq!(app_rows(&only, None, &cols), want);
+    assert!(csv_maps(&only).iter().all(|r| r["pid"] == pid), "{only}");
 }
 
 // perf.data syscall tracepoints (fixtures/perf/*-syscalls.data: the same

@@ -11,7 +11,8 @@ use crate::cmd::ingest::MemArgs;
 pub(crate) enum Convert {
     /// A valgrind lackey log (text, gzip or zstd; `-` reads standard
     /// input) into trawl's binary memory log: fixed-size records in zstd
-    /// blocks, filters applied while reading (see README).
+    /// blocks, filters applied while reading (docs/guide/memory.md); `trawl
+    /// ingest` reads it as it reads the text, much faster.
     Lackey(ConvertLackeyArgs),
 }
 

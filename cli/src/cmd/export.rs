@@ -18,7 +18,7 @@ pub(crate) struct ExportArgs {
     /// Format to write.
     #[arg(long = "to", value_parser = choice::<trawl_export::Format>())]
     pub(crate) format: trawl_export::Format,
-    /// File to write.
+    /// File to write (`-`: standard output).
     #[arg(short, long)]
     pub(crate) output: PathBuf,
     /// Sampling interval the Firefox Profiler assumes between samples
@@ -40,6 +40,11 @@ pub(crate) async fn export(a: ExportArgs) -> Result<()> {
         None => None,
     };
     let bytes = trawl_export::export(&s, &sel, a.format, interval).await?;
+    if a.output.as_os_str() == "-" {
+        use std::io::Write;
+        std::io::stdout().write_all(&bytes)?;
+        return Ok(());
+    }
     output::write_atomic(&a.output, &bytes)?;
     eprintln!("wrote {} ({} bytes)", a.output.display(), bytes.len());
     Ok(())

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use anyhow::Result;
 use clap::builder::{PossibleValue, PossibleValuesParser};
 use clap::{Arg, ArgAction, ArgMatches, Args, Command, FromArgMatches, Subcommand};
-use trawl_query::report::{shared, Captures, Given, Opt, Report, Value};
+use trawl_query::report::{shared, Captures, Given, Opt, Report, Selects, Value};
 
 use crate::cmd::{cause::*, exhaustion::*, flamegraph::*, power_samples::*, timeline::*};
 use crate::output::{self, Format, OutputOpts};
@@ -28,22 +28,22 @@ pub(crate) enum ReportCmd {
 pub(crate) enum Figure {
     /// A flame graph (SVG) of the selected samples' stacks; with --diff
     /// BASE, a differential one (red: grew, blue: shrank).
-    #[command(display_order = 75)]
+    #[command(display_order = 35)]
     Flamegraph(FlameArgs),
     /// Time ranges where monitoring metrics satisfy a rule (resource
     /// exhaustion), relative to --t0; with --runs, the ranges every run
     /// has (Morita et al., stage A).
-    #[command(display_order = 135)]
+    #[command(display_order = 95)]
     Exhaustion(ExhaustionArgs),
     /// What used CPU, memory or I/O inside exhaustion ranges: per range,
     /// process, application function, actual function and application
     /// source line (Morita et al., stage B).
-    #[command(display_order = 136)]
+    #[command(display_order = 96)]
     Cause(CauseArgs),
     /// Samples per time window and function (or module, process): the
     /// top N and the rest as [other], with shares; --plot draws them
     /// stacked.
-    #[command(display_order = 137)]
+    #[command(display_order = 55)]
     Timeline(TimelineArgs),
     /// Energy-based samples (Ono et al. 2015, §3.5): the samples of several
     /// events merged in time order and cut into runs whose modelled
@@ -249,9 +249,34 @@ pub(crate) async fn report(cmd: ReportCmd) -> Result<()> {
     for line in &answer.log {
         eprintln!("{line}");
     }
-    let batches = answer.df.collect().await?;
+    let batches = output::rows_of(answer.df).await?;
     if matches!(out.format, Format::Table) && out.output.is_none() {
         for line in &answer.heading {
+            eprintln!("{line}");
+        }
+        // A directory of captures is read as one: say which.
+        let names: Vec<&str> = s.captures().iter().map(|c| c.name.as_str()).collect();
+        if names.len() > 1 {
+            let shown = names.iter().take(5).copied().collect::<Vec<_>>().join(", ");
+            let more = names.len().saturating_sub(5);
+            eprintln!(
+                "{} captures together: {shown}{}{}",
+                names.len(),
+                if more > 0 {
+                    format!(", and {more} more")
+                } else {
+                    String::new()
+                },
+                if r.selects == Selects::Nothing {
+                    ""
+                } else {
+                    " (--capture NAME for one)"
+                }
+            );
+        }
+    }
+    if batches.iter().all(|b| b.num_rows() == 0) {
+        for line in r.why_empty(&s, &g).await? {
             eprintln!("{line}");
         }
     }

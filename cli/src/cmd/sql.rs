@@ -43,6 +43,5 @@ pub(crate) async fn sql(a: SqlArgs) -> Result<()> {
     let Some(df) = s.run_script(&query).await? else {
         bail!("no SQL statement given");
     };
-    let batches = df.collect().await?;
-    output::write(&batches, &a.out)
+    output::write(&output::rows_of(df).await?, &a.out)
 }

@@ -7,7 +7,7 @@ use clap::Args;
 use trawl_plot as plot;
 use trawl_query::functions;
 
-use crate::args::{choice, RuleArgs, T0Args};
+use crate::args::{choice, RuleArgs, T0Args, ThreadArgs};
 use crate::output;
 use crate::output::{Format, OutputOpts};
 
@@ -27,6 +27,8 @@ pub(crate) struct TimelineArgs {
     /// The perf event (default: the one with most samples).
     #[arg(long)]
     pub(crate) event: Option<String>,
+    #[command(flatten)]
+    pub(crate) only: ThreadArgs,
     /// Draw the shares stacked over time into this PNG or SVG file (the
     /// first capture).
     #[arg(long, value_name = "FILE")]
@@ -54,7 +56,21 @@ pub(crate) async fn timeline(a: TimelineArgs) -> Result<()> {
     let window = trawl_query::time::parse_duration_ns(&a.window)?;
     if a.threads {
         use trawl_query::datafusion::prelude::lit;
-        let df = functions::call(&s, "thread_timeline", &[lit(window)]).await?;
+        let only = a.only.to_filter()?;
+        if !only.comms.is_empty() || only.time_from_ns.is_some() || only.time_to_ns.is_some() {
+            bail!("--threads takes --pid, --tid and --capture, not --comm or --time");
+        }
+        let mut args = vec![lit(window)];
+        for p in &only.pids {
+            args.extend([lit("pid"), lit(*p)]);
+        }
+        for t in &only.tids {
+            args.extend([lit("tid"), lit(*t)]);
+        }
+        for c in &only.captures {
+            args.extend([lit("capture"), lit(c.as_str())]);
+        }
+        let df = functions::call(&s, "thread_timeline", &args).await?;
         let batches = df.collect().await?;
         if batches.iter().all(|b| b.num_rows() == 0) {
             bail!(
@@ -70,6 +86,7 @@ pub(crate) async fn timeline(a: TimelineArgs) -> Result<()> {
         event: a.event.as_deref(),
         lbr: a.lbr.as_deref(),
         t0: &a.t0.t0,
+        only: a.only.to_filter()?,
     };
     let rows = plot::timeline_rows(&s, &ask).await?;
     if let Some(p) = &a.plot {

@@ -92,6 +92,14 @@ pub fn read(
                     )?;
                 }
                 clock = c;
+            } else if !header_seen {
+                diags.report(
+                    Position::Line(n),
+                    Severity::Warning,
+                    "no_time_axis",
+                    "vmstat without -t: its rows have no time, so they cannot be placed next to the other inputs \
+                     (exhaustion ranges, cause, plots); they count from the log's start only. Record with `vmstat -t`",
+                )?;
             }
             header_seen = true;
             continue;

@@ -8,7 +8,8 @@
 -- Parameters: $from_ns, $to_ns (times on syscall.time_ns's clock; default:
 -- the whole trace), $lead_ns (also count this long before $from_ns:
 -- the lead time of Morita et al.; default 0), $app (the application's path
--- prefix; default: the directory of the traced executable).
+-- prefix; default: the directory of the traced executable), $pid (only
+-- these processes; default: all).
 WITH g AS (
   SELECT c.capture, c.pid,
          COALESCE(a.app_function, '[outside the application]') AS app_function,
@@ -20,6 +21,7 @@ WITH g AS (
   LEFT JOIN _stack_attribution a ON a.segment = c.segment AND a.stack_id = c.stack_id
   WHERE ($from_ns IS NULL OR c.time_ns >= $from_ns - COALESCE($lead_ns, 0))
     AND ($to_ns IS NULL OR c.time_ns < $to_ns)
+    AND ($pid IS NULL OR array_has($pid, c.pid))
   GROUP BY c.capture, c.pid, 3, 4, a.app_line, c.file, c.direction, a.app_file, a.app_line_number
 )
 SELECT

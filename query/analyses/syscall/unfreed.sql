@@ -6,7 +6,7 @@
 --
 -- Parameters: $at_ns (a time on syscall.time_ns's clock; default: the
 -- end), $app (the application's path prefix; default: the directory of
--- the traced executable).
+-- the traced executable), $pid (only these processes; default: all).
 WITH g AS (
   SELECT r.capture, r.pid,
          COALESCE(a.app_function, '[outside the application]') AS app_function,
@@ -18,6 +18,7 @@ WITH g AS (
   FROM _live_region r
   LEFT JOIN _stack_attribution a ON a.segment = r.segment AND a.stack_id = r.stack_id
   LEFT JOIN process_name pn ON pn.capture = r.capture AND pn.pid = r.pid
+  WHERE ($pid IS NULL OR array_has($pid, r.pid))
   GROUP BY r.capture, r.pid, 3, 4, a.app_line, a.app_file, a.app_line_number, pn.comm
 )
 SELECT
