@@ -146,11 +146,11 @@ impl ThreadArgs {
 /// listed with its meaning in `--help`.
 pub(crate) fn choice<T: Choice + Clone>() -> impl clap::builder::TypedValueParser<Value = T> {
     use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
-    PossibleValuesParser::new(
-        T::ALL
-            .iter()
-            .map(|v| PossibleValue::new(v.name()).help(v.doc())),
-    )
+    PossibleValuesParser::new(T::ALL.iter().map(|v| {
+        PossibleValue::new(v.name())
+            .help(v.doc())
+            .aliases(v.aliases().iter().copied())
+    }))
     .map(|s| T::parse(&s).expect("a listed value"))
 }
 

@@ -11,8 +11,15 @@ pub trait Choice: Copy + Send + Sync + 'static {
     fn name(self) -> &'static str;
     /// What the value means.
     fn doc(self) -> &'static str;
+    /// Other names it is known by (perf's, for instance).
+    fn aliases(self) -> &'static [&'static str] {
+        &[]
+    }
 
     fn parse(s: &str) -> Option<Self> {
-        Self::ALL.iter().copied().find(|v| v.name() == s)
+        Self::ALL
+            .iter()
+            .copied()
+            .find(|v| v.name() == s || v.aliases().contains(&s))
     }
 }

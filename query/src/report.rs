@@ -33,8 +33,9 @@ pub enum Value {
     Duration,
     /// Present or not (takes no value).
     Flag,
-    /// One of a closed set: each name with what it means.
-    Choice(fn() -> Vec<(&'static str, &'static str)>),
+    /// One of a closed set: each name with what it means and its other
+    /// names.
+    Choice(fn() -> Vec<(&'static str, &'static str, &'static [&'static str])>),
 }
 
 /// One option of a report.
@@ -56,6 +57,8 @@ pub struct Opt {
     pub positional: bool,
     /// What the help calls its value (default: the name in capitals).
     pub value_name: Option<&'static str>,
+    /// Another name of the option (a peer tool's habit: `--sort`).
+    pub alias: Option<&'static str>,
 }
 
 impl Opt {
@@ -70,6 +73,7 @@ impl Opt {
             default: None,
             positional: false,
             value_name: None,
+            alias: None,
         }
     }
     pub fn text(name: &'static str, doc: &'static str) -> Opt {
@@ -120,10 +124,17 @@ impl Opt {
         self.value_name = Some(v);
         self
     }
+    pub fn alias(mut self, a: &'static str) -> Opt {
+        self.alias = Some(a);
+        self
+    }
 }
 
-fn choice_values<T: Choice>() -> Vec<(&'static str, &'static str)> {
-    T::ALL.iter().map(|v| (v.name(), v.doc())).collect()
+fn choice_values<T: Choice>() -> Vec<(&'static str, &'static str, &'static [&'static str])> {
+    T::ALL
+        .iter()
+        .map(|v| (v.name(), v.doc(), v.aliases()))
+        .collect()
 }
 
 /// The captures a report reads.

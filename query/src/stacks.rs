@@ -602,6 +602,15 @@ impl crate::choice::Choice for HotspotKey {
     fn doc(self) -> &'static str {
         HotspotKey::doc(self)
     }
+    /// `perf report --sort`'s names.
+    fn aliases(self) -> &'static [&'static str] {
+        match self {
+            HotspotKey::Function => &["sym"],
+            HotspotKey::Module => &["dso"],
+            HotspotKey::Address => &["symoff"],
+            HotspotKey::Srcline | HotspotKey::Line => &[],
+        }
+    }
 }
 
 /// What `diff` compares per.
@@ -685,7 +694,12 @@ pub static HOTSPOTS_REPORT: Report = Report {
     about: "Functions (or modules, source lines, addresses) by exclusive and inclusive cost.",
     captures: Captures::Many,
     opts: || {
-        vec![Opt::choice::<HotspotKey>("by", "What the cost is grouped by.").default("function")]
+        vec![Opt::choice::<HotspotKey>(
+            "by",
+            "What the cost is grouped by (as --sort, with perf report's names sym, dso, symoff, too).",
+        )
+        .default("function")
+        .alias("sort")]
     },
     selects: Selects::Samples,
     t0: false,

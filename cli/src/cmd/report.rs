@@ -143,6 +143,9 @@ fn flag(o: &Opt) -> Arg {
     if o.name == shared::LIMIT {
         a = a.short('n');
     }
+    if let Some(alias) = o.alias {
+        a = a.visible_alias(alias);
+    }
     if let Value::Flag = o.value {
         return a.action(ArgAction::SetTrue);
     }
@@ -177,9 +180,11 @@ fn flag(o: &Opt) -> Arg {
                 .map_err(|e| e.to_string())
         }),
         Value::Choice(values) => a.value_parser(PossibleValuesParser::new(
-            values()
-                .into_iter()
-                .map(|(name, doc)| PossibleValue::new(name).help(doc)),
+            values().into_iter().map(|(name, doc, also)| {
+                PossibleValue::new(name)
+                    .help(doc)
+                    .aliases(also.iter().copied())
+            }),
         )),
     }
 }
@@ -352,6 +357,13 @@ mod tests {
 
         let (_, g) = given_of(&["trawl", "report", "pages", "--page-size", "8k", "c"]);
         assert_eq!(g.bytes("page_size").unwrap(), Some(8192));
+
+        // perf report's habit: --sort dso is --by module.
+        let (_, g) = given_of(&["trawl", "report", "hotspots", "--sort", "dso", "c"]);
+        assert_eq!(
+            g.choice::<trawl_query::stacks::HotspotKey>("by").unwrap(),
+            Some(trawl_query::stacks::HotspotKey::Module)
+        );
     }
 
     #[test]
