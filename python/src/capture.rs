@@ -122,7 +122,7 @@ impl Samples {
             Some(_) if self.from_ns.is_some() || self.to_ns.is_some() => {
                 anyhow::bail!("give time= or from_ns=/to_ns=, not both")
             }
-            Some(t) => trawl_query::time::parse_seconds_range(t)?,
+            Some(t) => trawl_query::time::parse_seconds_range_of("time=", t)?,
             None => (self.from_ns, self.to_ns),
         };
         let filter = SampleFilter {
@@ -384,7 +384,11 @@ impl Capture {
                 source_id: source,
                 ..Default::default()
             };
-            let image = trawl_plot::Image::named(&format)?;
+            // A bare heatmap is a PNG whatever `format` says.
+            let image = match bare {
+                true => trawl_plot::Image::Png,
+                false => trawl_plot::Image::named(&format)?,
+            };
             let (png, hm, labels) = trawl_plot::heatmap_image(&s, &o, image, bare, scale).await?;
             let rows = hm
                 .rows

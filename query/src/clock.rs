@@ -147,8 +147,13 @@ pub(crate) fn window_start_udf() -> datafusion::logical_expr::ScalarUDF {
 /// Parses a time range `START..END` in seconds on the capture clock (as
 /// `perf script` prints times; either side may be omitted) into ns.
 pub fn parse_seconds_range(s: &str) -> Result<(Option<i64>, Option<i64>)> {
+    parse_seconds_range_of("--time", s)
+}
+
+/// [`parse_seconds_range`] of the option `option` (named in errors).
+pub fn parse_seconds_range_of(option: &str, s: &str) -> Result<(Option<i64>, Option<i64>)> {
     let Some((a, b)) = s.split_once("..") else {
-        return Err(Error::Usage(format!("--time {s:?}: expected START..END")));
+        return Err(Error::Usage(format!("{option} {s:?}: expected START..END")));
     };
     let p = |x: &str| -> Result<Option<i64>> {
         let x = x.trim();
@@ -158,7 +163,7 @@ pub fn parse_seconds_range(s: &str) -> Result<(Option<i64>, Option<i64>)> {
         match x.parse::<f64>() {
             Ok(v) => Ok(Some((v * 1e9).round() as i64)),
             Err(_) => Err(Error::Usage(format!(
-                "--time: {x:?} is not a number of seconds"
+                "{option}: {x:?} is not a number of seconds"
             ))),
         }
     };
@@ -166,7 +171,7 @@ pub fn parse_seconds_range(s: &str) -> Result<(Option<i64>, Option<i64>)> {
     if let (Some(f), Some(t)) = (from, to) {
         if t <= f {
             return Err(Error::Usage(format!(
-                "--time {s:?}: the end must come after the start"
+                "{option} {s:?}: the end must come after the start"
             )));
         }
     }

@@ -594,7 +594,7 @@ pub fn counter_opts() -> Vec<crate::report::Opt> {
             "The energy counter to read (see `report energy --zone`).",
         )
         .many(),
-        Opt::int("package", "The package (socket) modelled, when the domain is read per package: its counter, and the samples on its CPUs (perf_cpu)."),
+        Opt::int32("package", "The package (socket) modelled, when the domain is read per package: its counter, and the samples on its CPUs (perf_cpu)."),
     ]
 }
 
@@ -632,7 +632,7 @@ pub fn model_input(g: &crate::report::Given) -> Result<ModelInput> {
         zones: g.texts("zone").to_vec(),
         event: g.text("event").map(str::to_string),
         window_ns: g.duration_ns("window")?.unwrap_or(10_000_000),
-        package: g.int("package")?.map(|p| p as i32),
+        package: g.int32("package")?,
     })
 }
 

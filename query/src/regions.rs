@@ -634,7 +634,7 @@ pub(crate) const PID: Param = Param {
 
 /// The option of [`PID`].
 pub(crate) fn pid_opt() -> Opt {
-    Opt::int("pid", "Only these processes (repeatable).").many()
+    Opt::int32("pid", "Only these processes (repeatable).").many()
 }
 
 /// The name/value arguments of `pid` given as `pids`.

@@ -26,6 +26,8 @@ use crate::session::Session;
 pub enum Value {
     Text,
     Int,
+    /// An integer that fits 32 bits (a process, thread, package).
+    Int32,
     Float,
     /// A byte count (`4096`, `4k`, `2M`, `0x1000`).
     Bytes,
@@ -81,6 +83,9 @@ impl Opt {
     }
     pub fn int(name: &'static str, doc: &'static str) -> Opt {
         Opt::new(name, Value::Int, doc)
+    }
+    pub fn int32(name: &'static str, doc: &'static str) -> Opt {
+        Opt::new(name, Value::Int32, doc)
     }
     pub fn float(name: &'static str, doc: &'static str) -> Opt {
         Opt::new(name, Value::Float, doc)
@@ -256,6 +261,16 @@ impl Given {
         self.texts(name).last().map(|s| s.as_str())
     }
 
+    pub fn int32(&self, name: &str) -> Result<Option<i32>> {
+        self.text(name)
+            .map(|v| {
+                v.trim()
+                    .parse()
+                    .map_err(|_| usage(name, v, "not a 32-bit integer"))
+            })
+            .transpose()
+    }
+
     pub fn flag(&self, name: &str) -> bool {
         self.text(name).is_some_and(|v| v != "false")
     }
@@ -359,8 +374,8 @@ impl Report {
         }
         if self.selects != Selects::Nothing {
             o.extend([
-                Opt::int(PID, "Only these processes (repeatable).").many(),
-                Opt::int(TID, "Only these threads (repeatable).").many(),
+                Opt::int32(PID, "Only these processes (repeatable).").many(),
+                Opt::int32(TID, "Only these threads (repeatable).").many(),
                 Opt::text(COMM, "Only these command names (repeatable).").many(),
                 Opt::text(
                     TIME,

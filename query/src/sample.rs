@@ -332,47 +332,80 @@ pub async fn why_nothing(s: &Session, f: &SampleFilter) -> Result<Vec<String>> {
             }
         }
     }
-    if !f.pids.is_empty() || !f.comms.is_empty() {
+    if !f.pids.is_empty() || !f.tids.is_empty() || !f.comms.is_empty() {
         let b = samples()
             .await?
             .aggregate(
-                vec![col("pid"), col("comm")],
+                vec![col("pid"), col("tid"), col("comm")],
                 vec![count(lit(1)).alias("n")],
             )?
-            .sort(vec![col("n").sort(false, true)])?
             .collect()
             .await?;
-        let mut procs: Vec<(i32, String, i64)> = Vec::new();
+        // (pid, tid, comm, samples) of every thread of the captures.
+        let mut threads: Vec<(i32, i32, String, i64)> = Vec::new();
         for b in &b {
             let pid = b
                 .column(0)
                 .as_primitive::<datafusion::arrow::datatypes::Int32Type>();
-            let comm = string_values(b.column(1));
+            let tid = b
+                .column(1)
+                .as_primitive::<datafusion::arrow::datatypes::Int32Type>();
+            let comm = string_values(b.column(2));
             let n = b
-                .column(2)
+                .column(3)
                 .as_primitive::<datafusion::arrow::datatypes::Int64Type>();
             for i in 0..b.num_rows() {
-                let p = if pid.is_null(i) { -1 } else { pid.value(i) };
-                procs.push((p, comm[i].clone().unwrap_or_default(), n.value(i)));
+                let or_none = |a: &datafusion::arrow::array::Int32Array| {
+                    if a.is_null(i) {
+                        -1
+                    } else {
+                        a.value(i)
+                    }
+                };
+                threads.push((
+                    or_none(pid),
+                    or_none(tid),
+                    comm[i].clone().unwrap_or_default(),
+                    n.value(i),
+                ));
             }
         }
-        let missing: Vec<String> = f
-            .pids
+        if threads.is_empty() {
+            out.push("the selected captures have no samples".into());
+            return Ok(out);
+        }
+        // Processes by samples, most first.
+        let mut procs: Vec<(i32, String, i64)> = Vec::new();
+        for (p, _, c, n) in &threads {
+            match procs.iter_mut().find(|(q, d, _)| q == p && d == c) {
+                Some(x) => x.2 += n,
+                None => procs.push((*p, c.clone(), *n)),
+            }
+        }
+        procs.sort_by(|a, b| b.2.cmp(&a.2).then(a.0.cmp(&b.0)));
+        let top: Vec<String> = procs
             .iter()
-            .filter(|p| !procs.iter().any(|(q, _, _)| q == *p))
-            .map(|p| p.to_string())
+            .take(5)
+            .map(|(p, c, n)| format!("{p} ({c}, {n})"))
             .collect();
-        if !missing.is_empty() {
-            let top: Vec<String> = procs
+        let missing = |given: &[i32], of: fn(&(i32, i32, String, i64)) -> i32| -> Vec<String> {
+            given
                 .iter()
-                .take(5)
-                .map(|(p, c, n)| format!("{p} ({c}, {n})"))
-                .collect();
-            out.push(format!(
-                "no samples of --pid {}; processes with most samples: {}",
-                missing.join(", "),
-                top.join(", ")
-            ));
+                .filter(|g| !threads.iter().any(|t| of(t) == **g))
+                .map(|g| g.to_string())
+                .collect()
+        };
+        for (option, gone) in [
+            ("--pid", missing(&f.pids, |t| t.0)),
+            ("--tid", missing(&f.tids, |t| t.1)),
+        ] {
+            if !gone.is_empty() {
+                out.push(format!(
+                    "no samples of {option} {}; processes with most samples: {}",
+                    gone.join(", "),
+                    top.join(", ")
+                ));
+            }
         }
         let mut names: Vec<&str> = procs.iter().map(|(_, c, _)| c.as_str()).collect();
         names.sort_unstable();

@@ -24,7 +24,8 @@ use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::arrow::record_batch::RecordBatch;
 
 pub use crate::clock::{
-    parse_duration_ns, parse_seconds_range, utc_text, CaptureTime, Origin, OriginKind, SourceTime,
+    parse_duration_ns, parse_seconds_range, parse_seconds_range_of, utc_text, CaptureTime, Origin,
+    OriginKind, SourceTime,
 };
 use crate::error::{Error, Result};
 use crate::rows::i64_at;

@@ -55,7 +55,7 @@ pub(crate) async fn cause(a: CauseArgs) -> Result<()> {
     let s = a.t0.open(&a.captures).await?;
     let per: std::collections::BTreeMap<String, Vec<Range>> = match (&a.range, a.rule.parse()?) {
         (Some(r), None) => {
-            let (from, to) = trawl_query::time::parse_seconds_range(r)?;
+            let (from, to) = trawl_query::time::parse_seconds_range_of("--range", r)?;
             let r = Range {
                 start: from.unwrap_or(0),
                 end: to.unwrap_or(i64::MAX / 2),

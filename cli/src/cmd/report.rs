@@ -170,6 +170,10 @@ fn flag(o: &Opt) -> Arg {
     match o.value {
         Value::Text | Value::Flag => a,
         Value::Int => a.value_parser(checked(|s| s.trim().parse::<i64>().is_ok(), "an integer")),
+        Value::Int32 => a.value_parser(checked(
+            |s| s.trim().parse::<i32>().is_ok(),
+            "a 32-bit integer",
+        )),
         Value::Float => a.value_parser(checked(|s| s.trim().parse::<f64>().is_ok(), "a number")),
         Value::Bytes => {
             a.value_parser(|s: &str| trawl_ingest::memlog::parse_size(s).map(|_| s.to_string()))
@@ -261,7 +265,7 @@ pub(crate) async fn report(cmd: ReportCmd) -> Result<()> {
         }
         // A directory of captures is read as one: say which.
         let names: Vec<&str> = s.captures().iter().map(|c| c.name.as_str()).collect();
-        if names.len() > 1 {
+        if names.len() > 1 && r.captures != Captures::Sides {
             let shown = names.iter().take(5).copied().collect::<Vec<_>>().join(", ");
             let more = names.len().saturating_sub(5);
             eprintln!(
@@ -281,7 +285,9 @@ pub(crate) async fn report(cmd: ReportCmd) -> Result<()> {
         }
     }
     if batches.iter().all(|b| b.num_rows() == 0) {
-        for line in r.why_empty(&s, &g).await? {
+        // Best effort: an explanation that cannot be worked out leaves the
+        // (empty) answer as it is.
+        for line in r.why_empty(&s, &g).await.unwrap_or_default() {
             eprintln!("{line}");
         }
     }
@@ -376,6 +382,7 @@ mod tests {
                 "trawl", "report", "latency", "--start", "a:b", "--end", "a:c", "c",
             ],
             &["trawl", "report", "hotspots"],
+            &["trawl", "report", "hotspots", "--pid", "3000000000", "c"],
         ] {
             let e = Cli::try_parse_from(bad)
                 .err()
