@@ -70,6 +70,11 @@ pub(crate) struct MetricArgs {
     /// as `perf report` does without --inline.
     #[arg(long)]
     pub(crate) no_inline: bool,
+    /// Each process a root frame `comm-pid` above its stacks, as `perf
+    /// script | stackcollapse-perf.pl --pid` draws them (flame graphs and
+    /// folded stacks).
+    #[arg(long)]
+    pub(crate) process_root: bool,
 }
 
 impl MetricArgs {
@@ -78,6 +83,7 @@ impl MetricArgs {
             sample::Weight::parse(&self.weight)?,
             sample::StackOpts {
                 inline: !self.no_inline,
+                process_root: self.process_root,
             },
         ))
     }
@@ -105,7 +111,9 @@ pub(crate) struct ThreadArgs {
     #[arg(long)]
     pub(crate) comm: Vec<String>,
     /// Time range START..END in seconds on the capture clock, as `perf
-    /// script` prints times (either side may be omitted).
+    /// script` prints times, or +START..+END in seconds since the origin
+    /// (`--t0`), as `report timeline` prints them (either side may be
+    /// omitted).
     #[arg(long, value_name = "START..END")]
     pub(crate) time: Option<String>,
     /// Only these captures, by name as `trawl tables` lists them (the
@@ -115,19 +123,23 @@ pub(crate) struct ThreadArgs {
 }
 
 impl FilterArgs {
-    pub(crate) fn to_filter(&self) -> Result<SampleFilter> {
+    pub(crate) async fn to_filter(&self, s: &Session) -> Result<SampleFilter> {
         Ok(SampleFilter {
             event: self.event.clone(),
-            ..self.threads.to_filter()?
+            ..self.threads.to_filter(s).await?
         })
     }
 }
 
 impl ThreadArgs {
-    /// The selection, without an event.
-    pub(crate) fn to_filter(&self) -> Result<SampleFilter> {
+    /// The selection, without an event; `--time` placed on the clock of
+    /// `s`'s perf samples.
+    pub(crate) async fn to_filter(&self, s: &Session) -> Result<SampleFilter> {
         let (from, to) = match &self.time {
-            Some(t) => trawl_query::time::parse_seconds_range(t)?,
+            Some(t) => {
+                let r = trawl_query::time::parse_seconds_range(t)?;
+                trawl_query::time::on_clock(s, r, &self.capture, true).await?
+            }
             None => (None, None),
         };
         Ok(SampleFilter {
@@ -162,5 +174,5 @@ pub(crate) async fn selection(
     metric: &MetricArgs,
 ) -> Result<sample::Picked> {
     let (weight, opts) = metric.parse()?;
-    Ok(sample::Picked::resolve(s, filter.to_filter()?, weight, opts).await?)
+    Ok(sample::Picked::resolve(s, filter.to_filter(s).await?, weight, opts).await?)
 }

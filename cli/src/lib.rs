@@ -47,10 +47,11 @@ pub(crate) struct Cli {
     #[command(subcommand)]
     pub(crate) cmd: Cmd,
     /// Run `trawl sql` and reports on a Ballista cluster: the address of
-    /// a `trawl cluster scheduler`. Its executors read the captures at the
+    /// a `trawl cluster scheduler`, given before the command (`trawl
+    /// --cluster URL sql ...`). Its executors read the captures at the
     /// paths given here (a shared file system).
-    #[arg(long, global = true, value_name = "df://HOST:PORT")]
-    cluster: Option<String>,
+    #[arg(long, value_name = "df://HOST:PORT")]
+    pub(crate) cluster: Option<String>,
 }
 
 #[derive(Subcommand)]

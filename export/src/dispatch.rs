@@ -63,6 +63,9 @@ pub async fn export(
     interval_ns: Option<u64>,
 ) -> Result<Vec<u8>> {
     use trawl_query::profile::{stack_profile, ProfileOpts};
+    if sel.opts.process_root && format != Format::Folded {
+        bail!("a process root applies to folded stacks: the other formats keep each sample's process and thread");
+    }
     let per_sample = match format {
         Format::Folded => {
             let tree = trawl_query::flame::frame_tree(s, sel).await?;

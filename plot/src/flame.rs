@@ -12,9 +12,12 @@ pub fn flame_svg(tree: &FrameTree, title: &str, count_name: &str) -> Result<(Vec
     }
     // inferno draws no frame narrower than its min_width, 0.01 % of the
     // total: frames under 1/23,600 (less than half that) are folded into
-    // their parents before drawing (the picture is the same).
+    // their parents before drawing (the picture is the same). Levels whose
+    // frames weigh under 0.5 % of the total together (a 6-pixel sliver) are
+    // one `[deeper frames]` frame: one broken unwind of a hundred frames
+    // would otherwise make the picture mostly empty space.
     let lines: Vec<String> = tree
-        .folded(tree.total() / 23_600)
+        .folded_within(tree.total() / 23_600, tree.depth_holding(0.005))
         .iter()
         .map(|(st, w)| format!("{st} {w}"))
         .collect();

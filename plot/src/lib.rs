@@ -219,7 +219,10 @@ fn draw_shares<DB: DrawingBackend>(
 ) -> Result<()> {
     let x0 = s.windows.first().copied().unwrap_or(0.0);
     let x1 = s.windows.last().copied().unwrap_or(1.0) + s.width;
-    let mut chart = ChartBuilder::on(root)
+    // The legend beside the plot, not over it: the stack fills the area.
+    let (w, _) = root.dim_in_pixel();
+    let (root, side) = root.split_horizontally(w.saturating_sub(LEGEND_WIDTH));
+    let mut chart = ChartBuilder::on(&root)
         .caption(title, ("sans-serif", 22))
         .margin(12)
         .x_label_area_size(40)
@@ -238,11 +241,12 @@ fn draw_shares<DB: DrawingBackend>(
         chart
             .draw_series(std::iter::once(Rectangle::new(
                 [(a, 0.0), (b, 100.0)],
-                RGBColor(255, 0, 0).mix(0.12).filled(),
+                BAND.filled(),
             )))
             .map_err(err)?;
     }
     let mut lower = vec![0.0; s.windows.len()];
+    let mut legend: Vec<(String, RGBAColor)> = Vec::new();
     for (k, key) in s.keys.iter().enumerate() {
         let upper: Vec<f64> = lower.iter().zip(&s.pct[k]).map(|(l, p)| l + p).collect();
         let mut pts: Vec<(f64, f64)> = Vec::new();
@@ -261,19 +265,54 @@ fn draw_shares<DB: DrawingBackend>(
         };
         chart
             .draw_series(std::iter::once(Polygon::new(pts, c.filled())))
-            .map_err(err)?
-            .label(key.clone())
-            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 10, y + 5)], c.filled()));
+            .map_err(err)?;
+        legend.push((key.clone(), c.to_rgba()));
         lower = upper;
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .label_font(("sans-serif", 13))
-        .draw()
-        .map_err(err)?;
+    // Top of the stack first, as the eye reads the picture; then the rule.
+    legend.reverse();
+    if !bands.is_empty() {
+        legend.push(("the rule holds".into(), BAND.to_rgba()));
+    }
+    side_legend(&side, &legend)
+}
+
+/// Width of the legend beside a plot, in pixels.
+const LEGEND_WIDTH: u32 = 250;
+
+/// The shading of the ranges where a rule holds.
+const BAND: RGBAColor = RGBAColor(255, 0, 0, 0.12);
+
+/// A legend in its own area: a swatch and a label per entry, top down
+/// (labels longer than the area are cut with `…`).
+fn side_legend<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    entries: &[(String, RGBAColor)],
+) -> Result<()> {
+    let font = ("sans-serif", 13).into_font();
+    let (w, h) = area.dim_in_pixel();
+    let max_chars = ((w as usize).saturating_sub(40) / 7).max(4);
+    for (i, (label, c)) in entries.iter().enumerate() {
+        let y = 50 + 20 * i as i32;
+        if y + 10 > h as i32 {
+            break;
+        }
+        area.draw(&Rectangle::new([(6, y - 6), (18, y + 6)], c.filled()))
+            .map_err(err)?;
+        area.draw(&Rectangle::new([(6, y - 6), (18, y + 6)], BLACK.mix(0.4)))
+            .map_err(err)?;
+        let text: String = if label.chars().count() > max_chars {
+            label
+                .chars()
+                .take(max_chars - 1)
+                .chain(std::iter::once('…'))
+                .collect()
+        } else {
+            label.clone()
+        };
+        area.draw(&Text::new(text, (24, y - 7), font.clone()))
+            .map_err(err)?;
+    }
     Ok(())
 }
 
@@ -337,9 +376,17 @@ fn draw_metrics<DB: DrawingBackend>(
             chart
                 .draw_series(std::iter::once(Rectangle::new(
                     [(a, lo), (b, hi)],
-                    RGBColor(255, 0, 0).mix(0.12).filled(),
+                    BAND.filled(),
                 )))
                 .map_err(err)?;
+        }
+        if !bands.is_empty() {
+            // A legend entry for the shading (no shape of its own).
+            chart
+                .draw_series(std::iter::empty::<Rectangle<(f64, f64)>>())
+                .map_err(err)?
+                .label("the rule holds")
+                .legend(|(x, y)| Rectangle::new([(x, y - 5), (x + 16, y + 5)], BAND.filled()));
         }
         for (i, (name, steps)) in p.lines.iter().enumerate() {
             let c = colour(i);

@@ -108,10 +108,13 @@ struct Samples {
     comm: Vec<String>,
     from_ns: Option<i64>,
     to_ns: Option<i64>,
-    /// `START..END` in seconds on the capture clock, as the CLI's `--time`.
+    /// `START..END` in seconds on the capture clock or `+START..+END`
+    /// since the origin, as the CLI's `--time`.
     time: Option<String>,
     capture: Vec<String>,
     inline: bool,
+    /// Each process a root frame `comm-pid` (flame graphs, folded stacks).
+    process_root: bool,
 }
 
 impl Samples {
@@ -122,7 +125,10 @@ impl Samples {
             Some(_) if self.from_ns.is_some() || self.to_ns.is_some() => {
                 anyhow::bail!("give time= or from_ns=/to_ns=, not both")
             }
-            Some(t) => trawl_query::time::parse_seconds_range_of("time=", t)?,
+            Some(t) => {
+                let r = trawl_query::time::parse_seconds_range_of("time=", t)?;
+                trawl_query::time::on_clock(s, r, &self.capture, true).await?
+            }
             None => (self.from_ns, self.to_ns),
         };
         let filter = SampleFilter {
@@ -137,6 +143,7 @@ impl Samples {
         let weight = Weight::parse(&self.weight)?;
         let opts = StackOpts {
             inline: self.inline,
+            process_root: self.process_root,
         };
         Ok(Picked::resolve(s, filter, weight, opts).await?)
     }
@@ -221,7 +228,7 @@ impl Capture {
 
     /// The flame graph of the selected samples, as SVG, and how many frames
     /// were wide enough to draw (as `trawl report flamegraph`).
-    #[pyo3(signature = (*, title = None, event = None, weight = "period".to_string(), pid = Vec::new(), tid = Vec::new(), comm = Vec::new(), from_ns = None, to_ns = None, time = None, inline = true, capture = Vec::new()))]
+    #[pyo3(signature = (*, title = None, event = None, weight = "period".to_string(), pid = Vec::new(), tid = Vec::new(), comm = Vec::new(), from_ns = None, to_ns = None, time = None, inline = true, capture = Vec::new(), process_root = false))]
     #[allow(clippy::too_many_arguments)]
     fn flamegraph<'py>(
         &self,
@@ -237,6 +244,7 @@ impl Capture {
         time: Option<String>,
         inline: bool,
         capture: Vec<String>,
+        process_root: bool,
     ) -> PyResult<(Bound<'py, PyBytes>, usize)> {
         let s = self.s.clone();
         let samples = Samples {
@@ -250,6 +258,7 @@ impl Capture {
             time,
             capture,
             inline,
+            process_root,
         };
         let (svg, frames) = wait(py, async move {
             let picked = samples.resolve(&s).await?;
@@ -265,7 +274,7 @@ impl Capture {
     /// `trawl export --to FORMAT`): `pprof` (gzip-compressed
     /// profile.proto), `firefox` (Firefox Profiler, JSON), `speedscope`
     /// (JSON) or `folded`.
-    #[pyo3(signature = (to, *, event = None, weight = "period".to_string(), pid = Vec::new(), tid = Vec::new(), comm = Vec::new(), from_ns = None, to_ns = None, time = None, inline = true, capture = Vec::new(), interval_ns = None))]
+    #[pyo3(signature = (to, *, event = None, weight = "period".to_string(), pid = Vec::new(), tid = Vec::new(), comm = Vec::new(), from_ns = None, to_ns = None, time = None, inline = true, capture = Vec::new(), interval_ns = None, process_root = false))]
     #[allow(clippy::too_many_arguments)]
     fn export<'py>(
         &self,
@@ -282,6 +291,7 @@ impl Capture {
         inline: bool,
         capture: Vec<String>,
         interval_ns: Option<u64>,
+        process_root: bool,
     ) -> PyResult<Bound<'py, PyBytes>> {
         let s = self.s.clone();
         let samples = Samples {
@@ -295,6 +305,7 @@ impl Capture {
             time,
             capture,
             inline,
+            process_root,
         };
         let out = wait(py, async move {
             let picked = samples.resolve(&s).await?;

@@ -288,12 +288,16 @@ class Capture:
         time: Optional[str] = None,
         inline: bool = True,
         capture: Union[str, Sequence[str], None] = None,
+        process_root: bool = False,
     ) -> SVG:
         """The selected samples' stacks as a flame graph (SVG), as ``trawl
         report flamegraph``; ``folded(...)`` gives its rows. ``capture``
         keeps the samples of these captures of an archive; ``time``
-        (``"START..END"``, seconds on the capture clock, as the CLI's
-        ``--time``) or ``from_ns``/``to_ns`` (ns on that clock) a time range."""
+        (``"START..END"``, seconds on the capture clock, or ``"+START..+END"``,
+        seconds since the origin, as the CLI's ``--time``) or
+        ``from_ns``/``to_ns`` (ns on that clock) a time range;
+        ``process_root`` puts each process (``comm-pid``) at the root, as
+        ``stackcollapse-perf.pl --pid``."""
         svg, _frames = self._c.flamegraph(
             title=title,
             event=event,
@@ -306,6 +310,7 @@ class Capture:
             time=time,
             inline=inline,
             capture=_list(capture),
+            process_root=process_root,
         )
         return SVG(svg)
 
@@ -325,6 +330,7 @@ class Capture:
         inline: bool = True,
         capture: Union[str, Sequence[str], None] = None,
         interval_ns: Optional[int] = None,
+        process_root: bool = False,
     ) -> int:
         """Writes the selected samples to ``path`` in a format another
         viewer opens, as ``trawl export --to TO``: ``pprof`` (``go tool
@@ -344,6 +350,7 @@ class Capture:
             inline=inline,
             capture=_list(capture),
             interval_ns=interval_ns,
+            process_root=process_root,
         )
         _write(path, data)
         return len(data)

@@ -144,30 +144,61 @@ pub(crate) fn window_start_udf() -> datafusion::logical_expr::ScalarUDF {
     )
 }
 
-/// Parses a time range `START..END` in seconds on the capture clock (as
-/// `perf script` prints times; either side may be omitted) into ns.
-pub fn parse_seconds_range(s: &str) -> Result<(Option<i64>, Option<i64>)> {
+/// A time range as users write it, in ns: on the capture clock (`A..B`,
+/// seconds as `perf script` prints times) or, written `+A..+B`, since each
+/// capture's origin (`--t0`; seconds as `report timeline` prints them).
+/// Either side may be omitted.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TimeRange {
+    pub from_ns: Option<i64>,
+    pub to_ns: Option<i64>,
+    /// `+A..+B`: since the origin, not on the capture clock.
+    pub since_origin: bool,
+}
+
+/// Parses `--time`: `START..END` in seconds on the capture clock, or
+/// `+START..+END` in seconds since the origin ([`TimeRange`]).
+pub fn parse_seconds_range(s: &str) -> Result<TimeRange> {
     parse_seconds_range_of("--time", s)
 }
 
 /// [`parse_seconds_range`] of the option `option` (named in errors).
-pub fn parse_seconds_range_of(option: &str, s: &str) -> Result<(Option<i64>, Option<i64>)> {
+pub fn parse_seconds_range_of(option: &str, s: &str) -> Result<TimeRange> {
     let Some((a, b)) = s.split_once("..") else {
-        return Err(Error::Usage(format!("{option} {s:?}: expected START..END")));
+        return Err(Error::Usage(format!(
+            "{option} {s:?}: expected START..END (seconds as perf script prints times) or +START..+END (seconds since the origin, as report timeline prints them)"
+        )));
     };
-    let p = |x: &str| -> Result<Option<i64>> {
+    // (value, written with a leading +)
+    let p = |x: &str| -> Result<(Option<i64>, bool)> {
         let x = x.trim();
-        if x.is_empty() {
-            return Ok(None);
+        let (rel, num) = match x.strip_prefix('+') {
+            Some(n) => (true, n.trim()),
+            None => (false, x),
+        };
+        if num.is_empty() {
+            return if rel {
+                Err(Error::Usage(format!(
+                    "{option} {s:?}: a number must follow +"
+                )))
+            } else {
+                Ok((None, false))
+            };
         }
-        match x.parse::<f64>() {
-            Ok(v) => Ok(Some((v * 1e9).round() as i64)),
-            Err(_) => Err(Error::Usage(format!(
+        match num.parse::<f64>() {
+            Ok(v) if v.is_finite() => Ok((Some((v * 1e9).round() as i64), rel)),
+            _ => Err(Error::Usage(format!(
                 "{option}: {x:?} is not a number of seconds"
             ))),
         }
     };
-    let (from, to) = (p(a)?, p(b)?);
+    let ((from, ra), (to, rb)) = (p(a)?, p(b)?);
+    let since_origin = ra || rb;
+    if (from.is_some() && !ra && since_origin) || (to.is_some() && !rb && since_origin) {
+        return Err(Error::Usage(format!(
+            "{option} {s:?}: write both sides on the capture clock (A..B) or both since the origin (+A..+B)"
+        )));
+    }
     if let (Some(f), Some(t)) = (from, to) {
         if t <= f {
             return Err(Error::Usage(format!(
@@ -175,7 +206,11 @@ pub fn parse_seconds_range_of(option: &str, s: &str) -> Result<(Option<i64>, Opt
             )));
         }
     }
-    Ok((from, to))
+    Ok(TimeRange {
+        from_ns: from,
+        to_ns: to,
+        since_origin,
+    })
 }
 
 /// Parses a duration: `10ms`, `1s`, `500us`, `250ns`, `2m`, or plain
@@ -200,5 +235,39 @@ pub fn parse_duration_ns(s: &str) -> Result<i64> {
         _ => Err(Error::Usage(format!(
             "{s:?}: expected a duration such as 10ms, 1s, 500us or 2.5 (seconds)"
         ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `--time`'s two forms, worked by hand: seconds on the capture clock,
+    /// or written with `+`, since the origin; mixed forms are refused.
+    #[test]
+    fn time_ranges_are_written_two_ways() {
+        let r = parse_seconds_range("1.5..2").unwrap();
+        assert_eq!(
+            (r.from_ns, r.to_ns, r.since_origin),
+            (Some(1_500_000_000), Some(2_000_000_000), false)
+        );
+        let r = parse_seconds_range("+0.25..+1").unwrap();
+        assert_eq!(
+            (r.from_ns, r.to_ns, r.since_origin),
+            (Some(250_000_000), Some(1_000_000_000), true)
+        );
+        let r = parse_seconds_range("..+3").unwrap();
+        assert_eq!(
+            (r.from_ns, r.to_ns, r.since_origin),
+            (None, Some(3_000_000_000), true)
+        );
+        let r = parse_seconds_range("7..").unwrap();
+        assert_eq!(
+            (r.from_ns, r.to_ns, r.since_origin),
+            (Some(7_000_000_000), None, false)
+        );
+        for bad in ["+1..2", "1..+2", "+..2", "2..1", "+2..+1", "a..b", "1-2"] {
+            assert!(parse_seconds_range(bad).is_err(), "{bad}");
+        }
     }
 }

@@ -31,32 +31,79 @@ pub struct FrameTree {
 }
 
 const ROOT: u32 = u32::MAX;
+/// No process frame at the root.
+const NO_ROOT: u32 = u32::MAX;
 
 /// The tree of the selected samples' stacks.
 pub async fn frame_tree(s: &Session, sel: &Selection<'_>) -> Result<FrameTree> {
     // Segment names to small ids.
     let mut caps: HashMap<String, u32> = HashMap::new();
-    // The selection: weight per (segment, stack).
-    let mut weight: FxHashMap<(u32, i64), i64> = FxHashMap::default();
-    for b in crate::functions::call(s, "stack_weight", &sel.sample_args())
-        .await?
-        .select_columns(&["segment", "stack_id", "w"])?
-        .collect()
-        .await?
-    {
+    // The selection: weight per (segment, stack), and per process
+    // (`comm-pid`, a name of `names`) with a process root.
+    let mut names: Vec<String> = Vec::new();
+    let mut name_ids: HashMap<String, u32> = HashMap::new();
+    let mut weight: FxHashMap<(u32, i64), Vec<(u32, i64)>> = FxHashMap::default();
+    let df = if sel.opts.process_root {
+        use datafusion::functions_aggregate::expr_fn::sum;
+        use datafusion::prelude::{cast, col, concat, lit};
+        let name = concat(vec![
+            cast(col("comm"), datafusion::arrow::datatypes::DataType::Utf8),
+            lit("-"),
+            cast(col("pid"), datafusion::arrow::datatypes::DataType::Utf8),
+        ]);
+        crate::functions::call(s, "selected_sample", &sel.sample_args())
+            .await?
+            .filter(col("stack_id").is_not_null())?
+            .aggregate(
+                vec![col("segment"), col("stack_id"), name.alias("process")],
+                vec![sum(col("cost")).alias("w")],
+            )?
+            .select_columns(&["segment", "stack_id", "w", "process"])?
+    } else {
+        crate::functions::call(s, "stack_weight", &sel.sample_args())
+            .await?
+            .select_columns(&["segment", "stack_id", "w"])?
+    };
+    for b in df.collect().await? {
         let cap = crate::rows::string_ids(b.column(0), &mut caps)?;
         let id = b.column(1).as_primitive::<Int64Type>();
-        let w = b.column(2).as_primitive::<Int64Type>();
+        let w = datafusion::arrow::compute::cast(
+            b.column(2),
+            &datafusion::arrow::datatypes::DataType::Int64,
+        )
+        .map_err(datafusion::error::DataFusionError::from)?;
+        let w = w.as_primitive::<Int64Type>();
+        let process = (b.num_columns() > 3).then(|| crate::rows::string_values(b.column(3)));
         for (i, c) in cap.into_iter().enumerate() {
             if !id.is_null(i) {
-                let k = (c, id.value(i));
-                *weight.entry(k).or_default() += if w.is_null(i) { 0 } else { w.value(i) };
+                let root = match &process {
+                    Some(p) => {
+                        let f = p[i]
+                            .clone()
+                            .unwrap_or_else(|| "?".into())
+                            .replace(' ', "\u{a0}");
+                        match name_ids.get(&f) {
+                            Some(&n) => n,
+                            None => {
+                                let n = names.len() as u32;
+                                names.push(f.clone());
+                                name_ids.insert(f, n);
+                                n
+                            }
+                        }
+                    }
+                    None => NO_ROOT,
+                };
+                let wi = if w.is_null(i) { 0 } else { w.value(i) };
+                let e = weight.entry((c, id.value(i))).or_default();
+                match e.iter_mut().find(|(r, _)| *r == root) {
+                    Some((_, x)) => *x += wi,
+                    None => e.push((root, wi)),
+                }
             }
         }
     }
     // Names of each frame, root-first (outermost inline level first).
-    let mut names: Vec<String> = Vec::new();
-    let mut name_ids: HashMap<String, u32> = HashMap::new();
     let mut frame_names: FxHashMap<(u32, i64), Vec<(i32, u32)>> = FxHashMap::default();
     let names_sql = if sel.opts.inline {
         "SELECT segment, frame_id, inline_depth, function FROM frame_line"
@@ -129,14 +176,16 @@ pub async fn frame_tree(s: &Session, sel: &Selection<'_>) -> Result<FrameTree> {
         while j < positions.len() && positions[j].0 == c && positions[j].1 == id {
             j += 1;
         }
-        let w = weight[&(c, id)];
-        let mut node = ROOT;
-        // Root first: the deepest position, outermost inline level first.
-        for p in positions[i..j].iter().rev() {
-            let Some(levels) = frame_names.get(&(c, p.3)) else {
-                continue;
-            };
-            for &(_, n) in levels {
+        for &(root, w) in &weight[&(c, id)] {
+            let mut node = ROOT;
+            // The process, then the deepest position, outermost inline
+            // level first.
+            let frames = positions[i..j]
+                .iter()
+                .rev()
+                .filter_map(|p| frame_names.get(&(c, p.3)))
+                .flat_map(|levels| levels.iter().map(|&(_, n)| n));
+            for n in (root != NO_ROOT).then_some(root).into_iter().chain(frames) {
                 node = *child.entry((node, n)).or_insert_with(|| {
                     t.name.push(n);
                     t.parent.push(node);
@@ -146,9 +195,9 @@ pub async fn frame_tree(s: &Session, sel: &Selection<'_>) -> Result<FrameTree> {
                 });
                 t.total[node as usize] += w;
             }
-        }
-        if node != ROOT {
-            t.own[node as usize] += w;
+            if node != ROOT {
+                t.own[node as usize] += w;
+            }
         }
         i = j;
     }
@@ -178,20 +227,68 @@ impl FrameTree {
     /// `min_total` are folded into their nearest ancestor that is not, or
     /// into their root (roots stay: the drawing's total must not shrink).
     pub fn folded(&self, min_total: i64) -> Vec<(String, i64)> {
+        self.folded_within(min_total, usize::MAX)
+    }
+
+    /// Each node's depth, roots 1 (parents come before their children).
+    fn depths(&self) -> Vec<usize> {
+        let mut d = vec![1usize; self.name.len()];
+        for i in 0..self.name.len() {
+            let p = self.parent[i];
+            if p != ROOT {
+                d[i] = d[p as usize] + 1;
+            }
+        }
+        d
+    }
+
+    /// The depth a drawing needs: the deepest level whose frames together
+    /// weigh at least `share` of the total (a few deep stacks, such as one
+    /// broken unwind of 127 frames, would otherwise set the picture's
+    /// height). At least 1.
+    pub fn depth_holding(&self, share: f64) -> usize {
+        let depth = self.depths();
+        let mut at: Vec<i64> = Vec::new();
+        for (i, &d) in depth.iter().enumerate() {
+            if at.len() < d {
+                at.resize(d, 0);
+            }
+            at[d - 1] += self.total[i];
+        }
+        let min = (self.total() as f64 * share).ceil() as i64;
+        at.iter()
+            .rposition(|&w| w >= min.max(1))
+            .map_or(1, |k| k + 1)
+    }
+
+    /// [`FrameTree::folded`], with frames deeper than `max_depth` folded
+    /// into one frame `[deeper frames]` above their ancestor at that depth.
+    pub fn folded_within(&self, min_total: i64, max_depth: usize) -> Vec<(String, i64)> {
         let n = self.name.len();
+        let depth = self.depths();
         let mut own = self.own.clone();
+        // Weight of the frames folded away above a node for depth.
+        let mut deep = vec![0i64; n];
         // Children come after their parents: fold from the end.
         for i in (0..n).rev() {
             let p = self.parent[i];
-            if self.total[i] < min_total && p != ROOT {
-                own[p as usize] += own[i];
-                own[i] = 0;
+            if p == ROOT {
+                continue;
+            }
+            let p = p as usize;
+            if depth[i] > max_depth {
+                deep[p] += own[i] + deep[i];
+                (own[i], deep[i]) = (0, 0);
+            } else if self.total[i] < min_total {
+                own[p] += own[i];
+                deep[p] += deep[i];
+                (own[i], deep[i]) = (0, 0);
             }
         }
         let mut out = Vec::new();
         let mut path: Vec<&str> = Vec::new();
         for i in 0..n {
-            if own[i] <= 0 || (self.total[i] < min_total && self.parent[i] != ROOT) {
+            if own[i] <= 0 && deep[i] <= 0 {
                 continue;
             }
             path.clear();
@@ -201,9 +298,74 @@ impl FrameTree {
                 k = self.parent[k as usize];
             }
             path.reverse();
-            out.push((path.join(";"), own[i]));
+            let line = path.join(";");
+            if deep[i] > 0 {
+                out.push((format!("{line};[deeper frames]"), deep[i]));
+            }
+            if own[i] > 0 {
+                out.push((line, own[i]));
+            }
         }
         out.sort();
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A tree of `(root;...;leaf, weight)` stacks.
+    fn tree(stacks: &[(&str, i64)]) -> FrameTree {
+        let mut t = FrameTree {
+            names: Vec::new(),
+            name: Vec::new(),
+            parent: Vec::new(),
+            total: Vec::new(),
+            own: Vec::new(),
+        };
+        let mut child: HashMap<(u32, String), u32> = HashMap::new();
+        for (st, w) in stacks {
+            let mut node = ROOT;
+            for f in st.split(';') {
+                node = *child.entry((node, f.to_string())).or_insert_with(|| {
+                    t.names.push(f.to_string());
+                    t.name.push((t.names.len() - 1) as u32);
+                    t.parent.push(node);
+                    t.total.push(0);
+                    t.own.push(0);
+                    (t.name.len() - 1) as u32
+                });
+                t.total[node as usize] += w;
+            }
+            t.own[node as usize] += w;
+        }
+        t
+    }
+
+    /// One stack of 1 in 1,000 samples 40 frames deep: the drawing stops
+    /// at the depth the other 999 reach (worked by hand), its frames
+    /// beyond one `[deeper frames]` of weight 1; the weights add up.
+    #[test]
+    fn a_rare_deep_stack_does_not_set_the_height() {
+        let deep: Vec<String> = (0..40).map(|k| format!("f{k}")).collect();
+        let deep = format!("main;{}", deep.join(";"));
+        let t = tree(&[("main;a;b", 600), ("main;c", 399), (&deep, 1)]);
+        assert_eq!(t.depth_holding(0.005), 3);
+        assert_eq!(t.depth_holding(0.0), 41);
+        let lines = t.folded_within(0, 3);
+        assert_eq!(
+            lines,
+            vec![
+                ("main;a;b".to_string(), 600),
+                ("main;c".to_string(), 399),
+                ("main;f0;f1;[deeper frames]".to_string(), 1),
+            ]
+        );
+        assert_eq!(t.folded(0).len(), 3);
+        assert!(t
+            .folded(0)
+            .iter()
+            .any(|(l, w)| l.ends_with(";f39") && *w == 1));
     }
 }

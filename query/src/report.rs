@@ -323,12 +323,17 @@ impl Given {
     }
 
     /// The selection of [`Selects::Threads`]/[`Selects::Events`]: the
-    /// event (unchecked), processes, threads, commands, time range (`time`,
-    /// `START..END` in seconds) and captures.
-    pub fn filter(&self) -> Result<SampleFilter> {
+    /// event (unchecked), processes, threads, commands, time range (`time`:
+    /// `START..END` in seconds on the capture clock or `+START..+END` since
+    /// the origin, placed on the clock of `s`'s perf samples) and captures.
+    pub async fn filter(&self, s: &Session) -> Result<SampleFilter> {
         use shared::*;
+        let captures = self.texts(CAPTURE).to_vec();
         let (from, to) = match self.text(TIME) {
-            Some(t) => crate::time::parse_seconds_range(t)?,
+            Some(t) => {
+                let r = crate::time::parse_seconds_range(t)?;
+                crate::time::on_clock(s, r, &captures, true).await?
+            }
             None => (None, None),
         };
         Ok(SampleFilter {
@@ -338,7 +343,7 @@ impl Given {
             comms: self.texts(COMM).to_vec(),
             time_from_ns: from,
             time_to_ns: to,
-            captures: self.texts(CAPTURE).to_vec(),
+            captures,
         })
     }
 
@@ -348,8 +353,9 @@ impl Given {
         let weight = Weight::parse(self.text(shared::WEIGHT).unwrap_or("period"))?;
         let opts = StackOpts {
             inline: !self.flag(shared::NO_INLINE),
+            ..StackOpts::default()
         };
-        Picked::resolve(s, self.filter()?, weight, opts).await
+        Picked::resolve(s, self.filter(s).await?, weight, opts).await
     }
 }
 
@@ -379,7 +385,7 @@ impl Report {
                 Opt::text(COMM, "Only these command names (repeatable).").many(),
                 Opt::text(
                     TIME,
-                    "Time range START..END in seconds on the capture clock, as `perf script` prints times (either side may be omitted).",
+                    "Time range START..END in seconds on the capture clock, as `perf script` prints times, or +START..+END in seconds since the origin (`--t0`), as `report timeline` prints them (either side may be omitted).",
                 )
                 .value_name("START..END"),
                 Opt::text(
@@ -425,7 +431,7 @@ impl Report {
         if self.selects == Selects::Nothing {
             return Ok(Vec::new());
         }
-        crate::sample::why_nothing(s, &given.filter()?).await
+        crate::sample::why_nothing(s, &given.filter(s).await?).await
     }
 
     /// Answers the report in `s` (opened on `given.captures`, with the

@@ -81,11 +81,17 @@ impl Weight {
 pub struct StackOpts {
     /// Inline levels count as functions of their own (perf report --inline).
     pub inline: bool,
+    /// Flame graphs and folded stacks: each process a root frame
+    /// `comm-pid` (as `stackcollapse-perf.pl --pid`).
+    pub process_root: bool,
 }
 
 impl Default for StackOpts {
     fn default() -> Self {
-        StackOpts { inline: true }
+        StackOpts {
+            inline: true,
+            process_root: false,
+        }
     }
 }
 

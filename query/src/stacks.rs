@@ -565,6 +565,14 @@ async fn edges(
     let df = call(s, name, &args).await?;
     let rows = df.clone().collect().await?;
     if rows.iter().map(|b| b.num_rows()).sum::<usize>() == 0 || first_samples(&rows) == 0 {
+        // The selection itself may match nothing: say so rather than
+        // blame the function.
+        let why = crate::sample::why_nothing(s, sel.filter)
+            .await
+            .unwrap_or_default();
+        if !why.is_empty() {
+            return Err(Error::Usage(why.join("; ")));
+        }
         return Err(Error::Usage(format!(
             "no stack contains a function named {:?}{} (names as `trawl report hotspots` shows them)",
             f.function,
@@ -850,7 +858,7 @@ fn run_offcpu<'a>(s: &'a Session, g: &'a Given) -> BoxFuture<'a, Result<Answer>>
         for x in g.texts("state") {
             args.extend([lit("state"), lit(x.as_str())]);
         }
-        g.filter()?.selection_args(&mut args);
+        g.filter(s).await?.selection_args(&mut args);
         let any = crate::session::count(
             s,
             "SELECT count(*) FROM (SELECT 1 FROM thread_state WHERE off_cpu LIMIT 1)",

@@ -25,7 +25,7 @@ use datafusion::arrow::record_batch::RecordBatch;
 
 pub use crate::clock::{
     parse_duration_ns, parse_seconds_range, parse_seconds_range_of, utc_text, CaptureTime, Origin,
-    OriginKind, SourceTime,
+    OriginKind, SourceTime, TimeRange,
 };
 use crate::error::{Error, Result};
 use crate::rows::i64_at;
@@ -45,6 +45,88 @@ impl Session {
             .get_or_try_init(|| compute(self, &self.shared.origin))
             .await
             .map(Vec::as_slice)
+    }
+}
+
+/// `r` in ns on the capture clock (`time_ns`), as the filters of the
+/// analyses take it: as given, or for `+A..+B` (since the origin) moved by
+/// the offset of the inputs of `captures` (all when empty) that hold perf
+/// samples (`samples`) or any rows. A range since the origin needs those
+/// inputs on one time axis with one offset: one capture, or captures whose
+/// origins are at the same instant of their clock.
+pub async fn on_clock(
+    s: &Session,
+    r: TimeRange,
+    captures: &[String],
+    samples: bool,
+) -> Result<(Option<i64>, Option<i64>)> {
+    if !r.since_origin {
+        return Ok((r.from_ns, r.to_ns));
+    }
+    let o = clock_offset(s, captures, samples, "--time").await?;
+    let shift = |v: Option<i64>| v.map(|v| v.saturating_sub(o));
+    Ok((shift(r.from_ns), shift(r.to_ns)))
+}
+
+/// `r` in ns since the origin (`t_ns`) for `capture`: as given for
+/// `+A..+B`, else moved from the capture clock by the offset of its inputs
+/// holding perf samples (`samples`) or any rows. `option` is named in
+/// errors.
+pub async fn since_origin(
+    s: &Session,
+    r: TimeRange,
+    capture: &str,
+    samples: bool,
+    option: &str,
+) -> Result<(Option<i64>, Option<i64>)> {
+    if r.since_origin {
+        return Ok((r.from_ns, r.to_ns));
+    }
+    let o = clock_offset(s, &[capture.to_string()], samples, option).await?;
+    let shift = |v: Option<i64>| v.map(|v| v.saturating_add(o));
+    Ok((shift(r.from_ns), shift(r.to_ns)))
+}
+
+/// The one offset (native + offset = `t_ns`) of the inputs of `captures`
+/// (all when empty) that hold perf samples (`samples`) or any rows; 0 when
+/// none holds rows.
+async fn clock_offset(
+    s: &Session,
+    captures: &[String],
+    samples: bool,
+    option: &str,
+) -> Result<i64> {
+    let perf = |c: &str| c.starts_with("perf") && !c.starts_with("perf-stat");
+    let mut offsets = std::collections::BTreeSet::new();
+    let mut unplaced = Vec::new();
+    for c in s.times().await? {
+        if !captures.is_empty() && !captures.contains(&c.capture) {
+            continue;
+        }
+        for src in &c.sources {
+            if src.first_native.is_none() || (samples && !perf(&src.clock)) {
+                continue;
+            }
+            match c.offset(src.source_id) {
+                Some(o) => {
+                    offsets.insert(o);
+                }
+                None => unplaced.push(c.capture.clone()),
+            }
+        }
+    }
+    match (offsets.len(), unplaced.first()) {
+        (0 | 1, None) => Ok(offsets.first().copied().unwrap_or(0)),
+        (_, Some(c)) => Err(Error::Usage(format!(
+            "{option}: +START..+END counts from the capture's origin, and capture {c} has inputs that are not on its time axis \
+             (perf recorded without -k next to other inputs); give times on the capture clock (START..END, as perf script prints them) \
+             or pick the origin with --t0 exec:COMMAND"
+        ))),
+        (n, None) => Err(Error::Usage(format!(
+            "{option}: the two ways of writing times (START..END on the capture clock, as perf script prints them; +START..+END since \
+             the origin, as report timeline prints them) differ by {n} different amounts across the selected captures' inputs; \
+             pick one capture with --capture NAME, or write the times the other way"
+        ))),
     }
 }
 

@@ -611,3 +611,55 @@ fn firefox_profile_of_two_captures_keeps_them_apart() {
         assert_eq!(got.get(c).copied(), Some(want as usize), "samples of {c}");
     }
 }
+
+/// `--process-root`: each process a root frame `comm-pid` over its stacks,
+/// as `perf script | stackcollapse-perf.pl --pid` folds them. Expected:
+/// perf script's samples per comm and pid of procs.data (a parent, a
+/// forked child and an exec'd `hot`); the other formats refuse it.
+#[test]
+fn folded_stacks_with_a_process_root() {
+    let (_t, cap) = ingest("procs.data");
+    let script = perf(&[
+        "script",
+        "-i",
+        fixture("procs.data").to_str().unwrap(),
+        "-F",
+        "comm,pid",
+    ]);
+    let mut want: HashMap<String, i64> = HashMap::new();
+    for l in script.lines() {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        if f.len() == 2 {
+            *want.entry(format!("{}-{}", f[0], f[1])).or_default() += 1;
+        }
+    }
+    assert!(want.len() >= 3, "{want:?}");
+    let out = trawl_ok(&[
+        "export",
+        cap.to_str().unwrap(),
+        "--to",
+        "folded",
+        "--process-root",
+        "--weight",
+        "samples",
+        "-o",
+        "-",
+    ]);
+    let mut got: HashMap<String, i64> = HashMap::new();
+    for l in out.lines() {
+        let (stack, w) = l.rsplit_once(' ').unwrap();
+        let root = stack.split(';').next().unwrap();
+        *got.entry(root.to_string()).or_default() += w.parse::<i64>().unwrap();
+    }
+    assert_eq!(got, want);
+    let o = trawl(&[
+        "export",
+        cap.to_str().unwrap(),
+        "--to",
+        "pprof",
+        "--process-root",
+        "-o",
+        "-",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+}

@@ -41,6 +41,25 @@ pub fn texts(svg: &str) -> Vec<String> {
     out
 }
 
+/// The contents of every `<text>` element, trimmed, with its `x`.
+pub fn texts_at(svg: &str) -> Vec<(String, f64)> {
+    let mut out = Vec::new();
+    let mut rest = svg;
+    while let Some(i) = rest.find("<text") {
+        let Some(a) = rest[i..].find('>') else { break };
+        let Some(b) = rest[i + a..].find("</text>") else {
+            break;
+        };
+        let x = attr(&rest[i..i + a + 1], "x").and_then(|x| x.parse().ok());
+        out.push((
+            rest[i + a + 1..i + a + b].trim().to_string(),
+            x.unwrap_or(f64::NAN),
+        ));
+        rest = &rest[i + a + b..];
+    }
+    out
+}
+
 /// (fill, area in px²) of every `<polygon>`, by the shoelace formula.
 pub fn polygons(svg: &str) -> Vec<(String, f64)> {
     tags(svg, "polygon")

@@ -240,6 +240,11 @@ fn an_empty_answer_says_what_matched_nothing() {
         )),
         "{err}"
     );
+    // callers/callees name the selection, not the function, as the cause.
+    let o = run(&["report", "callers", "main", cap, "--pid", "99999"]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("no samples of --pid 99999"), "{err}");
     let (_, err) = said(&["report", "hotspots", cap, "--comm", "hit"]);
     assert!(
         err.contains("no samples of --comm hit; the closest commands: hot"),
@@ -267,6 +272,56 @@ fn an_empty_answer_says_what_matched_nothing() {
     assert_eq!(o.status.code(), Some(1));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("did you mean perf_sample?"), "{err}");
+}
+
+/// One clock for users: `--time A..B` is on the capture clock (as perf
+/// script prints times), `--time +A..+B` counts from the origin (as
+/// `report timeline` prints times), and both select the same samples.
+/// Expected: the samples perf script prints in the range, counted here
+/// from its nanosecond times (the origin is the first sample).
+#[test]
+fn both_ways_of_writing_times_select_the_same_samples() {
+    let (_t, cap) = crate::common::ingest("hot-fp.data");
+    let cap = cap.to_str().unwrap();
+    let script = crate::common::perf(&[
+        "script",
+        "-i",
+        fixture("hot-fp.data").to_str().unwrap(),
+        "-F",
+        "time",
+        "--ns",
+    ]);
+    let times: Vec<i64> = script
+        .lines()
+        .filter_map(|l| {
+            let (s, ns) = l.trim().trim_end_matches(':').split_once('.')?;
+            Some(s.parse::<i64>().ok()? * 1_000_000_000 + ns.parse::<i64>().ok()?)
+        })
+        .collect();
+    assert!(times.len() > 100, "{script}");
+    let first = times[0];
+    let (a, b) = (first + 50_000_000, first + 150_000_000);
+    let want = times.iter().filter(|&&t| a <= t && t < b).count() as i64;
+    assert!(want > 0 && want < times.len() as i64, "{want}");
+    let samples = |time: &str| -> i64 {
+        let out = crate::common::trawl_ok(&[
+            "report", "hotspots", cap, "--time", time, "--format", "csv",
+        ]);
+        out.lines()
+            .skip(1)
+            .map(|l| l.split(',').nth(2).unwrap().parse::<i64>().unwrap())
+            .sum()
+    };
+    assert_eq!(samples("+0.05..+0.15"), want, "since the origin");
+    let secs = |t: i64| format!("{}.{:09}", t / 1_000_000_000, t % 1_000_000_000);
+    assert_eq!(
+        samples(&format!("{}..{}", secs(a), secs(b))),
+        want,
+        "on the capture clock"
+    );
+    let o = run(&["report", "hotspots", cap, "--time", "+1..2"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("both since the origin (+A..+B)"));
 }
 
 /// `--event cpu-clock` names the capture's `cpu-clock:u` (perf's names

@@ -803,7 +803,7 @@ fn time_window_reports_take_pseudo_samples() {
         "--resource",
         "cpu",
         "--range",
-        "0.0018..0.0019",
+        "+0.0018..+0.0019",
         "--lbr",
         "2",
         "--app",

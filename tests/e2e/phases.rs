@@ -1005,11 +1005,27 @@ fn timeline_windows_and_plots() {
     starts.sort_by(f64::total_cmp);
     let (t_first, t_last) = (starts[0], starts[starts.len() - 1] + 0.25);
     let px = |s: f64| x0 + (s - t_first) / (t_last - t_first) * (x1 - x0);
-    let bands: Vec<&str> = crate::figure::tags(&t, "rect")
+    // The shading has a legend entry (a swatch of its colour) beside the
+    // plot, as every key has: nothing of the legend lies over the data.
+    assert!(texts.iter().any(|x| x == "the rule holds"), "{texts:?}");
+    let red: Vec<&str> = crate::figure::tags(&t, "rect")
         .into_iter()
         .filter(|r| crate::figure::attr(r, "fill") == Some("#FF0000"))
         .collect();
-    assert_eq!(bands.len(), 1, "{bands:?}");
+    let left = |r: &str| crate::figure::attr(r, "x").unwrap().parse::<f64>().unwrap();
+    let bands: Vec<&str> = red.iter().copied().filter(|r| left(r) < x1).collect();
+    assert_eq!(bands.len(), 1, "{red:?}");
+    assert_eq!(red.len(), 2, "the band and its legend swatch: {red:?}");
+    for x in crate::figure::texts_at(&t) {
+        if share.contains_key(&x.0) {
+            assert!(
+                x.1 > x1,
+                "{} is drawn over the plot (x {} < {x1})",
+                x.0,
+                x.1
+            );
+        }
+    }
     let bx: f64 = crate::figure::attr(bands[0], "x").unwrap().parse().unwrap();
     let bw: f64 = crate::figure::attr(bands[0], "width")
         .unwrap()
@@ -1027,7 +1043,7 @@ fn timeline_windows_and_plots() {
         px(range.1)
     );
     // The PNG: the same figure, each key's colour covering its share of
-    // the stacked pixels (the legend box hides a little).
+    // the stacked pixels (its legend swatch adds 144).
     let img = crate::figure::png(&png);
     assert_eq!(img.dimensions(), (1200, 600));
     let counts = crate::figure::colour_counts(&img);
@@ -1098,7 +1114,9 @@ fn timeline_windows_and_plots() {
         .into_iter()
         .filter(|r| crate::figure::attr(r, "fill") == Some("#FF0000"))
         .count();
-    assert_eq!(bands, 2 * n_ranges);
+    // Each panel's ranges and the shading's legend swatch.
+    assert_eq!(bands, 2 * n_ranges + 2);
+    assert_eq!(texts.iter().filter(|x| *x == "the rule holds").count(), 2);
 }
 
 #[test]

@@ -110,7 +110,7 @@ fn cpu_cause_names_the_application_line_that_called_libm() {
     let rows = csv_maps(&report_csv(
         "cause",
         &cap,
-        &["--resource", "cpu", "--range", "0..1000"],
+        &["--resource", "cpu", "--range", "+0..+1000"],
     ));
 
     // perf's own unwinding, sample by sample. The application is the

@@ -1018,3 +1018,42 @@ fn perf_syscalls_with_frame_pointer_stacks() {
         "0"
     );
 }
+
+/// A program started through a launcher (pyenv's shim: bash scripts that
+/// run a dozen programs, then exec the interpreter): the application is
+/// the directory of what the first traced process exec'd last, not
+/// /usr/bin, where most stacks end. Expected, read from the dump with zstd
+/// and by eye: the root process's last successful execve, and the
+/// 100,000-byte write the traced program made (`write('a'*100000)`)
+/// charged to the application.
+#[test]
+fn the_application_is_what_a_launcher_execs_last() {
+    let dump = strace_fixture("pyenv-shim.strace.zst");
+    let o = Command::new("zstd")
+        .arg("-dc")
+        .arg(&dump)
+        .output()
+        .expect("zstd");
+    let text = String::from_utf8(o.stdout).unwrap();
+    let root = text.split_whitespace().next().unwrap().to_string();
+    let last = text
+        .lines()
+        .filter(|l| {
+            l.starts_with(&format!("{root} ")) && l.contains(" execve(\"") && l.contains(") = 0")
+        })
+        .last()
+        .unwrap();
+    let path = last.split('"').nth(1).unwrap();
+    assert!(path.ends_with("/bin/python3"), "{last}");
+    let want = format!("{}/", path.rsplit_once('/').unwrap().0);
+    let (_t, cap) = ingest_dumps(&["pyenv-shim.strace.zst"], &[]);
+    let dir = sql_scalar(&cap, "SELECT dir FROM _default_app");
+    assert_eq!(dir, want);
+    let csv = trawl_ok(&["report", "io", cap.to_str().unwrap(), "--format", "csv"]);
+    let big: Vec<_> = csv_maps(&csv)
+        .into_iter()
+        .filter(|r| r["bytes"] == "100000")
+        .collect();
+    assert_eq!(big.len(), 1, "{csv}");
+    assert_ne!(big[0]["app_function"], "[outside the application]", "{csv}");
+}

@@ -20,7 +20,9 @@ pub(crate) struct CauseArgs {
     /// the range to its end).
     #[arg(long)]
     pub(crate) resource: String,
-    /// The range START..END in seconds relative to --t0 (instead of --rule).
+    /// The range (instead of --rule): START..END in seconds on the capture
+    /// clock, as `perf script` prints times, or +START..+END in seconds
+    /// since the origin (`--t0`), as `report timeline` prints them.
     #[arg(long, value_name = "START..END")]
     pub(crate) range: Option<String>,
     #[command(flatten)]
@@ -55,21 +57,25 @@ pub(crate) async fn cause(a: CauseArgs) -> Result<()> {
     let s = a.t0.open(&a.captures).await?;
     let per: std::collections::BTreeMap<String, Vec<Range>> = match (&a.range, a.rule.parse()?) {
         (Some(r), None) => {
-            let (from, to) = trawl_query::time::parse_seconds_range_of("--range", r)?;
-            let r = Range {
-                start: from.unwrap_or(0),
-                end: to.unwrap_or(i64::MAX / 2),
-            };
-            if r.end <= r.start {
-                bail!(
-                    "--range {:?}: the end must come after the start",
-                    a.range.as_deref().unwrap_or("")
-                );
+            let given = trawl_query::time::parse_seconds_range_of("--range", r)?;
+            let samples = resource == trawl_query::cause::Resource::Cpu;
+            let mut per = std::collections::BTreeMap::new();
+            for c in s.captures() {
+                let (from, to) =
+                    trawl_query::time::since_origin(&s, given, &c.name, samples, "--range").await?;
+                let r = Range {
+                    start: from.unwrap_or(0),
+                    end: to.unwrap_or(i64::MAX / 2),
+                };
+                if r.end <= r.start {
+                    bail!(
+                        "--range {:?}: the end must come after the start",
+                        a.range.as_deref().unwrap_or("")
+                    );
+                }
+                per.insert(c.name.clone(), vec![r]);
             }
-            s.captures()
-                .iter()
-                .map(|c| (c.name.clone(), vec![r]))
-                .collect()
+            per
         }
         (None, Some((rule, opts))) => trawl_query::ranges::ranges(&s, &rule, opts).await?,
         _ => bail!("give either --range START..END or --rule RULE"),

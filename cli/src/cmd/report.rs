@@ -316,6 +316,23 @@ mod tests {
         Cli::command().debug_assert();
     }
 
+    /// `--cluster` is an option of `trawl` itself, not listed in the help
+    /// of commands it does not apply to.
+    #[test]
+    fn cluster_is_named_in_the_top_help_only() {
+        let mut top = Cli::command();
+        assert!(top.render_help().to_string().contains("--cluster"));
+        for name in ["ingest", "demo", "sql", "report"] {
+            let mut c = Cli::command();
+            let sub = c.find_subcommand_mut(name).expect(name);
+            let help = sub.render_long_help().to_string();
+            assert!(!help.contains("--cluster"), "{name}: {help}");
+        }
+        let cli = Cli::try_parse_from(["trawl", "--cluster", "df://h:1", "sql", "c", "SELECT 1"])
+            .unwrap();
+        assert_eq!(cli.cluster.as_deref(), Some("df://h:1"));
+    }
+
     fn given_of(args: &[&str]) -> (&'static str, Given) {
         let cli = Cli::try_parse_from(args).unwrap_or_else(|e| panic!("{args:?}: {e}"));
         match cli.cmd {
@@ -335,10 +352,10 @@ mod tests {
         assert_eq!(g.texts("key"), ["dev", "sector"]);
         assert_eq!(g.text("by"), Some("histogram"), "the default");
         assert_eq!(g.ints("pid").unwrap(), vec![7]);
-        let f = g.filter().unwrap();
+        let r = trawl_query::time::parse_seconds_range(g.text("time").unwrap()).unwrap();
         assert_eq!(
-            (f.time_from_ns, f.time_to_ns),
-            (Some(1_000_000_000), Some(2_000_000_000))
+            (r.from_ns, r.to_ns, r.since_origin),
+            (Some(1_000_000_000), Some(2_000_000_000), false)
         );
         assert_eq!(g.limit().unwrap(), Some(5));
 

@@ -56,7 +56,7 @@ pub(crate) async fn timeline(a: TimelineArgs) -> Result<()> {
     let window = trawl_query::time::parse_duration_ns(&a.window)?;
     if a.threads {
         use trawl_query::datafusion::prelude::lit;
-        let only = a.only.to_filter()?;
+        let only = a.only.to_filter(&s).await?;
         if !only.comms.is_empty() || only.time_from_ns.is_some() || only.time_to_ns.is_some() {
             bail!("--threads takes --pid, --tid and --capture, not --comm or --time");
         }
@@ -86,7 +86,7 @@ pub(crate) async fn timeline(a: TimelineArgs) -> Result<()> {
         event: a.event.as_deref(),
         lbr: a.lbr.as_deref(),
         t0: &a.t0.t0,
-        only: a.only.to_filter()?,
+        only: a.only.to_filter(&s).await?,
     };
     let rows = plot::timeline_rows(&s, &ask).await?;
     if let Some(p) = &a.plot {

@@ -9,25 +9,57 @@
 --   $app   text   path prefix of the application's files (default: the
 --                 directory of the traced executable, `_default_app`)
 
--- _default_app: the directory of the traced program, with a trailing `/`:
--- the module of the outermost frame of the most stacks (traced calls and
--- perf samples) that end in `_start` (the executable's entry point;
--- threads' stacks end in libc's clone; the dynamic loader's own `_start`
--- does not count), else of the most stacks.
+-- _default_app: the directory of the traced program, with a trailing `/`.
+-- The program is the one the first traced process ran last: its last
+-- successful `execve` (a launcher such as a pyenv shim or a shell script
+-- runs other programs, then execs the real one). A path written relative
+-- to the tracer's directory (`./bin/app`) names the stack module that ends
+-- in it. Without such an exec (perf samples, `strace -p`): the module of
+-- the outermost frame of the most stacks (traced calls and perf samples)
+-- that end in `_start` (the executable's entry point; threads' stacks end
+-- in libc's clone; the dynamic loader's own `_start` does not count), else
+-- of the most stacks.
 CREATE OR REPLACE VIEW _default_app AS
-WITH used AS (
+WITH root AS (
+  SELECT capture, first_value(pid ORDER BY syscall_id) AS pid FROM syscall GROUP BY capture
+),
+prog AS (
+  SELECT last_value(split_part(c.args, '"', 2) ORDER BY c.syscall_id) AS path
+  FROM syscall c JOIN root r ON r.capture = c.capture AND r.pid = c.pid
+  WHERE CAST(c.name AS VARCHAR) = 'execve' AND c.retval = 0
+  GROUP BY c.capture
+),
+used AS (
   SELECT segment, stack_id, count(*) AS n FROM syscall WHERE stack_id IS NOT NULL GROUP BY segment, stack_id
   UNION ALL
   SELECT segment, stack_id, count(*) AS n FROM perf_sample WHERE stack_id IS NOT NULL GROUP BY segment, stack_id
+),
+outer_module AS (
+  SELECT e.module, e.function, c.n
+  FROM used c
+  JOIN (SELECT segment, stack_id, max(pos) AS pos FROM stack_entry GROUP BY segment, stack_id) o
+    ON o.segment = c.segment AND o.stack_id = c.stack_id
+  JOIN stack_entry e ON e.segment = o.segment AND e.stack_id = o.stack_id AND e.pos = o.pos
+  WHERE e.module LIKE '/%' AND e.module NOT LIKE '%/ld-linux%' AND e.module NOT LIKE '%/ld.so%'
+),
+execed AS (
+  -- the exec'd program's file: as written when absolute, else the
+  -- module that ends in it
+  SELECT CASE WHEN starts_with(p.path, '/') THEN p.path ELSE m.module END AS file
+  FROM prog p
+  LEFT JOIN (SELECT DISTINCT module FROM outer_module) m
+    ON NOT starts_with(p.path, '/')
+   AND ends_with(m.module, concat('/', regexp_replace(p.path, '^(\./)+', '')))
 )
-SELECT regexp_replace(e.module, '/[^/]*$', '/') AS dir   -- directory, ending in /
-FROM used c
-JOIN (SELECT segment, stack_id, max(pos) AS pos FROM stack_entry GROUP BY segment, stack_id) o
-  ON o.segment = c.segment AND o.stack_id = c.stack_id
-JOIN stack_entry e ON e.segment = o.segment AND e.stack_id = o.stack_id AND e.pos = o.pos
-WHERE e.module LIKE '/%' AND e.module NOT LIKE '%/ld-linux%' AND e.module NOT LIKE '%/ld.so%'
-GROUP BY 1
-ORDER BY sum(CASE WHEN e.function = '_start' THEN c.n ELSE 0 END) DESC, sum(c.n) DESC, 1
+SELECT dir FROM (
+  SELECT regexp_replace(file, '/[^/]*$', '/') AS dir, 0 AS k, count(*) AS a, 0 AS b
+  FROM execed WHERE file IS NOT NULL GROUP BY 1
+  UNION ALL
+  SELECT regexp_replace(module, '/[^/]*$', '/'), 1,
+         sum(CASE WHEN function = '_start' THEN n ELSE 0 END), sum(n)
+  FROM outer_module GROUP BY 1
+)
+ORDER BY k, a DESC, b DESC, dir   -- directory, ending in /
 LIMIT 1;
 
 -- _stack_attribution: per stack, its application frame and its leaf. A

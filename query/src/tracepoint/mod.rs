@@ -501,7 +501,7 @@ fn run_tracepoints<'a>(
     g: &'a Given,
 ) -> BoxFuture<'a, crate::error::Result<Answer>> {
     Box::pin(async move {
-        let f = g.filter()?;
+        let f = g.filter(s).await?;
         let Some(event) = &f.event else {
             let mut args = Vec::new();
             for c in &f.captures {

@@ -179,7 +179,7 @@ fn run_latency<'a>(s: &'a Session, g: &'a Given) -> BoxFuture<'a, Result<Answer>
             }
         }
         args.extend([lit("by"), lit(g.text("by").unwrap_or("histogram"))]);
-        g.filter()?.selection_args(&mut args);
+        g.filter(s).await?.selection_args(&mut args);
         Ok(Answer::rows(
             crate::functions::call(s, "latency", &args).await?,
         ))
