@@ -238,13 +238,19 @@ E2E_JOB=$!
 # against the binary `cargo install --path cli` builds (the release
 # profile's); the notebook check and the Python package's tests (every
 # analysis method against `trawl sql`, the example notebook) against the
-# installed build.
+# installed build; then the documented set-up in a fresh virtual
+# environment.
 phase unit-build cargo test "${WS[@]}" --no-run
 phase unit unit_tests
 phase doc cargo test "${WS[@]}" --doc
 phase front sh -c "cd cli && exec '$E2E' front::"
 phase notebook python3 tests/notebook_check.py "$TRAWL_INSTALLED"
 TRAWL_BIN="$TRAWL_INSTALLED" phase python python3 -m pytest -q python/tests
+# The documented set-up as a new user runs it: README's and python.md's
+# install commands in a fresh virtual environment, exactly as written,
+# python.md's Python blocks and the notebook from outside the checkout
+# (the build above is reused: the install compiles only the module).
+phase docs python3 tests/docs_check.py
 
 echo "=== waiting for e2e"
 wait "$E2E_JOB"
