@@ -138,7 +138,8 @@ impl ThreadArgs {
         let (from, to) = match &self.time {
             Some(t) => {
                 let r = trawl_query::time::parse_seconds_range(t)?;
-                trawl_query::time::on_clock(s, r, &self.capture, true).await?
+                trawl_query::time::on_clock(s, r, &self.capture, trawl_query::time::RowsOf::Samples)
+                    .await?
             }
             None => (None, None),
         };

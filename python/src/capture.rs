@@ -127,7 +127,8 @@ impl Samples {
             }
             Some(t) => {
                 let r = trawl_query::time::parse_seconds_range_of("time=", t)?;
-                trawl_query::time::on_clock(s, r, &self.capture, true).await?
+                trawl_query::time::on_clock(s, r, &self.capture, trawl_query::time::RowsOf::Samples)
+                    .await?
             }
             None => (self.from_ns, self.to_ns),
         };
@@ -223,6 +224,51 @@ impl Capture {
         wait(py, async move {
             let at = trawl_query::regions::At::parse(&at)?;
             Ok(trawl_query::regions::resolve_at(&s, Some(at)).await?)
+        })
+    }
+
+    /// A time range as the CLI's `--time` takes it (`START..END` on the
+    /// capture clock, `+START..+END` since the origin) as the `from_ns` and
+    /// `to_ns` of the table function `function` over `capture` (all when
+    /// empty): on the clock of the perf samples, of the traced calls
+    /// (`io_bytes`), or since the origin (`cause_*`: one capture for
+    /// `START..END`).
+    fn time_range(
+        &self,
+        py: Python<'_>,
+        text: String,
+        function: String,
+        capture: Vec<String>,
+    ) -> PyResult<(Option<i64>, Option<i64>)> {
+        use trawl_query::time::RowsOf;
+        let s = self.s.clone();
+        wait(py, async move {
+            let r = trawl_query::time::parse_seconds_range_of("time=", &text)?;
+            if let Some(resource) = function.strip_prefix("cause_") {
+                let rows = if resource == "cpu" {
+                    RowsOf::Samples
+                } else {
+                    RowsOf::Calls
+                };
+                let names: Vec<String> = if capture.is_empty() {
+                    s.captures().iter().map(|c| c.name.clone()).collect()
+                } else {
+                    capture
+                };
+                return match names.as_slice() {
+                    [one] => Ok(trawl_query::time::since_origin(&s, r, one, rows, "time=").await?),
+                    _ if r.since_origin => Ok((r.from_ns, r.to_ns)),
+                    _ => anyhow::bail!(
+                        "time={text:?}: {function} takes one range for every capture: write it since the origin (+START..+END)"
+                    ),
+                };
+            }
+            let rows = if function == "io_bytes" {
+                RowsOf::Calls
+            } else {
+                RowsOf::Samples
+            };
+            Ok(trawl_query::time::on_clock(&s, r, &capture, rows).await?)
         })
     }
 

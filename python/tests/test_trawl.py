@@ -306,6 +306,20 @@ def test_time_ranges_are_given_as_the_cli_gives_them(caps, tmp_path):
     assert (tmp_path / "ns.folded").read_bytes() == got and ns == n
     with pytest.raises(trawl.TrawlError, match="not both"):
         cap.flamegraph(time="640.45..", from_ns=1)
+    # Since the origin (+A..+B, as the timeline prints times), in the
+    # figures and in the table functions, as the CLI's --time; the CLI's
+    # own is checked against perf script (tests/e2e/front.rs).
+    cap.export(tmp_path / "rel.folded", "folded", weight="samples", time="+0.05..+0.15", process_root=True)
+    cli("export", cap.captures[0][1], "--to", "folded", "-o", tmp_path / "rel-cli.folded", "--weight", "samples",
+        "--time", "+0.05..+0.15", "--process-root")
+    rel = (tmp_path / "rel.folded").read_bytes()
+    assert rel == (tmp_path / "rel-cli.folded").read_bytes() and rel.startswith(b"hot-")
+    got = cap.hotspots(by="function", time="+0.05..+0.15").to_pandas()
+    out = cli("report", "hotspots", cap.captures[0][1], "--time", "+0.05..+0.15", "--format", "csv").stdout
+    want = sum(int(l.split(",")[2]) for l in out.splitlines()[1:])
+    assert got["self_samples"].sum() == want > 0
+    with pytest.raises(TypeError, match="not both"):
+        cap.hotspots(time="+0..+1", from_ns=1)
 
 
 def test_results_speak_the_arrow_stream_interface(caps):

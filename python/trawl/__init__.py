@@ -212,13 +212,13 @@ open_file = open  # the builtin, before `open` below shadows it
 
 # Keyword arguments that take what the CLI's options take and become a
 # parameter of the table function: (function parameter, conversion).
-def _duration(cap: "Capture", v: Any) -> int:
+def _duration(cap: "Capture", v: Any, name: str, kwargs: dict) -> int:
     if isinstance(v, str):
         return parse_duration_ns(v)
     raise TrawlError(f"give a duration as text, e.g. '10ms' (got {v!r})")
 
 
-def _at(cap: "Capture", v: Any) -> Optional[int]:
+def _at(cap: "Capture", v: Any, name: str, kwargs: dict) -> Optional[int]:
     if isinstance(v, bool):
         raise TrawlError(f"at={v!r}: 'end', '+SECONDS' or a time in ns")
     if isinstance(v, int):
@@ -226,8 +226,21 @@ def _at(cap: "Capture", v: Any) -> Optional[int]:
     return cap._c.resolve_at(str(v))
 
 
+def _time(cap: "Capture", v: Any, name: str, kwargs: dict) -> tuple:
+    if not isinstance(v, str):
+        raise TrawlError(f"give a time range as text, e.g. '+1..+2' (got {v!r})")
+    return cap._c.time_range(v, name, [str(c) for c in _list(kwargs.get("capture"))])
+
+
 _CONVERSIONS = {
     "window": ("window_ns", _duration, "window width: '10ms', '1s', ... (or window_ns)"),
+    "time": (
+        ("from_ns", "to_ns"),
+        _time,
+        "'START..END' in seconds on the capture clock (as perf script prints times) or "
+        "'+START..+END' since the origin (as the timeline prints them), as the CLI's --time "
+        "(or from_ns/to_ns)",
+    ),
     "lead": ("lead_ns", _duration, "also this long before each range: '2s', ... (or lead_ns)"),
     "at": (
         "at_ns",
@@ -429,6 +442,10 @@ def _list(v: Any) -> list:
     return list(v)
 
 
+def _targets(target: Any) -> tuple:
+    return target if isinstance(target, tuple) else (target,)
+
+
 class _Analysis:
     """A method of :class:`Capture` calling the table function ``name`` with
     keyword arguments. Its signature (for ``help()`` and completion) is built
@@ -442,7 +459,9 @@ class _Analysis:
         self._params = params
         self._names = [p[0] for p in params]
         self._conversions = {
-            k: c for k, c in _CONVERSIONS.items() if c[0] in self._names and k not in self._names
+            k: c
+            for k, c in _CONVERSIONS.items()
+            if all(t in self._names for t in _targets(c[0])) and k not in self._names
         }
         lines = [doc, "", "Parameters (as in ``trawl sql``'s " + name + "(...)):"]
         lines += [f"    {p} ({kind}): {pdoc}" for p, kind, pdoc in params]
@@ -462,16 +481,24 @@ class _Analysis:
         for k, v in kwargs.items():
             if k in self._conversions:
                 target, convert, _ = self._conversions[k]
-                if target in kwargs:
-                    raise TypeError(f"{name}(): give {k} or {target}, not both")
-                k, v = target, convert(cap, v)
+                targets = _targets(target)
+                if any(t in kwargs for t in targets):
+                    raise TypeError(f"{name}(): give {k} or {'/'.join(targets)}, not both")
+                v = convert(cap, v, name, kwargs)
+                if isinstance(target, tuple):  # one value per target; None: not given
+                    pairs = [(t, x) for t, x in zip(target, v) if x is not None]
+                else:
+                    pairs = [(target, v)]
             elif k not in names:
                 raise TypeError(
                     f"{name}() has no parameter {k!r}; it takes {', '.join(names) or 'none'}"
                 )
-            if k in given:
-                raise TypeError(f"{name}(): {k} given twice")
-            given[k] = v
+            else:
+                pairs = [(k, v)]
+            for k, v in pairs:
+                if k in given:
+                    raise TypeError(f"{name}(): {k} given twice")
+                given[k] = v
         # Parameters that go by position go by position (padded with None,
         # "not given", up to the last one given); the rest by name.
         lead = names[:positional]

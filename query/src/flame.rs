@@ -42,7 +42,8 @@ pub async fn frame_tree(s: &Session, sel: &Selection<'_>) -> Result<FrameTree> {
     // (`comm-pid`, a name of `names`) with a process root.
     let mut names: Vec<String> = Vec::new();
     let mut name_ids: HashMap<String, u32> = HashMap::new();
-    let mut weight: FxHashMap<(u32, i64), Vec<(u32, i64)>> = FxHashMap::default();
+    let mut weight: FxHashMap<(u32, i64), i64> = FxHashMap::default();
+    let mut per_process: FxHashMap<(u32, i64), Vec<(u32, i64)>> = FxHashMap::default();
     let df = if sel.opts.process_root {
         use datafusion::functions_aggregate::expr_fn::sum;
         use datafusion::prelude::{cast, col, concat, lit};
@@ -95,10 +96,14 @@ pub async fn frame_tree(s: &Session, sel: &Selection<'_>) -> Result<FrameTree> {
                     None => NO_ROOT,
                 };
                 let wi = if w.is_null(i) { 0 } else { w.value(i) };
-                let e = weight.entry((c, id.value(i))).or_default();
-                match e.iter_mut().find(|(r, _)| *r == root) {
-                    Some((_, x)) => *x += wi,
-                    None => e.push((root, wi)),
+                let k = (c, id.value(i));
+                *weight.entry(k).or_default() += wi;
+                if root != NO_ROOT {
+                    let e = per_process.entry(k).or_default();
+                    match e.iter_mut().find(|(r, _)| *r == root) {
+                        Some((_, x)) => *x += wi,
+                        None => e.push((root, wi)),
+                    }
                 }
             }
         }
@@ -176,24 +181,22 @@ pub async fn frame_tree(s: &Session, sel: &Selection<'_>) -> Result<FrameTree> {
         while j < positions.len() && positions[j].0 == c && positions[j].1 == id {
             j += 1;
         }
-        for &(root, w) in &weight[&(c, id)] {
-            let mut node = ROOT;
+        let whole = [(NO_ROOT, weight[&(c, id)])];
+        let parts: &[(u32, i64)] = per_process.get(&(c, id)).map_or(&whole, Vec::as_slice);
+        for &(root, w) in parts {
             // The process, then the deepest position, outermost inline
             // level first.
-            let frames = positions[i..j]
-                .iter()
-                .rev()
-                .filter_map(|p| frame_names.get(&(c, p.3)))
-                .flat_map(|levels| levels.iter().map(|&(_, n)| n));
-            for n in (root != NO_ROOT).then_some(root).into_iter().chain(frames) {
-                node = *child.entry((node, n)).or_insert_with(|| {
-                    t.name.push(n);
-                    t.parent.push(node);
-                    t.total.push(0);
-                    t.own.push(0);
-                    (t.name.len() - 1) as u32
-                });
-                t.total[node as usize] += w;
+            let mut node = ROOT;
+            if root != NO_ROOT {
+                node = t.step(&mut child, node, root, w);
+            }
+            for p in positions[i..j].iter().rev() {
+                let Some(levels) = frame_names.get(&(c, p.3)) else {
+                    continue;
+                };
+                for &(_, n) in levels {
+                    node = t.step(&mut child, node, n, w);
+                }
             }
             if node != ROOT {
                 t.own[node as usize] += w;
@@ -205,6 +208,19 @@ pub async fn frame_tree(s: &Session, sel: &Selection<'_>) -> Result<FrameTree> {
 }
 
 impl FrameTree {
+    /// The child `n` of `node` (made when new), its total raised by `w`.
+    fn step(&mut self, child: &mut FxHashMap<(u32, u32), u32>, node: u32, n: u32, w: i64) -> u32 {
+        let next = *child.entry((node, n)).or_insert_with(|| {
+            self.name.push(n);
+            self.parent.push(node);
+            self.total.push(0);
+            self.own.push(0);
+            (self.name.len() - 1) as u32
+        });
+        self.total[next as usize] += w;
+        next
+    }
+
     /// The weight of all samples in the tree.
     pub fn total(&self) -> i64 {
         (0..self.name.len())
@@ -265,7 +281,12 @@ impl FrameTree {
     /// into one frame `[deeper frames]` above their ancestor at that depth.
     pub fn folded_within(&self, min_total: i64, max_depth: usize) -> Vec<(String, i64)> {
         let n = self.name.len();
-        let depth = self.depths();
+        // Depths only when some are cut.
+        let depth = if max_depth == usize::MAX {
+            Vec::new()
+        } else {
+            self.depths()
+        };
         let mut own = self.own.clone();
         // Weight of the frames folded away above a node for depth.
         let mut deep = vec![0i64; n];
@@ -276,7 +297,7 @@ impl FrameTree {
                 continue;
             }
             let p = p as usize;
-            if depth[i] > max_depth {
+            if !depth.is_empty() && depth[i] > max_depth {
                 deep[p] += own[i] + deep[i];
                 (own[i], deep[i]) = (0, 0);
             } else if self.total[i] < min_total {

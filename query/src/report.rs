@@ -332,7 +332,7 @@ impl Given {
         let (from, to) = match self.text(TIME) {
             Some(t) => {
                 let r = crate::time::parse_seconds_range(t)?;
-                crate::time::on_clock(s, r, &captures, true).await?
+                crate::time::on_clock(s, r, &captures, crate::time::RowsOf::Samples).await?
             }
             None => (None, None),
         };
@@ -409,7 +409,7 @@ impl Report {
                 ),
             ]);
         }
-        if self.t0 {
+        if self.takes_t0() {
             o.push(
                 Opt::text(
                     T0,
@@ -436,6 +436,12 @@ impl Report {
 
     /// Answers the report in `s` (opened on `given.captures`, with the
     /// origin `t0` when the report takes it): the rows, at most `limit`.
+    /// Whether the report takes `--t0`: it names it, or it selects by time
+    /// (`--time +A..+B` counts from the origin).
+    pub fn takes_t0(&self) -> bool {
+        self.t0 || self.selects != Selects::Nothing
+    }
+
     pub async fn answer(&self, s: &Session, given: &Given) -> Result<Answer> {
         let mut a = (self.run)(s, given).await?;
         if let Some(n) = given.limit()? {

@@ -48,64 +48,114 @@ impl Session {
     }
 }
 
+/// Which inputs' clock a time range is on: those holding perf samples or
+/// traced calls.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RowsOf {
+    Samples,
+    Calls,
+}
+
+impl RowsOf {
+    /// The inputs holding such rows.
+    fn inputs_query(self) -> &'static str {
+        match self {
+            RowsOf::Samples => "SELECT DISTINCT capture, source_id FROM perf_sample",
+            RowsOf::Calls => "SELECT DISTINCT capture, source_id FROM syscall",
+        }
+    }
+}
+
 /// `r` in ns on the capture clock (`time_ns`), as the filters of the
 /// analyses take it: as given, or for `+A..+B` (since the origin) moved by
-/// the offset of the inputs of `captures` (all when empty) that hold perf
-/// samples (`samples`) or any rows. A range since the origin needs those
-/// inputs on one time axis with one offset: one capture, or captures whose
-/// origins are at the same instant of their clock.
+/// the offset of the inputs of `captures` (all when empty) that hold
+/// `rows`. A range since the origin needs those inputs on one time axis
+/// with one offset: one capture, or captures whose origins are at the same
+/// instant of their clock.
 pub async fn on_clock(
     s: &Session,
     r: TimeRange,
     captures: &[String],
-    samples: bool,
+    rows: RowsOf,
 ) -> Result<(Option<i64>, Option<i64>)> {
     if !r.since_origin {
         return Ok((r.from_ns, r.to_ns));
     }
-    let o = clock_offset(s, captures, samples, "--time").await?;
+    let (o, _) = clock_offset(s, captures, rows, "--time").await?;
     let shift = |v: Option<i64>| v.map(|v| v.saturating_sub(o));
     Ok((shift(r.from_ns), shift(r.to_ns)))
 }
 
 /// `r` in ns since the origin (`t_ns`) for `capture`: as given for
 /// `+A..+B`, else moved from the capture clock by the offset of its inputs
-/// holding perf samples (`samples`) or any rows. `option` is named in
+/// holding `rows`. A range that ends before their first row is refused
+/// (seconds since the origin are written `+A..+B`). `option` is named in
 /// errors.
 pub async fn since_origin(
     s: &Session,
     r: TimeRange,
     capture: &str,
-    samples: bool,
+    rows: RowsOf,
     option: &str,
 ) -> Result<(Option<i64>, Option<i64>)> {
     if r.since_origin {
         return Ok((r.from_ns, r.to_ns));
     }
-    let o = clock_offset(s, &[capture.to_string()], samples, option).await?;
+    let (o, first) = clock_offset(s, &[capture.to_string()], rows, option).await?;
+    if let (Some(to), Some(first)) = (r.to_ns, first) {
+        if to <= first {
+            let secs = |t: i64| {
+                format!(
+                    "{}.{:06}",
+                    t.div_euclid(1_000_000_000),
+                    t.rem_euclid(1_000_000_000) / 1000
+                )
+            };
+            return Err(Error::Usage(format!(
+                "{option}: {}..{} ends before capture {capture}'s first {} at {} s on its clock (as perf script prints times); \
+                 seconds since the origin are written +START..+END",
+                r.from_ns.map(secs).unwrap_or_default(),
+                secs(to),
+                if rows == RowsOf::Samples { "sample" } else { "call" },
+                secs(first),
+            )));
+        }
+    }
     let shift = |v: Option<i64>| v.map(|v| v.saturating_add(o));
     Ok((shift(r.from_ns), shift(r.to_ns)))
 }
 
 /// The one offset (native + offset = `t_ns`) of the inputs of `captures`
-/// (all when empty) that hold perf samples (`samples`) or any rows; 0 when
-/// none holds rows.
+/// (all when empty) that hold `rows` (0 when none does), and their
+/// earliest native time.
 async fn clock_offset(
     s: &Session,
     captures: &[String],
-    samples: bool,
+    rows: RowsOf,
     option: &str,
-) -> Result<i64> {
-    let perf = |c: &str| c.starts_with("perf") && !c.starts_with("perf-stat");
+) -> Result<(i64, Option<i64>)> {
+    let mut holding = std::collections::HashSet::new();
+    for b in self::rows(s, rows.inputs_query()).await? {
+        let cap = crate::rows::string_values(b.column(0));
+        for (i, c) in cap.into_iter().enumerate() {
+            if let (Some(c), Some(id)) = (c, i64_at(&b, 1, i)) {
+                holding.insert((c, id as i32));
+            }
+        }
+    }
     let mut offsets = std::collections::BTreeSet::new();
     let mut unplaced = Vec::new();
+    let mut first: Option<i64> = None;
     for c in s.times().await? {
         if !captures.is_empty() && !captures.contains(&c.capture) {
             continue;
         }
         for src in &c.sources {
-            if src.first_native.is_none() || (samples && !perf(&src.clock)) {
+            if !holding.contains(&(c.capture.clone(), src.source_id)) {
                 continue;
+            }
+            if let Some(f) = src.first_native {
+                first = Some(first.map_or(f, |m| m.min(f)));
             }
             match c.offset(src.source_id) {
                 Some(o) => {
@@ -116,7 +166,7 @@ async fn clock_offset(
         }
     }
     match (offsets.len(), unplaced.first()) {
-        (0 | 1, None) => Ok(offsets.first().copied().unwrap_or(0)),
+        (0 | 1, None) => Ok((offsets.first().copied().unwrap_or(0), first)),
         (_, Some(c)) => Err(Error::Usage(format!(
             "{option}: +START..+END counts from the capture's origin, and capture {c} has inputs that are not on its time axis \
              (perf recorded without -k next to other inputs); give times on the capture clock (START..END, as perf script prints them) \
@@ -124,7 +174,7 @@ async fn clock_offset(
         ))),
         (n, None) => Err(Error::Usage(format!(
             "{option}: the two ways of writing times (START..END on the capture clock, as perf script prints them; +START..+END since \
-             the origin, as report timeline prints them) differ by {n} different amounts across the selected captures' inputs; \
+             the origin, as report timeline prints them) differ by {n} different amounts across the selected captures; \
              pick one capture with --capture NAME, or write the times the other way"
         ))),
     }

@@ -156,6 +156,39 @@ fn cpu_cause_names_the_application_line_that_called_libm() {
         .collect();
     assert_eq!(got, want);
 
+    // The same range on the capture clock: perf script's first and last
+    // sample times (63375.479004, 63376.018455) are inside 63375..63377.
+    let abs = report_csv(
+        "cause",
+        &cap,
+        &["--resource", "cpu", "--range", "63375..63377"],
+    );
+    let key = |r: &HashMap<String, String>| {
+        ["app_function", "actual_function", "app_line", "samples"].map(|c| r[c].clone())
+    };
+    let mut a: Vec<_> = csv_maps(&abs).iter().map(key).collect();
+    let mut b: Vec<_> = rows.iter().map(key).collect();
+    a.sort();
+    b.sort();
+    assert_eq!(a, b);
+    // Seconds since the origin written without `+` end before the first
+    // sample: refused, with the way to write them.
+    let o = trawl(&[
+        "report",
+        "cause",
+        cap.to_str().unwrap(),
+        "--resource",
+        "cpu",
+        "--range",
+        "0..1000",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("+START..+END") && err.contains("63375.479"),
+        "{err}"
+    );
+
     // The paper's shape: calculate_pow, most of it in libm's pow
     // implementation, called at line 14; the process named.
     let pow_row = rows

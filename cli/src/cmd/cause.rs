@@ -58,11 +58,15 @@ pub(crate) async fn cause(a: CauseArgs) -> Result<()> {
     let per: std::collections::BTreeMap<String, Vec<Range>> = match (&a.range, a.rule.parse()?) {
         (Some(r), None) => {
             let given = trawl_query::time::parse_seconds_range_of("--range", r)?;
-            let samples = resource == trawl_query::cause::Resource::Cpu;
+            // cpu: perf samples; memory and io: traced calls.
+            let rows = match resource {
+                trawl_query::cause::Resource::Cpu => trawl_query::time::RowsOf::Samples,
+                _ => trawl_query::time::RowsOf::Calls,
+            };
             let mut per = std::collections::BTreeMap::new();
             for c in s.captures() {
                 let (from, to) =
-                    trawl_query::time::since_origin(&s, given, &c.name, samples, "--range").await?;
+                    trawl_query::time::since_origin(&s, given, &c.name, rows, "--range").await?;
                 let r = Range {
                     start: from.unwrap_or(0),
                     end: to.unwrap_or(i64::MAX / 2),

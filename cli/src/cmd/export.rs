@@ -6,9 +6,8 @@ use std::path::PathBuf;
 use anyhow::Result;
 use clap::Args;
 
-use crate::args::{choice, selection, FilterArgs, MetricArgs};
+use crate::args::{choice, selection, FilterArgs, MetricArgs, T0Args};
 use crate::output;
-use crate::session::open;
 
 #[derive(Args)]
 pub(crate) struct ExportArgs {
@@ -29,10 +28,12 @@ pub(crate) struct ExportArgs {
     pub(crate) filter: FilterArgs,
     #[command(flatten)]
     pub(crate) metric: MetricArgs,
+    #[command(flatten)]
+    pub(crate) t0: T0Args,
 }
 
 pub(crate) async fn export(a: ExportArgs) -> Result<()> {
-    let s = open(&a.captures).await?;
+    let s = a.t0.open(&a.captures).await?;
     let picked = selection(&s, &a.filter, &a.metric).await?;
     let sel = picked.selection();
     let interval = match &a.interval {

@@ -6,7 +6,7 @@ use anyhow::{bail, Result};
 use clap::Args;
 use trawl_plot as plot;
 
-use crate::args::{selection, FilterArgs, MetricArgs};
+use crate::args::{selection, FilterArgs, MetricArgs, T0Args};
 use crate::output;
 use crate::session::open;
 
@@ -33,13 +33,15 @@ pub(crate) struct FlameArgs {
     pub(crate) filter: FilterArgs,
     #[command(flatten)]
     pub(crate) metric: MetricArgs,
+    #[command(flatten)]
+    pub(crate) t0: T0Args,
 }
 
 pub(crate) async fn flamegraph(a: FlameArgs) -> Result<()> {
     if let Some(d) = &a.diff {
         return diff_flamegraph(&a, &d[0], &d[1]).await;
     }
-    let s = open(&a.captures).await?;
+    let s = a.t0.open(&a.captures).await?;
     let picked = selection(&s, &a.filter, &a.metric).await?;
     let sel = picked.selection();
     let (event, weight) = (&picked.event, &picked.weight);

@@ -249,7 +249,7 @@ pub(crate) async fn report(cmd: ReportCmd) -> Result<()> {
     };
     let g = given(r, &m);
     let out = OutputOpts::from_arg_matches(&m)?;
-    let origin = match (r.t0, g.text(shared::T0)) {
+    let origin = match (r.takes_t0(), g.text(shared::T0)) {
         (true, Some(t0)) => trawl_query::time::Origin::parse(t0)?,
         _ => trawl_query::time::Origin::default(),
     };
@@ -323,7 +323,10 @@ mod tests {
         let mut top = Cli::command();
         assert!(top.render_help().to_string().contains("--cluster"));
         for name in ["ingest", "demo", "sql", "report"] {
+            // Built, as clap builds it to print help: a global option would
+            // be copied into every subcommand then.
             let mut c = Cli::command();
+            c.build();
             let sub = c.find_subcommand_mut(name).expect(name);
             let help = sub.render_long_help().to_string();
             assert!(!help.contains("--cluster"), "{name}: {help}");
@@ -331,6 +334,10 @@ mod tests {
         let cli = Cli::try_parse_from(["trawl", "--cluster", "df://h:1", "sql", "c", "SELECT 1"])
             .unwrap();
         assert_eq!(cli.cluster.as_deref(), Some("df://h:1"));
+        assert!(
+            Cli::try_parse_from(["trawl", "ingest", "x", "-o", "y", "--cluster", "df://h:1"])
+                .is_err()
+        );
     }
 
     fn given_of(args: &[&str]) -> (&'static str, Given) {

@@ -10,24 +10,31 @@
 --                 directory of the traced executable, `_default_app`)
 
 -- _default_app: the directory of the traced program, with a trailing `/`.
--- The program is the one the first traced process ran last: its last
--- successful `execve` (a launcher such as a pyenv shim or a shell script
--- runs other programs, then execs the real one). A path written relative
--- to the tracer's directory (`./bin/app`) names the stack module that ends
--- in it. Without such an exec (perf samples, `strace -p`): the module of
--- the outermost frame of the most stacks (traced calls and perf samples)
--- that end in `_start` (the executable's entry point; threads' stacks end
--- in libc's clone; the dynamic loader's own `_start` does not count), else
--- of the most stacks.
+-- The program is the one the first traced process ran last (its last
+-- successful `execve`: a launcher such as a pyenv shim or a shell script
+-- runs other programs, then execs the real one) when that exec is the
+-- trace's last and some stack ends in a module of its directory (a path
+-- relative to the tracer's directory, `./bin/app`, names the module that
+-- ends in it). Otherwise (perf samples, `strace -p`, a launcher that forks
+-- the program, a program that runs others): the module of the outermost
+-- frame of the most stacks (traced calls and perf samples) that end in
+-- `_start` (the executable's entry point; threads' stacks end in libc's
+-- clone; the dynamic loader's own `_start` does not count), else of the
+-- most stacks.
 CREATE OR REPLACE VIEW _default_app AS
-WITH root AS (
+WITH root AS (                 -- the first traced process (null: a dump of one process)
   SELECT capture, first_value(pid ORDER BY syscall_id) AS pid FROM syscall GROUP BY capture
 ),
-prog AS (
-  SELECT last_value(split_part(c.args, '"', 2) ORDER BY c.syscall_id) AS path
-  FROM syscall c JOIN root r ON r.capture = c.capture AND r.pid = c.pid
-  WHERE CAST(c.name AS VARCHAR) = 'execve' AND c.retval = 0
-  GROUP BY c.capture
+last_exec AS (                 -- each capture's last successful exec
+  SELECT capture,
+         last_value(pid ORDER BY syscall_id) AS pid,
+         last_value(split_part(args, '"', 2) ORDER BY syscall_id) AS path
+  FROM syscall
+  WHERE CAST(name AS VARCHAR) = 'execve' AND retval = 0
+  GROUP BY capture
+),
+prog AS (                      -- ... when the first process made it
+  SELECT l.path FROM last_exec l JOIN root r ON r.capture = l.capture AND r.pid IS NOT DISTINCT FROM l.pid
 ),
 used AS (
   SELECT segment, stack_id, count(*) AS n FROM syscall WHERE stack_id IS NOT NULL GROUP BY segment, stack_id
@@ -42,18 +49,17 @@ outer_module AS (
   JOIN stack_entry e ON e.segment = o.segment AND e.stack_id = o.stack_id AND e.pos = o.pos
   WHERE e.module LIKE '/%' AND e.module NOT LIKE '%/ld-linux%' AND e.module NOT LIKE '%/ld.so%'
 ),
-execed AS (
-  -- the exec'd program's file: as written when absolute, else the
-  -- module that ends in it
-  SELECT CASE WHEN starts_with(p.path, '/') THEN p.path ELSE m.module END AS file
+execed AS (                    -- its directory, where a stack ends in a module of it
+  SELECT DISTINCT regexp_replace(m.module, '/[^/]*$', '/') AS dir
   FROM prog p
-  LEFT JOIN (SELECT DISTINCT module FROM outer_module) m
-    ON NOT starts_with(p.path, '/')
-   AND ends_with(m.module, concat('/', regexp_replace(p.path, '^(\./)+', '')))
+  JOIN (SELECT DISTINCT module FROM outer_module) m
+    ON CASE WHEN starts_with(p.path, '/')
+            THEN regexp_replace(m.module, '/[^/]*$', '/') = regexp_replace(p.path, '/[^/]*$', '/')
+            ELSE ends_with(m.module, concat('/', regexp_replace(p.path, '^(\./)+', '')))
+       END
 )
 SELECT dir FROM (
-  SELECT regexp_replace(file, '/[^/]*$', '/') AS dir, 0 AS k, count(*) AS a, 0 AS b
-  FROM execed WHERE file IS NOT NULL GROUP BY 1
+  SELECT dir, 0 AS k, 0 AS a, 0 AS b FROM execed
   UNION ALL
   SELECT regexp_replace(module, '/[^/]*$', '/'), 1,
          sum(CASE WHEN function = '_start' THEN n ELSE 0 END), sum(n)
