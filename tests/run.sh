@@ -143,10 +143,13 @@ setup() {
   # notebook; jsonschema checks speedscope files against its schema; moto
   # (a local S3 server that authenticates requests as AWS does, in-process,
   # no container: tests/s3/server.py) and boto3 for the object-store
-  # tests; azure-storage-blob creates the Azure emulator's containers.
-  python3 -c 'import pyarrow, polars, duckdb, pandas, pytest, jupytext, nbclient, ipykernel, jsonschema, moto.server, boto3, flask_cors, azure.storage.blob' >/dev/null 2>&1 ||
+  # tests; azure-storage-blob creates the Azure emulator's containers;
+  # perfetto (its published trace schema, perfetto_trace_pb2) and protobuf
+  # read the Perfetto traces trawl writes.
+  python3 -c 'import pyarrow, polars, duckdb, pandas, pytest, jupytext, nbclient, ipykernel, jsonschema, moto.server, boto3, flask_cors, azure.storage.blob, perfetto.protos.perfetto.trace.perfetto_trace_pb2' >/dev/null 2>&1 ||
     python3 -m pip install --quiet --disable-pip-version-check pyarrow polars duckdb pandas pytest \
-      jupytext nbclient ipykernel jsonschema 'moto[server]>=5.1,<6' boto3 'azure-storage-blob>=12.20,<13'
+      jupytext nbclient ipykernel jsonschema 'moto[server]>=5.1,<6' boto3 'azure-storage-blob>=12.20,<13' \
+      'perfetto>=0.50' protobuf
   # speedscope's published file-format schema (the npm package ships it);
   # the Firefox Profiler's own loader (its published CLI bundles the web
   # app's profile upgraders and processing) for tests/e2e/firefox_check;

@@ -177,3 +177,14 @@ pub(crate) async fn selection(
     let (weight, opts) = metric.parse()?;
     Ok(sample::Picked::resolve(s, filter.to_filter(s).await?, weight, opts).await?)
 }
+
+/// [`selection`], or a selection of none when the captures hold no samples
+/// and no event is named (`sample::Picked::resolve_or_none`).
+pub(crate) async fn selection_or_none(
+    s: &Session,
+    filter: &FilterArgs,
+    metric: &MetricArgs,
+) -> Result<sample::Picked> {
+    let (weight, opts) = metric.parse()?;
+    Ok(sample::Picked::resolve_or_none(s, filter.to_filter(s).await?, weight, opts).await?)
+}

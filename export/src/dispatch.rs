@@ -13,6 +13,7 @@ pub enum Format {
     Firefox,
     Speedscope,
     Folded,
+    Perfetto,
 }
 
 impl trawl_query::choice::Choice for Format {
@@ -21,6 +22,7 @@ impl trawl_query::choice::Choice for Format {
         Format::Firefox,
         Format::Speedscope,
         Format::Folded,
+        Format::Perfetto,
     ];
 
     fn name(self) -> &'static str {
@@ -29,6 +31,7 @@ impl trawl_query::choice::Choice for Format {
             Format::Firefox => "firefox",
             Format::Speedscope => "speedscope",
             Format::Folded => "folded",
+            Format::Perfetto => "perfetto",
         }
     }
 
@@ -43,6 +46,9 @@ impl trawl_query::choice::Choice for Format {
             }
             Format::Folded => {
                 "folded stacks, `root;...;leaf weight` per line (flamegraph.pl, inferno, speedscope)"
+            }
+            Format::Perfetto => {
+                "Perfetto's protobuf trace: samples with their stacks and traced system calls on one timeline (ui.perfetto.dev, \"Open trace file\")"
             }
         }
     }
@@ -72,9 +78,16 @@ pub async fn export(
             return Ok(tree.folded_text().into_bytes());
         }
         Format::Pprof => false,
-        Format::Firefox | Format::Speedscope => true,
+        Format::Firefox | Format::Speedscope | Format::Perfetto => true,
     };
     let p = stack_profile(s, sel, ProfileOpts { per_sample }).await?;
+    if format == Format::Perfetto {
+        let calls = trawl_query::trace::calls(s, &sel.filter.captures).await?;
+        if p.samples.is_empty() && calls.is_empty() {
+            bail!("no samples or traced calls selected");
+        }
+        return Ok(crate::perfetto::write(&p, &calls));
+    }
     if p.samples.is_empty() {
         bail!("no samples selected");
     }

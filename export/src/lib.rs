@@ -13,6 +13,7 @@
 
 mod dispatch;
 pub mod firefox;
+pub mod perfetto;
 pub mod pprof;
 pub mod speedscope;
 mod units;

@@ -121,6 +121,15 @@ impl Samples {
     /// The filter, the event (by default the one with most samples) and
     /// the weight, checked against the session's captures.
     async fn resolve(self, s: &Session) -> anyhow::Result<Picked> {
+        let (filter, weight, opts) = self.resolve_filter(s).await?;
+        Ok(Picked::resolve(s, filter, weight, opts).await?)
+    }
+
+    /// The filter, weight and stack options, unchecked.
+    async fn resolve_filter(
+        self,
+        s: &Session,
+    ) -> anyhow::Result<(SampleFilter, Weight, StackOpts)> {
         let (from_ns, to_ns) = match &self.time {
             Some(_) if self.from_ns.is_some() || self.to_ns.is_some() => {
                 anyhow::bail!("give time= or from_ns=/to_ns=, not both")
@@ -146,7 +155,14 @@ impl Samples {
             inline: self.inline,
             process_root: self.process_root,
         };
-        Ok(Picked::resolve(s, filter, weight, opts).await?)
+        Ok((filter, weight, opts))
+    }
+
+    /// [`Samples::resolve`], or a selection of none when the captures hold
+    /// no samples (a Perfetto trace of strace dumps).
+    async fn resolve_or_none(self, s: &Session) -> anyhow::Result<Picked> {
+        let (filter, weight, opts) = self.resolve_filter(s).await?;
+        Ok(Picked::resolve_or_none(s, filter, weight, opts).await?)
     }
 }
 
@@ -354,11 +370,15 @@ impl Capture {
             process_root,
         };
         let out = wait(py, async move {
-            let picked = samples.resolve(&s).await?;
-            let sel = picked.selection();
             let Some(format) = trawl_export::Format::parse(&to) else {
-                anyhow::bail!("to={to:?}: pprof, firefox, speedscope or folded");
+                anyhow::bail!("to={to:?}: pprof, firefox, speedscope, folded or perfetto");
             };
+            let picked = if format == trawl_export::Format::Perfetto {
+                samples.resolve_or_none(&s).await?
+            } else {
+                samples.resolve(&s).await?
+            };
+            let sel = picked.selection();
             trawl_export::export(&s, &sel, format, interval_ns).await
         })?;
         Ok(bytes(py, &out))

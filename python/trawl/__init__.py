@@ -347,8 +347,9 @@ class Capture:
     ) -> int:
         """Writes the selected samples to ``path`` in a format another
         viewer opens, as ``trawl export --to TO``: ``pprof`` (``go tool
-        pprof``), ``firefox`` (Firefox Profiler), ``speedscope`` or
-        ``folded``. The selection is ``flamegraph``'s. Returns the bytes
+        pprof``), ``firefox`` (Firefox Profiler), ``speedscope``,
+        ``folded`` or ``perfetto`` (a trace for ui.perfetto.dev: the
+        samples and the traced system calls on one timeline). The selection is ``flamegraph``'s. Returns the bytes
         written."""
         data = self._c.export(
             to,

@@ -58,6 +58,7 @@ pub mod stacks;
 pub mod tables;
 pub mod time;
 pub mod timeline;
+pub mod trace;
 pub mod tracepoint;
 mod view;
 

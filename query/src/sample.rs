@@ -481,6 +481,30 @@ impl Picked {
     /// Checks `filter` and `weight` against the captures of `s`: the
     /// filter's event must have samples (by default: the event with most
     /// samples), a `read:EVENT` weight a counter read.
+    /// [`Picked::resolve`], or, when no event is named and the captures
+    /// hold no samples, a selection of none (an event of no sample): for
+    /// exports that carry more than samples (a Perfetto trace of strace
+    /// dumps).
+    pub async fn resolve_or_none(
+        s: &Session,
+        filter: SampleFilter,
+        weight: Weight,
+        opts: StackOpts,
+    ) -> Result<Picked> {
+        if filter.event.is_none() && sampled_events_in(s, &filter.captures).await?.is_empty() {
+            return Ok(Picked {
+                filter: SampleFilter {
+                    event: Some(String::new()),
+                    ..filter
+                },
+                event: String::new(),
+                weight,
+                opts,
+            });
+        }
+        Self::resolve(s, filter, weight, opts).await
+    }
+
     pub async fn resolve(
         s: &Session,
         mut filter: SampleFilter,

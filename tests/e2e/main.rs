@@ -28,6 +28,7 @@ mod monitoring;
 mod objects;
 mod offcpu;
 mod perf_fixtures;
+mod perfetto;
 mod phases;
 mod pow;
 mod slt;

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use anyhow::Result;
 use clap::Args;
 
-use crate::args::{choice, selection, FilterArgs, MetricArgs, T0Args};
+use crate::args::{choice, selection, selection_or_none, FilterArgs, MetricArgs, T0Args};
 use crate::output;
 
 #[derive(Args)]
@@ -34,7 +34,12 @@ pub(crate) struct ExportArgs {
 
 pub(crate) async fn export(a: ExportArgs) -> Result<()> {
     let s = a.t0.open(&a.captures).await?;
-    let picked = selection(&s, &a.filter, &a.metric).await?;
+    let picked = if a.format == trawl_export::Format::Perfetto {
+        // A trace holds traced calls too: a capture without samples exports.
+        selection_or_none(&s, &a.filter, &a.metric).await?
+    } else {
+        selection(&s, &a.filter, &a.metric).await?
+    };
     let sel = picked.selection();
     let interval = match &a.interval {
         Some(d) => Some(trawl_query::time::parse_duration_ns(d)?.max(1) as u64),

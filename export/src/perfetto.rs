@@ -1,0 +1,575 @@
+//! Perfetto's protobuf trace format (`protos/perfetto/trace/trace.proto`
+//! in github.com/google/perfetto): a `Trace` is a sequence of
+//! `TracePacket`s, each written as its own field-1 record, so the file is
+//! written packet by packet.
+//!
+//! - processes and threads: one `TrackDescriptor` each (`ProcessDescriptor`
+//!   with the command of the main thread, `ThreadDescriptor` with the
+//!   thread's);
+//! - CPU samples: Perfetto's own `PerfSample` packets (its per-thread perf
+//!   sample tracks and flame graphs), each with an interned callstack:
+//!   frames root first, an inline level a frame of its own, one mapping per
+//!   module (path components and build id interned as Perfetto's profilers
+//!   write them); strings, frames and callstacks are interned on one packet
+//!   sequence the first time a sample needs them;
+//! - traced system calls: slices on their thread's track named after the
+//!   call, with the arguments, return value and file as debug annotations.
+//!
+//! Times are the trace's clock of `trawl_query::trace` (perf samples as
+//! `perf script` prints them; a capture's other inputs moved onto it).
+
+use std::collections::HashMap;
+
+use prost::Message;
+use trawl_query::profile::StackProfile;
+use trawl_query::trace::Call;
+
+/// Messages of Perfetto's trace format (field numbers as in its .proto
+/// files; repeated numbers unpacked, as Perfetto's own writers emit them).
+pub mod proto {
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct TracePacket {
+        #[prost(uint64, optional, tag = "8")]
+        pub timestamp: Option<u64>,
+        #[prost(uint32, optional, tag = "10")]
+        pub trusted_packet_sequence_id: Option<u32>,
+        #[prost(message, optional, tag = "11")]
+        pub track_event: Option<TrackEvent>,
+        #[prost(message, optional, tag = "12")]
+        pub interned_data: Option<InternedData>,
+        #[prost(uint32, optional, tag = "13")]
+        pub sequence_flags: Option<u32>,
+        #[prost(message, optional, tag = "60")]
+        pub track_descriptor: Option<TrackDescriptor>,
+        #[prost(message, optional, tag = "66")]
+        pub perf_sample: Option<PerfSample>,
+        #[prost(bool, optional, tag = "87")]
+        pub first_packet_on_sequence: Option<bool>,
+    }
+
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct InternedData {
+        #[prost(message, repeated, tag = "5")]
+        pub function_names: Vec<InternedString>,
+        #[prost(message, repeated, tag = "6")]
+        pub frames: Vec<Frame>,
+        #[prost(message, repeated, tag = "7")]
+        pub callstacks: Vec<Callstack>,
+        #[prost(message, repeated, tag = "16")]
+        pub build_ids: Vec<InternedString>,
+        #[prost(message, repeated, tag = "17")]
+        pub mapping_paths: Vec<InternedString>,
+        #[prost(message, repeated, tag = "18")]
+        pub source_paths: Vec<InternedString>,
+        #[prost(message, repeated, tag = "19")]
+        pub mappings: Vec<Mapping>,
+    }
+
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct InternedString {
+        #[prost(uint64, optional, tag = "1")]
+        pub iid: Option<u64>,
+        #[prost(bytes = "vec", optional, tag = "2")]
+        pub str: Option<Vec<u8>>,
+    }
+
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct Frame {
+        #[prost(uint64, optional, tag = "1")]
+        pub iid: Option<u64>,
+        #[prost(uint64, optional, tag = "2")]
+        pub function_name_id: Option<u64>,
+        #[prost(uint64, optional, tag = "3")]
+        pub mapping_id: Option<u64>,
+        #[prost(uint64, optional, tag = "4")]
+        pub rel_pc: Option<u64>,
+        #[prost(uint64, optional, tag = "5")]
+        pub source_path_iid: Option<u64>,
+        #[prost(uint32, optional, tag = "6")]
+        pub line_number: Option<u32>,
+    }
+
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct Callstack {
+        #[prost(uint64, optional, tag = "1")]
+        pub iid: Option<u64>,
+        /// Root first, the sampled frame last.
+        #[prost(uint64, repeated, packed = "false", tag = "2")]
+        pub frame_ids: Vec<u64>,
+    }
+
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct Mapping {
+        #[prost(uint64, optional, tag = "1")]
+        pub iid: Option<u64>,
+        #[prost(uint64, optional, tag = "2")]
+        pub build_id: Option<u64>,
+        #[prost(uint64, repeated, packed = "false", tag = "7")]
+        pub path_string_ids: Vec<u64>,
+    }
+
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct PerfSample {
+        #[prost(uint32, optional, tag = "1")]
+        pub cpu: Option<u32>,
+        #[prost(uint32, optional, tag = "2")]
+        pub pid: Option<u32>,
+        #[prost(uint32, optional, tag = "3")]
+        pub tid: Option<u32>,
+        #[prost(uint64, optional, tag = "4")]
+        pub callstack_iid: Option<u64>,
+        /// `Profiling.CpuMode`: 1 kernel, 2 user.
+        #[prost(int32, optional, tag = "5")]
+        pub cpu_mode: Option<i32>,
+    }
+
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct TrackDescriptor {
+        #[prost(uint64, optional, tag = "1")]
+        pub uuid: Option<u64>,
+        #[prost(string, optional, tag = "2")]
+        pub name: Option<String>,
+        #[prost(message, optional, tag = "3")]
+        pub process: Option<ProcessDescriptor>,
+        #[prost(message, optional, tag = "4")]
+        pub thread: Option<ThreadDescriptor>,
+        #[prost(uint64, optional, tag = "5")]
+        pub parent_uuid: Option<u64>,
+    }
+
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct ProcessDescriptor {
+        #[prost(int32, optional, tag = "1")]
+        pub pid: Option<i32>,
+        #[prost(string, optional, tag = "6")]
+        pub process_name: Option<String>,
+    }
+
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct ThreadDescriptor {
+        #[prost(int32, optional, tag = "1")]
+        pub pid: Option<i32>,
+        #[prost(int64, optional, tag = "2")]
+        pub tid: Option<i64>,
+        #[prost(string, optional, tag = "5")]
+        pub thread_name: Option<String>,
+    }
+
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct TrackEvent {
+        /// 1 slice begin, 2 slice end, 3 instant, 4 counter.
+        #[prost(int32, optional, tag = "9")]
+        pub r#type: Option<i32>,
+        #[prost(uint64, optional, tag = "11")]
+        pub track_uuid: Option<u64>,
+        #[prost(string, repeated, tag = "22")]
+        pub categories: Vec<String>,
+        #[prost(string, optional, tag = "23")]
+        pub name: Option<String>,
+        #[prost(message, repeated, tag = "4")]
+        pub debug_annotations: Vec<DebugAnnotation>,
+    }
+
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct DebugAnnotation {
+        #[prost(string, optional, tag = "10")]
+        pub name: Option<String>,
+        #[prost(int64, optional, tag = "4")]
+        pub int_value: Option<i64>,
+        #[prost(string, optional, tag = "6")]
+        pub string_value: Option<String>,
+    }
+}
+
+use proto::*;
+
+/// The packet sequence every packet is on (Perfetto's interning is per
+/// sequence).
+const SEQUENCE: u32 = 1;
+/// `SEQ_INCREMENTAL_STATE_CLEARED`, `SEQ_NEEDS_INCREMENTAL_STATE`.
+const CLEARED: u32 = 1;
+const NEEDS_STATE: u32 = 2;
+
+/// Writes packets as `Trace.packet` records (field 1).
+struct Out {
+    bytes: Vec<u8>,
+    first: bool,
+}
+
+impl Out {
+    fn packet(&mut self, mut p: TracePacket) {
+        p.trusted_packet_sequence_id = Some(SEQUENCE);
+        if self.first {
+            p.sequence_flags = Some(CLEARED | NEEDS_STATE);
+            p.first_packet_on_sequence = Some(true);
+            self.first = false;
+        } else {
+            p.sequence_flags = Some(NEEDS_STATE);
+        }
+        prost::encoding::encode_key(
+            1,
+            prost::encoding::WireType::LengthDelimited,
+            &mut self.bytes,
+        );
+        p.encode_length_delimited(&mut self.bytes)
+            .expect("a Vec grows as needed");
+    }
+}
+
+/// Interned ids (from 1) of strings, frames, mappings and callstacks, and
+/// what of them the next packet must carry.
+#[derive(Default)]
+struct Interned {
+    functions: HashMap<u32, u64>,
+    paths: HashMap<String, u64>,
+    sources: HashMap<u32, u64>,
+    build_ids: HashMap<String, u64>,
+    mappings: HashMap<Option<u32>, u64>,
+    frames: HashMap<(u32, usize), u64>,
+    stacks: HashMap<u32, u64>,
+    new: InternedData,
+}
+
+fn next(n: usize) -> u64 {
+    n as u64 + 1
+}
+
+impl Interned {
+    fn function(&mut self, p: &StackProfile, s: u32) -> u64 {
+        if let Some(&id) = self.functions.get(&s) {
+            return id;
+        }
+        let id = next(self.functions.len());
+        self.functions.insert(s, id);
+        self.new.function_names.push(InternedString {
+            iid: Some(id),
+            str: Some(p.strings[s as usize].clone().into_bytes()),
+        });
+        id
+    }
+
+    fn source(&mut self, p: &StackProfile, s: u32) -> u64 {
+        if let Some(&id) = self.sources.get(&s) {
+            return id;
+        }
+        let id = next(self.sources.len());
+        self.sources.insert(s, id);
+        self.new.source_paths.push(InternedString {
+            iid: Some(id),
+            str: Some(p.strings[s as usize].clone().into_bytes()),
+        });
+        id
+    }
+
+    fn path(&mut self, part: &str) -> u64 {
+        if let Some(&id) = self.paths.get(part) {
+            return id;
+        }
+        let id = next(self.paths.len());
+        self.paths.insert(part.to_string(), id);
+        self.new.mapping_paths.push(InternedString {
+            iid: Some(id),
+            str: Some(part.as_bytes().to_vec()),
+        });
+        id
+    }
+
+    fn mapping(&mut self, p: &StackProfile, module: Option<u32>) -> u64 {
+        if let Some(&id) = self.mappings.get(&module) {
+            return id;
+        }
+        let id = next(self.mappings.len());
+        self.mappings.insert(module, id);
+        let (path, build_id) = match module.map(|m| &p.modules[m as usize]) {
+            Some(m) => (m.path.clone(), m.build_id.clone()),
+            None => ("[unknown]".to_string(), None),
+        };
+        // One interned string per path component, as Perfetto's profilers
+        // write mappings (it joins them with `/`).
+        let parts: Vec<u64> = path
+            .split('/')
+            .filter(|c| !c.is_empty())
+            .map(|c| self.path(c))
+            .collect();
+        let build_id = build_id.and_then(|b| {
+            let raw = hex_bytes(&b)?;
+            Some(match self.build_ids.get(&b) {
+                Some(&i) => i,
+                None => {
+                    let i = next(self.build_ids.len());
+                    self.build_ids.insert(b, i);
+                    self.new.build_ids.push(InternedString {
+                        iid: Some(i),
+                        str: Some(raw),
+                    });
+                    i
+                }
+            })
+        });
+        self.new.mappings.push(Mapping {
+            iid: Some(id),
+            build_id,
+            path_string_ids: parts,
+        });
+        id
+    }
+
+    /// The frame of inline level `level` of location `loc`.
+    fn frame(&mut self, p: &StackProfile, loc: u32, level: usize) -> u64 {
+        if let Some(&id) = self.frames.get(&(loc, level)) {
+            return id;
+        }
+        let l = &p.locations[loc as usize];
+        let line = &l.lines[level];
+        let function = self.function(p, line.function);
+        let mapping = self.mapping(p, l.module);
+        let source = line.file.map(|f| self.source(p, f));
+        let id = next(self.frames.len());
+        self.frames.insert((loc, level), id);
+        self.new.frames.push(Frame {
+            iid: Some(id),
+            function_name_id: Some(function),
+            mapping_id: Some(mapping),
+            rel_pc: Some(l.rel_pc),
+            source_path_iid: source,
+            line_number: (line.line > 0).then_some(line.line),
+        });
+        id
+    }
+
+    fn callstack(&mut self, p: &StackProfile, stack: u32) -> u64 {
+        if let Some(&id) = self.stacks.get(&stack) {
+            return id;
+        }
+        let mut frames = Vec::new();
+        // Root first: the outermost location first, and in each its
+        // outermost inline level (the ELF function) first.
+        for &loc in p.stacks[stack as usize].iter().rev() {
+            for level in (0..p.locations[loc as usize].lines.len()).rev() {
+                frames.push(self.frame(p, loc, level));
+            }
+        }
+        let id = next(self.stacks.len());
+        self.stacks.insert(stack, id);
+        self.new.callstacks.push(Callstack {
+            iid: Some(id),
+            frame_ids: frames,
+        });
+        id
+    }
+
+    /// What was interned since the last call, for the next packet.
+    fn take(&mut self) -> Option<InternedData> {
+        let d = std::mem::take(&mut self.new);
+        (d != InternedData::default()).then_some(d)
+    }
+}
+
+/// `abcd…` as bytes.
+fn hex_bytes(h: &str) -> Option<Vec<u8>> {
+    if h.len() % 2 != 0 {
+        return None;
+    }
+    (0..h.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(h.get(i..i + 2)?, 16).ok())
+        .collect()
+}
+
+/// Tracks of processes and threads, made when first needed.
+#[derive(Default)]
+struct Tracks {
+    processes: HashMap<(u32, i32), u64>,
+    threads: HashMap<(u32, i32), u64>,
+    next_uuid: u64,
+}
+
+impl Tracks {
+    fn uuid(&mut self) -> u64 {
+        self.next_uuid += 1;
+        self.next_uuid
+    }
+
+    /// The track of thread `tid` of capture `cap` (in process `pid`),
+    /// described in `out` when new.
+    fn thread(&mut self, out: &mut Out, cap: u32, pid: i32, tid: i32, name: &str) -> u64 {
+        if let Some(&u) = self.threads.get(&(cap, tid)) {
+            return u;
+        }
+        if !self.processes.contains_key(&(cap, pid)) {
+            let u = self.uuid();
+            self.processes.insert((cap, pid), u);
+            out.packet(TracePacket {
+                track_descriptor: Some(TrackDescriptor {
+                    uuid: Some(u),
+                    process: Some(ProcessDescriptor {
+                        pid: Some(pid),
+                        process_name: Some(name.to_string()),
+                    }),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            });
+        }
+        let u = self.uuid();
+        self.threads.insert((cap, tid), u);
+        out.packet(TracePacket {
+            track_descriptor: Some(TrackDescriptor {
+                uuid: Some(u),
+                thread: Some(ThreadDescriptor {
+                    pid: Some(pid),
+                    tid: Some(tid as i64),
+                    thread_name: Some(name.to_string()),
+                }),
+                ..Default::default()
+            }),
+            ..Default::default()
+        });
+        u
+    }
+}
+
+fn annotation(name: &str, v: impl Into<Annotated>) -> DebugAnnotation {
+    let mut a = DebugAnnotation {
+        name: Some(name.to_string()),
+        ..Default::default()
+    };
+    match v.into() {
+        Annotated::Int(i) => a.int_value = Some(i),
+        Annotated::Text(s) => a.string_value = Some(s),
+    }
+    a
+}
+
+enum Annotated {
+    Int(i64),
+    Text(String),
+}
+
+impl From<i64> for Annotated {
+    fn from(v: i64) -> Self {
+        Annotated::Int(v)
+    }
+}
+
+impl From<String> for Annotated {
+    fn from(v: String) -> Self {
+        Annotated::Text(v)
+    }
+}
+
+/// The trace of the samples of `p` (kept apart, with their times) and the
+/// traced `calls`.
+pub fn write(p: &StackProfile, calls: &[Call]) -> Vec<u8> {
+    let mut out = Out {
+        bytes: Vec::new(),
+        first: true,
+    };
+    let mut interned = Interned::default();
+    let mut tracks = Tracks::default();
+    // Processes first named by their main thread's command.
+    let mut main_comm: HashMap<(u32, i32), u32> = HashMap::new();
+    for s in &p.samples {
+        if s.pid == s.tid || !main_comm.contains_key(&(s.capture, s.pid)) {
+            main_comm.insert((s.capture, s.pid), s.comm);
+        }
+    }
+    for s in &p.samples {
+        let Some(t) = s.time_ns else { continue };
+        let name = &p.strings[main_comm
+            .get(&(s.capture, s.pid))
+            .copied()
+            .unwrap_or(s.comm) as usize];
+        // The thread's own command names its track.
+        let thread_name = &p.strings[s.comm as usize];
+        if !tracks.threads.contains_key(&(s.capture, s.tid)) {
+            if s.pid == s.tid {
+                tracks.thread(&mut out, s.capture, s.pid, s.tid, name);
+            } else {
+                tracks.thread(&mut out, s.capture, s.pid, s.tid, thread_name);
+            }
+        }
+        let callstack = s.stack.map(|st| interned.callstack(p, st));
+        let kernel = s
+            .stack
+            .and_then(|st| p.stacks[st as usize].first())
+            .is_some_and(|&l| p.locations[l as usize].kernel);
+        out.packet(TracePacket {
+            timestamp: Some(t.max(0) as u64),
+            interned_data: interned.take(),
+            perf_sample: Some(PerfSample {
+                cpu: None,
+                pid: Some(s.pid as u32),
+                tid: Some(s.tid as u32),
+                callstack_iid: callstack,
+                cpu_mode: Some(if kernel { 1 } else { 2 }),
+            }),
+            ..Default::default()
+        });
+    }
+    // Captures by name, as the samples number them.
+    let cap_index: HashMap<&str, u32> = p
+        .captures
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (c.as_str(), i as u32))
+        .collect();
+    let mut extra = p.captures.len() as u32;
+    let mut other_caps: HashMap<String, u32> = HashMap::new();
+    for c in calls {
+        let cap = match cap_index.get(c.capture.as_str()) {
+            Some(&i) => i,
+            None => *other_caps.entry(c.capture.clone()).or_insert_with(|| {
+                extra += 1;
+                extra - 1
+            }),
+        };
+        let pid = c.pid.unwrap_or(c.tid);
+        let name = c.comm.clone().unwrap_or_else(|| c.tid.to_string());
+        let track = tracks.thread(&mut out, cap, pid, c.tid, &name);
+        let start = c.start_ns.max(0) as u64;
+        let mut args = vec![annotation("args", c.args.clone())];
+        if let Some(r) = &c.ret {
+            args.push(annotation("ret", r.clone()));
+        }
+        if let Some(f) = &c.fd_path {
+            args.push(annotation("file", f.clone()));
+        }
+        match c.duration_ns {
+            Some(d) => {
+                out.packet(TracePacket {
+                    timestamp: Some(start),
+                    track_event: Some(TrackEvent {
+                        r#type: Some(1),
+                        track_uuid: Some(track),
+                        categories: vec!["syscall".into()],
+                        name: Some(c.name.clone()),
+                        debug_annotations: args,
+                    }),
+                    ..Default::default()
+                });
+                out.packet(TracePacket {
+                    timestamp: Some(start + d.max(0) as u64),
+                    track_event: Some(TrackEvent {
+                        r#type: Some(2),
+                        track_uuid: Some(track),
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                });
+            }
+            None => out.packet(TracePacket {
+                timestamp: Some(start),
+                track_event: Some(TrackEvent {
+                    r#type: Some(3),
+                    track_uuid: Some(track),
+                    categories: vec!["syscall".into()],
+                    name: Some(c.name.clone()),
+                    debug_annotations: args,
+                }),
+                ..Default::default()
+            }),
+        }
+    }
+    out.bytes
+}
