@@ -102,7 +102,12 @@ row "multi.data: export --to folded" "perf script \| inferno-collapse-perf" "$PF
 read -r PX_S PX_KB < <(t firefox_peer "$PEERS/bin/samply" import "$IN" --save-only --unstable-presymbolicate -o "$W/peer.json")
 read -r TX_S TX_KB < <(t firefox "$TRAWL" export "$W/cap" --to firefox -o "$W/trawl.json")
 row "multi.data: export --to firefox" "samply import --save-only" "$PX_S" "$PX_KB" "$TX_S" "$TX_KB" ""
-rm -f "$W/peer.folded" "$W/trawl.folded" "$W"/peer.json* "$W/trawl.json"
+# A Perfetto trace of the capture: against trawl's own ingest of the same
+# file (the goal: no longer than it, ≤ 500 MB, a file ≤ 1/3 of perf.data).
+read -r TP_S TP_KB < <(t perfetto "$TRAWL" export "$W/cap" --to perfetto -o "$W/trawl.pftrace")
+row "multi.data: export --to perfetto ($(( $(stat -c %s "$W/trawl.pftrace") * 100 / $(stat -c %s "$IN") )) % of perf.data's size)" \
+  "trawl ingest, warm store" "$IW_S" "$IW_KB" "$TP_S" "$TP_KB" "≥ 1×, ≤ 500 MB, ≤ 33 %"
+rm -f "$W/peer.folded" "$W/trawl.folded" "$W"/peer.json* "$W/trawl.json" "$W/trawl.pftrace"
 # annotate: the libc function with most self samples, first call with an
 # empty store (the capture does not hold its code yet).
 FN=$("$TRAWL" sql "$W/cap" "SELECT function FROM hotspots('function', 'inline', false) WHERE module LIKE '%libc.so%' ORDER BY self_samples DESC LIMIT 1" --format csv | tail -1)

@@ -83,10 +83,15 @@ pub async fn export(
     let p = stack_profile(s, sel, ProfileOpts { per_sample }).await?;
     if format == Format::Perfetto {
         let calls = trawl_query::trace::calls(s, &sel.filter.captures).await?;
-        if p.samples.is_empty() && calls.is_empty() {
-            bail!("no samples or traced calls selected");
+        let readings = trawl_query::trace::readings(s, &sel.filter.captures).await?;
+        if p.samples.is_empty() && calls.is_empty() && readings.is_empty() {
+            bail!("no samples, traced calls or metric readings selected");
         }
-        return Ok(crate::perfetto::write(&p, &calls));
+        let extra = crate::perfetto::Extra {
+            calls: &calls,
+            readings: &readings,
+        };
+        return Ok(crate::perfetto::write(&p, &extra));
     }
     if p.samples.is_empty() {
         bail!("no samples selected");

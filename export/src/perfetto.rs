@@ -13,7 +13,9 @@
 //!   write them); strings, frames and callstacks are interned on one packet
 //!   sequence the first time a sample needs them;
 //! - traced system calls: slices on their thread's track named after the
-//!   call, with the arguments, return value and file as debug annotations.
+//!   call, with the arguments, return value and file as debug annotations;
+//! - monitoring metrics: a counter track per metric (and entity: a CPU, a
+//!   device) under a track per input file.
 //!
 //! Times are the trace's clock of `trawl_query::trace` (perf samples as
 //! `perf script` prints them; a capture's other inputs moved onto it).
@@ -22,7 +24,7 @@ use std::collections::HashMap;
 
 use prost::Message;
 use trawl_query::profile::StackProfile;
-use trawl_query::trace::Call;
+use trawl_query::trace::{Call, Reading};
 
 /// Messages of Perfetto's trace format (field numbers as in its .proto
 /// files; repeated numbers unpacked, as Perfetto's own writers emit them).
@@ -135,6 +137,16 @@ pub mod proto {
         pub thread: Option<ThreadDescriptor>,
         #[prost(uint64, optional, tag = "5")]
         pub parent_uuid: Option<u64>,
+        #[prost(message, optional, tag = "8")]
+        pub counter: Option<CounterDescriptor>,
+        #[prost(string, optional, tag = "14")]
+        pub description: Option<String>,
+    }
+
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct CounterDescriptor {
+        #[prost(string, optional, tag = "6")]
+        pub unit_name: Option<String>,
     }
 
     #[derive(Clone, PartialEq, prost::Message)]
@@ -168,6 +180,8 @@ pub mod proto {
         pub name: Option<String>,
         #[prost(message, repeated, tag = "4")]
         pub debug_annotations: Vec<DebugAnnotation>,
+        #[prost(double, optional, tag = "44")]
+        pub double_counter_value: Option<f64>,
     }
 
     #[derive(Clone, PartialEq, prost::Message)]
@@ -458,9 +472,16 @@ impl From<String> for Annotated {
     }
 }
 
-/// The trace of the samples of `p` (kept apart, with their times) and the
-/// traced `calls`.
-pub fn write(p: &StackProfile, calls: &[Call]) -> Vec<u8> {
+/// What a trace holds besides the samples.
+pub struct Extra<'a> {
+    pub calls: &'a [Call],
+    pub readings: &'a [Reading],
+}
+
+/// The trace of the samples of `p` (kept apart, with their times), the
+/// traced calls and the metric readings.
+pub fn write(p: &StackProfile, extra: &Extra) -> Vec<u8> {
+    let calls = extra.calls;
     let mut out = Out {
         bytes: Vec::new(),
         first: true,
@@ -514,14 +535,14 @@ pub fn write(p: &StackProfile, calls: &[Call]) -> Vec<u8> {
         .enumerate()
         .map(|(i, c)| (c.as_str(), i as u32))
         .collect();
-    let mut extra = p.captures.len() as u32;
+    let mut next_cap = p.captures.len() as u32;
     let mut other_caps: HashMap<String, u32> = HashMap::new();
     for c in calls {
         let cap = match cap_index.get(c.capture.as_str()) {
             Some(&i) => i,
             None => *other_caps.entry(c.capture.clone()).or_insert_with(|| {
-                extra += 1;
-                extra - 1
+                next_cap += 1;
+                next_cap - 1
             }),
         };
         let pid = c.pid.unwrap_or(c.tid);
@@ -545,6 +566,7 @@ pub fn write(p: &StackProfile, calls: &[Call]) -> Vec<u8> {
                         categories: vec!["syscall".into()],
                         name: Some(c.name.clone()),
                         debug_annotations: args,
+                        ..Default::default()
                     }),
                     ..Default::default()
                 });
@@ -566,10 +588,76 @@ pub fn write(p: &StackProfile, calls: &[Call]) -> Vec<u8> {
                     categories: vec!["syscall".into()],
                     name: Some(c.name.clone()),
                     debug_annotations: args,
+                    ..Default::default()
                 }),
                 ..Default::default()
             }),
         }
+    }
+    // Metric readings: a counter track per input, metric and entity,
+    // under a track per capture and input.
+    let mut series: HashMap<(&str, &str, &str, Option<&str>), u64> = HashMap::new();
+    let mut groups: HashMap<(&str, &str), u64> = HashMap::new();
+    for r in extra.readings {
+        let key = (
+            r.capture.as_str(),
+            r.input.as_str(),
+            r.metric.as_str(),
+            r.entity.as_deref(),
+        );
+        let track = match series.get(&key) {
+            Some(&u) => u,
+            None => {
+                let group = match groups.get(&(key.0, key.1)) {
+                    Some(&g) => g,
+                    None => {
+                        let g = tracks.uuid();
+                        groups.insert((key.0, key.1), g);
+                        let name = if p.captures.len() > 1 || cap_index.len() > 1 {
+                            format!("{} ({})", r.input, r.capture)
+                        } else {
+                            r.input.clone()
+                        };
+                        out.packet(TracePacket {
+                            track_descriptor: Some(TrackDescriptor {
+                                uuid: Some(g),
+                                name: Some(name),
+                                ..Default::default()
+                            }),
+                            ..Default::default()
+                        });
+                        g
+                    }
+                };
+                let u = tracks.uuid();
+                series.insert(key, u);
+                let name = match &r.entity {
+                    Some(e) => format!("{}[{e}]", r.metric),
+                    None => r.metric.clone(),
+                };
+                out.packet(TracePacket {
+                    track_descriptor: Some(TrackDescriptor {
+                        uuid: Some(u),
+                        name: Some(name),
+                        parent_uuid: Some(group),
+                        counter: Some(CounterDescriptor::default()),
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                });
+                u
+            }
+        };
+        out.packet(TracePacket {
+            timestamp: Some(r.at_ns.max(0) as u64),
+            track_event: Some(TrackEvent {
+                r#type: Some(4),
+                track_uuid: Some(track),
+                double_counter_value: Some(r.value),
+                ..Default::default()
+            }),
+            ..Default::default()
+        });
     }
     out.bytes
 }

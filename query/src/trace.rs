@@ -1,5 +1,6 @@
 //! What a timeline export (Perfetto's trace format) reads besides the
-//! samples: the traced calls of each capture, on the trace's clock.
+//! samples: the traced calls and metric readings of each capture, on the
+//! trace's clock.
 //!
 //! The trace's clock is the one the tables use for perf samples
 //! (`perf_sample.time_ns`, as `perf script` prints times): a capture with
@@ -37,16 +38,20 @@ pub struct Call {
     pub comm: Option<String>,
 }
 
-/// Calls with a time on a capture's axis, on the trace's clock, by capture
-/// and time; only those of `captures` when some are named.
-const CALLS: &str = "
-WITH ref AS (   -- per capture: the offset of its perf samples' input
+/// Per capture: the offset of its perf samples' input (moves `t_ns` onto
+/// the trace's clock); the queries below follow it.
+const REF: &str = "
+WITH ref AS (
   SELECT b.capture, min(b.offset_ns) AS o
   FROM time_base b
   JOIN (SELECT DISTINCT capture, source_id FROM perf_sample) p
     ON p.capture = b.capture AND p.source_id = b.source_id
   GROUP BY b.capture
-)
+)";
+
+/// Calls with a time on a capture's axis, on the trace's clock, by capture
+/// and time; only those of `captures` when some are named.
+const CALLS: &str = "
 SELECT c.capture, c.pid, c.tgid,
        c.time_ns + b.offset_ns - COALESCE(r.o, 0) AS ts,
        c.duration_ns, CAST(c.name AS VARCHAR) AS name, c.args, c.ret, c.fd_path, n.comm
@@ -62,22 +67,10 @@ ORDER BY c.capture, ts, c.syscall_id";
 /// Calls of a dump of one process without `-f` (no thread id) and of an
 /// input not placed on its capture's axis are left out.
 pub async fn calls(s: &Session, captures: &[String]) -> Result<Vec<Call>> {
-    let list = if captures.is_empty() {
-        ScalarValue::try_from(DataType::List(std::sync::Arc::new(
-            datafusion::arrow::datatypes::Field::new_list_field(DataType::Utf8, true),
-        )))?
-    } else {
-        ScalarValue::List(ScalarValue::new_list_nullable(
-            &captures
-                .iter()
-                .map(|c| ScalarValue::from(c.as_str()))
-                .collect::<Vec<_>>(),
-            &DataType::Utf8,
-        ))
-    };
+    let list = capture_list(captures)?;
     let mut out = Vec::new();
     for b in s
-        .sql_with(CALLS, &[("capture", list)])
+        .sql_with(&[REF, CALLS].concat(), &[("capture", list)])
         .await?
         .collect()
         .await?
@@ -106,6 +99,85 @@ pub async fn calls(s: &Session, captures: &[String]) -> Result<Vec<Call>> {
                 ret: ret[i].clone(),
                 fd_path: fd[i].clone(),
                 comm: comm[i].clone(),
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// `$capture`: the captures named, or a null list (all).
+fn capture_list(captures: &[String]) -> Result<ScalarValue> {
+    Ok(if captures.is_empty() {
+        ScalarValue::try_from(DataType::List(std::sync::Arc::new(
+            datafusion::arrow::datatypes::Field::new_list_field(DataType::Utf8, true),
+        )))?
+    } else {
+        ScalarValue::List(ScalarValue::new_list_nullable(
+            &captures
+                .iter()
+                .map(|c| ScalarValue::from(c.as_str()))
+                .collect::<Vec<_>>(),
+            &DataType::Utf8,
+        ))
+    })
+}
+
+/// One reading of a monitoring metric (vmstat, sar, ...).
+#[derive(Debug, Clone)]
+pub struct Reading {
+    pub capture: String,
+    /// The input's file name: with the metric and entity, one series.
+    pub input: String,
+    pub metric: String,
+    pub entity: Option<String>,
+    /// ns on the trace's clock.
+    pub at_ns: i64,
+    pub value: f64,
+}
+
+/// Metric readings placed on their capture's axis (not vmstat's averages
+/// since boot), by series and time.
+const READINGS: &str = "
+SELECT m.capture, regexp_replace(s.path, '^.*/', '') AS input, CAST(m.metric AS VARCHAR) AS metric,
+       CAST(m.entity AS VARCHAR) AS entity, m.t_ns - COALESCE(r.o, 0) AS ts, m.value
+FROM metric_t m
+JOIN source s ON s.capture = m.capture AND s.source_id = m.source_id
+LEFT JOIN ref r ON r.capture = m.capture
+WHERE m.t_ns IS NOT NULL AND NOT m.since_boot
+  AND ($capture IS NULL OR array_has($capture, m.capture))
+ORDER BY 1, 2, 3, 4, 5";
+
+/// The metric readings of `captures` (all when empty) on the trace's clock.
+pub async fn readings(s: &Session, captures: &[String]) -> Result<Vec<Reading>> {
+    let mut out = Vec::new();
+    let q = [REF, READINGS].concat();
+    for b in s
+        .sql_with(&q, &[("capture", capture_list(captures)?)])
+        .await?
+        .collect()
+        .await?
+    {
+        let cap = crate::rows::string_values(b.column(0));
+        let input = crate::rows::string_values(b.column(1));
+        let metric = crate::rows::string_values(b.column(2));
+        let entity = crate::rows::string_values(b.column(3));
+        let ts = datafusion::arrow::compute::cast(b.column(4), &DataType::Int64)
+            .map_err(datafusion::error::DataFusionError::from)?;
+        let ts = ts.as_primitive::<Int64Type>();
+        let value = b
+            .column(5)
+            .as_primitive::<datafusion::arrow::datatypes::Float64Type>();
+        for i in 0..b.num_rows() {
+            if value.is_null(i) || ts.is_null(i) {
+                continue;
+            }
+            out.push(Reading {
+                capture: cap[i].clone().unwrap_or_default(),
+                input: input[i].clone().unwrap_or_default(),
+                metric: metric[i].clone().unwrap_or_default(),
+                entity: entity[i].clone(),
+                at_ns: ts.value(i),
+                value: value.value(i),
             });
         }
     }

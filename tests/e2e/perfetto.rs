@@ -208,3 +208,68 @@ fn strace_calls_are_slices_on_their_thread() {
     assert!(args["args"].as_str().unwrap().len() > 0, "{args}");
     assert!(args.get("ret").is_some(), "{args}");
 }
+
+/// vmstat's readings of the phases run (perf.data, strace, vmstat, sar
+/// together) are counter tracks under a track named after the file: the
+/// run-queue counter holds vmstat's `r` column, row by row (the first row,
+/// averages since boot, left out), one second apart as its UTC column
+/// says. Expected: vmstat.log, read here.
+#[test]
+fn metrics_are_counter_tracks() {
+    let run = root().join("fixtures/phases/run1");
+    let dir = tempfile::tempdir().unwrap();
+    let cap = dir.path().join("cap");
+    let inputs: Vec<String> = ["perf.data", "app.strace", "vmstat.log", "sar.csv"]
+        .iter()
+        .map(|f| run.join(f).to_str().unwrap().to_string())
+        .collect();
+    let mut args: Vec<&str> = vec!["ingest"];
+    args.extend(inputs.iter().map(String::as_str));
+    args.extend(["-o", cap.to_str().unwrap()]);
+    trawl_ok(&args);
+    let t = read_back(&cap, &[]);
+    let text = std::fs::read_to_string(run.join("vmstat.log")).unwrap();
+    let rows: Vec<Vec<&str>> = text
+        .lines()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>())
+        .filter(|f| f.len() > 15 && f[0].parse::<f64>().is_ok())
+        .collect();
+    let want: Vec<f64> = rows[1..].iter().map(|f| f[0].parse().unwrap()).collect();
+    let tracks = t["tracks"].as_array().unwrap();
+    let group = tracks
+        .iter()
+        .find(|x| x["name"] == "vmstat.log")
+        .expect("a vmstat.log track");
+    let runq = tracks
+        .iter()
+        .find(|x| x["name"] == "runq" && x["parent"] == group["uuid"])
+        .expect("runq under vmstat.log");
+    let points: Vec<(u64, f64)> = t["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["track"] == runq["uuid"])
+        .map(|e| (e["ts"].as_u64().unwrap(), e["value"].as_f64().unwrap()))
+        .collect();
+    let values: Vec<f64> = points.iter().map(|p| p.1).collect();
+    assert_eq!(values, want);
+    for w in points.windows(2) {
+        assert_eq!(
+            w[1].0 - w[0].0,
+            1_000_000_000,
+            "vmstat 1: one reading a second"
+        );
+    }
+    // On the samples' clock: the readings fall within the samples' span.
+    let ts: Vec<u64> = t["samples"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["ts"].as_u64().unwrap())
+        .collect();
+    let (lo, hi) = (*ts.iter().min().unwrap(), *ts.iter().max().unwrap());
+    assert!(
+        points.iter().filter(|p| p.0 >= lo && p.0 <= hi).count() > points.len() / 2,
+        "{lo}..{hi}"
+    );
+}

@@ -76,8 +76,11 @@ def main(path):
             assert e.track_uuid in tracks, f"an event on an undescribed track {e.track_uuid}"
             args = {a.name: (a.string_value if a.HasField("string_value") else a.int_value)
                     for a in e.debug_annotations}
-            events.append({"ts": p.timestamp, "type": e.type, "track": e.track_uuid,
-                           "name": e.name, "categories": list(e.categories), "args": args})
+            ev = {"ts": p.timestamp, "type": e.type, "track": e.track_uuid,
+                  "name": e.name, "categories": list(e.categories), "args": args}
+            if e.HasField("double_counter_value"):
+                ev["value"] = e.double_counter_value
+            events.append(ev)
     json.dump({"tracks": list(tracks.values()), "samples": samples, "events": events}, sys.stdout)
 
 
