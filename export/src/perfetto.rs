@@ -17,6 +17,9 @@
 //! - monitoring metrics: a counter track per metric (and entity: a CPU, a
 //!   device) under a track per input file.
 //!
+//! The packets are deflated 256 KiB at a time into `compressed_packets`
+//! packets, as Perfetto compresses its own traces.
+//!
 //! Times are the trace's clock of `trawl_query::trace` (perf samples as
 //! `perf script` prints them; a capture's other inputs moved onto it).
 
@@ -41,6 +44,9 @@ pub mod proto {
         pub interned_data: Option<InternedData>,
         #[prost(uint32, optional, tag = "13")]
         pub sequence_flags: Option<u32>,
+        /// Packets (a `Trace`'s records), zlib-deflated.
+        #[prost(bytes = "vec", optional, tag = "50")]
+        pub compressed_packets: Option<Vec<u8>>,
         #[prost(message, optional, tag = "60")]
         pub track_descriptor: Option<TrackDescriptor>,
         #[prost(message, optional, tag = "66")]
@@ -206,11 +212,28 @@ const NEEDS_STATE: u32 = 2;
 
 /// Writes packets as `Trace.packet` records (field 1).
 struct Out {
+    /// The file so far.
     bytes: Vec<u8>,
+    /// Packets not yet compressed.
+    chunk: Vec<u8>,
     first: bool,
 }
 
+/// Packets are written deflated, this much at a time, in
+/// `compressed_packets` packets (Perfetto's own way of compressing a trace:
+/// each such packet must stay under 512 KiB, and a chunk's packets
+/// compress to far less).
+const CHUNK: usize = 256 * 1024;
+
 impl Out {
+    fn new() -> Out {
+        Out {
+            bytes: Vec::new(),
+            chunk: Vec::new(),
+            first: true,
+        }
+    }
+
     fn packet(&mut self, mut p: TracePacket) {
         p.trusted_packet_sequence_id = Some(SEQUENCE);
         if self.first {
@@ -220,14 +243,42 @@ impl Out {
         } else {
             p.sequence_flags = Some(NEEDS_STATE);
         }
-        prost::encoding::encode_key(
-            1,
-            prost::encoding::WireType::LengthDelimited,
+        record(&p, &mut self.chunk);
+        if self.chunk.len() >= CHUNK {
+            self.flush();
+        }
+    }
+
+    /// The packets so far as one `compressed_packets` packet (zlib).
+    fn flush(&mut self) {
+        if self.chunk.is_empty() {
+            return;
+        }
+        use std::io::Write;
+        let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::fast());
+        z.write_all(&self.chunk).expect("writing to memory");
+        let deflated = z.finish().expect("writing to memory");
+        self.chunk.clear();
+        record(
+            &TracePacket {
+                compressed_packets: Some(deflated),
+                ..Default::default()
+            },
             &mut self.bytes,
         );
-        p.encode_length_delimited(&mut self.bytes)
-            .expect("a Vec grows as needed");
     }
+
+    fn finish(mut self) -> Vec<u8> {
+        self.flush();
+        self.bytes
+    }
+}
+
+/// `p` as a `Trace.packet` record (field 1).
+fn record(p: &TracePacket, out: &mut Vec<u8>) {
+    prost::encoding::encode_key(1, prost::encoding::WireType::LengthDelimited, out);
+    p.encode_length_delimited(out)
+        .expect("a Vec grows as needed");
 }
 
 /// Interned ids (from 1) of strings, frames, mappings and callstacks, and
@@ -482,10 +533,7 @@ pub struct Extra<'a> {
 /// traced calls and the metric readings.
 pub fn write(p: &StackProfile, extra: &Extra) -> Vec<u8> {
     let calls = extra.calls;
-    let mut out = Out {
-        bytes: Vec::new(),
-        first: true,
-    };
+    let mut out = Out::new();
     let mut interned = Interned::default();
     let mut tracks = Tracks::default();
     // Processes first named by their main thread's command.
@@ -659,5 +707,5 @@ pub fn write(p: &StackProfile, extra: &Extra) -> Vec<u8> {
             ..Default::default()
         });
     }
-    out.bytes
+    out.finish()
 }

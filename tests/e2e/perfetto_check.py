@@ -14,10 +14,24 @@ Usage: perfetto_check.py TRACE
 """
 import json
 import sys
+import zlib
 
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 
 CLEARED, NEEDS = 1, 2
+
+
+def packets(trace):
+    """The trace's packets, those of `compressed_packets` (zlib, as the
+    trace processor inflates them) in their place."""
+    for p in trace.packet:
+        if p.HasField("compressed_packets"):
+            assert len(p.SerializeToString()) < 512 * 1024, "a compressed packet over 512 KiB"
+            inner = pb.Trace()
+            inner.ParseFromString(zlib.decompress(p.compressed_packets))
+            yield from packets(inner)
+        else:
+            yield p
 
 
 def main(path):
@@ -27,7 +41,7 @@ def main(path):
     state = {}  # sequence id -> interned tables, or None before a clear
     tracks = {}
     samples, events = [], []
-    for p in trace.packet:
+    for p in packets(trace):
         seq = p.trusted_packet_sequence_id
         assert seq != 0, "a packet without a sequence id"
         if p.sequence_flags & CLEARED:
