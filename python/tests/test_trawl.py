@@ -322,6 +322,15 @@ def test_time_ranges_are_given_as_the_cli_gives_them(caps, tmp_path):
         cap.hotspots(time="+0..+1", from_ns=1)
 
 
+def test_a_perfetto_trace_is_the_clis(caps, tmp_path):
+    # The trace's content is checked against perf script and the strace
+    # dump in tests/e2e/perfetto.rs; here the package writes the same bytes.
+    cap = caps["perf"]
+    n = cap.export(tmp_path / "py.pftrace", "perfetto")
+    cli("export", cap.captures[0][1], "--to", "perfetto", "-o", tmp_path / "cli.pftrace")
+    assert n > 0 and (tmp_path / "py.pftrace").read_bytes() == (tmp_path / "cli.pftrace").read_bytes()
+
+
 def test_results_speak_the_arrow_stream_interface(caps):
     cap = caps["perf"]
     r = cap.sql("SELECT comm, event, count(*) AS n FROM perf_sample GROUP BY comm, event ORDER BY n DESC")
