@@ -15,7 +15,7 @@
 //! - traced system calls: slices on their thread's track named after the
 //!   call, with the arguments, return value and file as debug annotations;
 //! - monitoring metrics: a counter track per metric (and entity: a CPU, a
-//!   device) under a track per input file.
+//!   device) under a track per input file, and RAPL power (W) per domain.
 //!
 //! The packets are deflated 256 KiB at a time into `compressed_packets`
 //! packets, as Perfetto compresses its own traces.

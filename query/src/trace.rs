@@ -122,7 +122,8 @@ fn capture_list(captures: &[String]) -> Result<ScalarValue> {
     })
 }
 
-/// One reading of a monitoring metric (vmstat, sar, ...).
+/// One reading of a monitoring metric (vmstat, sar, ...), or the power of
+/// a RAPL domain over the interval ending at it.
 #[derive(Debug, Clone)]
 pub struct Reading {
     pub capture: String,
@@ -136,7 +137,9 @@ pub struct Reading {
 }
 
 /// Metric readings placed on their capture's axis (not vmstat's averages
-/// since boot), by series and time.
+/// since boot), and RAPL readings as power (W: the interval's energy over
+/// its length, at the interval's end) with the metric `power_w` and the
+/// domain (and package) as entity; by series and time.
 const READINGS: &str = "
 SELECT m.capture, regexp_replace(s.path, '^.*/', '') AS input, CAST(m.metric AS VARCHAR) AS metric,
        CAST(m.entity AS VARCHAR) AS entity, m.t_ns - COALESCE(r.o, 0) AS ts, m.value
@@ -145,6 +148,15 @@ JOIN source s ON s.capture = m.capture AND s.source_id = m.source_id
 LEFT JOIN ref r ON r.capture = m.capture
 WHERE m.t_ns IS NOT NULL AND NOT m.since_boot
   AND ($capture IS NULL OR array_has($capture, m.capture))
+UNION ALL
+SELECT e.capture, regexp_replace(s.path, '^.*/', ''), 'power_w',
+       concat(CAST(e.domain AS VARCHAR), CASE WHEN e.package IS NULL THEN '' ELSE concat(':', CAST(e.package AS VARCHAR)) END),
+       e.t_ns - COALESCE(r.o, 0), e.delta_uj * 1e3 / CAST(e.interval_ns AS DOUBLE)
+FROM energy_t e
+JOIN source s ON s.capture = e.capture AND s.source_id = e.source_id
+LEFT JOIN ref r ON r.capture = e.capture
+WHERE e.t_ns IS NOT NULL AND e.delta_uj IS NOT NULL AND e.interval_ns > 0
+  AND ($capture IS NULL OR array_has($capture, e.capture))
 ORDER BY 1, 2, 3, 4, 5";
 
 /// The metric readings of `captures` (all when empty) on the trace's clock.

@@ -273,3 +273,60 @@ fn metrics_are_counter_tracks() {
         "{lo}..{hi}"
     );
 }
+
+/// RAPL readings are power counters: under a track named after the
+/// powercap file, `power_w[cores:0]` holds each interval's energy over its
+/// length. Expected: the energy simulator's CSV (cumulative µJ of zone
+/// `intel-rapl:0:0`, wrapping at its max_energy_range_uj), worked here.
+#[test]
+fn rapl_readings_are_power_counters() {
+    let dir = tempfile::tempdir().unwrap();
+    let cap = dir.path().join("cap");
+    let e = root().join("fixtures/energy");
+    trawl_ok(&[
+        "ingest",
+        e.join("sim.data").to_str().unwrap(),
+        e.join("sim-rapl.csv").to_str().unwrap(),
+        "-o",
+        cap.to_str().unwrap(),
+    ]);
+    let t = read_back(&cap, &[]);
+    let csv = std::fs::read_to_string(e.join("sim-rapl.csv")).unwrap();
+    let mut prev: Option<(i64, f64)> = None;
+    let mut want: Vec<f64> = Vec::new();
+    for l in csv.lines().skip(1) {
+        let f: Vec<&str> = l.split(',').collect();
+        if f[1] != "intel-rapl:0:0" {
+            continue;
+        }
+        // Seconds with nine decimals, as integer ns: an f64 of 1.7e9 s
+        // keeps only about 0.2 µs.
+        let (secs, frac) = f[0].split_once('.').unwrap();
+        let ns = secs.parse::<i64>().unwrap() * 1_000_000_000
+            + format!("{frac:0<9}")[..9].parse::<i64>().unwrap();
+        let (uj, max): (f64, f64) = (f[3].parse().unwrap(), f[4].parse().unwrap());
+        if let Some((t0, e0)) = prev {
+            let d = if uj >= e0 { uj - e0 } else { uj + max - e0 };
+            want.push(d / 1e6 / ((ns - t0) as f64 / 1e9));
+        }
+        prev = Some((ns, uj));
+    }
+    assert!(want.len() > 10, "{}", want.len());
+    let tracks = t["tracks"].as_array().unwrap();
+    let group = tracks.iter().find(|x| x["name"] == "sim-rapl.csv").unwrap();
+    let cores = tracks
+        .iter()
+        .find(|x| x["name"] == "power_w[cores:0]" && x["parent"] == group["uuid"])
+        .expect("power_w[cores:0]");
+    let got: Vec<f64> = t["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|x| x["track"] == cores["uuid"])
+        .map(|x| x["value"].as_f64().unwrap())
+        .collect();
+    assert_eq!(got.len(), want.len());
+    for (g, w) in got.iter().zip(&want) {
+        assert!((g - w).abs() <= 1e-6 * w.abs().max(1.0), "{g} W vs {w} W");
+    }
+}
