@@ -82,6 +82,17 @@ pub async fn export(
     };
     let p = stack_profile(s, sel, ProfileOpts { per_sample }).await?;
     if format == Format::Perfetto {
+        // Perfetto knows a thread by its ids alone, and each capture has
+        // its own clock: one capture per trace, until captures get ids
+        // and times of their own.
+        let n = if sel.filter.captures.is_empty() {
+            s.captures().len()
+        } else {
+            sel.filter.captures.len()
+        };
+        if n > 1 {
+            bail!("a Perfetto trace holds one capture: pick it with --capture NAME ({n} selected)");
+        }
         let calls = trawl_query::trace::calls(s, &sel.filter.captures).await?;
         let readings = trawl_query::trace::readings(s, &sel.filter.captures).await?;
         if p.samples.is_empty() && calls.is_empty() && readings.is_empty() {

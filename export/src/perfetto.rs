@@ -688,7 +688,9 @@ pub fn write(p: &StackProfile, extra: &Extra) -> Vec<u8> {
                         uuid: Some(u),
                         name: Some(name),
                         parent_uuid: Some(group),
-                        counter: Some(CounterDescriptor::default()),
+                        counter: Some(CounterDescriptor {
+                            unit_name: (r.metric == "power_w").then(|| "W".to_string()),
+                        }),
                         ..Default::default()
                     }),
                     ..Default::default()

@@ -478,9 +478,6 @@ pub struct Picked {
 }
 
 impl Picked {
-    /// Checks `filter` and `weight` against the captures of `s`: the
-    /// filter's event must have samples (by default: the event with most
-    /// samples), a `read:EVENT` weight a counter read.
     /// [`Picked::resolve`], or, when no event is named and the captures
     /// hold no samples, a selection of none (an event of no sample): for
     /// exports that carry more than samples (a Perfetto trace of strace
@@ -505,6 +502,9 @@ impl Picked {
         Self::resolve(s, filter, weight, opts).await
     }
 
+    /// Checks `filter` and `weight` against the captures of `s`: the
+    /// filter's event must have samples (by default: the event with most
+    /// samples), a `read:EVENT` weight a counter read.
     pub async fn resolve(
         s: &Session,
         mut filter: SampleFilter,

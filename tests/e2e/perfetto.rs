@@ -207,6 +207,21 @@ fn strace_calls_are_slices_on_their_thread() {
     let args = &by_name_and_start[&(*tid, *start)];
     assert!(args["args"].as_str().unwrap().len() > 0, "{args}");
     assert!(args.get("ret").is_some(), "{args}");
+    // Two captures are two clocks and two id spaces: refused, naming the
+    // way to pick one.
+    let (_h, hot) = ingest("hot-fp.data");
+    let o = trawl(&[
+        "export",
+        cap.to_str().unwrap(),
+        hot.to_str().unwrap(),
+        "--to",
+        "perfetto",
+        "-o",
+        dir.path().join("two.pftrace").to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--capture NAME"));
+    assert!(!dir.path().join("two.pftrace").exists());
 }
 
 /// vmstat's readings of the phases run (perf.data, strace, vmstat, sar
