@@ -301,42 +301,26 @@ fn next(n: usize) -> u64 {
 
 impl Interned {
     fn function(&mut self, p: &StackProfile, s: u32) -> u64 {
-        if let Some(&id) = self.functions.get(&s) {
-            return id;
-        }
-        let id = next(self.functions.len());
-        self.functions.insert(s, id);
-        self.new.function_names.push(InternedString {
-            iid: Some(id),
-            str: Some(p.strings[s as usize].clone().into_bytes()),
-        });
-        id
+        let text = &p.strings[s as usize];
+        intern(&mut self.functions, &mut self.new.function_names, s, || {
+            text.clone().into_bytes()
+        })
     }
 
     fn source(&mut self, p: &StackProfile, s: u32) -> u64 {
-        if let Some(&id) = self.sources.get(&s) {
-            return id;
-        }
-        let id = next(self.sources.len());
-        self.sources.insert(s, id);
-        self.new.source_paths.push(InternedString {
-            iid: Some(id),
-            str: Some(p.strings[s as usize].clone().into_bytes()),
-        });
-        id
+        let text = &p.strings[s as usize];
+        intern(&mut self.sources, &mut self.new.source_paths, s, || {
+            text.clone().into_bytes()
+        })
     }
 
     fn path(&mut self, part: &str) -> u64 {
-        if let Some(&id) = self.paths.get(part) {
-            return id;
-        }
-        let id = next(self.paths.len());
-        self.paths.insert(part.to_string(), id);
-        self.new.mapping_paths.push(InternedString {
-            iid: Some(id),
-            str: Some(part.as_bytes().to_vec()),
-        });
-        id
+        intern(
+            &mut self.paths,
+            &mut self.new.mapping_paths,
+            part.to_string(),
+            || part.as_bytes().to_vec(),
+        )
     }
 
     fn mapping(&mut self, p: &StackProfile, module: Option<u32>) -> u64 {
@@ -358,18 +342,12 @@ impl Interned {
             .collect();
         let build_id = build_id.and_then(|b| {
             let raw = hex_bytes(&b)?;
-            Some(match self.build_ids.get(&b) {
-                Some(&i) => i,
-                None => {
-                    let i = next(self.build_ids.len());
-                    self.build_ids.insert(b, i);
-                    self.new.build_ids.push(InternedString {
-                        iid: Some(i),
-                        str: Some(raw),
-                    });
-                    i
-                }
-            })
+            Some(intern(
+                &mut self.build_ids,
+                &mut self.new.build_ids,
+                b,
+                || raw,
+            ))
         });
         self.new.mappings.push(Mapping {
             iid: Some(id),
@@ -428,6 +406,26 @@ impl Interned {
         let d = std::mem::take(&mut self.new);
         (d != InternedData::default()).then_some(d)
     }
+}
+
+/// The interned id (from 1) of `key` in `ids`; when new, its string
+/// (`bytes`) goes to `table`, the next packet's interned data.
+fn intern<K: std::hash::Hash + Eq>(
+    ids: &mut HashMap<K, u64>,
+    table: &mut Vec<InternedString>,
+    key: K,
+    bytes: impl FnOnce() -> Vec<u8>,
+) -> u64 {
+    if let Some(&id) = ids.get(&key) {
+        return id;
+    }
+    let id = next(ids.len());
+    ids.insert(key, id);
+    table.push(InternedString {
+        iid: Some(id),
+        str: Some(bytes()),
+    });
+    id
 }
 
 /// `abcd…` as bytes.

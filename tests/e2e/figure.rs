@@ -28,17 +28,7 @@ pub fn tags<'a>(svg: &'a str, element: &str) -> Vec<&'a str> {
 
 /// The contents of every `<text>` element, trimmed.
 pub fn texts(svg: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut rest = svg;
-    while let Some(i) = rest.find("<text") {
-        let Some(a) = rest[i..].find('>') else { break };
-        let Some(b) = rest[i + a..].find("</text>") else {
-            break;
-        };
-        out.push(rest[i + a + 1..i + a + b].trim().to_string());
-        rest = &rest[i + a + b..];
-    }
-    out
+    texts_at(svg).into_iter().map(|(t, _)| t).collect()
 }
 
 /// The contents of every `<text>` element, trimmed, with its `x`.
