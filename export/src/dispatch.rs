@@ -57,20 +57,34 @@ impl trawl_query::choice::Choice for Format {
 /// What wrote the file, as the formats that record it show it.
 pub const WRITER: &str = concat!("trawl ", env!("CARGO_PKG_VERSION"));
 
-/// The samples `sel` selects in `s` as a file of `format`. `interval_ns`:
-/// the sampling interval the Firefox Profiler assumes (default: the median
-/// gap between a thread's samples, else 1 ms). A profile of no samples is
-/// refused (viewers show it as a broken file); folded stacks of none are
-/// an empty file.
+/// What an export takes besides the selection and the format.
+#[derive(Default)]
+pub struct ExportOpts {
+    /// The sampling interval the Firefox Profiler assumes (default: the
+    /// median gap between a thread's samples, else 1 ms).
+    pub interval_ns: Option<u64>,
+    /// Perfetto: paired events to show as slices, `START,END,KEY...`.
+    pub pairs: Vec<String>,
+    /// Perfetto: an exhaustion rule to show the ranges of, with its
+    /// minimum duration and gap (`2s`, `1s`).
+    pub rule: Option<(String, String, String)>,
+}
+
+/// The samples `sel` selects in `s` as a file of `format`. A profile of no
+/// samples is refused (viewers show it as a broken file); folded stacks of
+/// none are an empty file.
 pub async fn export(
     s: &Session,
     sel: &Selection<'_>,
     format: Format,
-    interval_ns: Option<u64>,
+    opts: &ExportOpts,
 ) -> Result<Vec<u8>> {
     use trawl_query::profile::{stack_profile, ProfileOpts};
     if sel.opts.process_root && format != Format::Folded {
         bail!("a process root applies to folded stacks: the other formats keep each sample's process and thread");
+    }
+    if format != Format::Perfetto && (!opts.pairs.is_empty() || opts.rule.is_some()) {
+        bail!("pairs and rules apply to Perfetto traces (--to perfetto): the other formats hold samples only");
     }
     let per_sample = match format {
         Format::Folded => {
@@ -80,37 +94,48 @@ pub async fn export(
         Format::Pprof => false,
         Format::Firefox | Format::Speedscope | Format::Perfetto => true,
     };
-    let p = stack_profile(s, sel, ProfileOpts { per_sample }).await?;
     if format == Format::Perfetto {
-        // Perfetto knows a thread by its ids alone, and each capture has
-        // its own clock: one capture per trace, until captures get ids
-        // and times of their own.
-        let n = if sel.filter.captures.is_empty() {
-            s.captures().len()
-        } else {
-            sel.filter.captures.len()
+        use trawl_query::trace::{PairSpec, RuleSpec, TraceOpts};
+        let pairs = opts
+            .pairs
+            .iter()
+            .map(|p| PairSpec::parse(p))
+            .collect::<trawl_query::error::Result<Vec<_>>>()?;
+        let rule = match &opts.rule {
+            Some((text, min, gap)) => {
+                let (rule, ropts) = trawl_query::ranges::rule_with(text, min, gap)?;
+                Some(RuleSpec {
+                    text: text.clone(),
+                    rule,
+                    opts: ropts,
+                })
+            }
+            None => None,
         };
-        if n > 1 {
-            bail!("a Perfetto trace holds one capture: pick it with --capture NAME ({n} selected)");
+        let trace = trawl_query::trace::gather(
+            s,
+            &TraceOpts {
+                filter: sel.filter,
+                pairs: &pairs,
+                rule: rule.as_ref(),
+            },
+        )
+        .await?;
+        let p = stack_profile(s, sel, ProfileOpts { per_sample }).await?;
+        if p.samples.is_empty() && trace.spans.is_empty() && trace.readings.is_empty() {
+            bail!("no samples, traced calls, events or metric readings selected");
         }
-        let calls = trawl_query::trace::calls(s, &sel.filter.captures).await?;
-        let readings = trawl_query::trace::readings(s, &sel.filter.captures).await?;
-        if p.samples.is_empty() && calls.is_empty() && readings.is_empty() {
-            bail!("no samples, traced calls or metric readings selected");
-        }
-        let extra = crate::perfetto::Extra {
-            calls: &calls,
-            readings: &readings,
-        };
-        return Ok(crate::perfetto::write(&p, &extra));
+        return crate::perfetto::write(&p, sel.event, &trace);
     }
+    let p = stack_profile(s, sel, ProfileOpts { per_sample }).await?;
     if p.samples.is_empty() {
         bail!("no samples selected");
     }
     Ok(match format {
         Format::Speedscope => crate::speedscope::write(&p, WRITER)?,
         Format::Firefox => {
-            let interval = interval_ns
+            let interval = opts
+                .interval_ns
                 .map(|i| i.max(1))
                 .or_else(|| crate::units::median_gap(&p))
                 .unwrap_or(1_000_000);

@@ -18,4 +18,4 @@ pub mod pprof;
 pub mod speedscope;
 mod units;
 
-pub use dispatch::{export, Format, WRITER};
+pub use dispatch::{export, ExportOpts, Format, WRITER};

@@ -27,7 +27,7 @@ use std::collections::HashMap;
 
 use prost::Message;
 use trawl_query::profile::StackProfile;
-use trawl_query::trace::{Call, Reading};
+use trawl_query::trace::{Arg, Place, Trace};
 
 /// Messages of Perfetto's trace format (field numbers as in its .proto
 /// files; repeated numbers unpacked, as Perfetto's own writers emit them).
@@ -49,6 +49,8 @@ pub mod proto {
         pub compressed_packets: Option<Vec<u8>>,
         #[prost(message, optional, tag = "60")]
         pub track_descriptor: Option<TrackDescriptor>,
+        #[prost(message, optional, tag = "59")]
+        pub trace_packet_defaults: Option<TracePacketDefaults>,
         #[prost(message, optional, tag = "66")]
         pub perf_sample: Option<PerfSample>,
         #[prost(bool, optional, tag = "87")]
@@ -56,7 +58,32 @@ pub mod proto {
     }
 
     #[derive(Clone, PartialEq, prost::Message)]
+    pub struct TracePacketDefaults {
+        #[prost(message, optional, tag = "12")]
+        pub perf_sample_defaults: Option<PerfSampleDefaults>,
+    }
+
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct PerfSampleDefaults {
+        #[prost(message, optional, tag = "1")]
+        pub timebase: Option<Timebase>,
+    }
+
+    /// `PerfEvents.Timebase`: what the samples count.
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct Timebase {
+        #[prost(string, optional, tag = "10")]
+        pub name: Option<String>,
+    }
+
+    #[derive(Clone, PartialEq, prost::Message)]
     pub struct InternedData {
+        #[prost(message, repeated, tag = "1")]
+        pub event_categories: Vec<Named>,
+        #[prost(message, repeated, tag = "2")]
+        pub event_names: Vec<Named>,
+        #[prost(message, repeated, tag = "3")]
+        pub debug_annotation_names: Vec<Named>,
         #[prost(message, repeated, tag = "5")]
         pub function_names: Vec<InternedString>,
         #[prost(message, repeated, tag = "6")]
@@ -71,6 +98,15 @@ pub mod proto {
         pub source_paths: Vec<InternedString>,
         #[prost(message, repeated, tag = "19")]
         pub mappings: Vec<Mapping>,
+    }
+
+    /// `EventCategory`, `EventName`, `DebugAnnotationName`.
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct Named {
+        #[prost(uint64, optional, tag = "1")]
+        pub iid: Option<u64>,
+        #[prost(string, optional, tag = "2")]
+        pub name: Option<String>,
     }
 
     #[derive(Clone, PartialEq, prost::Message)]
@@ -129,6 +165,9 @@ pub mod proto {
         /// `Profiling.CpuMode`: 1 kernel, 2 user.
         #[prost(int32, optional, tag = "5")]
         pub cpu_mode: Option<i32>,
+        /// What the sample counts of the timebase (its weight).
+        #[prost(uint64, optional, tag = "6")]
+        pub timebase_count: Option<u64>,
     }
 
     #[derive(Clone, PartialEq, prost::Message)]
@@ -151,6 +190,9 @@ pub mod proto {
 
     #[derive(Clone, PartialEq, prost::Message)]
     pub struct CounterDescriptor {
+        /// 3: bytes.
+        #[prost(int32, optional, tag = "3")]
+        pub unit: Option<i32>,
         #[prost(string, optional, tag = "6")]
         pub unit_name: Option<String>,
     }
@@ -180,10 +222,10 @@ pub mod proto {
         pub r#type: Option<i32>,
         #[prost(uint64, optional, tag = "11")]
         pub track_uuid: Option<u64>,
-        #[prost(string, repeated, tag = "22")]
-        pub categories: Vec<String>,
-        #[prost(string, optional, tag = "23")]
-        pub name: Option<String>,
+        #[prost(uint64, repeated, packed = "false", tag = "3")]
+        pub category_iids: Vec<u64>,
+        #[prost(uint64, optional, tag = "10")]
+        pub name_iid: Option<u64>,
         #[prost(message, repeated, tag = "4")]
         pub debug_annotations: Vec<DebugAnnotation>,
         #[prost(double, optional, tag = "44")]
@@ -192,10 +234,14 @@ pub mod proto {
 
     #[derive(Clone, PartialEq, prost::Message)]
     pub struct DebugAnnotation {
-        #[prost(string, optional, tag = "10")]
-        pub name: Option<String>,
+        #[prost(uint64, optional, tag = "1")]
+        pub name_iid: Option<u64>,
+        #[prost(uint64, optional, tag = "3")]
+        pub uint_value: Option<u64>,
         #[prost(int64, optional, tag = "4")]
         pub int_value: Option<i64>,
+        #[prost(double, optional, tag = "5")]
+        pub double_value: Option<f64>,
         #[prost(string, optional, tag = "6")]
         pub string_value: Option<String>,
     }
@@ -292,6 +338,9 @@ struct Interned {
     mappings: HashMap<Option<u32>, u64>,
     frames: HashMap<(u32, usize), u64>,
     stacks: HashMap<u32, u64>,
+    categories: HashMap<&'static str, u64>,
+    event_names: HashMap<String, u64>,
+    annotation_names: HashMap<String, u64>,
     new: InternedData,
 }
 
@@ -401,6 +450,32 @@ impl Interned {
         id
     }
 
+    fn category(&mut self, c: &'static str) -> u64 {
+        named(&mut self.categories, &mut self.new.event_categories, c)
+    }
+
+    fn event_name(&mut self, n: &str) -> u64 {
+        if let Some(&id) = self.event_names.get(n) {
+            return id;
+        }
+        named(
+            &mut self.event_names,
+            &mut self.new.event_names,
+            n.to_string(),
+        )
+    }
+
+    fn annotation_name(&mut self, n: &str) -> u64 {
+        if let Some(&id) = self.annotation_names.get(n) {
+            return id;
+        }
+        named(
+            &mut self.annotation_names,
+            &mut self.new.debug_annotation_names,
+            n.to_string(),
+        )
+    }
+
     /// What was interned since the last call, for the next packet.
     fn take(&mut self) -> Option<InternedData> {
         let d = std::mem::take(&mut self.new);
@@ -428,9 +503,28 @@ fn intern<K: std::hash::Hash + Eq>(
     id
 }
 
+/// [`intern`] for the tables of names (categories, event and argument
+/// names).
+fn named<K: std::hash::Hash + Eq + AsRef<str>>(
+    ids: &mut HashMap<K, u64>,
+    table: &mut Vec<Named>,
+    key: K,
+) -> u64 {
+    if let Some(&id) = ids.get(&key) {
+        return id;
+    }
+    let id = next(ids.len());
+    table.push(Named {
+        iid: Some(id),
+        name: Some(key.as_ref().to_string()),
+    });
+    ids.insert(key, id);
+    id
+}
+
 /// `abcd…` as bytes.
 fn hex_bytes(h: &str) -> Option<Vec<u8>> {
-    if h.len() % 2 != 0 {
+    if !h.len().is_multiple_of(2) {
         return None;
     }
     (0..h.len())
@@ -439,11 +533,34 @@ fn hex_bytes(h: &str) -> Option<Vec<u8>> {
         .collect()
 }
 
-/// Tracks of processes and threads, made when first needed.
+/// Process and thread ids in a trace of several captures: capture `k`'s
+/// process `p` is `k × PID_STRIDE + p` (Perfetto knows a process by its
+/// id alone; Linux ids stay under 4,194,304).
+pub const PID_STRIDE: i32 = 10_000_000;
+/// The most captures one trace holds (their ids stay 32-bit).
+pub const MAX_CAPTURES: usize = 200;
+
+/// A track and the slices open on it (ends, innermost last).
+struct Lane {
+    uuid: u64,
+    open: Vec<i64>,
+}
+
+/// Tracks of processes, threads and named tracks, made when first needed,
+/// and the lanes of each: a slice that would overlap one already on a
+/// track without nesting in it goes to the track's next lane.
 #[derive(Default)]
 struct Tracks {
+    relative: bool,
     processes: HashMap<(u32, i32), u64>,
     threads: HashMap<(u32, i32), u64>,
+    /// Named tracks by parent (0: none) and name.
+    named: HashMap<(u64, String), u64>,
+    /// A track's lanes (the track itself first), its name and parent.
+    lanes: HashMap<u64, (Vec<Lane>, String, u64)>,
+    process_names: HashMap<(u32, i32), String>,
+    thread_names: HashMap<(u32, i32), String>,
+    capture_names: Vec<String>,
     next_uuid: u64,
 }
 
@@ -453,36 +570,35 @@ impl Tracks {
         self.next_uuid
     }
 
-    /// The track of thread `tid` of capture `cap` (in process `pid`),
-    /// described in `out` when new.
-    fn thread(&mut self, out: &mut Out, cap: u32, pid: i32, tid: i32, name: &str) -> u64 {
-        if let Some(&u) = self.threads.get(&(cap, tid)) {
+    /// The id capture `cap`'s process or thread `x` has in the trace.
+    fn id(&self, cap: u32, x: i32) -> i32 {
+        if self.relative {
+            cap as i32 * PID_STRIDE + x
+        } else {
+            x
+        }
+    }
+
+    fn process(&mut self, out: &mut Out, cap: u32, pid: i32) -> u64 {
+        if let Some(&u) = self.processes.get(&(cap, pid)) {
             return u;
         }
-        if !self.processes.contains_key(&(cap, pid)) {
-            let u = self.uuid();
-            self.processes.insert((cap, pid), u);
-            out.packet(TracePacket {
-                track_descriptor: Some(TrackDescriptor {
-                    uuid: Some(u),
-                    process: Some(ProcessDescriptor {
-                        pid: Some(pid),
-                        process_name: Some(name.to_string()),
-                    }),
-                    ..Default::default()
-                }),
-                ..Default::default()
-            });
-        }
         let u = self.uuid();
-        self.threads.insert((cap, tid), u);
+        self.processes.insert((cap, pid), u);
+        let mut name = self
+            .process_names
+            .get(&(cap, pid))
+            .cloned()
+            .unwrap_or_else(|| format!("pid {pid}"));
+        if self.relative {
+            name = format!("{name} [{}]", self.capture_names[cap as usize]);
+        }
         out.packet(TracePacket {
             track_descriptor: Some(TrackDescriptor {
                 uuid: Some(u),
-                thread: Some(ThreadDescriptor {
-                    pid: Some(pid),
-                    tid: Some(tid as i64),
-                    thread_name: Some(name.to_string()),
+                process: Some(ProcessDescriptor {
+                    pid: Some(self.id(cap, pid)),
+                    process_name: Some(name),
                 }),
                 ..Default::default()
             }),
@@ -490,214 +606,335 @@ impl Tracks {
         });
         u
     }
+
+    /// The track of thread `tid` of capture `cap` (in process `pid`),
+    /// described in `out` when new.
+    fn thread(&mut self, out: &mut Out, cap: u32, pid: i32, tid: i32) -> u64 {
+        if let Some(&u) = self.threads.get(&(cap, tid)) {
+            return u;
+        }
+        self.process(out, cap, pid);
+        let u = self.uuid();
+        self.threads.insert((cap, tid), u);
+        let name = self
+            .thread_names
+            .get(&(cap, tid))
+            .or_else(|| self.process_names.get(&(cap, pid)))
+            .cloned()
+            .unwrap_or_else(|| format!("tid {tid}"));
+        out.packet(TracePacket {
+            track_descriptor: Some(TrackDescriptor {
+                uuid: Some(u),
+                thread: Some(ThreadDescriptor {
+                    pid: Some(self.id(cap, pid)),
+                    tid: Some(self.id(cap, tid) as i64),
+                    thread_name: Some(name),
+                }),
+                ..Default::default()
+            }),
+            ..Default::default()
+        });
+        self.lanes.insert(u, (Vec::new(), "slices".into(), u));
+        u
+    }
+
+    /// The track named `name` under `parent` (0: a top-level track).
+    fn named(
+        &mut self,
+        out: &mut Out,
+        parent: u64,
+        name: &str,
+        counter: Option<CounterDescriptor>,
+    ) -> u64 {
+        if let Some(&u) = self.named.get(&(parent, name.to_string())) {
+            return u;
+        }
+        let u = self.uuid();
+        self.named.insert((parent, name.to_string()), u);
+        out.packet(TracePacket {
+            track_descriptor: Some(TrackDescriptor {
+                uuid: Some(u),
+                name: Some(name.to_string()),
+                parent_uuid: (parent != 0).then_some(parent),
+                counter,
+                ..Default::default()
+            }),
+            ..Default::default()
+        });
+        self.lanes.insert(u, (Vec::new(), name.to_string(), parent));
+        u
+    }
+
+    /// The lane of `track` a slice `[a, b)` (an instant: `b` none) goes on.
+    fn lane(&mut self, out: &mut Out, track: u64, a: i64, b: Option<i64>) -> u64 {
+        let (lanes, name, parent) = self
+            .lanes
+            .entry(track)
+            .or_insert_with(|| (Vec::new(), "slices".into(), track));
+        if lanes.is_empty() {
+            lanes.push(Lane {
+                uuid: track,
+                open: Vec::new(),
+            });
+        }
+        for l in lanes.iter_mut() {
+            while l.open.last().is_some_and(|&e| e <= a) {
+                l.open.pop();
+            }
+            let end = b.unwrap_or(a);
+            if l.open.last().is_none_or(|&e| e >= end) {
+                if let Some(b) = b {
+                    l.open.push(b);
+                }
+                return l.uuid;
+            }
+        }
+        // A new lane: beside the track (a thread's: under it).
+        let k = lanes.len() + 1;
+        let (name, parent) = (format!("{name} ({k})"), *parent);
+        let u = self.next_uuid + 1;
+        self.next_uuid = u;
+        out.packet(TracePacket {
+            track_descriptor: Some(TrackDescriptor {
+                uuid: Some(u),
+                name: Some(name),
+                parent_uuid: (parent != 0).then_some(parent),
+                ..Default::default()
+            }),
+            ..Default::default()
+        });
+        let lanes = &mut self.lanes.get_mut(&track).expect("made above").0;
+        lanes.push(Lane {
+            uuid: u,
+            open: b.into_iter().collect(),
+        });
+        u
+    }
 }
 
-fn annotation(name: &str, v: impl Into<Annotated>) -> DebugAnnotation {
+fn annotation(interned: &mut Interned, name: &str, v: &Arg) -> DebugAnnotation {
     let mut a = DebugAnnotation {
-        name: Some(name.to_string()),
+        name_iid: Some(interned.annotation_name(name)),
         ..Default::default()
     };
-    match v.into() {
-        Annotated::Int(i) => a.int_value = Some(i),
-        Annotated::Text(s) => a.string_value = Some(s),
+    match v {
+        Arg::Int(i) => a.int_value = Some(*i),
+        Arg::Uint(u) => a.uint_value = Some(*u),
+        Arg::Double(d) => a.double_value = Some(*d),
+        Arg::Text(s) => a.string_value = Some(s.clone()),
     }
     a
 }
 
-enum Annotated {
-    Int(i64),
-    Text(String),
-}
-
-impl From<i64> for Annotated {
-    fn from(v: i64) -> Self {
-        Annotated::Int(v)
-    }
-}
-
-impl From<String> for Annotated {
-    fn from(v: String) -> Self {
-        Annotated::Text(v)
-    }
-}
-
-/// What a trace holds besides the samples.
-pub struct Extra<'a> {
-    pub calls: &'a [Call],
-    pub readings: &'a [Reading],
-}
-
-/// The trace of the samples of `p` (kept apart, with their times), the
-/// traced calls and the metric readings.
-pub fn write(p: &StackProfile, extra: &Extra) -> Vec<u8> {
-    let calls = extra.calls;
+/// The trace of the samples of `p` (kept apart, with their times; their
+/// event named `event`) and of what `t` holds.
+pub fn write(p: &StackProfile, event: &str, t: &Trace) -> anyhow::Result<Vec<u8>> {
     let mut out = Out::new();
     let mut interned = Interned::default();
-    let mut tracks = Tracks::default();
-    // Processes first named by their main thread's command.
-    let mut main_comm: HashMap<(u32, i32), u32> = HashMap::new();
-    for s in &p.samples {
-        if s.pid == s.tid || !main_comm.contains_key(&(s.capture, s.pid)) {
-            main_comm.insert((s.capture, s.pid), s.comm);
+    let mut tracks = Tracks {
+        relative: t.relative,
+        ..Default::default()
+    };
+    // Captures by index: the samples' first, then the others'.
+    let mut caps: HashMap<String, u32> = HashMap::new();
+    let mut add = |c: &str, names: &mut Vec<String>| {
+        if !caps.contains_key(c) {
+            caps.insert(c.to_string(), names.len() as u32);
+            names.push(c.to_string());
         }
+    };
+    let mut names = Vec::new();
+    for c in &p.captures {
+        add(c, &mut names);
+    }
+    let mut others: Vec<&str> = t
+        .spans
+        .iter()
+        .map(|s| s.capture.as_str())
+        .chain(t.readings.iter().map(|r| r.capture.as_str()))
+        .collect();
+    others.sort_unstable();
+    others.dedup();
+    for c in others {
+        add(c, &mut names);
+    }
+    if t.relative && names.len() > MAX_CAPTURES {
+        anyhow::bail!(
+            "a Perfetto trace holds at most {MAX_CAPTURES} captures ({} selected): select fewer with --capture",
+            names.len()
+        );
+    }
+    tracks.capture_names = names;
+    let cap_of = |c: &str| caps[c];
+    let shift = |c: &str| t.sample_shift.get(c).copied().unwrap_or(0);
+    let sample_time = |s: &trawl_query::profile::Sample| {
+        s.time_ns
+            .map(|x| x + shift(&p.captures[s.capture as usize]))
+    };
+    // Perfetto's times are unsigned: a trace that starts before 0 is moved
+    // later as a whole.
+    let earliest = p
+        .samples
+        .iter()
+        .filter_map(sample_time)
+        .chain(t.spans.iter().map(|s| s.start_ns))
+        .chain(t.readings.iter().map(|r| r.at_ns))
+        .min()
+        .unwrap_or(0);
+    let late = earliest.min(0).unsigned_abs();
+    let ts = |x: i64| (x as i128 + late as i128) as u64;
+    // Names: a process by its main thread's command, a thread by its own.
+    for s in &p.samples {
+        let comm = &p.strings[s.comm as usize];
+        if s.pid == s.tid || !tracks.process_names.contains_key(&(s.capture, s.pid)) {
+            tracks
+                .process_names
+                .insert((s.capture, s.pid), comm.clone());
+        }
+        tracks.thread_names.insert((s.capture, s.tid), comm.clone());
+    }
+    for s in &t.spans {
+        let (Some(tid), Some(comm)) = (s.tid, &s.comm) else {
+            continue;
+        };
+        let cap = cap_of(&s.capture);
+        let pid = s.pid.unwrap_or(tid);
+        if pid == tid || !tracks.process_names.contains_key(&(cap, pid)) {
+            tracks
+                .process_names
+                .entry((cap, pid))
+                .or_insert_with(|| comm.clone());
+        }
+        tracks
+            .thread_names
+            .entry((cap, tid))
+            .or_insert_with(|| comm.clone());
+    }
+    if !p.samples.is_empty() {
+        out.packet(TracePacket {
+            trace_packet_defaults: Some(TracePacketDefaults {
+                perf_sample_defaults: Some(PerfSampleDefaults {
+                    timebase: Some(Timebase {
+                        name: Some(event.to_string()),
+                    }),
+                }),
+            }),
+            ..Default::default()
+        });
     }
     for s in &p.samples {
-        let Some(t) = s.time_ns else { continue };
-        let name = &p.strings[main_comm
-            .get(&(s.capture, s.pid))
-            .copied()
-            .unwrap_or(s.comm) as usize];
-        // The thread's own command names its track.
-        let thread_name = &p.strings[s.comm as usize];
-        if !tracks.threads.contains_key(&(s.capture, s.tid)) {
-            if s.pid == s.tid {
-                tracks.thread(&mut out, s.capture, s.pid, s.tid, name);
-            } else {
-                tracks.thread(&mut out, s.capture, s.pid, s.tid, thread_name);
-            }
-        }
+        let Some(at) = sample_time(s) else { continue };
+        tracks.thread(&mut out, s.capture, s.pid, s.tid);
         let callstack = s.stack.map(|st| interned.callstack(p, st));
         let kernel = s
             .stack
             .and_then(|st| p.stacks[st as usize].first())
             .is_some_and(|&l| p.locations[l as usize].kernel);
         out.packet(TracePacket {
-            timestamp: Some(t.max(0) as u64),
+            timestamp: Some(ts(at)),
             interned_data: interned.take(),
             perf_sample: Some(PerfSample {
                 cpu: None,
-                pid: Some(s.pid as u32),
-                tid: Some(s.tid as u32),
+                pid: Some(tracks.id(s.capture, s.pid) as u32),
+                tid: Some(tracks.id(s.capture, s.tid) as u32),
                 callstack_iid: callstack,
                 cpu_mode: Some(if kernel { 1 } else { 2 }),
+                timebase_count: Some(s.weight.max(0) as u64),
             }),
             ..Default::default()
         });
     }
-    // Captures by name, as the samples number them.
-    let cap_index: HashMap<&str, u32> = p
-        .captures
-        .iter()
-        .enumerate()
-        .map(|(i, c)| (c.as_str(), i as u32))
-        .collect();
-    let mut next_cap = p.captures.len() as u32;
-    let mut other_caps: HashMap<String, u32> = HashMap::new();
-    for c in calls {
-        let cap = match cap_index.get(c.capture.as_str()) {
-            Some(&i) => i,
-            None => *other_caps.entry(c.capture.clone()).or_insert_with(|| {
-                next_cap += 1;
-                next_cap - 1
-            }),
+    // Spans in time order, a slice before the slices it holds.
+    let mut order: Vec<usize> = (0..t.spans.len()).collect();
+    order.sort_by_key(|&i| {
+        let s = &t.spans[i];
+        (s.start_ns, std::cmp::Reverse(s.duration_ns.unwrap_or(-1)))
+    });
+    for i in order {
+        let s = &t.spans[i];
+        let cap = cap_of(&s.capture);
+        let thread = |tracks: &mut Tracks, out: &mut Out| {
+            s.tid
+                .map(|tid| tracks.thread(out, cap, s.pid.unwrap_or(tid), tid))
         };
-        let pid = c.pid.unwrap_or(c.tid);
-        let name = c.comm.clone().unwrap_or_else(|| c.tid.to_string());
-        let track = tracks.thread(&mut out, cap, pid, c.tid, &name);
-        let start = c.start_ns.max(0) as u64;
-        let mut args = vec![annotation("args", c.args.clone())];
-        if let Some(r) = &c.ret {
-            args.push(annotation("ret", r.clone()));
-        }
-        if let Some(f) = &c.fd_path {
-            args.push(annotation("file", f.clone()));
-        }
-        match c.duration_ns {
-            Some(d) => {
-                out.packet(TracePacket {
-                    timestamp: Some(start),
-                    track_event: Some(TrackEvent {
-                        r#type: Some(1),
-                        track_uuid: Some(track),
-                        categories: vec!["syscall".into()],
-                        name: Some(c.name.clone()),
-                        debug_annotations: args,
-                        ..Default::default()
-                    }),
-                    ..Default::default()
-                });
-                out.packet(TracePacket {
-                    timestamp: Some(start + d.max(0) as u64),
-                    track_event: Some(TrackEvent {
-                        r#type: Some(2),
-                        track_uuid: Some(track),
-                        ..Default::default()
-                    }),
-                    ..Default::default()
-                });
-            }
-            None => out.packet(TracePacket {
-                timestamp: Some(start),
+        let capture_track = |tracks: &mut Tracks, out: &mut Out, name: &str| {
+            let name = if t.relative {
+                format!("{name} [{}]", s.capture)
+            } else {
+                name.to_string()
+            };
+            tracks.named(out, 0, &name, None)
+        };
+        let track = match (&s.place, thread(&mut tracks, &mut out)) {
+            (Place::Thread, Some(u)) => u,
+            (Place::ThreadTrack(n), Some(u)) => tracks.named(&mut out, u, n, None),
+            (Place::Capture(n), _) => capture_track(&mut tracks, &mut out, n),
+            (_, None) => capture_track(&mut tracks, &mut out, s.category),
+        };
+        let start = s.start_ns;
+        let end = s.duration_ns.map(|d| start + d);
+        let lane = tracks.lane(&mut out, track, start, end);
+        let name = interned.event_name(&s.name);
+        let category = interned.category(s.category);
+        let args = s
+            .args
+            .iter()
+            .map(|(n, v)| annotation(&mut interned, n, v))
+            .collect();
+        out.packet(TracePacket {
+            timestamp: Some(ts(start)),
+            interned_data: interned.take(),
+            track_event: Some(TrackEvent {
+                r#type: Some(if end.is_some() { 1 } else { 3 }),
+                track_uuid: Some(lane),
+                category_iids: vec![category],
+                name_iid: Some(name),
+                debug_annotations: args,
+                ..Default::default()
+            }),
+            ..Default::default()
+        });
+        if let Some(end) = end {
+            out.packet(TracePacket {
+                timestamp: Some(ts(end)),
                 track_event: Some(TrackEvent {
-                    r#type: Some(3),
-                    track_uuid: Some(track),
-                    categories: vec!["syscall".into()],
-                    name: Some(c.name.clone()),
-                    debug_annotations: args,
+                    r#type: Some(2),
+                    track_uuid: Some(lane),
                     ..Default::default()
                 }),
                 ..Default::default()
-            }),
+            });
         }
     }
-    // Metric readings: a counter track per input, metric and entity,
-    // under a track per capture and input.
-    let mut series: HashMap<(&str, &str, &str, Option<&str>), u64> = HashMap::new();
-    let mut groups: HashMap<(&str, &str), u64> = HashMap::new();
-    for r in extra.readings {
-        let key = (
-            r.capture.as_str(),
-            r.input.as_str(),
-            r.metric.as_str(),
-            r.entity.as_deref(),
-        );
-        let track = match series.get(&key) {
-            Some(&u) => u,
+    // Counters: a metric's track per input, metric and entity under a
+    // track per input; a process's under its process.
+    for r in &t.readings {
+        let cap = cap_of(&r.capture);
+        let counter = || CounterDescriptor {
+            unit: (r.unit == Some("bytes")).then_some(3),
+            unit_name: r.unit.filter(|&u| u != "bytes").map(str::to_string),
+        };
+        let series = match &r.entity {
+            Some(e) => format!("{}[{e}]", r.metric),
+            None => r.metric.clone(),
+        };
+        let track = match r.pid {
+            Some(pid) => {
+                let parent = tracks.process(&mut out, cap, pid);
+                tracks.named(&mut out, parent, &series, Some(counter()))
+            }
             None => {
-                let group = match groups.get(&(key.0, key.1)) {
-                    Some(&g) => g,
-                    None => {
-                        let g = tracks.uuid();
-                        groups.insert((key.0, key.1), g);
-                        let name = if p.captures.len() > 1 || cap_index.len() > 1 {
-                            format!("{} ({})", r.input, r.capture)
-                        } else {
-                            r.input.clone()
-                        };
-                        out.packet(TracePacket {
-                            track_descriptor: Some(TrackDescriptor {
-                                uuid: Some(g),
-                                name: Some(name),
-                                ..Default::default()
-                            }),
-                            ..Default::default()
-                        });
-                        g
-                    }
+                let group = if t.relative {
+                    format!("{} [{}]", r.input, r.capture)
+                } else {
+                    r.input.clone()
                 };
-                let u = tracks.uuid();
-                series.insert(key, u);
-                let name = match &r.entity {
-                    Some(e) => format!("{}[{e}]", r.metric),
-                    None => r.metric.clone(),
-                };
-                out.packet(TracePacket {
-                    track_descriptor: Some(TrackDescriptor {
-                        uuid: Some(u),
-                        name: Some(name),
-                        parent_uuid: Some(group),
-                        counter: Some(CounterDescriptor {
-                            unit_name: (r.metric == "power_w").then(|| "W".to_string()),
-                        }),
-                        ..Default::default()
-                    }),
-                    ..Default::default()
-                });
-                u
+                let parent = tracks.named(&mut out, 0, &group, None);
+                tracks.named(&mut out, parent, &series, Some(counter()))
             }
         };
         out.packet(TracePacket {
-            timestamp: Some(r.at_ns.max(0) as u64),
+            timestamp: Some(ts(r.at_ns)),
             track_event: Some(TrackEvent {
                 r#type: Some(4),
                 track_uuid: Some(track),
@@ -707,5 +944,5 @@ pub fn write(p: &StackProfile, extra: &Extra) -> Vec<u8> {
             ..Default::default()
         });
     }
-    out.finish()
+    Ok(out.finish())
 }

@@ -335,8 +335,10 @@ impl Capture {
     /// The selected samples as a file another viewer opens, as bytes (as
     /// `trawl export --to FORMAT`): `pprof` (gzip-compressed
     /// profile.proto), `firefox` (Firefox Profiler, JSON), `speedscope`
-    /// (JSON) or `folded`.
-    #[pyo3(signature = (to, *, event = None, weight = "period".to_string(), pid = Vec::new(), tid = Vec::new(), comm = Vec::new(), from_ns = None, to_ns = None, time = None, inline = true, capture = Vec::new(), interval_ns = None, process_root = false))]
+    /// (JSON), `folded` or `perfetto` (a Perfetto trace: samples, calls,
+    /// thread states, events, counters; `pairs` of events
+    /// `"START,END,KEY..."` and a `rule`'s exhaustion ranges as slices).
+    #[pyo3(signature = (to, *, event = None, weight = "period".to_string(), pid = Vec::new(), tid = Vec::new(), comm = Vec::new(), from_ns = None, to_ns = None, time = None, inline = true, capture = Vec::new(), interval_ns = None, process_root = false, pairs = Vec::new(), rule = None, min_duration = "0".to_string(), gap = "0".to_string()))]
     #[allow(clippy::too_many_arguments)]
     fn export<'py>(
         &self,
@@ -354,6 +356,10 @@ impl Capture {
         capture: Vec<String>,
         interval_ns: Option<u64>,
         process_root: bool,
+        pairs: Vec<String>,
+        rule: Option<String>,
+        min_duration: String,
+        gap: String,
     ) -> PyResult<Bound<'py, PyBytes>> {
         let s = self.s.clone();
         let samples = Samples {
@@ -379,7 +385,12 @@ impl Capture {
                 samples.resolve(&s).await?
             };
             let sel = picked.selection();
-            trawl_export::export(&s, &sel, format, interval_ns).await
+            let opts = trawl_export::ExportOpts {
+                interval_ns,
+                pairs,
+                rule: rule.map(|r| (r, min_duration, gap)),
+            };
+            trawl_export::export(&s, &sel, format, &opts).await
         })?;
         Ok(bytes(py, &out))
     }

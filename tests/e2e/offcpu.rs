@@ -16,10 +16,12 @@ use std::collections::HashMap;
 use crate::common::*;
 
 /// One off-CPU interval as perf script shows it.
-struct Interval {
-    tid: i32,
-    ns: i64,
-    state: String,
+pub(crate) struct Interval {
+    pub(crate) tid: i32,
+    /// Its start (the switch out) and length.
+    pub(crate) start: i64,
+    pub(crate) ns: i64,
+    pub(crate) state: String,
     syms: Vec<String>,
 }
 
@@ -32,7 +34,7 @@ fn ns(t: &str) -> i64 {
 /// switch-in record (or, with `outs_from_switch`, its switch-out records,
 /// each with the call chain of a `context-switches` sample of the thread
 /// when that is the thread's last line before it).
-fn perf_intervals(file: &str, outs_from_switch: bool) -> Vec<Interval> {
+pub(crate) fn perf_intervals(file: &str, outs_from_switch: bool) -> Vec<Interval> {
     let out = perf(&[
         "script",
         "-i",
@@ -92,6 +94,7 @@ fn perf_intervals(file: &str, outs_from_switch: bool) -> Vec<Interval> {
             if let Some((t0, state, syms)) = open.remove(&tid) {
                 done.push(Interval {
                     tid,
+                    start: t0,
                     ns: t - t0,
                     state,
                     syms,

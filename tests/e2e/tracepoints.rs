@@ -21,10 +21,10 @@ use serde_json::Value;
 use crate::common::*;
 
 /// One `field:` line of a format file: (size, signed, declaration).
-type Fields = HashMap<String, (u32, bool, String)>;
+pub(crate) type Fields = HashMap<String, (u32, bool, String)>;
 
 /// The kernel's format files, by `system:name`.
-fn tracefs_formats() -> HashMap<String, Fields> {
+pub(crate) fn tracefs_formats() -> HashMap<String, Fields> {
     let text = std::fs::read_to_string(fixture("tp-formats.txt")).unwrap();
     let mut out: HashMap<String, Fields> = HashMap::new();
     let mut system = String::new();
@@ -57,7 +57,7 @@ fn tracefs_formats() -> HashMap<String, Fields> {
 }
 
 /// perf script -s's samples: one JSON object per line.
-fn perf_samples(data: &Path) -> Vec<Value> {
+pub(crate) fn perf_samples(data: &Path) -> Vec<Value> {
     let o = Command::new("perf")
         .args(["script", "-i"])
         .arg(data)
@@ -74,7 +74,7 @@ fn perf_samples(data: &Path) -> Vec<Value> {
 }
 
 /// A field's value as trawl must give it, from perf's.
-fn expected(v: &Value, size: u32, signed: bool, decl: &str) -> Value {
+pub(crate) fn expected(v: &Value, size: u32, signed: bool, decl: &str) -> Value {
     let text = |b: &[u8]| {
         let end = b.iter().position(|&x| x == 0).unwrap_or(b.len());
         Value::String(String::from_utf8_lossy(&b[..end]).into_owned())

@@ -1,12 +1,13 @@
 //! `trawl export`: the selected samples as a file another viewer opens
-//! (pprof, Firefox Profiler, speedscope, folded stacks).
+//! (pprof, Firefox Profiler, speedscope, folded stacks), or a Perfetto
+//! trace of everything a capture holds on one timeline.
 
 use std::path::PathBuf;
 
 use anyhow::Result;
 use clap::Args;
 
-use crate::args::{choice, selection, selection_or_none, FilterArgs, MetricArgs, T0Args};
+use crate::args::{choice, selection, selection_or_none, FilterArgs, MetricArgs, RuleArgs, T0Args};
 use crate::output;
 
 #[derive(Args)]
@@ -24,6 +25,16 @@ pub(crate) struct ExportArgs {
     /// (default: the median gap between a thread's samples, else 1ms).
     #[arg(long, value_name = "DURATION")]
     pub(crate) interval: Option<String>,
+    /// Perfetto: paired events as slices, START,END,KEY[,KEY...] (the
+    /// intervals from a start event to the next end event with the same
+    /// key: `block:block_rq_issue,block:block_rq_complete,dev,sector`; a
+    /// key `field=end_field` when the end names it otherwise:
+    /// `sched:sched_waking,sched:sched_switch,pid=next_pid`); repeatable.
+    #[arg(long, value_name = "START,END,KEY")]
+    pub(crate) pair: Vec<String>,
+    /// Perfetto: the exhaustion ranges of this rule on a track of their own.
+    #[command(flatten)]
+    pub(crate) rule: RuleArgs,
     #[command(flatten)]
     pub(crate) filter: FilterArgs,
     #[command(flatten)]
@@ -45,7 +56,16 @@ pub(crate) async fn export(a: ExportArgs) -> Result<()> {
         Some(d) => Some(trawl_query::time::parse_duration_ns(d)?.max(1) as u64),
         None => None,
     };
-    let bytes = trawl_export::export(&s, &sel, a.format, interval).await?;
+    let opts = trawl_export::ExportOpts {
+        interval_ns: interval,
+        pairs: a.pair.clone(),
+        rule: a
+            .rule
+            .rule
+            .clone()
+            .map(|r| (r, a.rule.min_duration.clone(), a.rule.gap.clone())),
+    };
+    let bytes = trawl_export::export(&s, &sel, a.format, &opts).await?;
     if a.output.as_os_str() == "-" {
         use std::io::Write;
         std::io::stdout().write_all(&bytes)?;
