@@ -112,16 +112,17 @@ pub async fn export(
             }
             None => None,
         };
-        let trace = trawl_query::trace::gather(
-            s,
-            &TraceOpts {
-                filter: sel.filter,
-                pairs: &pairs,
-                rule: rule.as_ref(),
-            },
-        )
-        .await?;
-        let p = stack_profile(s, sel, ProfileOpts { per_sample }).await?;
+        // Both read the tables: side by side.
+        let opts = TraceOpts {
+            filter: sel.filter,
+            pairs: &pairs,
+            rule: rule.as_ref(),
+        };
+        let (trace, p) = futures::join!(
+            trawl_query::trace::gather(s, &opts),
+            stack_profile(s, sel, ProfileOpts { per_sample })
+        );
+        let (trace, p) = (trace?, p?);
         if p.samples.is_empty() && trace.spans.is_empty() && trace.readings.is_empty() {
             bail!("no samples, traced calls, events or metric readings selected");
         }

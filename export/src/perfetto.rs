@@ -26,7 +26,7 @@
 use std::collections::HashMap;
 
 use prost::Message;
-use trawl_query::profile::StackProfile;
+use trawl_query::profile::{Module, StackProfile};
 use trawl_query::trace::{Arg, Place, Trace};
 
 /// Messages of Perfetto's trace format (field numbers as in its .proto
@@ -256,7 +256,10 @@ const SEQUENCE: u32 = 1;
 const CLEARED: u32 = 1;
 const NEEDS_STATE: u32 = 2;
 
-/// Writes packets as `Trace.packet` records (field 1).
+/// Writes packets as `Trace.packet` records (field 1), deflated a chunk at
+/// a time into `compressed_packets` packets (Perfetto's own way of
+/// compressing a trace); parts encoded elsewhere (in parallel) are
+/// appended as they come, compressed already.
 struct Out {
     /// The file so far.
     bytes: Vec<u8>,
@@ -265,10 +268,8 @@ struct Out {
     first: bool,
 }
 
-/// Packets are written deflated, this much at a time, in
-/// `compressed_packets` packets (Perfetto's own way of compressing a trace:
-/// each such packet must stay under 512 KiB, and a chunk's packets
-/// compress to far less).
+/// Packets are deflated this much at a time: a `compressed_packets` packet
+/// must stay under 512 KiB, and a chunk's packets compress to far less.
 const CHUNK: usize = 256 * 1024;
 
 impl Out {
@@ -281,43 +282,67 @@ impl Out {
     }
 
     fn packet(&mut self, mut p: TracePacket) {
-        p.trusted_packet_sequence_id = Some(SEQUENCE);
         if self.first {
+            p.trusted_packet_sequence_id = Some(SEQUENCE);
             p.sequence_flags = Some(CLEARED | NEEDS_STATE);
             p.first_packet_on_sequence = Some(true);
             self.first = false;
+            record(&p, &mut self.chunk);
         } else {
-            p.sequence_flags = Some(NEEDS_STATE);
+            sequenced(p, &mut self.chunk);
         }
-        record(&p, &mut self.chunk);
         if self.chunk.len() >= CHUNK {
             self.flush();
         }
     }
 
-    /// The packets so far as one `compressed_packets` packet (zlib).
+    /// Packets compressed elsewhere ([`compressed`]), after those so far.
+    fn compressed(&mut self, records: &[u8]) {
+        assert!(!self.first, "the first packet clears the state");
+        self.flush();
+        self.bytes.extend_from_slice(records);
+    }
+
+    /// The packets so far as one `compressed_packets` packet.
     fn flush(&mut self) {
-        if self.chunk.is_empty() {
-            return;
+        if !self.chunk.is_empty() {
+            self.bytes.extend_from_slice(&compressed(&self.chunk));
+            self.chunk.clear();
         }
-        use std::io::Write;
-        let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::fast());
-        z.write_all(&self.chunk).expect("writing to memory");
-        let deflated = z.finish().expect("writing to memory");
-        self.chunk.clear();
-        record(
-            &TracePacket {
-                compressed_packets: Some(deflated),
-                ..Default::default()
-            },
-            &mut self.bytes,
-        );
     }
 
     fn finish(mut self) -> Vec<u8> {
         self.flush();
         self.bytes
     }
+}
+
+/// `p` on the trace's sequence, after its first packet, as a record.
+fn sequenced(mut p: TracePacket, out: &mut Vec<u8>) {
+    p.trusted_packet_sequence_id = Some(SEQUENCE);
+    p.sequence_flags = Some(NEEDS_STATE);
+    record(&p, out);
+}
+
+/// Packet records (`raw`) as one `compressed_packets` packet's record
+/// (zlib, as Perfetto's trace processor inflates them).
+fn compressed(raw: &[u8]) -> Vec<u8> {
+    use std::io::Write;
+    let mut z = flate2::write::ZlibEncoder::new(
+        Vec::with_capacity(raw.len() / 4),
+        flate2::Compression::fast(),
+    );
+    z.write_all(raw).expect("writing to memory");
+    let deflated = z.finish().expect("writing to memory");
+    let mut out = Vec::with_capacity(deflated.len() + 8);
+    record(
+        &TracePacket {
+            compressed_packets: Some(deflated),
+            ..Default::default()
+        },
+        &mut out,
+    );
+    out
 }
 
 /// `p` as a `Trace.packet` record (field 1).
@@ -327,129 +352,17 @@ fn record(p: &TracePacket, out: &mut Vec<u8>) {
         .expect("a Vec grows as needed");
 }
 
-/// Interned ids (from 1) of strings, frames, mappings and callstacks, and
-/// what of them the next packet must carry.
+/// Interned ids (from 1) of the names track events use, and what of them
+/// the next packet must carry.
 #[derive(Default)]
 struct Interned {
-    functions: HashMap<u32, u64>,
-    paths: HashMap<String, u64>,
-    sources: HashMap<u32, u64>,
-    build_ids: HashMap<String, u64>,
-    mappings: HashMap<Option<u32>, u64>,
-    frames: HashMap<(u32, usize), u64>,
-    stacks: HashMap<u32, u64>,
     categories: HashMap<&'static str, u64>,
     event_names: HashMap<String, u64>,
     annotation_names: HashMap<String, u64>,
     new: InternedData,
 }
 
-fn next(n: usize) -> u64 {
-    n as u64 + 1
-}
-
 impl Interned {
-    fn function(&mut self, p: &StackProfile, s: u32) -> u64 {
-        let text = &p.strings[s as usize];
-        intern(&mut self.functions, &mut self.new.function_names, s, || {
-            text.clone().into_bytes()
-        })
-    }
-
-    fn source(&mut self, p: &StackProfile, s: u32) -> u64 {
-        let text = &p.strings[s as usize];
-        intern(&mut self.sources, &mut self.new.source_paths, s, || {
-            text.clone().into_bytes()
-        })
-    }
-
-    fn path(&mut self, part: &str) -> u64 {
-        intern(
-            &mut self.paths,
-            &mut self.new.mapping_paths,
-            part.to_string(),
-            || part.as_bytes().to_vec(),
-        )
-    }
-
-    fn mapping(&mut self, p: &StackProfile, module: Option<u32>) -> u64 {
-        if let Some(&id) = self.mappings.get(&module) {
-            return id;
-        }
-        let id = next(self.mappings.len());
-        self.mappings.insert(module, id);
-        let (path, build_id) = match module.map(|m| &p.modules[m as usize]) {
-            Some(m) => (m.path.clone(), m.build_id.clone()),
-            None => ("[unknown]".to_string(), None),
-        };
-        // One interned string per path component, as Perfetto's profilers
-        // write mappings (it joins them with `/`).
-        let parts: Vec<u64> = path
-            .split('/')
-            .filter(|c| !c.is_empty())
-            .map(|c| self.path(c))
-            .collect();
-        let build_id = build_id.and_then(|b| {
-            let raw = hex_bytes(&b)?;
-            Some(intern(
-                &mut self.build_ids,
-                &mut self.new.build_ids,
-                b,
-                || raw,
-            ))
-        });
-        self.new.mappings.push(Mapping {
-            iid: Some(id),
-            build_id,
-            path_string_ids: parts,
-        });
-        id
-    }
-
-    /// The frame of inline level `level` of location `loc`.
-    fn frame(&mut self, p: &StackProfile, loc: u32, level: usize) -> u64 {
-        if let Some(&id) = self.frames.get(&(loc, level)) {
-            return id;
-        }
-        let l = &p.locations[loc as usize];
-        let line = &l.lines[level];
-        let function = self.function(p, line.function);
-        let mapping = self.mapping(p, l.module);
-        let source = line.file.map(|f| self.source(p, f));
-        let id = next(self.frames.len());
-        self.frames.insert((loc, level), id);
-        self.new.frames.push(Frame {
-            iid: Some(id),
-            function_name_id: Some(function),
-            mapping_id: Some(mapping),
-            rel_pc: Some(l.rel_pc),
-            source_path_iid: source,
-            line_number: (line.line > 0).then_some(line.line),
-        });
-        id
-    }
-
-    fn callstack(&mut self, p: &StackProfile, stack: u32) -> u64 {
-        if let Some(&id) = self.stacks.get(&stack) {
-            return id;
-        }
-        let mut frames = Vec::new();
-        // Root first: the outermost location first, and in each its
-        // outermost inline level (the ELF function) first.
-        for &loc in p.stacks[stack as usize].iter().rev() {
-            for level in (0..p.locations[loc as usize].lines.len()).rev() {
-                frames.push(self.frame(p, loc, level));
-            }
-        }
-        let id = next(self.stacks.len());
-        self.stacks.insert(stack, id);
-        self.new.callstacks.push(Callstack {
-            iid: Some(id),
-            frame_ids: frames,
-        });
-        id
-    }
-
     fn category(&mut self, c: &'static str) -> u64 {
         named(&mut self.categories, &mut self.new.event_categories, c)
     }
@@ -483,28 +396,259 @@ impl Interned {
     }
 }
 
-/// The interned id (from 1) of `key` in `ids`; when new, its string
-/// (`bytes`) goes to `table`, the next packet's interned data.
-fn intern<K: std::hash::Hash + Eq>(
-    ids: &mut HashMap<K, u64>,
-    table: &mut Vec<InternedString>,
-    key: K,
-    bytes: impl FnOnce() -> Vec<u8>,
-) -> u64 {
-    if let Some(&id) = ids.get(&key) {
-        return id;
-    }
-    let id = next(ids.len());
-    ids.insert(key, id);
-    table.push(InternedString {
-        iid: Some(id),
-        str: Some(bytes()),
-    });
-    id
+/// The interned ids of what a profile's samples name, fixed before any is
+/// written (so that the parts are encoded in parallel): a function name or
+/// source path is its string's index + 1, a mapping its module's index + 1
+/// (after them: outside any module), a callstack its stack's index + 1,
+/// and a location's frames (one per inline level, innermost first) follow
+/// those of the locations before it.
+struct ProfileIds {
+    frame_base: Vec<u64>,
+    unknown_mapping: u64,
 }
 
-/// [`intern`] for the tables of names (categories, event and argument
-/// names).
+impl ProfileIds {
+    fn new(p: &StackProfile) -> ProfileIds {
+        let mut frame_base = Vec::with_capacity(p.locations.len());
+        let mut next = 1u64;
+        for l in &p.locations {
+            frame_base.push(next);
+            next += l.lines.len() as u64;
+        }
+        ProfileIds {
+            frame_base,
+            unknown_mapping: p.modules.len() as u64 + 1,
+        }
+    }
+
+    fn mapping(&self, module: Option<u32>) -> u64 {
+        module.map_or(self.unknown_mapping, |m| m as u64 + 1)
+    }
+}
+
+/// Cuts `items` into runs whose `size`s sum to about `budget` each.
+fn runs<T>(items: &[T], budget: usize, size: impl Fn(&T) -> usize) -> Vec<&[T]> {
+    let mut out = Vec::new();
+    let (mut start, mut sum) = (0, 0);
+    for (i, x) in items.iter().enumerate() {
+        sum += size(x);
+        if sum >= budget {
+            out.push(&items[start..=i]);
+            (start, sum) = (i + 1, 0);
+        }
+    }
+    if start < items.len() {
+        out.push(&items[start..]);
+    }
+    out
+}
+
+/// Raw bytes a packet of interned data is kept under (several such packets
+/// make a chunk).
+const INTERNED_PACKET: usize = 64 * 1024;
+
+/// The interned data of everything `p`'s samples name: the mappings (with
+/// their path parts and build ids) for one packet, and the function names,
+/// source paths, frames and callstacks as compressed records, encoded in
+/// parallel.
+fn profile_tables(p: &StackProfile, ids: &ProfileIds) -> (InternedData, Vec<Vec<u8>>) {
+    use rayon::prelude::*;
+    // Mappings: one interned string per path component, as Perfetto's
+    // profilers write them (it joins them with `/`).
+    let mut parts: HashMap<&str, u64> = HashMap::new();
+    let mut head = InternedData::default();
+    let mut n_build = 0u64;
+    let unknown = Module {
+        path: "[unknown]".to_string(),
+        build_id: None,
+        is_kernel: false,
+    };
+    for (k, m) in p.modules.iter().chain([&unknown]).enumerate() {
+        let path_string_ids = m
+            .path
+            .split('/')
+            .filter(|c| !c.is_empty())
+            .map(|c| {
+                let n = parts.len() as u64 + 1;
+                *parts.entry(c).or_insert_with(|| {
+                    head.mapping_paths.push(InternedString {
+                        iid: Some(n),
+                        str: Some(c.as_bytes().to_vec()),
+                    });
+                    n
+                })
+            })
+            .collect();
+        let build_id = m.build_id.as_deref().and_then(hex_bytes).map(|raw| {
+            n_build += 1;
+            head.build_ids.push(InternedString {
+                iid: Some(n_build),
+                str: Some(raw),
+            });
+            n_build
+        });
+        head.mappings.push(Mapping {
+            iid: Some(k as u64 + 1),
+            build_id,
+            path_string_ids,
+        });
+    }
+    // The strings used as function names and as source paths.
+    let mut function = vec![false; p.strings.len()];
+    let mut source = vec![false; p.strings.len()];
+    for l in p.locations.iter().flat_map(|l| &l.lines) {
+        function[l.function as usize] = true;
+        if let Some(f) = l.file {
+            source[f as usize] = true;
+        }
+    }
+    let mut strings: Vec<(usize, bool)> = Vec::new();
+    for i in 0..p.strings.len() {
+        if function[i] {
+            strings.push((i, true));
+        }
+        if source[i] {
+            strings.push((i, false));
+        }
+    }
+    let locations: Vec<usize> = (0..p.locations.len()).collect();
+    let stacks: Vec<usize> = (0..p.stacks.len()).collect();
+    // Each part as packets of about INTERNED_PACKET bytes, a chunk of
+    // them deflated together.
+    enum Part<'a> {
+        Strings(&'a [(usize, bool)]),
+        Frames(&'a [usize]),
+        Stacks(&'a [usize]),
+    }
+    let per_chunk = CHUNK / INTERNED_PACKET;
+    let mut packets: Vec<Part> = Vec::new();
+    packets.extend(
+        runs(&strings, INTERNED_PACKET, |&(i, _)| p.strings[i].len() + 4)
+            .into_iter()
+            .map(Part::Strings),
+    );
+    packets.extend(
+        runs(&locations, INTERNED_PACKET, |&l| {
+            16 * p.locations[l].lines.len()
+        })
+        .into_iter()
+        .map(Part::Frames),
+    );
+    packets.extend(
+        runs(&stacks, INTERNED_PACKET, |&s| 4 + 3 * p.stacks[s].len())
+            .into_iter()
+            .map(Part::Stacks),
+    );
+    let parts = packets
+        .par_chunks(per_chunk.max(1))
+        .map(|chunk| {
+            let mut raw = Vec::with_capacity(CHUNK + 4096);
+            for part in chunk {
+                let mut d = InternedData::default();
+                match part {
+                    Part::Strings(run) => {
+                        for &(i, is_function) in *run {
+                            let s = InternedString {
+                                iid: Some(i as u64 + 1),
+                                str: Some(p.strings[i].as_bytes().to_vec()),
+                            };
+                            if is_function {
+                                d.function_names.push(s);
+                            } else {
+                                d.source_paths.push(s);
+                            }
+                        }
+                    }
+                    Part::Frames(run) => {
+                        for &loc in *run {
+                            let l = &p.locations[loc];
+                            let mapping = ids.mapping(l.module);
+                            for (k, line) in l.lines.iter().enumerate() {
+                                d.frames.push(Frame {
+                                    iid: Some(ids.frame_base[loc] + k as u64),
+                                    function_name_id: Some(line.function as u64 + 1),
+                                    mapping_id: Some(mapping),
+                                    rel_pc: Some(l.rel_pc),
+                                    source_path_iid: line.file.map(|f| f as u64 + 1),
+                                    line_number: (line.line > 0).then_some(line.line),
+                                });
+                            }
+                        }
+                    }
+                    Part::Stacks(run) => {
+                        for &st in *run {
+                            // Root first: the outermost location first, and
+                            // in each its outermost inline level (the ELF
+                            // function) first.
+                            let mut frame_ids = Vec::new();
+                            for &loc in p.stacks[st].iter().rev() {
+                                let base = ids.frame_base[loc as usize];
+                                let n = p.locations[loc as usize].lines.len() as u64;
+                                frame_ids.extend((0..n).rev().map(|k| base + k));
+                            }
+                            d.callstacks.push(Callstack {
+                                iid: Some(st as u64 + 1),
+                                frame_ids,
+                            });
+                        }
+                    }
+                }
+                sequenced(
+                    TracePacket {
+                        interned_data: Some(d),
+                        ..Default::default()
+                    },
+                    &mut raw,
+                );
+            }
+            compressed(&raw)
+        })
+        .collect();
+    (head, parts)
+}
+
+/// `p`'s samples as compressed records of `PerfSample` packets, encoded in
+/// parallel: at their time (`at`), with the ids of their process and
+/// thread in the trace (`id`).
+fn sample_packets(
+    p: &StackProfile,
+    at: &(dyn Fn(&trawl_query::profile::Sample) -> Option<u64> + Sync),
+    id: &(dyn Fn(u32, i32) -> i32 + Sync),
+) -> Vec<Vec<u8>> {
+    use rayon::prelude::*;
+    p.samples
+        .par_chunks(4096)
+        .map(|run| {
+            let mut raw = Vec::with_capacity(CHUNK + 4096);
+            for s in run {
+                let Some(t) = at(s) else { continue };
+                let kernel = s
+                    .stack
+                    .and_then(|st| p.stacks[st as usize].first())
+                    .is_some_and(|&l| p.locations[l as usize].kernel);
+                sequenced(
+                    TracePacket {
+                        timestamp: Some(t),
+                        perf_sample: Some(PerfSample {
+                            cpu: None,
+                            pid: Some(id(s.capture, s.pid) as u32),
+                            tid: Some(id(s.capture, s.tid) as u32),
+                            callstack_iid: s.stack.map(|st| st as u64 + 1),
+                            cpu_mode: Some(if kernel { 1 } else { 2 }),
+                            timebase_count: Some(s.weight.max(0) as u64),
+                        }),
+                        ..Default::default()
+                    },
+                    &mut raw,
+                );
+            }
+            compressed(&raw)
+        })
+        .collect()
+}
+
+/// The interned id (from 1) of a name in `ids`; when new, it goes to
+/// `table`, the next packet's interned data.
 fn named<K: std::hash::Hash + Eq + AsRef<str>>(
     ids: &mut HashMap<K, u64>,
     table: &mut Vec<Named>,
@@ -513,7 +657,7 @@ fn named<K: std::hash::Hash + Eq + AsRef<str>>(
     if let Some(&id) = ids.get(&key) {
         return id;
     }
-    let id = next(ids.len());
+    let id = ids.len() as u64 + 1;
     table.push(Named {
         iid: Some(id),
         name: Some(key.as_ref().to_string()),
@@ -810,39 +954,43 @@ pub fn write(p: &StackProfile, event: &str, t: &Trace) -> anyhow::Result<Vec<u8>
             .entry((cap, tid))
             .or_insert_with(|| comm.clone());
     }
-    if !p.samples.is_empty() {
-        out.packet(TracePacket {
-            trace_packet_defaults: Some(TracePacketDefaults {
-                perf_sample_defaults: Some(PerfSampleDefaults {
-                    timebase: Some(Timebase {
-                        name: Some(event.to_string()),
-                    }),
+    // The first packet: what the samples count (and the state cleared).
+    out.packet(TracePacket {
+        trace_packet_defaults: (!p.samples.is_empty()).then(|| TracePacketDefaults {
+            perf_sample_defaults: Some(PerfSampleDefaults {
+                timebase: Some(Timebase {
+                    name: Some(event.to_string()),
                 }),
             }),
-            ..Default::default()
-        });
+        }),
+        ..Default::default()
+    });
+    // What the samples name, then their threads, then the samples.
+    let ids = ProfileIds::new(p);
+    let (mappings, tables) = profile_tables(p, &ids);
+    out.packet(TracePacket {
+        interned_data: Some(mappings),
+        ..Default::default()
+    });
+    for r in tables {
+        out.compressed(&r);
     }
     for s in &p.samples {
-        let Some(at) = sample_time(s) else { continue };
-        tracks.thread(&mut out, s.capture, s.pid, s.tid);
-        let callstack = s.stack.map(|st| interned.callstack(p, st));
-        let kernel = s
-            .stack
-            .and_then(|st| p.stacks[st as usize].first())
-            .is_some_and(|&l| p.locations[l as usize].kernel);
-        out.packet(TracePacket {
-            timestamp: Some(ts(at)),
-            interned_data: interned.take(),
-            perf_sample: Some(PerfSample {
-                cpu: None,
-                pid: Some(tracks.id(s.capture, s.pid) as u32),
-                tid: Some(tracks.id(s.capture, s.tid) as u32),
-                callstack_iid: callstack,
-                cpu_mode: Some(if kernel { 1 } else { 2 }),
-                timebase_count: Some(s.weight.max(0) as u64),
-            }),
-            ..Default::default()
-        });
+        if s.time_ns.is_some() {
+            tracks.thread(&mut out, s.capture, s.pid, s.tid);
+        }
+    }
+    let relative = tracks.relative;
+    let id = move |cap: u32, x: i32| {
+        if relative {
+            cap as i32 * PID_STRIDE + x
+        } else {
+            x
+        }
+    };
+    let at = |s: &trawl_query::profile::Sample| sample_time(s).map(ts);
+    for r in sample_packets(p, &at, &id) {
+        out.compressed(&r);
     }
     // Spans in time order, a slice before the slices it holds.
     let mut order: Vec<usize> = (0..t.spans.len()).collect();

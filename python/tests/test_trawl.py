@@ -329,6 +329,14 @@ def test_a_perfetto_trace_is_the_clis(caps, tmp_path):
     n = cap.export(tmp_path / "py.pftrace", "perfetto")
     cli("export", cap.captures[0][1], "--to", "perfetto", "-o", tmp_path / "cli.pftrace")
     assert n > 0 and (tmp_path / "py.pftrace").read_bytes() == (tmp_path / "cli.pftrace").read_bytes()
+    # Paired events, a thread selection.
+    tp = caps["tp"]
+    pair = "block:block_rq_issue,block:block_rq_complete,dev,sector"
+    n = tp.export(tmp_path / "tp.pftrace", "perfetto", pairs=pair, tid=[0])
+    cli("export", tp.captures[0][1], "--to", "perfetto", "-o", tmp_path / "tp-cli.pftrace", "--pair", pair, "--tid", "0")
+    assert n > 0 and (tmp_path / "tp.pftrace").read_bytes() == (tmp_path / "tp-cli.pftrace").read_bytes()
+    with pytest.raises(trawl.TrawlError, match="START,END,KEY"):
+        tp.export(tmp_path / "bad.pftrace", "perfetto", pairs="block:block_rq_issue")
 
 
 def test_results_speak_the_arrow_stream_interface(caps):

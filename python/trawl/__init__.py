@@ -344,13 +344,19 @@ class Capture:
         capture: Union[str, Sequence[str], None] = None,
         interval_ns: Optional[int] = None,
         process_root: bool = False,
+        pairs: Union[str, Sequence[str], None] = None,
+        rule: Optional[str] = None,
+        min_duration: str = "0",
+        gap: str = "0",
     ) -> int:
         """Writes the selected samples to ``path`` in a format another
         viewer opens, as ``trawl export --to TO``: ``pprof`` (``go tool
         pprof``), ``firefox`` (Firefox Profiler), ``speedscope``,
-        ``folded`` or ``perfetto`` (a trace for ui.perfetto.dev: the
-        samples and the traced system calls on one timeline). The selection is ``flamegraph``'s. Returns the bytes
-        written."""
+        ``folded`` or ``perfetto`` (a trace for ui.perfetto.dev: samples,
+        system calls, thread states, tracepoint events and counters on
+        one timeline; ``pairs`` of events ``"START,END,KEY..."`` and the
+        exhaustion ranges of ``rule`` as slices). The selection is
+        ``flamegraph``'s. Returns the bytes written."""
         data = self._c.export(
             to,
             event=event,
@@ -365,6 +371,10 @@ class Capture:
             capture=_list(capture),
             interval_ns=interval_ns,
             process_root=process_root,
+            pairs=_list(pairs),
+            rule=rule,
+            min_duration=min_duration,
+            gap=gap,
         )
         _write(path, data)
         return len(data)

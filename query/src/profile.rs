@@ -118,6 +118,10 @@ pub async fn stack_profile(
     // order of (capture, sample_id) in place and the numbers made those
     // of first use in that order, so the profile does not depend on the
     // order the scan's partitions delivered in.
+    // The frames' lines do not depend on the samples: read on a task of
+    // their own while the samples and stacks are.
+    let frame_df = s.sql(FRAME_LINES).await?;
+    let frame_rows = tokio::spawn(async move { frame_df.collect().await });
     let mut comm_ids: HashMap<String, u32> = HashMap::new();
     let mut cap_ids: HashMap<String, u32> = HashMap::new();
     // Segments (the id spaces of stacks) numbered in order of arrival.
@@ -244,25 +248,55 @@ pub async fn stack_profile(
         .into_iter()
         .map(|(k, n)| (k, stack_of[n as usize]))
         .collect();
-    let mut positions: Vec<(u32, i32, u32, i64)> = Vec::new(); // (stack, depth, segment, frame_id)
-    let mut frames_used: FxHashMap<(u32, i64), u32> = FxHashMap::default();
-    for b in s
+    // Per selected stack: its segment, and its (depth, frame_id) rows: a
+    // run of `flat` (a stack's rows come together), and in `split` what
+    // came apart from its run.
+    let mut stack_seg: Vec<u32> = vec![0; stack_ids.len()];
+    let mut flat: Vec<(i32, i64)> = Vec::new();
+    let mut run_of: Vec<(usize, usize)> = vec![(0, 0); stack_ids.len()];
+    let mut split: FxHashMap<u32, Vec<(i32, i64)>> = FxHashMap::default();
+    let mut in_run: Option<u32> = None;
+    // Used frames: their location once known (USED until then).
+    let mut frames_used = FrameMap::default();
+    let mut rows = s
         .sql("SELECT segment, stack_id, depth, frame_id FROM stack")
         .await?
-        .collect()
-        .await?
-    {
-        let cap = crate::rows::string_values(b.column(0));
+        .execute_stream()
+        .await?;
+    while let Some(b) = rows.next().await {
+        let b = b?;
+        let cap = segments(b.column(0), &seg_ids)?;
         let id = b.column(1).as_primitive::<Int64Type>();
         let depth = b.column(2).as_primitive::<Int32Type>();
         let fid = b.column(3).as_primitive::<Int64Type>();
+        // A stack's rows come together: looked up once.
+        let mut last: Option<((u32, i64), Option<u32>)> = None;
         for i in 0..b.num_rows() {
-            let Some(c) = cap[i].as_deref().and_then(|n| seg_ids.get(n)).copied() else {
+            let Some(c) = cap[i] else {
                 continue;
             };
-            if let Some(&st) = stack_ids.get(&(c, id.value(i))) {
-                positions.push((st, depth.value(i), c, fid.value(i)));
-                frames_used.insert((c, fid.value(i)), u32::MAX);
+            let key = (c, id.value(i));
+            let st = match last {
+                Some((k, st)) if k == key => st,
+                _ => stack_ids.get(&key).copied(),
+            };
+            last = Some((key, st));
+            if let Some(st) = st {
+                stack_seg[st as usize] = c;
+                let row = (depth.value(i), fid.value(i));
+                let run = &mut run_of[st as usize];
+                if in_run == Some(st) {
+                    flat.push(row);
+                    run.1 += 1;
+                } else if run.1 == 0 {
+                    *run = (flat.len(), 1);
+                    flat.push(row);
+                    in_run = Some(st);
+                } else {
+                    split.entry(st).or_default().push(row);
+                    in_run = None;
+                }
+                frames_used.set(c, fid.value(i), USED);
             }
         }
     }
@@ -299,21 +333,17 @@ pub async fn stack_profile(
     }
     // Locations: each used frame with its inline chain.
     let mut chains: FxHashMap<(u32, i64), (Location, Vec<(i32, Line)>)> = FxHashMap::default();
-    for b in s
-        .sql(
-            "SELECT segment, frame_id, module_id, rel_pc, is_return, context, inline_depth, \
-             inlined, function, file, line FROM frame_line",
-        )
-        .await?
-        .collect()
-        .await?
-    {
-        let cap = crate::rows::string_values(b.column(0));
+    let frame_rows = frame_rows
+        .await
+        .map_err(|e| datafusion::error::DataFusionError::External(Box::new(e)))??;
+    for b in frame_rows {
+        let cap = segments(b.column(0), &seg_ids)?;
         let fid = b.column(1).as_primitive::<Int64Type>();
         let mid = b.column(2).as_primitive::<Int64Type>();
         let pc = b.column(3).as_primitive::<UInt64Type>();
         let ret = b.column(4).as_boolean();
-        let ctx = crate::rows::string_values(b.column(5));
+        let ctx = utf8(b.column(5))?;
+        let ctx = ctx.as_string::<i32>();
         let lvl = datafusion::arrow::compute::cast(
             b.column(6),
             &datafusion::arrow::datatypes::DataType::Int32,
@@ -321,8 +351,10 @@ pub async fn stack_profile(
         .map_err(datafusion::error::DataFusionError::from)?;
         let lvl = lvl.as_primitive::<Int32Type>();
         let inlined = b.column(7).as_boolean();
-        let func = crate::rows::string_values(b.column(8));
-        let file = crate::rows::string_values(b.column(9));
+        let func = utf8(b.column(8))?;
+        let func = func.as_string::<i32>();
+        let file = utf8(b.column(9))?;
+        let file = file.as_string::<i32>();
         let line = datafusion::arrow::compute::cast(
             b.column(10),
             &datafusion::arrow::datatypes::DataType::Int64,
@@ -330,11 +362,11 @@ pub async fn stack_profile(
         .map_err(datafusion::error::DataFusionError::from)?;
         let line = line.as_primitive::<Int64Type>();
         for i in 0..b.num_rows() {
-            let Some(c) = cap[i].as_deref().and_then(|n| seg_ids.get(n)).copied() else {
+            let Some(c) = cap[i] else {
                 continue;
             };
             let key = (c, fid.value(i));
-            if !frames_used.contains_key(&key) {
+            if frames_used.get(c, key.1).is_none() {
                 continue;
             }
             // Without inline levels, only the real function counts (with
@@ -344,8 +376,8 @@ pub async fn stack_profile(
                 continue;
             }
             let l = Line {
-                function: strings.id(func[i].as_deref().unwrap_or("")),
-                file: file[i].as_deref().map(|f| strings.id(f)),
+                function: strings.id(if func.is_null(i) { "" } else { func.value(i) }),
+                file: (!file.is_null(i)).then(|| strings.id(file.value(i))),
                 line: if line.is_null(i) {
                     0
                 } else {
@@ -360,7 +392,7 @@ pub async fn stack_profile(
                             .flatten(),
                         rel_pc: pc.value(i),
                         is_return: !ret.is_null(i) && ret.value(i),
-                        kernel: ctx[i].as_deref().is_some_and(|x| x.contains("kernel")),
+                        kernel: !ctx.is_null(i) && ctx.value(i).contains("kernel"),
                         lines: Vec::new(),
                     },
                     Vec::new(),
@@ -371,37 +403,162 @@ pub async fn stack_profile(
     }
     // Equal locations of different segments become one.
     let mut locations: Vec<Location> = Vec::new();
-    let mut loc_index: HashMap<Location, u32> = HashMap::new();
+    let mut loc_index: FxHashMap<Location, u32> = FxHashMap::default();
     let mut chains: Vec<_> = chains.into_iter().collect();
     chains.sort_unstable_by_key(|(k, _)| *k);
+    // (In one segment, frames are distinct locations already.)
+    let one_segment = seg_ids.len() == 1;
     for (key, (mut loc, mut levels)) in chains {
         levels.sort_by_key(|(d, _)| *d);
         loc.lines = levels.into_iter().map(|(_, l)| l).collect();
         let n = locations.len() as u32;
-        let id = *loc_index.entry(loc.clone()).or_insert_with(|| {
+        let id = if one_segment {
             locations.push(loc);
             n
-        });
-        frames_used.insert(key, id);
+        } else {
+            *loc_index.entry(loc.clone()).or_insert_with(|| {
+                locations.push(loc);
+                n
+            })
+        };
+        frames_used.set(key.0, key.1, id);
     }
-    positions.sort_unstable();
-    let mut stacks: Vec<Vec<u32>> = vec![Vec::new(); stack_ids.len()];
-    for (st, _, c, fid) in positions {
-        if let Some(&l) = frames_used.get(&(c, fid)).filter(|&&l| l != u32::MAX) {
-            stacks[st as usize].push(l);
+    // Strings numbered in order of first use (commands, then the
+    // locations in order), whatever order the frames' rows came in.
+    let mut old = strings.into_names();
+    let mut names: Vec<String> = Vec::with_capacity(old.len());
+    let mut renumbered = vec![u32::MAX; old.len()];
+    let mut renumber = |i: &mut u32| {
+        let n = &mut renumbered[*i as usize];
+        if *n == u32::MAX {
+            *n = names.len() as u32;
+            names.push(std::mem::take(&mut old[*i as usize]));
+        }
+        *i = *n;
+    };
+    for smp in raw.iter_mut() {
+        renumber(&mut smp.comm);
+    }
+    for l in locations.iter_mut().flat_map(|l| l.lines.iter_mut()) {
+        renumber(&mut l.function);
+        if let Some(f) = &mut l.file {
+            renumber(f);
         }
     }
+    let mut rows: Vec<(i32, i64)> = Vec::new();
+    let stacks: Vec<Vec<u32>> = (0..stack_ids.len())
+        .map(|st| {
+            let (start, n) = run_of[st];
+            let mut run = &flat[start..start + n];
+            if let Some(more) = split.get(&(st as u32)) {
+                rows.clear();
+                rows.extend_from_slice(run);
+                rows.extend_from_slice(more);
+                rows.sort_unstable();
+                run = &rows;
+            } else if !run.is_sorted() {
+                // The table's rows come in depth order; sorted when not.
+                rows.clear();
+                rows.extend_from_slice(run);
+                rows.sort_unstable();
+                run = &rows;
+            }
+            let c = stack_seg[st];
+            run.iter()
+                .filter_map(|&(_, fid)| frames_used.get(c, fid))
+                .filter(|&l| l != USED)
+                .collect()
+        })
+        .collect();
     Ok(StackProfile {
         event: sel.event.to_string(),
         weight: sel.weight.name().map(|_| sel.weight.arg()),
         captures: caps.into_names(),
-        strings: strings.into_names(),
+        strings: names,
         modules,
         locations,
         stacks,
         samples: raw,
         time_range,
     })
+}
+
+/// A frame that is used, before its location is known.
+const USED: u32 = u32::MAX - 1;
+
+/// A u32 per (segment, frame_id): in a vector per segment for the ids
+/// ingest gives (0, 1, 2, ... in each segment), in a map for others.
+#[derive(Default)]
+struct FrameMap {
+    dense: Vec<Vec<u32>>,
+    sparse: FxHashMap<(u32, i64), u32>,
+}
+
+/// Frame ids below this are kept in the vectors (4 bytes each).
+const DENSE_IDS: i64 = 1 << 24;
+const ABSENT: u32 = u32::MAX;
+
+impl FrameMap {
+    fn set(&mut self, seg: u32, fid: i64, v: u32) {
+        if (0..DENSE_IDS).contains(&fid) {
+            if self.dense.len() <= seg as usize {
+                self.dense.resize_with(seg as usize + 1, Vec::new);
+            }
+            let d = &mut self.dense[seg as usize];
+            if d.len() <= fid as usize {
+                d.resize((fid as usize + 1).max(d.len() * 2), ABSENT);
+            }
+            d[fid as usize] = v;
+        } else {
+            self.sparse.insert((seg, fid), v);
+        }
+    }
+
+    fn get(&self, seg: u32, fid: i64) -> Option<u32> {
+        if (0..DENSE_IDS).contains(&fid) {
+            self.dense
+                .get(seg as usize)
+                .and_then(|d| d.get(fid as usize))
+                .copied()
+                .filter(|&v| v != ABSENT)
+        } else {
+            self.sparse.get(&(seg, fid)).copied()
+        }
+    }
+}
+
+/// Each frame's inline levels with their lines.
+const FRAME_LINES: &str = "SELECT segment, frame_id, module_id, rel_pc, is_return, context, \
+    inline_depth, inlined, function, file, line FROM frame_line";
+
+/// A string-like column as Utf8.
+fn utf8(a: &datafusion::arrow::array::ArrayRef) -> Result<datafusion::arrow::array::ArrayRef> {
+    Ok(
+        datafusion::arrow::compute::cast(a, &datafusion::arrow::datatypes::DataType::Utf8)
+            .map_err(datafusion::error::DataFusionError::from)?,
+    )
+}
+
+/// The numbers `ids` gives a segment column's rows (None: a segment of no
+/// selected sample), looked up once per run of the same segment.
+fn segments(
+    a: &datafusion::arrow::array::ArrayRef,
+    ids: &HashMap<String, u32>,
+) -> Result<Vec<Option<u32>>> {
+    let a = utf8(a)?;
+    let a = a.as_string::<i32>();
+    let mut out = Vec::with_capacity(a.len());
+    let mut last: Option<(&str, Option<u32>)> = None;
+    for i in 0..a.len() {
+        let v = if a.is_null(i) { "" } else { a.value(i) };
+        let id = match last {
+            Some((l, id)) if l == v => id,
+            _ => ids.get(v).copied(),
+        };
+        last = Some((v, id));
+        out.push(id);
+    }
+    Ok(out)
 }
 
 /// Puts `v` in the order `order` gives (`v[i]` becomes the old

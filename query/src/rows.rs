@@ -30,6 +30,39 @@ fn ids_of(
     a: &datafusion::arrow::array::ArrayRef,
     mut intern: impl FnMut(&str) -> u32,
 ) -> Result<Vec<u32>> {
+    use datafusion::arrow::datatypes::{DataType, Int32Type};
+    // A dictionary's values are asked once each, its rows by key.
+    if let DataType::Dictionary(k, v) = a.data_type() {
+        if **k == DataType::Int32 && **v == DataType::Utf8 {
+            let d = a.as_dictionary::<Int32Type>();
+            let values = d.values().as_string::<i32>();
+            let mut of_value: Vec<Option<u32>> = vec![None; values.len()];
+            let mut empty = None;
+            let mut out = Vec::with_capacity(d.len());
+            for i in 0..d.len() {
+                let id = if d.is_null(i) {
+                    *empty.get_or_insert_with(|| intern(""))
+                } else {
+                    let k = d.keys().value(i) as usize;
+                    match of_value[k] {
+                        Some(id) => id,
+                        None => {
+                            let v = if values.is_null(k) {
+                                ""
+                            } else {
+                                values.value(k)
+                            };
+                            let id = intern(v);
+                            of_value[k] = Some(id);
+                            id
+                        }
+                    }
+                };
+                out.push(id);
+            }
+            return Ok(out);
+        }
+    }
     let a = datafusion::arrow::compute::cast(a, &datafusion::arrow::datatypes::DataType::Utf8)
         .map_err(datafusion::error::DataFusionError::from)?;
     let a = a.as_string::<i32>();
@@ -48,11 +81,17 @@ fn ids_of(
 }
 
 /// Small integer ids for strings (captures, domains, function names),
-/// numbered in order of arrival, and the strings back.
+/// numbered in order of arrival, and the strings back (one allocation per
+/// new string: the table holds ids, hashed by their strings).
 #[derive(Clone, Debug, Default)]
 pub struct Interner {
-    ids: std::collections::HashMap<String, u32>,
+    ids: hashbrown::HashTable<u32>,
     names: Vec<String>,
+}
+
+fn hash_str(s: &str) -> u64 {
+    use std::hash::BuildHasher;
+    rustc_hash::FxBuildHasher.hash_one(s)
 }
 
 impl Interner {
@@ -67,12 +106,16 @@ impl Interner {
     }
 
     pub fn id(&mut self, s: &str) -> u32 {
-        if let Some(&i) = self.ids.get(s) {
+        let names = &self.names;
+        let h = hash_str(s);
+        if let Some(&i) = self.ids.find(h, |&i| names[i as usize] == s) {
             return i;
         }
         let i = self.names.len() as u32;
-        self.ids.insert(s.to_string(), i);
         self.names.push(s.to_string());
+        let names = &self.names;
+        self.ids
+            .insert_unique(h, i, |&j| hash_str(&names[j as usize]));
         i
     }
 

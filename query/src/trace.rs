@@ -275,6 +275,24 @@ SELECT count(*) FROM (SELECT 1 FROM syscall
   WHERE name IN ('mmap', 'mmap2', 'munmap', 'mremap', 'brk')
     AND ($capture IS NULL OR array_has($capture, capture)) LIMIT 1)";
 
+/// Whether the captures hold what a part of the trace reads: its
+/// queries (views over several tables) run only then.
+const ANY_CALL: &str = "
+SELECT count(*) FROM (SELECT 1 FROM syscall
+  WHERE $capture IS NULL OR array_has($capture, capture) LIMIT 1)";
+
+const ANY_SWITCH: &str = "
+SELECT count(*) FROM (
+  (SELECT 1 FROM perf_switch WHERE $capture IS NULL OR array_has($capture, capture) LIMIT 1)
+  UNION ALL
+  (SELECT 1 FROM perf_sched_switch WHERE $capture IS NULL OR array_has($capture, capture) LIMIT 1))";
+
+const ANY_READING: &str = "
+SELECT count(*) FROM (
+  (SELECT 1 FROM metric WHERE $capture IS NULL OR array_has($capture, capture) LIMIT 1)
+  UNION ALL
+  (SELECT 1 FROM energy WHERE $capture IS NULL OR array_has($capture, capture) LIMIT 1))";
+
 const ANY_BRANCH: &str = "
 SELECT count(*) FROM (SELECT 1 FROM perf_branch
   WHERE $capture IS NULL OR array_has($capture, capture) LIMIT 1)";
@@ -327,20 +345,30 @@ pub async fn gather(s: &Session, opts: &TraceOpts<'_>) -> Result<Trace> {
             t.sample_shift.insert(c, shift);
         }
     }
-    calls(s, &params(&[]), &mut t.spans).await?;
-    states(s, &params(&[]), &t.sample_shift, &mut t.spans).await?;
+    let any = |q: &'static str| {
+        let p = params(&[]);
+        async move { crate::session::count(s, q, &p).await.map(|n| n > 0) }
+    };
+    if any(ANY_CALL).await? {
+        calls(s, &params(&[]), &mut t.spans).await?;
+    }
+    if any(ANY_SWITCH).await? {
+        states(s, &params(&[]), &t.sample_shift, &mut t.spans).await?;
+    }
     instants(s, &opts.filter.captures, &t.sample_shift, &mut t.spans).await?;
     for p in opts.pairs {
         pairs(s, p, &opts.filter.captures, &t.sample_shift, &mut t.spans).await?;
     }
-    if crate::session::count(s, ANY_BRANCH, &params(&[])).await? > 0 {
+    if any(ANY_BRANCH).await? {
         lbr(s, &params(&[]), &t.sample_shift, &mut t.spans).await?;
     }
     if let Some(r) = opts.rule {
         ranges(s, r, &names, relative, &mut t.spans).await?;
     }
-    readings(s, &params(&[]), &mut t.readings).await?;
-    if crate::session::count(s, ANY_MAPPING_CALL, &params(&[])).await? > 0 {
+    if any(ANY_READING).await? {
+        readings(s, &params(&[]), &mut t.readings).await?;
+    }
+    if any(ANY_MAPPING_CALL).await? {
         mapped(s, &params(&[]), &mut t.readings).await?;
     }
     select(&mut t, opts.filter);
