@@ -5,23 +5,32 @@
 //!
 //! - processes and threads: one `TrackDescriptor` each (`ProcessDescriptor`
 //!   with the command of the main thread, `ThreadDescriptor` with the
-//!   thread's);
+//!   thread's); with several captures, capture k's ids from k ×
+//!   [`PID_STRIDE`] and its names ending `[CAPTURE]`;
 //! - CPU samples: Perfetto's own `PerfSample` packets (its per-thread perf
-//!   sample tracks and flame graphs), each with an interned callstack:
-//!   frames root first, an inline level a frame of its own, one mapping per
-//!   module (path components and build id interned as Perfetto's profilers
-//!   write them); strings, frames and callstacks are interned on one packet
-//!   sequence the first time a sample needs them;
-//! - traced system calls: slices on their thread's track named after the
-//!   call, with the arguments, return value and file as debug annotations;
-//! - monitoring metrics: a counter track per metric (and entity: a CPU, a
-//!   device) under a track per input file, and RAPL power (W) per domain.
+//!   sample tracks and flame graphs) with their weight, the event named in
+//!   the sequence's defaults, each with an interned callstack: frames root
+//!   first, an inline level a frame of its own, one mapping per module
+//!   (path components and build id interned as Perfetto's profilers write
+//!   them). What the samples name is interned up front, its ids fixed from
+//!   the profile's indexes, so that it and the samples are encoded and
+//!   deflated in parallel;
+//! - spans (`trawl_query::trace`: calls, thread states, tracepoint
+//!   instants, event pairs, LBR-timed entries, exhaustion ranges) as track
+//!   events on their thread, a track under it, or a track of the capture,
+//!   with their arguments as debug annotations (names interned); a slice
+//!   that would overlap another without nesting in it goes to the track's
+//!   next lane (`NAME (2)`, ...);
+//! - counters: a track per metric (and entity) under a track per input
+//!   file, RAPL power (W), and each process's mapped bytes under it.
 //!
 //! The packets are deflated 256 KiB at a time into `compressed_packets`
 //! packets, as Perfetto compresses its own traces.
 //!
-//! Times are the trace's clock of `trawl_query::trace` (perf samples as
-//! `perf script` prints them; a capture's other inputs moved onto it).
+//! Times are the trace's clock of `trawl_query::trace` (one capture: perf
+//! samples as `perf script` prints them, its other inputs moved onto it;
+//! several: each capture's `t_ns` axis), moved later as a whole if some
+//! would be before 0.
 
 use std::collections::HashMap;
 
