@@ -989,14 +989,7 @@ pub fn write(p: &StackProfile, event: &str, t: &Trace) -> anyhow::Result<Vec<u8>
             tracks.thread(&mut out, s.capture, s.pid, s.tid);
         }
     }
-    let relative = tracks.relative;
-    let id = move |cap: u32, x: i32| {
-        if relative {
-            cap as i32 * PID_STRIDE + x
-        } else {
-            x
-        }
-    };
+    let id = |cap: u32, x: i32| tracks.id(cap, x);
     let at = |s: &trawl_query::profile::Sample| sample_time(s).map(ts);
     for r in sample_packets(p, &at, &id) {
         out.compressed(&r);

@@ -314,24 +314,23 @@ pub async fn gather(s: &Session, opts: &TraceOpts<'_>) -> Result<Trace> {
     };
     let relative = names.len() > 1;
     let list = capture_list(&opts.filter.captures)?;
-    let params = |extra: &[(&'static str, ScalarValue)]| {
-        let mut p = vec![
-            ("capture", list.clone()),
-            ("relative", ScalarValue::Boolean(Some(relative))),
-        ];
-        p.extend(extra.iter().cloned());
-        p
-    };
+    let params = [
+        ("capture", list),
+        ("relative", ScalarValue::Boolean(Some(relative))),
+    ];
     let mut t = Trace {
         relative,
         ..Default::default()
     };
-    // Where each capture's perf times go.
-    for b in collect(s, &[REF, SHIFTS].concat(), &params(&[])).await? {
+    // Where each capture's perf times go; its perf input's offset (which
+    // moves `t_ns` onto one capture's trace clock).
+    let mut offset: HashMap<String, i64> = HashMap::new();
+    for b in collect(s, &[REF, SHIFTS].concat(), &params).await? {
         let cap = string_values(b.column(0));
         let o = b.column(1).as_primitive::<Int64Type>();
         for (i, c) in cap.into_iter().enumerate() {
             let c = c.unwrap_or_default();
+            offset.insert(c.clone(), opt(o, i).unwrap_or(0));
             let shift = match (relative, o.is_null(i)) {
                 (false, _) => 0,
                 (true, false) => o.value(i),
@@ -346,30 +345,38 @@ pub async fn gather(s: &Session, opts: &TraceOpts<'_>) -> Result<Trace> {
         }
     }
     let any = |q: &'static str| {
-        let p = params(&[]);
-        async move { crate::session::count(s, q, &p).await.map(|n| n > 0) }
+        let p = &params;
+        async move { crate::session::count(s, q, p).await.map(|n| n > 0) }
     };
     if any(ANY_CALL).await? {
-        calls(s, &params(&[]), &mut t.spans).await?;
+        calls(s, &params, &mut t.spans).await?;
     }
     if any(ANY_SWITCH).await? {
-        states(s, &params(&[]), &t.sample_shift, &mut t.spans).await?;
+        states(s, &params, &t.sample_shift, &mut t.spans).await?;
     }
     instants(s, &opts.filter.captures, &t.sample_shift, &mut t.spans).await?;
     for p in opts.pairs {
         pairs(s, p, &opts.filter.captures, &t.sample_shift, &mut t.spans).await?;
     }
     if any(ANY_BRANCH).await? {
-        lbr(s, &params(&[]), &t.sample_shift, &mut t.spans).await?;
+        lbr(s, &params, &t.sample_shift, &mut t.spans).await?;
     }
     if let Some(r) = opts.rule {
-        ranges(s, r, &names, relative, &mut t.spans).await?;
+        // t_ns → the trace's clock: less the offset, with one capture.
+        let to_trace = |c: &str| {
+            if relative {
+                0
+            } else {
+                offset.get(c).copied().unwrap_or(0)
+            }
+        };
+        ranges(s, r, &names, to_trace, &mut t.spans).await?;
     }
     if any(ANY_READING).await? {
-        readings(s, &params(&[]), &mut t.readings).await?;
+        readings(s, &params, &mut t.readings).await?;
     }
     if any(ANY_MAPPING_CALL).await? {
-        mapped(s, &params(&[]), &mut t.readings).await?;
+        mapped(s, &params, &mut t.readings).await?;
     }
     select(&mut t, opts.filter);
     Ok(t)
@@ -799,33 +806,16 @@ async fn ranges(
     s: &Session,
     r: &RuleSpec,
     names: &[String],
-    relative: bool,
+    to_trace: impl Fn(&str) -> i64,
     out: &mut Vec<Span>,
 ) -> Result<()> {
     let per = crate::ranges::ranges(s, &r.rule, r.opts).await?;
-    // t_ns → the trace's clock.
-    let mut offset: HashMap<String, i64> = HashMap::new();
-    if !relative {
-        for b in collect(
-            s,
-            &[REF, SHIFTS].concat(),
-            &[("capture", capture_list(&[])?)],
-        )
-        .await?
-        {
-            let cap = string_values(b.column(0));
-            let o = b.column(1).as_primitive::<Int64Type>();
-            for (i, c) in cap.into_iter().enumerate() {
-                offset.insert(c.unwrap_or_default(), opt(o, i).unwrap_or(0));
-            }
-        }
-    }
     let track = format!("exhaustion: {}", r.text);
     for (cap, ranges) in per {
         if !names.contains(&cap) {
             continue;
         }
-        let o = offset.get(&cap).copied().unwrap_or(0);
+        let o = to_trace(&cap);
         for x in ranges {
             out.push(Span {
                 capture: cap.clone(),
