@@ -70,15 +70,65 @@ pub struct ExportOpts {
     pub rule: Option<(String, String, String)>,
 }
 
-/// The samples `sel` selects in `s` as a file of `format`. A profile of no
-/// samples is refused (viewers show it as a broken file); folded stacks of
-/// none are an empty file.
+/// Samples a Perfetto trace holds in memory before the rest go to
+/// temporary files (`TRAWL_SPILL_SAMPLES` sets it; about 60 bytes each).
+pub const SPILL_SAMPLES: usize = 2_000_000;
+
+fn spill_samples() -> usize {
+    std::env::var("TRAWL_SPILL_SAMPLES")
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(SPILL_SAMPLES)
+        .max(1)
+}
+
+/// [`export`] to `path`, through a temporary file beside it and a
+/// rename: an interrupted export leaves the old file or none. Returns the
+/// bytes written.
+pub async fn export_file(
+    s: &Session,
+    sel: &Selection<'_>,
+    format: Format,
+    opts: &ExportOpts,
+    path: &std::path::Path,
+) -> Result<u64> {
+    use anyhow::Context;
+    use std::io::Write;
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(".trawl-tmp");
+    let tmp = path.with_file_name(name);
+    let file = std::fs::File::create(&tmp).with_context(|| format!("writing {}", tmp.display()))?;
+    let mut w = std::io::BufWriter::with_capacity(1 << 20, file);
+    let written = match export(s, sel, format, opts, &mut w).await {
+        Ok(n) => w.flush().map(|()| n).map_err(anyhow::Error::from),
+        Err(e) => Err(e),
+    };
+    drop(w);
+    match written {
+        Ok(n) => {
+            std::fs::rename(&tmp, path)
+                .with_context(|| format!("renaming to {}", path.display()))?;
+            Ok(n)
+        }
+        Err(e) => {
+            let _ = std::fs::remove_file(&tmp);
+            Err(e.context(format!("writing {}", path.display())))
+        }
+    }
+}
+
+/// The samples `sel` selects in `s` written to `w` as a file of `format`;
+/// returns the bytes written. A profile of no samples is refused (viewers
+/// show it as a broken file); folded stacks of none are an empty file. A
+/// Perfetto trace is written as it is made, its samples beyond
+/// [`SPILL_SAMPLES`] kept on disk, not in memory.
 pub async fn export(
     s: &Session,
     sel: &Selection<'_>,
     format: Format,
     opts: &ExportOpts,
-) -> Result<Vec<u8>> {
+    w: &mut (dyn std::io::Write + Send),
+) -> Result<u64> {
     use trawl_query::profile::{stack_profile, ProfileOpts};
     if sel.opts.process_root && format != Format::Folded {
         bail!("a process root applies to folded stacks: the other formats keep each sample's process and thread");
@@ -89,7 +139,9 @@ pub async fn export(
     let per_sample = match format {
         Format::Folded => {
             let tree = trawl_query::flame::frame_tree(s, sel).await?;
-            return Ok(tree.folded_text().into_bytes());
+            let text = tree.folded_text();
+            w.write_all(text.as_bytes())?;
+            return Ok(text.len() as u64);
         }
         Format::Pprof => false,
         Format::Firefox | Format::Speedscope | Format::Perfetto => true,
@@ -120,19 +172,34 @@ pub async fn export(
         };
         let (trace, p) = futures::join!(
             trawl_query::trace::gather(s, &opts),
-            stack_profile(s, sel, ProfileOpts { per_sample })
+            stack_profile(
+                s,
+                sel,
+                ProfileOpts {
+                    per_sample,
+                    spill_at: Some(spill_samples()),
+                }
+            )
         );
         let (trace, p) = (trace?, p?);
-        if p.samples.is_empty() && trace.spans.is_empty() && trace.readings.is_empty() {
+        if p.sample_len() == 0 && trace.spans.is_empty() && trace.readings.is_empty() {
             bail!("no samples, traced calls, events or metric readings selected");
         }
-        return crate::perfetto::write(&p, sel.event, &trace);
+        return crate::perfetto::write(&p, sel.event, &trace, w);
     }
-    let p = stack_profile(s, sel, ProfileOpts { per_sample }).await?;
+    let p = stack_profile(
+        s,
+        sel,
+        ProfileOpts {
+            per_sample,
+            spill_at: None,
+        },
+    )
+    .await?;
     if p.samples.is_empty() {
         bail!("no samples selected");
     }
-    Ok(match format {
+    let bytes = match format {
         Format::Speedscope => crate::speedscope::write(&p, WRITER)?,
         Format::Firefox => {
             let interval = opts
@@ -143,5 +210,7 @@ pub async fn export(
             crate::firefox::write(p, WRITER, interval)?
         }
         _ => crate::pprof::write(&p)?,
-    })
+    };
+    w.write_all(&bytes)?;
+    Ok(bytes.len() as u64)
 }

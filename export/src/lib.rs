@@ -8,8 +8,13 @@
 //! - [`speedscope`]: speedscope's JSON file format (sampled profiles).
 //!
 //! Folded stacks (`root;...;leaf weight`) come from the flame-graph tree
-//! (`trawl_query::flame`). Nothing here reads a file or a table: each
-//! writer takes the profile and returns bytes.
+//! - [`perfetto`]: Perfetto's protobuf trace (samples, calls, thread
+//!   states, events, counters), written as it is made.
+//!
+//! Folded stacks (`root;...;leaf weight`) come from the flame-graph tree
+//! (`trawl_query::flame`). Nothing here reads a capture file or a table:
+//! each writer takes the profile (and the trace's parts) and writes bytes;
+//! [`export_file`] writes a file atomically.
 
 mod dispatch;
 pub mod firefox;
@@ -18,4 +23,4 @@ pub mod pprof;
 pub mod speedscope;
 mod units;
 
-pub use dispatch::{export, ExportOpts, Format, WRITER};
+pub use dispatch::{export, export_file, ExportOpts, Format, SPILL_SAMPLES, WRITER};

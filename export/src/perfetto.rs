@@ -32,7 +32,7 @@
 //! several: each capture's `t_ns` axis), moved later as a whole if some
 //! would be before 0.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use prost::Message;
 use trawl_query::profile::{Module, StackProfile};
@@ -267,11 +267,13 @@ const NEEDS_STATE: u32 = 2;
 
 /// Writes packets as `Trace.packet` records (field 1), deflated a chunk at
 /// a time into `compressed_packets` packets (Perfetto's own way of
-/// compressing a trace); parts encoded elsewhere (in parallel) are
-/// appended as they come, compressed already.
-struct Out {
-    /// The file so far.
-    bytes: Vec<u8>,
+/// compressing a trace), to the file as they come; parts encoded elsewhere
+/// (in parallel) are appended as they come, compressed already. The first
+/// error writing stops the writing; [`Out::finish`] returns it.
+struct Out<'w> {
+    w: &'w mut dyn std::io::Write,
+    written: u64,
+    failed: Option<std::io::Error>,
     /// Packets not yet compressed.
     chunk: Vec<u8>,
     first: bool,
@@ -281,10 +283,12 @@ struct Out {
 /// must stay under 512 KiB, and a chunk's packets compress to far less.
 const CHUNK: usize = 256 * 1024;
 
-impl Out {
-    fn new() -> Out {
+impl<'w> Out<'w> {
+    fn new(w: &'w mut dyn std::io::Write) -> Out<'w> {
         Out {
-            bytes: Vec::new(),
+            w,
+            written: 0,
+            failed: None,
             chunk: Vec::new(),
             first: true,
         }
@@ -309,20 +313,34 @@ impl Out {
     fn compressed(&mut self, records: &[u8]) {
         assert!(!self.first, "the first packet clears the state");
         self.flush();
-        self.bytes.extend_from_slice(records);
+        self.bytes(records);
+    }
+
+    fn bytes(&mut self, b: &[u8]) {
+        if self.failed.is_none() {
+            match self.w.write_all(b) {
+                Ok(()) => self.written += b.len() as u64,
+                Err(e) => self.failed = Some(e),
+            }
+        }
     }
 
     /// The packets so far as one `compressed_packets` packet.
     fn flush(&mut self) {
         if !self.chunk.is_empty() {
-            self.bytes.extend_from_slice(&compressed(&self.chunk));
+            let c = compressed(&self.chunk);
+            self.bytes(&c);
             self.chunk.clear();
         }
     }
 
-    fn finish(mut self) -> Vec<u8> {
+    /// The bytes written.
+    fn finish(mut self) -> std::io::Result<u64> {
         self.flush();
-        self.bytes
+        match self.failed {
+            Some(e) => Err(e),
+            None => self.w.flush().map(|()| self.written),
+        }
     }
 }
 
@@ -616,44 +634,78 @@ fn profile_tables(p: &StackProfile, ids: &ProfileIds) -> (InternedData, Vec<Vec<
     (head, parts)
 }
 
-/// `p`'s samples as compressed records of `PerfSample` packets, encoded in
-/// parallel: at their time (`at`), with the ids of their process and
+/// Samples a chunk of `PerfSample` packets holds (each chunk is encoded
+/// and compressed on a thread of its own).
+const SAMPLES_PER_CHUNK: usize = 4096;
+/// Chunks encoded at once: the samples held in memory while writing.
+const CHUNKS_AT_ONCE: usize = 64;
+
+/// `p`'s samples (in order, from memory or disk) written as compressed
+/// records of `PerfSample` packets, encoded in parallel a batch of chunks
+/// at a time: at their time (`at`), with the ids of their process and
 /// thread in the trace (`id`).
 fn sample_packets(
     p: &StackProfile,
     at: &(dyn Fn(&trawl_query::profile::Sample) -> Option<u64> + Sync),
     id: &(dyn Fn(u32, i32) -> i32 + Sync),
-) -> Vec<Vec<u8>> {
+    out: &mut Out,
+) -> anyhow::Result<()> {
     use rayon::prelude::*;
-    p.samples
-        .par_chunks(4096)
-        .map(|run| {
-            let mut raw = Vec::with_capacity(CHUNK + 4096);
-            for s in run {
-                let Some(t) = at(s) else { continue };
-                let kernel = s
-                    .stack
-                    .and_then(|st| p.stacks[st as usize].first())
-                    .is_some_and(|&l| p.locations[l as usize].kernel);
-                sequenced(
-                    TracePacket {
-                        timestamp: Some(t),
-                        perf_sample: Some(PerfSample {
-                            cpu: None,
-                            pid: Some(id(s.capture, s.pid) as u32),
-                            tid: Some(id(s.capture, s.tid) as u32),
-                            callstack_iid: s.stack.map(|st| st as u64 + 1),
-                            cpu_mode: Some(if kernel { 1 } else { 2 }),
-                            timebase_count: Some(s.weight.max(0) as u64),
-                        }),
-                        ..Default::default()
-                    },
-                    &mut raw,
-                );
-            }
-            compressed(&raw)
-        })
-        .collect()
+    let encode = |run: &[trawl_query::profile::Sample]| {
+        let mut raw = Vec::with_capacity(CHUNK + 4096);
+        for s in run {
+            let Some(t) = at(s) else { continue };
+            let kernel = s
+                .stack
+                .and_then(|st| p.stacks[st as usize].first())
+                .is_some_and(|&l| p.locations[l as usize].kernel);
+            sequenced(
+                TracePacket {
+                    timestamp: Some(t),
+                    perf_sample: Some(PerfSample {
+                        cpu: None,
+                        pid: Some(id(s.capture, s.pid) as u32),
+                        tid: Some(id(s.capture, s.tid) as u32),
+                        callstack_iid: s.stack.map(|st| st as u64 + 1),
+                        cpu_mode: Some(if kernel { 1 } else { 2 }),
+                        timebase_count: Some(s.weight.max(0) as u64),
+                    }),
+                    ..Default::default()
+                },
+                &mut raw,
+            );
+        }
+        compressed(&raw)
+    };
+    if p.spilled.is_none() {
+        for r in p
+            .samples
+            .par_chunks(SAMPLES_PER_CHUNK)
+            .map(encode)
+            .collect::<Vec<_>>()
+        {
+            out.compressed(&r);
+        }
+        return Ok(());
+    }
+    let mut samples = p.sample_iter();
+    let mut batch = Vec::with_capacity(SAMPLES_PER_CHUNK * CHUNKS_AT_ONCE);
+    loop {
+        batch.clear();
+        for s in samples.by_ref().take(SAMPLES_PER_CHUNK * CHUNKS_AT_ONCE) {
+            batch.push(s?);
+        }
+        if batch.is_empty() {
+            return Ok(());
+        }
+        for r in batch
+            .par_chunks(SAMPLES_PER_CHUNK)
+            .map(encode)
+            .collect::<Vec<_>>()
+        {
+            out.compressed(&r);
+        }
+    }
 }
 
 /// The interned id (from 1) of a name in `ids`; when new, it goes to
@@ -880,9 +932,16 @@ fn annotation(interned: &mut Interned, name: &str, v: &Arg) -> DebugAnnotation {
 }
 
 /// The trace of the samples of `p` (kept apart, with their times; their
-/// event named `event`) and of what `t` holds.
-pub fn write(p: &StackProfile, event: &str, t: &Trace) -> anyhow::Result<Vec<u8>> {
-    let mut out = Out::new();
+/// event named `event`) and of what `t` holds, written to `w` as it is
+/// made; returns the bytes written. The samples are read twice (their
+/// threads, then the packets), from memory or from the runs on disk.
+pub fn write(
+    p: &StackProfile,
+    event: &str,
+    t: &Trace,
+    w: &mut dyn std::io::Write,
+) -> anyhow::Result<u64> {
+    let mut out = Out::new(w);
     let mut interned = Interned::default();
     let mut tracks = Tracks {
         relative: t.relative,
@@ -924,20 +983,20 @@ pub fn write(p: &StackProfile, event: &str, t: &Trace) -> anyhow::Result<Vec<u8>
         s.time_ns
             .map(|x| x + shift(&p.captures[s.capture as usize]))
     };
-    // Perfetto's times are unsigned: a trace that starts before 0 is moved
-    // later as a whole.
-    let earliest = p
-        .samples
-        .iter()
-        .filter_map(sample_time)
-        .chain(t.spans.iter().map(|s| s.start_ns))
-        .chain(t.readings.iter().map(|r| r.at_ns))
-        .min()
-        .unwrap_or(0);
-    let late = earliest.min(0).unsigned_abs();
-    let ts = |x: i64| (x as i128 + late as i128) as u64;
-    // Names: a process by its main thread's command, a thread by its own.
-    for s in &p.samples {
+    // The samples' threads in order of first use, their names (a process
+    // by its main thread's command, a thread by its own) and the first
+    // time.
+    let mut earliest: Option<i64> = None;
+    let mut threads: Vec<(u32, i32, i32)> = Vec::new();
+    let mut seen: HashSet<(u32, i32, i32)> = HashSet::new();
+    for s in p.sample_iter() {
+        let s = s?;
+        if let Some(x) = sample_time(&s) {
+            earliest = Some(earliest.map_or(x, |e| e.min(x)));
+            if seen.insert((s.capture, s.pid, s.tid)) {
+                threads.push((s.capture, s.pid, s.tid));
+            }
+        }
         let comm = &p.strings[s.comm as usize];
         if s.pid == s.tid || !tracks.process_names.contains_key(&(s.capture, s.pid)) {
             tracks
@@ -946,6 +1005,17 @@ pub fn write(p: &StackProfile, event: &str, t: &Trace) -> anyhow::Result<Vec<u8>
         }
         tracks.thread_names.insert((s.capture, s.tid), comm.clone());
     }
+    drop(seen);
+    // Perfetto's times are unsigned: a trace that starts before 0 is moved
+    // later as a whole.
+    let earliest = earliest
+        .into_iter()
+        .chain(t.spans.iter().map(|s| s.start_ns))
+        .chain(t.readings.iter().map(|r| r.at_ns))
+        .min()
+        .unwrap_or(0);
+    let late = earliest.min(0).unsigned_abs();
+    let ts = |x: i64| (x as i128 + late as i128) as u64;
     for s in &t.spans {
         let (Some(tid), Some(comm)) = (s.tid, &s.comm) else {
             continue;
@@ -965,7 +1035,7 @@ pub fn write(p: &StackProfile, event: &str, t: &Trace) -> anyhow::Result<Vec<u8>
     }
     // The first packet: what the samples count (and the state cleared).
     out.packet(TracePacket {
-        trace_packet_defaults: (!p.samples.is_empty()).then(|| TracePacketDefaults {
+        trace_packet_defaults: (p.sample_len() > 0).then(|| TracePacketDefaults {
             perf_sample_defaults: Some(PerfSampleDefaults {
                 timebase: Some(Timebase {
                     name: Some(event.to_string()),
@@ -984,16 +1054,12 @@ pub fn write(p: &StackProfile, event: &str, t: &Trace) -> anyhow::Result<Vec<u8>
     for r in tables {
         out.compressed(&r);
     }
-    for s in &p.samples {
-        if s.time_ns.is_some() {
-            tracks.thread(&mut out, s.capture, s.pid, s.tid);
-        }
+    for (cap, pid, tid) in threads {
+        tracks.thread(&mut out, cap, pid, tid);
     }
     let id = |cap: u32, x: i32| tracks.id(cap, x);
     let at = |s: &trawl_query::profile::Sample| sample_time(s).map(ts);
-    for r in sample_packets(p, &at, &id) {
-        out.compressed(&r);
-    }
+    sample_packets(p, &at, &id, &mut out)?;
     // Spans in time order, a slice before the slices it holds.
     let mut order: Vec<usize> = (0..t.spans.len()).collect();
     order.sort_by_key(|&i| {
@@ -1094,5 +1160,5 @@ pub fn write(p: &StackProfile, event: &str, t: &Trace) -> anyhow::Result<Vec<u8>
             ..Default::default()
         });
     }
-    Ok(out.finish())
+    Ok(out.finish()?)
 }

@@ -332,17 +332,19 @@ impl Capture {
         Ok((bytes(py, &svg), frames))
     }
 
-    /// The selected samples as a file another viewer opens, as bytes (as
-    /// `trawl export --to FORMAT`): `pprof` (gzip-compressed
+    /// The selected samples written to `path` (atomically) as a file
+    /// another viewer opens; returns the bytes written (as `trawl export
+    /// --to FORMAT -o PATH`): `pprof` (gzip-compressed
     /// profile.proto), `firefox` (Firefox Profiler, JSON), `speedscope`
     /// (JSON), `folded` or `perfetto` (a Perfetto trace: samples, calls,
     /// thread states, events, counters; `pairs` of events
     /// `"START,END,KEY..."` and a `rule`'s exhaustion ranges as slices).
-    #[pyo3(signature = (to, *, event = None, weight = "period".to_string(), pid = Vec::new(), tid = Vec::new(), comm = Vec::new(), from_ns = None, to_ns = None, time = None, inline = true, capture = Vec::new(), interval_ns = None, process_root = false, pairs = Vec::new(), rule = None, min_duration = "0".to_string(), gap = "0".to_string()))]
+    #[pyo3(signature = (path, to, *, event = None, weight = "period".to_string(), pid = Vec::new(), tid = Vec::new(), comm = Vec::new(), from_ns = None, to_ns = None, time = None, inline = true, capture = Vec::new(), interval_ns = None, process_root = false, pairs = Vec::new(), rule = None, min_duration = "0".to_string(), gap = "0".to_string()))]
     #[allow(clippy::too_many_arguments)]
-    fn export<'py>(
+    fn export(
         &self,
-        py: Python<'py>,
+        py: Python<'_>,
+        path: std::path::PathBuf,
         to: String,
         event: Option<String>,
         weight: String,
@@ -360,7 +362,7 @@ impl Capture {
         rule: Option<String>,
         min_duration: String,
         gap: String,
-    ) -> PyResult<Bound<'py, PyBytes>> {
+    ) -> PyResult<u64> {
         let s = self.s.clone();
         let samples = Samples {
             event,
@@ -390,9 +392,9 @@ impl Capture {
                 pairs,
                 rule: rule.map(|r| (r, min_duration, gap)),
             };
-            trawl_export::export(&s, &sel, format, &opts).await
+            trawl_export::export_file(&s, &sel, format, &opts, &path).await
         })?;
-        Ok(bytes(py, &out))
+        Ok(out)
     }
 
     /// The shares of the top keys per window, stacked over time, as PNG or

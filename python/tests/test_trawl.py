@@ -337,6 +337,8 @@ def test_a_perfetto_trace_is_the_clis(caps, tmp_path):
     assert n > 0 and (tmp_path / "tp.pftrace").read_bytes() == (tmp_path / "tp-cli.pftrace").read_bytes()
     with pytest.raises(trawl.TrawlError, match="START,END,KEY"):
         tp.export(tmp_path / "bad.pftrace", "perfetto", pairs="block:block_rq_issue")
+    # Nothing is left of a failed export, not even its temporary file.
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith("bad")]
 
 
 def test_results_speak_the_arrow_stream_interface(caps):

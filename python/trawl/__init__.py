@@ -357,7 +357,8 @@ class Capture:
         one timeline; ``pairs`` of events ``"START,END,KEY..."`` and the
         exhaustion ranges of ``rule`` as slices). The selection is
         ``flamegraph``'s. Returns the bytes written."""
-        data = self._c.export(
+        return self._c.export(
+            os.fspath(path),
             to,
             event=event,
             weight=weight,
@@ -376,8 +377,6 @@ class Capture:
             min_duration=min_duration,
             gap=gap,
         )
-        _write(path, data)
-        return len(data)
 
     def timeline_plot(
         self,

@@ -53,6 +53,7 @@ pub mod report;
 pub mod rows;
 pub mod sample;
 pub mod session;
+pub mod spill;
 pub mod stack_cost;
 pub mod stacks;
 pub mod tables;

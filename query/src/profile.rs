@@ -19,6 +19,7 @@ use crate::error::Result;
 use crate::rows::Interner;
 use crate::sample::Selection;
 use crate::session::Session;
+use crate::spill::{Raw, Spilled};
 
 /// The selected samples and everything their stacks name. Strings
 /// (functions, files, commands) are indexes into `strings`.
@@ -36,7 +37,11 @@ pub struct StackProfile {
     pub locations: Vec<Location>,
     /// Per stack, its locations, leaf first.
     pub stacks: Vec<Vec<u32>>,
+    /// The samples, in order of (capture, sample_id) when kept apart;
+    /// empty when they were spilled to disk (see [`StackProfile::sample_iter`]).
     pub samples: Vec<Sample>,
+    /// The samples when they were more than [`ProfileOpts::spill_at`].
+    pub spilled: Option<Spilled>,
     /// Times of the first and last selected sample (capture clock).
     pub time_range: Option<(i64, i64)>,
 }
@@ -102,6 +107,11 @@ pub struct ProfileOpts {
     /// Profiler, speedscope); otherwise summed per (capture, thread,
     /// command, stack) (pprof).
     pub per_sample: bool,
+    /// With `per_sample`: at most this many samples are held in memory;
+    /// beyond, they go to temporary files in sorted runs, read back
+    /// merged by [`StackProfile::sample_iter`] (memory bounded by the
+    /// distinct stacks, not the samples).
+    pub spill_at: Option<usize>,
 }
 
 /// The selected samples with their stacks (see [`StackProfile`]), read in
@@ -124,11 +134,22 @@ pub async fn stack_profile(
     let frame_rows = tokio::spawn(async move { frame_df.collect().await });
     let mut comm_ids: HashMap<String, u32> = HashMap::new();
     let mut cap_ids: HashMap<String, u32> = HashMap::new();
+    // Captures by number of arrival: their names order them.
+    let mut cap_names: Vec<String> = Vec::new();
     // Segments (the id spaces of stacks) numbered in order of arrival.
     let mut seg_ids: HashMap<String, u32> = HashMap::new();
     let mut raw: Vec<Sample> = Vec::new();
     let mut first: Vec<i64> = Vec::new();
     let mut arrived_stacks: FxHashMap<(u32, i64), u32> = FxHashMap::default();
+    // Per stack and command (numbered in order of arrival): the first
+    // sample that names it, as (capture, sample_id). Their order is the
+    // order of first use in the profile's order of samples, whatever
+    // order the scan delivered in.
+    let mut stack_first: Vec<(u32, i64)> = Vec::new();
+    let mut comm_first: Vec<(u32, i64)> = Vec::new();
+    // Samples beyond `spill_at`, in sorted runs on disk.
+    let spill_at = opts.spill_at.filter(|_| opts.per_sample);
+    let mut spilled: Option<Spilled> = None;
     let df = crate::functions::call(s, "selected_sample", &sel.sample_args())
         .await?
         .select_columns(&[
@@ -148,6 +169,15 @@ pub async fn stack_profile(
     while let Some(b) = batches.next().await {
         let b = b?;
         let cap = crate::rows::string_ids(b.column(0), &mut cap_ids)?;
+        if cap_ids.len() > cap_names.len() {
+            cap_names.resize(cap_ids.len(), String::new());
+            let names = crate::rows::string_values(b.column(0));
+            for (i, &c) in cap.iter().enumerate() {
+                if cap_names[c as usize].is_empty() {
+                    cap_names[c as usize] = names[i].clone().unwrap_or_default();
+                }
+            }
+        }
         let comm = crate::rows::string_ids(b.column(5), &mut comm_ids)?;
         let seg = crate::rows::string_ids(b.column(8), &mut seg_ids)?;
         let sample_id = b.column(1).as_primitive::<Int64Type>();
@@ -156,6 +186,22 @@ pub async fn stack_profile(
         let tid = b.column(4).as_primitive::<Int32Type>();
         let stack = b.column(6).as_primitive::<Int64Type>();
         let cost = b.column(7).as_primitive::<Int64Type>();
+        let before = |a: (u32, i64), b: (u32, i64)| {
+            if a.0 == b.0 {
+                a.1 < b.1
+            } else {
+                (&cap_names[a.0 as usize], a.1) < (&cap_names[b.0 as usize], b.1)
+            }
+        };
+        let lower = |slots: &mut Vec<(u32, i64)>, at: u32, key: (u32, i64)| {
+            let at = at as usize;
+            if slots.len() <= at {
+                slots.resize(at + 1, (u32::MAX, i64::MAX));
+            }
+            if slots[at].0 == u32::MAX || before(key, slots[at]) {
+                slots[at] = key;
+            }
+        };
         for i in 0..b.num_rows() {
             let (c, cm) = (cap[i], comm[i]);
             let w = if cost.is_null(i) { 0 } else { cost.value(i) };
@@ -164,15 +210,19 @@ pub async fn stack_profile(
                 time_range =
                     Some(time_range.map_or((t, t), |(a, b): (i64, i64)| (a.min(t), b.max(t))));
             }
+            let id = sample_id.value(i);
             let st = (!stack.is_null(i)).then(|| {
                 let n = arrived_stacks.len() as u32;
                 *arrived_stacks.entry((seg[i], stack.value(i))).or_insert(n)
             });
+            if let Some(st) = st {
+                lower(&mut stack_first, st, (c, id));
+            }
+            lower(&mut comm_first, cm, (c, id));
             let (p, t) = (
                 if pid.is_null(i) { -1 } else { pid.value(i) },
                 if tid.is_null(i) { -1 } else { tid.value(i) },
             );
-            let id = sample_id.value(i);
             if !opts.per_sample {
                 if let Some(&k) = summed.get(&(c, p, t, cm, st)) {
                     raw[k].count += 1;
@@ -194,8 +244,14 @@ pub async fn stack_profile(
             });
             first.push(id);
         }
+        if spill_at.is_some_and(|n| raw.len() >= n) {
+            spill(&mut raw, &mut first, &cap_names, &mut spilled)?;
+        }
     }
     drop(summed);
+    if spilled.is_some() {
+        spill(&mut raw, &mut first, &cap_names, &mut spilled)?;
+    }
     raw.shrink_to_fit();
     // Captures numbered in order of name, samples in order of (capture,
     // sample_id).
@@ -218,31 +274,36 @@ pub async fn stack_profile(
     drop(first);
     permute(&mut raw, order);
     // Commands and stacks numbered in order of first use.
+    let by_first_use = |firsts: &[(u32, i64)]| {
+        let mut order: Vec<u32> = (0..firsts.len() as u32).collect();
+        order.sort_unstable_by_key(|&i| {
+            let (c, id) = firsts[i as usize];
+            (cap_rank.get(c as usize).copied().unwrap_or(u32::MAX), id, i)
+        });
+        order
+    };
     let mut strings = Interner::default();
     let mut comms = vec![String::new(); comm_ids.len()];
     for (name, id) in comm_ids {
         comms[id as usize] = name;
     }
     let mut comm_of = vec![u32::MAX; comms.len()];
-    let mut stack_of = vec![u32::MAX; arrived_stacks.len()];
-    let mut stacks_used = 0u32;
-    for smp in raw.iter_mut() {
-        smp.capture = cap_rank[smp.capture as usize];
-        let cm = &mut comm_of[smp.comm as usize];
-        if *cm == u32::MAX {
-            *cm = strings.id(&comms[smp.comm as usize]);
-        }
-        smp.comm = *cm;
-        if let Some(st) = &mut smp.stack {
-            let n = &mut stack_of[*st as usize];
-            if *n == u32::MAX {
-                *n = stacks_used;
-                stacks_used += 1;
-            }
-            *st = *n;
-        }
+    for cm in by_first_use(&comm_first) {
+        comm_of[cm as usize] = strings.id(&comms[cm as usize]);
     }
     drop(comms);
+    let n_comms = comm_of.len() as u32;
+    let mut stack_of = vec![u32::MAX; arrived_stacks.len()];
+    for (n, st) in by_first_use(&stack_first).into_iter().enumerate() {
+        stack_of[st as usize] = n as u32;
+    }
+    for smp in raw.iter_mut() {
+        smp.capture = cap_rank[smp.capture as usize];
+        smp.comm = comm_of[smp.comm as usize];
+        if let Some(st) = &mut smp.stack {
+            *st = stack_of[*st as usize];
+        }
+    }
     // The selected stacks by (segment, stack_id).
     let stack_ids: FxHashMap<(u32, i64), u32> = arrived_stacks
         .into_iter()
@@ -436,8 +497,10 @@ pub async fn stack_profile(
         }
         *i = *n;
     };
-    for smp in raw.iter_mut() {
-        renumber(&mut smp.comm);
+    // The commands, interned first in order of first use, keep their
+    // numbers.
+    for mut cm in 0..n_comms {
+        renumber(&mut cm);
     }
     for l in locations.iter_mut().flat_map(|l| l.lines.iter_mut()) {
         renumber(&mut l.function);
@@ -479,8 +542,54 @@ pub async fn stack_profile(
         locations,
         stacks,
         samples: raw,
+        spilled: spilled.map(|mut sp| {
+            sp.capture = cap_rank;
+            sp.comm = comm_of;
+            sp.stack = stack_of;
+            sp
+        }),
         time_range,
     })
+}
+
+/// Sorts the samples held by (capture name, first sample_id) and writes
+/// them to disk as a run of `spilled`.
+fn spill(
+    raw: &mut Vec<Sample>,
+    first: &mut Vec<i64>,
+    cap_names: &[String],
+    spilled: &mut Option<Spilled>,
+) -> Result<()> {
+    let mut order: Vec<u32> = (0..raw.len() as u32).collect();
+    order.sort_by(|&a, &b| {
+        let (a, b) = (a as usize, b as usize);
+        let (x, y) = (raw[a].capture as usize, raw[b].capture as usize);
+        if x == y {
+            first[a].cmp(&first[b])
+        } else {
+            (&cap_names[x], first[a]).cmp(&(&cap_names[y], first[b]))
+        }
+    });
+    let run = order.iter().map(|&i| {
+        let s = &raw[i as usize];
+        Raw {
+            capture: s.capture,
+            first: first[i as usize],
+            time_ns: s.time_ns,
+            pid: s.pid,
+            tid: s.tid,
+            comm: s.comm,
+            stack: s.stack,
+            weight: s.weight,
+        }
+    });
+    spilled
+        .get_or_insert_with(Spilled::default)
+        .push(run)
+        .map_err(datafusion::error::DataFusionError::from)?;
+    raw.clear();
+    first.clear();
+    Ok(())
 }
 
 /// A frame that is used, before its location is known.
@@ -585,7 +694,25 @@ impl StackProfile {
         &self.strings[i as usize]
     }
 
-    /// Total weight of the samples.
+    /// The samples in order, from memory or from disk.
+    pub fn sample_iter(&self) -> Box<dyn Iterator<Item = Result<Sample>> + Send + '_> {
+        match &self.spilled {
+            Some(sp) => Box::new(
+                sp.iter()
+                    .map(|r| r.map_err(|e| datafusion::error::DataFusionError::from(e).into())),
+            ),
+            None => Box::new(self.samples.iter().cloned().map(Ok)),
+        }
+    }
+
+    /// Number of samples kept apart or summed (in memory or on disk).
+    pub fn sample_len(&self) -> u64 {
+        self.spilled
+            .as_ref()
+            .map_or(self.samples.len() as u64, |s| s.len())
+    }
+
+    /// Total weight of the samples (in memory).
     pub fn total_weight(&self) -> i64 {
         self.samples
             .iter()

@@ -596,6 +596,47 @@ fn several_captures_share_one_trace() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let t: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     let samples = t["samples"].as_array().unwrap();
+    // Samples beyond what memory holds go to disk in sorted runs and come
+    // back merged: with 100 held, the checked trace's samples are many
+    // runs of both captures, and the file is the same, byte for byte.
+    assert!(samples.len() > 1000, "{}", samples.len());
+    let spilled = dir.path().join("spilled.pftrace");
+    let cache = tempfile::tempdir().unwrap();
+    let o = Command::new(trawl_exe())
+        .env("XDG_CACHE_HOME", cache.path())
+        .env("TRAWL_SPILL_SAMPLES", "100")
+        .args([
+            "export",
+            hot.to_str().unwrap(),
+            threads.to_str().unwrap(),
+            "--to",
+            "perfetto",
+            "-o",
+            spilled.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(std::fs::read(&spilled).unwrap() == std::fs::read(&out).unwrap());
+    // A failed export leaves no file behind, not even its temporary one.
+    let bad = dir.path().join("bad.pftrace");
+    let o = trawl(&[
+        "export",
+        hot.to_str().unwrap(),
+        "--to",
+        "perfetto",
+        "--pair",
+        "sched:sched_wakeup,sched:sched_switch",
+        "-o",
+        bad.to_str().unwrap(),
+    ]);
+    assert!(!o.status.success());
+    let left: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.starts_with("bad"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
     let processes: Vec<&serde_json::Value> = t["tracks"]
         .as_array()
         .unwrap()

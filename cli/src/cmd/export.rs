@@ -8,7 +8,6 @@ use anyhow::Result;
 use clap::Args;
 
 use crate::args::{choice, selection, selection_or_none, FilterArgs, MetricArgs, RuleArgs, T0Args};
-use crate::output;
 
 #[derive(Args)]
 pub(crate) struct ExportArgs {
@@ -65,13 +64,13 @@ pub(crate) async fn export(a: ExportArgs) -> Result<()> {
             .clone()
             .map(|r| (r, a.rule.min_duration.clone(), a.rule.gap.clone())),
     };
-    let bytes = trawl_export::export(&s, &sel, a.format, &opts).await?;
     if a.output.as_os_str() == "-" {
-        use std::io::Write;
-        std::io::stdout().write_all(&bytes)?;
+        let mut out = std::io::BufWriter::new(std::io::stdout());
+        trawl_export::export(&s, &sel, a.format, &opts, &mut out).await?;
+        std::io::Write::flush(&mut out)?;
         return Ok(());
     }
-    output::write_atomic(&a.output, &bytes)?;
-    eprintln!("wrote {} ({} bytes)", a.output.display(), bytes.len());
+    let bytes = trawl_export::export_file(&s, &sel, a.format, &opts, &a.output).await?;
+    eprintln!("wrote {} ({bytes} bytes)", a.output.display());
     Ok(())
 }
