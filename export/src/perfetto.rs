@@ -962,7 +962,7 @@ pub fn write(
     let mut others: Vec<&str> = t
         .spans
         .iter()
-        .map(|s| s.capture.as_str())
+        .map(|s| &*s.capture)
         .chain(t.readings.iter().map(|r| r.capture.as_str()))
         .collect();
     others.sort_unstable();
@@ -1026,12 +1026,12 @@ pub fn write(
             tracks
                 .process_names
                 .entry((cap, pid))
-                .or_insert_with(|| comm.clone());
+                .or_insert_with(|| comm.to_string());
         }
         tracks
             .thread_names
             .entry((cap, tid))
-            .or_insert_with(|| comm.clone());
+            .or_insert_with(|| comm.to_string());
     }
     // The first packet: what the samples count (and the state cleared).
     out.packet(TracePacket {

@@ -63,23 +63,46 @@ pub enum Place {
 /// A slice (with a duration) or an instant.
 #[derive(Debug, Clone)]
 pub struct Span {
-    pub capture: String,
+    pub capture: Name,
     /// Its process; `None` where the input does not say.
     pub pid: Option<i32>,
     /// Its thread (the thread the track is of, for thread places).
     pub tid: Option<i32>,
     /// The thread's command.
-    pub comm: Option<String>,
+    pub comm: Option<Name>,
     pub place: Place,
     /// ns on the trace's clock.
     pub start_ns: i64,
     /// `None`: an instant.
     pub duration_ns: Option<i64>,
-    pub name: String,
+    pub name: Name,
     /// What it is: `syscall`, `thread_state`, `tracepoint`, `pair`,
     /// `lbr`, `exhaustion`.
     pub category: &'static str,
-    pub args: Vec<(String, Arg)>,
+    pub args: Vec<(Name, Arg)>,
+}
+
+/// A name many spans share (capture, command, event, argument): held
+/// once (a trace of a million tracepoint events holds a few hundred).
+pub type Name = std::sync::Arc<str>;
+
+/// Each name once.
+#[derive(Default)]
+struct Names(HashMap<String, Name>);
+
+impl Names {
+    fn of(&mut self, s: &str) -> Name {
+        if let Some(n) = self.0.get(s) {
+            return n.clone();
+        }
+        let n: Name = s.into();
+        self.0.insert(s.to_string(), n.clone());
+        n
+    }
+
+    fn opt(&mut self, s: &Option<String>) -> Option<Name> {
+        s.as_deref().map(|s| self.of(s))
+    }
 }
 
 /// One reading of a counter: a monitoring metric (vmstat, sar, ...), the
@@ -403,7 +426,10 @@ fn select(t: &mut Trace, f: &SampleFilter) {
             && (threadless
                 || (f.pids.is_empty() || s.pid.is_some_and(|p| f.pids.contains(&p)))
                     && (f.tids.is_empty() || s.tid.is_some_and(|x| f.tids.contains(&x)))
-                    && (f.comms.is_empty() || s.comm.as_ref().is_some_and(|c| f.comms.contains(c))))
+                    && (f.comms.is_empty()
+                        || s.comm
+                            .as_ref()
+                            .is_some_and(|c| f.comms.iter().any(|x| **x == **c))))
     });
     t.readings.retain(|r| {
         let a = clock(&r.capture, r.at_ns);
@@ -453,6 +479,7 @@ async fn calls(s: &Session, params: &[(&str, ScalarValue)], out: &mut Vec<Span>)
             }
         }
     }
+    let mut names = Names::default();
     for b in collect(s, &[REF, CALLS].concat(), params).await? {
         let cap = string_values(b.column(0));
         let tid = b.column(1).as_primitive::<Int32Type>();
@@ -472,24 +499,24 @@ async fn calls(s: &Session, params: &[(&str, ScalarValue)], out: &mut Vec<Span>)
                 .or_else(|| process.get(&(capture.clone(), tid)).copied())
                 .unwrap_or(tid);
             let mut a = vec![(
-                "args".to_string(),
+                names.of("args"),
                 Arg::Text(args[i].clone().unwrap_or_default()),
             )];
             if let Some(r) = &ret[i] {
-                a.push(("ret".into(), Arg::Text(r.clone())));
+                a.push((names.of("ret"), Arg::Text(r.clone())));
             }
             if let Some(f) = &fd[i] {
-                a.push(("file".into(), Arg::Text(f.clone())));
+                a.push((names.of("file"), Arg::Text(f.clone())));
             }
             out.push(Span {
-                capture,
+                capture: names.of(&capture),
                 pid: Some(pid),
                 tid: Some(tid),
-                comm: comm[i].clone(),
+                comm: names.opt(&comm[i]),
                 place: Place::Thread,
                 start_ns: ts.value(i),
                 duration_ns: opt(dur, i).map(|d| d.max(0)),
-                name: name[i].clone().unwrap_or_default(),
+                name: names.of(name[i].as_deref().unwrap_or_default()),
                 category: "syscall",
                 args: a,
             });
@@ -508,6 +535,7 @@ async fn states(
     shift: &HashMap<String, i64>,
     out: &mut Vec<Span>,
 ) -> Result<()> {
+    let mut names = Names::default();
     for b in collect(s, STATES, params).await? {
         let cap = string_values(b.column(0));
         let pid = b.column(1).as_primitive::<Int32Type>();
@@ -522,20 +550,20 @@ async fn states(
             let st = state[i].clone().unwrap_or_default();
             let mut args = Vec::new();
             if let Some(v) = &out_via[i] {
-                args.push(("switched out by".to_string(), Arg::Text(v.clone())));
+                args.push((names.of("switched out by"), Arg::Text(v.clone())));
             }
             if let Some(v) = &end_via[i] {
-                args.push(("end known by".to_string(), Arg::Text(v.clone())));
+                args.push((names.of("end known by"), Arg::Text(v.clone())));
             }
             out.push(Span {
                 start_ns: start.value(i) + shift.get(&capture).copied().unwrap_or(0),
-                capture,
+                capture: names.of(&capture),
                 pid: opt(pid, i),
                 tid: Some(tid.value(i)),
                 comm: None,
                 place: Place::ThreadTrack(STATE_TRACK.into()),
                 duration_ns: Some(dur.value(i).max(0)),
-                name: state_name(&st),
+                name: names.of(&state_name(&st)),
                 category: "thread_state",
                 args,
             });
@@ -583,18 +611,20 @@ async fn instants(
                 && !e.starts_with("syscalls:sys_exit_")
         })
         .collect();
+    let mut names = Names::default();
     for ev in events {
         let mut args = vec![lit(ev.as_str())];
         for c in captures {
             args.extend([lit("capture"), lit(c.as_str())]);
         }
         let df = crate::functions::call(s, "tracepoint", &args).await?;
-        let names: Vec<String> = df
+        let fields: Vec<Name> = df
             .schema()
             .fields()
             .iter()
-            .map(|f| f.name().clone())
+            .map(|f| names.of(f.name()))
             .collect();
+        let event = names.of(&ev);
         for b in df.collect().await? {
             let cap = string_values(b.column(0));
             let time = b.column(2).as_primitive::<Int64Type>();
@@ -602,31 +632,31 @@ async fn instants(
             let tid = b.column(4).as_primitive::<Int32Type>();
             let cpu = b.column(5).as_primitive::<UInt32Type>();
             let comm = string_values(b.column(6));
-            let fields: Vec<(usize, Fielded)> = (8..b.num_columns())
+            let columns: Vec<(usize, Fielded)> = (8..b.num_columns())
                 .map(|j| Ok((j, Fielded::of(b.column(j))?)))
                 .collect::<Result<_>>()?;
             for i in 0..b.num_rows() {
                 let Some(t) = opt(time, i) else { continue };
                 let capture = cap[i].clone().unwrap_or_default();
-                let mut a = Vec::with_capacity(fields.len() + 1);
+                let mut a = Vec::with_capacity(columns.len() + 1);
                 if let Some(c) = opt(cpu, i) {
                     // `cpu`, or `common_cpu` when a field takes the name.
-                    a.push((names[5].clone(), Arg::Int(c as i64)));
+                    a.push((fields[5].clone(), Arg::Int(c as i64)));
                 }
-                for (j, f) in &fields {
+                for (j, f) in &columns {
                     if let Some(v) = f.at(i) {
-                        a.push((names[*j].clone(), v));
+                        a.push((fields[*j].clone(), v));
                     }
                 }
                 out.push(Span {
                     start_ns: t + shift.get(&capture).copied().unwrap_or(0),
-                    capture,
+                    capture: names.of(&capture),
                     pid: opt(pid, i),
                     tid: opt(tid, i),
-                    comm: comm[i].clone(),
+                    comm: names.opt(&comm[i]),
                     place: Place::Thread,
                     duration_ns: None,
-                    name: ev.clone(),
+                    name: event.clone(),
                     category: "tracepoint",
                     args: a,
                 });
@@ -711,6 +741,7 @@ async fn pairs(
     }
     let name = p.name();
     let df = crate::functions::call(s, "tracepoint_pairs", &args).await?;
+    let mut names = Names::default();
     for b in df.collect().await? {
         let col = |n: &str| {
             b.column_by_name(n)
@@ -734,22 +765,22 @@ async fn pairs(
             let capture = cap[i].clone().unwrap_or_default();
             let mut a = Vec::new();
             if let Some(k) = &key[i] {
-                a.push((p.key.join("/"), Arg::Text(k.clone())));
+                a.push((names.of(&p.key.join("/")), Arg::Text(k.clone())));
             }
             for (n, v) in [("tid", opt(tid, i)), ("end tid", opt(end_tid, i))] {
                 if let Some(v) = v {
-                    a.push((n.to_string(), Arg::Int(v as i64)));
+                    a.push((names.of(n), Arg::Int(v as i64)));
                 }
             }
             out.push(Span {
                 start_ns: start.value(i) + shift.get(&capture).copied().unwrap_or(0),
-                capture,
+                capture: names.of(&capture),
                 pid: opt(pid, i),
                 tid: opt(tid, i),
-                comm: comm[i].clone(),
+                comm: names.opt(&comm[i]),
                 place: Place::Capture(name.clone()),
                 duration_ns: Some(dur.value(i).max(0)),
-                name: name.clone(),
+                name: names.of(&name),
                 category: "pair",
                 args: a,
             });
@@ -769,6 +800,7 @@ async fn lbr(
     shift: &HashMap<String, i64>,
     out: &mut Vec<Span>,
 ) -> Result<()> {
+    let mut names = Names::default();
     for b in collect(s, LBR, params).await? {
         let cap = string_values(b.column(0));
         let pid = b.column(1).as_primitive::<Int32Type>();
@@ -783,16 +815,16 @@ async fn lbr(
             let d = d.value(i).max(0);
             out.push(Span {
                 start_ns: end.value(i) - d + shift.get(&capture).copied().unwrap_or(0),
-                capture,
+                capture: names.of(&capture),
                 pid: opt(pid, i),
                 tid: opt(tid, i),
-                comm: comm[i].clone(),
+                comm: names.opt(&comm[i]),
                 place: Place::ThreadTrack(LBR_TRACK.into()),
                 duration_ns: Some(d),
-                name: function[i].clone().unwrap_or_default(),
+                name: names.of(function[i].as_deref().unwrap_or_default()),
                 category: "lbr",
                 args: vec![(
-                    "event".into(),
+                    names.of("event"),
                     Arg::Text(event[i].clone().unwrap_or_default()),
                 )],
             });
@@ -818,14 +850,14 @@ async fn ranges(
         let o = to_trace(&cap);
         for x in ranges {
             out.push(Span {
-                capture: cap.clone(),
+                capture: cap.as_str().into(),
                 pid: None,
                 tid: None,
                 comm: None,
                 place: Place::Capture(track.clone()),
                 start_ns: x.start - o,
                 duration_ns: Some(x.end - x.start),
-                name: r.text.clone(),
+                name: r.text.as_str().into(),
                 category: "exhaustion",
                 args: Vec::new(),
             });
