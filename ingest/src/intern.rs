@@ -129,6 +129,21 @@ impl<K: Eq> IdTable<K> {
         (id, true)
     }
 
+    /// The id of `key` when it was seen; `hash` as [`IdTable::id`]'s.
+    #[inline]
+    pub fn get(&self, key: K, hash: impl Fn(&K) -> u64) -> Option<usize> {
+        let keys = &self.keys;
+        self.table
+            .find(hash(&key), |&id| keys[id as usize] == key)
+            .map(|&id| id as usize)
+    }
+
+    /// The key of an id given.
+    #[inline]
+    pub fn key(&self, id: usize) -> &K {
+        &self.keys[id]
+    }
+
     /// Distinct keys seen (ids given).
     pub fn len(&self) -> usize {
         self.keys.len()

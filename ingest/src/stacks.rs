@@ -72,14 +72,39 @@ pub struct StackTables {
     /// Frames by (module, rel_pc, index in `contexts`, is_return).
     frame_ids: IdTable<(i64, u64, u8, bool)>,
     contexts: Vec<&'static str>,
-    /// Stack ids by the 128-bit XXH3 hash of the stack's frame ids: ~26
+    /// Stack ids by the 128-bit XXH3 hash of the stack's frame keys
+    /// (module, address, context, return: what a frame id stands for, so
+    /// a stack seen before is found without interning its frames): ~26
     /// bytes per distinct stack instead of the stack itself (a
     /// system-wide recording has millions of distinct stacks of ~20
     /// frames). Two different stacks share a hash with probability about
     /// n²/2^129 (10^-25 for 10 million stacks).
     stack_ids: IdTable<u128>,
-    /// Reused buffer for the hashed bytes.
+    /// Reused buffers: the hashed bytes, frame ids.
     key: Vec<u8>,
+    ids: Vec<i64>,
+    rows: Vec<i64>,
+}
+
+/// A frame resolved (its module and address known), before it has an id.
+#[derive(Clone, Copy, Debug)]
+pub struct Resolved {
+    /// Negative: no module.
+    pub module: i64,
+    pub rel_pc: u64,
+    pub context: &'static str,
+    pub is_return: bool,
+    /// Kept with the frame when it is new (its first sighting).
+    pub pid: Option<i32>,
+    pub ip: u64,
+}
+
+/// A frame's key as a stack's hashed bytes hold it.
+#[inline]
+fn push_key(key: &mut Vec<u8>, module: i64, rel_pc: u64, context: u8, is_return: bool) {
+    key.extend_from_slice(&module.to_le_bytes());
+    key.extend_from_slice(&rel_pc.to_le_bytes());
+    key.extend_from_slice(&[context, is_return as u8]);
 }
 
 impl StackTables {
@@ -95,6 +120,8 @@ impl StackTables {
             contexts: Vec::new(),
             stack_ids: IdTable::default(),
             key: Vec::new(),
+            ids: Vec::new(),
+            rows: Vec::new(),
         })
     }
 
@@ -168,22 +195,64 @@ impl StackTables {
         }
     }
 
-    /// The id of the stack of `frames` (leaf first), added when new.
+    /// The id of the stack of `frames` (frame ids, leaf first), added
+    /// when new.
     pub fn stack(&mut self, frames: &[i64]) -> i64 {
         self.key.clear();
-        for f in frames {
-            self.key.extend_from_slice(&f.to_le_bytes());
+        for &f in frames {
+            let (module, rel_pc, context, is_return) = *self.frame_ids.key(f as usize);
+            push_key(&mut self.key, module, rel_pc, context, is_return);
         }
         let h = twox_hash::XxHash3_128::oneshot(&self.key);
+        self.stack_of_key(h, |t| t.extend_from_slice(frames))
+    }
+
+    /// The id of the stack of `frames` (resolved, leaf first), added when
+    /// new with its frames: a stack seen before costs one hash of its
+    /// frames' keys and one lookup, not one per frame.
+    pub fn stack_resolved(&mut self, frames: &[Resolved]) -> i64 {
+        self.key.clear();
+        for f in frames {
+            let c = self.context_code(f.context);
+            push_key(&mut self.key, f.module, f.rel_pc, c, f.is_return);
+        }
+        let h = twox_hash::XxHash3_128::oneshot(&self.key);
+        if let Some(id) = self.stack_ids.get(h, |h| *h as u64) {
+            return id as i64;
+        }
+        let mut ids = std::mem::take(&mut self.ids);
+        ids.clear();
+        for f in frames {
+            ids.push(self.frame(
+                f.module,
+                f.rel_pc,
+                f.context,
+                f.is_return,
+                f.pid,
+                Some(f.ip),
+            ));
+        }
+        let id = self.stack_of_key(h, |t| t.extend_from_slice(&ids));
+        self.ids = ids;
+        id
+    }
+
+    /// The id of the stack whose key hashes to `h`; when new, its rows
+    /// (the frame ids `frames` gives) are added.
+    fn stack_of_key(&mut self, h: u128, frames: impl FnOnce(&mut Vec<i64>)) -> i64 {
         // The hash is already uniform: its low bits place it in the table.
         let (id, new) = self.stack_ids.id(h, |h| *h as u64);
         let id = id as i64;
         if new {
-            for (d, f) in frames.iter().enumerate() {
+            let mut ids = std::mem::take(&mut self.rows);
+            ids.clear();
+            frames(&mut ids);
+            for (d, f) in ids.iter().enumerate() {
                 self.stacks.stack_id.append_value(id);
                 self.stacks.depth.append_value(d as i32);
                 self.stacks.frame_id.append_value(*f);
             }
+            self.rows = ids;
         }
         id
     }

@@ -466,7 +466,15 @@ pub async fn stack_profile(
     let mut locations: Vec<Location> = Vec::new();
     let mut loc_index: FxHashMap<Location, u32> = FxHashMap::default();
     let mut chains: Vec<_> = chains.into_iter().collect();
-    chains.sort_unstable_by_key(|(k, _)| *k);
+    // In order of (segment name, frame_id): segments are numbered in the
+    // order the scan delivered them, which varies from run to run.
+    let mut seg_rank = vec![0u32; seg_ids.len()];
+    let mut by_name: Vec<(&String, &u32)> = seg_ids.iter().collect();
+    by_name.sort_unstable();
+    for (rank, (_, &id)) in by_name.into_iter().enumerate() {
+        seg_rank[id as usize] = rank as u32;
+    }
+    chains.sort_unstable_by_key(|((seg, fid), _)| (seg_rank[*seg as usize], *fid));
     // (In one segment, frames are distinct locations already.)
     let one_segment = seg_ids.len() == 1;
     for (key, (mut loc, mut levels)) in chains {

@@ -20,7 +20,7 @@ use std::sync::Arc;
 use rustc_hash::FxHashMap as HashMap;
 
 use crate::intern::SliceMap;
-use crate::stacks::StackTables;
+use crate::stacks::{Resolved, StackTables};
 
 use super::header::{hex, EventDesc, Metadata};
 use super::records::{CpuMode, Mmap, Payload, Record, Sample, SampleId, SyscallPayload};
@@ -172,6 +172,8 @@ pub struct PerfConverter {
     comms: HashMap<(i32, i32), (Arc<str>, i32)>,
     threads: HashMap<(i32, i32, i32), ThreadInfo>,
     chain: Vec<i64>,
+    /// Reused: the frames of the stack being resolved.
+    resolved: Vec<Resolved>,
     /// Index of the first user frame in `chain` (None: no user frames).
     chain_user_from: Option<usize>,
     /// Per branch entry of the current sample: (from frame, to frame,
@@ -239,6 +241,7 @@ impl PerfConverter {
             comms: HashMap::default(),
             threads: HashMap::default(),
             chain: Vec::new(),
+            resolved: Vec::new(),
             chain_user_from: None,
             lbr: Vec::new(),
             branch_history: Default::default(),
@@ -729,7 +732,7 @@ impl PerfConverter {
         want_user: bool,
         lbr: bool,
     ) -> (Option<i64>, Option<i64>) {
-        let mut chain = std::mem::take(&mut self.chain);
+        let mut chain = std::mem::take(&mut self.resolved);
         chain.clear();
         // Index of the first user frame: the user context follows the
         // kernel's in a callchain, and unwound frames come last.
@@ -766,7 +769,7 @@ impl PerfConverter {
                     Some(ip) if user_sample && first => ip,
                     _ => v,
                 };
-                chain.push(self.frame(s.pid, v, cur, !first));
+                chain.push(self.resolve(s.pid, v, cur, !first));
                 first = false;
             }
         }
@@ -775,7 +778,7 @@ impl PerfConverter {
             let frames = std::mem::take(&mut self.unwound);
             user_from.get_or_insert(chain.len());
             for (i, &a) in frames.iter().enumerate() {
-                chain.push(self.frame(s.pid, a, CpuMode::User, i > 0));
+                chain.push(self.resolve(s.pid, a, CpuMode::User, i > 0));
             }
             self.unwound = frames;
         }
@@ -784,25 +787,27 @@ impl PerfConverter {
                 if mode == CpuMode::User {
                     user_from = Some(0);
                 }
-                chain.push(self.frame(s.pid, ip, mode, false));
+                chain.push(self.resolve(s.pid, ip, mode, false));
             }
         }
         if lbr && user_from.is_some() {
             if let Some(b) = &s.branch {
                 // Call instructions, not return addresses.
                 for e in b.iter() {
-                    chain.push(self.frame(s.pid, e.from, CpuMode::User, false));
+                    chain.push(self.resolve(s.pid, e.from, CpuMode::User, false));
                 }
             }
         }
-        let stack_id = (!chain.is_empty()).then(|| self.stacks.stack(&chain));
+        let stack_id = (!chain.is_empty()).then(|| self.stacks.stack_resolved(&chain));
         self.chain_user_from = user_from;
         let user_id = match user_from {
             Some(0) => stack_id,
-            Some(i) if want_user && i < chain.len() => Some(self.stacks.stack(&chain[i..])),
+            Some(i) if want_user && i < chain.len() => {
+                Some(self.stacks.stack_resolved(&chain[i..]))
+            }
             _ => None,
         };
-        self.chain = chain;
+        self.resolved = chain;
         (stack_id, user_id)
     }
 
@@ -981,20 +986,38 @@ impl PerfConverter {
     }
 
     fn frame(&mut self, pid: Option<i32>, ip: u64, mode: CpuMode, is_return: bool) -> i64 {
-        let (module, rel) = {
-            let space = if mode.is_kernel() {
-                self.kernel_space.get(&self.source_id)
-            } else {
-                pid.and_then(|p| self.spaces.get(&(self.source_id, p)))
-            };
-            match space.and_then(|s| lookup_with_start(&s.map, ip)) {
-                Some((start, m)) if m.is_file => (m.module, (ip - start).wrapping_add(m.pgoff)),
-                Some((_, m)) => (m.module, ip),
-                None => (-1, ip),
-            }
+        let r = self.resolve(pid, ip, mode, is_return);
+        self.stacks.frame(
+            r.module,
+            r.rel_pc,
+            r.context,
+            r.is_return,
+            r.pid,
+            Some(r.ip),
+        )
+    }
+
+    /// The module and address of `ip` in `pid`'s address space (or the
+    /// kernel's) now.
+    fn resolve(&self, pid: Option<i32>, ip: u64, mode: CpuMode, is_return: bool) -> Resolved {
+        let space = if mode.is_kernel() {
+            self.kernel_space.get(&self.source_id)
+        } else {
+            pid.and_then(|p| self.spaces.get(&(self.source_id, p)))
         };
-        self.stacks
-            .frame(module, rel, mode.as_str(), is_return, pid, Some(ip))
+        let (module, rel_pc) = match space.and_then(|s| lookup_with_start(&s.map, ip)) {
+            Some((start, m)) if m.is_file => (m.module, (ip - start).wrapping_add(m.pgoff)),
+            Some((_, m)) => (m.module, ip),
+            None => (-1, ip),
+        };
+        Resolved {
+            module,
+            rel_pc,
+            context: mode.as_str(),
+            is_return,
+            pid,
+            ip,
+        }
     }
 
     /// The frames of the sample's branch entries and the call stack at
@@ -1011,7 +1034,19 @@ impl PerfConverter {
         }
         self.resolve_stack(s, mode, false, filter & BRANCH_CALL_STACK != 0);
         let user_from = self.chain_user_from;
+        // The stack's frame ids (interned with it).
         let mut chain = std::mem::take(&mut self.chain);
+        chain.clear();
+        for r in &self.resolved {
+            chain.push(self.stacks.frame(
+                r.module,
+                r.rel_pc,
+                r.context,
+                r.is_return,
+                r.pid,
+                Some(r.ip),
+            ));
+        }
         let pid = s.pid;
         let first_user = b
             .iter()
