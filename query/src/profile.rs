@@ -36,7 +36,7 @@ pub struct StackProfile {
     pub modules: Vec<Module>,
     pub locations: Vec<Location>,
     /// Per stack, its locations, leaf first.
-    pub stacks: Vec<Vec<u32>>,
+    pub stacks: Stacks,
     /// The samples, in order of (capture, sample_id) when kept apart;
     /// empty when they were spilled to disk (see [`StackProfile::sample_iter`]).
     pub samples: Vec<Sample>,
@@ -44,6 +44,45 @@ pub struct StackProfile {
     pub spilled: Option<Spilled>,
     /// Times of the first and last selected sample (capture clock).
     pub time_range: Option<(i64, i64)>,
+}
+
+/// Stacks of locations, each a slice (leaf first), held in one vector
+/// (a profile has hundreds of thousands: one allocation each cost their
+/// building and their freeing).
+#[derive(Debug, Default, Clone)]
+pub struct Stacks {
+    locations: Vec<u32>,
+    /// Where each stack ends in `locations`.
+    ends: Vec<usize>,
+}
+
+impl Stacks {
+    /// Adds a stack; its index is the number of stacks before it.
+    pub fn push(&mut self, locations: impl IntoIterator<Item = u32>) {
+        self.locations.extend(locations);
+        self.ends.push(self.locations.len());
+    }
+
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &[u32]> + '_ {
+        (0..self.len()).map(|i| &self[i])
+    }
+}
+
+impl std::ops::Index<usize> for Stacks {
+    type Output = [u32];
+
+    fn index(&self, i: usize) -> &[u32] {
+        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        &self.locations[start..self.ends[i]]
+    }
 }
 
 /// A module (executable, library, kernel) that locations are in.
@@ -517,30 +556,31 @@ pub async fn stack_profile(
         }
     }
     let mut rows: Vec<(i32, i64)> = Vec::new();
-    let stacks: Vec<Vec<u32>> = (0..stack_ids.len())
-        .map(|st| {
-            let (start, n) = run_of[st];
-            let mut run = &flat[start..start + n];
-            if let Some(more) = split.get(&(st as u32)) {
-                rows.clear();
-                rows.extend_from_slice(run);
-                rows.extend_from_slice(more);
-                rows.sort_unstable();
-                run = &rows;
-            } else if !run.is_sorted() {
-                // The table's rows come in depth order; sorted when not.
-                rows.clear();
-                rows.extend_from_slice(run);
-                rows.sort_unstable();
-                run = &rows;
-            }
-            let c = stack_seg[st];
+    let mut stacks = Stacks::default();
+    stacks.ends.reserve(stack_ids.len());
+    for st in 0..stack_ids.len() {
+        let (start, n) = run_of[st];
+        let mut run = &flat[start..start + n];
+        if let Some(more) = split.get(&(st as u32)) {
+            rows.clear();
+            rows.extend_from_slice(run);
+            rows.extend_from_slice(more);
+            rows.sort_unstable();
+            run = &rows;
+        } else if !run.is_sorted() {
+            // The table's rows come in depth order; sorted when not.
+            rows.clear();
+            rows.extend_from_slice(run);
+            rows.sort_unstable();
+            run = &rows;
+        }
+        let c = stack_seg[st];
+        stacks.push(
             run.iter()
                 .filter_map(|&(_, fid)| frames_used.get(c, fid))
-                .filter(|&l| l != USED)
-                .collect()
-        })
-        .collect();
+                .filter(|&l| l != USED),
+        );
+    }
     Ok(StackProfile {
         event: sel.event.to_string(),
         weight: sel.weight.name().map(|_| sel.weight.arg()),
