@@ -179,6 +179,18 @@ impl StackTables {
         id
     }
 
+    /// The id of a resolved frame ([`StackTables::frame`]).
+    pub fn frame_of(&mut self, f: &Resolved) -> i64 {
+        self.frame(
+            f.module,
+            f.rel_pc,
+            f.context,
+            f.is_return,
+            f.pid,
+            Some(f.ip),
+        )
+    }
+
     /// A small number per callchain context (there are a handful).
     #[inline]
     fn context_code(&mut self, context: &'static str) -> u8 {
@@ -223,14 +235,7 @@ impl StackTables {
         let mut ids = std::mem::take(&mut self.ids);
         ids.clear();
         for f in frames {
-            ids.push(self.frame(
-                f.module,
-                f.rel_pc,
-                f.context,
-                f.is_return,
-                f.pid,
-                Some(f.ip),
-            ));
+            ids.push(self.frame_of(f));
         }
         let id = self.stack_of_key(h, |t| t.extend_from_slice(&ids));
         self.ids = ids;

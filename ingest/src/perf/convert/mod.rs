@@ -987,14 +987,7 @@ impl PerfConverter {
 
     fn frame(&mut self, pid: Option<i32>, ip: u64, mode: CpuMode, is_return: bool) -> i64 {
         let r = self.resolve(pid, ip, mode, is_return);
-        self.stacks.frame(
-            r.module,
-            r.rel_pc,
-            r.context,
-            r.is_return,
-            r.pid,
-            Some(r.ip),
-        )
+        self.stacks.frame_of(&r)
     }
 
     /// The module and address of `ip` in `pid`'s address space (or the
@@ -1038,14 +1031,7 @@ impl PerfConverter {
         let mut chain = std::mem::take(&mut self.chain);
         chain.clear();
         for r in &self.resolved {
-            chain.push(self.stacks.frame(
-                r.module,
-                r.rel_pc,
-                r.context,
-                r.is_return,
-                r.pid,
-                Some(r.ip),
-            ));
+            chain.push(self.stacks.frame_of(r));
         }
         let pid = s.pid;
         let first_user = b
