@@ -37,8 +37,6 @@ pub use run::{Event, Options, Outcome, Summary};
 
 use std::path::{Path, PathBuf};
 
-use trawl_ingest::unwind::StackUnwinder;
-
 /// Whether an archive or source names an object store (`s3://...`).
 pub use trawl_capture::cloud::is_url;
 
@@ -46,20 +44,20 @@ pub use trawl_capture::cloud::is_url;
 /// directory or an object store URL (`s3://bucket/archive`, see
 /// `remote.rs`). `enrich` runs on each capture's staging directory before
 /// it is committed (symbolization) and returns a note for the manifest;
-/// `unwinder` gives each ingest its stack unwinder; `progress` hears of
+/// `seams` gives each ingest its stack unwinder and module sink; `progress` hears of
 /// each capture as it is done.
 pub fn ingest(
     srcs: &[PathBuf],
     archive: &Path,
     opts: &Options,
     enrich: &(dyn Fn(&Path) -> Option<String> + Sync),
-    unwinder: &(dyn Fn() -> Option<Box<dyn StackUnwinder>> + Sync),
+    seams: &(dyn Fn() -> trawl_ingest::Seams + Sync),
     progress: &mut dyn FnMut(Event<'_>),
 ) -> Result<Summary> {
     if is_url(archive) || srcs.iter().any(|s| is_url(s)) {
-        return remote::ingest(srcs, archive, opts, enrich, unwinder, progress);
+        return remote::ingest(srcs, archive, opts, enrich, seams, progress);
     }
-    run::ingest_local(srcs, archive, opts, enrich, unwinder, progress)
+    run::ingest_local(srcs, archive, opts, enrich, seams, progress)
 }
 
 /// Compacts an archive, a directory or an object store URL (see

@@ -40,7 +40,6 @@ use std::time::{Duration, SystemTime};
 
 use trawl_capture::cloud::object_store::ObjectStoreExt;
 use trawl_capture::cloud::{self, block_on, Location, Version};
-use trawl_ingest::unwind::StackUnwinder;
 
 use crate::run::{ingest_into, Target};
 use crate::{Error, Event, Options, Result, Summary};
@@ -61,7 +60,7 @@ pub(crate) fn ingest(
     archive: &Path,
     opts: &Options,
     enrich: &(dyn Fn(&Path) -> Option<String> + Sync),
-    unwinder: &(dyn Fn() -> Option<Box<dyn StackUnwinder>> + Sync),
+    seams: &(dyn Fn() -> trawl_ingest::Seams + Sync),
     progress: &mut dyn FnMut(Event<'_>),
 ) -> Result<Summary> {
     let work = tempfile::Builder::new()
@@ -100,14 +99,14 @@ pub(crate) fn ingest(
     }
     let mut summary = if let Some(target) = &mut target {
         let named = Named(&*target, &fetched);
-        let r = ingest_into(&local_srcs, &named, opts, enrich, unwinder, progress);
+        let r = ingest_into(&local_srcs, &named, opts, enrich, seams, progress);
         target.release();
         r?
     } else {
         std::fs::create_dir_all(archive).map_err(|e| Error::io(archive, e))?;
         let local = crate::run::Local(archive);
         let named = Named(&local, &fetched);
-        ingest_into(&local_srcs, &named, opts, enrich, unwinder, progress)?
+        ingest_into(&local_srcs, &named, opts, enrich, seams, progress)?
     };
     // Paths of downloaded sources as their URLs.
     for (p, _) in &mut summary.skipped_files {

@@ -30,7 +30,6 @@ use arrow::array::{Array, AsArray};
 use arrow::datatypes::Int64Type;
 use trawl_capture::schema::{self, SCHEMA_VERSION};
 use trawl_ingest::readback::{col, read_table};
-use trawl_ingest::unwind::StackUnwinder;
 
 use crate::manifest::{
     files_of, listed_in_directories, read_manifest, read_segment_files, write_manifest, CaptureRow,
@@ -119,11 +118,11 @@ pub(crate) fn ingest_local(
     archive: &Path,
     opts: &Options,
     enrich: &(dyn Fn(&Path) -> Option<String> + Sync),
-    unwinder: &(dyn Fn() -> Option<Box<dyn StackUnwinder>> + Sync),
+    seams: &(dyn Fn() -> trawl_ingest::Seams + Sync),
     progress: &mut dyn FnMut(Event<'_>),
 ) -> Result<Summary> {
     std::fs::create_dir_all(archive).map_err(|e| Error::io(archive, e))?;
-    ingest_into(srcs, &Local(archive), opts, enrich, unwinder, progress)
+    ingest_into(srcs, &Local(archive), opts, enrich, seams, progress)
 }
 
 /// Where an ingest's captures go: ingested in a local directory (the
@@ -231,7 +230,7 @@ pub(crate) fn ingest_into(
     target: &dyn Target,
     opts: &Options,
     enrich: &(dyn Fn(&Path) -> Option<String> + Sync),
-    unwinder: &(dyn Fn() -> Option<Box<dyn StackUnwinder>> + Sync),
+    seams: &(dyn Fn() -> trawl_ingest::Seams + Sync),
     progress: &mut dyn FnMut(Event<'_>),
 ) -> Result<Summary> {
     let archive = target.local();
@@ -422,7 +421,7 @@ pub(crate) fn ingest_into(
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 let Some(job) = todo.get(i) else { break };
                 let staged = staged_root.join(format!("{i}"));
-                let (outcome, row, dir) = ingest_one(&staged, job, ingest_opts, enrich, unwinder);
+                let (outcome, row, dir) = ingest_one(&staged, job, ingest_opts, enrich, seams);
                 if tx.send((i, outcome, row, dir)).is_err() {
                     break;
                 }
@@ -799,15 +798,14 @@ fn ingest_one(
     job: &Job,
     opts: &trawl_ingest::IngestOptions,
     enrich: &(dyn Fn(&Path) -> Option<String> + Sync),
-    unwinder: &(dyn Fn() -> Option<Box<dyn StackUnwinder>> + Sync),
+    seams: &(dyn Fn() -> trawl_ingest::Seams + Sync),
 ) -> (Outcome, CaptureRow, Option<PathBuf>) {
     let _ = std::fs::remove_dir_all(dir);
     let mut note = None;
-    let result =
-        trawl_ingest::ingest_with_unwinder(&job.planned.inputs, dir, opts, unwinder(), |staging| {
-            note = enrich(staging);
-            Ok(())
-        });
+    let result = trawl_ingest::ingest_with(&job.planned.inputs, dir, opts, seams(), |staging| {
+        note = enrich(staging);
+        Ok(())
+    });
     let mut row = CaptureRow {
         capture: job.planned.name.clone(),
         status: Status::Ok,

@@ -482,6 +482,84 @@ impl Unwinder {
     }
 }
 
+/// Learns the symbols of each module of a capture ahead, as ingest meets
+/// the module's first frame ([`trawl_symbolize::prepare`], on a thread of
+/// its own), so that symbolizing the capture after its last sample finds
+/// them learnt: reading the samples and learning the modules overlap.
+/// Dropped (ingest is done with the samples), it finishes the module
+/// under way and leaves the rest to [`symbolize_capture`].
+pub struct Prefetch {
+    tx: Option<std::sync::mpsc::Sender<(ModuleRequest, Option<String>)>>,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Prefetch {
+    /// A prefetcher learning with `cfg` (clones share what they learn),
+    /// behind ingest's seam.
+    pub fn boxed(cfg: trawl_symbolize::Config) -> Box<dyn trawl_ingest::stacks::ModuleSink> {
+        use std::sync::atomic::Ordering;
+        let (tx, rx) = std::sync::mpsc::channel::<(ModuleRequest, Option<String>)>();
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let stopped = stop.clone();
+        let thread = std::thread::Builder::new()
+            .name("trawl-prefetch".into())
+            .spawn(move || {
+                while let Ok((req, release)) = rx.recv() {
+                    if stopped.load(Ordering::Relaxed) {
+                        break;
+                    }
+                    if req.kernel {
+                        // As `symbolize_capture` configures the kernel's.
+                        let mut cfg = cfg.clone();
+                        cfg.kernel_build_id = req.build_id.clone();
+                        cfg.kernel_release = release;
+                        trawl_symbolize::prepare(&cfg, &req);
+                    } else {
+                        trawl_symbolize::prepare(&cfg, &req);
+                    }
+                }
+            })
+            .ok();
+        Box::new(Prefetch {
+            tx: thread.is_some().then_some(tx),
+            stop,
+            thread,
+        })
+    }
+}
+
+impl trawl_ingest::stacks::ModuleSink for Prefetch {
+    fn used(&mut self, m: &trawl_ingest::stacks::UsedModule<'_>) {
+        // The modules `symbolize_capture` asks for (the kernel's symbols
+        // are keyed by the kernel image's build-id).
+        let wanted = if m.is_kernel {
+            m.path == "[kernel.kallsyms]"
+        } else {
+            m.is_file
+        };
+        if let (true, Some(tx)) = (wanted, &self.tx) {
+            let req = ModuleRequest {
+                path: m.path.to_string(),
+                build_id: m.build_id.map(str::to_string),
+                kernel: m.is_kernel,
+                addresses: Vec::new(),
+            };
+            let _ = tx.send((req, m.os_release.map(str::to_string)));
+        }
+    }
+}
+
+impl Drop for Prefetch {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.tx = None;
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
 /// What the enrichment stages did to a staged capture (`report`: one line
 /// each), the stages that failed (`problems`), and what went wrong with
 /// the symbol store (`warnings`: parts that did not read back and were
@@ -545,6 +623,18 @@ pub struct Enrichment<'a> {
     pub unwind: bool,
 }
 
+impl Enrichment<'_> {
+    /// What ingest is lent while it reads the samples: the unwinder of
+    /// `--call-graph dwarf` stacks when they are unwound, and the
+    /// [`Prefetch`] of the modules' symbols when frames are named.
+    pub fn seams(&self) -> trawl_ingest::Seams {
+        trawl_ingest::Seams {
+            unwinder: self.unwind.then(|| Unwinder::boxed(self.cfg.clone())),
+            modules: self.symbolize.then(|| Prefetch::boxed(self.cfg.clone())),
+        }
+    }
+}
+
 /// Converts `inputs` into the capture `out` and enriches it in its staging
 /// directory before it is committed, so that it appears complete or not
 /// at all: the ingest of the CLI and of the Python package. `checkpoint`
@@ -557,9 +647,8 @@ pub fn ingest(
     how: &Enrichment<'_>,
     mut checkpoint: impl FnMut(&str) -> trawl_ingest::Result<()>,
 ) -> trawl_ingest::Result<(trawl_ingest::IngestSummary, Enriched)> {
-    let unwinder = how.unwind.then(|| Unwinder::boxed(how.cfg.clone()));
     let mut enriched = Enriched::default();
-    let summary = trawl_ingest::ingest_with_unwinder(inputs, out, opts, unwinder, |staging| {
+    let summary = trawl_ingest::ingest_with(inputs, out, opts, how.seams(), |staging| {
         if how.symbolize {
             checkpoint("symbolizing")?;
             enriched = enrich(staging, how.cfg, how.flat);

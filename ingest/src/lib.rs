@@ -61,5 +61,5 @@ pub use writer::CaptureWriter;
 pub use detect::{input_format, open_text};
 pub use formats::MAX_WHOLE_INPUT;
 pub use formats::{detect, Format, HEAD_BYTES};
-pub use pipeline::{ingest, ingest_with_unwinder, IngestOptions, IngestSummary, InputSummary};
+pub use pipeline::{ingest, ingest_with, IngestOptions, IngestSummary, InputSummary, Seams};
 pub use progress::Progress;

@@ -73,18 +73,28 @@ pub fn ingest(
     opts: &IngestOptions,
     before_commit: impl FnOnce(&Path) -> Result<()>,
 ) -> Result<IngestSummary> {
-    ingest_with_unwinder(inputs, out, opts, None, before_commit)
+    ingest_with(inputs, out, opts, Seams::default(), before_commit)
 }
 
-/// [`ingest`], unwinding `--call-graph dwarf` samples with `unwinder`.
-pub fn ingest_with_unwinder(
+/// What enrichment lends ingest while the samples are read: the
+/// unwinder of `--call-graph dwarf` stacks, and a sink told of each
+/// module as its first frame is met (trawl-enrich learns its symbols
+/// then).
+#[derive(Default)]
+pub struct Seams {
+    pub unwinder: Option<Box<dyn unwind::StackUnwinder>>,
+    pub modules: Option<Box<dyn crate::stacks::ModuleSink>>,
+}
+
+/// [`ingest`] with enrichment's [`Seams`].
+pub fn ingest_with(
     inputs: &[PathBuf],
     out: &Path,
     opts: &IngestOptions,
-    unwinder: Option<Box<dyn unwind::StackUnwinder>>,
+    seams: Seams,
     before_commit: impl FnOnce(&Path) -> Result<()>,
 ) -> Result<IngestSummary> {
-    let mut run = Run::new(out, opts, unwinder)?;
+    let mut run = Run::new(out, opts, seams)?;
     let mut summaries = Vec::new();
     let mut base = 0u64;
     for (i, input) in inputs.iter().enumerate() {
@@ -118,11 +128,7 @@ struct Run<'o> {
 }
 
 impl<'o> Run<'o> {
-    fn new(
-        out: &Path,
-        opts: &'o IngestOptions,
-        unwinder: Option<Box<dyn unwind::StackUnwinder>>,
-    ) -> Result<Run<'o>> {
+    fn new(out: &Path, opts: &'o IngestOptions, seams: Seams) -> Result<Run<'o>> {
         let tz = match &opts.tz {
             Some(z) => Some(
                 z.parse::<chrono_tz::Tz>()
@@ -137,8 +143,11 @@ impl<'o> Run<'o> {
         let mem = memlog::convert::MemConverter::new();
         let econv = energy::convert::EnergyConverter::new(&mut cap)?;
         opts.mem.check().map_err(Error::Usage)?;
-        if let Some(u) = unwinder {
+        if let Some(u) = seams.unwinder {
             conv.set_unwinder(u);
+        }
+        if let Some(m) = seams.modules {
+            conv.stacks.set_module_sink(m);
         }
         Ok(Run {
             opts,

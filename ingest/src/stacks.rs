@@ -29,6 +29,26 @@ pub struct ModuleInfo {
     pub is_file: bool,
 }
 
+/// A module whose first frame was just met ([`ModuleSink`]).
+pub struct UsedModule<'a> {
+    pub path: &'a str,
+    /// The module's build-id: its mapping's, else the one its input's
+    /// header records for its path.
+    pub build_id: Option<&'a str>,
+    pub is_kernel: bool,
+    pub is_file: bool,
+    /// The kernel release the first input's header records.
+    pub os_release: Option<&'a str>,
+}
+
+/// Told of each module of a capture when its first frame is met, while
+/// the samples are still being read: enrichment starts learning the
+/// module's symbols then, on a thread of its own, instead of after the
+/// last sample. A hint: nothing it is told changes a table.
+pub trait ModuleSink: Send {
+    fn used(&mut self, m: &UsedModule<'_>);
+}
+
 table_columns! {
     #[derive(Default)]
     struct StackCols for schema::STACK {
@@ -84,6 +104,12 @@ pub struct StackTables {
     key: Vec<u8>,
     ids: Vec<i64>,
     rows: Vec<i64>,
+    /// Told of each module as its first frame is met, with the build-ids
+    /// and kernel release the inputs' headers record so far.
+    sink: Option<Box<dyn ModuleSink>>,
+    told: Vec<bool>,
+    recorded_build_ids: HashMap<String, String>,
+    os_release: Option<String>,
 }
 
 /// A frame resolved (its module and address known), before it has an id.
@@ -122,7 +148,63 @@ impl StackTables {
             key: Vec::new(),
             ids: Vec::new(),
             rows: Vec::new(),
+            sink: None,
+            told: Vec::new(),
+            recorded_build_ids: HashMap::default(),
+            os_release: None,
         })
+    }
+
+    /// Tells `sink` of each module as its first frame is met.
+    pub fn set_module_sink(&mut self, sink: Box<dyn ModuleSink>) {
+        self.sink = Some(sink);
+    }
+
+    /// What an input's header records of its modules: build-ids by path
+    /// (the first recorded for a path is kept, as `perf_build_id`'s
+    /// readers take it) and the kernel release; [`ModuleSink`]'s hints only.
+    pub fn recorded<'a>(
+        &mut self,
+        build_ids: impl Iterator<Item = (&'a str, String)>,
+        os_release: Option<&str>,
+    ) {
+        if self.sink.is_none() {
+            return;
+        }
+        for (path, b) in build_ids {
+            if !self.recorded_build_ids.contains_key(path) {
+                self.recorded_build_ids.insert(path.to_string(), b);
+            }
+        }
+        if self.os_release.is_none() {
+            self.os_release = os_release.map(str::to_string);
+        }
+    }
+
+    /// Tells the sink of module `m` the first time one of its frames is
+    /// met.
+    #[cold]
+    fn tell(&mut self, m: usize) {
+        let Some(sink) = &mut self.sink else {
+            return;
+        };
+        if self.told.len() <= m {
+            self.told.resize(self.modules.len().max(m + 1), false);
+        }
+        if std::mem::replace(&mut self.told[m], true) {
+            return;
+        }
+        let info = &self.modules[m];
+        sink.used(&UsedModule {
+            path: &info.path,
+            build_id: info
+                .build_id
+                .as_deref()
+                .or_else(|| self.recorded_build_ids.get(&info.path).map(String::as_str)),
+            is_kernel: info.is_kernel,
+            is_file: info.is_file,
+            os_release: self.os_release.as_deref(),
+        });
     }
 
     /// The id of the module `path` (with `build_id`), added when new.
@@ -167,6 +249,9 @@ impl StackTables {
         let id = id as i64;
         if !new {
             return id;
+        }
+        if module >= 0 && self.sink.is_some() {
+            self.tell(module as usize);
         }
         let c = &mut self.frames;
         c.frame_id.append_value(id);
@@ -280,6 +365,8 @@ impl StackTables {
         cap: &mut CaptureWriter,
         build_id_of: impl Fn(&str) -> Option<String>,
     ) -> Result<()> {
+        // Done with the samples: the sink stops learning ahead.
+        self.sink = None;
         self.flush()?;
         cap.close_table(self.stacks_out)?;
         cap.close_table(self.frames_out)?;

@@ -17,7 +17,7 @@
 //! addr2line answers it, and a later capture that samples other
 //! instructions of the same functions opens no file.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 use std::path::PathBuf;
 
 use gimli::{EndianSlice, RunTimeEndian};
@@ -258,36 +258,40 @@ pub fn learn_windows(
         if hi <= lo {
             continue;
         }
-        let mut cuts: BTreeSet<u64> = BTreeSet::new();
-        cuts.insert(lo);
-        cuts.insert(hi);
+        let mut cuts: Vec<u64> = vec![lo, hi];
         let mut probes = vec![lo];
         if let Ok(rows) = ctx.find_location_range(lo, hi) {
             for (addr, len, _) in rows {
                 let end = addr.saturating_add(len);
                 if addr > lo && addr < hi {
-                    cuts.insert(addr);
+                    cuts.push(addr);
                     probes.push(addr);
                 }
                 if end > lo && end < hi {
-                    cuts.insert(end);
+                    cuts.push(end);
                 }
             }
         }
+        // The range ends of each unit holding a probe, once per unit (the
+        // probes of a function are mostly in one).
+        let mut units: Vec<usize> = Vec::new();
         for p in probes {
             let Some(unit) = ctx.find_dwarf_and_unit(p).skip_all_loads() else {
                 continue;
             };
             let key = unit.header.offset().0;
+            if units.contains(&key) {
+                continue;
+            }
+            units.push(key);
             let ends = unit_cuts
                 .entry(key)
                 .or_insert_with(|| unit_range_ends(unit));
             let from = ends.partition_point(|&e| e <= lo);
-            for &e in ends[from..].iter().take_while(|&&e| e < hi) {
-                cuts.insert(e);
-            }
+            cuts.extend(ends[from..].iter().take_while(|&&e| e < hi));
         }
-        let cuts: Vec<u64> = cuts.into_iter().collect();
+        cuts.sort_unstable();
+        cuts.dedup();
         for w in cuts.windows(2) {
             let frames = crate::dwarf::frames(ctx, w[0], names);
             if frames.is_empty() {

@@ -219,6 +219,83 @@ fn may_learn_more(cfg: &Config, r: &ModuleRequest, f: &ModuleFacts) -> bool {
             }))
 }
 
+/// Learns now what [`symbolize`] will need of module `r` whatever the
+/// addresses asked (`r.addresses` is not read): a file's facts from the
+/// store, else its symbol table and load segments from its files (saved
+/// to the store); the running kernel's symbols. What is learnt is kept in
+/// `cfg`'s memo, shared by its clones, where a later `symbolize` of the
+/// module finds it: ingest calls this on a thread of its own when a
+/// module's first frame is met, while the samples are still being read.
+/// Nothing is learnt that `symbolize` of the module would not learn.
+pub fn prepare(cfg: &Config, r: &ModuleRequest) {
+    if r.kernel {
+        // A kallsyms file the user names is read by each `symbolize`.
+        if cfg.kallsyms.is_none() {
+            let _ = cfg.kallsyms();
+        }
+        return;
+    }
+    if is_perf_map_path(&r.path) {
+        return;
+    }
+    let Some(key) = facts_key(cfg, r) else {
+        return;
+    };
+    let slot = cfg.memo().slot(&key, cfg.store.as_ref());
+    let mut held = slot.lock().unwrap_or_else(|e| e.into_inner());
+    match fill(cfg, r, Some(&key), &mut held) {
+        Ok((true, _)) => {
+            if let (Some(store), Some(f)) = (&cfg.store, held.as_ref()) {
+                store.save(
+                    &key,
+                    facts::Part {
+                        base: Some(&f.base),
+                        covered: &[],
+                        lines: &[],
+                    },
+                );
+            }
+        }
+        Ok((false, _)) => {}
+        Err(e) => cfg.memo().put_failure(&key, e),
+    }
+}
+
+/// Fills `held`, the memo's facts of module `r` (under `key`), from its
+/// files when neither the memo nor the store knew them (or they may be
+/// incomplete: see [`may_learn_more`]). Returns whether they were learnt
+/// now, and the module's files when they were opened for it.
+fn fill(
+    cfg: &Config,
+    r: &ModuleRequest,
+    key: Option<&str>,
+    held: &mut Option<ModuleFacts>,
+) -> Result<(bool, Option<std::sync::Arc<memo::Opened>>), ModuleResult> {
+    if held.as_ref().is_some_and(|f| may_learn_more(cfg, r, f))
+        && key.is_some_and(|k| cfg.memo().first_recheck(k))
+    {
+        *held = None;
+        if let Some(k) = key {
+            cfg.memo().open_forget(k);
+        }
+    }
+    if held.is_some() {
+        return Ok((false, None));
+    }
+    if let Some(mut e) = key.and_then(|k| cfg.memo().take_failure(k)) {
+        e.symbols = vec![Resolved::default(); r.addresses.len()];
+        return Err(e);
+    }
+    let found = open_module(cfg, r, key)?;
+    let mut base = learn_base(&found.found, r.addresses.len())?;
+    base.searched = Some(searched(cfg));
+    *held = Some(ModuleFacts {
+        base,
+        ..Default::default()
+    });
+    Ok((true, Some(found)))
+}
+
 /// A file module: answered from its facts, learning (and keeping) what
 /// the addresses asked need.
 fn symbolize_file(cfg: &Config, r: &ModuleRequest) -> ModuleResult {
@@ -229,33 +306,10 @@ fn symbolize_file(cfg: &Config, r: &ModuleRequest) -> ModuleResult {
         None => Default::default(),
     };
     let mut held = slot.lock().unwrap_or_else(|e| e.into_inner());
-    if held.as_ref().is_some_and(|f| may_learn_more(cfg, r, f))
-        && key.as_deref().is_some_and(|k| cfg.memo().first_recheck(k))
-    {
-        *held = None;
-        if let Some(k) = &key {
-            cfg.memo().open_forget(k);
-        }
-    }
-    let mut opened = None;
-    let fresh = held.is_none();
-    if fresh {
-        let found = match open_module(cfg, r, key.as_deref()) {
-            Ok(f) => f,
-            Err(e) => return e,
-        };
-        match learn_base(&found.found, r.addresses.len()) {
-            Ok(mut base) => {
-                base.searched = Some(searched(cfg));
-                *held = Some(ModuleFacts {
-                    base,
-                    ..Default::default()
-                })
-            }
-            Err(e) => return e,
-        }
-        opened = Some(found);
-    }
+    let (fresh, mut opened) = match fill(cfg, r, key.as_deref(), &mut held) {
+        Ok(f) => f,
+        Err(e) => return e,
+    };
     let Some(facts) = held.as_mut() else {
         unreachable!("filled above")
     };

@@ -21,6 +21,11 @@ pub struct Memo {
     /// The last modules opened, kept open (their DWARF decompressed once
     /// per run; see [`Opened`]).
     open: Mutex<Vec<(String, Arc<Opened>)>>,
+    /// Modules [`crate::prepare`] failed to learn, with the answer: the
+    /// next `symbolize` of the module takes it instead of trying again, so
+    /// that learning ahead changes no answer (a second try may fail
+    /// otherwise: debuginfod's cache remembers a refused file as missing).
+    failed: Mutex<HashMap<String, crate::ModuleResult>>,
     /// Times a module's files were opened to learn something (for tests
     /// and the benchmark: a warm store opens none).
     pub opened: std::sync::atomic::AtomicUsize,
@@ -105,6 +110,22 @@ impl Memo {
             o.remove(0);
         }
         o.push((key.to_string(), m));
+    }
+
+    /// Keeps `prepare`'s failure to learn `key`.
+    pub(crate) fn put_failure(&self, key: &str, r: crate::ModuleResult) {
+        self.failed
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(key.to_string(), r);
+    }
+
+    /// `prepare`'s failure to learn `key`, once.
+    pub(crate) fn take_failure(&self, key: &str) -> Option<crate::ModuleResult> {
+        self.failed
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(key)
     }
 
     /// True the first time `key` is asked (for facts learnt again once

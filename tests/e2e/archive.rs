@@ -646,6 +646,100 @@ fn what_is_learnt_of_a_binary_is_shared_by_build_id() {
     assert_ne!(ask(&fresh(), vec![a]).status, Status::Ok);
 }
 
+#[test]
+fn a_module_learnt_ahead_answers_as_one_learnt_when_asked() {
+    // Ingest learns a module's symbol table (or reads it from the store)
+    // on a thread of its own when it meets the module's first frame
+    // (`prepare`), before the addresses are asked. That changes no answer:
+    // the names and lines are those of a symbolizer that learnt nothing
+    // ahead, and addr2line's (`addr2line -f -e hot`). The module is opened
+    // once, and what was learnt ahead is kept in the store, from which a
+    // config of its own (another process) answers without the file.
+    use trawl_symbolize::{prepare, symbolize, Config, ModuleRequest, Status};
+    let t = tempfile::tempdir().unwrap();
+    let bin = t.path().join("hot");
+    std::fs::copy(fixture_bin().join("hot"), &bin).unwrap();
+    let out = std::process::Command::new("readelf")
+        .args(["-n", bin.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let notes = String::from_utf8_lossy(&out.stdout);
+    let bid = notes
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("Build ID: "))
+        .unwrap()
+        .to_string();
+    let addrs: Vec<u64> = ["spin_a", "spin_b", "main"]
+        .iter()
+        .map(|f| symbol_address(&bin, f) + 4)
+        .collect();
+    let addr2line: Vec<(String, String)> = addrs
+        .iter()
+        .map(|a| {
+            let out = std::process::Command::new("addr2line")
+                .args(["-f", "-e", bin.to_str().unwrap(), &format!("{a:x}")])
+                .output()
+                .unwrap();
+            let text = String::from_utf8_lossy(&out.stdout).into_owned();
+            let mut l = text.lines();
+            let name = l.next().unwrap().to_string();
+            let pos = l.next().unwrap().split(" (").next().unwrap().to_string();
+            (name, pos)
+        })
+        .collect();
+    let config = |store: Option<&std::path::Path>| {
+        let mut c = Config::default();
+        c.debug_dirs = vec![t.path().to_path_buf()];
+        c.store = store.map(|d| {
+            std::sync::Arc::new(trawl_enrich::symbol_store::SymbolStore::open(d).unwrap())
+                as std::sync::Arc<dyn trawl_symbolize::FactStore>
+        });
+        c
+    };
+    let request = |addresses: Vec<u64>| ModuleRequest {
+        path: "/elsewhere/hot".into(),
+        build_id: Some(bid.clone()),
+        kernel: false,
+        addresses,
+    };
+    let answers = |cfg: &Config| {
+        let r = symbolize(cfg, vec![request(addrs.clone())]).remove(0);
+        assert_eq!(r.status, Status::Ok);
+        r.symbols
+            .iter()
+            .map(|s| {
+                let f = s.inline.first().expect("a source line");
+                (
+                    s.symbol
+                        .as_ref()
+                        .map(|h| h.name.clone())
+                        .unwrap_or_default(),
+                    format!("{}:{}", f.file.as_deref().unwrap(), f.line.unwrap()),
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    let opened = |cfg: &Config| cfg.memo().opened.load(std::sync::atomic::Ordering::Relaxed);
+    let store = t.path().join("store");
+    let ahead = config(Some(&store));
+    prepare(&ahead, &request(Vec::new()));
+    assert_eq!(opened(&ahead), 1, "prepare opens the module");
+    let learnt_ahead = answers(&ahead);
+    assert_eq!(
+        opened(&ahead),
+        1,
+        "the lines come from the module kept open"
+    );
+    let asked = config(None);
+    assert_eq!(learnt_ahead, answers(&asked));
+    assert_eq!(learnt_ahead, addr2line);
+    // Another process: base and lines from the store, no file opened.
+    let later = config(Some(&store));
+    prepare(&later, &request(Vec::new()));
+    assert_eq!(answers(&later), addr2line);
+    assert_eq!(opened(&later), 0);
+}
+
 /// `--group-by REGEX`: a flat directory of two runs' files, named by run,
 /// becomes one capture per run; a file the pattern does not match is
 /// listed as skipped. Samples per capture: perf script's count of each

@@ -123,10 +123,7 @@ fn archive_ingest(a: &ArchiveIngestArgs) -> Result<()> {
         let problems = trawl_enrich::enrich(staging, how.cfg, how.flat).problems;
         (!problems.is_empty()).then(|| problems.join("; "))
     };
-    let unwinder = || {
-        how.unwind
-            .then(|| trawl_enrich::Unwinder::boxed(how.cfg.clone()))
-    };
+    let seams = || how.seams();
     // A progress bar on a terminal (bytes of input done, rate, time left);
     // nothing otherwise.
     let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
@@ -161,14 +158,7 @@ fn archive_ingest(a: &ArchiveIngestArgs) -> Result<()> {
             bar.set_message(format!("{done}/{total} captures, last {name}"));
         }
     };
-    let r = trawl_archive::ingest(
-        &a.sources,
-        &a.output,
-        &opts,
-        &enrich,
-        &unwinder,
-        &mut progress,
-    );
+    let r = trawl_archive::ingest(&a.sources, &a.output, &opts, &enrich, &seams, &mut progress);
     bar.finish_and_clear();
     let s = r?;
     for (p, why) in s.skipped_files.iter().take(5) {

@@ -114,6 +114,7 @@ pub fn ingest_perf(
     // File mode: the clock data (feature sections) is known before the
     // first record; pipe mode: from its HEADER_FEATURE record on.
     conv.set_utc_offset(reader.meta.utc_offset_ns);
+    conv.header_known(&reader.meta);
     let mut kinds = tracepoint_kinds(&reader.events, &reader.meta);
     let mut lens = payload_lens(&reader.events, &reader.meta);
     let mut n_formats = reader.meta.tracepoint_formats.len();

@@ -499,6 +499,19 @@ impl PerfConverter {
         self.unwinder = Some(u);
     }
 
+    /// What the input's header records before its first record (file
+    /// mode): its modules' build-ids and the kernel release, for the
+    /// stacks' module sink.
+    pub fn header_known(&mut self, meta: &Metadata) {
+        let release = meta
+            .pairs
+            .iter()
+            .find(|(k, _)| k == "os_release")
+            .map(|(_, v)| v.as_str());
+        self.stacks
+            .recorded(summary::recorded_build_ids(meta), release);
+    }
+
     /// Unwinds the sample's user stack into `self.unwound` (empty when it
     /// has none or no unwinder is set).
     fn unwind_user(&mut self, s: &Sample<'_>, ugen: u64) {

@@ -8,7 +8,7 @@ use rustc_hash::FxHashMap as HashMap;
 
 use super::cols::{list_u64, BuildIdCols, CpuCols, EventCols, ThreadCols, TracepointFieldCols};
 use crate::error::Result;
-use crate::perf::header::{flag, hex, EventDesc, Metadata};
+use crate::perf::header::{flag, hex, BuildIdEntry, EventDesc, Metadata};
 use crate::perf::records::CpuMode;
 use crate::writer::CaptureWriter;
 
@@ -67,6 +67,23 @@ pub(super) fn write_events(
 
 /// `perf_build_id`; returns the build-id of each path the headers name
 /// (the kernel's as `[kernel.kallsyms]`), for modules whose MMAP had none.
+/// The module path a recorded build-id is for (the kernel's entries name
+/// `[kernel.kallsyms]` and more).
+fn module_path(e: &BuildIdEntry) -> &str {
+    if CpuMode::from_misc(e.misc).is_kernel() && e.path.starts_with("[kernel.kallsyms]") {
+        "[kernel.kallsyms]"
+    } else {
+        e.path.as_str()
+    }
+}
+
+/// The build-ids an input's header records, by module path.
+pub(super) fn recorded_build_ids(m: &Metadata) -> impl Iterator<Item = (&str, String)> {
+    m.build_ids
+        .iter()
+        .map(|e| (module_path(e), hex(&e.build_id)))
+}
+
 pub(super) fn write_build_ids<'a>(
     cap: &mut CaptureWriter,
     metas: &'a [(i32, Metadata)],
@@ -81,14 +98,7 @@ pub(super) fn write_build_ids<'a>(
             let h = hex(&e.build_id);
             c.build_id.append_value(&h);
             c.cpu_mode.append_value(CpuMode::from_misc(e.misc).as_str());
-            let key = if CpuMode::from_misc(e.misc).is_kernel()
-                && e.path.starts_with("[kernel.kallsyms]")
-            {
-                "[kernel.kallsyms]"
-            } else {
-                e.path.as_str()
-            };
-            bid_by_path.entry(key).or_insert(h);
+            bid_by_path.entry(module_path(e)).or_insert(h);
         }
     }
     cap.write_table(&mut c)?;
