@@ -22,6 +22,9 @@ pub struct LineFrame {
     pub column: Option<u32>,
 }
 
+/// An addr2line context over a file's DWARF sections.
+pub type Ctx<'d> = addr2line::Context<EndianSlice<'d, RunTimeEndian>>;
+
 /// The DWARF sections of one file.
 pub struct Sections<'d> {
     endian: RunTimeEndian,
@@ -70,7 +73,7 @@ impl<'d> Sections<'d> {
     }
 
     /// An addr2line context over these sections.
-    pub fn context(&self) -> Option<addr2line::Context<EndianSlice<'_, RunTimeEndian>>> {
+    pub fn context(&self) -> Option<Ctx<'_>> {
         let dwarf = gimli::Dwarf::load(|id| -> Result<_, gimli::Error> {
             Ok(EndianSlice::new(
                 self.data.get(&id).map_or(&[][..], |c| &c[..]),

@@ -241,7 +241,7 @@ pub fn windows(facts: &ModuleFacts, vaddrs: impl IntoIterator<Item = u64>) -> Ve
     out
 }
 
-type Ctx<'a> = addr2line::Context<EndianSlice<'a, RunTimeEndian>>;
+use crate::dwarf::Ctx;
 
 /// The DWARF answers over each window, cut where they can change (see the
 /// module documentation); ranges without an answer are left out.

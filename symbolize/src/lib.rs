@@ -460,9 +460,9 @@ fn learn_lines(
     let Some(path) = &facts.base.debug_info else {
         return (Vec::new(), Vec::new());
     };
-    let Some(sections) = opened.sections(path) else {
+    if opened.sections(path).is_none() {
         return (Vec::new(), Vec::new());
-    };
+    }
     let windows = facts::windows(facts, vaddrs.iter().copied());
     let bytes: u64 = windows.iter().map(|w| w.1 - w.0).sum();
     let runs = rayon::current_num_threads()
@@ -471,10 +471,11 @@ fn learn_lines(
         .max(1);
     let chunk = windows.len().div_ceil(runs);
     let learn = |w: &[(u64, u64)]| -> Vec<facts::LineRange> {
-        let Some(ctx) = sections.context() else {
-            return Vec::new();
-        };
-        facts::learn_windows(&ctx, w, &mut NameCache::default())
+        opened
+            .with_context(path, |ctx| {
+                facts::learn_windows(ctx, w, &mut NameCache::default())
+            })
+            .unwrap_or_default()
     };
     let lines: Vec<facts::LineRange> = if runs > 1 {
         windows.par_chunks(chunk).flat_map_iter(learn).collect()

@@ -38,8 +38,15 @@ const KEEP_OPEN: usize = 4;
 
 /// A module's files, opened, with their DWARF sections once loaded.
 pub struct Opened {
+    /// addr2line contexts over `sections`, kept between uses: a context
+    /// remembers the units, line tables and functions it has parsed, so a
+    /// module's DWARF is parsed once per run, not once per capture that
+    /// samples a function not learnt yet. One per thread using it at a
+    /// time (a context is not `Sync`). Borrow from `sections`: declared
+    /// before them, so dropped first.
+    contexts: Mutex<Vec<crate::dwarf::Ctx<'static>>>,
     /// Borrows from `found`'s mapped (or owned) bytes, which never move
-    /// while `found` lives: declared first, so dropped first.
+    /// while `found` lives: declared before it, so dropped first.
     sections: std::sync::OnceLock<Option<crate::dwarf::Sections<'static>>>,
     pub(crate) found: crate::file::Found,
 }
@@ -53,6 +60,7 @@ impl std::fmt::Debug for Opened {
 impl Opened {
     pub(crate) fn new(found: crate::file::Found) -> Opened {
         Opened {
+            contexts: Default::default(),
             sections: Default::default(),
             found,
         }
@@ -82,6 +90,42 @@ impl Opened {
                     .and_then(|o| crate::dwarf::Sections::load(&o))
             })
             .as_ref()
+    }
+}
+
+impl Opened {
+    /// Runs `f` with an addr2line context over the DWARF of the file at
+    /// `path` (see [`Opened::sections`]): one of those kept, else a new
+    /// one, kept again afterwards. None when the file has no DWARF.
+    pub(crate) fn with_context<T>(
+        &self,
+        path: &std::path::Path,
+        f: impl FnOnce(&crate::dwarf::Ctx<'static>) -> T,
+    ) -> Option<T> {
+        let sections = self.sections(path)?;
+        let kept = self
+            .contexts
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .pop();
+        let ctx = match kept {
+            Some(c) => c,
+            // SAFETY: the context borrows `sections`' buffers (owned by
+            // the `OnceLock`, never changed once set, and not moved by
+            // moving `self`) and `found`'s bytes; it is kept in
+            // `self.contexts`, dropped before either.
+            None => unsafe {
+                std::mem::transmute::<crate::dwarf::Ctx<'_>, crate::dwarf::Ctx<'static>>(
+                    sections.context()?,
+                )
+            },
+        };
+        let out = f(&ctx);
+        self.contexts
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(ctx);
+        Some(out)
     }
 }
 
