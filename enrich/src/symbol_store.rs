@@ -198,8 +198,17 @@ impl SymbolStore {
 
     /// Writes `rows` as a new part of `key` (atomically: a temporary file
     /// renamed into the entry).
-    fn write_part(&self, key: &str, prefix: &str, rows: &Rows) {
-        self.write_file(key, None, prefix, &|p| rows.write(p));
+    fn write_part(&self, key: &str, prefix: &str, rows: Rows) {
+        match rows.finish() {
+            Ok((batch, check)) => self.write_file(key, None, prefix, &|p| {
+                write_checked(p, &batch, VERSION, check.clone(), Vec::new())
+            }),
+            Err(e) => self.problem(StoreProblem {
+                kind: "symbol_store_unwritable",
+                path: self.dir.join(key).display().to_string(),
+                message: format!("not written ({e}); learnt again next time"),
+            }),
+        }
     }
 
     /// Writes a new file of `key`'s entry (in its subdirectory `sub` when
@@ -351,7 +360,7 @@ impl FactStore for SymbolStore {
                 });
             }
         }
-        self.write_part(key, prefix, &rows);
+        self.write_part(key, prefix, rows);
     }
 
     fn load_kernel(&self, key: &str) -> Option<Kallsyms> {
@@ -376,7 +385,7 @@ impl FactStore for SymbolStore {
                 ..Row::default()
             });
         }
-        self.write_part(key, "base", &rows);
+        self.write_part(key, "base", rows);
     }
 
     fn load_code(&self, key: &str, starts: &[u64]) -> Vec<FunctionCode> {
@@ -604,27 +613,23 @@ impl Rows {
         self.column.append_option(r.column);
     }
 
-    fn write(&self, path: &Path) -> Result<(), String> {
-        // Builders are finished on clones: `write` takes `&self`.
+    /// The rows as one batch, with their checksum; the builders' buffers
+    /// become the batch's (a symbol table is held once, not twice, while
+    /// its part is written).
+    fn finish(mut self) -> Result<(RecordBatch, String), String> {
         let cols: Vec<ArrayRef> = vec![
-            Arc::new(self.kind.finish_cloned()),
-            Arc::new(self.lo.finish_cloned()),
-            Arc::new(self.hi.finish_cloned()),
-            Arc::new(self.vaddr.finish_cloned()),
-            Arc::new(self.depth.finish_cloned()),
-            Arc::new(self.name.finish_cloned()),
-            Arc::new(self.file.finish_cloned()),
-            Arc::new(self.line.finish_cloned()),
-            Arc::new(self.column.finish_cloned()),
+            Arc::new(self.kind.finish()),
+            Arc::new(self.lo.finish()),
+            Arc::new(self.hi.finish()),
+            Arc::new(self.vaddr.finish()),
+            Arc::new(self.depth.finish()),
+            Arc::new(self.name.finish()),
+            Arc::new(self.file.finish()),
+            Arc::new(self.line.finish()),
+            Arc::new(self.column.finish()),
         ];
         let batch = RecordBatch::try_new(schema(), cols).map_err(|e| e.to_string())?;
-        write_checked(
-            path,
-            &batch,
-            VERSION,
-            check_value(self.n, &self.hash),
-            Vec::new(),
-        )
+        Ok((batch, check_value(self.n, &self.hash)))
     }
 }
 
@@ -905,7 +910,8 @@ mod tests {
         // A part whose rows do not match its checksum.
         let mut rows = Rows::default();
         rows.push(Row::meta("binary", "/bin/y"));
-        rows.write(&part).unwrap();
+        let (batch, check) = rows.finish().unwrap();
+        write_checked(&part, &batch, VERSION, check, Vec::new()).unwrap();
         let mut kv_swapped = std::fs::read(&part).unwrap();
         // Rewrite the footer's checksum digits: same length, other value.
         let at = kv_swapped
