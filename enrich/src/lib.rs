@@ -509,15 +509,14 @@ impl Prefetch {
                     if stopped.load(Ordering::Relaxed) {
                         break;
                     }
-                    if req.kernel {
-                        // As `symbolize_capture` configures the kernel's.
-                        let mut cfg = cfg.clone();
-                        cfg.kernel_build_id = req.build_id.clone();
-                        cfg.kernel_release = release;
-                        trawl_symbolize::prepare(&cfg, &req);
-                    } else {
-                        trawl_symbolize::prepare(&cfg, &req);
-                    }
+                    // The kernel's as `symbolize_capture` configures it.
+                    let kernel_cfg = req.kernel.then(|| {
+                        let mut k = cfg.clone();
+                        k.kernel_build_id = req.build_id.clone();
+                        k.kernel_release = release;
+                        k
+                    });
+                    trawl_symbolize::prepare(kernel_cfg.as_ref().unwrap_or(&cfg), &req);
                 }
             })
             .ok();

@@ -541,18 +541,9 @@ fn filters_on_capture_open_only_its_files() {
     assert_eq!(got, want);
 }
 
-#[test]
-fn what_is_learnt_of_a_binary_is_shared_by_build_id() {
-    // Clones of one symbolization config (what an archive ingest gives
-    // its captures) share what they learn of a binary, by build-id: once
-    // one address of a function was resolved, every address of that
-    // function resolves again without the file (symbol and source line),
-    // and any other address gets its symbol (the symbol table is known
-    // whole) and its line from the module kept open. Expected names and
-    // lines: `addr2line -f -e hot` on the same addresses.
-    use trawl_symbolize::{symbolize, Config, ModuleRequest, Status};
-    let t = tempfile::tempdir().unwrap();
-    let bin = t.path().join("hot");
+/// A copy of the `hot` fixture in `dir`, with its build-id (`readelf -n`).
+fn hot_copy(dir: &std::path::Path) -> (std::path::PathBuf, String) {
+    let bin = dir.join("hot");
     std::fs::copy(fixture_bin().join("hot"), &bin).unwrap();
     let out = std::process::Command::new("readelf")
         .args(["-n", bin.to_str().unwrap()])
@@ -564,23 +555,41 @@ fn what_is_learnt_of_a_binary_is_shared_by_build_id() {
         .find_map(|l| l.trim().strip_prefix("Build ID: "))
         .unwrap()
         .to_string();
+    (bin, bid)
+}
+
+/// `addr2line -f -e BIN ADDR`: the function and the position
+/// ("hot.c:11 (discriminator 1)" → "hot.c:11").
+fn addr2line_f(bin: &std::path::Path, addr: u64) -> (String, String) {
+    let out = std::process::Command::new("addr2line")
+        .args(["-f", "-e", bin.to_str().unwrap(), &format!("{addr:x}")])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let mut l = text.lines();
+    let name = l.next().unwrap().to_string();
+    let pos = l.next().unwrap().split(" (").next().unwrap().to_string();
+    (name, pos)
+}
+
+#[test]
+fn what_is_learnt_of_a_binary_is_shared_by_build_id() {
+    // Clones of one symbolization config (what an archive ingest gives
+    // its captures) share what they learn of a binary, by build-id: once
+    // one address of a function was resolved, every address of that
+    // function resolves again without the file (symbol and source line),
+    // and any other address gets its symbol (the symbol table is known
+    // whole) and its line from the module kept open. Expected names and
+    // lines: `addr2line -f -e hot` on the same addresses.
+    use trawl_symbolize::{symbolize, Config, ModuleRequest, Status};
+    let t = tempfile::tempdir().unwrap();
+    let (bin, bid) = hot_copy(t.path());
     let (a, b) = (
         symbol_address(&bin, "spin_a"),
         symbol_address(&bin, "spin_b"),
     );
     let c = symbol_address(&bin, "main");
-    let addr2line = |addr: u64| -> (String, String) {
-        let out = std::process::Command::new("addr2line")
-            .args(["-f", "-e", bin.to_str().unwrap(), &format!("{addr:x}")])
-            .output()
-            .unwrap();
-        let text = String::from_utf8_lossy(&out.stdout).into_owned();
-        let mut l = text.lines();
-        let name = l.next().unwrap().to_string();
-        // "hot.c:11 (discriminator 1)": the position only.
-        let pos = l.next().unwrap().split(" (").next().unwrap().to_string();
-        (name, pos)
-    };
+    let addr2line = |addr: u64| addr2line_f(&bin, addr);
     let (a4, b4) = (addr2line(a + 4), addr2line(b + 4));
     let main_line = addr2line(c).1;
     // Only the temporary directory is searched (not perf's build-id
@@ -657,36 +666,12 @@ fn a_module_learnt_ahead_answers_as_one_learnt_when_asked() {
     // config of its own (another process) answers without the file.
     use trawl_symbolize::{prepare, symbolize, Config, ModuleRequest, Status};
     let t = tempfile::tempdir().unwrap();
-    let bin = t.path().join("hot");
-    std::fs::copy(fixture_bin().join("hot"), &bin).unwrap();
-    let out = std::process::Command::new("readelf")
-        .args(["-n", bin.to_str().unwrap()])
-        .output()
-        .unwrap();
-    let notes = String::from_utf8_lossy(&out.stdout);
-    let bid = notes
-        .lines()
-        .find_map(|l| l.trim().strip_prefix("Build ID: "))
-        .unwrap()
-        .to_string();
+    let (bin, bid) = hot_copy(t.path());
     let addrs: Vec<u64> = ["spin_a", "spin_b", "main"]
         .iter()
         .map(|f| symbol_address(&bin, f) + 4)
         .collect();
-    let addr2line: Vec<(String, String)> = addrs
-        .iter()
-        .map(|a| {
-            let out = std::process::Command::new("addr2line")
-                .args(["-f", "-e", bin.to_str().unwrap(), &format!("{a:x}")])
-                .output()
-                .unwrap();
-            let text = String::from_utf8_lossy(&out.stdout).into_owned();
-            let mut l = text.lines();
-            let name = l.next().unwrap().to_string();
-            let pos = l.next().unwrap().split(" (").next().unwrap().to_string();
-            (name, pos)
-        })
-        .collect();
+    let addr2line: Vec<(String, String)> = addrs.iter().map(|&a| addr2line_f(&bin, a)).collect();
     let config = |store: Option<&std::path::Path>| {
         let mut c = Config::default();
         c.debug_dirs = vec![t.path().to_path_buf()];
