@@ -72,6 +72,18 @@ impl<'d> Sections<'d> {
         Some(Sections { endian, data })
     }
 
+    /// Bytes of the sections decompressed into buffers of their own (the
+    /// rest are borrowed from the file's map).
+    pub fn inflated_bytes(&self) -> usize {
+        self.data
+            .values()
+            .map(|d| match d {
+                Cow::Owned(v) => v.len(),
+                Cow::Borrowed(_) => 0,
+            })
+            .sum()
+    }
+
     /// An addr2line context over these sections.
     pub fn context(&self) -> Option<Ctx<'_>> {
         let dwarf = gimli::Dwarf::load(|id| -> Result<_, gimli::Error> {
