@@ -30,6 +30,7 @@ use arrow::array::{Array, AsArray};
 use arrow::datatypes::Int64Type;
 use trawl_capture::schema::{self, SCHEMA_VERSION};
 use trawl_ingest::readback::{col, read_table};
+use trawl_ingest::writer::HeldCapture;
 
 use crate::manifest::{
     files_of, listed_in_directories, read_manifest, read_segment_files, write_manifest, CaptureRow,
@@ -400,7 +401,10 @@ pub(crate) fn ingest_into(
     ingest_opts.strict |= opts.strict;
     // Staging directories out of `ARCHIVE/*/`, which readers glob.
     ingest_opts.staging = Some(archive.join(STAGING));
-    let (tx, rx) = mpsc::channel::<(usize, Outcome, CaptureRow, Option<PathBuf>)>();
+    // Each capture handed over held, its small tables in memory: appended
+    // to the segment, then dropped.
+    ingest_opts.hold = true;
+    let (tx, rx) = mpsc::channel::<(usize, Outcome, CaptureRow, Option<HeldCapture>)>();
     let mut strict_failure = None;
     // Captures are ingested each into a directory of their own under the
     // staging directory, then appended to the segment being built.
@@ -434,7 +438,7 @@ pub(crate) fn ingest_into(
             let job = &todo[i];
             let name = &job.planned.name;
             let mut row = row;
-            if let Some(dir) = dir {
+            if let Some(held) = dir {
                 // Appended to the segment being built (a new one first).
                 let added = (|| -> Result<()> {
                     if seg.is_none() {
@@ -443,9 +447,9 @@ pub(crate) fn ingest_into(
                         let staging = archive.join(STAGING).join(format!("segment={seg_name}"));
                         seg = Some(Segment::new(seg_name, staging)?);
                     }
-                    seg.as_mut().expect("made").add(name, &dir)
+                    seg.as_mut().expect("made").add(name, held.dir())
                 })();
-                let _ = std::fs::remove_dir_all(&dir);
+                drop(held);
                 match added {
                     Ok(()) => pending.push((name.clone(), row.clone())),
                     Err(e) => {
@@ -790,8 +794,8 @@ fn now_ns() -> i64 {
         .map_or(0, |d| d.as_nanos() as i64)
 }
 
-/// Ingests `job` into the capture directory `dir` (under the staging
-/// directory: the segment builder appends it); returns the directory when
+/// Ingests `job` as the capture `dir` (staged under the staging
+/// directory and held: the segment builder appends it); returns it when
 /// the ingest succeeded.
 fn ingest_one(
     dir: &Path,
@@ -799,8 +803,7 @@ fn ingest_one(
     opts: &trawl_ingest::IngestOptions,
     enrich: &(dyn Fn(&Path) -> Option<String> + Sync),
     seams: &(dyn Fn() -> trawl_ingest::Seams + Sync),
-) -> (Outcome, CaptureRow, Option<PathBuf>) {
-    let _ = std::fs::remove_dir_all(dir);
+) -> (Outcome, CaptureRow, Option<HeldCapture>) {
     let mut note = None;
     let result = trawl_ingest::ingest_with(&job.planned.inputs, dir, opts, seams(), |staging| {
         note = enrich(staging);
@@ -821,12 +824,16 @@ fn ingest_one(
         schema_version: SCHEMA_VERSION,
         segment: None,
     };
-    let result = result.map_err(Error::from).map(|s| {
-        let (host, start) = host_and_start(dir);
-        (s, host, start)
+    let result = result.map_err(Error::from).and_then(|mut s| {
+        let held = s
+            .held
+            .take()
+            .ok_or_else(|| Error::Other(format!("{}: the capture was not held", dir.display())))?;
+        let (host, start) = host_and_start(held.dir());
+        Ok((s, held, host, start))
     });
     match result {
-        Ok((s, host, start)) => {
+        Ok((s, held, host, start)) => {
             let diagnostics: u64 = s.inputs.iter().map(|i| i.diagnostics.len() as u64).sum();
             row.diagnostics = Some(diagnostics as i64);
             row.message = note.filter(|n| !n.is_empty());
@@ -838,7 +845,7 @@ fn ingest_one(
                     diagnostics,
                 },
                 row,
-                Some(dir.to_path_buf()),
+                Some(held),
             )
         }
         Err(e) => {

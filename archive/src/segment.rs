@@ -228,8 +228,9 @@ impl Segment {
         self.outs.get(table).map_or(0, |o| o.rows)
     }
 
-    /// Appends the capture `name` whose tables are in `dir` (a committed
-    /// capture directory, left as it is).
+    /// Appends the capture `name` whose tables are in `dir` (a capture
+    /// directory, or a held one: see `trawl_ingest::writer::HeldCapture`;
+    /// left as it is).
     pub(crate) fn add(&mut self, name: &str, dir: &Path) -> Result<()> {
         let read = |def: &'static TableDef| read_if_there(dir, def);
         let (module_map, frame_map, mut stack_map) = self.add_dictionary(dir)?;
@@ -763,7 +764,7 @@ impl Segment {
 
 /// The batches of table `def` in directory `dir` (none without its file).
 fn read_if_there(dir: &Path, def: &'static TableDef) -> Result<Vec<RecordBatch>> {
-    if !trawl_capture::layout::table_file(dir, def.name).is_file() {
+    if !trawl_ingest::readback::has_table(dir, def) {
         return Ok(Vec::new());
     }
     Ok(read_table(dir, def)?)

@@ -3,7 +3,6 @@
 //! of the capture's stacks named once each ([`LeafNames`]), then the
 //! samples read back and written with those names.
 
-use std::fs::File;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -12,12 +11,11 @@ use arrow::array::{
     UInt32Array,
 };
 use arrow::datatypes::{Int32Type, Int64Type, TimestampNanosecondType, UInt32Type};
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use trawl_ingest::columns::{self, Whole};
-use trawl_ingest::readback::col;
+use trawl_ingest::readback::{col, table_reader};
 use trawl_ingest::schema;
 use trawl_ingest::table_columns;
-use trawl_ingest::writer::{replace_table_with, table_file};
+use trawl_ingest::writer::replace_table_with;
 use trawl_ingest::{Error, Result};
 
 table_columns! {
@@ -97,29 +95,18 @@ impl LeafNames {
     pub fn read(dir: &Path) -> Result<LeafNames> {
         let mut s = LeafNames::default();
         let def = &schema::STACK;
-        let path = table_file(dir, def.name);
-        if !path.is_file() {
+        let Some(reader) = table_reader(
+            dir,
+            def,
+            Some(&["stack_id", "depth", "frame_id"]),
+            256 * 1024,
+        )?
+        else {
             return Ok(s);
-        }
-        let f = File::open(&path).map_err(|e| Error::io(&path, e))?;
-        let reader = ParquetRecordBatchReaderBuilder::try_new(f)
-            .and_then(|b| {
-                let mask = parquet::arrow::ProjectionMask::columns(
-                    b.parquet_schema(),
-                    ["stack_id", "depth", "frame_id"],
-                );
-                b.with_projection(mask).with_batch_size(256 * 1024).build()
-            })
-            .map_err(|source| Error::Parquet {
-                path: path.clone(),
-                source,
-            })?;
+        };
         let (mut stacks, mut frames) = (0usize, 0usize);
         for b in reader {
-            let b = b.map_err(|source| Error::Arrow {
-                table: def.name.into(),
-                source,
-            })?;
+            let b = b?;
             let stack = col(&b, def, "stack_id")?.as_primitive::<Int64Type>();
             let depth = col(&b, def, "depth")?.as_primitive::<Int32Type>();
             let frame = col(&b, def, "frame_id")?.as_primitive::<Int64Type>();
@@ -239,10 +226,12 @@ impl LeafNames {
 pub fn write_sample_symbolized(dir: &Path, leaves: &mut LeafNames) -> Result<u64> {
     use arrow::compute::{cast, take};
     let def = &schema::PERF_SAMPLE_SYMBOLIZED;
-    let samples = table_file(dir, schema::PERF_SAMPLE.name);
-    if !samples.is_file() {
+    // Only the columns the flat table copies (perf_sample has 28), 64 K
+    // rows at a time (256 K held ~90 MB more on the 8 GB recording).
+    let wanted: Vec<&str> = def.columns.iter().map(|c| c.name).collect();
+    let Some(reader) = table_reader(dir, &schema::PERF_SAMPLE, Some(&wanted), 64 * 1024)? else {
         return Ok(0);
-    }
+    };
     let arrow_err = |source| Error::Arrow {
         table: def.name.into(),
         source,
@@ -254,22 +243,9 @@ pub fn write_sample_symbolized(dir: &Path, leaves: &mut LeafNames) -> Result<u64
     let mut file = std::mem::take(&mut leaves.file);
     let leaf_of = |stack: i64| leaves.row_of_stack(stack);
 
-    let f = File::open(&samples).map_err(|e| Error::io(&samples, e))?;
-    // Only the columns the flat table copies (perf_sample has 28), 64 K
-    // rows at a time (256 K held ~90 MB more on the 8 GB recording).
-    let reader = ParquetRecordBatchReaderBuilder::try_new(f)
-        .and_then(|b| {
-            let wanted = def.columns.iter().map(|c| c.name);
-            let mask = parquet::arrow::ProjectionMask::columns(b.parquet_schema(), wanted);
-            b.with_projection(mask).with_batch_size(64 * 1024).build()
-        })
-        .map_err(|source| Error::Parquet {
-            path: samples.clone(),
-            source,
-        })?;
     replace_table_with(dir, def, |w| {
         for b in reader {
-            let b = b.map_err(arrow_err)?;
+            let b = b?;
             let n = b.num_rows();
             // A column of perf_sample as the flat table types it (null
             // in files written before it existed).

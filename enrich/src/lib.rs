@@ -57,7 +57,7 @@ impl Summary {
 pub fn symbolize_capture(dir: &Path, cfg: &trawl_symbolize::Config, flat: bool) -> Result<Summary> {
     let modules = tables::read_modules(dir)?;
     let addrs = tables::read_frame_addresses(dir)?;
-    let flat = flat && trawl_ingest::writer::table_file(dir, "perf_sample").is_file();
+    let flat = flat && trawl_ingest::readback::has_table(dir, &trawl_ingest::schema::PERF_SAMPLE);
     let mut leaves = if flat {
         flat::LeafNames::read(dir)?
     } else {

@@ -15,10 +15,10 @@ use arrow::array::{
 };
 use arrow::datatypes::{Int32Type, Int64Type, UInt64Type};
 use trawl_ingest::columns;
-use trawl_ingest::readback::{col, read_columns, read_table};
+use trawl_ingest::readback::{col, has_table, read_columns, read_table};
 use trawl_ingest::schema;
 use trawl_ingest::table_columns;
-use trawl_ingest::writer::{replace_table, replace_table_with, table_file, TableWriter};
+use trawl_ingest::writer::{replace_table, replace_table_with, TableWriter};
 use trawl_ingest::Result;
 
 #[derive(Clone, Debug)]
@@ -148,7 +148,7 @@ pub fn read_frames(dir: &Path, want: impl Fn(i64) -> bool) -> Result<Vec<FrameRo
 /// ELF symbol (the real function, as `perf annotate` names it).
 pub fn read_function_addresses(dir: &Path, function: &str) -> Result<Vec<(i64, u64)>> {
     let def = &schema::SYMBOL;
-    if !table_file(dir, def.name).is_file() {
+    if !has_table(dir, def) {
         return Ok(Vec::new());
     }
     let mut out = Vec::new();
@@ -170,7 +170,7 @@ pub fn read_function_addresses(dir: &Path, function: &str) -> Result<Vec<(i64, u
 /// it holds (empty without the table).
 pub fn read_instructions(dir: &Path) -> Result<(Vec<RecordBatch>, BTreeSet<(i64, String)>)> {
     let def = &schema::INSTRUCTION;
-    if !table_file(dir, def.name).is_file() {
+    if !has_table(dir, def) {
         return Ok(Default::default());
     }
     let batches = read_table(dir, def)?;
@@ -191,7 +191,7 @@ pub fn read_instructions(dir: &Path) -> Result<(Vec<RecordBatch>, BTreeSet<(i64,
 /// module_id, binary), for the modules it found.
 pub fn read_symbol_binaries(dir: &Path) -> Result<Vec<(i64, String)>> {
     let def = &schema::SYMBOL_FILE;
-    if !table_file(dir, def.name).is_file() {
+    if !has_table(dir, def) {
         return Ok(Vec::new());
     }
     let mut out = Vec::new();
@@ -410,7 +410,7 @@ pub type MemMapRow = (i32, u64, u64, u64, String);
 /// The mappings of a capture's maps files (none when it has no `mem_map`).
 pub fn read_mem_maps(dir: &Path) -> Result<Vec<MemMapRow>> {
     let def = &schema::MEM_MAP;
-    if !table_file(dir, def.name).is_file() {
+    if !has_table(dir, def) {
         return Ok(Vec::new());
     }
     let mut out = Vec::new();

@@ -41,6 +41,10 @@ pub struct IngestOptions {
     pub cancel: Option<Arc<std::sync::atomic::AtomicBool>>,
     /// How far a gzip/zstd input may expand (`--max-expansion`).
     pub expansion: compressed::ExpansionLimit,
+    /// Not committed: the capture is handed back held
+    /// ([`IngestSummary::held`]), its small tables in memory rather than
+    /// files (an archive appends it to a segment and drops it).
+    pub hold: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -57,10 +61,13 @@ pub struct InputSummary {
     pub utc_offset_ns: Option<i64>,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct IngestSummary {
     pub out: PathBuf,
     pub inputs: Vec<InputSummary>,
+    /// The capture, with [`IngestOptions::hold`]: its tables are read at
+    /// its directory (through [`crate::readback`]) until it is dropped.
+    pub held: Option<crate::writer::HeldCapture>,
 }
 
 /// Converts `inputs` (paths, or `-` for standard input) into the capture
@@ -136,7 +143,11 @@ impl<'o> Run<'o> {
             ),
             None => None,
         };
-        let mut cap = CaptureWriter::create_staged(out, opts.staging.as_deref())?;
+        let mut cap = if opts.hold {
+            CaptureWriter::create_held(out, opts.staging.as_deref())?
+        } else {
+            CaptureWriter::create_staged(out, opts.staging.as_deref())?
+        };
         let mut conv = perf::convert::PerfConverter::new(&mut cap)?;
         let sconv = strace::convert::StraceConverter::new(&mut cap)?;
         let mconv = metrics::convert::MetricConverter::new(&mut cap, tz)?;
@@ -266,10 +277,21 @@ impl<'o> Run<'o> {
         pairs.extend(self.extra_meta);
         write_source_tables(&mut self.cap, &summaries, pairs)?;
         before_commit(self.cap.staging_dir())?;
+        if self.cap.is_held() {
+            let held = self.cap.into_held();
+            return Ok(IngestSummary {
+                out: held
+                    .as_ref()
+                    .map_or_else(PathBuf::new, |h| h.dir().to_path_buf()),
+                inputs: summaries,
+                held,
+            });
+        }
         let out = self.cap.commit()?;
         Ok(IngestSummary {
             out,
             inputs: summaries,
+            held: None,
         })
     }
 }

@@ -18,9 +18,91 @@ pub fn read_table(dir: &Path, def: &TableDef) -> Result<Vec<RecordBatch>> {
     read_columns(dir, def, None)
 }
 
+/// Whether the capture in `dir` has table `def` (a file, or a table
+/// held in memory by the staged capture `dir` is).
+pub fn has_table(dir: &Path, def: &TableDef) -> bool {
+    held(dir, def).is_some() || table_file(dir, def.name).is_file()
+}
+
+/// The batches of `def` held in memory for the staged capture `dir`
+/// ([`crate::writer::CaptureWriter::create_held`]).
+fn held(dir: &Path, def: &TableDef) -> Option<Vec<RecordBatch>> {
+    crate::writer::held_at(dir)?.get(def.name)
+}
+
+/// `batches` with only the columns named in `only` (in the table's
+/// order, as a Parquet projection gives them).
+fn project(
+    def: &TableDef,
+    batches: Vec<RecordBatch>,
+    only: Option<&[&str]>,
+) -> Result<Vec<RecordBatch>> {
+    let Some(names) = only else {
+        return Ok(batches);
+    };
+    batches
+        .into_iter()
+        .map(|b| {
+            let keep: Vec<usize> = (0..b.num_columns())
+                .filter(|&i| names.contains(&b.schema().field(i).name().as_str()))
+                .collect();
+            b.project(&keep).map_err(|source| Error::Arrow {
+                table: def.name.into(),
+                source,
+            })
+        })
+        .collect()
+}
+
+/// The batches of a table with only the columns named in `only` (all
+/// without it), read `batch` rows at a time; None when the capture has no
+/// such table.
+pub fn table_reader(
+    dir: &Path,
+    def: &'static TableDef,
+    only: Option<&[&str]>,
+    batch: usize,
+) -> Result<Option<Box<dyn Iterator<Item = Result<RecordBatch>> + Send>>> {
+    if let Some(b) = held(dir, def) {
+        return Ok(Some(Box::new(project(def, b, only)?.into_iter().map(Ok))));
+    }
+    let path = table_file(dir, def.name);
+    if !path.is_file() {
+        return Ok(None);
+    }
+    let f = File::open(&path).map_err(|e| Error::io(&path, e))?;
+    let reader = ParquetRecordBatchReaderBuilder::try_new(f)
+        .and_then(|b| {
+            let b = match only {
+                Some(names) => {
+                    let mask = parquet::arrow::ProjectionMask::columns(
+                        b.parquet_schema(),
+                        names.iter().copied(),
+                    );
+                    b.with_projection(mask)
+                }
+                None => b,
+            };
+            b.with_batch_size(batch).build()
+        })
+        .map_err(|source| Error::Parquet {
+            path: path.clone(),
+            source,
+        })?;
+    Ok(Some(Box::new(reader.map(move |b| {
+        b.map_err(|source| Error::Arrow {
+            table: def.name.into(),
+            source,
+        })
+    }))))
+}
+
 /// Every batch of a table, with only the columns named in `only` (all
 /// without it).
 pub fn read_columns(dir: &Path, def: &TableDef, only: Option<&[&str]>) -> Result<Vec<RecordBatch>> {
+    if let Some(b) = held(dir, def) {
+        return project(def, b, only);
+    }
     let path = table_file(dir, def.name);
     let f = File::open(&path).map_err(|e| Error::io(&path, e))?;
     let reader = ParquetRecordBatchReaderBuilder::try_new(f)
@@ -55,20 +137,10 @@ pub fn read_batches(
     dir: &Path,
     def: &'static TableDef,
 ) -> Result<impl Iterator<Item = Result<RecordBatch>>> {
-    let path = table_file(dir, def.name);
-    let f = File::open(&path).map_err(|e| Error::io(&path, e))?;
-    let reader = ParquetRecordBatchReaderBuilder::try_new(f)
-        .and_then(|b| b.with_batch_size(64 * 1024).build())
-        .map_err(|source| Error::Parquet {
-            path: path.clone(),
-            source,
-        })?;
-    Ok(reader.map(move |b| {
-        b.map_err(|source| Error::Arrow {
-            table: def.name.into(),
-            source,
-        })
-    }))
+    table_reader(dir, def, None, 64 * 1024)?.ok_or_else(|| {
+        let path = table_file(dir, def.name);
+        Error::io(&path, std::io::Error::from(std::io::ErrorKind::NotFound))
+    })
 }
 
 /// A column of a batch of `def`, checked against the schema so that the
@@ -127,7 +199,7 @@ pub fn append_diagnostics(dir: &Path, diags: &[crate::diag::Diagnostic]) -> Resu
         return Ok(());
     }
     let def = &schema::DIAGNOSTIC;
-    let mut batches = if table_file(dir, def.name).is_file() {
+    let mut batches = if has_table(dir, def) {
         read_table(dir, def)?
     } else {
         Vec::new()

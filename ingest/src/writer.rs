@@ -7,8 +7,10 @@
 //! added to an existing capture later (`symbol` by `trawl symbolize`) are
 //! written to a temporary file and renamed.
 
+use std::collections::HashMap;
 use std::fs::{self, File};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use arrow::array::{ArrayRef, RecordBatch};
 use arrow::datatypes::SchemaRef;
@@ -149,6 +151,12 @@ pub struct TableWriter {
     /// The file is written (or failed): nothing more to do at drop.
     finished: bool,
     rows: u64,
+    /// The staged capture's tables held in memory, when its directory is
+    /// one ([`CaptureWriter::create_held`]): a table still small at close
+    /// goes there, not to a file.
+    hold: Option<Arc<Held>>,
+    /// Whether the table went to `hold`.
+    was_held: bool,
 }
 
 /// A column chunk ready to append: from parquet's Arrow column writer, or
@@ -438,6 +446,8 @@ impl TableWriter {
             worker: None,
             finished: false,
             rows: 0,
+            hold: path.parent().and_then(held_at),
+            was_held: false,
         })
     }
 
@@ -519,6 +529,14 @@ impl TableWriter {
         self.tx = None;
         if self.worker.is_none() && !self.finished {
             self.finished = true;
+            if let Some(h) = &self.hold {
+                h.put(self.def.name, std::mem::take(&mut self.held));
+                self.was_held = true;
+                // A file of the table written before (a large one) is
+                // replaced.
+                let _ = fs::remove_file(table_file(&h.dir, self.def.name));
+                return Ok(());
+            }
             let mut enc = RowGroupEncoder::create(self.def, &self.path, true)?;
             for b in std::mem::take(&mut self.held) {
                 enc.write(b)?;
@@ -543,6 +561,87 @@ impl TableWriter {
     }
 }
 
+/// The small tables of captures staged in memory
+/// ([`CaptureWriter::create_held`]), by staging directory: a table that
+/// stays under [`SMALL_TABLE_BYTES`] is kept as its batches instead of
+/// being written to a file, and read back from here
+/// ([`crate::readback`]), as if it were a file of the directory. An
+/// archive ingest stages thousands of short runs, each some 26 tables of
+/// a few rows, only to append them to its segment: creating, reading and
+/// removing those files (and ext4 finding inodes for them) was a fifth of
+/// its time.
+static HELD: Mutex<Vec<Arc<Held>>> = Mutex::new(Vec::new());
+
+/// The tables held for one staging directory.
+pub struct Held {
+    dir: PathBuf,
+    tables: Mutex<HashMap<&'static str, Vec<RecordBatch>>>,
+}
+
+impl Held {
+    fn put(&self, table: &'static str, batches: Vec<RecordBatch>) {
+        self.tables
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(table, batches);
+    }
+
+    fn forget(&self, table: &str) {
+        self.tables
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(table);
+    }
+
+    /// The batches of `table`, when it is held.
+    pub fn get(&self, table: &str) -> Option<Vec<RecordBatch>> {
+        self.tables
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(table)
+            .cloned()
+    }
+}
+
+/// The tables held for the staging directory `dir`, if it is one.
+pub fn held_at(dir: &Path) -> Option<Arc<Held>> {
+    HELD.lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .iter()
+        .find(|h| h.dir == dir)
+        .cloned()
+}
+
+/// A staged capture held rather than committed
+/// ([`CaptureWriter::into_held`]): its directory (the tables written as
+/// files) and its small tables in memory, readable through
+/// [`crate::readback`] at [`HeldCapture::dir`] until it is dropped, which
+/// removes both.
+pub struct HeldCapture {
+    held: Arc<Held>,
+}
+
+impl HeldCapture {
+    pub fn dir(&self) -> &Path {
+        &self.held.dir
+    }
+}
+
+impl std::fmt::Debug for HeldCapture {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "HeldCapture({})", self.held.dir.display())
+    }
+}
+
+impl Drop for HeldCapture {
+    fn drop(&mut self) {
+        HELD.lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|h| !Arc::ptr_eq(h, &self.held));
+        let _ = fs::remove_dir_all(&self.held.dir);
+    }
+}
+
 impl Drop for TableWriter {
     fn drop(&mut self) {
         let _ = self.join();
@@ -554,6 +653,8 @@ pub struct CaptureWriter {
     dest: PathBuf,
     tmp: PathBuf,
     committed: bool,
+    /// Small tables held in memory ([`Self::create_held`]).
+    held: Option<Arc<Held>>,
 }
 
 impl CaptureWriter {
@@ -616,7 +717,39 @@ impl CaptureWriter {
             dest: dest.to_path_buf(),
             tmp,
             committed: false,
+            held: None,
         })
+    }
+
+    /// [`Self::create_staged`], its small tables held in memory rather
+    /// than written (see [`HELD`]); the capture is taken with
+    /// [`Self::into_held`] instead of being committed.
+    pub fn create_held(dest: &Path, staging: Option<&Path>) -> Result<Self> {
+        let mut w = Self::create_staged(dest, staging)?;
+        let h = Arc::new(Held {
+            dir: w.tmp.clone(),
+            tables: Default::default(),
+        });
+        HELD.lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(h.clone());
+        w.held = Some(h);
+        Ok(w)
+    }
+
+    /// The capture staged by [`Self::create_held`], not committed: its
+    /// tables stay readable at its staging directory while the
+    /// [`HeldCapture`] lives. None for a writer made otherwise.
+    pub fn into_held(mut self) -> Option<HeldCapture> {
+        let held = self.held.take()?;
+        // Removed by the HeldCapture, not by this writer's drop.
+        self.committed = true;
+        Some(HeldCapture { held })
+    }
+
+    /// Whether the tables are held ([`Self::create_held`]).
+    pub fn is_held(&self) -> bool {
+        self.held.is_some()
     }
 
     /// Prepares to rewrite some tables of the existing capture `dest`
@@ -700,6 +833,11 @@ impl CaptureWriter {
 
 impl Drop for CaptureWriter {
     fn drop(&mut self) {
+        if let Some(h) = self.held.take() {
+            HELD.lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .retain(|x| !Arc::ptr_eq(x, &h));
+        }
         if !self.committed {
             let _ = fs::remove_dir_all(&self.tmp);
         }
@@ -753,9 +891,19 @@ pub fn replace_table_with(
     let result = (|| {
         let mut w = TableWriter::create(def, &tmp)?;
         fill(&mut w)?;
-        let rows = w.close()?;
+        let hold = w.hold.clone();
+        w.join()?;
+        let rows = w.rows;
+        if w.was_held {
+            // Held in memory (a staged capture's small table).
+            return Ok(rows);
+        }
         let dest = table_file(dir, def.name);
         fs::rename(&tmp, &dest).map_err(|e| Error::io(&dest, e))?;
+        if let Some(h) = hold {
+            // Written as a file: the rows held before are replaced.
+            h.forget(def.name);
+        }
         Ok(rows)
     })();
     if result.is_err() {
@@ -836,5 +984,50 @@ mod tests {
         w.write(&meta_batch(3, 1)).unwrap();
         drop(w);
         assert_eq!(written(&dropped).0, 3);
+    }
+
+    #[test]
+    fn a_held_capture_keeps_small_tables_in_memory_and_large_ones_in_files() {
+        use crate::readback::{has_table, read_table};
+        let d = tempfile::tempdir().unwrap();
+        let def = &trawl_capture::schema::CAPTURE_META;
+        let rows = |dir: &Path| -> usize {
+            read_table(dir, def)
+                .unwrap()
+                .iter()
+                .map(RecordBatch::num_rows)
+                .sum()
+        };
+        let mut cap = CaptureWriter::create_held(&d.path().join("c"), Some(d.path())).unwrap();
+        let dir = cap.staging_dir().to_path_buf();
+        let mut c = MetaCols::default();
+        c.source_id.append_value(0);
+        c.key.append_value("k");
+        c.value.append_value("v");
+        cap.write_table(&mut c).unwrap();
+        assert!(!table_file(&dir, def.name).exists(), "held, not written");
+        assert!(has_table(&dir, def));
+        assert_eq!(rows(&dir), 1);
+        // Replaced by a table too large to hold: a file, the held rows
+        // forgotten.
+        let big: Vec<RecordBatch> = (0..3).map(|_| meta_batch(1000, 500)).collect();
+        replace_table(&dir, def, &big).unwrap();
+        assert!(table_file(&dir, def.name).is_file());
+        assert_eq!(rows(&dir), 3000);
+        // And by a small one again: held, the file removed.
+        replace_table(&dir, def, &[meta_batch(2, 1)]).unwrap();
+        assert!(!table_file(&dir, def.name).exists());
+        assert_eq!(rows(&dir), 2);
+        // Taken instead of committed: readable until dropped, then gone.
+        let held = cap.into_held().expect("held");
+        assert_eq!(held.dir(), dir);
+        assert_eq!(rows(&dir), 2);
+        drop(held);
+        assert!(!dir.exists() && held_at(&dir).is_none());
+        assert!(!has_table(&dir, def));
+        // A writer made otherwise holds nothing.
+        let plain = CaptureWriter::create(&d.path().join("p")).unwrap();
+        assert!(held_at(plain.staging_dir()).is_none());
+        assert!(plain.into_held().is_none());
     }
 }

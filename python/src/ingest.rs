@@ -113,6 +113,7 @@ pub fn ingest<'py>(
         progress: Some(done.clone()),
         // Ctrl-C or an error of the progress callback stops the readers.
         cancel: Some(interrupted.clone()),
+        hold: false,
         expansion: trawl_ingest::compressed::ExpansionLimit {
             ratio: max_expansion,
             ..Default::default()

@@ -68,6 +68,7 @@ impl ConvertArgs {
             staging: None,
             progress: None,
             cancel: None,
+            hold: false,
             expansion: trawl_ingest::compressed::ExpansionLimit {
                 ratio: self.max_expansion,
                 ..Default::default()
