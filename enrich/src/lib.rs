@@ -499,6 +499,9 @@ impl Prefetch {
     /// behind ingest's seam.
     pub fn boxed(cfg: trawl_symbolize::Config) -> Box<dyn trawl_ingest::stacks::ModuleSink> {
         use std::sync::atomic::Ordering;
+        // A capture begins: a memo serving several keeps the modules
+        // costly to open (an archive's).
+        cfg.memo().begin_capture();
         let (tx, rx) = std::sync::mpsc::channel::<(ModuleRequest, Option<String>)>();
         let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         let stopped = stop.clone();

@@ -21,6 +21,10 @@ pub struct Memo {
     /// The last modules opened, kept open (their DWARF decompressed once
     /// per run; see [`Opened`]).
     open: Mutex<Vec<(String, Arc<Opened>)>>,
+    /// Captures symbolized with this memo ([`Memo::begin_capture`]): from
+    /// the second on, modules costly to open are kept open beyond the
+    /// last few (see [`KEEP_OPEN`]).
+    captures: std::sync::atomic::AtomicUsize,
     /// Modules [`crate::prepare`] failed to learn, with the answer: the
     /// next `symbolize` of the module takes it instead of trying again, so
     /// that learning ahead changes no answer (a second try may fail
@@ -34,14 +38,18 @@ pub struct Memo {
 /// Modules kept open per process: a debug file's compressed sections are
 /// inflated once per run, not once per capture that samples a function
 /// not learnt yet (an archive of runs of the same programs). The last
-/// [`KEEP_OPEN`] opened stay whatever their size; older ones while the
-/// sections inflated for all of them hold at most [`KEEP_INFLATED`], and
-/// never more than [`KEEP_OPEN_MAX`]. With four kept, an archive of runs
-/// of `ls`, `gzip`, `sha256sum` and a program of its own inflated the
-/// debug files of libc and ld.so eleven times each: 15 % of its time.
+/// [`KEEP_OPEN`] used stay whatever they hold; of the others, when the
+/// memo serves several captures, those whose compressed DWARF was inflated
+/// (what is costly to open again), most recently used first, while their
+/// inflated sections hold at most [`KEEP_INFLATED`] together,
+/// [`KEEP_OPEN_MAX`] modules in all. With only the last four kept, an
+/// archive of runs of `ls`, `gzip`, `sha256sum` and a program of its own
+/// inflated the debug files of libc and ld.so eleven times each: 15 % of
+/// its time. One capture symbolizes each module once: keeping them there
+/// only raised the peak memory of a system-wide ingest by a quarter.
 const KEEP_OPEN: usize = 4;
 const KEEP_OPEN_MAX: usize = 32;
-const KEEP_INFLATED: usize = 64 << 20;
+const KEEP_INFLATED: usize = 32 << 20;
 
 /// A module's files, opened, with their DWARF sections once loaded.
 pub struct Opened {
@@ -100,18 +108,24 @@ impl Opened {
     }
 }
 
-/// How many of the modules kept open, least recently used first, with
-/// `inflated` bytes of sections each, to close (see [`KEEP_OPEN`]).
-fn to_close(inflated: &[usize]) -> usize {
-    let mut held: usize = inflated.iter().sum();
-    let mut n = 0;
-    while inflated.len() - n > KEEP_OPEN
-        && (inflated.len() - n > KEEP_OPEN_MAX || held > KEEP_INFLATED)
-    {
-        held -= inflated[n];
-        n += 1;
+/// Which of the modules kept open, least recently used first, stay open
+/// (see [`KEEP_OPEN`]): each with the bytes of its inflated sections and
+/// whether the memo serves several captures.
+fn to_keep(modules: &[(usize, bool)]) -> Vec<bool> {
+    let n = modules.len();
+    let mut keep = vec![false; n];
+    let (mut kept, mut held) = (0, 0);
+    for i in (0..n).rev() {
+        let (inflated, shared) = modules[i];
+        let recent = n - i <= KEEP_OPEN;
+        let costly = shared && inflated > 0 && held + inflated <= KEEP_INFLATED;
+        if (recent || costly) && kept < KEEP_OPEN_MAX {
+            keep[i] = true;
+            kept += 1;
+            held += inflated;
+        }
     }
-    n
+    keep
 }
 
 impl Opened {
@@ -182,9 +196,20 @@ impl Memo {
         let mut o = self.open.lock().unwrap_or_else(|e| e.into_inner());
         o.retain(|(k, _)| k != key);
         o.push((key.to_string(), m));
-        let sizes: Vec<usize> = o.iter().map(|(_, m)| m.inflated_bytes()).collect();
-        o.drain(..to_close(&sizes));
+        let shared = self.captures.load(std::sync::atomic::Ordering::Relaxed) > 1;
+        let sizes: Vec<(usize, bool)> = o
+            .iter()
+            .map(|(_, m)| (m.inflated_bytes(), shared))
+            .collect();
+        let mut keep = to_keep(&sizes).into_iter();
+        o.retain(|_| keep.next().unwrap_or(true));
     }
+    /// Counts a capture about to be symbolized with this memo.
+    pub fn begin_capture(&self) {
+        self.captures
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+
     /// Keeps `prepare`'s failure to learn `key`.
     pub(crate) fn put_failure(&self, key: &str, r: crate::ModuleResult) {
         self.failed
@@ -254,20 +279,51 @@ impl Memo {
 
 #[cfg(test)]
 mod tests {
-    use super::{to_close, KEEP_INFLATED};
+    use super::{to_keep, KEEP_INFLATED};
 
     #[test]
-    fn modules_stay_open_while_what_they_inflated_fits() {
+    fn modules_of_several_captures_stay_open_while_what_they_inflated_fits() {
         const MB: usize = 1 << 20;
-        // Small debug files (libc's and ld.so's inflate to a few MB): all
-        // stay, up to the cap.
-        assert_eq!(to_close(&[4 * MB; 10]), 0);
-        assert_eq!(to_close(&[0; 33]), 1);
-        // Past the budget the oldest go, but never the last four.
-        assert_eq!(to_close(&[40 * MB, 40 * MB, MB, MB]), 0);
-        assert_eq!(to_close(&[40 * MB, 40 * MB, MB, MB, 0]), 1);
-        assert_eq!(to_close(&[KEEP_INFLATED, 1, 0, 0, 0, 0]), 1);
-        assert_eq!(to_close(&[KEEP_INFLATED, 0, 0, 0, 0]), 0);
-        assert_eq!(to_close(&[300 * MB; 6]), 2);
+        let (t, f) = (true, false);
+        let again = |v: &[usize]| v.iter().map(|&b| (b, true)).collect::<Vec<_>>();
+        // One capture: the last four only.
+        // The last four stay, whatever they hold.
+        assert_eq!(to_keep(&[(0, f); 4]), [t, t, t, t]);
+        assert_eq!(to_keep(&[(99 * MB, f); 4]), [t, t, t, t]);
+        // Older ones without inflated sections (cheap to open again) go.
+        assert_eq!(to_keep(&again(&[0, 0, 0, 0, 0, 0])), [f, f, t, t, t, t]);
+        // Older ones with inflated sections (libc's and ld.so's debug
+        // files: 10 and 1 MB) stay while they fit, the most recent first,
+        // when the memo serves several captures.
+        assert_eq!(
+            to_keep(&again(&[10 * MB, 0, MB, 0, 0, 0, 0])),
+            [t, f, t, t, t, t, t]
+        );
+        assert_eq!(
+            to_keep(&[
+                (10 * MB, f),
+                (0, f),
+                (MB, f),
+                (0, f),
+                (0, f),
+                (0, f),
+                (0, f)
+            ]),
+            [f, f, f, t, t, t, t]
+        );
+        assert_eq!(
+            to_keep(&again(&[20 * MB, 20 * MB, 0, 0, 0, 0])),
+            [f, t, t, t, t, t]
+        );
+        assert_eq!(
+            to_keep(&again(&[KEEP_INFLATED, 0, 0, 0, 0])),
+            [t, t, t, t, t]
+        );
+        assert_eq!(
+            to_keep(&again(&[KEEP_INFLATED + 1, 0, 0, 0, 0])),
+            [f, t, t, t, t]
+        );
+        // Never more than the cap.
+        assert_eq!(to_keep(&again(&[1; 40])).iter().filter(|&&k| k).count(), 32);
     }
 }
