@@ -109,29 +109,43 @@ pub fn write(mut p: StackProfile, product: &str, interval_ns: u64) -> anyhow::Re
     let mut positions: Vec<Position> = Vec::new();
     let mut token_of: HashMap<Position, usize> = HashMap::default();
     let mut last: HashMap<ThreadHandle, Timestamp> = HashMap::default();
+    // Each location's labels (its inline levels, outermost first), made
+    // once: `labels[span[l].0..span[l].1]` once `made[l]`.
+    let mut made = vec![false; p.locations.len()];
+    let mut span: Vec<(u32, u32)> = vec![(0, 0); p.locations.len()];
+    let mut labels: Vec<fxprof_processed_profile::StringHandle> = Vec::new();
+    let mut frames: Vec<FrameInfo> = Vec::new();
     for s in &p.samples {
         let th = threads[&(s.capture, s.pid, s.tid)];
         let stack = match s.stack {
             None => None,
             Some(k) => *stacks.entry((th, k)).or_insert_with(|| {
-                let mut frames = Vec::new();
+                frames.clear();
                 for &l in p.stacks[k as usize].iter().rev() {
-                    let loc = &p.locations[l as usize];
-                    let cat = if loc.kernel { kernel } else { user };
-                    for line in loc.lines.iter().rev() {
-                        let key = (line.function, line.file, line.line);
-                        let token = *token_of.entry(key).or_insert_with(|| {
-                            positions.push(key);
-                            positions.len() - 1
-                        });
-                        frames.push(FrameInfo {
-                            frame: Frame::Label(prof.intern_string(&format!("{TOKEN}{token}"))),
-                            category_pair: cat,
-                            flags: FrameFlags::empty(),
-                        });
+                    let l = l as usize;
+                    let loc = &p.locations[l];
+                    if !made[l] {
+                        let from = labels.len() as u32;
+                        for line in loc.lines.iter().rev() {
+                            let key = (line.function, line.file, line.line);
+                            let token = *token_of.entry(key).or_insert_with(|| {
+                                positions.push(key);
+                                positions.len() - 1
+                            });
+                            labels.push(prof.intern_string(&format!("{TOKEN}{token}")));
+                        }
+                        made[l] = true;
+                        span[l] = (from, labels.len() as u32);
                     }
+                    let cat = if loc.kernel { kernel } else { user };
+                    let (a, b) = span[l];
+                    frames.extend(labels[a as usize..b as usize].iter().map(|&h| FrameInfo {
+                        frame: Frame::Label(h),
+                        category_pair: cat,
+                        flags: FrameFlags::empty(),
+                    }));
                 }
-                prof.intern_stack_frames(th, frames.into_iter())
+                prof.intern_stack_frames(th, frames.drain(..))
             }),
         };
         let t = at(s.capture, s.time_ns);
