@@ -9,8 +9,9 @@
 //! a SIGBUS); a capture's content hash covers its inputs' file names and
 //! hashes, and an input that cannot be read fails its capture only (the
 //! run, with `strict`). Captures are ingested on `jobs` threads, each
-//! committed whole into `ARCHIVE/.staging/captures/` (outside the
-//! `ARCHIVE/*/` that readers glob); this thread appends each to the
+//! staged under `ARCHIVE/.staging/` (outside the `ARCHIVE/*/` that
+//! readers glob) and handed over held, its small tables in memory
+//! (`trawl_ingest::writer::HeldCapture`); this thread appends each to the
 //! segment being built (`ARCHIVE/.staging/segment=NAME`), which is renamed
 //! to `ARCHIVE/segment=NAME` when full and at the end, then recorded in the
 //! manifest with its captures. Failures are recorded at most twice a
