@@ -405,7 +405,9 @@ pub(crate) fn ingest_into(
     // Each capture handed over held, its small tables in memory: appended
     // to the segment, then dropped.
     ingest_opts.hold = true;
-    let (tx, rx) = mpsc::channel::<(usize, Outcome, CaptureRow, Option<HeldCapture>)>();
+    // Bounded: a held capture waits in memory for its segment, so a job
+    // does not run ahead of the appends by more than one capture.
+    let (tx, rx) = mpsc::sync_channel::<(usize, Outcome, CaptureRow, Option<HeldCapture>)>(jobs);
     let mut strict_failure = None;
     // Captures are ingested each into a directory of their own under the
     // staging directory, then appended to the segment being built.

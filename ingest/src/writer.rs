@@ -530,7 +530,7 @@ impl TableWriter {
         if self.worker.is_none() && !self.finished {
             self.finished = true;
             if let Some(h) = &self.hold {
-                h.put(self.def.name, std::mem::take(&mut self.held));
+                h.put(self.def.name, compact(std::mem::take(&mut self.held)));
                 self.was_held = true;
                 // A file of the table written before (a large one) is
                 // replaced.
@@ -571,6 +571,29 @@ impl TableWriter {
 /// removing those files (and ext4 finding inodes for them) was a fifth of
 /// its time.
 static HELD: Mutex<Vec<Arc<Held>>> = Mutex::new(Vec::new());
+
+/// `batches` in buffers of their own size: a batch of a few rows can hold
+/// its builders' spare capacity (64 K values per column), megabytes for a
+/// table of a short run, which a held table would keep until its capture
+/// is appended to its segment.
+fn compact(batches: Vec<RecordBatch>) -> Vec<RecordBatch> {
+    batches
+        .into_iter()
+        .map(|b| {
+            if b.get_array_memory_size() <= 2 * slice_bytes(&b) + 4096 {
+                return b;
+            }
+            let all = arrow::array::UInt32Array::from_iter_values(0..b.num_rows() as u32);
+            let cols: std::result::Result<Vec<ArrayRef>, _> = b
+                .columns()
+                .iter()
+                .map(|c| arrow::compute::take(c, &all, None))
+                .collect();
+            cols.and_then(|c| RecordBatch::try_new(b.schema(), c))
+                .unwrap_or(b)
+        })
+        .collect()
+}
 
 /// The tables held for one staging directory.
 pub struct Held {
@@ -644,6 +667,13 @@ impl Drop for HeldCapture {
 
 impl Drop for TableWriter {
     fn drop(&mut self) {
+        if self.hold.is_some() && self.worker.is_none() && !self.finished {
+            // Dropped before its close (its rows failed, or a panic): a
+            // held table is left as it was, not replaced by what it got.
+            self.finished = true;
+            self.held.clear();
+            return;
+        }
         let _ = self.join();
     }
 }
@@ -1017,6 +1047,16 @@ mod tests {
         // And by a small one again: held, the file removed.
         replace_table(&dir, def, &[meta_batch(2, 1)]).unwrap();
         assert!(!table_file(&dir, def.name).exists());
+        assert_eq!(rows(&dir), 2);
+        // A replacement whose rows fail leaves the table as it was.
+        let failed = replace_table_with(&dir, def, |w| {
+            w.write(&meta_batch(7, 1))?;
+            Err(Error::Io {
+                path: def.name.into(),
+                source: std::io::Error::other("rows failed"),
+            })
+        });
+        assert!(failed.is_err());
         assert_eq!(rows(&dir), 2);
         // Taken instead of committed: readable until dropped, then gone.
         let held = cap.into_held().expect("held");
