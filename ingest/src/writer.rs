@@ -584,13 +584,7 @@ fn compact(batches: Vec<RecordBatch>) -> Vec<RecordBatch> {
                 return b;
             }
             let all = arrow::array::UInt32Array::from_iter_values(0..b.num_rows() as u32);
-            let cols: std::result::Result<Vec<ArrayRef>, _> = b
-                .columns()
-                .iter()
-                .map(|c| arrow::compute::take(c, &all, None))
-                .collect();
-            cols.and_then(|c| RecordBatch::try_new(b.schema(), c))
-                .unwrap_or(b)
+            arrow::compute::take_record_batch(&b, &all).unwrap_or(b)
         })
         .collect()
 }

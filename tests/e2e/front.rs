@@ -50,7 +50,20 @@ fn ctrl_c_ends_the_command_and_leaves_no_capture() {
     let dir = tempfile::tempdir().unwrap();
     let cap = dir.path().join("cap");
     let cache = tempfile::tempdir().unwrap();
-    let mut child = Command::new(trawl_exe())
+    let mut cmd = Command::new(trawl_exe());
+    // As a terminal starts it: SIGINT's default action, even when these
+    // tests run as a script's background job, which ignores SIGINT (and
+    // a program keeps what it inherits).
+    // SAFETY: signal() is async-signal-safe; nothing else runs between
+    // fork and exec.
+    unsafe {
+        use std::os::unix::process::CommandExt;
+        cmd.pre_exec(|| {
+            libc::signal(libc::SIGINT, libc::SIG_DFL);
+            Ok(())
+        });
+    }
+    let mut child = cmd
         .env("XDG_CACHE_HOME", cache.path())
         .args(["ingest", "-", "-o", cap.to_str().unwrap(), "--no-symbolize"])
         .stdin(Stdio::piped())
