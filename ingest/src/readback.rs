@@ -59,7 +59,7 @@ fn project(
 /// such table.
 pub fn table_reader(
     dir: &Path,
-    def: &'static TableDef,
+    def: &TableDef,
     only: Option<&[&str]>,
     batch: usize,
 ) -> Result<Option<Box<dyn Iterator<Item = Result<RecordBatch>> + Send>>> {
@@ -89,9 +89,10 @@ pub fn table_reader(
             path: path.clone(),
             source,
         })?;
+    let table = def.name.to_string();
     Ok(Some(Box::new(reader.map(move |b| {
         b.map_err(|source| Error::Arrow {
-            table: def.name.into(),
+            table: table.as_str().into(),
             source,
         })
     }))))
@@ -100,35 +101,19 @@ pub fn table_reader(
 /// Every batch of a table, with only the columns named in `only` (all
 /// without it).
 pub fn read_columns(dir: &Path, def: &TableDef, only: Option<&[&str]>) -> Result<Vec<RecordBatch>> {
-    if let Some(b) = held(dir, def) {
-        return project(def, b, only);
+    match table_reader(dir, def, only, 64 * 1024)? {
+        Some(r) => r.collect(),
+        None => Err(missing(dir, def)),
     }
+}
+
+/// Why table `def` of `dir` cannot be read: its file's open error.
+fn missing(dir: &Path, def: &TableDef) -> Error {
     let path = table_file(dir, def.name);
-    let f = File::open(&path).map_err(|e| Error::io(&path, e))?;
-    let reader = ParquetRecordBatchReaderBuilder::try_new(f)
-        .and_then(|b| {
-            let b = match only {
-                Some(names) => {
-                    let mask = parquet::arrow::ProjectionMask::columns(
-                        b.parquet_schema(),
-                        names.iter().copied(),
-                    );
-                    b.with_projection(mask)
-                }
-                None => b,
-            };
-            b.with_batch_size(64 * 1024).build()
-        })
-        .map_err(|source| Error::Parquet {
-            path: path.clone(),
-            source,
-        })?;
-    reader
-        .collect::<std::result::Result<Vec<_>, _>>()
-        .map_err(|source| Error::Arrow {
-            table: def.name.into(),
-            source,
-        })
+    let e = File::open(&path)
+        .err()
+        .unwrap_or_else(|| std::io::ErrorKind::NotFound.into());
+    Error::io(&path, e)
 }
 
 /// The batches of a table, read one at a time (a table too big to hold
@@ -137,10 +122,7 @@ pub fn read_batches(
     dir: &Path,
     def: &'static TableDef,
 ) -> Result<impl Iterator<Item = Result<RecordBatch>>> {
-    table_reader(dir, def, None, 64 * 1024)?.ok_or_else(|| {
-        let path = table_file(dir, def.name);
-        Error::io(&path, std::io::Error::from(std::io::ErrorKind::NotFound))
-    })
+    table_reader(dir, def, None, 64 * 1024)?.ok_or_else(|| missing(dir, def))
 }
 
 /// A column of a batch of `def`, checked against the schema so that the
