@@ -207,7 +207,7 @@ pub async fn export(
                 .map(|i| i.max(1))
                 .or_else(|| crate::units::median_gap(&p))
                 .unwrap_or(1_000_000);
-            crate::firefox::write(p, WRITER, interval)?
+            return crate::firefox::write(&p, WRITER, interval, w);
         }
         _ => crate::pprof::write(&p)?,
     };
