@@ -655,10 +655,19 @@ fn write_checked(
         KeyValue::new(KEY_CHECK.into(), check),
     ];
     kv.extend(more);
-    let props = WriterProperties::builder()
+    // Parts are read whole: no statistics; addresses (distinct in each
+    // row) plain, not dictionary-encoded (both were most of writing a
+    // kernel's 120,000 symbols).
+    let mut props = WriterProperties::builder()
         .set_compression(compression)
-        .set_key_value_metadata(Some(kv))
-        .build();
+        .set_statistics_enabled(parquet::file::properties::EnabledStatistics::None)
+        .set_key_value_metadata(Some(kv));
+    for col in ["lo", "hi", "vaddr"] {
+        if batch.schema().column_with_name(col).is_some() {
+            props = props.set_column_dictionary_enabled(col.into(), false);
+        }
+    }
+    let props = props.build();
     let f = std::fs::File::create(path).map_err(|e| e.to_string())?;
     let mut w = ArrowWriter::try_new(f, batch.schema(), Some(props)).map_err(|e| e.to_string())?;
     w.write(batch).map_err(|e| e.to_string())?;
