@@ -117,6 +117,8 @@ struct Thread {
     pid: i32,
     tid: i32,
     is_main: bool,
+    /// Its first sample's command (`p.strings`).
+    comm: u32,
     name: String,
     process_name: String,
     /// First and last sample (ns from the capture's first sample).
@@ -146,13 +148,12 @@ fn threads(p: &StackProfile) -> Vec<Thread> {
         /// The main thread's latest command (after an exec: the
         /// program's), else the first sample's.
         comm: u32,
-        named_by_main: bool,
         start: u64,
         threads: Vec<usize>,
     }
     let mut procs: Vec<Proc> = Vec::new();
     let mut proc_of: HashMap<(u32, i32), usize> = HashMap::default();
-    let mut threads: Vec<(usize, u32, Thread)> = Vec::new();
+    let mut threads: Vec<Thread> = Vec::new();
     let mut thread_of: HashMap<(u32, i32, i32), usize> = HashMap::default();
     for (i, s) in p.samples.iter().enumerate() {
         let t0 = start.get(&s.capture).copied().unwrap_or(0);
@@ -162,7 +163,6 @@ fn threads(p: &StackProfile) -> Vec<Thread> {
                 capture: s.capture,
                 pid: s.pid,
                 comm: s.comm,
-                named_by_main: false,
                 start: t,
                 threads: Vec::new(),
             });
@@ -172,31 +172,27 @@ fn threads(p: &StackProfile) -> Vec<Thread> {
         proc.start = proc.start.min(t);
         if s.pid == s.tid {
             proc.comm = s.comm;
-            proc.named_by_main = true;
         }
         let th = *thread_of
             .entry((s.capture, s.pid, s.tid))
             .or_insert_with(|| {
                 proc.threads.push(threads.len());
-                threads.push((
-                    pr,
-                    s.comm,
-                    Thread {
-                        pid: s.pid,
-                        tid: s.tid,
-                        is_main: s.pid == s.tid,
-                        name: String::new(),
-                        process_name: String::new(),
-                        start: t,
-                        end: t,
-                        process_start: 0,
-                        samples: Vec::new(),
-                        times: Vec::new(),
-                    },
-                ));
+                threads.push(Thread {
+                    pid: s.pid,
+                    tid: s.tid,
+                    is_main: s.pid == s.tid,
+                    comm: s.comm,
+                    name: String::new(),
+                    process_name: String::new(),
+                    start: t,
+                    end: t,
+                    process_start: 0,
+                    samples: Vec::new(),
+                    times: Vec::new(),
+                });
                 threads.len() - 1
             });
-        let th = &mut threads[th].2;
+        let th = &mut threads[th];
         th.start = th.start.min(t);
         th.end = th.end.max(t);
         th.samples.push(i as u32);
@@ -205,32 +201,28 @@ fn threads(p: &StackProfile) -> Vec<Thread> {
     let several = p.captures.len() > 1;
     let mut order: Vec<usize> = (0..procs.len()).collect();
     order.sort_by_key(|&i| (procs[i].start, procs[i].pid, procs[i].capture));
-    let mut slots: Vec<Option<Thread>> = Vec::with_capacity(threads.len());
-    let mut first_comm = Vec::with_capacity(threads.len());
-    for (pr, comm, mut t) in threads {
-        let proc = &procs[pr];
-        let comm_name = p.str(proc.comm);
-        t.process_name = if several {
-            format!("{comm_name} ({})", p.captures[proc.capture as usize])
-        } else {
-            comm_name.to_string()
-        };
-        t.process_start = proc.start;
-        first_comm.push(comm);
-        slots.push(Some(t));
-    }
+    let mut slots: Vec<Option<Thread>> = threads.into_iter().map(Some).collect();
     let mut out = Vec::with_capacity(slots.len());
     for pr in order {
-        let mut own: Vec<Thread> = procs[pr]
+        let proc = &procs[pr];
+        let comm = p.str(proc.comm);
+        let process_name = if several {
+            format!("{comm} ({})", p.captures[proc.capture as usize])
+        } else {
+            comm.to_string()
+        };
+        let mut own: Vec<Thread> = proc
             .threads
             .iter()
             .map(|&i| {
                 let mut t = slots[i].take().expect("a thread is in one process");
                 t.name = if t.is_main {
-                    t.process_name.clone()
+                    process_name.clone()
                 } else {
-                    p.str(first_comm[i]).to_string()
+                    p.str(t.comm).to_string()
                 };
+                t.process_name = process_name.clone();
+                t.process_start = proc.start;
                 t
             })
             .collect();
