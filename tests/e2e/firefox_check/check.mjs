@@ -27,10 +27,11 @@
 // samples reach its call tree; 1 when it refused the file or threw (its
 // message on stderr); 2 on a usage or installation problem.
 
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { connect } from 'node:net';
+import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -61,7 +62,7 @@ if (installed !== pinned) die(2, `${PKG} ${installed} is installed, package.json
 // A private session directory (the CLI keeps its daemon's socket and log
 // there) and no symbolication (it would ask Mozilla's symbol server).
 const sessionDir = mkdtempSync(join(tmpdir(), 'trawl-firefox-check-'));
-let session = 'check';
+const session = 'check';
 const env = {
   ...process.env,
   PROFILER_CLI_SESSION_DIR: sessionDir,
@@ -97,32 +98,72 @@ function query(args) {
 }
 let loaded = false;
 function cleanup() {
-  if (loaded) run(['stop']);
+  if (loaded) {
+    run(['stop']);
+    if (exited === null) daemon.kill();
+  }
   rmSync(sessionDir, { recursive: true, force: true });
 }
 
-// The CLI gives the daemon it starts 500 ms (fixed, no setting) to open
-// its socket before it gives up with "did not become ready": on a busy
-// machine (the test run compiles beside it) node takes longer to read the
-// 1.3 MB bundle. That says nothing about the file: stop that daemon and
-// start again under a new session name, a few times.
-let l;
-for (let attempt = 1; ; attempt++) {
-  l = run(['load', profile]);
-  // The daemon may have started even when loading failed: stop it too.
-  loaded = true;
-  const out = `${l.stdout ?? ''}${l.stderr ?? ''}`;
-  if (l.status === 0 || attempt === 5 || !out.includes('did not become ready')) break;
-  const pid = /as pid (\d+)/.exec(out);
-  if (pid) {
+// `profiler-cli load` starts the daemon (this same bundle with --daemon)
+// and gives it 500 ms, fixed, to open its socket: on a busy machine (the
+// test run compiles beside it) node takes longer than that to read the
+// 1.3 MB bundle, and the load fails without saying anything about the
+// file. So start the daemon here, the way `load` does, and wait for it as
+// long as a query may take: its socket (the session's metadata file names
+// it) answers {"type":"status"} with "loading" until the Profiler has
+// processed the file, then "ready", or "error" with the Profiler's reason.
+function status(socketPath) {
+  return new Promise((done) => {
+    const c = connect(socketPath);
+    let buf = '';
+    c.setTimeout(10_000);
+    c.on('connect', () => c.write(JSON.stringify({ type: 'status' }) + '\n'));
+    c.on('data', (d) => {
+      buf += d;
+      const nl = buf.indexOf('\n');
+      if (nl < 0) return;
+      c.end();
+      try {
+        done(JSON.parse(buf.slice(0, nl)));
+      } catch (e) {
+        done({ type: 'unreachable', error: String(e) });
+      }
+    });
+    c.on('error', (e) => done({ type: 'unreachable', error: String(e) }));
+    c.on('timeout', () => {
+      c.destroy();
+      done({ type: 'unreachable', error: 'no answer in 10 s' });
+    });
+  });
+}
+const daemon = spawn(process.execPath, [cli, '--daemon', resolve(profile), '--session', session], {
+  env,
+  stdio: 'ignore',
+});
+daemon.unref();
+let exited = null;
+daemon.on('exit', (code, signal) => (exited = signal ?? `exit status ${code}`));
+daemon.on('error', (e) => (exited = String(e)));
+loaded = true;
+const meta0 = join(sessionDir, `${session}.json`);
+for (const deadline = Date.now() + 120_000; ; ) {
+  await new Promise((r) => setTimeout(r, 100));
+  if (exited !== null) {
+    const why = join(sessionDir, `${session}.error`);
+    const reason = existsSync(why) ? readFileSync(why, 'utf8') : '';
+    fail(`daemon stopped before loading the file (${exited})`, { stdout: reason });
+  }
+  let st = { type: 'starting' };
+  if (existsSync(meta0)) {
     try {
-      process.kill(Number(pid[1]));
+      st = await status(JSON.parse(readFileSync(meta0, 'utf8')).socketPath);
     } catch {}
   }
-  process.stderr.write(`firefox_check: the CLI's daemon was slow to start (attempt ${attempt}); starting it again\n`);
-  session = `check${attempt}`;
+  if (st.type === 'ready') break;
+  if (st.type === 'error') fail('refused the file', { stdout: st.error });
+  if (Date.now() > deadline) fail(`did not load the file in 120 s (last status: ${st.type})`, { stdout: st.error });
 }
-if (l.status !== 0) fail('refused the file', l);
 
 const meta = query(['profile', 'meta']);
 const list = query(['thread', 'list']);
