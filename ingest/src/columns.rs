@@ -372,6 +372,25 @@ impl<T: ArrowPrimitiveType> OptPrim<T> {
         self.len += 1;
     }
 
+    /// Rows pushed since the last [`OptPrim::finish`].
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Rewrites the values of rows `from..` with `f` (a null row's
+    /// placeholder too, which stays null).
+    pub fn map_from(&mut self, from: usize, f: impl Fn(T::Native) -> T::Native) {
+        if let Some(v) = self.vals.get_mut(from..) {
+            for x in v {
+                *x = f(*x);
+            }
+        }
+    }
+
     #[inline(never)]
     fn null_after_values(&mut self) {
         self.vals.push(T::Native::default());

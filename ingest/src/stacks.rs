@@ -14,7 +14,7 @@ use arrow::array::{
 use arrow::datatypes::Int32Type;
 
 use crate::columns::TableColumns;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::intern::IdTable;
 use crate::writer::{CaptureWriter, TableWriter};
 use trawl_capture::schema;
@@ -83,12 +83,34 @@ table_columns! {
 }
 
 pub struct StackTables {
+    /// The frame and stack tables; `None` while [`StackWorker`] has them.
+    interner: Option<Box<Interner>>,
+    pub modules: Vec<ModuleInfo>,
+    module_ids: HashMap<(String, Option<String>), i64>,
+    /// Told of each module as its first frame is met, with the build-ids
+    /// and kernel release the inputs' headers record so far.
+    sink: Option<Box<dyn ModuleSink>>,
+    told: Vec<bool>,
+    recorded_build_ids: HashMap<String, String>,
+    os_release: Option<String>,
+    /// Stacks queued with [`StackTables::queue`], not yet interned.
+    queue: Batch,
+    /// The thread interning queued stacks, once there were enough.
+    worker: Option<StackWorker>,
+    /// The ids of the queued stacks interned so far, by ticket.
+    settled: Vec<i64>,
+    next_ticket: u32,
+    /// What the worker failed on, reported by the next call that returns
+    /// a result.
+    failed: Option<Error>,
+}
+
+/// Frames and stacks: ids and rows.
+struct Interner {
     stacks: StackCols,
     stacks_out: TableWriter,
     frames: FrameCols,
     frames_out: TableWriter,
-    pub modules: Vec<ModuleInfo>,
-    module_ids: HashMap<(String, Option<String>), i64>,
     /// Frames by (module, rel_pc, index in `contexts`, is_return).
     frame_ids: IdTable<(i64, u64, u8, bool)>,
     contexts: Vec<&'static str>,
@@ -104,12 +126,35 @@ pub struct StackTables {
     key: Vec<u8>,
     ids: Vec<i64>,
     rows: Vec<i64>,
-    /// Told of each module as its first frame is met, with the build-ids
-    /// and kernel release the inputs' headers record so far.
-    sink: Option<Box<dyn ModuleSink>>,
-    told: Vec<bool>,
-    recorded_build_ids: HashMap<String, String>,
-    os_release: Option<String>,
+}
+
+/// Stacks queued to be interned in order: each stack's frames back to
+/// back; after interning, their ids.
+#[derive(Default)]
+struct Batch {
+    frames: Vec<Resolved>,
+    lens: Vec<u32>,
+    ids: Vec<i64>,
+    failed: Option<Error>,
+}
+
+/// Stacks a batch holds before it goes to the worker; the first full
+/// batch starts the worker (an input with fewer new stacks interns them
+/// on its own thread).
+const QUEUE_STACKS: usize = 1024;
+/// Batches on their way to the worker before [`StackTables::queue`] waits.
+const IN_FLIGHT: usize = 4;
+/// Rows of `stack` the worker collects before it writes them.
+const WORKER_ROWS: usize = 64 * 1024;
+
+/// The thread interning queued stacks: it owns the [`Interner`] until
+/// [`StackTables::stop_worker`] takes it back.
+struct StackWorker {
+    to: std::sync::mpsc::SyncSender<Batch>,
+    back: std::sync::mpsc::Receiver<Batch>,
+    in_flight: usize,
+    spare: Vec<Batch>,
+    thread: std::thread::JoinHandle<Box<Interner>>,
 }
 
 /// A frame resolved (its module and address known), before it has an id.
@@ -136,22 +181,29 @@ fn push_key(key: &mut Vec<u8>, module: i64, rel_pc: u64, context: u8, is_return:
 impl StackTables {
     pub fn new(cap: &mut CaptureWriter) -> Result<Self> {
         Ok(StackTables {
-            stacks: Default::default(),
-            stacks_out: cap.open_table(&schema::STACK)?,
-            frames: Default::default(),
-            frames_out: cap.open_table(&schema::FRAME)?,
+            interner: Some(Box::new(Interner {
+                stacks: Default::default(),
+                stacks_out: cap.open_table(&schema::STACK)?,
+                frames: Default::default(),
+                frames_out: cap.open_table(&schema::FRAME)?,
+                frame_ids: IdTable::default(),
+                contexts: Vec::new(),
+                stack_ids: IdTable::default(),
+                key: Vec::new(),
+                ids: Vec::new(),
+                rows: Vec::new(),
+            })),
             modules: Vec::new(),
             module_ids: HashMap::default(),
-            frame_ids: IdTable::default(),
-            contexts: Vec::new(),
-            stack_ids: IdTable::default(),
-            key: Vec::new(),
-            ids: Vec::new(),
-            rows: Vec::new(),
             sink: None,
             told: Vec::new(),
             recorded_build_ids: HashMap::default(),
             os_release: None,
+            queue: Batch::default(),
+            worker: None,
+            settled: Vec::new(),
+            next_ticket: 0,
+            failed: None,
         })
     }
 
@@ -183,8 +235,19 @@ impl StackTables {
 
     /// Tells the sink of module `m` the first time one of its frames is
     /// met.
+    #[inline]
+    fn tell(&mut self, m: i64) {
+        if m < 0 || self.sink.is_none() {
+            return;
+        }
+        let m = m as usize;
+        if self.told.get(m).copied() != Some(true) {
+            self.tell_new(m);
+        }
+    }
+
     #[cold]
-    fn tell(&mut self, m: usize) {
+    fn tell_new(&mut self, m: usize) {
         let Some(sink) = &mut self.sink else {
             return;
         };
@@ -194,7 +257,9 @@ impl StackTables {
         if std::mem::replace(&mut self.told[m], true) {
             return;
         }
-        let info = &self.modules[m];
+        let Some(info) = self.modules.get(m) else {
+            return;
+        };
         sink.used(&UsedModule {
             path: &info.path,
             build_id: info
@@ -230,6 +295,19 @@ impl StackTables {
         id
     }
 
+    /// The interner, taken back from the worker (after every stack queued
+    /// before) when it has it.
+    fn here(&mut self) -> &mut Interner {
+        if self.interner.is_none() {
+            if let Err(e) = self.stop_worker() {
+                self.failed.get_or_insert(e);
+            }
+        }
+        self.interner
+            .as_mut()
+            .expect("the stop of the worker gives the interner back")
+    }
+
     /// The id of a frame: `module` (negative: no module), the address
     /// relative to it, the callchain context, whether it is a return
     /// address; `pid` and `ip` are kept from its first sighting.
@@ -242,25 +320,12 @@ impl StackTables {
         pid: Option<i32>,
         ip: Option<u64>,
     ) -> i64 {
-        let key = (module, rel_pc, self.context_code(context), is_return);
         let (id, new) = self
-            .frame_ids
-            .id(key, |k| rustc_hash::FxBuildHasher.hash_one(k));
-        let id = id as i64;
-        if !new {
-            return id;
+            .here()
+            .frame(module, rel_pc, context, is_return, pid, ip);
+        if new {
+            self.tell(module);
         }
-        if module >= 0 && self.sink.is_some() {
-            self.tell(module as usize);
-        }
-        let c = &mut self.frames;
-        c.frame_id.append_value(id);
-        c.module_id.append_option((module >= 0).then_some(module));
-        c.rel_pc.append_value(rel_pc);
-        c.context.append_value(context);
-        c.is_return.append_value(is_return);
-        c.example_pid.append_option(pid);
-        c.example_ip.append_option(ip);
         id
     }
 
@@ -274,6 +339,253 @@ impl StackTables {
             f.pid,
             Some(f.ip),
         )
+    }
+
+    /// The id of the stack of `frames` (frame ids, leaf first), added
+    /// when new.
+    pub fn stack(&mut self, frames: &[i64]) -> i64 {
+        self.here().stack(frames)
+    }
+
+    /// The id of the stack of `frames` (resolved, leaf first), added when
+    /// new with its frames: a stack seen before costs one hash of its
+    /// frames' keys and one lookup, not one per frame.
+    pub fn stack_resolved(&mut self, frames: &[Resolved]) -> i64 {
+        for f in frames {
+            self.tell(f.module);
+        }
+        self.here().stack_resolved(frames)
+    }
+
+    /// Queues the stack of `frames` (resolved, leaf first) to be interned
+    /// as [`StackTables::stack_resolved`] would, in the order queued, and
+    /// returns its ticket: [`StackTables::settle`] gives its id. Once a
+    /// batch is full, a thread of its own interns them while the caller
+    /// goes on reading.
+    pub fn queue(&mut self, frames: &[Resolved]) -> Result<u32> {
+        for f in frames {
+            self.tell(f.module);
+        }
+        self.queue.frames.extend_from_slice(frames);
+        self.queue.lens.push(frames.len() as u32);
+        let ticket = self.next_ticket;
+        self.next_ticket += 1;
+        if self.queue.lens.len() >= QUEUE_STACKS {
+            self.send_queue()?;
+        }
+        Ok(ticket)
+    }
+
+    /// Hands the queue to the worker (started at the first full batch).
+    fn send_queue(&mut self) -> Result<()> {
+        if self.worker.is_none() {
+            let Some(interner) = self.interner.take() else {
+                return Ok(());
+            };
+            self.worker = Some(StackWorker::start(interner)?);
+        }
+        let w = self.worker.as_mut().expect("started above");
+        // Collect what came back without waiting, then wait only when
+        // too many batches are on their way.
+        while let Ok(mut b) = w.back.try_recv() {
+            w.in_flight -= 1;
+            if let Some(e) = b.failed.take() {
+                return Err(e);
+            }
+            self.settled.extend_from_slice(&b.ids);
+            w.spare.push(b);
+        }
+        if w.in_flight >= IN_FLIGHT {
+            w.receive(&mut self.settled)?;
+        }
+        let mut next = w.spare.pop().unwrap_or_default();
+        next.frames.clear();
+        next.lens.clear();
+        next.ids.clear();
+        let b = std::mem::replace(&mut self.queue, next);
+        w.send(b)
+    }
+
+    /// Interns every queued stack; their ids, by ticket.
+    pub fn settle(&mut self) -> Result<&[i64]> {
+        if let Some(e) = self.failed.take() {
+            return Err(e);
+        }
+        if !self.queue.lens.is_empty() {
+            match self.worker.is_some() {
+                true => self.send_queue()?,
+                false => {
+                    let mut q = std::mem::take(&mut self.queue);
+                    self.here().intern(&mut q)?;
+                    self.settled.extend_from_slice(&q.ids);
+                    q.frames.clear();
+                    q.lens.clear();
+                    q.ids.clear();
+                    self.queue = q;
+                }
+            }
+        }
+        if let Some(w) = &mut self.worker {
+            while w.in_flight > 0 {
+                w.receive(&mut self.settled)?;
+            }
+        }
+        Ok(&self.settled)
+    }
+
+    /// Forgets the tickets given so far (after [`StackTables::settle`]):
+    /// the next one is 0.
+    pub fn forget_tickets(&mut self) {
+        debug_assert!(self.queue.lens.is_empty());
+        self.settled.clear();
+        self.next_ticket = 0;
+    }
+
+    /// Takes the interner back from the worker, after every queued stack.
+    pub fn stop_worker(&mut self) -> Result<()> {
+        let settled = self.settle().map(|_| ());
+        let Some(w) = self.worker.take() else {
+            return settled;
+        };
+        let StackWorker { to, thread, .. } = w;
+        drop(to);
+        match thread.join() {
+            Ok(interner) => {
+                self.interner = Some(interner);
+                settled
+            }
+            // A bug: fail as interning on this thread would have.
+            Err(panic) => std::panic::resume_unwind(panic),
+        }
+    }
+
+    /// Writes the rows added since the last flush (the worker writes its
+    /// own as they grow).
+    pub fn flush(&mut self) -> Result<()> {
+        if let Some(e) = self.failed.take() {
+            return Err(e);
+        }
+        match &mut self.interner {
+            Some(i) => i.flush(),
+            None => Ok(()),
+        }
+    }
+
+    /// Closes `stack` and `frame` and writes `module`; `build_id_of` fills
+    /// build-ids a module's records did not carry (perf's BUILD_ID table).
+    pub fn finish(
+        mut self,
+        cap: &mut CaptureWriter,
+        build_id_of: impl Fn(&str) -> Option<String>,
+    ) -> Result<()> {
+        self.stop_worker()?;
+        // Done with the samples: the sink stops learning ahead.
+        self.sink = None;
+        self.flush()?;
+        let i = *self.interner.take().expect("stop_worker gives it back");
+        cap.close_table(i.stacks_out)?;
+        cap.close_table(i.frames_out)?;
+        let mut c = ModuleCols::default();
+        for (i, m) in self.modules.iter().enumerate() {
+            c.module_id.append_value(i as i64);
+            c.path.append_value(&m.path);
+            c.build_id
+                .append_option(m.build_id.clone().or_else(|| build_id_of(&m.path)));
+            c.is_kernel.append_value(m.is_kernel);
+            c.is_file.append_value(m.is_file);
+        }
+        cap.write_table(&mut c)?;
+        Ok(())
+    }
+}
+
+impl StackWorker {
+    fn start(mut interner: Box<Interner>) -> Result<StackWorker> {
+        let (to, from) = std::sync::mpsc::sync_channel::<Batch>(IN_FLIGHT);
+        let (done, back) = std::sync::mpsc::channel::<Batch>();
+        let thread = std::thread::Builder::new()
+            .name("trawl-stacks".into())
+            .spawn(move || {
+                // After a failure (a table not written), batches come
+                // back uninterned, the first with the error.
+                let mut failed = false;
+                for mut b in from {
+                    if !failed {
+                        b.failed = interner.intern(&mut b).err();
+                        failed = b.failed.is_some();
+                    }
+                    if done.send(b).is_err() {
+                        break;
+                    }
+                }
+                interner
+            })
+            .map_err(|e| Error::Io {
+                path: "stack".into(),
+                source: e,
+            })?;
+        Ok(StackWorker {
+            to,
+            back,
+            in_flight: 0,
+            spare: Vec::new(),
+            thread,
+        })
+    }
+
+    fn send(&mut self, b: Batch) -> Result<()> {
+        self.to.send(b).map_err(|_| gone())?;
+        self.in_flight += 1;
+        Ok(())
+    }
+
+    /// Waits for the next interned batch; its ids go to `settled`.
+    fn receive(&mut self, settled: &mut Vec<i64>) -> Result<()> {
+        let mut b = self.back.recv().map_err(|_| gone())?;
+        self.in_flight -= 1;
+        if let Some(e) = b.failed.take() {
+            return Err(e);
+        }
+        settled.extend_from_slice(&b.ids);
+        self.spare.push(b);
+        Ok(())
+    }
+}
+
+fn gone() -> Error {
+    Error::Io {
+        path: "stack".into(),
+        source: std::io::Error::other("the thread interning stacks stopped"),
+    }
+}
+
+impl Interner {
+    /// The id of a frame, and whether it is new.
+    fn frame(
+        &mut self,
+        module: i64,
+        rel_pc: u64,
+        context: &'static str,
+        is_return: bool,
+        pid: Option<i32>,
+        ip: Option<u64>,
+    ) -> (i64, bool) {
+        let key = (module, rel_pc, self.context_code(context), is_return);
+        let (id, new) = self
+            .frame_ids
+            .id(key, |k| rustc_hash::FxBuildHasher.hash_one(k));
+        let id = id as i64;
+        if new {
+            let c = &mut self.frames;
+            c.frame_id.append_value(id);
+            c.module_id.append_option((module >= 0).then_some(module));
+            c.rel_pc.append_value(rel_pc);
+            c.context.append_value(context);
+            c.is_return.append_value(is_return);
+            c.example_pid.append_option(pid);
+            c.example_ip.append_option(ip);
+        }
+        (id, new)
     }
 
     /// A small number per callchain context (there are a handful).
@@ -292,9 +604,7 @@ impl StackTables {
         }
     }
 
-    /// The id of the stack of `frames` (frame ids, leaf first), added
-    /// when new.
-    pub fn stack(&mut self, frames: &[i64]) -> i64 {
+    fn stack(&mut self, frames: &[i64]) -> i64 {
         self.key.clear();
         for &f in frames {
             let (module, rel_pc, context, is_return) = *self.frame_ids.key(f as usize);
@@ -304,10 +614,7 @@ impl StackTables {
         self.stack_of_key(h, |t| t.extend_from_slice(frames))
     }
 
-    /// The id of the stack of `frames` (resolved, leaf first), added when
-    /// new with its frames: a stack seen before costs one hash of its
-    /// frames' keys and one lookup, not one per frame.
-    pub fn stack_resolved(&mut self, frames: &[Resolved]) -> i64 {
+    fn stack_resolved(&mut self, frames: &[Resolved]) -> i64 {
         self.key.clear();
         for f in frames {
             let c = self.context_code(f.context);
@@ -320,11 +627,36 @@ impl StackTables {
         let mut ids = std::mem::take(&mut self.ids);
         ids.clear();
         for f in frames {
-            ids.push(self.frame_of(f));
+            ids.push(
+                self.frame(
+                    f.module,
+                    f.rel_pc,
+                    f.context,
+                    f.is_return,
+                    f.pid,
+                    Some(f.ip),
+                )
+                .0,
+            );
         }
         let id = self.stack_of_key(h, |t| t.extend_from_slice(&ids));
         self.ids = ids;
         id
+    }
+
+    /// Interns a batch's stacks in order (their ids into `b.ids`); writes
+    /// the rows once there are enough.
+    fn intern(&mut self, b: &mut Batch) -> Result<()> {
+        let mut at = 0;
+        for &n in &b.lens {
+            let end = at + n as usize;
+            b.ids.push(self.stack_resolved(&b.frames[at..end]));
+            at = end;
+        }
+        if self.stacks.rows() >= WORKER_ROWS {
+            self.flush()?;
+        }
+        Ok(())
     }
 
     /// The id of the stack whose key hashes to `h`; when new, its rows
@@ -347,8 +679,7 @@ impl StackTables {
         id
     }
 
-    /// Writes the rows added since the last flush.
-    pub fn flush(&mut self) -> Result<()> {
+    fn flush(&mut self) -> Result<()> {
         if self.stacks.rows() > 0 {
             self.stacks_out.write_rows(&mut self.stacks)?;
         }
@@ -357,29 +688,123 @@ impl StackTables {
         }
         Ok(())
     }
+}
 
-    /// Closes `stack` and `frame` and writes `module`; `build_id_of` fills
-    /// build-ids a module's records did not carry (perf's BUILD_ID table).
-    pub fn finish(
-        mut self,
-        cap: &mut CaptureWriter,
-        build_id_of: impl Fn(&str) -> Option<String>,
-    ) -> Result<()> {
-        // Done with the samples: the sink stops learning ahead.
-        self.sink = None;
-        self.flush()?;
-        cap.close_table(self.stacks_out)?;
-        cap.close_table(self.frames_out)?;
-        let mut c = ModuleCols::default();
-        for (i, m) in self.modules.iter().enumerate() {
-            c.module_id.append_value(i as i64);
-            c.path.append_value(&m.path);
-            c.build_id
-                .append_option(m.build_id.clone().or_else(|| build_id_of(&m.path)));
-            c.is_kernel.append_value(m.is_kernel);
-            c.is_file.append_value(m.is_file);
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow::array::{Array, AsArray};
+    use arrow::datatypes::Int64Type;
+    use std::collections::HashMap as StdMap;
+
+    /// Stack `i` of a deterministic sequence: 1 to 8 frames drawn from 40
+    /// addresses in 3 modules, so stacks repeat and share frames.
+    fn stack_of(i: u64, modules: &[i64]) -> Vec<Resolved> {
+        let mut x = i.wrapping_mul(0x9e37_79b9_7f4a_7c15) % 3001;
+        let depth = 1 + (x % 8) as usize;
+        (0..depth)
+            .map(|d| {
+                x = (x * 31 + 7 + d as u64) % 3001;
+                Resolved {
+                    module: modules[(x % 3) as usize],
+                    rel_pc: 0x1000 + (x % 40) * 16,
+                    context: if d == 0 { "kernel" } else { "user" },
+                    is_return: d > 0,
+                    pid: Some(7),
+                    ip: 0x40_0000 + x,
+                }
+            })
+            .collect()
+    }
+
+    type Key = (i64, u64, &'static str, bool);
+
+    /// The contract, worked without trawl's tables: dense ids in order of
+    /// first appearance, a new stack's frames getting theirs in its order.
+    #[derive(Default)]
+    struct Model {
+        frames: StdMap<Key, i64>,
+        stacks: StdMap<Vec<Key>, i64>,
+        rows: Vec<(i64, i32, i64)>,
+    }
+
+    impl Model {
+        fn frame(&mut self, k: Key) -> i64 {
+            let n = self.frames.len() as i64;
+            *self.frames.entry(k).or_insert(n)
         }
-        cap.write_table(&mut c)?;
-        Ok(())
+        fn stack(&mut self, s: &[Resolved]) -> i64 {
+            let keys: Vec<Key> = s
+                .iter()
+                .map(|f| (f.module, f.rel_pc, f.context, f.is_return))
+                .collect();
+            if let Some(&id) = self.stacks.get(&keys) {
+                return id;
+            }
+            let id = self.stacks.len() as i64;
+            for (d, &k) in keys.iter().enumerate() {
+                let f = self.frame(k);
+                self.rows.push((id, d as i32, f));
+            }
+            self.stacks.insert(keys, id);
+            id
+        }
+    }
+
+    /// Stacks queued (past a batch, so a thread interns most of them) get
+    /// the ids of the contract in the order queued, also across a frame
+    /// interned directly in between (as the strace converter does) and
+    /// after the tickets are forgotten; the written `stack` table has the
+    /// model's rows.
+    #[test]
+    fn queued_stacks_get_ids_in_the_order_queued() {
+        let d = tempfile::tempdir().unwrap();
+        let mut cap = CaptureWriter::create(&d.path().join("c")).unwrap();
+        let mut st = StackTables::new(&mut cap).unwrap();
+        let modules: Vec<i64> = (0..3)
+            .map(|m| st.module(format!("/lib/m{m}.so"), None, false, true))
+            .collect();
+        let mut model = Model::default();
+        let mut want = Vec::new();
+        let mut tickets = Vec::new();
+        for i in 0..5000u64 {
+            let s = stack_of(i, &modules);
+            want.push(model.stack(&s));
+            tickets.push(st.queue(&s).unwrap());
+            if i == 3000 {
+                let f = st.frame(modules[1], 0x9999, "user", false, None, None);
+                assert_eq!(f, model.frame((modules[1], 0x9999, "user", false)));
+            }
+        }
+        assert!(tickets.iter().enumerate().all(|(i, &t)| t == i as u32));
+        let ids = st.settle().unwrap().to_vec();
+        let got: Vec<i64> = tickets.iter().map(|&t| ids[t as usize]).collect();
+        assert_eq!(got, want);
+        st.forget_tickets();
+        for i in 5000..7000u64 {
+            let s = stack_of(i * 7, &modules);
+            let w = model.stack(&s);
+            let t = st.queue(&s).unwrap();
+            assert_eq!(t as u64, i - 5000);
+            want.push(w);
+        }
+        let ids = st.settle().unwrap().to_vec();
+        assert_eq!(ids, want[5000..]);
+        st.finish(&mut cap, |_| None).unwrap();
+        let dir = cap.commit().unwrap();
+        let mut rows = Vec::new();
+        for b in crate::readback::read_table(&dir, &schema::STACK).unwrap() {
+            let col = |n: &str| b.column_by_name(n).unwrap().clone();
+            let (s, dep, f) = (col("stack_id"), col("depth"), col("frame_id"));
+            for r in 0..b.num_rows() {
+                rows.push((
+                    s.as_primitive::<Int64Type>().value(r),
+                    dep.as_primitive::<Int32Type>().value(r),
+                    f.as_primitive::<Int64Type>().value(r),
+                ));
+            }
+            assert_eq!(s.null_count(), 0);
+        }
+        assert_eq!(rows, model.rows);
     }
 }

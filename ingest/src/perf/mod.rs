@@ -110,7 +110,7 @@ pub fn ingest_perf(
         (true, None) => PerfReader::open_pipe_file(path)?,
         (false, _) => PerfReader::open_file(path, diags)?,
     };
-    conv.sync_events(&reader.events);
+    conv.sync_events(&reader.events)?;
     // File mode: the clock data (feature sections) is known before the
     // first record; pipe mode: from its HEADER_FEATURE record on.
     conv.set_utc_offset(reader.meta.utc_offset_ns);
@@ -124,7 +124,7 @@ pub fn ingest_perf(
     loop {
         // Pipe mode: attributes and names arrive in the stream.
         if reader.events_version != version {
-            conv.sync_events(&reader.events);
+            conv.sync_events(&reader.events)?;
             kinds = tracepoint_kinds(&reader.events, &reader.meta);
             version = reader.events_version;
             lens = payload_lens(&reader.events, &reader.meta);
@@ -252,7 +252,7 @@ pub fn ingest_perf(
             ),
         )?;
     }
-    conv.sync_events(&reader.events);
+    conv.sync_events(&reader.events)?;
     conv.end_source(&reader.meta);
     Ok(PerfStats {
         bytes: reader.stats.bytes.max(reader.position()),

@@ -184,6 +184,12 @@ pub struct PerfConverter {
     branch_history: super::overlap::BranchHistory,
     last_thread: Option<LastThread>,
     pub samples_written: u64,
+    /// New stacks are queued to the stack thread ([`StackTables::queue`]):
+    /// `raw_stacks` and `perf_sample.stack_id` hold their tickets until
+    /// [`PerfConverter::settle_stack_ids`].
+    deferred: bool,
+    /// The first sample row whose `stack_id` is still a ticket.
+    tickets_from: usize,
 }
 
 impl PerfConverter {
@@ -247,6 +253,8 @@ impl PerfConverter {
             branch_history: Default::default(),
             last_thread: None,
             samples_written: 0,
+            deferred: false,
+            tickets_from: 0,
             utc_offset: None,
             utc_missed: 0,
             utc_missed_at: crate::diag::Position::None,
@@ -294,7 +302,7 @@ impl PerfConverter {
 
     /// Makes the input's events known (call again when pipe-mode attributes
     /// arrive; new events are appended).
-    pub fn sync_events(&mut self, events: &[EventDesc]) {
+    pub fn sync_events(&mut self, events: &[EventDesc]) -> Result<()> {
         let have = self
             .events
             .iter()
@@ -323,6 +331,35 @@ impl PerfConverter {
                 self.id_to_event.insert(id, gid);
             }
         }
+        // Samples whose stacks need their ids at once (branch stacks
+        // replay them, system calls carry their user part) keep interning
+        // on this thread; the others queue them for the stack thread.
+        let deferred = self
+            .events
+            .iter()
+            .all(|(_, e)| e.attr.sample_type & super::header::sample::BRANCH_STACK == 0)
+            && self.sys_names.iter().all(Option::is_none);
+        if deferred != self.deferred {
+            self.settle_stack_ids()?;
+            self.raw_stacks.clear();
+            self.stacks.forget_tickets();
+            self.deferred = deferred;
+        }
+        Ok(())
+    }
+
+    /// The stack ids of the sample rows that hold tickets of queued stacks
+    /// ([`StackTables::queue`]), once the stacks are interned.
+    fn settle_stack_ids(&mut self) -> Result<()> {
+        if !self.deferred {
+            return Ok(());
+        }
+        let ids = self.stacks.settle()?;
+        self.samples
+            .stack_id
+            .map_from(self.tickets_from, |t| ids.get(t as usize).copied().unwrap_or(t));
+        self.tickets_from = self.samples.stack_id.len();
+        Ok(())
     }
 
     pub fn end_source(&mut self, meta: &Metadata) {
@@ -628,13 +665,26 @@ impl PerfConverter {
         let (stack_id, user_stack_id) = match cached {
             Some((id, user)) => (Some(id), user),
             None => {
-                let (id, user) = self.resolve_stack(s, mode, want_user, lbr_stack.is_some());
-                if let Some(id) = id {
-                    // Only a cache: bounded so that recordings of many
-                    // short-lived processes do not grow it without end.
-                    if self.raw_stacks.len() >= RAW_STACK_CACHE {
-                        self.raw_stacks.clear();
+                // Only a cache: bounded so that recordings of many
+                // short-lived processes do not grow it without end.
+                if self.raw_stacks.len() >= RAW_STACK_CACHE {
+                    self.settle_stack_ids()?;
+                    self.raw_stacks.clear();
+                    self.stacks.forget_tickets();
+                }
+                // Deferred: the id is a ticket until the stack thread has
+                // interned the stack (`settle_stack_ids`).
+                let (id, user) = if self.deferred {
+                    let user_from = self.build_chain(s, mode, lbr_stack.is_some());
+                    self.chain_user_from = user_from;
+                    match self.resolved.is_empty() {
+                        true => (None, None),
+                        false => (Some(self.stacks.queue(&self.resolved)? as i64), None),
                     }
+                } else {
+                    self.resolve_stack(s, mode, want_user, lbr_stack.is_some())
+                };
+                if let Some(id) = id {
                     self.raw_stacks.insert_new(&self.raw_key, (id, user));
                 }
                 (id, user)
@@ -745,6 +795,25 @@ impl PerfConverter {
         want_user: bool,
         lbr: bool,
     ) -> (Option<i64>, Option<i64>) {
+        let user_from = self.build_chain(s, mode, lbr);
+        let chain = std::mem::take(&mut self.resolved);
+        let stack_id = (!chain.is_empty()).then(|| self.stacks.stack_resolved(&chain));
+        self.chain_user_from = user_from;
+        let user_id = match user_from {
+            Some(0) => stack_id,
+            Some(i) if want_user && i < chain.len() => {
+                Some(self.stacks.stack_resolved(&chain[i..]))
+            }
+            _ => None,
+        };
+        self.resolved = chain;
+        (stack_id, user_id)
+    }
+
+    /// The sample's frames, resolved, leaf first, into `self.resolved`
+    /// ([`PerfConverter::resolve_stack`]); the index of the first user
+    /// frame.
+    fn build_chain(&mut self, s: &Sample<'_>, mode: CpuMode, lbr: bool) -> Option<usize> {
         let mut chain = std::mem::take(&mut self.resolved);
         chain.clear();
         // Index of the first user frame: the user context follows the
@@ -811,17 +880,8 @@ impl PerfConverter {
                 }
             }
         }
-        let stack_id = (!chain.is_empty()).then(|| self.stacks.stack_resolved(&chain));
-        self.chain_user_from = user_from;
-        let user_id = match user_from {
-            Some(0) => stack_id,
-            Some(i) if want_user && i < chain.len() => {
-                Some(self.stacks.stack_resolved(&chain[i..]))
-            }
-            _ => None,
-        };
         self.resolved = chain;
-        (stack_id, user_id)
+        user_from
     }
 
     /// Rows of the child tables (read values, branch entries, user stack).
@@ -1111,9 +1171,11 @@ impl PerfConverter {
 
     /// Writes the rows collected so far.
     pub fn flush(&mut self) -> Result<()> {
+        self.settle_stack_ids()?;
         if self.samples_out.rows > 0 {
             self.samples_out.w.write_rows(&mut self.samples)?;
             self.samples_out.rows = 0;
+            self.tickets_from = 0;
         }
         if self.reads_out.rows > 0 {
             self.reads_out.w.write_rows(&mut self.reads)?;
