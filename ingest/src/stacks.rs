@@ -7,13 +7,10 @@ use std::hash::BuildHasher;
 
 use rustc_hash::FxHashMap as HashMap;
 
-use arrow::array::{
-    BooleanBuilder, Int32Builder, Int64Builder, StringBuilder, StringDictionaryBuilder,
-    UInt64Builder,
-};
-use arrow::datatypes::Int32Type;
+use arrow::array::{BooleanBuilder, Int64Builder, StringBuilder, StringDictionaryBuilder};
+use arrow::datatypes::{Int32Type, Int64Type, UInt64Type};
 
-use crate::columns::TableColumns;
+use crate::columns::{OptPrim, Prim, TableColumns};
 use crate::error::{Error, Result};
 use crate::intern::IdTable;
 use crate::writer::{CaptureWriter, TableWriter};
@@ -52,22 +49,22 @@ pub trait ModuleSink: Send {
 table_columns! {
     #[derive(Default)]
     struct StackCols for schema::STACK {
-        stack_id: Int64Builder,
-        depth: Int32Builder,
-        frame_id: Int64Builder,
+        stack_id: Prim<Int64Type>,
+        depth: Prim<Int32Type>,
+        frame_id: Prim<Int64Type>,
     }
 }
 
 table_columns! {
     #[derive(Default)]
     struct FrameCols for schema::FRAME {
-        frame_id: Int64Builder,
-        module_id: Int64Builder,
-        rel_pc: UInt64Builder,
+        frame_id: Prim<Int64Type>,
+        module_id: OptPrim<Int64Type>,
+        rel_pc: Prim<UInt64Type>,
         context: StringDictionaryBuilder<Int32Type>,
         is_return: BooleanBuilder,
-        example_pid: Int32Builder,
-        example_ip: UInt64Builder,
+        example_pid: OptPrim<Int32Type>,
+        example_ip: OptPrim<UInt64Type>,
     }
 }
 
@@ -577,13 +574,13 @@ impl Interner {
         let id = id as i64;
         if new {
             let c = &mut self.frames;
-            c.frame_id.append_value(id);
-            c.module_id.append_option((module >= 0).then_some(module));
-            c.rel_pc.append_value(rel_pc);
+            c.frame_id.push(id);
+            c.module_id.push((module >= 0).then_some(module));
+            c.rel_pc.push(rel_pc);
             c.context.append_value(context);
             c.is_return.append_value(is_return);
-            c.example_pid.append_option(pid);
-            c.example_ip.append_option(ip);
+            c.example_pid.push(pid);
+            c.example_ip.push(ip);
         }
         (id, new)
     }
@@ -670,9 +667,9 @@ impl Interner {
             ids.clear();
             frames(&mut ids);
             for (d, f) in ids.iter().enumerate() {
-                self.stacks.stack_id.append_value(id);
-                self.stacks.depth.append_value(d as i32);
-                self.stacks.frame_id.append_value(*f);
+                self.stacks.stack_id.push(id);
+                self.stacks.depth.push(d as i32);
+                self.stacks.frame_id.push(*f);
             }
             self.rows = ids;
         }

@@ -355,9 +355,9 @@ impl PerfConverter {
             return Ok(());
         }
         let ids = self.stacks.settle()?;
-        self.samples
-            .stack_id
-            .map_from(self.tickets_from, |t| ids.get(t as usize).copied().unwrap_or(t));
+        self.samples.stack_id.map_from(self.tickets_from, |t| {
+            ids.get(t as usize).copied().unwrap_or(t)
+        });
         self.tickets_from = self.samples.stack_id.len();
         Ok(())
     }
