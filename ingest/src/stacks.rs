@@ -151,7 +151,7 @@ struct StackWorker {
     back: std::sync::mpsc::Receiver<Batch>,
     in_flight: usize,
     spare: Vec<Batch>,
-    thread: std::thread::JoinHandle<Box<Interner>>,
+    thread: std::thread::JoinHandle<Option<Box<Interner>>>,
 }
 
 /// A frame resolved (its module and address known), before it has an id.
@@ -292,10 +292,11 @@ impl StackTables {
         id
     }
 
-    /// The interner, taken back from the worker (after every stack queued
-    /// before) when it has it.
+    /// The interner, after every stack queued before (taken back from the
+    /// worker when it has it).
     fn here(&mut self) -> &mut Interner {
-        if self.interner.is_none() {
+        // The stacks queued before first: ids in the order asked for.
+        if self.interner.is_none() || !self.queue.lens.is_empty() {
             if let Err(e) = self.stop_worker() {
                 self.failed.get_or_insert(e);
             }
@@ -377,30 +378,47 @@ impl StackTables {
     fn send_queue(&mut self) -> Result<()> {
         if self.worker.is_none() {
             let Some(interner) = self.interner.take() else {
-                return Ok(());
+                return Err(gone());
             };
-            self.worker = Some(StackWorker::start(interner)?);
+            match StackWorker::start(interner) {
+                Ok(w) => self.worker = Some(w),
+                // No thread to be had: interned here.
+                Err(interner) => {
+                    self.interner = Some(interner);
+                    return self.intern_queue_here();
+                }
+            }
         }
         let w = self.worker.as_mut().expect("started above");
-        // Collect what came back without waiting, then wait only when
-        // too many batches are on their way.
-        while let Ok(mut b) = w.back.try_recv() {
-            w.in_flight -= 1;
-            if let Some(e) = b.failed.take() {
-                return Err(e);
+        let sent = w.send_next(&mut self.queue, &mut self.settled);
+        sent.map_err(|e| self.worker_failed(e))
+    }
+
+    /// Interns the queue on this thread (no worker).
+    fn intern_queue_here(&mut self) -> Result<()> {
+        let mut q = std::mem::take(&mut self.queue);
+        let r = match self.interner.as_mut() {
+            Some(i) => i.intern(&mut q),
+            None => Err(gone()),
+        };
+        self.settled.extend_from_slice(&q.ids);
+        q.frames.clear();
+        q.lens.clear();
+        q.ids.clear();
+        self.queue = q;
+        r
+    }
+
+    /// `e`, from the worker; a panic of its thread is raised here, as
+    /// interning on this thread would have.
+    fn worker_failed(&mut self, e: Error) -> Error {
+        if let Some(w) = self.worker.take_if(|w| w.thread.is_finished()) {
+            match w.thread.join() {
+                Ok(interner) => self.interner = interner,
+                Err(panic) => std::panic::resume_unwind(panic),
             }
-            self.settled.extend_from_slice(&b.ids);
-            w.spare.push(b);
         }
-        if w.in_flight >= IN_FLIGHT {
-            w.receive(&mut self.settled)?;
-        }
-        let mut next = w.spare.pop().unwrap_or_default();
-        next.frames.clear();
-        next.lens.clear();
-        next.ids.clear();
-        let b = std::mem::replace(&mut self.queue, next);
-        w.send(b)
+        e
     }
 
     /// Interns every queued stack; their ids, by ticket.
@@ -411,21 +429,25 @@ impl StackTables {
         if !self.queue.lens.is_empty() {
             match self.worker.is_some() {
                 true => self.send_queue()?,
-                false => {
-                    let mut q = std::mem::take(&mut self.queue);
-                    self.here().intern(&mut q)?;
-                    self.settled.extend_from_slice(&q.ids);
-                    q.frames.clear();
-                    q.lens.clear();
-                    q.ids.clear();
-                    self.queue = q;
-                }
+                false => self.intern_queue_here()?,
             }
         }
         if let Some(w) = &mut self.worker {
-            while w.in_flight > 0 {
-                w.receive(&mut self.settled)?;
+            let mut r = Ok(());
+            while w.in_flight > 0 && r.is_ok() {
+                r = w.receive(&mut self.settled);
             }
+            r.map_err(|e| self.worker_failed(e))?;
+        }
+        if self.settled.len() != self.next_ticket as usize {
+            return Err(Error::Io {
+                path: "stack".into(),
+                source: std::io::Error::other(format!(
+                    "{} stacks queued, {} interned",
+                    self.next_ticket,
+                    self.settled.len()
+                )),
+            });
         }
         Ok(&self.settled)
     }
@@ -447,10 +469,11 @@ impl StackTables {
         let StackWorker { to, thread, .. } = w;
         drop(to);
         match thread.join() {
-            Ok(interner) => {
+            Ok(Some(interner)) => {
                 self.interner = Some(interner);
                 settled
             }
+            Ok(None) => settled.and(Err(gone())),
             // A bug: fail as interning on this thread would have.
             Err(panic) => std::panic::resume_unwind(panic),
         }
@@ -497,12 +520,16 @@ impl StackTables {
 }
 
 impl StackWorker {
-    fn start(mut interner: Box<Interner>) -> Result<StackWorker> {
+    /// The worker, with `interner`; the interner back when no thread can
+    /// be started.
+    fn start(interner: Box<Interner>) -> std::result::Result<StackWorker, Box<Interner>> {
         let (to, from) = std::sync::mpsc::sync_channel::<Batch>(IN_FLIGHT);
         let (done, back) = std::sync::mpsc::channel::<Batch>();
-        let thread = std::thread::Builder::new()
+        let (give, take) = std::sync::mpsc::channel::<Box<Interner>>();
+        let spawned = std::thread::Builder::new()
             .name("trawl-stacks".into())
             .spawn(move || {
+                let mut interner = take.recv().ok()?;
                 // After a failure (a table not written), batches come
                 // back uninterned, the first with the error.
                 let mut failed = false;
@@ -515,12 +542,14 @@ impl StackWorker {
                         break;
                     }
                 }
-                interner
-            })
-            .map_err(|e| Error::Io {
-                path: "stack".into(),
-                source: e,
-            })?;
+                Some(interner)
+            });
+        let Ok(thread) = spawned else {
+            return Err(interner);
+        };
+        if let Err(back) = give.send(interner) {
+            return Err(back.0);
+        }
         Ok(StackWorker {
             to,
             back,
@@ -530,7 +559,26 @@ impl StackWorker {
         })
     }
 
-    fn send(&mut self, b: Batch) -> Result<()> {
+    /// Sends `queue` (replaced by an empty batch), after collecting the
+    /// batches that came back without waiting, or waiting for one when
+    /// too many are on their way.
+    fn send_next(&mut self, queue: &mut Batch, settled: &mut Vec<i64>) -> Result<()> {
+        while let Ok(mut b) = self.back.try_recv() {
+            self.in_flight -= 1;
+            if let Some(e) = b.failed.take() {
+                return Err(e);
+            }
+            settled.extend_from_slice(&b.ids);
+            self.spare.push(b);
+        }
+        if self.in_flight >= IN_FLIGHT {
+            self.receive(settled)?;
+        }
+        let mut next = self.spare.pop().unwrap_or_default();
+        next.frames.clear();
+        next.lens.clear();
+        next.ids.clear();
+        let b = std::mem::replace(queue, next);
         self.to.send(b).map_err(|_| gone())?;
         self.in_flight += 1;
         Ok(())
@@ -690,8 +738,7 @@ impl Interner {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use arrow::array::{Array, AsArray};
-    use arrow::datatypes::Int64Type;
+    use arrow::array::AsArray;
     use std::collections::HashMap as StdMap;
 
     /// Stack `i` of a deterministic sequence: 1 to 8 frames drawn from 40
@@ -764,21 +811,31 @@ mod tests {
         let mut model = Model::default();
         let mut want = Vec::new();
         let mut tickets = Vec::new();
+        // Frames interned directly: before the first batch is full (the
+        // queue not yet on a thread), while the thread runs, and after the
+        // tickets are forgotten; each after every stack queued before.
+        let direct = |st: &mut StackTables, model: &mut Model, pc: u64| {
+            let f = st.frame(modules[1], pc, "user", false, None, None);
+            assert_eq!(f, model.frame((modules[1], pc, "user", false)), "{pc:#x}");
+        };
         for i in 0..5000u64 {
             let s = stack_of(i, &modules);
             want.push(model.stack(&s));
             tickets.push(st.queue(&s).unwrap());
-            if i == 3000 {
-                let f = st.frame(modules[1], 0x9999, "user", false, None, None);
-                assert_eq!(f, model.frame((modules[1], 0x9999, "user", false)));
+            match i {
+                500 => direct(&mut st, &mut model, 0x9990),
+                3000 => direct(&mut st, &mut model, 0x9999),
+                _ => {}
             }
         }
-        assert!(tickets.iter().enumerate().all(|(i, &t)| t == i as u32));
         let ids = st.settle().unwrap().to_vec();
         let got: Vec<i64> = tickets.iter().map(|&t| ids[t as usize]).collect();
         assert_eq!(got, want);
         st.forget_tickets();
         for i in 5000..7000u64 {
+            if i == 5003 {
+                direct(&mut st, &mut model, 0x99a0);
+            }
             let s = stack_of(i * 7, &modules);
             let w = model.stack(&s);
             let t = st.queue(&s).unwrap();
@@ -800,8 +857,33 @@ mod tests {
                     f.as_primitive::<Int64Type>().value(r),
                 ));
             }
-            assert_eq!(s.null_count(), 0);
         }
         assert_eq!(rows, model.rows);
+        // The frame table: each frame's key at its id.
+        let mut frames = Vec::new();
+        for b in crate::readback::read_table(&dir, &schema::FRAME).unwrap() {
+            let col = |n: &str| b.column_by_name(n).unwrap().clone();
+            let (id, m, pc, ret) = (
+                col("frame_id"),
+                col("module_id"),
+                col("rel_pc"),
+                col("is_return"),
+            );
+            for r in 0..b.num_rows() {
+                frames.push((
+                    id.as_primitive::<Int64Type>().value(r),
+                    m.as_primitive::<Int64Type>().value(r),
+                    pc.as_primitive::<UInt64Type>().value(r),
+                    ret.as_boolean().value(r),
+                ));
+            }
+        }
+        let mut want_frames: Vec<(i64, i64, u64, bool)> = model
+            .frames
+            .iter()
+            .map(|(&(m, pc, _, ret), &id)| (id, m, pc, ret))
+            .collect();
+        want_frames.sort();
+        assert_eq!(frames, want_frames);
     }
 }

@@ -344,6 +344,8 @@ impl PerfConverter {
             self.raw_stacks.clear();
             self.stacks.forget_tickets();
             self.deferred = deferred;
+            // The rows so far hold ids: tickets start after them.
+            self.tickets_from = self.samples.stack_id.len();
         }
         Ok(())
     }
@@ -355,6 +357,7 @@ impl PerfConverter {
             return Ok(());
         }
         let ids = self.stacks.settle()?;
+        // Every ticket given has its id (`settle` checks).
         self.samples.stack_id.map_from(self.tickets_from, |t| {
             ids.get(t as usize).copied().unwrap_or(t)
         });
