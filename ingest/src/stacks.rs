@@ -138,6 +138,15 @@ struct Batch {
 /// Stacks a batch holds before it goes to the worker; the first full
 /// batch starts the worker (an input with fewer new stacks interns them
 /// on its own thread).
+impl Batch {
+    fn clear(&mut self) {
+        self.frames.clear();
+        self.lens.clear();
+        self.ids.clear();
+        self.failed = None;
+    }
+}
+
 const QUEUE_STACKS: usize = 1024;
 /// Batches on their way to the worker before [`StackTables::queue`] waits.
 const IN_FLIGHT: usize = 4;
@@ -329,14 +338,11 @@ impl StackTables {
 
     /// The id of a resolved frame ([`StackTables::frame`]).
     pub fn frame_of(&mut self, f: &Resolved) -> i64 {
-        self.frame(
-            f.module,
-            f.rel_pc,
-            f.context,
-            f.is_return,
-            f.pid,
-            Some(f.ip),
-        )
+        let (id, new) = self.here().frame_of(f);
+        if new {
+            self.tell(f.module);
+        }
+        id
     }
 
     /// The id of the stack of `frames` (frame ids, leaf first), added
@@ -402,9 +408,7 @@ impl StackTables {
             None => Err(gone()),
         };
         self.settled.extend_from_slice(&q.ids);
-        q.frames.clear();
-        q.lens.clear();
-        q.ids.clear();
+        q.clear();
         self.queue = q;
         r
     }
@@ -440,14 +444,11 @@ impl StackTables {
             r.map_err(|e| self.worker_failed(e))?;
         }
         if self.settled.len() != self.next_ticket as usize {
-            return Err(Error::Io {
-                path: "stack".into(),
-                source: std::io::Error::other(format!(
-                    "{} stacks queued, {} interned",
-                    self.next_ticket,
-                    self.settled.len()
-                )),
-            });
+            return Err(stack_error(format!(
+                "{} stacks queued, {} interned",
+                self.next_ticket,
+                self.settled.len()
+            )));
         }
         Ok(&self.settled)
     }
@@ -461,7 +462,7 @@ impl StackTables {
     }
 
     /// Takes the interner back from the worker, after every queued stack.
-    pub fn stop_worker(&mut self) -> Result<()> {
+    fn stop_worker(&mut self) -> Result<()> {
         let settled = self.settle().map(|_| ());
         let Some(w) = self.worker.take() else {
             return settled;
@@ -575,9 +576,7 @@ impl StackWorker {
             self.receive(settled)?;
         }
         let mut next = self.spare.pop().unwrap_or_default();
-        next.frames.clear();
-        next.lens.clear();
-        next.ids.clear();
+        next.clear();
         let b = std::mem::replace(queue, next);
         self.to.send(b).map_err(|_| gone())?;
         self.in_flight += 1;
@@ -597,14 +596,31 @@ impl StackWorker {
     }
 }
 
-fn gone() -> Error {
+/// What went wrong interning stacks (named after the `stack` table).
+fn stack_error(msg: String) -> Error {
     Error::Io {
         path: "stack".into(),
-        source: std::io::Error::other("the thread interning stacks stopped"),
+        source: std::io::Error::other(msg),
     }
 }
 
+fn gone() -> Error {
+    stack_error("the thread interning stacks stopped".into())
+}
+
 impl Interner {
+    /// The id of a resolved frame, and whether it is new.
+    fn frame_of(&mut self, f: &Resolved) -> (i64, bool) {
+        self.frame(
+            f.module,
+            f.rel_pc,
+            f.context,
+            f.is_return,
+            f.pid,
+            Some(f.ip),
+        )
+    }
+
     /// The id of a frame, and whether it is new.
     fn frame(
         &mut self,
@@ -672,17 +688,7 @@ impl Interner {
         let mut ids = std::mem::take(&mut self.ids);
         ids.clear();
         for f in frames {
-            ids.push(
-                self.frame(
-                    f.module,
-                    f.rel_pc,
-                    f.context,
-                    f.is_return,
-                    f.pid,
-                    Some(f.ip),
-                )
-                .0,
-            );
+            ids.push(self.frame_of(f).0);
         }
         let id = self.stack_of_key(h, |t| t.extend_from_slice(&ids));
         self.ids = ids;

@@ -340,13 +340,20 @@ impl PerfConverter {
             .all(|(_, e)| e.attr.sample_type & super::header::sample::BRANCH_STACK == 0)
             && self.sys_names.iter().all(Option::is_none);
         if deferred != self.deferred {
-            self.settle_stack_ids()?;
-            self.raw_stacks.clear();
-            self.stacks.forget_tickets();
+            self.clear_raw_stacks()?;
             self.deferred = deferred;
             // The rows so far hold ids: tickets start after them.
             self.tickets_from = self.samples.stack_id.len();
         }
+        Ok(())
+    }
+
+    /// Empties the raw-callchain cache, the tickets it holds settled
+    /// first.
+    fn clear_raw_stacks(&mut self) -> Result<()> {
+        self.settle_stack_ids()?;
+        self.raw_stacks.clear();
+        self.stacks.forget_tickets();
         Ok(())
     }
 
@@ -671,9 +678,7 @@ impl PerfConverter {
                 // Only a cache: bounded so that recordings of many
                 // short-lived processes do not grow it without end.
                 if self.raw_stacks.len() >= RAW_STACK_CACHE {
-                    self.settle_stack_ids()?;
-                    self.raw_stacks.clear();
-                    self.stacks.forget_tickets();
+                    self.clear_raw_stacks()?;
                 }
                 // Deferred: the id is a ticket until the stack thread has
                 // interned the stack (`settle_stack_ids`).
