@@ -166,14 +166,41 @@ const MAX_PADDED_WIDTH: usize = 100;
 /// [`MAX_PADDED_WIDTH`]; wider cells overflow it.
 fn write_table(batches: &[RecordBatch], sink: &mut dyn Write) -> Result<()> {
     use trawl_ingest::arrow::array::{Array, AsArray};
-    use trawl_ingest::arrow::datatypes::DataType;
+    use trawl_ingest::arrow::datatypes::{DataType, Int32Type, Int64Type, UInt32Type, UInt64Type};
     use trawl_ingest::arrow::util::display::{ArrayFormatter, FormatOptions};
     use unicode_width::UnicodeWidthStr;
 
     /// A column's cells: strings as they are, the rest through arrow.
     enum Cells<'a> {
         Utf8(&'a dyn Array, fn(&dyn Array, usize) -> &str),
+        /// Integers: written and measured without arrow's formatter.
+        Int(&'a dyn Array, fn(&dyn Array, usize) -> i128),
         Other(ArrayFormatter<'a>),
+    }
+    fn int<T: trawl_ingest::arrow::datatypes::ArrowPrimitiveType>(a: &dyn Array, i: usize) -> i128
+    where
+        T::Native: Into<i128>,
+    {
+        a.as_primitive::<T>().value(i).into()
+    }
+    /// Columns a cell takes: its length when it is printable ASCII (most
+    /// cells: the Unicode measure is several times slower).
+    fn text_width(s: &str) -> usize {
+        if s.bytes().all(|b| (0x20..0x7f).contains(&b)) {
+            s.len()
+        } else {
+            s.width()
+        }
+    }
+    /// Decimal digits of `v`, with its sign.
+    fn int_width(v: i128) -> usize {
+        let mut n = v.unsigned_abs();
+        let mut w = usize::from(v < 0) + 1;
+        while n >= 10 {
+            n /= 10;
+            w += 1;
+        }
+        w
     }
     fn utf8(a: &dyn Array, i: usize) -> &str {
         a.as_string::<i32>().value(i)
@@ -187,10 +214,24 @@ fn write_table(batches: &[RecordBatch], sink: &mut dyn Write) -> Result<()> {
     impl Cells<'_> {
         /// Writes cell `r` into `buf` (cleared first) unless it is a
         /// string, which is returned as it is.
+        /// Columns cell `r` takes.
+        fn width(&self, r: usize, buf: &mut String) -> Result<usize> {
+            Ok(match self {
+                Cells::Int(a, _) if a.is_null(r) => 0,
+                Cells::Int(a, value) => int_width(value(*a, r)),
+                _ => text_width(self.text(r, buf)?),
+            })
+        }
         fn text<'b>(&'b self, r: usize, buf: &'b mut String) -> Result<&'b str> {
             match self {
                 Cells::Utf8(a, _) if a.is_null(r) => Ok(""),
                 Cells::Utf8(a, value) => Ok(value(*a, r)),
+                Cells::Int(a, _) if a.is_null(r) => Ok(""),
+                Cells::Int(a, value) => {
+                    buf.clear();
+                    buf.push_str(itoa::Buffer::new().format(value(*a, r)));
+                    Ok(buf.as_str())
+                }
                 Cells::Other(f) => {
                     buf.clear();
                     std::fmt::Write::write_fmt(buf, format_args!("{}", f.value(r)))?;
@@ -209,6 +250,10 @@ fn write_table(batches: &[RecordBatch], sink: &mut dyn Write) -> Result<()> {
                     DataType::Utf8 => Cells::Utf8(a, utf8),
                     DataType::LargeUtf8 => Cells::Utf8(a, large_utf8),
                     DataType::Utf8View => Cells::Utf8(a, utf8_view),
+                    DataType::Int64 => Cells::Int(a, int::<Int64Type>),
+                    DataType::Int32 => Cells::Int(a, int::<Int32Type>),
+                    DataType::UInt64 => Cells::Int(a, int::<UInt64Type>),
+                    DataType::UInt32 => Cells::Int(a, int::<UInt32Type>),
                     _ => Cells::Other(ArrayFormatter::try_new(a, opts)?),
                 })
             })
@@ -216,12 +261,12 @@ fn write_table(batches: &[RecordBatch], sink: &mut dyn Write) -> Result<()> {
     }
 
     let schema = batches[0].schema();
-    let mut width: Vec<usize> = schema.fields().iter().map(|f| f.name().width()).collect();
+    let mut width: Vec<usize> = schema.fields().iter().map(|f| text_width(f.name())).collect();
     let mut buf = String::new();
     for b in batches {
         for (c, col) in cells(b, &opts)?.iter().enumerate() {
             for r in 0..b.num_rows() {
-                let w = col.text(r, &mut buf)?.width();
+                let w = col.width(r, &mut buf)?;
                 if w <= MAX_PADDED_WIDTH && w > width[c] {
                     width[c] = w;
                 }
@@ -239,7 +284,7 @@ fn write_table(batches: &[RecordBatch], sink: &mut dyn Write) -> Result<()> {
         out.extend_from_slice(text.as_bytes());
         out.extend(std::iter::repeat_n(
             b' ',
-            w.saturating_sub(text.width()) + 1,
+            w.saturating_sub(text_width(text)) + 1,
         ));
         out.push(b'|');
     };
@@ -291,7 +336,9 @@ pub fn write_atomic(path: &std::path::Path, data: &[u8]) -> Result<()> {
 mod tests {
     use super::*;
     use std::sync::Arc;
-    use trawl_ingest::arrow::array::{ArrayRef, Float64Array, Int64Array, StringArray};
+    use trawl_ingest::arrow::array::{
+        ArrayRef, Float64Array, Int32Array, Int64Array, StringArray, UInt64Array,
+    };
 
     fn batch(names: Vec<Option<String>>) -> RecordBatch {
         let n = names.len();
@@ -313,13 +360,44 @@ mod tests {
         .unwrap()
     }
 
+    /// `batch` with integer columns of every width the table writes
+    /// itself: negatives, nulls and the largest u64.
+    fn with_ints(b: RecordBatch) -> RecordBatch {
+        let n = b.num_rows();
+        let schema = b.schema();
+        let mut cols: Vec<(&str, ArrayRef)> = schema
+            .fields()
+            .iter()
+            .map(|f| f.name().as_str())
+            .zip(b.columns().iter().cloned())
+            .collect();
+        cols.extend([
+            (
+                "delta",
+                Arc::new(Int32Array::from_iter((0..n as i32).map(|i| {
+                    (i != 2).then_some(if i % 2 == 0 { i32::MIN + i } else { -i * 7 })
+                }))) as ArrayRef,
+            ),
+            (
+                "addr",
+                Arc::new(UInt64Array::from_iter_values(
+                    (0..n as u64).map(|i| u64::MAX - i * 999_999_999_999),
+                )) as ArrayRef,
+            ),
+        ]);
+        RecordBatch::try_from_iter(cols).unwrap()
+    }
+
     /// Tables of short cells are arrow's own pretty format, byte for byte.
     #[test]
     fn short_cells_print_as_arrows_pretty_format() {
         let names = ["main", "", "qsort_r", "µs_λ_名前"].map(|s| Some(s.to_string()));
         let mut names = names.to_vec();
         names.push(None);
-        let batches = [batch(names.clone()), batch(names[..2].to_vec())];
+        let batches = [
+            with_ints(batch(names.clone())),
+            with_ints(batch(names[..2].to_vec())),
+        ];
         let mut out = Vec::new();
         write_table(&batches, &mut out).unwrap();
         let expected = trawl_ingest::arrow::util::pretty::pretty_format_batches(&batches)
