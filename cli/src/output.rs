@@ -261,7 +261,11 @@ fn write_table(batches: &[RecordBatch], sink: &mut dyn Write) -> Result<()> {
     }
 
     let schema = batches[0].schema();
-    let mut width: Vec<usize> = schema.fields().iter().map(|f| text_width(f.name())).collect();
+    let mut width: Vec<usize> = schema
+        .fields()
+        .iter()
+        .map(|f| text_width(f.name()))
+        .collect();
     let mut buf = String::new();
     for b in batches {
         for (c, col) in cells(b, &opts)?.iter().enumerate() {

@@ -10,7 +10,7 @@ use rustc_hash::FxHashMap as HashMap;
 use arrow::array::{BooleanBuilder, Int64Builder, StringBuilder, StringDictionaryBuilder};
 use arrow::datatypes::{Int32Type, Int64Type, UInt64Type};
 
-use crate::columns::{OptPrim, Prim, TableColumns};
+use crate::columns::{Bools, OptPrim, Prim, TableColumns};
 use crate::error::{Error, Result};
 use crate::intern::IdTable;
 use crate::writer::{CaptureWriter, TableWriter};
@@ -62,7 +62,7 @@ table_columns! {
         module_id: OptPrim<Int64Type>,
         rel_pc: Prim<UInt64Type>,
         context: StringDictionaryBuilder<Int32Type>,
-        is_return: BooleanBuilder,
+        is_return: Bools,
         example_pid: OptPrim<Int32Type>,
         example_ip: OptPrim<UInt64Type>,
     }
@@ -642,7 +642,7 @@ impl Interner {
             c.module_id.push((module >= 0).then_some(module));
             c.rel_pc.push(rel_pc);
             c.context.append_value(context);
-            c.is_return.append_value(is_return);
+            c.is_return.push(is_return);
             c.example_pid.push(pid);
             c.example_ip.push(ip);
         }

@@ -9,7 +9,7 @@ use arrow::array::{
 use arrow::datatypes::{DataType, Field, Int32Type, Int64Type, UInt32Type, UInt64Type};
 use trawl_capture::schema;
 
-use crate::columns::{DictKeys, OptBinary, OptPrim, Prim, UtcTime};
+use crate::columns::{Bools, DictKeys, OptBinary, OptPrim, Prim, UtcTime};
 use crate::perf::records::CpuMode;
 
 pub(super) type Dict = StringDictionaryBuilder<Int32Type>;
@@ -52,7 +52,7 @@ table_columns! {
         raw: OptBinary,
         n_read: Prim<Int32Type>,
         n_branch: Prim<Int32Type>,
-        has_user_stack: BooleanBuilder,
+        has_user_stack: Bools,
     }
 }
 

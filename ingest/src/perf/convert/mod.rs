@@ -774,7 +774,7 @@ impl PerfConverter {
         c.n_branch
             .push(s.branch.as_ref().map_or(0, |b| b.len() as i32));
         c.has_user_stack
-            .append_value(s.user_regs.is_some() || s.user_stack.is_some());
+            .push(s.user_regs.is_some() || s.user_stack.is_some());
         self.samples_out.rows += 1;
         self.samples_written += 1;
         self.child_rows(sample_id, gid, s)
