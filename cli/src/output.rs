@@ -170,7 +170,8 @@ fn write_table(batches: &[RecordBatch], sink: &mut dyn Write) -> Result<()> {
     use trawl_ingest::arrow::util::display::{ArrayFormatter, FormatOptions};
     use unicode_width::UnicodeWidthStr;
 
-    /// A column's cells: strings as they are, the rest through arrow.
+    /// A column's cells: strings as they are, integers through `itoa`,
+    /// the rest through arrow.
     enum Cells<'a> {
         Utf8(&'a dyn Array, fn(&dyn Array, usize) -> &str),
         /// Integers: written and measured without arrow's formatter.
@@ -212,9 +213,7 @@ fn write_table(batches: &[RecordBatch], sink: &mut dyn Write) -> Result<()> {
         a.as_string_view().value(i)
     }
     impl Cells<'_> {
-        /// Writes cell `r` into `buf` (cleared first) unless it is a
-        /// string, which is returned as it is.
-        /// Columns cell `r` takes.
+        /// Columns cell `r` takes (integers without writing them).
         fn width(&self, r: usize, buf: &mut String) -> Result<usize> {
             Ok(match self {
                 Cells::Int(a, _) if a.is_null(r) => 0,
@@ -222,6 +221,8 @@ fn write_table(batches: &[RecordBatch], sink: &mut dyn Write) -> Result<()> {
                 _ => text_width(self.text(r, buf)?),
             })
         }
+        /// Writes cell `r` into `buf` (cleared first) unless it is a
+        /// string, which is returned as it is.
         fn text<'b>(&'b self, r: usize, buf: &'b mut String) -> Result<&'b str> {
             match self {
                 Cells::Utf8(a, _) if a.is_null(r) => Ok(""),

@@ -135,10 +135,8 @@ struct Batch {
     failed: Option<Error>,
 }
 
-/// Stacks a batch holds before it goes to the worker; the first full
-/// batch starts the worker (an input with fewer new stacks interns them
-/// on its own thread).
 impl Batch {
+    /// Empty, its buffers kept for the next batch.
     fn clear(&mut self) {
         self.frames.clear();
         self.lens.clear();
@@ -147,6 +145,9 @@ impl Batch {
     }
 }
 
+/// Stacks a batch holds before it goes to the worker; the first full
+/// batch starts the worker (an input with fewer new stacks interns them
+/// on its own thread).
 const QUEUE_STACKS: usize = 1024;
 /// Batches on their way to the worker before [`StackTables::queue`] waits.
 const IN_FLIGHT: usize = 4;
