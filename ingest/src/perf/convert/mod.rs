@@ -19,7 +19,7 @@ use std::sync::Arc;
 
 use rustc_hash::FxHashMap as HashMap;
 
-use crate::intern::SliceMap;
+use crate::intern::HashKeyMap;
 use crate::stacks::{Resolved, StackTables};
 
 use super::header::{hex, EventDesc, Metadata};
@@ -159,8 +159,10 @@ pub struct PerfConverter {
     /// Generation of the current input's kernel address space.
     kgen: u64,
     /// Raw callchain (with the generations of the address spaces it was
-    /// resolved in) → stack id: repeated stacks skip frame resolution.
-    raw_stacks: SliceMap<u8, (i64, Option<i64>)>,
+    /// resolved in) → stack id and user stack id (-1: none): repeated
+    /// stacks skip frame resolution. Two ids, not an `Option`, keep a
+    /// slot at 32 bytes.
+    raw_stacks: HashKeyMap<(i64, i64)>,
     raw_key: Vec<u8>,
     /// Dictionary key of each event's name in `perf_sample.event`.
     event_keys: Vec<i32>,
@@ -239,7 +241,7 @@ impl PerfConverter {
             kernel_space: HashMap::default(),
             next_gen: 0,
             kgen: u64::MAX,
-            raw_stacks: SliceMap::default(),
+            raw_stacks: HashKeyMap::default(),
             raw_key: Vec::new(),
             event_keys: Vec::new(),
             unwinder: None,
@@ -670,10 +672,10 @@ impl PerfConverter {
         if want_user {
             key.extend_from_slice(b"user");
         }
-        let cached = self.raw_stacks.get(key.as_slice()).copied();
+        let hash = HashKeyMap::<(i64, i64)>::key_hash(&key);
         self.raw_key = key;
-        let (stack_id, user_stack_id) = match cached {
-            Some((id, user)) => (Some(id), user),
+        let (stack_id, user_stack_id) = match self.raw_stacks.get(hash) {
+            Some(&(id, user)) => (Some(id), (user >= 0).then_some(user)),
             None => {
                 // Only a cache: bounded so that recordings of many
                 // short-lived processes do not grow it without end.
@@ -693,7 +695,7 @@ impl PerfConverter {
                     self.resolve_stack(s, mode, want_user, lbr_stack.is_some())
                 };
                 if let Some(id) = id {
-                    self.raw_stacks.insert_new(&self.raw_key, (id, user));
+                    self.raw_stacks.insert_new(hash, (id, user.unwrap_or(-1)));
                 }
                 (id, user)
             }
