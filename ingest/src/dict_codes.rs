@@ -11,24 +11,31 @@
 //! one PLAIN dictionary page holding the Arrow dictionary's values, and data
 //! pages (format v1, as the Arrow writer writes) of RLE_DICTIONARY indices
 //! bit-packed at the dictionary's bit width — what the Arrow writer would
-//! write with dictionary encoding on, in ~1/10 of the time. Required
+//! write with dictionary encoding on, in ~1/10 of the time. The string
+//! columns of `perf_sample` (`comm`, `event`, `cpu_mode`: millions of rows
+//! of a few hundred names) are written the same way: their dictionaries
+//! only grow from batch to batch ([`crate::columns::DictKeys`]), so the
+//! row group's last dictionary holds every key of the others. Required
 //! Int32 columns without statistics whose values all lie in 0..=255
 //! (`mem_access`'s `size` and constant `source_id`) are written the same
 //! way, with a dictionary of their distinct values, instead of 4 bytes a
 //! row through zstd.
 //!
 //! Encoding used (Parquet format, `Encodings.md`, "Dictionary Encoding" and
-//! "Run Length Encoding / Bit-Packing Hybrid"): data page bytes =
-//! `bit_width: u8` then bit-packed runs, each
+//! "Run Length Encoding / Bit-Packing Hybrid"): data page bytes = the
+//! definition levels of a nullable column (a 4-byte length, then RLE runs
+//! of 1-bit levels, or bit-packed ones where a page has nulls), then
+//! `bit_width: u8` and bit-packed runs of the non-null rows' indices, each
 //! `varint((groups << 1) | 1)` followed by `groups × 8` indices packed
 //! LSB-first, `bit_width` bits each; the last group is padded with zeros
 //! (readers stop at the page's value count). Runs are kept to 63 groups so
 //! each header is one byte, as parquet-rs' own encoder does. The chunk is
-//! only written this way when every batch shares one dictionary, no key is
-//! null and the column is required; otherwise the caller falls back to the
-//! Arrow writer.
+//! only written this way when each batch's dictionary is the longest one
+//! or a prefix of it, and it has at most 65,536 values (16-bit indices);
+//! otherwise the caller falls back to the Arrow writer.
 
 use arrow::array::{Array, ArrayRef, DictionaryArray, Int32Array, StringArray};
+use arrow::buffer::NullBuffer;
 use arrow::datatypes::Int32Type;
 use bytes::Bytes;
 use parquet::basic::{Compression, Encoding, EncodingMask, PageType};
@@ -45,26 +52,29 @@ use crate::int_pages::{put_varint, Codec};
 /// Indices per bit-packed run (63 groups of 8: a one-byte run header).
 const RUN_VALUES: usize = 63 * 8;
 
-/// The dictionary arrays of one column across a row group's batches, if
-/// they can be written from their keys: Int32 keys without nulls, Utf8
-/// values, one dictionary shared by all.
-pub fn shared_dictionary(columns: &[&ArrayRef]) -> Option<StringArray> {
-    let first = columns.first()?;
-    let d0 = first
-        .as_any()
-        .downcast_ref::<DictionaryArray<Int32Type>>()?;
-    let values = d0.values().as_any().downcast_ref::<StringArray>()?;
-    // Indices are gathered as bytes.
-    if values.null_count() > 0 || values.len() > 256 {
+/// Dictionary values at most (indices are gathered as 16 bits).
+const MAX_VALUES: usize = 1 << 16;
+
+/// The dictionary one column's batches can be written with from their
+/// keys: Int32 keys, Utf8 values without nulls, every batch's dictionary
+/// the longest one or a prefix of it (a dictionary that only grew), no
+/// null key unless `nullable`.
+pub fn shared_dictionary(columns: &[&ArrayRef], nullable: bool) -> Option<StringArray> {
+    let dicts: Vec<&DictionaryArray<Int32Type>> = columns
+        .iter()
+        .map(|c| c.as_any().downcast_ref::<DictionaryArray<Int32Type>>())
+        .collect::<Option<_>>()?;
+    let longest = dicts.iter().max_by_key(|d| d.values().len())?;
+    let values = longest.values().as_any().downcast_ref::<StringArray>()?;
+    if values.is_empty() || values.null_count() > 0 || values.len() > MAX_VALUES {
         return None;
     }
-    for c in columns {
-        let d = c.as_any().downcast_ref::<DictionaryArray<Int32Type>>()?;
-        if d.keys().null_count() > 0 {
+    for d in &dicts {
+        if !nullable && d.keys().null_count() > 0 {
             return None;
         }
-        if !std::sync::Arc::ptr_eq(d.values(), d0.values())
-            && d.values().to_data() != d0.values().to_data()
+        if !std::sync::Arc::ptr_eq(d.values(), longest.values())
+            && d.values().to_data() != values.slice(0, d.values().len()).to_data()
         {
             return None;
         }
@@ -78,20 +88,45 @@ fn bit_width(n: usize) -> u8 {
     (64 - max.leading_zeros()).max(1) as u8
 }
 
-/// Appends `keys` as RLE/bit-packed hybrid runs of `bw`-bit indices.
-fn pack(keys: &[u8], bw: u8, out: &mut Vec<u8>) {
+/// Appends `keys` as RLE/bit-packed hybrid runs of `bw`-bit indices
+/// (`bw` ≤ 16).
+fn pack(keys: &[u16], bw: u8, out: &mut Vec<u8>) {
     let bw = bw as usize;
     for run in keys.chunks(RUN_VALUES) {
         let groups = run.len().div_ceil(8);
         out.push(((groups << 1) | 1) as u8);
         for g in run.chunks(8) {
-            let mut acc = 0u64;
-            for (j, &k) in g.iter().enumerate() {
-                acc |= (k as u64) << (j * bw);
+            if bw <= 8 {
+                let mut acc = 0u64;
+                for (j, &k) in g.iter().enumerate() {
+                    acc |= (k as u64) << (j * bw);
+                }
+                out.extend_from_slice(&acc.to_le_bytes()[..bw]);
+            } else {
+                let mut acc = 0u128;
+                for (j, &k) in g.iter().enumerate() {
+                    acc |= (k as u128) << (j * bw);
+                }
+                out.extend_from_slice(&acc.to_le_bytes()[..bw]);
             }
-            out.extend_from_slice(&acc.to_le_bytes()[..bw]);
         }
     }
+}
+
+/// Appends a page's definition levels of a column whose level is 0 or 1
+/// (`defined`: each row's), RLE/bit-packed hybrid with their 4-byte
+/// length first: one RLE run of 1s when the page has no null.
+fn def_levels(defined: &[u16], nulls: usize, out: &mut Vec<u8>) {
+    let at = out.len();
+    out.extend_from_slice(&[0; 4]);
+    if nulls == 0 {
+        put_varint(out, (defined.len() as u64) << 1);
+        out.push(1);
+    } else {
+        pack(defined, 1, out);
+    }
+    let len = (out.len() - at - 4) as u32;
+    out[at..at + 4].copy_from_slice(&len.to_le_bytes());
 }
 
 /// Appends `n` copies of index 0 as one RLE run (`varint(n << 1)`, then
@@ -128,12 +163,15 @@ pub fn encode(
         dict.extend_from_slice(&(v.len() as u32).to_le_bytes());
         dict.extend_from_slice(v.as_bytes());
     }
-    let keys: Vec<&[i32]> = columns
+    let keys: Vec<Keys<'_>> = columns
         .iter()
         .map(|c| {
             c.as_any()
                 .downcast_ref::<DictionaryArray<Int32Type>>()
-                .map(|d| d.keys().values().as_ref())
+                .map(|d| Keys {
+                    values: d.keys().values().as_ref(),
+                    nulls: d.keys().nulls(),
+                })
                 .ok_or_else(|| {
                     ParquetError::General("dictionary codes: not an Int32 dictionary".into())
                 })
@@ -149,6 +187,12 @@ pub fn encode(
         &keys,
         &identity,
     )
+}
+
+/// One batch's indices (or values to map), and its null rows.
+struct Keys<'a> {
+    values: &'a [i32],
+    nulls: Option<&'a NullBuffer>,
 }
 
 /// The values of a required Int32 column when they are all in 0..=255 (the
@@ -215,12 +259,15 @@ pub fn encode_small_ints(
     columns: &[&ArrayRef],
 ) -> Result<(Bytes, ColumnCloseResult)> {
     let dict: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
-    let vals: Vec<&[i32]> = columns
+    let vals: Vec<Keys<'_>> = columns
         .iter()
         .map(|c| {
             c.as_any()
                 .downcast_ref::<Int32Array>()
-                .map(|a| a.values().as_ref())
+                .map(|a| Keys {
+                    values: a.values().as_ref(),
+                    nulls: None,
+                })
                 .ok_or_else(|| ParquetError::General("dictionary codes: not Int32".into()))
         })
         .collect::<Result<_>>()?;
@@ -228,17 +275,24 @@ pub fn encode_small_ints(
 }
 
 /// Writes the dictionary page `dict` (`dict_len` values) and data pages of
-/// up to `page_rows` indices: the values of `columns` in order, each
-/// mapped through `code` (or taken as they are when `code` is empty).
+/// up to `page_rows` rows: the values of `columns` in order, each mapped
+/// through `code` (or taken as they are when `code` is empty); null rows
+/// (of a nullable column) get definition level 0 and no index.
 fn write_chunk(
     descr: ColumnDescPtr,
     codec: Compression,
     page_rows: usize,
     dict: Vec<u8>,
     dict_len: usize,
-    columns: &[&[i32]],
+    columns: &[Keys<'_>],
     code: &[u8],
 ) -> Result<(Bytes, ColumnCloseResult)> {
+    let nullable = descr.max_def_level() == 1;
+    if descr.max_def_level() > 1 || descr.max_rep_level() != 0 || dict_len > MAX_VALUES {
+        return Err(ParquetError::General(
+            "dictionary codes: not a flat column of at most 65,536 values".into(),
+        ));
+    }
     let mut sink = TrackedWrite::new(Vec::new());
     let mut pw = SerializedPageWriter::new(&mut sink);
     let mut z = Codec::new(codec)?;
@@ -258,35 +312,66 @@ fn write_chunk(
         spec.bytes_written,
     );
 
-    // Data pages of up to `page_rows` indices each.
+    // Data pages of up to `page_rows` rows each.
     let bw = bit_width(dict_len);
     let page_rows = page_rows.max(8);
     let mut locations = Vec::new();
     let mut rows = 0usize;
     // A one-value dictionary's indices are all 0: counted, not gathered.
     let constant = dict_len == 1;
-    let mut page: Vec<u8> = Vec::with_capacity(if constant { 0 } else { page_rows });
+    let mut page: Vec<u16> = Vec::with_capacity(if constant { 0 } else { page_rows });
+    let mut defined: Vec<u16> = Vec::new();
     let mut rest = columns.iter();
     let mut pending: &[i32] = &[];
+    let mut pending_nulls: Option<arrow::buffer::BooleanBuffer> = None;
     loop {
         page.clear();
-        let mut n = 0usize;
+        defined.clear();
+        let (mut n, mut nulls) = (0usize, 0usize);
         while n < page_rows {
             if pending.is_empty() {
                 match rest.next() {
-                    Some(k) => pending = k,
+                    Some(k) => {
+                        pending = k.values;
+                        pending_nulls = k
+                            .nulls
+                            .filter(|b| b.null_count() > 0)
+                            .map(|b| b.inner().clone());
+                    }
                     None => break,
                 }
                 continue;
             }
             let take = (page_rows - n).min(pending.len());
-            if !constant {
-                if code.is_empty() {
-                    // Dictionary keys (fewer than 256 values: checked by
-                    // `shared_dictionary`).
-                    page.extend(pending[..take].iter().map(|&k| k as u8));
-                } else {
-                    page.extend(pending[..take].iter().map(|&v| code[v as usize]));
+            let chunk = &pending[..take];
+            let map = |k: i32| match code.is_empty() {
+                // Dictionary keys (at most MAX_VALUES values: checked by
+                // `shared_dictionary`).
+                true => k as u16,
+                false => code[k as usize] as u16,
+            };
+            match &pending_nulls {
+                None => {
+                    if !constant {
+                        page.extend(chunk.iter().map(|&k| map(k)));
+                    }
+                    if nullable {
+                        defined.extend(std::iter::repeat_n(1, take));
+                    }
+                }
+                Some(valid) => {
+                    for (j, &k) in chunk.iter().enumerate() {
+                        let v = valid.value(j);
+                        defined.push(v as u16);
+                        if v {
+                            if !constant {
+                                page.push(map(k));
+                            }
+                        } else {
+                            nulls += 1;
+                        }
+                    }
+                    pending_nulls = Some(valid.slice(take, valid.len() - take));
                 }
             }
             n += take;
@@ -295,10 +380,15 @@ fn write_chunk(
         if n == 0 {
             break;
         }
-        let mut body = Vec::with_capacity(1 + n * bw as usize / 8 + n / 256 + 16);
+        let mut body = Vec::with_capacity(1 + n * bw as usize / 8 + n / 256 + 32);
+        if nullable {
+            def_levels(&defined, nulls, &mut body);
+        }
         body.push(bw);
         if constant {
-            rle_zeros(n, bw, &mut body);
+            if n > nulls {
+                rle_zeros(n - nulls, bw, &mut body);
+            }
         } else {
             pack(&page, bw, &mut body);
         }
@@ -481,7 +571,7 @@ mod tests {
                         .map(|&k| words[k as usize].to_string()),
                 );
                 let cols = [&a1, &a2];
-                let dict = shared_dictionary(&cols).expect("one dictionary");
+                let dict = shared_dictionary(&cols, false).expect("one dictionary");
                 let descr = file.schema_descr().column(0);
                 let chunk = encode(descr, codec, 300, &dict, &cols).unwrap();
                 assert_eq!(chunk.1.rows_written, 2001);
@@ -509,31 +599,113 @@ mod tests {
         }
     }
 
-    /// Batches with different dictionaries or null keys go to the Arrow
-    /// writer.
+    /// Batches whose dictionaries are not one growing dictionary, or with
+    /// null keys in a required column, go to the Arrow writer.
     #[test]
-    fn only_one_shared_dictionary_without_nulls_is_taken() {
+    fn only_one_growing_dictionary_is_taken() {
         use arrow::array::Int32Array;
         use std::sync::Arc;
         let a: ArrayRef = Arc::new(StringArray::from(vec!["I", "L"]));
         let b: ArrayRef = Arc::new(StringArray::from(vec!["I", "S"]));
         let b_same: ArrayRef = Arc::new(StringArray::from(vec!["I", "L"]));
+        let grown: ArrayRef = Arc::new(StringArray::from(vec!["I", "L", "S"]));
         let x = dict_array(vec![0, 1], &a);
-        assert!(shared_dictionary(&[&x, &dict_array(vec![1], &b)]).is_none());
-        assert!(shared_dictionary(&[&x, &dict_array(vec![1], &b_same)]).is_some());
+        assert!(shared_dictionary(&[&x, &dict_array(vec![1], &b)], false).is_none());
+        assert!(shared_dictionary(&[&x, &dict_array(vec![1], &b_same)], false).is_some());
+        // A prefix of the longest, either way round.
+        let g = dict_array(vec![2], &grown);
+        let d = shared_dictionary(&[&x, &g], false).unwrap();
+        assert_eq!(d.len(), 3);
+        assert_eq!(shared_dictionary(&[&g, &x], false).unwrap().len(), 3);
         let nulls: ArrayRef = Arc::new(
             DictionaryArray::<Int32Type>::try_new(Int32Array::from(vec![Some(0), None]), a.clone())
                 .unwrap(),
         );
-        assert!(shared_dictionary(&[&x, &nulls]).is_none());
+        assert!(shared_dictionary(&[&x, &nulls], false).is_none());
+        assert!(shared_dictionary(&[&x, &nulls], true).is_some());
         let plain: ArrayRef = Arc::new(StringArray::from(vec!["I"]));
-        assert!(shared_dictionary(&[&plain]).is_none());
-        // Keys are gathered as bytes: no more than 256 values.
+        assert!(shared_dictionary(&[&plain], false).is_none());
+        // Indices are gathered as 16 bits: no more than 65,536 values.
         let many: ArrayRef = Arc::new(StringArray::from_iter_values(
-            (0..257).map(|i| i.to_string()),
+            (0..65_537).map(|i| i.to_string()),
         ));
-        assert!(shared_dictionary(&[&dict_array(vec![0, 256], &many)]).is_none());
+        assert!(shared_dictionary(&[&dict_array(vec![0, 65_536], &many)], false).is_none());
         assert!(!supports(Compression::SNAPPY));
+    }
+
+    /// A nullable column whose batches' dictionaries grow (as the
+    /// converters' command names do), with null rows, and dictionaries of
+    /// 1, 3, 300 and 40,000 values (1 to 16-bit indices), written here and
+    /// read back by parquet's Arrow reader: the rows' strings and nulls,
+    /// as made.
+    #[test]
+    fn growing_nullable_dictionaries_read_back_as_made() {
+        use arrow::array::Int32Array;
+        use arrow::datatypes::{DataType, Field, Schema};
+        use parquet::arrow::ArrowWriter;
+        use parquet::basic::ZstdLevel;
+        use parquet::file::properties::WriterProperties;
+        use std::sync::Arc;
+
+        for (nd, null_every) in [(1usize, 3usize), (3, 0), (300, 7), (40_000, 2), (3, 1)] {
+            let words: Vec<String> = (0..nd).map(|i| format!("comm-{i}")).collect();
+            let ty = DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8));
+            let schema = Arc::new(Schema::new(vec![Field::new("c", ty, true)]));
+            let codec = Compression::ZSTD(ZstdLevel::try_new(1).unwrap());
+            let props = WriterProperties::builder().set_compression(codec).build();
+            let mut file = ArrowWriter::try_new(Vec::new(), schema, Some(props))
+                .unwrap()
+                .into_serialized_writer()
+                .unwrap()
+                .0;
+            let mut expect: Vec<Option<String>> = Vec::new();
+            let mut cols = Vec::new();
+            // Three batches; the first sees the first half of the names,
+            // the others all (each batch's dictionary a prefix of the
+            // last); the second batch is a slice.
+            for (b, (n, known)) in [(900, nd.div_ceil(2)), (1500, nd), (611, nd)]
+                .into_iter()
+                .enumerate()
+            {
+                let values: ArrayRef = Arc::new(StringArray::from_iter_values(&words[..known]));
+                let k = keys(n, known, b as u64 + 11);
+                let rows: Vec<Option<i32>> = k
+                    .iter()
+                    .enumerate()
+                    .map(|(j, &k)| (null_every == 0 || j % null_every != 0).then_some(k))
+                    .collect();
+                let a: ArrayRef = Arc::new(
+                    DictionaryArray::<Int32Type>::try_new(Int32Array::from(rows.clone()), values)
+                        .unwrap(),
+                );
+                let (a, rows) = match b {
+                    1 => (a.slice(101, n - 101), &rows[101..]),
+                    _ => (a, &rows[..]),
+                };
+                expect.extend(rows.iter().map(|r| r.map(|k| words[k as usize].clone())));
+                cols.push(a);
+            }
+            let refs: Vec<&ArrayRef> = cols.iter().collect();
+            let dict = shared_dictionary(&refs, true).expect("a growing dictionary");
+            assert_eq!(dict.len(), nd);
+            let descr = file.schema_descr().column(0);
+            append(&mut file, encode(descr, codec, 256, &dict, &refs).unwrap());
+            let mut got: Vec<Option<String>> = Vec::new();
+            for c in read_back(file) {
+                let d = c
+                    .as_any()
+                    .downcast_ref::<DictionaryArray<Int32Type>>()
+                    .unwrap();
+                let v = d.values().as_any().downcast_ref::<StringArray>().unwrap();
+                got.extend(
+                    d.keys()
+                        .iter()
+                        .map(|k| k.map(|k| v.value(k as usize).to_string())),
+                );
+            }
+            assert_eq!(got.len(), expect.len(), "{nd} values");
+            assert_eq!(got, expect, "{nd} values, a null every {null_every}");
+        }
     }
 
     /// Small Int32 columns (sizes, a constant id) written as a dictionary

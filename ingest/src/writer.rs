@@ -218,38 +218,42 @@ fn write_plain_ints(
 }
 
 /// Column `i` of a row group's batches encoded here rather than by
-/// parquet's Arrow column writer, when one of these applies: the table's
-/// code column (`codes`) as dictionary keys ([`dict_codes::encode`]);
-/// a required Int32 column without statistics whose values lie in 0..=255
+/// parquet's Arrow column writer, when one of these applies: a string
+/// dictionary column without statistics as its dictionary keys
+/// ([`dict_codes::encode`]; nullable or not); a required Int32 column
+/// without statistics whose values lie in 0..=255
 /// as a dictionary of them ([`dict_codes::encode_small_ints`]); a required
 /// INT64 column [`int_pages::plan`] takes ([`int_pages::encode`]); any
 /// other required integer column through the typed writer
 /// ([`write_plain_ints`]). `None`: the Arrow writer's turn.
 fn encode_column(
-    codes: bool,
     field: &arrow::datatypes::Field,
     descr: ColumnDescPtr,
     props: &WriterPropertiesPtr,
     batches: &[RecordBatch],
     i: usize,
 ) -> std::result::Result<Option<Chunk>, ParquetError> {
-    if field.is_nullable() {
-        return Ok(None);
-    }
+    use arrow::datatypes::DataType;
     let cols: Vec<&ArrayRef> = batches.iter().map(|b| b.column(i)).collect();
     let path = descr.path().clone();
     let codec = props.compression(&path);
     let page_rows = props.data_page_row_count_limit();
     let encoded = |(bytes, close)| Some(Chunk::Encoded(bytes, close));
-    if dict_codes::supports(codec) {
-        if codes {
-            if let Some(dict) = dict_codes::shared_dictionary(&cols) {
-                return dict_codes::encode(descr, codec, page_rows, &dict, &cols).map(encoded);
-            }
+    let no_stats = props.statistics_enabled(&path) == EnabledStatistics::None;
+    if dict_codes::supports(codec)
+        && no_stats
+        && matches!(field.data_type(), DataType::Dictionary(k, v)
+            if **k == DataType::Int32 && **v == DataType::Utf8)
+    {
+        if let Some(dict) = dict_codes::shared_dictionary(&cols, field.is_nullable()) {
+            return dict_codes::encode(descr, codec, page_rows, &dict, &cols).map(encoded);
         }
-        if field.data_type() == &arrow::datatypes::DataType::Int32
-            && props.statistics_enabled(&path) == EnabledStatistics::None
-        {
+    }
+    if field.is_nullable() {
+        return Ok(None);
+    }
+    if dict_codes::supports(codec) {
+        if field.data_type() == &DataType::Int32 && no_stats {
             if let Some((values, code)) = dict_codes::small_ints(&cols) {
                 return dict_codes::encode_small_ints(
                     descr, codec, page_rows, &values, &code, &cols,
@@ -260,7 +264,7 @@ fn encode_column(
     }
     if let Some(plan) = int_pages::plan(&descr, props) {
         use arrow::array::AsArray;
-        use arrow::datatypes::{DataType, Int64Type, UInt64Type};
+        use arrow::datatypes::{Int64Type, UInt64Type};
         let buffers: Option<Vec<&arrow::buffer::Buffer>> = cols
             .iter()
             .map(|c| match c.data_type() {
@@ -276,21 +280,9 @@ fn encode_column(
     write_plain_ints(descr, props, batches, i)
 }
 
-/// The column of `def` written from its dictionary keys, if any: `kind` of
-/// `mem_access` (tens of millions of one-letter codes per GB of log, for
-/// which the Arrow writer's per-row interning was the table's most
-/// expensive column).
-fn code_column(def: &TableDef) -> Option<usize> {
-    if def.name != "mem_access" {
-        return None;
-    }
-    def.columns.iter().position(|c| c.name == "kind")
-}
-
 /// The worker's side: batches gathered into row groups, each encoded
 /// column by column in parallel and appended in order.
 struct RowGroupEncoder {
-    def: &'static TableDef,
     path: PathBuf,
     schema: SchemaRef,
     file: SerializedFileWriter<File>,
@@ -352,17 +344,9 @@ impl RowGroupEncoder {
         let schema = &self.schema;
         let descr = self.file.schema_descr();
         let props = self.file.properties();
-        let code_col = code_column(self.def);
         let encode = |(i, mut w): (usize, parquet::arrow::arrow_writer::ArrowColumnWriter)| {
             let field = schema.field(i);
-            if let Some(c) = encode_column(
-                code_col == Some(i),
-                field,
-                descr.column(i),
-                props,
-                &batches,
-                i,
-            )? {
+            if let Some(c) = encode_column(field, descr.column(i), props, &batches, i)? {
                 return Ok(c);
             }
             for b in &batches {
@@ -406,7 +390,6 @@ impl RowGroupEncoder {
                 .and_then(|w| w.into_serialized_writer())
                 .map_err(Self::err(path))?;
         Ok(RowGroupEncoder {
-            def,
             path: path.to_path_buf(),
             schema,
             file,
