@@ -38,12 +38,14 @@ use arrow::array::{Array, ArrayRef, DictionaryArray, Int32Array, StringArray};
 use arrow::buffer::NullBuffer;
 use arrow::datatypes::Int32Type;
 use bytes::Bytes;
-use parquet::basic::{Compression, Encoding, EncodingMask, PageType};
+use parquet::basic::{BoundaryOrder, Compression, Encoding, EncodingMask, PageType, Type};
 use parquet::column::page::{CompressedPage, Page, PageWriter};
 use parquet::column::writer::ColumnCloseResult;
 use parquet::errors::{ParquetError, Result};
-use parquet::file::metadata::{ColumnChunkMetaData, PageEncodingStats};
+use parquet::file::metadata::{ColumnChunkMetaData, ColumnIndexBuilder, PageEncodingStats};
 use parquet::file::page_index::offset_index::{OffsetIndexMetaData, PageLocation};
+use parquet::file::properties::EnabledStatistics;
+use parquet::file::statistics::{Statistics, ValueStatistics};
 use parquet::file::writer::{SerializedPageWriter, TrackedWrite};
 use parquet::schema::types::ColumnDescPtr;
 
@@ -186,6 +188,7 @@ pub fn encode(
         dictionary.len(),
         &keys,
         &identity,
+        None,
     )
 }
 
@@ -249,11 +252,14 @@ pub fn small_ints(columns: &[&ArrayRef]) -> Option<(Vec<i32>, Vec<u8>)> {
 
 /// Encodes a chunk of a required Int32 column whose values passed
 /// [`small_ints`]: a PLAIN dictionary page of the distinct values and
-/// RLE_DICTIONARY data pages, as [`encode`].
+/// RLE_DICTIONARY data pages, as [`encode`]; with `stats`, the chunk's
+/// min/max statistics and (at [`EnabledStatistics::Page`]) a column index
+/// of each page's, as parquet's writer makes them.
 pub fn encode_small_ints(
     descr: ColumnDescPtr,
     codec: Compression,
     page_rows: usize,
+    stats: EnabledStatistics,
     values: &[i32],
     code: &[u8],
     columns: &[&ArrayRef],
@@ -271,13 +277,26 @@ pub fn encode_small_ints(
                 .ok_or_else(|| ParquetError::General("dictionary codes: not Int32".into()))
         })
         .collect::<Result<_>>()?;
-    write_chunk(descr, codec, page_rows, dict, values.len(), &vals, code)
+    let stats = (stats != EnabledStatistics::None).then_some((values, stats));
+    write_chunk(
+        descr,
+        codec,
+        page_rows,
+        dict,
+        values.len(),
+        &vals,
+        code,
+        stats,
+    )
 }
 
 /// Writes the dictionary page `dict` (`dict_len` values) and data pages of
 /// up to `page_rows` rows: the values of `columns` in order, each mapped
 /// through `code` (or taken as they are when `code` is empty); null rows
-/// (of a nullable column) get definition level 0 and no index.
+/// (of a nullable column) get definition level 0 and no index. `stats`:
+/// the Int32 values of the dictionary, ascending (so index order is value
+/// order), and the statistics to make of them.
+#[allow(clippy::too_many_arguments)]
 fn write_chunk(
     descr: ColumnDescPtr,
     codec: Compression,
@@ -286,6 +305,7 @@ fn write_chunk(
     dict_len: usize,
     columns: &[Keys<'_>],
     code: &[u8],
+    stats: Option<(&[i32], EnabledStatistics)>,
 ) -> Result<(Bytes, ColumnCloseResult)> {
     let nullable = descr.max_def_level() == 1;
     if descr.max_def_level() > 1 || descr.max_rep_level() != 0 || dict_len > MAX_VALUES {
@@ -321,6 +341,13 @@ fn write_chunk(
     let constant = dict_len == 1;
     let mut page: Vec<u16> = Vec::with_capacity(if constant { 0 } else { page_rows });
     let mut defined: Vec<u16> = Vec::new();
+    let mut index = ColumnIndexBuilder::new(Type::INT32);
+    if !matches!(stats, Some((_, EnabledStatistics::Page))) {
+        index.to_invalid();
+    }
+    let (mut ascending, mut descending) = (true, true);
+    let mut last_page: Option<(u16, u16)> = None;
+    let mut chunk: Option<(u16, u16)> = None;
     let mut rest = columns.iter();
     let mut pending: &[i32] = &[];
     let mut pending_nulls: Option<arrow::buffer::BooleanBuffer> = None;
@@ -392,6 +419,32 @@ fn write_chunk(
         } else {
             pack(&page, bw, &mut body);
         }
+        if stats.is_some() && n > nulls {
+            // The page's smallest and largest index (of a small-ints
+            // dictionary: of values).
+            let (lo, hi) = match constant {
+                true => (0, 0),
+                false => (
+                    page.iter().copied().min().unwrap_or(0),
+                    page.iter().copied().max().unwrap_or(0),
+                ),
+            };
+            chunk = Some(chunk.map_or((lo, hi), |(a, b)| (a.min(lo), b.max(hi))));
+            if index.valid() {
+                if let Some((a, b)) = last_page {
+                    ascending &= a <= lo && b <= hi;
+                    descending &= lo <= a && hi <= b;
+                }
+                last_page = Some((lo, hi));
+                let v = |k: u16| {
+                    stats
+                        .map_or(0, |(v, _)| v[k as usize])
+                        .to_le_bytes()
+                        .to_vec()
+                };
+                index.append(false, v(lo), v(hi), 0);
+            }
+        }
         let (buf, raw_len) = compress(&mut z, body)?;
         let spec = pw.write_page(CompressedPage::new(
             Page::DataPage {
@@ -416,7 +469,7 @@ fn write_chunk(
     }
     pw.close()?;
     let data_offset = locations.first().map_or(0, |l| l.offset);
-    let metadata = ColumnChunkMetaData::builder(descr)
+    let mut meta = ColumnChunkMetaData::builder(descr)
         .set_compression(codec)
         .set_encodings_mask(EncodingMask::new_from_encodings(
             [Encoding::PLAIN, Encoding::RLE, Encoding::RLE_DICTIONARY].iter(),
@@ -437,8 +490,26 @@ fn write_chunk(
         .set_total_uncompressed_size(uncompressed)
         .set_num_values(rows as i64)
         .set_data_page_offset(data_offset)
-        .set_dictionary_page_offset(Some(0))
-        .build()?;
+        .set_dictionary_page_offset(Some(0));
+    let mut column_index = None;
+    if let Some((values, _)) = stats {
+        let (lo, hi) = chunk
+            .map(|(lo, hi)| (values[lo as usize], values[hi as usize]))
+            .unzip();
+        let s: Statistics = ValueStatistics::<i32>::new(lo, hi, None, Some(0), false)
+            .with_backwards_compatible_min_max(true)
+            .into();
+        meta = meta.set_statistics(s);
+        if index.valid() {
+            index.set_boundary_order(match (ascending, descending) {
+                (true, _) => BoundaryOrder::ASCENDING,
+                (false, true) => BoundaryOrder::DESCENDING,
+                (false, false) => BoundaryOrder::UNORDERED,
+            });
+            column_index = Some(index.build()?);
+        }
+    }
+    let metadata = meta.build()?;
     let buf = Bytes::from(sink.into_inner()?);
     Ok((
         buf,
@@ -447,7 +518,7 @@ fn write_chunk(
             rows_written: rows as u64,
             metadata,
             bloom_filter: None,
-            column_index: None,
+            column_index,
             offset_index: Some(OffsetIndexMetaData {
                 page_locations: locations,
                 unencoded_byte_array_data_bytes: None,
@@ -738,13 +809,59 @@ mod tests {
             let descr = file.schema_descr().column(0);
             append(
                 &mut file,
-                encode_small_ints(descr, codec, 700, &values, &code, &cols).unwrap(),
+                encode_small_ints(
+                    descr,
+                    codec,
+                    700,
+                    EnabledStatistics::Page,
+                    &values,
+                    &code,
+                    &cols,
+                )
+                .unwrap(),
             );
+            let data = Bytes::from(file.into_inner().unwrap());
+            let expect: Vec<i32> = v1.iter().chain(&v2[500..]).copied().collect();
+            // Statistics and the column index as parquet's reader reads
+            // them: the min/max of the rows, of the chunk and of each page
+            // of 700 rows.
+            let reader = parquet::file::serialized_reader::SerializedFileReader::new_with_options(
+                data.clone(),
+                parquet::file::serialized_reader::ReadOptionsBuilder::new()
+                    .with_page_index()
+                    .build(),
+            )
+            .unwrap();
+            use parquet::file::reader::FileReader;
+            let meta = reader.metadata();
+            let st = meta.row_group(0).column(0).statistics().unwrap();
+            let (lo, hi) = (expect.iter().min().unwrap(), expect.iter().max().unwrap());
+            assert_eq!(st.min_bytes_opt(), Some(&lo.to_le_bytes()[..]), "{label}");
+            assert_eq!(st.max_bytes_opt(), Some(&hi.to_le_bytes()[..]), "{label}");
+            assert_eq!(st.null_count_opt(), Some(0));
+            let index = &meta.column_index().unwrap()[0][0];
+            let parquet::file::page_index::column_index::ColumnIndexMetaData::INT32(ix) = index
+            else {
+                panic!("{label}: no Int32 column index: {index:?}");
+            };
+            let pages: Vec<(i32, i32)> = expect
+                .chunks(700)
+                .map(|p| (*p.iter().min().unwrap(), *p.iter().max().unwrap()))
+                .collect();
+            assert_eq!(ix.num_pages() as usize, pages.len(), "{label}");
+            for (i, (lo, hi)) in pages.iter().enumerate() {
+                assert_eq!(
+                    (ix.min_value(i), ix.max_value(i)),
+                    (Some(lo), Some(hi)),
+                    "{label} page {i}"
+                );
+            }
             let mut got = Vec::new();
-            for c in read_back(file) {
+            use parquet::arrow::arrow_reader::ParquetRecordBatchReader;
+            for b in ParquetRecordBatchReader::try_new(data, 1000).unwrap() {
+                let c = b.unwrap().column(0).clone();
                 got.extend_from_slice(c.as_any().downcast_ref::<Int32Array>().unwrap().values());
             }
-            let expect: Vec<i32> = v1.iter().chain(&v2[500..]).copied().collect();
             assert_eq!(got, expect, "{label}");
         }
         let neg: ArrayRef = std::sync::Arc::new(Int32Array::from(vec![1, -1]));

@@ -221,7 +221,7 @@ fn write_plain_ints(
 /// parquet's Arrow column writer, when one of these applies: a string
 /// dictionary column without statistics as its dictionary keys
 /// ([`dict_codes::encode`]; nullable or not); a required Int32 column
-/// without statistics whose values lie in 0..=255
+/// whose values lie in 0..=255
 /// as a dictionary of them ([`dict_codes::encode_small_ints`]); a required
 /// INT64 column [`int_pages::plan`] takes ([`int_pages::encode`]); any
 /// other required integer column through the typed writer
@@ -253,10 +253,14 @@ fn encode_column(
         return Ok(None);
     }
     if dict_codes::supports(codec) {
-        if field.data_type() == &DataType::Int32 && no_stats {
+        if field.data_type() == &DataType::Int32
+            && !props.write_page_header_statistics(&path)
+            && descr.sort_order() == parquet::basic::SortOrder::SIGNED
+        {
             if let Some((values, code)) = dict_codes::small_ints(&cols) {
+                let stats = props.statistics_enabled(&path);
                 return dict_codes::encode_small_ints(
-                    descr, codec, page_rows, &values, &code, &cols,
+                    descr, codec, page_rows, stats, &values, &code, &cols,
                 )
                 .map(encoded);
             }
