@@ -33,7 +33,7 @@ use parquet::column::page::{CompressedPage, Page, PageWriter};
 use parquet::column::writer::ColumnCloseResult;
 use parquet::errors::{ParquetError, Result};
 use parquet::file::metadata::{
-    ColumnChunkMetaData, ColumnIndexBuilder, OffsetIndexBuilder, PageEncodingStats,
+    ColumnChunkMetaData, ColumnIndexBuilder, LevelHistogram, OffsetIndexBuilder, PageEncodingStats,
 };
 use parquet::file::properties::{EnabledStatistics, WriterProperties, WriterVersion};
 use parquet::file::statistics::{Statistics, ValueStatistics};
@@ -61,7 +61,7 @@ impl Values {
 }
 
 /// How this module writes the column `descr` with `props`, or `None` when
-/// parquet's writer must (nullable or nested, dictionary, bloom filter,
+/// parquet's writer must (nested, dictionary, bloom filter,
 /// page header statistics, data page v2, another codec or encoding, or
 /// statistics of an unsigned column).
 pub fn plan(
@@ -70,7 +70,7 @@ pub fn plan(
 ) -> Option<(Values, EnabledStatistics)> {
     let path = descr.path();
     if descr.physical_type() != Type::INT64
-        || descr.max_def_level() != 0
+        || descr.max_def_level() > 1
         || descr.max_rep_level() != 0
         || props.writer_version() != WriterVersion::PARQUET_1_0
         || props.dictionary_enabled(path)
@@ -336,10 +336,24 @@ impl PageState {
     }
 }
 
+/// Appends the definition levels of a page of `rows` values of a nullable
+/// column, none null, as parquet's writer encodes them (v1 pages: a 4-byte
+/// length, then RLE/bit-packed hybrid runs of 1-bit levels): one RLE run
+/// of 1s, at any length.
+fn all_defined(rows: usize, out: &mut Vec<u8>) {
+    let at = out.len();
+    out.extend_from_slice(&[0; 4]);
+    put_varint(out, (rows as u64) << 1);
+    out.push(1);
+    let len = (out.len() - at - 4) as u32;
+    out[at..at + 4].copy_from_slice(&len.to_le_bytes());
+}
+
 /// Encodes one column chunk from `buffers` (each an Arrow buffer of one
 /// batch's 64-bit values, in order) as `plan` said, into a buffer holding
 /// its pages, with the metadata to append it to a row group (offsets
-/// relative to the buffer).
+/// relative to the buffer). A nullable column's values must all be
+/// defined (the caller checks that no row is null).
 pub fn encode(
     descr: ColumnDescPtr,
     props: &WriterProperties,
@@ -353,6 +367,7 @@ pub fn encode(
     let size_limit = props.column_data_page_size_limit(&path);
     let batch = props.write_batch_size().max(1);
     let with_stats = stats != EnabledStatistics::None;
+    let nullable = descr.max_def_level() == 1;
 
     let mut sink = TrackedWrite::new(Vec::new());
     let mut pw = SerializedPageWriter::new(&mut sink);
@@ -372,13 +387,21 @@ pub fn encode(
     let mut page = PageState::new(values);
     let mut emit = |page: &mut PageState, pw: &mut SerializedPageWriter<_>| -> Result<()> {
         let body = page.body();
-        let raw: &[u8] = match (values, page.parts.as_slice()) {
-            (Values::Delta, _) => &body,
-            (Values::Plain, &[(b, start, end)]) => &buffers[b].as_slice()[start..end],
-            (Values::Plain, parts) => {
+        let raw: &[u8] = match (values, page.parts.as_slice(), nullable) {
+            (Values::Delta, _, false) => &body,
+            (Values::Plain, &[(b, start, end)], false) => &buffers[b].as_slice()[start..end],
+            (_, parts, _) => {
                 scratch.clear();
-                for &(b, start, end) in parts {
-                    scratch.extend_from_slice(&buffers[b].as_slice()[start..end]);
+                if nullable {
+                    all_defined(page.rows, &mut scratch);
+                }
+                match values {
+                    Values::Delta => scratch.extend_from_slice(&body),
+                    Values::Plain => {
+                        for &(b, start, end) in parts {
+                            scratch.extend_from_slice(&buffers[b].as_slice()[start..end]);
+                        }
+                    }
                 }
                 &scratch
             }
@@ -410,6 +433,9 @@ pub fn encode(
                     hi.to_le_bytes().to_vec(),
                     0,
                 );
+                // Rows at each definition level (0: null, 1: defined).
+                let levels = nullable.then(|| LevelHistogram::from(vec![0, page.rows as i64]));
+                index.append_histograms(&None, &levels);
             }
         }
         offsets.append_offset_and_size(spec.offset as i64, spec.compressed_size as i32);
@@ -467,6 +493,10 @@ pub fn encode(
             .with_backwards_compatible_min_max(true)
             .into();
         meta = meta.set_statistics(s);
+        if nullable {
+            meta = meta
+                .set_definition_level_histogram(Some(LevelHistogram::from(vec![0, total as i64])));
+        }
     }
     let column_index = if index.valid() {
         index.set_boundary_order(match (ascending, descending) {
@@ -511,6 +541,11 @@ mod tests {
         SchemaDescriptor::new(Arc::new(parse_message_type(ty).unwrap())).column(0)
     }
 
+    fn optional_column() -> ColumnDescPtr {
+        let ty = "message m { optional int64 c; }";
+        SchemaDescriptor::new(Arc::new(parse_message_type(ty).unwrap())).column(0)
+    }
+
     /// The chunk as parquet's own typed column writer writes it: one
     /// `write_batch` per batch.
     fn reference(
@@ -526,7 +561,9 @@ mod tests {
                 panic!("not int64")
             };
             for b in batches {
-                t.write_batch(b, None, None).unwrap();
+                let levels = vec![1i16; b.len()];
+                let def = (t.get_descriptor().max_def_level() == 1).then_some(&levels[..]);
+                t.write_batch(b, def, None).unwrap();
             }
             w.close().unwrap()
         };
@@ -588,7 +625,15 @@ mod tests {
         batches: &[Vec<i64>],
         what: &str,
     ) -> ColumnCloseResult {
-        let descr = column(false);
+        same_as_parquet_in(column(false), props, batches, what)
+    }
+
+    fn same_as_parquet_in(
+        descr: ColumnDescPtr,
+        props: &Arc<WriterProperties>,
+        batches: &[Vec<i64>],
+        what: &str,
+    ) -> ColumnCloseResult {
         let plan = plan(&descr, props).expect("written here");
         let expect = reference(descr.clone(), props, batches);
         let buffers: Vec<arrow::buffer::Buffer> = batches
@@ -598,7 +643,18 @@ mod tests {
         let refs: Vec<&arrow::buffer::Buffer> = buffers.iter().collect();
         let (got, close) = encode(descr, props, plan, &refs).unwrap();
         assert_eq!(got.len(), expect.0.len(), "{what}");
-        assert!(got == expect.0, "{what}: bytes differ");
+        if got != expect.0 {
+            let i = got
+                .iter()
+                .zip(expect.0.iter())
+                .position(|(a, b)| a != b)
+                .unwrap();
+            panic!(
+                "{what}: bytes differ at {i}: {:?} vs {:?}",
+                &got[i.saturating_sub(8)..i + 24],
+                &expect.0[i.saturating_sub(8)..i + 24]
+            );
+        }
         assert_eq!(close.metadata, expect.1.metadata, "{what}");
         assert_eq!(
             format!("{:?}", close.column_index),
@@ -653,6 +709,22 @@ mod tests {
                         );
                         let what = format!("{enc} {stats:?} {codec} {bytes} {rows} {batch}");
                         let close = same_as_parquet(&props, &values(seed), &what);
+                        // A nullable column without nulls: the same pages
+                        // with their definition levels (pages of 1 to 5
+                        // rows too).
+                        let what = format!("optional {what}");
+                        same_as_parquet_in(optional_column(), &props, &values(seed), &what);
+                        let small = Arc::new(
+                            WriterProperties::builder()
+                                .set_dictionary_enabled(false)
+                                .set_encoding(enc)
+                                .set_statistics_enabled(stats)
+                                .set_compression(codec)
+                                .set_data_page_row_count_limit(5)
+                                .set_write_batch_size(3)
+                                .build(),
+                        );
+                        same_as_parquet_in(optional_column(), &small, &values(seed), &what);
                         if stats == EnabledStatistics::Page && rows == 333 {
                             // Several pages, some not in ascending order.
                             let n = close.offset_index.as_ref().unwrap().page_locations.len();

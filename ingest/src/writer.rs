@@ -168,12 +168,13 @@ enum Chunk {
     Encoded(bytes::Bytes, ColumnCloseResult),
 }
 
-/// A required Int32, Int64 or UInt64 column written with parquet's typed
-/// column writer straight from the Arrow value buffers: the Arrow writer
-/// first builds a list of non-null row indices and gathers the values
-/// through it into a new vector (tens of millions of rows of `mem_access`
-/// copied twice per column). Same encoder, pages, statistics and page
-/// index; `None` for other types.
+/// An Int32, UInt32, Int64 or UInt64 column without nulls written with
+/// parquet's typed column writer straight from the Arrow value buffers
+/// (a nullable one with definition levels of 1): the Arrow writer first
+/// builds a list of non-null row indices and gathers the values through
+/// it into a new vector (tens of millions of rows of `mem_access` copied
+/// twice per column). Same encoder, pages, statistics and page index;
+/// `None` for other types.
 fn write_plain_ints(
     descr: ColumnDescPtr,
     props: &WriterPropertiesPtr,
@@ -181,32 +182,45 @@ fn write_plain_ints(
     i: usize,
 ) -> std::result::Result<Option<Chunk>, ParquetError> {
     use arrow::array::AsArray;
-    use arrow::datatypes::{DataType, Int32Type, Int64Type, UInt64Type};
+    use arrow::datatypes::{DataType, Int32Type, Int64Type, UInt32Type, UInt64Type};
     let ty = batches[0].column(i).data_type().clone();
-    if !matches!(ty, DataType::Int32 | DataType::Int64 | DataType::UInt64)
-        || descr.max_def_level() != 0
+    if !matches!(
+        ty,
+        DataType::Int32 | DataType::UInt32 | DataType::Int64 | DataType::UInt64
+    ) || descr.max_def_level() > 1
         || descr.max_rep_level() != 0
+        || batches.iter().any(|b| b.column(i).null_count() > 0)
     {
         return Ok(None);
     }
+    let ones = match descr.max_def_level() {
+        1 => vec![1i16; batches.iter().map(|b| b.num_rows()).max().unwrap_or(0)],
+        _ => Vec::new(),
+    };
     let mut sink = TrackedWrite::new(Vec::new());
     let close = {
         let pages = Box::new(SerializedPageWriter::new(&mut sink));
         let mut w = get_column_writer(descr, props.clone(), pages);
         for b in batches {
             let c = b.column(i);
+            let def = (!ones.is_empty()).then(|| &ones[..c.len()]);
+            // Unsigned values are stored as the same bits, as the Arrow
+            // writer does (the column's UINT annotation orders
+            // statistics).
             match (&mut w, &ty) {
                 (ColumnWriter::Int32ColumnWriter(t), DataType::Int32) => {
-                    t.write_batch(c.as_primitive::<Int32Type>().values(), None, None)?;
+                    t.write_batch(c.as_primitive::<Int32Type>().values(), def, None)?;
+                }
+                (ColumnWriter::Int32ColumnWriter(t), DataType::UInt32) => {
+                    let v = c.as_primitive::<UInt32Type>().values();
+                    t.write_batch(v.inner().typed_data::<i32>(), def, None)?;
                 }
                 (ColumnWriter::Int64ColumnWriter(t), DataType::Int64) => {
-                    t.write_batch(c.as_primitive::<Int64Type>().values(), None, None)?;
+                    t.write_batch(c.as_primitive::<Int64Type>().values(), def, None)?;
                 }
                 (ColumnWriter::Int64ColumnWriter(t), DataType::UInt64) => {
-                    // Stored as the same 64 bits, as the Arrow writer does
-                    // (the column's UINT_64 annotation orders statistics).
                     let v = c.as_primitive::<UInt64Type>().values();
-                    t.write_batch(v.inner().typed_data::<i64>(), None, None)?;
+                    t.write_batch(v.inner().typed_data::<i64>(), def, None)?;
                 }
                 _ => return Ok(None),
             }
@@ -249,10 +263,13 @@ fn encode_column(
             return dict_codes::encode(descr, codec, page_rows, &dict, &cols).map(encoded);
         }
     }
-    if field.is_nullable() {
+    if field.is_nullable() && cols.iter().any(|c| c.null_count() > 0) {
         return Ok(None);
     }
-    if dict_codes::supports(codec) {
+    // From here every row has a value: a nullable column's pages get
+    // definition levels of 1 (`perf_sample`'s times, ids and addresses
+    // are nullable and never null in a recording that has them).
+    if dict_codes::supports(codec) && !field.is_nullable() {
         if field.data_type() == &DataType::Int32
             && !props.write_page_header_statistics(&path)
             && descr.sort_order() == parquet::basic::SortOrder::SIGNED
@@ -995,6 +1012,137 @@ mod tests {
         w.write(&meta_batch(3, 1)).unwrap();
         drop(w);
         assert_eq!(written(&dropped).0, 3);
+    }
+
+    /// Nullable integer and dictionary columns: a row group without nulls
+    /// (written here from the buffers, with definition levels) and one
+    /// with nulls (parquet's Arrow writer) read back by parquet's reader
+    /// as made, with the statistics of the values written.
+    #[test]
+    fn nullable_columns_without_nulls_are_written_from_their_buffers() {
+        use arrow::array::{
+            Array, AsArray, DictionaryArray, Int32Array, Int64Array, StringArray, UInt32Array,
+            UInt64Array,
+        };
+        use arrow::datatypes::{Int32Type, Int64Type, UInt32Type, UInt64Type};
+        use trawl_capture::schema::{ColType, ColumnDef, TableDef};
+        const fn col(name: &'static str, ty: ColType, nullable: bool) -> ColumnDef {
+            ColumnDef {
+                name,
+                ty,
+                nullable,
+                doc: "",
+            }
+        }
+        static MIXED: TableDef = TableDef {
+            name: "mixed",
+            doc: "",
+            columns: &[
+                col("a", ColType::Int32, true),
+                col("b", ColType::UInt32, true),
+                col("c", ColType::Int64, true),
+                col("d", ColType::UInt64, true),
+                col("e", ColType::DictUtf8, true),
+                col("f", ColType::Int32, false),
+            ],
+        };
+        let mut x = 99u64;
+        let mut next = move || {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            x >> 20
+        };
+        let names: Arc<dyn Array> = Arc::new(StringArray::from(vec!["swapper", "cc1", "ld"]));
+        let mut made: Vec<RecordBatch> = Vec::new();
+        // A full row group without nulls, then a row group with some.
+        for (rows, nulls) in [
+            (ROW_GROUP_ROWS / 2, false),
+            (ROW_GROUP_ROWS / 2, false),
+            (3000, true),
+        ] {
+            let null = |i: usize| nulls && i % 7 == 3;
+            let mut a = Vec::new();
+            let (mut b, mut c, mut d, mut e, mut f) =
+                (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+            for i in 0..rows {
+                let r = next();
+                a.push((!null(i)).then_some(r as i32 % 40_000 - 20_000));
+                b.push((!null(i)).then_some((r % 2) as u32 + u32::MAX - 1));
+                c.push((!null(i)).then_some(1_000_000 + i as i64 * 20_000 + (r % 997) as i64));
+                d.push((!null(i)).then_some(r << 20));
+                e.push((!null(i)).then_some((r % 3) as i32));
+                f.push((r % 4) as i32);
+            }
+            let cols: Vec<ArrayRef> = vec![
+                Arc::new(Int32Array::from(a)),
+                Arc::new(UInt32Array::from(b)),
+                Arc::new(Int64Array::from(c)),
+                Arc::new(UInt64Array::from(d)),
+                Arc::new(
+                    DictionaryArray::<Int32Type>::try_new(Int32Array::from(e), names.clone())
+                        .unwrap(),
+                ),
+                Arc::new(Int32Array::from(f)),
+            ];
+            made.push(RecordBatch::try_new(MIXED.schema(), cols).unwrap());
+        }
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("mixed.parquet");
+        let mut w = TableWriter::create(&MIXED, &path).unwrap();
+        for b in &made {
+            w.write(b).unwrap();
+        }
+        w.close().unwrap();
+
+        let r = ParquetRecordBatchReaderBuilder::try_new(File::open(&path).unwrap()).unwrap();
+        let md = r.metadata().clone();
+        assert_eq!(md.num_row_groups(), 2);
+        let got: Vec<RecordBatch> = r.build().unwrap().map(|b| b.unwrap()).collect();
+        let schema = MIXED.schema();
+        let got = arrow::compute::concat_batches(&schema, &got).unwrap();
+        let want = arrow::compute::concat_batches(&schema, &made).unwrap();
+        for i in 0..schema.fields().len() {
+            let (g, w) = (got.column(i), want.column(i));
+            let name = schema.field(i).name();
+            match i {
+                4 => {
+                    let text = |a: &ArrayRef| -> Vec<Option<String>> {
+                        let a = arrow::compute::cast(a, &arrow::datatypes::DataType::Utf8).unwrap();
+                        a.as_string::<i32>()
+                            .iter()
+                            .map(|s| s.map(str::to_string))
+                            .collect()
+                    };
+                    assert_eq!(text(g), text(w), "{name}");
+                }
+                _ => assert_eq!(g.to_data(), w.to_data(), "{name}"),
+            }
+        }
+        // Row group 0 (no nulls): statistics of its 512 K values, from the
+        // rows made.
+        let rg0 = md.row_group(0);
+        let first = want.slice(0, ROW_GROUP_ROWS);
+        let a = first.column(0).as_primitive::<Int32Type>();
+        let st = rg0.column(0).statistics().unwrap();
+        let min = arrow::compute::min(a).unwrap();
+        let max = arrow::compute::max(a).unwrap();
+        assert_eq!(st.min_bytes_opt(), Some(&min.to_le_bytes()[..]));
+        assert_eq!(st.max_bytes_opt(), Some(&max.to_le_bytes()[..]));
+        assert_eq!(st.null_count_opt(), Some(0));
+        let c = first.column(2).as_primitive::<Int64Type>();
+        let st = rg0.column(2).statistics().unwrap();
+        let min = arrow::compute::min(c).unwrap();
+        assert_eq!(st.min_bytes_opt(), Some(&min.to_le_bytes()[..]));
+        // Unsigned columns keep their order: 2^32 - 2 is the smallest.
+        let b = first.column(1).as_primitive::<UInt32Type>();
+        assert_eq!(arrow::compute::min(b), Some(u32::MAX - 1));
+        let st = rg0.column(1).statistics().unwrap();
+        assert_eq!(st.min_bytes_opt(), Some(&(u32::MAX - 1).to_le_bytes()[..]));
+        let _ = first.column(3).as_primitive::<UInt64Type>();
+        // Row group 1 has nulls: counted.
+        let st = md.row_group(1).column(0).statistics().unwrap();
+        assert_eq!(st.null_count_opt(), Some(3000 / 7 + 1));
     }
 
     #[test]
