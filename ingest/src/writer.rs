@@ -269,18 +269,18 @@ fn encode_column(
     // From here every row has a value: a nullable column's pages get
     // definition levels of 1 (`perf_sample`'s times, ids and addresses
     // are nullable and never null in a recording that has them).
-    if dict_codes::supports(codec) && !field.is_nullable() {
-        if field.data_type() == &DataType::Int32
-            && !props.write_page_header_statistics(&path)
-            && descr.sort_order() == parquet::basic::SortOrder::SIGNED
-        {
-            if let Some((values, code)) = dict_codes::small_ints(&cols) {
-                let stats = props.statistics_enabled(&path);
-                return dict_codes::encode_small_ints(
-                    descr, codec, page_rows, stats, &values, &code, &cols,
-                )
-                .map(encoded);
-            }
+    if dict_codes::supports(codec)
+        && !field.is_nullable()
+        && field.data_type() == &DataType::Int32
+        && !props.write_page_header_statistics(&path)
+        && descr.sort_order() == parquet::basic::SortOrder::SIGNED
+    {
+        if let Some((values, code)) = dict_codes::small_ints(&cols) {
+            let stats = props.statistics_enabled(&path);
+            return dict_codes::encode_small_ints(
+                descr, codec, page_rows, stats, &values, &code, &cols,
+            )
+            .map(encoded);
         }
     }
     if let Some(plan) = int_pages::plan(&descr, props) {
@@ -1014,38 +1014,54 @@ mod tests {
         assert_eq!(written(&dropped).0, 3);
     }
 
+    const fn col(
+        name: &'static str,
+        ty: trawl_capture::schema::ColType,
+        nullable: bool,
+    ) -> trawl_capture::schema::ColumnDef {
+        trawl_capture::schema::ColumnDef {
+            name,
+            ty,
+            nullable,
+            doc: "",
+        }
+    }
+
+    /// Nullable columns as `perf_sample` has them, and a required one.
+    static MIXED: TableDef = TableDef {
+        name: "mixed",
+        doc: "",
+        columns: &[
+            col("a", trawl_capture::schema::ColType::Int32, true),
+            col("b", trawl_capture::schema::ColType::UInt32, true),
+            col("c", trawl_capture::schema::ColType::Int64, true),
+            col("d", trawl_capture::schema::ColType::UInt64, true),
+            col("e", trawl_capture::schema::ColType::DictUtf8, true),
+            col("f", trawl_capture::schema::ColType::Int32, false),
+        ],
+    };
+
+    table_columns! {
+        #[derive(Default)]
+        struct MixedCols for MIXED {
+            a: crate::columns::OptPrim<arrow::datatypes::Int32Type>,
+            b: crate::columns::OptPrim<arrow::datatypes::UInt32Type>,
+            c: crate::columns::OptPrim<arrow::datatypes::Int64Type>,
+            d: crate::columns::OptPrim<arrow::datatypes::UInt64Type>,
+            e: crate::columns::DictKeys,
+            f: crate::columns::Prim<arrow::datatypes::Int32Type>,
+        }
+    }
+
     /// Nullable integer and dictionary columns: a row group without nulls
-    /// (written here from the buffers, with definition levels) and one
-    /// with nulls (parquet's Arrow writer) read back by parquet's reader
-    /// as made, with the statistics of the values written.
+    /// (written here from the buffers, with definition levels; the
+    /// dictionary growing from batch to batch) and one with nulls
+    /// (parquet's Arrow writer) read back by parquet's reader as made,
+    /// with the statistics of the values written.
     #[test]
     fn nullable_columns_without_nulls_are_written_from_their_buffers() {
-        use arrow::array::{
-            Array, AsArray, DictionaryArray, Int32Array, Int64Array, StringArray, UInt32Array,
-            UInt64Array,
-        };
-        use arrow::datatypes::{Int32Type, Int64Type, UInt32Type, UInt64Type};
-        use trawl_capture::schema::{ColType, ColumnDef, TableDef};
-        const fn col(name: &'static str, ty: ColType, nullable: bool) -> ColumnDef {
-            ColumnDef {
-                name,
-                ty,
-                nullable,
-                doc: "",
-            }
-        }
-        static MIXED: TableDef = TableDef {
-            name: "mixed",
-            doc: "",
-            columns: &[
-                col("a", ColType::Int32, true),
-                col("b", ColType::UInt32, true),
-                col("c", ColType::Int64, true),
-                col("d", ColType::UInt64, true),
-                col("e", ColType::DictUtf8, true),
-                col("f", ColType::Int32, false),
-            ],
-        };
+        use arrow::array::{Array, AsArray};
+        use arrow::datatypes::{Int32Type, Int64Type, UInt32Type};
         let mut x = 99u64;
         let mut next = move || {
             x = x
@@ -1053,44 +1069,52 @@ mod tests {
                 .wrapping_add(1442695040888963407);
             x >> 20
         };
-        let names: Arc<dyn Array> = Arc::new(StringArray::from(vec!["swapper", "cc1", "ld"]));
-        let mut made: Vec<RecordBatch> = Vec::new();
-        // A full row group without nulls, then a row group with some.
-        for (rows, nulls) in [
-            (ROW_GROUP_ROWS / 2, false),
-            (ROW_GROUP_ROWS / 2, false),
-            (3000, true),
+        let names = ["swapper", "cc1", "ld", "as"];
+        let mut cols = MixedCols::default();
+        // What each row holds, as made: (a, b, c, d, e, f).
+        type Row = (
+            Option<i32>,
+            Option<u32>,
+            Option<i64>,
+            Option<u64>,
+            Option<&'static str>,
+            i32,
+        );
+        let mut made: Vec<Row> = Vec::new();
+        let mut batches = Vec::new();
+        // A full row group without nulls (the last name first seen in its
+        // second batch), then a row group with some.
+        for (rows, nulls, known) in [
+            (ROW_GROUP_ROWS / 2, false, 3),
+            (ROW_GROUP_ROWS / 2, false, 4),
+            (3000, true, 4),
         ] {
-            let null = |i: usize| nulls && i % 7 == 3;
-            let mut a = Vec::new();
-            let (mut b, mut c, mut d, mut e, mut f) =
-                (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
             for i in 0..rows {
                 let r = next();
-                a.push((!null(i)).then_some(r as i32 % 40_000 - 20_000));
-                b.push((!null(i)).then_some((r % 2) as u32 + u32::MAX - 1));
-                c.push((!null(i)).then_some(1_000_000 + i as i64 * 20_000 + (r % 997) as i64));
-                d.push((!null(i)).then_some(r << 20));
-                e.push((!null(i)).then_some((r % 3) as i32));
-                f.push((r % 4) as i32);
+                let null = nulls && i % 7 == 3;
+                let row: Row = (
+                    (!null).then_some(r as i32 % 40_000 - 20_000),
+                    (!null).then_some((r % 2) as u32 + u32::MAX - 1),
+                    (!null).then_some(1_000_000 + i as i64 * 20_000 + (r % 997) as i64),
+                    (!null).then_some(r << 20),
+                    (!null).then_some(names[(r % known) as usize]),
+                    (r % 4) as i32,
+                );
+                cols.a.push(row.0);
+                cols.b.push(row.1);
+                cols.c.push(row.2);
+                cols.d.push(row.3);
+                let key = row.4.map(|n| cols.e.intern(n));
+                cols.e.push(key);
+                cols.f.push(row.5);
+                made.push(row);
             }
-            let cols: Vec<ArrayRef> = vec![
-                Arc::new(Int32Array::from(a)),
-                Arc::new(UInt32Array::from(b)),
-                Arc::new(Int64Array::from(c)),
-                Arc::new(UInt64Array::from(d)),
-                Arc::new(
-                    DictionaryArray::<Int32Type>::try_new(Int32Array::from(e), names.clone())
-                        .unwrap(),
-                ),
-                Arc::new(Int32Array::from(f)),
-            ];
-            made.push(RecordBatch::try_new(MIXED.schema(), cols).unwrap());
+            batches.push(batch(&mut cols).unwrap());
         }
         let d = tempfile::tempdir().unwrap();
         let path = d.path().join("mixed.parquet");
         let mut w = TableWriter::create(&MIXED, &path).unwrap();
-        for b in &made {
+        for b in &batches {
             w.write(b).unwrap();
         }
         w.close().unwrap();
@@ -1098,48 +1122,51 @@ mod tests {
         let r = ParquetRecordBatchReaderBuilder::try_new(File::open(&path).unwrap()).unwrap();
         let md = r.metadata().clone();
         assert_eq!(md.num_row_groups(), 2);
-        let got: Vec<RecordBatch> = r.build().unwrap().map(|b| b.unwrap()).collect();
-        let schema = MIXED.schema();
-        let got = arrow::compute::concat_batches(&schema, &got).unwrap();
-        let want = arrow::compute::concat_batches(&schema, &made).unwrap();
-        for i in 0..schema.fields().len() {
-            let (g, w) = (got.column(i), want.column(i));
-            let name = schema.field(i).name();
-            match i {
-                4 => {
-                    let text = |a: &ArrayRef| -> Vec<Option<String>> {
-                        let a = arrow::compute::cast(a, &arrow::datatypes::DataType::Utf8).unwrap();
-                        a.as_string::<i32>()
-                            .iter()
-                            .map(|s| s.map(str::to_string))
-                            .collect()
-                    };
-                    assert_eq!(text(g), text(w), "{name}");
-                }
-                _ => assert_eq!(g.to_data(), w.to_data(), "{name}"),
+        let mut got: Vec<Row> = Vec::new();
+        for b in r.build().unwrap() {
+            let b = b.unwrap();
+            let a = b.column(0).as_primitive::<Int32Type>();
+            let bb = b.column(1).as_primitive::<UInt32Type>();
+            let c = b.column(2).as_primitive::<Int64Type>();
+            let dd = b.column(3).as_primitive::<arrow::datatypes::UInt64Type>();
+            let e = arrow::compute::cast(b.column(4), &arrow::datatypes::DataType::Utf8).unwrap();
+            let e = e.as_string::<i32>();
+            let f = b.column(5).as_primitive::<Int32Type>();
+            for i in 0..b.num_rows() {
+                let name = e.is_valid(i).then(|| {
+                    *names
+                        .iter()
+                        .find(|n| **n == e.value(i))
+                        .expect("a name made")
+                });
+                got.push((
+                    a.is_valid(i).then(|| a.value(i)),
+                    bb.is_valid(i).then(|| bb.value(i)),
+                    c.is_valid(i).then(|| c.value(i)),
+                    dd.is_valid(i).then(|| dd.value(i)),
+                    name,
+                    f.value(i),
+                ));
             }
         }
+        assert_eq!(got.len(), made.len());
+        assert!(got == made, "rows differ");
         // Row group 0 (no nulls): statistics of its 512 K values, from the
         // rows made.
         let rg0 = md.row_group(0);
-        let first = want.slice(0, ROW_GROUP_ROWS);
-        let a = first.column(0).as_primitive::<Int32Type>();
+        let first = &made[..ROW_GROUP_ROWS];
         let st = rg0.column(0).statistics().unwrap();
-        let min = arrow::compute::min(a).unwrap();
-        let max = arrow::compute::max(a).unwrap();
+        let min = first.iter().filter_map(|r| r.0).min().unwrap();
+        let max = first.iter().filter_map(|r| r.0).max().unwrap();
         assert_eq!(st.min_bytes_opt(), Some(&min.to_le_bytes()[..]));
         assert_eq!(st.max_bytes_opt(), Some(&max.to_le_bytes()[..]));
         assert_eq!(st.null_count_opt(), Some(0));
-        let c = first.column(2).as_primitive::<Int64Type>();
         let st = rg0.column(2).statistics().unwrap();
-        let min = arrow::compute::min(c).unwrap();
+        let min = first.iter().filter_map(|r| r.2).min().unwrap();
         assert_eq!(st.min_bytes_opt(), Some(&min.to_le_bytes()[..]));
         // Unsigned columns keep their order: 2^32 - 2 is the smallest.
-        let b = first.column(1).as_primitive::<UInt32Type>();
-        assert_eq!(arrow::compute::min(b), Some(u32::MAX - 1));
         let st = rg0.column(1).statistics().unwrap();
         assert_eq!(st.min_bytes_opt(), Some(&(u32::MAX - 1).to_le_bytes()[..]));
-        let _ = first.column(3).as_primitive::<UInt64Type>();
         // Row group 1 has nulls: counted.
         let st = md.row_group(1).column(0).statistics().unwrap();
         assert_eq!(st.null_count_opt(), Some(3000 / 7 + 1));
