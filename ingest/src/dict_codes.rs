@@ -264,6 +264,13 @@ pub fn encode_small_ints(
     code: &[u8],
     columns: &[&ArrayRef],
 ) -> Result<(Bytes, ColumnCloseResult)> {
+    // The statistics and column index made here count no nulls and give
+    // every page an entry: a required column only.
+    if descr.max_def_level() != 0 || descr.max_rep_level() != 0 {
+        return Err(ParquetError::General(
+            "dictionary of small ints: not a required flat column".into(),
+        ));
+    }
     let dict: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
     let vals: Vec<Keys<'_>> = columns
         .iter()
@@ -868,5 +875,23 @@ mod tests {
         let big: ArrayRef = std::sync::Arc::new(Int32Array::from(vec![256]));
         assert!(small_ints(&[&neg]).is_none());
         assert!(small_ints(&[&big]).is_none());
+        // An optional column is refused (its statistics would count no
+        // nulls).
+        let optional = parquet::schema::types::SchemaDescriptor::new(Arc::new(
+            parquet::schema::parser::parse_message_type("message m { optional int32 c; }").unwrap(),
+        ))
+        .column(0);
+        let a: ArrayRef = Arc::new(Int32Array::from(vec![1, 2]));
+        let (values, code) = small_ints(&[&a]).unwrap();
+        let r = encode_small_ints(
+            optional,
+            Compression::UNCOMPRESSED,
+            100,
+            EnabledStatistics::Page,
+            &values,
+            &code,
+            &[&a],
+        );
+        assert!(r.is_err());
     }
 }
