@@ -38,7 +38,7 @@ use arrow::array::{Array, ArrayRef, DictionaryArray, Int32Array, StringArray};
 use arrow::buffer::NullBuffer;
 use arrow::datatypes::Int32Type;
 use bytes::Bytes;
-use parquet::basic::{BoundaryOrder, Compression, Encoding, EncodingMask, PageType, Type};
+use parquet::basic::{Compression, Encoding, EncodingMask, PageType, Type};
 use parquet::column::page::{CompressedPage, Page, PageWriter};
 use parquet::column::writer::ColumnCloseResult;
 use parquet::errors::{ParquetError, Result};
@@ -49,7 +49,7 @@ use parquet::file::statistics::{Statistics, ValueStatistics};
 use parquet::file::writer::{SerializedPageWriter, TrackedWrite};
 use parquet::schema::types::ColumnDescPtr;
 
-use crate::int_pages::{put_varint, Codec};
+use crate::int_pages::{all_defined, put_varint, Codec, PageBounds};
 
 /// Indices per bit-packed run (63 groups of 8: a one-byte run header).
 const RUN_VALUES: usize = 63 * 8;
@@ -119,14 +119,12 @@ fn pack(keys: &[u16], bw: u8, out: &mut Vec<u8>) {
 /// (`defined`: each row's), RLE/bit-packed hybrid with their 4-byte
 /// length first: one RLE run of 1s when the page has no null.
 fn def_levels(defined: &[u16], nulls: usize, out: &mut Vec<u8>) {
+    if nulls == 0 {
+        return all_defined(defined.len(), out);
+    }
     let at = out.len();
     out.extend_from_slice(&[0; 4]);
-    if nulls == 0 {
-        put_varint(out, (defined.len() as u64) << 1);
-        out.push(1);
-    } else {
-        pack(defined, 1, out);
-    }
+    pack(defined, 1, out);
     let len = (out.len() - at - 4) as u32;
     out[at..at + 4].copy_from_slice(&len.to_le_bytes());
 }
@@ -352,9 +350,7 @@ fn write_chunk(
     if !matches!(stats, Some((_, EnabledStatistics::Page))) {
         index.to_invalid();
     }
-    let (mut ascending, mut descending) = (true, true);
-    let mut last_page: Option<(u16, u16)> = None;
-    let mut chunk: Option<(u16, u16)> = None;
+    let mut bounds = PageBounds::<u16>::new();
     let mut rest = columns.iter();
     let mut pending: &[i32] = &[];
     let mut pending_nulls: Option<arrow::buffer::BooleanBuffer> = None;
@@ -436,13 +432,8 @@ fn write_chunk(
                     page.iter().copied().max().unwrap_or(0),
                 ),
             };
-            chunk = Some(chunk.map_or((lo, hi), |(a, b)| (a.min(lo), b.max(hi))));
+            bounds.page(lo, hi);
             if index.valid() {
-                if let Some((a, b)) = last_page {
-                    ascending &= a <= lo && b <= hi;
-                    descending &= lo <= a && hi <= b;
-                }
-                last_page = Some((lo, hi));
                 let v = |k: u16| {
                     stats
                         .map_or(0, |(v, _)| v[k as usize])
@@ -500,7 +491,8 @@ fn write_chunk(
         .set_dictionary_page_offset(Some(0));
     let mut column_index = None;
     if let Some((values, _)) = stats {
-        let (lo, hi) = chunk
+        let (lo, hi) = bounds
+            .chunk()
             .map(|(lo, hi)| (values[lo as usize], values[hi as usize]))
             .unzip();
         let s: Statistics = ValueStatistics::<i32>::new(lo, hi, None, Some(0), false)
@@ -508,11 +500,7 @@ fn write_chunk(
             .into();
         meta = meta.set_statistics(s);
         if index.valid() {
-            index.set_boundary_order(match (ascending, descending) {
-                (true, _) => BoundaryOrder::ASCENDING,
-                (false, true) => BoundaryOrder::DESCENDING,
-                (false, false) => BoundaryOrder::UNORDERED,
-            });
+            index.set_boundary_order(bounds.order());
             column_index = Some(index.build()?);
         }
     }
@@ -606,6 +594,25 @@ mod tests {
         g.close().unwrap();
     }
 
+    /// The strings of a dictionary column as parquet's Arrow reader reads
+    /// it back (null rows: `None`).
+    fn read_back_strings(file: File) -> Vec<Option<String>> {
+        let mut got = Vec::new();
+        for c in read_back(file) {
+            let d = c
+                .as_any()
+                .downcast_ref::<DictionaryArray<Int32Type>>()
+                .unwrap();
+            let v = d.values().as_any().downcast_ref::<StringArray>().unwrap();
+            got.extend(
+                d.keys()
+                    .iter()
+                    .map(|k| k.map(|k| v.value(k as usize).to_string())),
+            );
+        }
+        got
+    }
+
     /// The column as parquet's Arrow reader reads it back.
     fn read_back(file: File) -> Vec<ArrayRef> {
         use parquet::arrow::arrow_reader::ParquetRecordBatchReader;
@@ -659,21 +666,8 @@ mod tests {
                 );
                 append(&mut file, chunk);
             }
-            let mut got = Vec::new();
-            for c in read_back(file) {
-                let d = c
-                    .as_any()
-                    .downcast_ref::<DictionaryArray<Int32Type>>()
-                    .unwrap();
-                let v = d.values().as_any().downcast_ref::<StringArray>().unwrap();
-                got.extend(
-                    d.keys()
-                        .values()
-                        .iter()
-                        .map(|&k| v.value(k as usize).to_string()),
-                );
-            }
-            assert_eq!(got, expect, "{nd} values, {codec}");
+            let expect: Vec<Option<String>> = expect.into_iter().map(Some).collect();
+            assert_eq!(read_back_strings(file), expect, "{nd} values, {codec}");
         }
     }
 
@@ -768,19 +762,7 @@ mod tests {
             assert_eq!(dict.len(), nd);
             let descr = file.schema_descr().column(0);
             append(&mut file, encode(descr, codec, 256, &dict, &refs).unwrap());
-            let mut got: Vec<Option<String>> = Vec::new();
-            for c in read_back(file) {
-                let d = c
-                    .as_any()
-                    .downcast_ref::<DictionaryArray<Int32Type>>()
-                    .unwrap();
-                let v = d.values().as_any().downcast_ref::<StringArray>().unwrap();
-                got.extend(
-                    d.keys()
-                        .iter()
-                        .map(|k| k.map(|k| v.value(k as usize).to_string())),
-                );
-            }
+            let got = read_back_strings(file);
             assert_eq!(got.len(), expect.len(), "{nd} values");
             assert_eq!(got, expect, "{nd} values, a null every {null_every}");
         }

@@ -336,11 +336,56 @@ impl PageState {
     }
 }
 
+/// Each page's min/max as parquet's writer tracks them for the chunk's
+/// statistics and the column index's boundary order (also used by
+/// [`crate::dict_codes`]).
+pub(crate) struct PageBounds<T> {
+    chunk: Option<(T, T)>,
+    last: Option<(T, T)>,
+    ascending: bool,
+    descending: bool,
+}
+
+impl<T: Ord + Copy> PageBounds<T> {
+    pub(crate) fn new() -> Self {
+        PageBounds {
+            chunk: None,
+            last: None,
+            ascending: true,
+            descending: true,
+        }
+    }
+
+    /// Adds the next page's smallest and largest value.
+    pub(crate) fn page(&mut self, lo: T, hi: T) {
+        self.chunk = Some(self.chunk.map_or((lo, hi), |(a, b)| (a.min(lo), b.max(hi))));
+        if let Some((a, b)) = self.last {
+            self.ascending &= a <= lo && b <= hi;
+            self.descending &= lo <= a && hi <= b;
+        }
+        self.last = Some((lo, hi));
+    }
+
+    /// The chunk's smallest and largest value (none without a page).
+    pub(crate) fn chunk(&self) -> Option<(T, T)> {
+        self.chunk
+    }
+
+    /// The pages' order, as the column index states it.
+    pub(crate) fn order(&self) -> BoundaryOrder {
+        match (self.ascending, self.descending) {
+            (true, _) => BoundaryOrder::ASCENDING,
+            (false, true) => BoundaryOrder::DESCENDING,
+            (false, false) => BoundaryOrder::UNORDERED,
+        }
+    }
+}
+
 /// Appends the definition levels of a page of `rows` values of a nullable
 /// column, none null, as parquet's writer encodes them (v1 pages: a 4-byte
 /// length, then RLE/bit-packed hybrid runs of 1-bit levels): one RLE run
 /// of 1s, at any length.
-fn all_defined(rows: usize, out: &mut Vec<u8>) {
+pub(crate) fn all_defined(rows: usize, out: &mut Vec<u8>) {
     let at = out.len();
     out.extend_from_slice(&[0; 4]);
     put_varint(out, (rows as u64) << 1);
@@ -376,9 +421,7 @@ pub fn encode(
         index.to_invalid();
     }
     let mut offsets = OffsetIndexBuilder::new();
-    let (mut ascending, mut descending) = (true, true);
-    let mut last_page: Option<(i64, i64)> = None;
-    let mut chunk: Option<(i64, i64)> = None;
+    let mut bounds = PageBounds::<i64>::new();
     let (mut compressed, mut uncompressed, mut written, mut total) = (0i64, 0i64, 0u64, 0usize);
     let mut data_offset = None;
     let mut pages = 0i32;
@@ -420,13 +463,8 @@ pub fn encode(
         ))?;
         if with_stats {
             let (lo, hi) = (page.min, page.max);
-            chunk = Some(chunk.map_or((lo, hi), |(a, b)| (a.min(lo), b.max(hi))));
+            bounds.page(lo, hi);
             if index.valid() {
-                if let Some((a, b)) = last_page {
-                    ascending &= a <= lo && b <= hi;
-                    descending &= lo <= a && hi <= b;
-                }
-                last_page = Some((lo, hi));
                 index.append(
                     false,
                     lo.to_le_bytes().to_vec(),
@@ -488,7 +526,7 @@ pub fn encode(
         .set_data_page_offset(data_offset.unwrap_or(0))
         .set_dictionary_page_offset(None);
     if with_stats {
-        let (lo, hi) = chunk.unzip();
+        let (lo, hi) = bounds.chunk().unzip();
         let s: Statistics = ValueStatistics::<i64>::new(lo, hi, None, Some(0), false)
             .with_backwards_compatible_min_max(true)
             .into();
@@ -499,11 +537,7 @@ pub fn encode(
         }
     }
     let column_index = if index.valid() {
-        index.set_boundary_order(match (ascending, descending) {
-            (true, _) => BoundaryOrder::ASCENDING,
-            (false, true) => BoundaryOrder::DESCENDING,
-            (false, false) => BoundaryOrder::UNORDERED,
-        });
+        index.set_boundary_order(bounds.order());
         Some(index.build()?)
     } else {
         None
@@ -643,18 +677,11 @@ mod tests {
         let refs: Vec<&arrow::buffer::Buffer> = buffers.iter().collect();
         let (got, close) = encode(descr, props, plan, &refs).unwrap();
         assert_eq!(got.len(), expect.0.len(), "{what}");
-        if got != expect.0 {
-            let i = got
-                .iter()
-                .zip(expect.0.iter())
-                .position(|(a, b)| a != b)
-                .unwrap();
-            panic!(
-                "{what}: bytes differ at {i}: {:?} vs {:?}",
-                &got[i.saturating_sub(8)..i + 24],
-                &expect.0[i.saturating_sub(8)..i + 24]
-            );
-        }
+        let first_difference = got.iter().zip(expect.0.iter()).position(|(a, b)| a != b);
+        assert!(
+            got == expect.0,
+            "{what}: bytes differ (from byte {first_difference:?})"
+        );
         assert_eq!(close.metadata, expect.1.metadata, "{what}");
         assert_eq!(
             format!("{:?}", close.column_index),
