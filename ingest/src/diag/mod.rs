@@ -15,6 +15,8 @@ pub(crate) mod record;
 pub struct Diagnostics {
     source: String,
     strict: bool,
+    /// Every diagnostic is kept, to be passed on ([`Diagnostics::forwarding`]).
+    keep_all: bool,
     list: Vec<Diagnostic>,
     counts: std::collections::HashMap<&'static str, u64>,
 }
@@ -26,9 +28,25 @@ impl Diagnostics {
         Diagnostics {
             source: source.into(),
             strict,
+            keep_all: false,
             list: Vec::new(),
             counts: Default::default(),
         }
+    }
+
+    /// Diagnostics of a reader's helper thread: none is dropped and none
+    /// fails; [`Diagnostics::take_all`] hands them to the input's own
+    /// [`Diagnostics`], which counts and keeps them as it does its own.
+    pub fn forwarding(source: impl Into<String>) -> Self {
+        Diagnostics {
+            keep_all: true,
+            ..Diagnostics::new(source, false)
+        }
+    }
+
+    /// The diagnostics kept so far, in order; the list is left empty.
+    pub fn take_all(&mut self) -> Vec<Diagnostic> {
+        std::mem::take(&mut self.list)
     }
 
     pub fn source(&self) -> &str {
@@ -56,7 +74,7 @@ impl Diagnostics {
         }
         let n = self.counts.entry(kind).or_insert(0);
         *n += 1;
-        if *n <= Self::MAX_PER_KIND {
+        if *n <= Self::MAX_PER_KIND || self.keep_all {
             self.list.push(d);
         }
         Ok(())
@@ -85,6 +103,11 @@ impl Diagnostics {
             });
         }
         self.list
+    }
+
+    /// The diagnostics kept so far.
+    pub fn kept(&self) -> &[Diagnostic] {
+        &self.list
     }
 
     pub fn is_empty(&self) -> bool {

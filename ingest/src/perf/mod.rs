@@ -22,6 +22,7 @@ pub mod convert;
 pub mod header;
 mod inflate;
 pub mod overlap;
+mod read_ahead;
 pub mod reader;
 pub mod records;
 pub mod syscall_pairs;
@@ -105,36 +106,110 @@ pub fn ingest_perf(
     diags: &mut Diagnostics,
     progress: Option<&crate::progress::Progress>,
 ) -> Result<PerfStats> {
-    let mut reader = match (pipe, stream) {
+    let reader = match (pipe, stream) {
         (true, Some(s)) => PerfReader::open_pipe(s, diags.source())?,
         (true, None) => PerfReader::open_pipe_file(path)?,
         (false, _) => PerfReader::open_file(path, diags)?,
     };
-    conv.sync_events(&reader.events)?;
+    // A mapped input of some size is read on a second thread while this
+    // one converts (where there is a second core to run it).
+    let ahead = reader.mapped().is_some()
+        && reader.stats.bytes >= read_ahead::MIN_BYTES
+        && std::thread::available_parallelism().is_ok_and(|n| n.get() > 1);
+    if !ahead {
+        return convert_records(reader, pipe, conv, diags, progress);
+    }
+    std::thread::scope(|scope| {
+        let records = read_ahead::ReadAhead::start(scope, reader, diags.source())?;
+        convert_records(records, pipe, conv, diags, progress)
+    })
+}
+
+/// The records of an input, read on this thread ([`PerfReader`]) or ahead
+/// on another ([`read_ahead::ReadAhead`]). The conversion loop is built for
+/// each (no branch between the two per record, and the record handed out
+/// stays in registers).
+trait Records {
+    fn events(&self) -> &[header::EventDesc];
+    fn meta(&self) -> &header::Metadata;
+    fn events_version(&self) -> u64;
+    fn next_record(&mut self, diags: &mut Diagnostics) -> Result<Option<reader::Item<'_>>>;
+    /// The reader, once every record is read.
+    fn finish(self) -> PerfReader;
+}
+
+impl Records for PerfReader {
+    fn events(&self) -> &[header::EventDesc] {
+        &self.events
+    }
+    fn meta(&self) -> &header::Metadata {
+        &self.meta
+    }
+    fn events_version(&self) -> u64 {
+        self.events_version
+    }
+    #[inline(always)]
+    fn next_record(&mut self, diags: &mut Diagnostics) -> Result<Option<reader::Item<'_>>> {
+        PerfReader::next_record(self, diags)
+    }
+    fn finish(self) -> PerfReader {
+        self
+    }
+}
+
+impl Records for read_ahead::ReadAhead<'_> {
+    fn events(&self) -> &[header::EventDesc] {
+        &self.events
+    }
+    fn meta(&self) -> &header::Metadata {
+        &self.meta
+    }
+    fn events_version(&self) -> u64 {
+        self.events_version
+    }
+    #[inline(always)]
+    fn next_record(&mut self, diags: &mut Diagnostics) -> Result<Option<reader::Item<'_>>> {
+        read_ahead::ReadAhead::next_record(self, diags)
+    }
+    fn finish(self) -> PerfReader {
+        read_ahead::ReadAhead::finish(self)
+    }
+}
+
+/// Converts every record of `records`, then reports what the whole input
+/// showed.
+fn convert_records<R: Records>(
+    mut records: R,
+    pipe: bool,
+    conv: &mut PerfConverter,
+    diags: &mut Diagnostics,
+    progress: Option<&crate::progress::Progress>,
+) -> Result<PerfStats> {
+    conv.sync_events(records.events())?;
     // File mode: the clock data (feature sections) is known before the
     // first record; pipe mode: from its HEADER_FEATURE record on.
-    conv.set_utc_offset(reader.meta.utc_offset_ns);
-    conv.header_known(&reader.meta);
-    let mut kinds = tracepoint_kinds(&reader.events, &reader.meta);
-    let mut lens = payload_lens(&reader.events, &reader.meta);
-    let mut n_formats = reader.meta.tracepoint_formats.len();
+    conv.set_utc_offset(records.meta().utc_offset_ns);
+    conv.header_known(records.meta());
+    let mut kinds = tracepoint_kinds(records.events(), records.meta());
+    let mut lens = payload_lens(records.events(), records.meta());
+    let mut n_formats = records.meta().tracepoint_formats.len();
     let before = conv.samples_written;
-    let mut version = reader.events_version;
+    let mut version = records.events_version();
     let mut n_records = 0u64;
     loop {
         // Pipe mode: attributes and names arrive in the stream.
-        if reader.events_version != version {
-            conv.sync_events(&reader.events)?;
-            kinds = tracepoint_kinds(&reader.events, &reader.meta);
-            version = reader.events_version;
-            lens = payload_lens(&reader.events, &reader.meta);
+        if records.events_version() != version {
+            conv.sync_events(records.events())?;
+            kinds = tracepoint_kinds(records.events(), records.meta());
+            version = records.events_version();
+            lens = payload_lens(records.events(), records.meta());
         }
-        if reader.meta.tracepoint_formats.len() != n_formats {
-            n_formats = reader.meta.tracepoint_formats.len();
-            kinds = tracepoint_kinds(&reader.events, &reader.meta);
-            lens = payload_lens(&reader.events, &reader.meta);
+        if records.meta().tracepoint_formats.len() != n_formats {
+            n_formats = records.meta().tracepoint_formats.len();
+            kinds = tracepoint_kinds(records.events(), records.meta());
+            lens = payload_lens(records.events(), records.meta());
         }
-        let Some(item) = reader.next_record(diags)? else {
+        let Some(item) = records.next_record(diags)? else {
             break;
         };
         if item.utc_offset_ns != conv.utc_offset() {
@@ -145,12 +220,12 @@ pub fn ingest_perf(
         if let Some(p) = progress {
             n_records += 1;
             if n_records % 65536 == 0 {
-                if let Some(off) = item.position.byte_offset() {
+                if let Some(off) = item.position().byte_offset() {
                     p.at(off)?;
                 }
             }
         }
-        conv.position = item.position;
+        conv.position = item.position();
         let decoded = if item.is_sample() {
             let mut s = records::Sample::default();
             item.decode_sample_into(&mut s).map(|()| {
@@ -159,7 +234,7 @@ pub fn ingest_perf(
                 if let (Some(Some((need, name))), Some(raw)) = (lens.get(item.event), s.raw) {
                     if raw.len() < *need {
                         diags.report(
-                            item.position,
+                            item.position(),
                             crate::diag::Severity::Warning,
                             "short_tracepoint_payload",
                             format!(
@@ -178,7 +253,7 @@ pub fn ingest_perf(
                             Ok(p) => Some(p),
                             Err(msg) => {
                                 diags.report(
-                                    item.position,
+                                    item.position(),
                                     crate::diag::Severity::Warning,
                                     "bad_tracepoint_payload",
                                     format!("{msg}; sample kept without its payload"),
@@ -198,13 +273,14 @@ pub fn ingest_perf(
         match decoded {
             Ok(done) => done?,
             Err(msg) => diags.report(
-                item.position,
+                item.position(),
                 crate::diag::Severity::Error,
                 "bad_record",
                 format!("record type {}: {msg}; record skipped", item.record_type),
             )?,
         }
     }
+    let reader = records.finish();
     for p in &reader.meta.tracing_problems {
         diags.report(
             crate::diag::Position::Byte(reader.meta.tracing_at.unwrap_or(0)),

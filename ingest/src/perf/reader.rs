@@ -32,16 +32,16 @@ const MAX_QUEUED_BYTES: usize = 256 << 20;
 /// A record waiting for its round to end. Kept small: rounds are sorted
 /// and moved as a whole. The sort is stable, so records with equal
 /// timestamps keep their arrival order.
-struct Queued {
+pub(super) struct Queued {
     ts: u64,
-    record_type: u32,
-    event: u32,
-    misc: u16,
-    body: Body,
+    pub(super) record_type: u32,
+    pub(super) event: u32,
+    pub(super) misc: u16,
+    pub(super) body: Body,
 }
 
 impl Queued {
-    fn position(&self) -> Position {
+    pub(super) fn position(&self) -> Position {
         match &self.body {
             Body::Map { off, .. } => Position::Byte(*off as u64 - 8),
             Body::Own(_, p) => *p,
@@ -51,7 +51,7 @@ impl Queued {
 
 /// Where a queued record's bytes are: a range of the mapped input, or a
 /// copy (standard input, decompressed data).
-enum Body {
+pub(super) enum Body {
     Map { off: usize, len: usize },
     Own(Vec<u8>, Position),
 }
@@ -91,13 +91,29 @@ fn map_file(f: &std::fs::File) -> io::Result<memmap2::Mmap> {
 /// grow with the file.
 const RELEASE_EVERY: usize = 16 << 20;
 
+/// [`Item`]'s second position integer where the record was not compressed.
+pub(super) const NOT_INNER: u64 = u64::MAX;
+
+/// A position as [`Item`] holds it.
+pub(super) fn split_position(p: Position) -> (u64, u64) {
+    match p {
+        Position::Compressed { record, inner } => (record, inner),
+        p => (p.byte_offset().unwrap_or(0), NOT_INNER),
+    }
+}
+
 /// One record delivered by [`PerfReader::next_record`].
 /// The record is decoded by [`Item::decode`] where it is used, so that
 /// the decoded sample is built once, in place (it is a few hundred bytes).
 pub struct Item<'a> {
     /// Index into [`PerfReader::events`].
     pub event: usize,
-    pub position: Position,
+    /// Where the record is ([`Item::position`]): its byte offset, and
+    /// `NOT_INNER` or its offset in the decompressed stream of that
+    /// (compressed) record. Two integers rather than a [`Position`], so
+    /// that the record handed out stays in registers.
+    at: u64,
+    inner: u64,
     pub record_type: u32,
     /// The input's offset to UTC as known when the record is handed out
     /// (`Metadata::utc_offset_ns`).
@@ -109,6 +125,42 @@ pub struct Item<'a> {
 }
 
 impl<'a> Item<'a> {
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn new(
+        event: usize,
+        (at, inner): (u64, u64),
+        record_type: u32,
+        utc_offset_ns: Option<i64>,
+        misc: u16,
+        body: &'a [u8],
+        attr: &'a Attr,
+        be: bool,
+    ) -> Self {
+        Item {
+            event,
+            at,
+            inner,
+            record_type,
+            utc_offset_ns,
+            misc,
+            body,
+            attr,
+            be,
+        }
+    }
+
+    /// Where the record is in the input.
+    #[inline]
+    pub fn position(&self) -> Position {
+        match self.inner {
+            NOT_INNER => Position::Byte(self.at),
+            inner => Position::Compressed {
+                record: self.at,
+                inner,
+            },
+        }
+    }
+
     /// The typed record and its sample_id fields; `Err` says what is wrong
     /// with the record (the caller reports it with [`Item::position`]).
     #[inline]
@@ -209,7 +261,7 @@ pub struct PerfReader {
     inflated: Inflated,
     /// Records waiting for their round to end, in arrival order (sorted at
     /// each flush).
-    pending: Vec<Queued>,
+    pub(super) pending: Vec<Queued>,
     pending_bytes: usize,
     /// Mapped input below this offset has been released.
     released: usize,
@@ -217,16 +269,20 @@ pub struct PerfReader {
     /// frees nothing, e.g. a file without FINISHED_ROUND, is not repeated
     /// per record).
     release_check: usize,
-    ready: VecDeque<Queued>,
+    pub(super) ready: VecDeque<Queued>,
     limit: u64,
     max_seen: u64,
     current: Option<Queued>,
     pool: Vec<Vec<u8>>,
-    eof: bool,
+    pub(super) eof: bool,
     warned_overflow: bool,
     pub stats: ReadStats,
     /// A type-71 record that is not an AUXTRACE one was reported.
     odd_auxtrace: bool,
+    /// Read ahead on a thread ([`super::read_ahead`]): the mapped offsets
+    /// still held by batches handed over, and by the one being filled.
+    pub(super) hold: Option<std::sync::Arc<super::read_ahead::Hold>>,
+    pub(super) held_low: usize,
 }
 
 fn read_full(r: &mut dyn Read, buf: &mut [u8]) -> io::Result<usize> {
@@ -537,6 +593,8 @@ impl PerfReader {
             warned_overflow: false,
             stats: ReadStats::default(),
             odd_auxtrace: false,
+            hold: None,
+            held_low: usize::MAX,
         }
     }
 
@@ -685,9 +743,11 @@ impl PerfReader {
             }
         }
         let q = self.current.as_ref().unwrap();
+        let (at, inner) = split_position(q.position());
         Ok(Some(Item {
             event: q.event as usize,
-            position: q.position(),
+            at,
+            inner,
             record_type: q.record_type,
             utc_offset_ns: self.meta.utc_offset_ns,
             misc: q.misc,
@@ -706,7 +766,7 @@ impl PerfReader {
 
     /// Reads and handles one record (of the decompressed data first, then
     /// of the input). Returns false at the end.
-    fn pump(&mut self, diags: &mut Diagnostics) -> Result<bool> {
+    pub(super) fn pump(&mut self, diags: &mut Diagnostics) -> Result<bool> {
         match self.inflated.next(self.be, diags)? {
             Inner::Wanting => {}
             Inner::Dropped => return Ok(true),
@@ -1074,6 +1134,8 @@ impl PerfReader {
             .map(off)
             .min()
             .unwrap_or(usize::MAX)
+            .min(self.held_low)
+            .min(self.hold.as_ref().map_or(usize::MAX, |h| h.low()))
             .min(self.pos as usize)
             .saturating_sub(RELEASE_EVERY)
             & !0xffff;
@@ -1083,7 +1145,7 @@ impl PerfReader {
         }
     }
 
-    fn recycle(&mut self, body: Body) {
+    pub(super) fn recycle(&mut self, body: Body) {
         if let Body::Own(v, _) = body {
             self.pool.push(v);
         }
@@ -1195,7 +1257,7 @@ impl PerfReader {
     }
 
     /// Delivers the queued records not newer than `limit`, in time order.
-    fn flush_until(&mut self, limit: u64) {
+    pub(super) fn flush_until(&mut self, limit: u64) {
         if self.pending.is_empty() {
             return;
         }
@@ -1204,6 +1266,14 @@ impl PerfReader {
         let bytes: usize = self.pending[..n].iter().map(|q| q.body.len() + 64).sum();
         self.pending_bytes = self.pending_bytes.saturating_sub(bytes);
         self.ready.extend(self.pending.drain(..n));
+    }
+
+    /// The mapped input, where it is one.
+    pub(super) fn mapped(&self) -> Option<std::sync::Arc<memmap2::Mmap>> {
+        match &self.input {
+            Input::Map(m) => Some(std::sync::Arc::clone(m)),
+            Input::Stream(_) => None,
+        }
     }
 
     /// Bytes consumed so far (file offset of the next record).
@@ -1245,14 +1315,14 @@ fn name_events(events: &mut [EventDesc], desc: &[EventDesc]) {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     //! Pipe-mode streams built byte by byte (the layouts of
     //! tools/perf/Documentation/perf.data-file-format.txt): one event
     //! sampling IP, TID and TIME, its samples, and damaged records.
 
     use super::*;
 
-    fn record(ty: u32, body: &[u8]) -> Vec<u8> {
+    pub(in crate::perf) fn record(ty: u32, body: &[u8]) -> Vec<u8> {
         let mut r = Vec::new();
         r.extend_from_slice(&ty.to_le_bytes());
         r.extend_from_slice(&0u16.to_le_bytes());
@@ -1263,7 +1333,7 @@ mod tests {
 
     /// The pipe header and a HEADER_ATTR of a 64-byte (first version)
     /// attr: cpu-clock sampling IP | TID | TIME.
-    fn stream() -> Vec<u8> {
+    pub(in crate::perf) fn stream() -> Vec<u8> {
         let mut s = b"PERFILE2".to_vec();
         s.extend_from_slice(&16u64.to_le_bytes());
         let mut attr = Vec::new();
@@ -1278,7 +1348,7 @@ mod tests {
         s
     }
 
-    fn sample_at(time: u64) -> Vec<u8> {
+    pub(in crate::perf) fn sample_at(time: u64) -> Vec<u8> {
         let mut b = Vec::new();
         b.extend_from_slice(&0x401000u64.to_le_bytes());
         b.extend_from_slice(&10u32.to_le_bytes());
