@@ -15,8 +15,6 @@ pub(crate) mod record;
 pub struct Diagnostics {
     source: String,
     strict: bool,
-    /// Every diagnostic is kept, to be passed on ([`Diagnostics::forwarding`]).
-    keep_all: bool,
     list: Vec<Diagnostic>,
     counts: std::collections::HashMap<&'static str, u64>,
 }
@@ -28,25 +26,41 @@ impl Diagnostics {
         Diagnostics {
             source: source.into(),
             strict,
-            keep_all: false,
             list: Vec::new(),
             counts: Default::default(),
         }
     }
 
-    /// Diagnostics of a reader's helper thread: none is dropped and none
-    /// fails; [`Diagnostics::take_all`] hands them to the input's own
-    /// [`Diagnostics`], which counts and keeps them as it does its own.
+    /// Diagnostics of a reader's helper thread, passed on to the input's
+    /// own [`Diagnostics`] ([`Diagnostics::take_all`], then
+    /// [`Diagnostics::not_kept`] once at the end): none fails, and those
+    /// past [`Diagnostics::MAX_PER_KIND`] of a kind are only counted, as
+    /// the input's own would keep none of them either.
     pub fn forwarding(source: impl Into<String>) -> Self {
-        Diagnostics {
-            keep_all: true,
-            ..Diagnostics::new(source, false)
-        }
+        Diagnostics::new(source, false)
     }
 
     /// The diagnostics kept so far, in order; the list is left empty.
     pub fn take_all(&mut self) -> Vec<Diagnostic> {
         std::mem::take(&mut self.list)
+    }
+
+    /// How many diagnostics of each kind were counted but not kept.
+    pub fn not_kept(&self) -> Vec<(&'static str, u64)> {
+        let mut v: Vec<_> = self
+            .counts
+            .iter()
+            .filter(|(_, &n)| n > Self::MAX_PER_KIND)
+            .map(|(k, n)| (*k, n - Self::MAX_PER_KIND))
+            .collect();
+        v.sort();
+        v
+    }
+
+    /// Counts `n` more diagnostics of `kind` that were reported elsewhere
+    /// and not kept ([`Diagnostics::not_kept`]).
+    pub fn count_not_kept(&mut self, kind: &'static str, n: u64) {
+        *self.counts.entry(kind).or_insert(0) += n;
     }
 
     pub fn source(&self) -> &str {
@@ -74,7 +88,7 @@ impl Diagnostics {
         }
         let n = self.counts.entry(kind).or_insert(0);
         *n += 1;
-        if *n <= Self::MAX_PER_KIND || self.keep_all {
+        if *n <= Self::MAX_PER_KIND {
             self.list.push(d);
         }
         Ok(())

@@ -16,7 +16,7 @@
 //! with (`Hold`).
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, Sender, SyncSender};
 use std::sync::{Arc, Mutex};
 
@@ -67,16 +67,31 @@ type Snapshot = (Vec<EventDesc>, Metadata);
 
 enum Msg {
     Batch(Batch),
-    /// The input is read; `Err`: reading failed after the last batch.
-    End(Result<()>),
+    /// The input is read; `Err`: reading failed after the last batch. The
+    /// diagnostics of each kind counted but not kept (past the first
+    /// [`Diagnostics::MAX_PER_KIND`]).
+    End(Result<()>, Vec<(&'static str, u64)>),
 }
 
 /// Which mapped bytes the caller may still read: the lowest mapped offset
 /// of every batch sent and not yet done with.
+/// Also tells the reading thread to stop when the caller stopped early.
 #[derive(Default)]
 pub(super) struct Hold {
     done: AtomicU64,
     sent: Mutex<VecDeque<(u64, usize)>>,
+    stop: AtomicBool,
+}
+
+/// Tells the reading thread to stop when the [`ReadAhead`] goes (an error
+/// ended the conversion), so that the scope's join does not wait for it to
+/// read on.
+struct StopOnDrop(Arc<Hold>);
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        self.0.stop.store(true, Ordering::Relaxed);
+    }
 }
 
 impl Hold {
@@ -109,6 +124,7 @@ pub(super) struct ReadAhead<'scope> {
     snap_at: usize,
     ended: bool,
     thread: std::thread::ScopedJoinHandle<'scope, PerfReader>,
+    _stop: StopOnDrop,
 }
 
 impl<'scope> ReadAhead<'scope> {
@@ -134,6 +150,7 @@ impl<'scope> ReadAhead<'scope> {
             .spawn_scoped(scope, move || read(reader, diags, tx, back_rx))
             .map_err(|e| crate::error::Error::io(source, e))?;
         Ok(ReadAhead {
+            _stop: StopOnDrop(Arc::clone(&hold)),
             map,
             be,
             events,
@@ -199,9 +216,10 @@ impl<'scope> ReadAhead<'scope> {
                 if *i > self.at {
                     break;
                 }
-                let d = &self.cur.diags[self.diag_at].1;
+                let d = &mut self.cur.diags[self.diag_at].1;
                 self.diag_at += 1;
-                diags.report(d.position, d.severity, d.kind, d.message.clone())?;
+                let message = std::mem::take(&mut d.message);
+                diags.report(d.position, d.severity, d.kind, message)?;
             }
             if self.at < self.cur.items.len() {
                 self.due = self.cur.items.len();
@@ -226,8 +244,11 @@ impl<'scope> ReadAhead<'scope> {
                     self.diag_at = 0;
                     self.snap_at = 0;
                 }
-                Ok(Msg::End(r)) => {
+                Ok(Msg::End(r, not_kept)) => {
                     self.ended = true;
+                    for (kind, n) in not_kept {
+                        diags.count_not_kept(kind, n);
+                    }
                     r?;
                 }
                 // The thread ended without saying so: it panicked
@@ -289,7 +310,15 @@ fn read(
         r.held_low = usize::MAX;
         tx.send(Msg::Batch(full)).is_ok()
     };
+    let stop = r.hold.as_ref().map(Arc::clone);
+    let stopped = || {
+        stop.as_ref()
+            .is_some_and(|h| h.stop.load(Ordering::Relaxed))
+    };
     let end = loop {
+        if stopped() {
+            return r;
+        }
         while let Some(q) = r.ready.pop_front() {
             if q.event as usize >= r.events.len() {
                 r.recycle(q.body);
@@ -333,7 +362,8 @@ fn read(
             continue;
         }
         let pumped = r.pump(&mut diags);
-        if !diags.is_empty() {
+        let reported = !diags.is_empty();
+        if reported {
             let at = batch.items.len();
             batch
                 .diags
@@ -348,15 +378,23 @@ fn read(
         if now != seen {
             seen = now;
             let at = batch.items.len();
-            batch
-                .snaps
-                .push((at, Box::new((r.events.clone(), r.meta.clone()))));
+            let snap = Box::new((r.events.clone(), r.meta.clone()));
+            // Changes between two records: the last is the one seen.
+            match batch.snaps.last_mut() {
+                Some((i, s)) if *i == at => *s = snap,
+                _ => batch.snaps.push((at, snap)),
+            }
+        }
+        // A diagnostic goes out at once: under --strict it ends the run
+        // there (a damaged input may hand out no record for long).
+        if reported && !send(&mut r, &mut batch, &mut seq, &mut low) {
+            return r;
         }
     };
     if !batch.items.is_empty() || !batch.diags.is_empty() || !batch.snaps.is_empty() {
         send(&mut r, &mut batch, &mut seq, &mut low);
     }
-    let _ = tx.send(Msg::End(end));
+    let _ = tx.send(Msg::End(end, diags.not_kept()));
     r
 }
 
@@ -416,6 +454,13 @@ mod tests {
             read(reader, &mut d, &mut out)
         };
         out.push(format!("{} records", r.stats.records));
+        // The diagnostics kept, and the counts of those that were not.
+        for x in d.into_vec() {
+            out.push(format!(
+                "kept {} at {:?}: {}",
+                x.kind, x.position, x.message
+            ));
+        }
         out
     }
 
@@ -453,6 +498,13 @@ mod tests {
             if round == 7 {
                 s.extend(record(rtype::MAX_KERNEL, &[0; 16]));
             }
+            if round == 30 {
+                // More of a kind than are kept (100), with no record
+                // between them.
+                for _ in 0..300 {
+                    s.extend(record(rtype::MAX_KERNEL - 1, &[0; 8]));
+                }
+            }
             if round == 20 {
                 s.extend(second_attr());
             }
@@ -461,7 +513,20 @@ mod tests {
         let cut = sample_at(t + 1);
         s.extend(&cut[..cut.len() - 2]);
         let direct = transcript(&s, false);
-        assert_eq!(direct.len(), 40 * 700 + 3, "{:?}", &direct[..4]);
+        // 28,000 samples; the first 100 of the 301 unknown records and the
+        // cut one where they came out; the count of records; the same 101
+        // diagnostics kept, and the line counting the 201 not kept.
+        assert_eq!(
+            direct.len(),
+            40 * 700 + 101 + 1 + 101 + 1,
+            "{:?}",
+            &direct[..4]
+        );
+        assert!(
+            direct.last().unwrap().contains("201 more"),
+            "{:?}",
+            direct.last()
+        );
         let ahead = transcript(&s, true);
         assert_eq!(direct.len(), ahead.len());
         for (i, (a, b)) in direct.iter().zip(&ahead).enumerate() {
