@@ -119,10 +119,13 @@ pub fn ingest_perf(
     if !ahead {
         return convert_records(reader, pipe, conv, diags, progress);
     }
-    std::thread::scope(|scope| {
-        let records = read_ahead::ReadAhead::start(scope, reader, diags.source())?;
-        convert_records(records, pipe, conv, diags, progress)
-    })
+    std::thread::scope(
+        |scope| match read_ahead::ReadAhead::start(scope, reader, diags.source()) {
+            Ok(records) => convert_records(records, pipe, conv, diags, progress),
+            // No thread to be had: read on this one.
+            Err(reader) => convert_records(*reader, pipe, conv, diags, progress),
+        },
+    )
 }
 
 /// The records of an input, read on this thread ([`PerfReader`]) or ahead

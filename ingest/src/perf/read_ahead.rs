@@ -123,18 +123,18 @@ pub(super) struct ReadAhead<'scope> {
     diag_at: usize,
     snap_at: usize,
     ended: bool,
-    thread: std::thread::ScopedJoinHandle<'scope, PerfReader>,
+    thread: std::thread::ScopedJoinHandle<'scope, Option<PerfReader>>,
     _stop: StopOnDrop,
 }
 
 impl<'scope> ReadAhead<'scope> {
-    /// Starts reading `reader` (a mapped input) on a thread of `scope`
-    /// (`Err`: no thread could be made).
+    /// Starts reading `reader` (a mapped input) on a thread of `scope`;
+    /// the reader back where no thread can be made.
     pub(super) fn start<'env>(
         scope: &'scope std::thread::Scope<'scope, 'env>,
         mut reader: PerfReader,
         source: &str,
-    ) -> Result<ReadAhead<'scope>> {
+    ) -> std::result::Result<ReadAhead<'scope>, Box<PerfReader>> {
         let map = reader.mapped().expect("read ahead only maps");
         let hold = Arc::new(Hold::default());
         reader.hold = Some(Arc::clone(&hold));
@@ -145,10 +145,24 @@ impl<'scope> ReadAhead<'scope> {
         let events_version = reader.events_version;
         let be = reader.be;
         let diags = Diagnostics::forwarding(source);
-        let thread = std::thread::Builder::new()
+        // The thread is made first and given the reader after, so that
+        // the reader is still here when no thread can be made.
+        let (give, take) = std::sync::mpsc::sync_channel::<PerfReader>(1);
+        let spawned = std::thread::Builder::new()
             .name("trawl-read".into())
-            .spawn_scoped(scope, move || read(reader, diags, tx, back_rx))
-            .map_err(|e| crate::error::Error::io(source, e))?;
+            .spawn_scoped(scope, move || {
+                let reader = take.recv().ok()?;
+                Some(read(reader, diags, tx, back_rx))
+            });
+        let Ok(thread) = spawned else {
+            reader.hold = None;
+            return Err(Box::new(reader));
+        };
+        if let Err(back) = give.send(reader) {
+            let mut reader = back.0;
+            reader.hold = None;
+            return Err(Box::new(reader));
+        }
         Ok(ReadAhead {
             _stop: StopOnDrop(Arc::clone(&hold)),
             map,
@@ -266,7 +280,7 @@ impl<'scope> ReadAhead<'scope> {
         } = self;
         drop((rx, back));
         match thread.join() {
-            Ok(r) => r,
+            Ok(r) => r.expect("the thread was given the reader when it started"),
             Err(panic) => std::panic::resume_unwind(panic),
         }
     }
@@ -445,7 +459,7 @@ mod tests {
         let r = if ahead {
             std::thread::scope(|scope| {
                 read(
-                    ReadAhead::start(scope, reader, "t").unwrap(),
+                    ReadAhead::start(scope, reader, "t").ok().unwrap(),
                     &mut d,
                     &mut out,
                 )
