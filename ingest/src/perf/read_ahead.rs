@@ -16,7 +16,7 @@
 //! with (`Hold`).
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, Sender, SyncSender};
 use std::sync::{Arc, Mutex};
 
@@ -81,6 +81,9 @@ pub(super) struct Hold {
     done: AtomicU64,
     sent: Mutex<VecDeque<(u64, usize)>>,
     stop: AtomicBool,
+    /// The mapping below this offset has been released (for tests: no
+    /// record handed out lies below it).
+    pub(super) released: AtomicUsize,
 }
 
 /// Tells the reading thread to stop when the [`ReadAhead`] goes (an error
@@ -546,5 +549,60 @@ mod tests {
         for (i, (a, b)) in direct.iter().zip(&ahead).enumerate() {
             assert_eq!(a, b, "line {i}");
         }
+    }
+
+    /// Pages of the mapping are released behind the reader, never under a
+    /// record the converter holds: 126 MB of records of 2 KB, so that a
+    /// batch spans 16 MB and the batches in flight more than the 16 MB the
+    /// release keeps behind the oldest record held.
+    #[test]
+    fn pages_are_released_only_behind_the_records_handed_out() {
+        let mut s = stream();
+        let pad = vec![0u8; 2048];
+        for i in 0..60_000u64 {
+            let mut r = sample_at(i);
+            let size = (r.len() + pad.len()) as u16;
+            r[6..8].copy_from_slice(&size.to_le_bytes());
+            r.extend_from_slice(&pad);
+            s.extend(r);
+            if i % 1000 == 999 {
+                s.extend(record(rtype::FINISHED_ROUND, &[]));
+            }
+        }
+        let mut f = tempfile::NamedTempFile::new().unwrap();
+        std::io::Write::write_all(&mut f, &s).unwrap();
+        drop(s);
+        let reader = PerfReader::open_pipe_file(f.path()).unwrap();
+        let mut d = Diagnostics::new("t", false);
+        let (n, released) = std::thread::scope(|scope| {
+            let mut r = ReadAhead::start(scope, reader, "t").ok().unwrap();
+            let mut n = 0u64;
+            while let Some(at) = r
+                .next_record(&mut d)
+                .unwrap()
+                .map(|item| item.position().byte_offset().unwrap() as usize)
+            {
+                // The converter is slow at first: the reader fills the
+                // batches ahead, 64 MB past the first record; then it
+                // keeps up, and pages go.
+                if n == 0 {
+                    std::thread::sleep(std::time::Duration::from_millis(200));
+                }
+                let released = r.hold.released.load(Ordering::Relaxed);
+                assert!(
+                    released <= at,
+                    "record at {at} handed out, released below {released}"
+                );
+                n += 1;
+            }
+            let released = r.hold.released.load(Ordering::Relaxed);
+            r.finish();
+            (n, released)
+        });
+        assert_eq!(n, 60_000);
+        // Pages were released while reading (the release stays 16 MB
+        // behind the oldest record held).
+        assert!(released >= 16 << 20, "released below {released}");
+        assert!(d.is_empty());
     }
 }

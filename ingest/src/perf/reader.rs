@@ -1142,6 +1142,9 @@ impl PerfReader {
         if low > self.released {
             crate::mapped::release(m, self.released, low - self.released);
             self.released = low;
+            if let Some(h) = &self.hold {
+                h.released.store(low, std::sync::atomic::Ordering::Relaxed);
+            }
         }
     }
 
