@@ -31,15 +31,6 @@ impl Diagnostics {
         }
     }
 
-    /// Diagnostics of a reader's helper thread, passed on to the input's
-    /// own [`Diagnostics`] ([`Diagnostics::take_all`], then
-    /// [`Diagnostics::not_kept`] once at the end): none fails, and those
-    /// past [`Diagnostics::MAX_PER_KIND`] of a kind are only counted, as
-    /// the input's own would keep none of them either.
-    pub fn forwarding(source: impl Into<String>) -> Self {
-        Diagnostics::new(source, false)
-    }
-
     /// The diagnostics kept so far, in order; the list is left empty.
     pub fn take_all(&mut self) -> Vec<Diagnostic> {
         std::mem::take(&mut self.list)
@@ -96,23 +87,15 @@ impl Diagnostics {
 
     /// Diagnostics kept, plus one summary line per kind that overflowed.
     pub fn into_vec(mut self) -> Vec<Diagnostic> {
-        let mut over: Vec<_> = self
-            .counts
-            .iter()
-            .filter(|(_, &n)| n > Self::MAX_PER_KIND)
-            .map(|(k, n)| (*k, *n))
-            .collect();
-        over.sort();
-        for (kind, n) in over {
+        for (kind, more) in self.not_kept() {
             self.list.push(Diagnostic {
                 source: self.source.clone(),
                 position: Position::None,
                 severity: Severity::Warning,
                 kind,
                 message: format!(
-                    "{} more diagnostics of this kind were not kept ({} in all)",
-                    n - Self::MAX_PER_KIND,
-                    n
+                    "{more} more diagnostics of this kind were not kept ({} in all)",
+                    more + Self::MAX_PER_KIND
                 ),
             });
         }

@@ -147,7 +147,10 @@ impl<'scope> ReadAhead<'scope> {
         let meta = reader.meta.clone();
         let events_version = reader.events_version;
         let be = reader.be;
-        let diags = Diagnostics::forwarding(source);
+        // Reported here again, in order ([`ReadAhead::advance`]): never
+        // strict on the reading thread; past the first of a kind only
+        // counted (`Diagnostics::not_kept`), as here.
+        let diags = Diagnostics::new(source, false);
         // The thread is made first and given the reader after, so that
         // the reader is still here when no thread can be made.
         let (give, take) = std::sync::mpsc::sync_channel::<PerfReader>(1);
@@ -299,7 +302,6 @@ fn read(
 ) -> PerfReader {
     let mut seq = 0u64;
     let mut batch = Batch::default();
-    let mut low = usize::MAX;
     let state = |r: &PerfReader| {
         (
             r.events_version,
@@ -308,7 +310,8 @@ fn read(
         )
     };
     let mut seen = state(&r);
-    let send = |r: &mut PerfReader, batch: &mut Batch, seq: &mut u64, low: &mut usize| -> bool {
+    // The batch being filled holds the mapping from `r.held_low` on.
+    let send = |r: &mut PerfReader, batch: &mut Batch, seq: &mut u64| -> bool {
         let mut next = back.try_recv().unwrap_or_default();
         next.items.clear();
         next.own.clear();
@@ -321,9 +324,8 @@ fn read(
             h.sent
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
-                .push_back((*seq, *low));
+                .push_back((*seq, r.held_low));
         }
-        *low = usize::MAX;
         r.held_low = usize::MAX;
         tx.send(Msg::Batch(full)).is_ok()
     };
@@ -344,8 +346,7 @@ fn read(
             let position = q.position();
             let (own, off, len) = match q.body {
                 Body::Map { off, len } => {
-                    low = low.min(off);
-                    r.held_low = low;
+                    r.held_low = r.held_low.min(off);
                     (false, off, len)
                 }
                 Body::Own(v, _) => {
@@ -365,7 +366,7 @@ fn read(
                 at: super::reader::split_position(position),
             });
             if (batch.items.len() >= BATCH_RECORDS || batch.own.len() >= BATCH_OWN_BYTES)
-                && !send(&mut r, &mut batch, &mut seq, &mut low)
+                && !send(&mut r, &mut batch, &mut seq)
             {
                 // The caller stopped reading.
                 return r;
@@ -404,12 +405,12 @@ fn read(
         }
         // A diagnostic goes out at once: under --strict it ends the run
         // there (a damaged input may hand out no record for long).
-        if reported && !send(&mut r, &mut batch, &mut seq, &mut low) {
+        if reported && !send(&mut r, &mut batch, &mut seq) {
             return r;
         }
     };
     if !batch.items.is_empty() || !batch.diags.is_empty() || !batch.snaps.is_empty() {
-        send(&mut r, &mut batch, &mut seq, &mut low);
+        send(&mut r, &mut batch, &mut seq);
     }
     let _ = tx.send(Msg::End(end, diags.not_kept()));
     r

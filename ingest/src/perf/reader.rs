@@ -743,18 +743,16 @@ impl PerfReader {
             }
         }
         let q = self.current.as_ref().unwrap();
-        let (at, inner) = split_position(q.position());
-        Ok(Some(Item {
-            event: q.event as usize,
-            at,
-            inner,
-            record_type: q.record_type,
-            utc_offset_ns: self.meta.utc_offset_ns,
-            misc: q.misc,
-            body: bytes_of(&self.input, &q.body),
-            attr: &self.events[q.event as usize].attr,
-            be: self.be,
-        }))
+        Ok(Some(Item::new(
+            q.event as usize,
+            split_position(q.position()),
+            q.record_type,
+            self.meta.utc_offset_ns,
+            q.misc,
+            bytes_of(&self.input, &q.body),
+            &self.events[q.event as usize].attr,
+            self.be,
+        )))
     }
 
     fn take_buf(&mut self, len: usize) -> Vec<u8> {
