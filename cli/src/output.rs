@@ -267,15 +267,28 @@ fn write_table(batches: &[RecordBatch], sink: &mut dyn Write) -> Result<()> {
         .iter()
         .map(|f| text_width(f.name()))
         .collect();
-    let mut buf = String::new();
-    for b in batches {
-        for (c, col) in cells(b, &opts)?.iter().enumerate() {
-            for r in 0..b.num_rows() {
-                let w = col.width(r, &mut buf)?;
-                if w <= MAX_PADDED_WIDTH && w > width[c] {
-                    width[c] = w;
+    // Batches are measured, then written, on every core (a report of
+    // hundreds of thousands of rows is tens of megabytes of text).
+    use rayon::prelude::*;
+    let widths = batches
+        .par_iter()
+        .map(|b| {
+            let mut width = vec![0; b.num_columns()];
+            let mut buf = String::new();
+            for (c, col) in cells(b, &opts)?.iter().enumerate() {
+                for r in 0..b.num_rows() {
+                    let w = col.width(r, &mut buf)?;
+                    if w <= MAX_PADDED_WIDTH && w > width[c] {
+                        width[c] = w;
+                    }
                 }
             }
+            Ok(width)
+        })
+        .collect::<Result<Vec<Vec<usize>>>>()?;
+    for bw in widths {
+        for (w, b) in width.iter_mut().zip(bw) {
+            *w = (*w).max(b);
         }
     }
     let mut rule = String::from("+");
@@ -293,7 +306,7 @@ fn write_table(batches: &[RecordBatch], sink: &mut dyn Write) -> Result<()> {
         ));
         out.push(b'|');
     };
-    let mut out: Vec<u8> = Vec::with_capacity(1 << 20);
+    let mut out: Vec<u8> = Vec::new();
     let out = &mut out;
     out.extend_from_slice(rule.as_bytes());
     out.push(b'|');
@@ -302,22 +315,29 @@ fn write_table(batches: &[RecordBatch], sink: &mut dyn Write) -> Result<()> {
     }
     out.push(b'\n');
     out.extend_from_slice(rule.as_bytes());
-    for b in batches {
+    sink.write_all(out)?;
+    // A few batches at a time, each into text of its own, written in
+    // order: memory holds those batches' text only.
+    let rows = |b: &RecordBatch| -> Result<Vec<u8>> {
         let cols = cells(b, &opts)?;
+        let mut out = Vec::with_capacity(b.num_rows() * (rule.len() + 1));
+        let mut buf = String::new();
         for r in 0..b.num_rows() {
             out.push(b'|');
             for (col, w) in cols.iter().zip(&width) {
-                cell(out, *w, col.text(r, &mut buf)?);
+                cell(&mut out, *w, col.text(r, &mut buf)?);
             }
             out.push(b'\n');
-            if out.len() >= 1 << 20 {
-                sink.write_all(out)?;
-                out.clear();
-            }
+        }
+        Ok(out)
+    };
+    for window in batches.chunks(2 * rayon::current_num_threads().max(1)) {
+        let texts: Vec<Result<Vec<u8>>> = window.par_iter().map(rows).collect();
+        for t in texts {
+            sink.write_all(&t?)?;
         }
     }
-    out.extend_from_slice(rule.as_bytes());
-    sink.write_all(out)?;
+    sink.write_all(rule.as_bytes())?;
     Ok(())
 }
 
@@ -393,16 +413,19 @@ mod tests {
         RecordBatch::try_from_iter(cols).unwrap()
     }
 
-    /// Tables of short cells are arrow's own pretty format, byte for byte.
+    /// Tables of short cells are arrow's own pretty format, byte for byte,
+    /// over more batches than are measured and written at once (the
+    /// widest cells in the last one).
     #[test]
     fn short_cells_print_as_arrows_pretty_format() {
         let names = ["main", "", "qsort_r", "µs_λ_名前"].map(|s| Some(s.to_string()));
         let mut names = names.to_vec();
         names.push(None);
-        let batches = [
-            with_ints(batch(names.clone())),
-            with_ints(batch(names[..2].to_vec())),
-        ];
+        let mut batches: Vec<RecordBatch> = (0..2 * rayon::current_num_threads() + 3)
+            .map(|i| with_ints(batch(names[..1 + i % 2].to_vec())))
+            .collect();
+        batches.insert(1, with_ints(batch(names[..3].to_vec())));
+        batches.push(with_ints(batch(names.clone())));
         let mut out = Vec::new();
         write_table(&batches, &mut out).unwrap();
         let expected = trawl_ingest::arrow::util::pretty::pretty_format_batches(&batches)

@@ -16,6 +16,7 @@
 //! gathers each selected stack's keys, dropping repeats.
 
 use std::fmt;
+use std::hash::BuildHasher;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -31,6 +32,7 @@ use datafusion::error::{DataFusionError, Result as DfResult};
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::logical_expr::LogicalPlan;
 use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr};
+use datafusion::physical_plan::common::spawn_buffered;
 use datafusion::physical_plan::execution_plan::{
     Boundedness, ChildrenPropertiesMode, EmissionType, ReplaceChildrenOptions,
 };
@@ -281,7 +283,14 @@ impl ExecutionPlan for StackKeyCostExec {
             .inputs
             .clone()
             .map(|p| execute_stream(p, context.clone()));
-        let (samples, keys, stacks) = (samples?, keys?, stacks?);
+        // The three inputs are read (Parquet decoded, the keys joined) on
+        // tasks of their own, ahead of the one pass that consumes them in
+        // turn, so that reading and counting overlap.
+        let (samples, keys, stacks) = (
+            spawn_buffered(samples?, AHEAD),
+            spawn_buffered(keys?, AHEAD),
+            spawn_buffered(stacks?, AHEAD),
+        );
         let projection = self.projection.clone();
         let rows = async move {
             let keys: Vec<RecordBatch> = keys.try_collect().await?;
@@ -298,16 +307,35 @@ impl ExecutionPlan for StackKeyCostExec {
     }
 }
 
+/// Batches an input is read ahead of the pass consuming it.
+const AHEAD: usize = 8;
+
 /// Ids of each segment (stack ids, frame ids) to values: in a vector
 /// indexed by id while ids come about in order (trawl numbers stacks and
 /// frames from 0), else in a hash map, so that a few large ids (a capture
-/// written by another tool) cost no more than they hold.
-struct Ids<T: Copy> {
-    dense: Vec<Vec<Option<T>>>,
+/// written by another tool) cost no more than they hold. The vector holds
+/// [`Slot::NONE`] where no id is (an `Option` would double a `u32`'s
+/// size, and each lookup is a cache miss in a vector larger than the
+/// cache).
+struct Ids<T: Slot> {
+    dense: Vec<Vec<T>>,
     sparse: FxHashMap<(u32, i64), T>,
 }
 
-impl<T: Copy> Default for Ids<T> {
+/// A value of [`Ids`], with the one value it never holds.
+trait Slot: Copy + PartialEq {
+    const NONE: Self;
+}
+
+impl Slot for u32 {
+    const NONE: Self = u32::MAX;
+}
+
+impl Slot for (u32, u32) {
+    const NONE: Self = (u32::MAX, u32::MAX);
+}
+
+impl<T: Slot> Default for Ids<T> {
     fn default() -> Self {
         Ids {
             dense: Vec::new(),
@@ -316,11 +344,12 @@ impl<T: Copy> Default for Ids<T> {
     }
 }
 
-impl<T: Copy> Ids<T> {
+impl<T: Slot> Ids<T> {
     fn get(&self, capture: u32, id: i64) -> Option<T> {
-        let dense = usize::try_from(id)
-            .ok()
-            .and_then(|i| self.dense.get(capture as usize)?.get(i).copied().flatten());
+        let dense = usize::try_from(id).ok().and_then(|i| {
+            let v = *self.dense.get(capture as usize)?.get(i)?;
+            (v != T::NONE).then_some(v)
+        });
         dense.or_else(|| self.sparse.get(&(capture, id)).copied())
     }
 
@@ -332,13 +361,16 @@ impl<T: Copy> Ids<T> {
         let d = &mut self.dense[c];
         match usize::try_from(id) {
             // The vector grows at most to twice what it holds (and 4 K).
-            Ok(i) if i < d.len() || i <= 2 * d.len() + 4096 => {
+            Ok(i) if v != T::NONE && (i < d.len() || i <= 2 * d.len() + 4096) => {
                 if d.len() <= i {
-                    d.resize(i + 1, None);
+                    d.resize(i + 1, T::NONE);
                 }
-                d[i] = Some(v);
+                d[i] = v;
             }
             _ => {
+                if let Some(old) = usize::try_from(id).ok().and_then(|i| d.get_mut(i)) {
+                    *old = T::NONE;
+                }
                 self.sparse.insert((capture, id), v);
             }
         }
@@ -379,9 +411,8 @@ fn int64(b: &RecordBatch, name: &str) -> DfResult<Int64Array> {
 struct Accumulator {
     /// Per key: self samples, self weight, total samples, total weight.
     cost: Vec<[i64; 4]>,
-    /// Per stack: its samples and weight.
-    n: Vec<i64>,
-    w: Vec<i64>,
+    /// Per stack: its samples and weight (side by side: one cache line).
+    nw: Vec<[i64; 2]>,
     /// Per stack: where its counted keys are in `kept` (start, length).
     counted: Vec<Option<(u32, u32)>>,
     /// Counted keys of the stacks (`key << 1 | exclusive`), stack by stack.
@@ -404,7 +435,7 @@ impl Accumulator {
             }
         }
         entries.clear();
-        let (n, w) = (self.n[k], self.w[k]);
+        let [n, w] = self.nw[k];
         let old = match self.counted[k] {
             Some((from, len)) => &self.kept[from as usize..(from + len) as usize],
             None => &[],
@@ -473,7 +504,7 @@ async fn compute(
 
     // The selected samples per stack: how many, what they weigh.
     let mut stacks: Ids<u32> = Ids::default();
-    let (mut n, mut w): (Vec<i64>, Vec<i64>) = (Vec::new(), Vec::new());
+    let mut nw: Vec<[i64; 2]> = Vec::new();
     while let Some(b) = samples.next().await {
         let b = b?;
         let c = caps.of(column(&b, "segment")?)?;
@@ -485,15 +516,15 @@ async fn compute(
             let k = match stacks.get(c[i], id.value(i)) {
                 Some(k) => k as usize,
                 None => {
-                    stacks.insert(c[i], id.value(i), n.len() as u32);
-                    n.push(0);
-                    w.push(0);
-                    n.len() - 1
+                    stacks.insert(c[i], id.value(i), nw.len() as u32);
+                    nw.push([0, 0]);
+                    nw.len() - 1
                 }
             };
-            n[k] += 1;
+            let s = &mut nw[k];
+            s[0] += 1;
             if cost.is_valid(i) {
-                w[k] += cost.value(i);
+                s[1] += cost.value(i);
             }
         }
     }
@@ -511,8 +542,12 @@ async fn compute(
             .collect(),
     )?;
     let mut keys: Rows = converter.empty_rows(0, 0);
-    let mut key_ids: FxHashMap<Box<[u8]>, u32> = FxHashMap::default();
-    let mut frame_entries: Vec<(u32, i64, u32)> = Vec::new();
+    // The keys' ids, found by their row bytes in `keys` (no allocation per
+    // key).
+    let entries_in: usize = keyed.iter().map(RecordBatch::num_rows).sum();
+    let mut key_ids: hashbrown::HashTable<u32> = hashbrown::HashTable::with_capacity(entries_in);
+    let hash = |b: &[u8]| rustc_hash::FxBuildHasher.hash_one(b);
+    let mut frame_entries: Vec<(u32, i64, u32)> = Vec::with_capacity(entries_in);
     for b in keyed {
         let c = caps.of(column(b, "segment")?)?;
         let frame = int64(b, "frame_id")?;
@@ -525,12 +560,13 @@ async fn compute(
         let rows = converter.convert_columns(&cols)?;
         for i in 0..b.num_rows() {
             let r = rows.row(i);
-            let id = match key_ids.get(r.as_ref()) {
+            let h = hash(r.as_ref());
+            let id = match key_ids.find(h, |&k| keys.row(k as usize).as_ref() == r.as_ref()) {
                 Some(&id) => id,
                 None => {
-                    let id = key_ids.len() as u32;
-                    key_ids.insert(r.as_ref().into(), id);
+                    let id = keys.num_rows() as u32;
                     keys.push(r);
+                    key_ids.insert_unique(h, id, |&k| hash(keys.row(k as usize).as_ref()));
                     id
                 }
             };
@@ -559,12 +595,11 @@ async fn compute(
     // each, and counted. A stack whose rows are split in several runs (a
     // scan's partitions may interleave) has its keys counted once all the
     // same: its counted keys are kept, and a later run adds only the new.
-    let stacks_len = n.len();
+    let stacks_len = nw.len();
     let nkeys = keys.num_rows();
     let mut acc = Accumulator {
         cost: vec![[0i64; 4]; nkeys],
-        n,
-        w,
+        nw,
         counted: vec![None; stacks_len],
         kept: Vec::new(),
         merged: Vec::new(),
@@ -634,7 +669,8 @@ mod tests {
     use super::*;
 
     /// Ids in order go in the vectors; a large id goes in the map, and
-    /// stays found when the vector later grows past it.
+    /// stays found when the vector later grows past it; so does the value
+    /// that marks a vector's empty places.
     #[test]
     fn ids_small_and_large() {
         let mut ids: Ids<u32> = Ids::default();
@@ -654,6 +690,10 @@ mod tests {
         assert_eq!(ids.get(0, 20_000), Some(9));
         assert_eq!(ids.get(0, 30_000), None);
         assert_eq!(ids.get(2, 0), None);
+        // The value the vector marks empty with is held in the map.
+        ids.insert(0, 29_000, u32::MAX);
+        assert_eq!(ids.get(0, 29_000), Some(u32::MAX));
+        assert_eq!(ids.get(0, 29_001), Some(9));
     }
 
     /// Keys counted once per stack, also when a stack's rows come in
@@ -664,8 +704,7 @@ mod tests {
         let e = |key: u32, leaf: bool| key << 1 | u32::from(leaf);
         let mut acc = Accumulator {
             cost: vec![[0; 4]; 5],
-            n: vec![2, 1, 1],
-            w: vec![20, 5, 1],
+            nw: vec![[2, 20], [1, 5], [1, 1]],
             counted: vec![None; 3],
             kept: Vec::new(),
             merged: Vec::new(),
