@@ -12,12 +12,13 @@
 //! millions of rows (2.9 s of a 3.6 M-sample capture's 485 K stacks). Here
 //! the samples and the keys come from SQL as before — `selected_sample(...)`
 //! chooses and weighs the samples, `hotspot_key(...)` names every frame —
-//! and one pass over the samples sums them per stack, one pass over `stack`
-//! gathers each selected stack's keys, dropping repeats.
+//! and one pass over the samples sums them per stack (while the frames'
+//! keys are numbered on a task of their own), then one pass over `stack`,
+//! on every core, gathers each selected stack's keys, dropping repeats.
 
 use std::fmt;
 use std::hash::BuildHasher;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use datafusion::arrow::array::{Array, ArrayRef, AsArray, Int64Array, RecordBatch};
@@ -25,6 +26,7 @@ use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Field, Int32Type, Int64Type, Schema, SchemaRef};
 use datafusion::arrow::row::{RowConverter, Rows, SortField};
 use datafusion::catalog::{Session as DfSession, TableProvider};
+use datafusion::common::runtime::SpawnedTask;
 use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::common::ScalarValue;
 use datafusion::datasource::TableType;
@@ -41,7 +43,7 @@ use datafusion::physical_plan::{
     execute_stream, DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning, PlanProperties,
 };
 use datafusion::prelude::{col, lit, Expr};
-use futures::{StreamExt, TryStreamExt};
+use futures::StreamExt;
 use rustc_hash::FxHashMap;
 
 use crate::functions::Bound;
@@ -292,9 +294,14 @@ impl ExecutionPlan for StackKeyCostExec {
             spawn_buffered(stacks?, AHEAD),
         );
         let projection = self.projection.clone();
+        let workers = context.session_config().target_partitions();
         let rows = async move {
-            let keys: Vec<RecordBatch> = keys.try_collect().await?;
-            let b = compute(samples, &keys, stacks).await?;
+            // The frames' keys are numbered and indexed on a task of their
+            // own while this one sums the samples per stack: neither needs
+            // the other until the pass over the stacks.
+            let caps = Arc::new(Mutex::new(Segments::default()));
+            let index = SpawnedTask::spawn(KeyIndex::build(keys, caps.clone()));
+            let b = compute(samples, index, stacks, caps, workers).await?;
             match &projection {
                 Some(p) => Ok(b.project(p)?),
                 None => Ok(b),
@@ -407,22 +414,38 @@ fn int64(b: &RecordBatch, name: &str) -> DfResult<Int64Array> {
         .clone())
 }
 
-/// The cost per key, summed run by run of each stack's rows.
+/// The cost per key of the stacks one worker of the pass counted, summed
+/// run by run of each stack's rows.
 struct Accumulator {
     /// Per key: self samples, self weight, total samples, total weight.
     cost: Vec<[i64; 4]>,
-    /// Per stack: its samples and weight (side by side: one cache line).
-    nw: Vec<[i64; 2]>,
-    /// Per stack: where its counted keys are in `kept` (start, length).
-    counted: Vec<Option<(u32, u32)>>,
-    /// Counted keys of the stacks (`key << 1 | exclusive`), stack by stack.
+    /// Per stack: where its counted keys are in `kept` (start, length), or
+    /// [`Slot::NONE`].
+    counted: Vec<(u32, u32)>,
+    /// Counted keys of the stacks (`key << 1 | exclusive`), stack by stack,
+    /// each stack's sorted.
     kept: Vec<u32>,
     merged: Vec<u32>,
 }
 
 impl Accumulator {
-    /// Counts the keys of one run of stack `k`'s rows (`entries`, emptied).
-    fn count(&mut self, k: usize, entries: &mut Vec<u32>) {
+    fn new(keys: usize, stacks: usize) -> Self {
+        Accumulator {
+            cost: vec![[0; 4]; keys],
+            counted: vec![<(u32, u32)>::NONE; stacks],
+            kept: Vec::new(),
+            merged: Vec::new(),
+        }
+    }
+
+    /// The keys counted for stack `k`, sorted.
+    fn counted(&self, k: usize) -> &[u32] {
+        counted(&self.kept, self.counted[k])
+    }
+
+    /// Counts the keys of one run of stack `k`'s rows (`entries`, emptied),
+    /// the stack's samples and weight `[n, w]`.
+    fn count(&mut self, k: usize, [n, w]: [i64; 2], entries: &mut Vec<u32>) {
         // Each key once, exclusive when any of its entries is: sorted,
         // an exclusive entry (bit 0 set) comes right after the others.
         entries.sort_unstable();
@@ -435,11 +458,7 @@ impl Accumulator {
             }
         }
         entries.clear();
-        let [n, w] = self.nw[k];
-        let old = match self.counted[k] {
-            Some((from, len)) => &self.kept[from as usize..(from + len) as usize],
-            None => &[],
-        };
+        let old = counted(&self.kept, self.counted[k]);
         // What this run adds to what was counted: new keys, and keys now
         // found exclusive.
         let mut union = Vec::with_capacity(if old.is_empty() {
@@ -489,25 +508,264 @@ impl Accumulator {
         } else {
             self.kept.extend_from_slice(&union);
         }
-        self.counted[k] = Some((start, self.kept.len() as u32 - start));
+        self.counted[k] = (start, self.kept.len() as u32 - start);
         self.merged = keys;
+    }
+
+    /// Adds what another worker counted. A stack both counted (its rows
+    /// split between them) has each key it holds counted once: what they
+    /// both counted is taken off again. `more`: other workers follow, so
+    /// the keys counted per stack are kept up to date.
+    fn absorb(&mut self, other: Accumulator, nw: &[[i64; 2]], more: bool) {
+        for (c, o) in self.cost.iter_mut().zip(&other.cost) {
+            for (x, y) in c.iter_mut().zip(o) {
+                *x += y;
+            }
+        }
+        let mut union = Vec::new();
+        for (k, &[n, w]) in nw.iter().enumerate() {
+            let theirs = other.counted(k);
+            if theirs.is_empty() {
+                continue;
+            }
+            let ours = counted(&self.kept, self.counted[k]);
+            if ours.is_empty() {
+                if more {
+                    let start = self.kept.len() as u32;
+                    self.kept.extend_from_slice(theirs);
+                    self.counted[k] = (start, theirs.len() as u32);
+                }
+                continue;
+            }
+            union.clear();
+            let (mut i, mut j) = (0, 0);
+            while i < ours.len() || j < theirs.len() {
+                let (a, b) = (ours.get(i).copied(), theirs.get(j).copied());
+                match (a, b) {
+                    (Some(a), Some(b)) if a >> 1 == b >> 1 => {
+                        let c = &mut self.cost[(a >> 1) as usize];
+                        c[2] -= n;
+                        c[3] -= w;
+                        if a & b & 1 == 1 {
+                            c[0] -= n;
+                            c[1] -= w;
+                        }
+                        union.push(a | b);
+                        i += 1;
+                        j += 1;
+                    }
+                    (Some(a), Some(b)) if a >> 1 < b >> 1 => {
+                        union.push(a);
+                        i += 1;
+                    }
+                    (Some(a), None) => {
+                        union.push(a);
+                        i += 1;
+                    }
+                    (_, Some(b)) => {
+                        union.push(b);
+                        j += 1;
+                    }
+                    (None, None) => unreachable!(),
+                }
+            }
+            if more {
+                let start = self.kept.len() as u32;
+                self.kept.extend_from_slice(&union);
+                self.counted[k] = (start, union.len() as u32);
+            }
+        }
+    }
+}
+
+/// The keys at `(start, length)` of `kept`.
+fn counted(kept: &[u32], at: (u32, u32)) -> &[u32] {
+    match at {
+        c if c == <(u32, u32)>::NONE => &[],
+        (from, len) => &kept[from as usize..(from + len) as usize],
+    }
+}
+
+/// What the pass over the stacks reads: the selected stacks' indexes,
+/// samples and weight, and every frame's keys.
+struct PassInput {
+    stacks: Ids<u32>,
+    nw: Vec<[i64; 2]>,
+    frames: Ids<(u32, u32)>,
+    entries: Vec<u32>,
+}
+
+impl PassInput {
+    /// Counts the selected stacks of one batch of `stack` rows. A stack's
+    /// rows come one after another (a run); each run's entries are
+    /// reduced to its keys, once each, and counted.
+    fn count_batch(
+        &self,
+        b: &RecordBatch,
+        c: &[u32],
+        acc: &mut Accumulator,
+        scratch: &mut Vec<u32>,
+    ) -> DfResult<()> {
+        let id = int64(b, "stack_id")?;
+        let frame = int64(b, "frame_id")?;
+        let depth = cast(column(b, "depth")?, &DataType::Int32)?;
+        let depth = depth.as_primitive::<Int32Type>();
+        let mut run: Option<u32> = None;
+        let mut last: Option<((u32, i64), Option<u32>)> = None;
+        for i in 0..b.num_rows() {
+            if id.is_null(i) || frame.is_null(i) {
+                continue;
+            }
+            let sid = (c[i], id.value(i));
+            let k = match last {
+                Some((l, k)) if l == sid => k,
+                _ => {
+                    let k = self.stacks.get(sid.0, sid.1);
+                    last = Some((sid, k));
+                    k
+                }
+            };
+            let Some(k) = k else { continue };
+            if run != Some(k) {
+                if let Some(r) = run {
+                    acc.count(r as usize, self.nw[r as usize], scratch);
+                }
+                run = Some(k);
+            }
+            let Some((from, len)) = self.frames.get(c[i], frame.value(i)) else {
+                continue;
+            };
+            let at_leaf = depth.is_valid(i) && depth.value(i) == 0;
+            for &e in &self.entries[from as usize..(from + len) as usize] {
+                // Only the leaf frame's innermost level is exclusive.
+                scratch.push(if at_leaf { e } else { e & !1 });
+            }
+        }
+        if let Some(r) = run {
+            acc.count(r as usize, self.nw[r as usize], scratch);
+        }
+        Ok(())
+    }
+}
+
+/// One worker of the pass over the stacks: takes the next batch of `stack`
+/// rows while there is one, and counts it.
+async fn count_stacks(
+    stack: Arc<futures::lock::Mutex<SendableRecordBatchStream>>,
+    input: Arc<PassInput>,
+    caps: Arc<Mutex<Segments>>,
+    nkeys: usize,
+) -> DfResult<Accumulator> {
+    let mut acc = Accumulator::new(nkeys, input.nw.len());
+    let mut scratch = Vec::new();
+    loop {
+        let next = stack.lock().await.next().await;
+        let Some(b) = next else { break };
+        let b = b?;
+        let c = caps.lock().unwrap().of(column(&b, "segment")?)?;
+        input.count_batch(&b, &c, &mut acc, &mut scratch)?;
+    }
+    Ok(acc)
+}
+
+/// The keys of every frame: each frame's entries (one per inline level,
+/// `key << 1 | innermost level`), the keys numbered by their row bytes.
+struct KeyIndex {
+    converter: RowConverter,
+    keys: Rows,
+    frames: Ids<(u32, u32)>,
+    entries: Vec<u32>,
+}
+
+impl KeyIndex {
+    async fn build(
+        mut keyed: SendableRecordBatchStream,
+        caps: Arc<Mutex<Segments>>,
+    ) -> DfResult<KeyIndex> {
+        let fields = schema();
+        let key_types: Vec<DataType> = (0..3)
+            .map(|i| fields.field(i).data_type().clone())
+            .collect();
+        let converter = RowConverter::new(
+            key_types
+                .iter()
+                .map(|t| SortField::new(t.clone()))
+                .collect(),
+        )?;
+        let mut keys: Rows = converter.empty_rows(0, 0);
+        // The keys' ids, found by their row bytes in `keys` (no allocation
+        // per key).
+        let mut key_ids: hashbrown::HashTable<u32> = hashbrown::HashTable::new();
+        let hash = |b: &[u8]| rustc_hash::FxBuildHasher.hash_one(b);
+        let mut frame_entries: Vec<(u32, i64, u32)> = Vec::new();
+        while let Some(b) = keyed.next().await {
+            let b = b?;
+            let c = caps.lock().unwrap().of(column(&b, "segment")?)?;
+            let frame = int64(&b, "frame_id")?;
+            let level = int64(&b, "level")?;
+            let cols = ["key1", "key2", "key3"]
+                .iter()
+                .zip(&key_types)
+                .map(|(name, t)| Ok(cast(column(&b, name)?, t)?))
+                .collect::<DfResult<Vec<ArrayRef>>>()?;
+            let rows = converter.convert_columns(&cols)?;
+            frame_entries.reserve(b.num_rows());
+            for i in 0..b.num_rows() {
+                let r = rows.row(i);
+                let h = hash(r.as_ref());
+                let id = match key_ids.find(h, |&k| keys.row(k as usize).as_ref() == r.as_ref()) {
+                    Some(&id) => id,
+                    None => {
+                        let id = keys.num_rows() as u32;
+                        keys.push(r);
+                        key_ids.insert_unique(h, id, |&k| hash(keys.row(k as usize).as_ref()));
+                        id
+                    }
+                };
+                let leaf = u32::from(level.is_valid(i) && level.value(i) == 0);
+                frame_entries.push((c[i], frame.value(i), id << 1 | leaf));
+            }
+        }
+        drop(key_ids);
+        frame_entries.sort_unstable();
+        let mut frames: Ids<(u32, u32)> = Ids::default();
+        let entries: Vec<u32> = frame_entries.iter().map(|e| e.2).collect();
+        let mut start = 0;
+        while start < frame_entries.len() {
+            let (c, f, _) = frame_entries[start];
+            let mut end = start + 1;
+            while end < frame_entries.len()
+                && frame_entries[end].0 == c
+                && frame_entries[end].1 == f
+            {
+                end += 1;
+            }
+            frames.insert(c, f, (start as u32, (end - start) as u32));
+            start = end;
+        }
+        Ok(KeyIndex {
+            converter,
+            keys,
+            frames,
+            entries,
+        })
     }
 }
 
 /// The cost of every key the selected stacks hold.
 async fn compute(
     mut samples: SendableRecordBatchStream,
-    keyed: &[RecordBatch],
-    mut stack: SendableRecordBatchStream,
+    index: SpawnedTask<DfResult<KeyIndex>>,
+    stack: SendableRecordBatchStream,
+    caps: Arc<Mutex<Segments>>,
+    workers: usize,
 ) -> DfResult<RecordBatch> {
-    let mut caps = Segments::default();
-
     // The selected samples per stack: how many, what they weigh.
     let mut stacks: Ids<u32> = Ids::default();
     let mut nw: Vec<[i64; 2]> = Vec::new();
     while let Some(b) = samples.next().await {
         let b = b?;
-        let c = caps.of(column(&b, "segment")?)?;
+        let c = caps.lock().unwrap().of(column(&b, "segment")?)?;
         let (id, cost) = (int64(&b, "stack_id")?, int64(&b, "cost")?);
         for i in 0..b.num_rows() {
             if id.is_null(i) {
@@ -528,126 +786,54 @@ async fn compute(
             }
         }
     }
+    let KeyIndex {
+        converter,
+        keys,
+        frames,
+        entries,
+    } = index
+        .join()
+        .await
+        .map_err(|e| DataFusionError::ExecutionJoin(Box::new(e)))??;
 
-    // Every frame's keys (one per inline level), the keys numbered; a
-    // frame's entries are `key << 1 | innermost level`.
-    let fields = schema();
-    let key_types: Vec<DataType> = (0..3)
-        .map(|i| fields.field(i).data_type().clone())
-        .collect();
-    let converter = RowConverter::new(
-        key_types
-            .iter()
-            .map(|t| SortField::new(t.clone()))
-            .collect(),
-    )?;
-    let mut keys: Rows = converter.empty_rows(0, 0);
-    // The keys' ids, found by their row bytes in `keys` (no allocation per
-    // key).
-    let entries_in: usize = keyed.iter().map(RecordBatch::num_rows).sum();
-    let mut key_ids: hashbrown::HashTable<u32> = hashbrown::HashTable::with_capacity(entries_in);
-    let hash = |b: &[u8]| rustc_hash::FxBuildHasher.hash_one(b);
-    let mut frame_entries: Vec<(u32, i64, u32)> = Vec::with_capacity(entries_in);
-    for b in keyed {
-        let c = caps.of(column(b, "segment")?)?;
-        let frame = int64(b, "frame_id")?;
-        let level = int64(b, "level")?;
-        let cols = ["key1", "key2", "key3"]
-            .iter()
-            .zip(&key_types)
-            .map(|(name, t)| Ok(cast(column(b, name)?, t)?))
-            .collect::<DfResult<Vec<ArrayRef>>>()?;
-        let rows = converter.convert_columns(&cols)?;
-        for i in 0..b.num_rows() {
-            let r = rows.row(i);
-            let h = hash(r.as_ref());
-            let id = match key_ids.find(h, |&k| keys.row(k as usize).as_ref() == r.as_ref()) {
-                Some(&id) => id,
-                None => {
-                    let id = keys.num_rows() as u32;
-                    keys.push(r);
-                    key_ids.insert_unique(h, id, |&k| hash(keys.row(k as usize).as_ref()));
-                    id
-                }
-            };
-            let leaf = u32::from(level.is_valid(i) && level.value(i) == 0);
-            frame_entries.push((c[i], frame.value(i), id << 1 | leaf));
-        }
-    }
-    drop(key_ids);
-    frame_entries.sort_unstable();
-    let mut frames: Ids<(u32, u32)> = Ids::default();
-    let entries: Vec<u32> = frame_entries.iter().map(|e| e.2).collect();
-    let mut start = 0;
-    while start < frame_entries.len() {
-        let (c, f, _) = frame_entries[start];
-        let mut end = start + 1;
-        while end < frame_entries.len() && frame_entries[end].0 == c && frame_entries[end].1 == f {
-            end += 1;
-        }
-        frames.insert(c, f, (start as u32, (end - start) as u32));
-        start = end;
-    }
-    drop(frame_entries);
-
-    // One pass over the stacks' frames. A stack's rows come one after
-    // another (a run); each run's entries are reduced to its keys, once
-    // each, and counted. A stack whose rows are split in several runs (a
-    // scan's partitions may interleave) has its keys counted once all the
-    // same: its counted keys are kept, and a later run adds only the new.
-    let stacks_len = nw.len();
+    // One pass over the stacks' frames, on every core: each worker takes
+    // the next batch and counts each stack's keys once. A stack whose rows
+    // are split (between batches, or by a scan's partitions) has its keys
+    // counted once all the same: the keys each worker counted per stack
+    // are kept, a later run adds only the new, and what two workers both
+    // counted is taken off when their counts are added.
     let nkeys = keys.num_rows();
-    let mut acc = Accumulator {
-        cost: vec![[0i64; 4]; nkeys],
+    let input = Arc::new(PassInput {
+        stacks,
         nw,
-        counted: vec![None; stacks_len],
-        kept: Vec::new(),
-        merged: Vec::new(),
-    };
-    let mut run: Option<u32> = None;
-    let mut scratch: Vec<u32> = Vec::new();
-    while let Some(b) = stack.next().await {
-        let b = b?;
-        let c = caps.of(column(&b, "segment")?)?;
-        let id = int64(&b, "stack_id")?;
-        let frame = int64(&b, "frame_id")?;
-        let depth = cast(column(&b, "depth")?, &DataType::Int32)?;
-        let depth = depth.as_primitive::<Int32Type>();
-        let mut last: Option<((u32, i64), Option<u32>)> = None;
-        for i in 0..b.num_rows() {
-            if id.is_null(i) || frame.is_null(i) {
-                continue;
-            }
-            let sid = (c[i], id.value(i));
-            let k = match last {
-                Some((l, k)) if l == sid => k,
-                _ => {
-                    let k = stacks.get(sid.0, sid.1);
-                    last = Some((sid, k));
-                    k
-                }
-            };
-            let Some(k) = k else { continue };
-            if run != Some(k) {
-                if let Some(r) = run {
-                    acc.count(r as usize, &mut scratch);
-                }
-                run = Some(k);
-            }
-            let Some((from, len)) = frames.get(c[i], frame.value(i)) else {
-                continue;
-            };
-            let at_leaf = depth.is_valid(i) && depth.value(i) == 0;
-            for &e in &entries[from as usize..(from + len) as usize] {
-                // Only the leaf frame's innermost level is exclusive.
-                scratch.push(if at_leaf { e } else { e & !1 });
-            }
-        }
+        frames,
+        entries,
+    });
+    let stack = Arc::new(futures::lock::Mutex::new(stack));
+    let tasks: Vec<_> = (0..workers.max(1))
+        .map(|_| {
+            SpawnedTask::spawn(count_stacks(
+                stack.clone(),
+                input.clone(),
+                caps.clone(),
+                nkeys,
+            ))
+        })
+        .collect();
+    let mut counts = Vec::with_capacity(tasks.len());
+    for t in tasks {
+        counts.push(
+            t.join()
+                .await
+                .map_err(|e| DataFusionError::ExecutionJoin(Box::new(e)))??,
+        );
     }
-    if let Some(r) = run {
-        acc.count(r as usize, &mut scratch);
+    let mut counts = counts.into_iter();
+    let mut acc = counts.next().expect("one worker at least");
+    while let Some(other) = counts.next() {
+        let more = counts.len() > 0;
+        acc.absorb(other, &input.nw, more);
     }
-    drop(frames);
     let cost = acc.cost;
 
     // The keys some selected stack holds, with their cost.
@@ -661,7 +847,7 @@ async fn compute(
             used.iter().map(|&k| cost[k][j]),
         )));
     }
-    Ok(RecordBatch::try_new(fields, cols)?)
+    Ok(RecordBatch::try_new(schema(), cols)?)
 }
 
 #[cfg(test)]
@@ -696,32 +882,68 @@ mod tests {
         assert_eq!(ids.get(0, 29_001), Some(9));
     }
 
+    /// The samples and weight of the stacks of the tests below.
+    const NW: [[i64; 2]; 3] = [[2, 20], [1, 5], [1, 1]];
+
+    fn e(key: u32, leaf: bool) -> u32 {
+        key << 1 | u32::from(leaf)
+    }
+
+    /// The cost per key of the runs below, worked by hand from their
+    /// entries: stack 0 (2 samples, weight 20) has key 1 at the leaf and
+    /// keys 2 and 3 above it; stack 1 (1, 5) key 2 at the leaf and key 3;
+    /// stack 2 (1, 1) key 4, at the leaf in one of its runs.
+    const EXPECTED: [[i64; 4]; 5] = [
+        [0, 0, 0, 0],
+        [2, 20, 2, 20],
+        [1, 5, 3, 25],
+        [0, 0, 3, 25],
+        [1, 1, 1, 1],
+    ];
+
     /// Keys counted once per stack, also when a stack's rows come in
     /// several runs; exclusive when the leaf's innermost level has the key
-    /// in any run. Expected values worked by hand from the entries.
+    /// in any run.
     #[test]
     fn each_key_once_per_stack_across_runs() {
-        let e = |key: u32, leaf: bool| key << 1 | u32::from(leaf);
-        let mut acc = Accumulator {
-            cost: vec![[0; 4]; 5],
-            nw: vec![[2, 20], [1, 5], [1, 1]],
-            counted: vec![None; 3],
-            kept: Vec::new(),
-            merged: Vec::new(),
-        };
+        let mut acc = Accumulator::new(5, 3);
         // Stack 0: key 1 at the leaf and again up the stack (recursion),
         // key 2; a later run of its rows adds key 2 again and key 3.
-        acc.count(0, &mut vec![e(1, true), e(2, false), e(1, false)]);
-        // Stack 1: key 2 at the leaf, key 3.
-        acc.count(1, &mut vec![e(2, true), e(3, false)]);
-        acc.count(0, &mut vec![e(2, false), e(3, false)]);
+        acc.count(0, NW[0], &mut vec![e(1, true), e(2, false), e(1, false)]);
+        acc.count(1, NW[1], &mut vec![e(2, true), e(3, false)]);
+        acc.count(0, NW[0], &mut vec![e(2, false), e(3, false)]);
         // Stack 2: key 4 found exclusive only in its second run.
-        acc.count(2, &mut vec![e(4, false)]);
-        acc.count(2, &mut vec![e(4, true)]);
-        assert_eq!(acc.cost[1], [2, 20, 2, 20]);
-        assert_eq!(acc.cost[2], [1, 5, 3, 25]);
-        assert_eq!(acc.cost[3], [0, 0, 3, 25]);
-        assert_eq!(acc.cost[4], [1, 1, 1, 1]);
-        assert_eq!(acc.cost[0], [0, 0, 0, 0]);
+        acc.count(2, NW[2], &mut vec![e(4, false)]);
+        acc.count(2, NW[2], &mut vec![e(4, true)]);
+        assert_eq!(acc.cost, EXPECTED);
+    }
+
+    /// The same runs counted by two and by three workers (a stack's runs
+    /// split between them) add up to the same cost: what two workers both
+    /// counted for a stack is taken off.
+    #[test]
+    fn workers_count_split_stacks_once() {
+        let mut a = Accumulator::new(5, 3);
+        let mut b = Accumulator::new(5, 3);
+        a.count(0, NW[0], &mut vec![e(1, true), e(2, false), e(1, false)]);
+        b.count(1, NW[1], &mut vec![e(2, true), e(3, false)]);
+        b.count(0, NW[0], &mut vec![e(2, false), e(3, false)]);
+        a.count(2, NW[2], &mut vec![e(4, false)]);
+        b.count(2, NW[2], &mut vec![e(4, true)]);
+        a.absorb(b, &NW, false);
+        assert_eq!(a.cost, EXPECTED);
+
+        let mut w = [(); 3].map(|_| Accumulator::new(5, 3));
+        w[0].count(0, NW[0], &mut vec![e(1, true), e(2, false)]);
+        w[1].count(0, NW[0], &mut vec![e(1, false), e(2, false), e(3, false)]);
+        w[2].count(0, NW[0], &mut vec![e(3, false), e(1, true)]);
+        w[1].count(1, NW[1], &mut vec![e(2, true), e(3, false)]);
+        w[2].count(2, NW[2], &mut vec![e(4, true)]);
+        w[0].count(2, NW[2], &mut vec![e(4, false)]);
+        w[1].count(2, NW[2], &mut vec![e(4, true)]);
+        let [mut a, b, c] = w;
+        a.absorb(b, &NW, true);
+        a.absorb(c, &NW, false);
+        assert_eq!(a.cost, EXPECTED);
     }
 }

@@ -34,9 +34,9 @@ frame_key AS (
 ),
 keyed AS (
   SELECT segment, frame_id, level,
-    CASE COALESCE($by, 'function')
-      WHEN 'module' THEN module
-      WHEN 'srcline' THEN srcline
+    CASE
+      WHEN COALESCE($by, 'function') = 'module' THEN module
+      WHEN COALESCE($by, 'function') = 'srcline' THEN srcline
       ELSE function
     END AS key1,
     CASE WHEN COALESCE($by, 'function') = 'module' THEN NULL ELSE module END AS key2

@@ -9,6 +9,10 @@
 -- frames of their segments, `$segment`, bound with it). The
 -- key is (key1, key2, key3): function and module; module; srcline and
 -- module; function, file and line; `function @ 0xREL_PC` and module.
+-- The CASEs test `COALESCE($by, ...) = '...'`: with $by bound, each test
+-- folds to true or false when the query is planned and only the key asked
+-- for is computed (DataFusion does not fold `CASE $by WHEN ...`, and would
+-- compute every frame's srcline, a regular expression each, for any key).
 CREATE OR REPLACE VIEW _hotspot_key AS
 WITH frame_key AS (
   SELECT segment, frame_id, inline_depth AS level, function, module, file, line, srcline, rel_pc
@@ -29,15 +33,15 @@ SELECT
   segment,                                      -- segment (frame_id's id space)
   frame_id,                                     -- frame.frame_id
   level,                                        -- inline level: 0 is the innermost
-  CASE COALESCE($by, 'function')
-    WHEN 'module' THEN module
-    WHEN 'srcline' THEN srcline
-    WHEN 'address' THEN concat(function, ' @ 0x', to_hex(rel_pc))
+  CASE
+    WHEN COALESCE($by, 'function') = 'module' THEN module
+    WHEN COALESCE($by, 'function') = 'srcline' THEN srcline
+    WHEN COALESCE($by, 'function') = 'address' THEN concat(function, ' @ 0x', to_hex(rel_pc))
     ELSE function
   END AS key1,                                  -- function, module, srcline or address
-  CASE COALESCE($by, 'function')
-    WHEN 'module' THEN NULL
-    WHEN 'line' THEN file
+  CASE
+    WHEN COALESCE($by, 'function') = 'module' THEN NULL
+    WHEN COALESCE($by, 'function') = 'line' THEN file
     ELSE module
   END AS key2,                                  -- module (by line: the source file)
   CASE WHEN $by = 'line' THEN line END AS key3  -- source line (by line)

@@ -10,9 +10,9 @@
 WITH k AS (
   SELECT x.capture,
          window_start(x.t_ns, $window_ns) AS w,
-         CASE COALESCE($by, 'function')
-           WHEN 'module' THEN COALESCE(l.module, '[unknown]')
-           WHEN 'process' THEN concat(COALESCE(CAST(x.comm AS VARCHAR), '?'), '[', CAST(x.pid AS VARCHAR), ']')
+         CASE
+           WHEN COALESCE($by, 'function') = 'module' THEN COALESCE(l.module, '[unknown]')
+           WHEN COALESCE($by, 'function') = 'process' THEN concat(COALESCE(CAST(x.comm AS VARCHAR), '?'), '[', CAST(x.pid AS VARCHAR), ']')
            ELSE COALESCE(l.function, '[unknown]')
          END AS key,
          x.weight_ns AS cost,
