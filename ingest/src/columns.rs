@@ -207,6 +207,26 @@ pub fn batch<C: TableColumns>(
     })
 }
 
+/// `batch` of table `def` with its column `name` replaced by what `f`
+/// makes of it (types and nullability checked again).
+pub fn replace_column(
+    def: &TableDef,
+    batch: &arrow::record_batch::RecordBatch,
+    name: &str,
+    f: impl FnOnce(&ArrayRef) -> ArrayRef,
+) -> crate::error::Result<arrow::record_batch::RecordBatch> {
+    let mut cols = batch.columns().to_vec();
+    if let Some((at, _)) = batch.schema().column_with_name(name) {
+        cols[at] = f(&cols[at]);
+    }
+    arrow::record_batch::RecordBatch::try_new(batch.schema(), cols).map_err(|source| {
+        crate::error::Error::Arrow {
+            table: def.name.into(),
+            source,
+        }
+    })
+}
+
 /// Fails the build unless `cols` (a builder struct's field names and
 /// column types, in declaration order) are the columns of `def`, in its
 /// order. Called in a `const` by [`table_columns!`]; a mismatch stops the

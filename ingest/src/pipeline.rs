@@ -376,3 +376,115 @@ fn write_source_tables(
     cap.write_table(&mut c)?;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use arrow::array::{Array, AsArray};
+    use arrow::datatypes::{Int64Type, UInt64Type};
+
+    use super::*;
+    use crate::perf::convert::TEST_LIMITS;
+    use crate::readback::read_columns;
+    use trawl_capture::schema;
+
+    /// Each sample's stack (its frames' module and address, leaf first),
+    /// by sample id, of `inputs` ingested with `limits` (samples per
+    /// batch, raw-callchain cache entries).
+    fn stacks_of(inputs: &[PathBuf], limits: (usize, usize)) -> BTreeMap<i64, Vec<(i64, u64)>> {
+        TEST_LIMITS.with(|l| l.set(limits));
+        let dir = std::env::temp_dir().join(format!(
+            "trawl-held-{}-{}-{}",
+            std::process::id(),
+            limits.0,
+            limits.1
+        ));
+        let cap = dir.join("cap");
+        let done = ingest(inputs, &cap, &IngestOptions::default(), |_| Ok(()));
+        TEST_LIMITS.with(|l| l.set((crate::perf::convert::BATCH_ROWS, 200_000)));
+        done.unwrap();
+        let mut frames = BTreeMap::new();
+        for b in read_columns(
+            &cap,
+            &schema::FRAME,
+            Some(&["frame_id", "module_id", "rel_pc"]),
+        )
+        .unwrap()
+        {
+            let (f, m, pc) = (
+                b.column(0).as_primitive::<Int64Type>(),
+                b.column(1).as_primitive::<Int64Type>(),
+                b.column(2).as_primitive::<UInt64Type>(),
+            );
+            for i in 0..b.num_rows() {
+                let m = if m.is_null(i) { -1 } else { m.value(i) };
+                frames.insert(f.value(i), (m, pc.value(i)));
+            }
+        }
+        let mut stacks: BTreeMap<i64, BTreeMap<i64, (i64, u64)>> = BTreeMap::new();
+        for b in read_columns(
+            &cap,
+            &schema::STACK,
+            Some(&["stack_id", "depth", "frame_id"]),
+        )
+        .unwrap()
+        {
+            let s = b.column(0).as_primitive::<Int64Type>();
+            let d = arrow::compute::cast(b.column(1), &arrow::datatypes::DataType::Int64).unwrap();
+            let d = d.as_primitive::<Int64Type>();
+            let f = b.column(2).as_primitive::<Int64Type>();
+            for i in 0..b.num_rows() {
+                stacks
+                    .entry(s.value(i))
+                    .or_default()
+                    .insert(d.value(i), frames[&f.value(i)]);
+            }
+        }
+        let mut out = BTreeMap::new();
+        for b in read_columns(&cap, &schema::PERF_SAMPLE, Some(&["sample_id", "stack_id"])).unwrap()
+        {
+            let (id, st) = (
+                b.column(0).as_primitive::<Int64Type>(),
+                b.column(1).as_primitive::<Int64Type>(),
+            );
+            for i in 0..b.num_rows() {
+                let frames = match st.is_null(i) {
+                    true => Vec::new(),
+                    false => stacks[&st.value(i)].values().copied().collect(),
+                };
+                out.insert(id.value(i), frames);
+            }
+        }
+        std::fs::remove_dir_all(&dir).ok();
+        out
+    }
+
+    /// Samples are written a batch behind, their stack ids settled once
+    /// the stack thread has interned their stacks; the raw-callchain cache
+    /// is cleared when full, and an input whose stacks are interned at
+    /// once (system call tracepoints) settles everything. With batches of
+    /// 37 samples and a cache of 25 entries, every sample of three
+    /// recordings (one with system call tracepoints between the others)
+    /// keeps the stack it has with the limits trawl runs with.
+    #[test]
+    fn held_batches_and_cache_clears_keep_each_samples_stack() {
+        let fx = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/perf");
+        let inputs: Vec<PathBuf> = ["procs.data", "io-syscalls.data", "clock.data"]
+            .iter()
+            .map(|f| fx.join(f))
+            .collect();
+        let usual = stacks_of(&inputs, (crate::perf::convert::BATCH_ROWS, 200_000));
+        let small = stacks_of(&inputs, (37, 25));
+        let with_stacks = usual.values().filter(|s| !s.is_empty()).count();
+        assert!(
+            usual.len() > 1000 && with_stacks > 1000,
+            "{} samples, {with_stacks} with stacks",
+            usual.len()
+        );
+        assert_eq!(usual.len(), small.len());
+        for (id, s) in &usual {
+            assert_eq!(Some(s), small.get(id), "sample {id}");
+        }
+    }
+}

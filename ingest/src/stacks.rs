@@ -150,7 +150,7 @@ impl Batch {
 /// on its own thread).
 const QUEUE_STACKS: usize = 1024;
 /// Batches on their way to the worker before [`StackTables::queue`] waits.
-const IN_FLIGHT: usize = 4;
+const IN_FLIGHT: usize = 16;
 /// Rows of `stack` the worker collects before it writes them.
 const WORKER_ROWS: usize = 64 * 1024;
 
@@ -450,6 +450,52 @@ impl StackTables {
                 self.next_ticket,
                 self.settled.len()
             )));
+        }
+        Ok(&self.settled)
+    }
+
+    /// The tickets given since they were last forgotten: the next one.
+    pub fn tickets_given(&self) -> u32 {
+        self.next_ticket
+    }
+
+    /// Hands the stacks queued so far to the worker, when it runs, so that
+    /// it interns them while this thread goes on.
+    pub fn send_queued(&mut self) -> Result<()> {
+        if self.worker.is_some() && !self.queue.lens.is_empty() {
+            self.send_queue()?;
+        }
+        Ok(())
+    }
+
+    /// The ids of the stacks of tickets below `n`, by ticket (and of any
+    /// interned since): waits only for those.
+    pub fn settled_upto(&mut self, n: u32) -> Result<&[i64]> {
+        if let Some(e) = self.failed.take() {
+            return Err(e);
+        }
+        let n = n as usize;
+        if self.settled.len() < n {
+            let unsent_from = self.next_ticket as usize - self.queue.lens.len();
+            if n > unsent_from {
+                match self.worker.is_some() {
+                    true => self.send_queue()?,
+                    false => self.intern_queue_here()?,
+                }
+            }
+            if let Some(w) = &mut self.worker {
+                let mut r = Ok(());
+                while self.settled.len() < n && w.in_flight > 0 && r.is_ok() {
+                    r = w.receive(&mut self.settled);
+                }
+                r.map_err(|e| self.worker_failed(e))?;
+            }
+            if self.settled.len() < n {
+                return Err(stack_error(format!(
+                    "{n} stacks queued, {} interned",
+                    self.settled.len()
+                )));
+            }
         }
         Ok(&self.settled)
     }

@@ -17,6 +17,9 @@
 
 use std::sync::Arc;
 
+use arrow::array::{Array, AsArray, Int64Array, RecordBatch};
+use arrow::datatypes::Int64Type;
+
 use rustc_hash::FxHashMap as HashMap;
 
 use crate::intern::HashKeyMap;
@@ -70,6 +73,24 @@ fn syscall_name(event: &str) -> Option<Arc<str>> {
 
 /// Entries of the raw-callchain → stack cache before it is cleared.
 const RAW_STACK_CACHE: usize = 200_000;
+
+/// Samples per batch and entries of the raw-callchain cache: in tests, set
+/// small so that small captures go through held batches and cache clears.
+#[cfg(not(test))]
+fn limits() -> (usize, usize) {
+    (BATCH_ROWS, RAW_STACK_CACHE)
+}
+
+#[cfg(test)]
+thread_local! {
+    pub(crate) static TEST_LIMITS: std::cell::Cell<(usize, usize)> =
+        const { std::cell::Cell::new((BATCH_ROWS, RAW_STACK_CACHE)) };
+}
+
+#[cfg(test)]
+fn limits() -> (usize, usize) {
+    TEST_LIMITS.with(std::cell::Cell::get)
+}
 
 /// A table being streamed: its writer plus a row count for flushing.
 struct Out {
@@ -192,6 +213,37 @@ pub struct PerfConverter {
     deferred: bool,
     /// The first sample row whose `stack_id` is still a ticket.
     tickets_from: usize,
+    /// The batch of samples filled before this one, written at the next
+    /// flush: the stack thread interns the new stacks it holds tickets of
+    /// meanwhile, and neither thread waits for the other.
+    held: Option<HeldSamples>,
+}
+
+/// A batch of samples whose `stack_id` holds tickets (from row
+/// `tickets_from`) below `upto`.
+struct HeldSamples {
+    batch: RecordBatch,
+    tickets_from: usize,
+    upto: u32,
+}
+
+impl HeldSamples {
+    /// Replaces the tickets of `stack_id` by the stacks' ids.
+    fn settle(&mut self, ids: &[i64]) -> Result<()> {
+        let from = self.tickets_from;
+        let id = |t: i64| ids.get(t as usize).copied().unwrap_or(t);
+        self.batch =
+            crate::columns::replace_column(&schema::PERF_SAMPLE, &self.batch, "stack_id", |a| {
+                let a = a.as_primitive::<Int64Type>();
+                let mut v = a.values().to_vec();
+                for t in v.iter_mut().skip(from) {
+                    *t = id(*t);
+                }
+                Arc::new(Int64Array::new(v.into(), a.nulls().cloned()))
+            })?;
+        self.tickets_from = self.batch.num_rows();
+        Ok(())
+    }
 }
 
 impl PerfConverter {
@@ -257,6 +309,7 @@ impl PerfConverter {
             samples_written: 0,
             deferred: false,
             tickets_from: 0,
+            held: None,
             utc_offset: None,
             utc_missed: 0,
             utc_missed_at: crate::diag::Position::None,
@@ -367,10 +420,42 @@ impl PerfConverter {
         }
         let ids = self.stacks.settle()?;
         // Every ticket given has its id (`settle` checks).
-        self.samples.stack_id.map_from(self.tickets_from, |t| {
-            ids.get(t as usize).copied().unwrap_or(t)
-        });
+        let id = |t: i64| ids.get(t as usize).copied().unwrap_or(t);
+        self.samples.stack_id.map_from(self.tickets_from, id);
         self.tickets_from = self.samples.stack_id.len();
+        if let Some(h) = &mut self.held {
+            h.settle(ids)?;
+        }
+        Ok(())
+    }
+
+    /// Writes the batch of samples held at the last flush, and holds the
+    /// one filled since (`last`: writes it as well).
+    fn write_samples(&mut self, last: bool) -> Result<()> {
+        if let Some(mut h) = self.held.take() {
+            // (Its tickets are mapped already when the stacks were settled
+            // since, and then forgotten.)
+            if h.tickets_from < h.batch.num_rows() {
+                h.settle(self.stacks.settled_upto(h.upto)?)?;
+            }
+            self.samples_out.w.write(&h.batch)?;
+        }
+        if self.samples_out.rows == 0 {
+            return Ok(());
+        }
+        if last || !self.deferred {
+            self.settle_stack_ids()?;
+            self.samples_out.w.write_rows(&mut self.samples)?;
+        } else {
+            self.held = Some(HeldSamples {
+                batch: crate::columns::batch(&mut self.samples)?,
+                tickets_from: self.tickets_from,
+                upto: self.stacks.tickets_given(),
+            });
+            self.stacks.send_queued()?;
+        }
+        self.samples_out.rows = 0;
+        self.tickets_from = 0;
         Ok(())
     }
 
@@ -679,7 +764,7 @@ impl PerfConverter {
             None => {
                 // Only a cache: bounded so that recordings of many
                 // short-lived processes do not grow it without end.
-                if self.raw_stacks.len() >= RAW_STACK_CACHE {
+                if self.raw_stacks.len() >= limits().1 {
                     self.clear_raw_stacks()?;
                 }
                 // Deferred: the id is a ticket until the stack thread has
@@ -977,7 +1062,7 @@ impl PerfConverter {
             c.stack.append_value(st.map_or(&[][..], |s| s.data));
             self.ustack_out.rows += 1;
         }
-        if self.samples_out.rows >= BATCH_ROWS || self.ustack.stack.values_slice().len() >= 64 << 20
+        if self.samples_out.rows >= limits().0 || self.ustack.stack.values_slice().len() >= 64 << 20
         {
             self.flush()?;
         }
@@ -1179,14 +1264,14 @@ impl PerfConverter {
         )
     }
 
-    /// Writes the rows collected so far.
+    /// Writes the rows collected so far (but the last batch of samples,
+    /// held until the next flush: see [`PerfConverter::write_samples`]).
     pub fn flush(&mut self) -> Result<()> {
-        self.settle_stack_ids()?;
-        if self.samples_out.rows > 0 {
-            self.samples_out.w.write_rows(&mut self.samples)?;
-            self.samples_out.rows = 0;
-            self.tickets_from = 0;
-        }
+        self.write_out(false)
+    }
+
+    fn write_out(&mut self, last: bool) -> Result<()> {
+        self.write_samples(last)?;
         if self.reads_out.rows > 0 {
             self.reads_out.w.write_rows(&mut self.reads)?;
             self.reads_out.rows = 0;
@@ -1229,7 +1314,7 @@ impl PerfConverter {
     /// `capture_meta`).
     pub fn finish(mut self, cap: &mut CaptureWriter) -> Result<Vec<(i32, String, String)>> {
         self.flush_last_thread();
-        self.flush()?;
+        self.write_out(true)?;
         self.syscalls.finish(cap)?;
         for out in [
             self.samples_out,
