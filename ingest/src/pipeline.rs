@@ -403,7 +403,10 @@ mod tests {
         let cap = dir.join("cap");
         let done = ingest(inputs, &cap, &IngestOptions::default(), |_| Ok(()));
         TEST_LIMITS.with(|l| l.set((crate::perf::convert::BATCH_ROWS, 200_000)));
-        done.unwrap();
+        if let Err(e) = done {
+            std::fs::remove_dir_all(&dir).ok();
+            panic!("ingest with limits {limits:?}: {e}");
+        }
         let mut frames = BTreeMap::new();
         for b in read_columns(
             &cap,
