@@ -428,30 +428,7 @@ impl StackTables {
 
     /// Interns every queued stack; their ids, by ticket.
     pub fn settle(&mut self) -> Result<&[i64]> {
-        if let Some(e) = self.failed.take() {
-            return Err(e);
-        }
-        if !self.queue.lens.is_empty() {
-            match self.worker.is_some() {
-                true => self.send_queue()?,
-                false => self.intern_queue_here()?,
-            }
-        }
-        if let Some(w) = &mut self.worker {
-            let mut r = Ok(());
-            while w.in_flight > 0 && r.is_ok() {
-                r = w.receive(&mut self.settled);
-            }
-            r.map_err(|e| self.worker_failed(e))?;
-        }
-        if self.settled.len() != self.next_ticket as usize {
-            return Err(stack_error(format!(
-                "{} stacks queued, {} interned",
-                self.next_ticket,
-                self.settled.len()
-            )));
-        }
-        Ok(&self.settled)
+        self.settled_upto(self.next_ticket)
     }
 
     /// The tickets given since they were last forgotten: the next one.

@@ -466,30 +466,10 @@ impl Accumulator {
         } else {
             old.len() + keys.len()
         });
-        let (mut i, mut j) = (0, 0);
-        while i < keys.len() || j < old.len() {
-            let (a, b) = (keys.get(i).copied(), old.get(j).copied());
-            let (e, was) = match (a, b) {
-                (Some(a), Some(b)) if a >> 1 == b >> 1 => {
-                    i += 1;
-                    j += 1;
-                    (a | b, Some(b))
-                }
-                (Some(a), Some(b)) if a >> 1 < b >> 1 => {
-                    i += 1;
-                    (a, None)
-                }
-                (Some(a), None) => {
-                    i += 1;
-                    (a, None)
-                }
-                (_, Some(b)) => {
-                    j += 1;
-                    (b, Some(b))
-                }
-                (None, None) => unreachable!(),
-            };
-            let c = &mut self.cost[(e >> 1) as usize];
+        let cost = &mut self.cost;
+        merge_keys(&keys, old, |a, was| {
+            let e = a.unwrap_or(0) | was.unwrap_or(0);
+            let c = &mut cost[(e >> 1) as usize];
             if was.is_none() {
                 c[2] += n;
                 c[3] += w;
@@ -501,7 +481,7 @@ impl Accumulator {
             if !old.is_empty() {
                 union.push(e);
             }
-        }
+        });
         let start = self.kept.len() as u32;
         if old.is_empty() {
             self.kept.extend_from_slice(&keys);
@@ -538,41 +518,50 @@ impl Accumulator {
                 continue;
             }
             union.clear();
-            let (mut i, mut j) = (0, 0);
-            while i < ours.len() || j < theirs.len() {
-                let (a, b) = (ours.get(i).copied(), theirs.get(j).copied());
-                match (a, b) {
-                    (Some(a), Some(b)) if a >> 1 == b >> 1 => {
-                        let c = &mut self.cost[(a >> 1) as usize];
-                        c[2] -= n;
-                        c[3] -= w;
-                        if a & b & 1 == 1 {
-                            c[0] -= n;
-                            c[1] -= w;
-                        }
-                        union.push(a | b);
-                        i += 1;
-                        j += 1;
+            let cost = &mut self.cost;
+            merge_keys(ours, theirs, |a, b| {
+                if let (Some(a), Some(b)) = (a, b) {
+                    let c = &mut cost[(a >> 1) as usize];
+                    c[2] -= n;
+                    c[3] -= w;
+                    if a & b & 1 == 1 {
+                        c[0] -= n;
+                        c[1] -= w;
                     }
-                    (Some(a), Some(b)) if a >> 1 < b >> 1 => {
-                        union.push(a);
-                        i += 1;
-                    }
-                    (Some(a), None) => {
-                        union.push(a);
-                        i += 1;
-                    }
-                    (_, Some(b)) => {
-                        union.push(b);
-                        j += 1;
-                    }
-                    (None, None) => unreachable!(),
                 }
-            }
+                union.push(a.unwrap_or(0) | b.unwrap_or(0));
+            });
             if more {
                 let start = self.kept.len() as u32;
                 self.kept.extend_from_slice(&union);
                 self.counted[k] = (start, union.len() as u32);
+            }
+        }
+    }
+}
+
+/// Walks two sorted lists of keys (`key << 1 | exclusive`) in key order,
+/// calling `f` once per key with its entry in each list.
+fn merge_keys(a: &[u32], b: &[u32], mut f: impl FnMut(Option<u32>, Option<u32>)) {
+    let (mut i, mut j) = (0, 0);
+    while i < a.len() || j < b.len() {
+        match (a.get(i).copied(), b.get(j).copied()) {
+            (Some(x), Some(y)) if x >> 1 == y >> 1 => {
+                f(Some(x), Some(y));
+                i += 1;
+                j += 1;
+            }
+            (Some(x), Some(y)) if x >> 1 < y >> 1 => {
+                f(Some(x), None);
+                i += 1;
+            }
+            (Some(x), None) => {
+                f(Some(x), None);
+                i += 1;
+            }
+            (_, y) => {
+                f(None, y);
+                j += 1;
             }
         }
     }
