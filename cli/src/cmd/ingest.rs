@@ -220,5 +220,9 @@ pub(crate) fn ingest(a: &IngestArgs) -> Result<()> {
         eprintln!("{l}");
     }
     eprintln!("wrote {}", summary.out.display());
+    // What was learnt of the binaries (symbol tables, source lines) is
+    // freed on a thread of its own, which the end of the process may cut
+    // short: tens of milliseconds on the caller's thread otherwise.
+    let _ = std::thread::Builder::new().spawn(move || drop(cfg));
     Ok(())
 }
